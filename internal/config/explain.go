@@ -1,0 +1,128 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// Field describes one JSON-visible field of a config struct.
+type Field struct {
+	Name    string // JSON name
+	Type    reflect.Type
+	Default string // from the `default:"..."` tag, documentation only
+	Help    string // from the `help:"..."` tag
+}
+
+// Fields lists t's JSON fields in declaration order, flattening embedded structs.
+func Fields(t reflect.Type) []Field {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var out []Field
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		tag := sf.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if sf.Anonymous && name == "" {
+			out = append(out, Fields(sf.Type)...)
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		out = append(out, Field{Name: name, Type: sf.Type, Default: sf.Tag.Get("default"), Help: sf.Tag.Get("help")})
+	}
+	return out
+}
+
+// Explain renders every field of v's type, recursing into nested structs, one line each:
+// "path  type  default  help".
+func Explain(v any) string {
+	var b strings.Builder
+	explain(&b, reflect.TypeOf(v), "")
+	return b.String()
+}
+
+func explain(b *strings.Builder, t reflect.Type, prefix string) {
+	for _, f := range Fields(t) {
+		path := join(prefix, f.Name)
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		def := f.Default
+		if def == "" {
+			def = "-"
+		}
+		fmt.Fprintf(b, "%-34s %-14s %-12s %s\n", path, typeName(ft), def, f.Help)
+		if ft.Kind() == reflect.Struct && ft != rawMessageType {
+			explain(b, ft, path)
+		}
+		if (ft.Kind() == reflect.Slice) && ft.Elem().Kind() == reflect.Struct {
+			explain(b, ft.Elem(), path+"[]")
+		}
+	}
+}
+
+func typeName(t reflect.Type) string {
+	if t == rawMessageType {
+		return "object"
+	}
+	if t == reflect.TypeOf(Duration(0)) {
+		return "duration"
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return "object"
+	case reflect.Slice:
+		return "list of " + typeName(t.Elem())
+	case reflect.Map:
+		return "map of " + typeName(t.Elem())
+	}
+	return t.Kind().String()
+}
+
+// OneOf returns a *FieldError unless v is among allowed.
+func OneOf(path, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return &FieldError{Path: path, Msg: fmt.Sprintf("%q is not allowed; allowed values: %s", v, strings.Join(allowed, ", "))}
+}
+
+// Duration is a time.Duration that reads and writes as a Go duration string ("1m30s") in configs.
+type Duration int64
+
+// MarshalJSON writes "1m30s".
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(durationString(int64(d)))
+}
+
+// UnmarshalJSON reads "1m30s" or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := parseDuration(s)
+		if err != nil {
+			return err
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("duration: want a string like \"90s\" or a number of seconds, got %s", b)
+	}
+	*d = Duration(f * 1e9)
+	return nil
+}

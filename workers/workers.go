@@ -1,0 +1,98 @@
+package workers
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temperml/temper/activities/demo"
+	"github.com/temperml/temper/internal/config"
+	"github.com/temperml/temper/workflows"
+)
+
+// ParseRoles turns "trainer,rollout" (or "all") into a list of roles, naming a misspelt one.
+func ParseRoles(s string) ([]string, error) {
+	if s == "" || s == "all" {
+		return slices.Clone(workflows.Roles), nil
+	}
+	var out []string
+	for _, r := range strings.Split(s, ",") {
+		r = strings.TrimSpace(r)
+		if !slices.Contains(workflows.Roles, r) {
+			msg := fmt.Sprintf("unknown role %q", r)
+			if c := config.Closest(r, workflows.Roles); c != "" {
+				msg += fmt.Sprintf("; did you mean %q?", c)
+			}
+			return nil, &config.FieldError{Path: "roles", Msg: msg + " (allowed: " + strings.Join(workflows.Roles, ", ") + ", all)"}
+		}
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Register puts a role's workflows or activities on a registry. Every role also answers <role>.Ping so
+// `temper status` can tell whether a queue has live workers.
+func Register(role string, r worker.Registry) error {
+	acts := demo.Activities{}
+	switch role {
+	case workflows.QueueTemper:
+		RegisterWorkflows(r)
+	case workflows.QueueTrainer:
+		r.RegisterActivityWithOptions(acts.Tick, activity.RegisterOptions{Name: demo.TickName})
+	case workflows.QueueRollout, workflows.QueueReward:
+	default:
+		return fmt.Errorf("workers: register: unknown role %q", role)
+	}
+	r.RegisterActivityWithOptions(acts.Ping, activity.RegisterOptions{Name: demo.PingName(role)})
+	return nil
+}
+
+// RegisterWorkflows registers Pipeline and every phase kind's workflow; replayers use it too.
+func RegisterWorkflows(r worker.WorkflowRegistry) {
+	r.RegisterWorkflowWithOptions(workflows.Pipeline, workflow.RegisterOptions{Name: workflows.PipelineName})
+	for _, k := range workflows.PhaseKinds() {
+		r.RegisterWorkflowWithOptions(k.Workflow, workflow.RegisterOptions{Name: k.WorkflowName})
+	}
+}
+
+// Options tunes the workers of one process.
+type Options struct {
+	// TrainerSlots bounds concurrent trainer activities; 1 means one at a time per accelerator.
+	TrainerSlots int
+}
+
+// Start creates, registers and starts one worker per role on c. The caller stops them with StopAll.
+func Start(c client.Client, roles []string, opts Options) ([]worker.Worker, error) {
+	var ws []worker.Worker
+	for _, role := range roles {
+		wo := worker.Options{}
+		if role == workflows.QueueTrainer {
+			wo.MaxConcurrentActivityExecutionSize = max(1, opts.TrainerSlots)
+		}
+		w := worker.New(c, role, wo)
+		if err := Register(role, w); err != nil {
+			StopAll(ws)
+			return nil, err
+		}
+		if err := w.Start(); err != nil {
+			StopAll(ws)
+			return nil, fmt.Errorf("workers: start %s worker: %w", role, err)
+		}
+		ws = append(ws, w)
+	}
+	return ws, nil
+}
+
+// StopAll stops workers in reverse order.
+func StopAll(ws []worker.Worker) {
+	for i := len(ws) - 1; i >= 0; i-- {
+		ws[i].Stop()
+	}
+}

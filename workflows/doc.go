@@ -1,0 +1,9 @@
+// Package workflows is Temper's deterministic orchestration. Workflows see only references (checkpoint
+// URIs, dataset cursors) and scalar metrics, never tensors; they call activities by name on role queues.
+//
+// Replay safety: no time.Now, math/rand, I/O, goroutines or map iteration here; the architecture test in
+// internal/arch enforces the import side, the replay tests enforce the rest.
+//
+// Pipeline runs an ordered list of phases, each a child workflow whose kind registered itself with
+// RegisterPhase, so later kinds (pretrain, sft, dpo, grpo, ...) need no change to Pipeline.
+package workflows

@@ -1,0 +1,202 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temperml/temper/internal/config"
+)
+
+// PipelineName is the registered workflow type; `temporal workflow start --type Pipeline` uses it.
+const PipelineName = "Pipeline"
+
+// ProgressQuery is the query that returns a PipelineProgress.
+const ProgressQuery = "progress"
+
+// PipelineInput is a whole run: the same JSON that `temper run` sends and that
+// `temporal workflow start --type Pipeline --task-queue temper --input '{...}'` accepts.
+type PipelineInput struct {
+	Name   string      `json:"name" help:"a label for the run; the workflow ID is derived from it"`
+	Store  string      `json:"store" default:"file://$TEMPER_HOME/store" help:"root URI for checkpoints and data: file:///abs/dir or gs://bucket/prefix"`
+	Seed   int64       `json:"seed" default:"0" help:"seed for every random choice of every phase"`
+	Phases []PhaseSpec `json:"phases" help:"phases run in order; each starts from the previous one's checkpoint unless from is set"`
+	// State carries progress across continue-as-new; users leave it empty.
+	State *PipelineState `json:"state,omitempty"`
+}
+
+// PhaseSpec is one phase of a pipeline.
+type PhaseSpec struct {
+	Name   string          `json:"name" help:"unique within the pipeline; names the child workflow and checkpoint paths"`
+	Kind   string          `json:"kind" help:"a registered phase kind (temper config explain lists them)"`
+	From   string          `json:"from,omitempty" help:"checkpoint URI, or the name of an earlier phase; default: the previous phase's output"`
+	Config json.RawMessage `json:"config,omitempty" help:"the kind's configuration (temper config explain KIND)"`
+}
+
+// PipelineState is the loop state that continue-as-new carries.
+type PipelineState struct {
+	Next    int           `json:"next"`
+	Results []PhaseResult `json:"results"`
+}
+
+// PhaseResult is what a finished phase left behind.
+type PhaseResult struct {
+	Name       string             `json:"name"`
+	Kind       string             `json:"kind"`
+	WorkflowID string             `json:"workflow_id"`
+	Checkpoint string             `json:"checkpoint"`
+	Metrics    map[string]float64 `json:"metrics,omitempty"`
+	Seconds    float64            `json:"seconds"`
+}
+
+// PipelineOutput lists every phase's result in order.
+type PipelineOutput struct {
+	RunID   string        `json:"run_id"`
+	Phases  []PhaseResult `json:"phases"`
+	Seconds float64       `json:"seconds"`
+}
+
+// PipelineProgress answers ProgressQuery.
+type PipelineProgress struct {
+	Phase      string        `json:"phase"`
+	Kind       string        `json:"kind"`
+	Index      int           `json:"index"`
+	Total      int           `json:"total"`
+	ChildID    string        `json:"child_id"`
+	Done       []PhaseResult `json:"done"`
+	StartedAt  time.Time     `json:"started_at"`
+	ContinueAs int           `json:"continued"`
+}
+
+// PhaseInput is what every phase workflow receives.
+type PhaseInput struct {
+	RunID  string          `json:"run_id"`
+	Phase  string          `json:"phase"`
+	Kind   string          `json:"kind"`
+	Store  string          `json:"store"`
+	Seed   int64           `json:"seed"`
+	From   string          `json:"from,omitempty"`
+	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// PhaseOutput is what every phase workflow returns.
+type PhaseOutput struct {
+	Checkpoint string             `json:"checkpoint"`
+	Metrics    map[string]float64 `json:"metrics,omitempty"`
+}
+
+// Validate checks the pipeline and every phase's config with its kind's type.
+func (in *PipelineInput) Validate() error {
+	if len(in.Phases) == 0 {
+		return &config.FieldError{Path: "phases", Msg: "at least one phase is required (kinds: " + strings.Join(phaseKindNames(), ", ") + ")"}
+	}
+	if in.Store != "" && !strings.HasPrefix(in.Store, "file:///") && !strings.HasPrefix(in.Store, "gs://") {
+		return &config.FieldError{Path: "store", Msg: fmt.Sprintf("%q: want file:///abs/dir or gs://bucket/prefix", in.Store)}
+	}
+	seen := map[string]int{}
+	for i, p := range in.Phases {
+		path := fmt.Sprintf("phases[%d]", i)
+		if p.Name == "" {
+			return &config.FieldError{Path: path + ".name", Msg: "required"}
+		}
+		if strings.ContainsAny(p.Name, "/ \t") {
+			return &config.FieldError{Path: path + ".name", Msg: fmt.Sprintf("%q: no slashes or spaces", p.Name)}
+		}
+		if j, dup := seen[p.Name]; dup {
+			return &config.FieldError{Path: path + ".name", Msg: fmt.Sprintf("%q already names phases[%d]", p.Name, j)}
+		}
+		seen[p.Name] = i
+		if p.From != "" && !strings.Contains(p.From, "://") {
+			if _, ok := seen[p.From]; !ok || p.From == p.Name {
+				return &config.FieldError{Path: path + ".from", Msg: fmt.Sprintf("%q is neither a URI nor an earlier phase", p.From)}
+			}
+		}
+		if _, err := DecodePhaseConfig(p.Kind, p.Config, path+".config"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Pipeline runs the phases in order as child workflows, passing checkpoint URIs along, and continues as
+// new between phases when the server suggests it.
+func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
+	info := workflow.GetInfo(ctx)
+	runID := info.WorkflowExecution.ID
+	if err := in.Validate(); err != nil {
+		return PipelineOutput{}, temporal.NewNonRetryableApplicationError("pipeline: invalid input: "+err.Error(), "InvalidConfig", err)
+	}
+	state := PipelineState{}
+	if in.State != nil {
+		state = *in.State
+	}
+	progress := PipelineProgress{Total: len(in.Phases), Done: state.Results, StartedAt: workflow.Now(ctx)}
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (PipelineProgress, error) { return progress, nil }); err != nil {
+		return PipelineOutput{}, err
+	}
+	logger := workflow.GetLogger(ctx)
+	for i := state.Next; i < len(in.Phases); i++ {
+		spec := in.Phases[i]
+		kind, _ := LookupPhase(spec.Kind) // validated above
+		from := resolveFrom(spec, i, state.Results)
+		childID := runID + "." + spec.Name
+		progress.Phase, progress.Kind, progress.Index, progress.ChildID = spec.Name, spec.Kind, i, childID
+		if err := workflow.UpsertMemo(ctx, map[string]any{"phase": spec.Name, "phase_kind": spec.Kind, "phase_index": i}); err != nil {
+			return PipelineOutput{}, err
+		}
+		logger.Info("phase starting", "phase", spec.Name, "kind", spec.Kind, "from", from)
+		started := workflow.Now(ctx)
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID: childID,
+			TaskQueue:  QueueTemper,
+			Memo:       map[string]any{"run": runID, "phase": spec.Name, "phase_kind": spec.Kind},
+		})
+		var out PhaseOutput
+		err := workflow.ExecuteChildWorkflow(cctx, kind.WorkflowName, PhaseInput{
+			RunID: runID, Phase: spec.Name, Kind: spec.Kind, Store: in.Store, Seed: in.Seed, From: from, Config: spec.Config,
+		}).Get(ctx, &out)
+		if err != nil {
+			return PipelineOutput{}, fmt.Errorf("pipeline %s: phase %s (%s): %w", runID, spec.Name, spec.Kind, err)
+		}
+		state.Results = append(state.Results, PhaseResult{
+			Name: spec.Name, Kind: spec.Kind, WorkflowID: childID, Checkpoint: out.Checkpoint, Metrics: out.Metrics,
+			Seconds: workflow.Now(ctx).Sub(started).Seconds(),
+		})
+		state.Next = i + 1
+		progress.Done = state.Results
+		if state.Next < len(in.Phases) && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			next := in
+			next.State = &state
+			logger.Info("continuing as new", "next_phase", in.Phases[state.Next].Name)
+			return PipelineOutput{}, workflow.NewContinueAsNewError(ctx, PipelineName, next)
+		}
+	}
+	var total float64
+	for _, r := range state.Results {
+		total += r.Seconds
+	}
+	return PipelineOutput{RunID: runID, Phases: state.Results, Seconds: total}, nil
+}
+
+// resolveFrom turns a phase's `from` into a checkpoint URI: a URI as given, an earlier phase's output by
+// name, or by default the previous phase's output ("" for the first phase).
+func resolveFrom(spec PhaseSpec, i int, done []PhaseResult) string {
+	if strings.Contains(spec.From, "://") {
+		return spec.From
+	}
+	if spec.From != "" {
+		for _, r := range done {
+			if r.Name == spec.From {
+				return r.Checkpoint
+			}
+		}
+	}
+	if i > 0 && len(done) >= i {
+		return done[i-1].Checkpoint
+	}
+	return ""
+}
