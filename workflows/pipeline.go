@@ -26,7 +26,7 @@ type PipelineInput struct {
 	Seed   int64       `json:"seed" default:"0" help:"seed for every random choice of every phase"`
 	Phases []PhaseSpec `json:"phases" help:"phases run in order; each starts from the previous one's checkpoint unless from is set"`
 	// State carries progress across continue-as-new; users leave it empty.
-	State *PipelineState `json:"state,omitempty"`
+	State *PipelineState `json:"state,omitempty" help:"set by the pipeline itself when it continues as new; leave empty"`
 }
 
 // PhaseSpec is one phase of a pipeline.

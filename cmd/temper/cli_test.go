@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/temperml/temper/workflows"
+)
+
+func TestMain(m *testing.M) {
+	// The test binary doubles as the temper binary for the subprocess tests (kill -9 of `temper dev`).
+	if os.Getenv("TEMPER_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func cli(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := runCLI(context.Background(), args, &out, &errOut)
+	return out.String() + errOut.String(), err
+}
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRunRejectsBadPipelinesBeforeStarting(t *testing.T) {
+	cases := []struct{ name, body, want string }{
+		{"misspelled phase field", "phases:\n- name: a\n  kind: demo\n  config: {stepz: 3}\n", `phases[0].config.stepz: unknown field; did you mean "steps"?`},
+		{"misspelled top field", "name: x\nphase:\n- {name: a, kind: demo}\n", `phase: unknown field; did you mean "phases"?`},
+		{"unknown kind", "phases:\n- {name: a, kind: dem}\n", `phases[0].kind: unknown phase kind "dem"; did you mean "demo"?`},
+		{"bad value", "phases:\n- {name: a, kind: demo, config: {steps: 0}}\n", `phases[0].config.steps: 0: want 1..1000000`},
+		{"bad store", "store: /tmp/x\nphases:\n- {name: a, kind: demo}\n", `store: "/tmp/x": want file:///abs/dir or gs://bucket/prefix`},
+		{"duplicate names", "phases:\n- {name: a, kind: demo}\n- {name: a, kind: demo}\n", `phases[1].name: "a" already names phases[0]`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// An unreachable server proves nothing was started: validation fails first.
+			out, err := cli(t, "run", writeFile(t, "p.yaml", c.body), "--temporal", "127.0.0.1:1")
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != 2 {
+				t.Fatalf("want exit code 2, got %v (output %q)", err, out)
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "p.yaml") {
+				t.Fatalf("error %q should name the file and contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestSetOverridesAndDryRun(t *testing.T) {
+	p := writeFile(t, "p.json", `{"name":"x","phases":[{"name":"a","kind":"demo"}]}`)
+	out, err := cli(t, "run", p, "--dry-run", "--set", "phases.a.config.steps=7", "--set", "seed=3", "--home", "/tmp/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in workflows.PipelineInput
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		t.Fatalf("dry run output is not the input JSON: %v\n%s", err, out)
+	}
+	var compact bytes.Buffer
+	_ = json.Compact(&compact, in.Phases[0].Config)
+	if in.Seed != 3 || compact.String() != `{"steps":7}` || in.Store != "file:///tmp/h/store" {
+		t.Fatalf("overrides not applied: %+v", in)
+	}
+}
+
+func TestConfigExplain(t *testing.T) {
+	out, err := cli(t, "config", "explain", "demo")
+	if err != nil || !strings.Contains(out, "step_duration") || !strings.Contains(out, "250ms") {
+		t.Fatalf("explain demo: %v\n%s", err, out)
+	}
+	out, err = cli(t, "config", "explain", "pipeline")
+	if err != nil || !strings.Contains(out, "phases[].kind") {
+		t.Fatalf("explain pipeline: %v\n%s", err, out)
+	}
+	if _, err := cli(t, "config", "explain", "nosuch"); err == nil {
+		t.Fatal("want an error for an unknown kind")
+	}
+}
+
+func TestUnknownCommandAndFlag(t *testing.T) {
+	if _, err := cli(t, "rn"); err == nil || !strings.Contains(err.Error(), "unknown command") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := cli(t, "dev", "--prot", "1"); err == nil {
+		t.Fatal("want an error for an unknown flag")
+	}
+}
+
+// TestComposeCommandsAreReal parses docker-compose.yml and checks that every service built from this
+// repo runs a real temper subcommand with flags that subcommand accepts.
+func TestComposeCommandsAreReal(t *testing.T) {
+	data, err := os.ReadFile("../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Build   any      `yaml:"build"`
+			Command []string `yaml:"command"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(data, &compose); err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]bool{}
+	for name, svc := range compose.Services {
+		if svc.Build == nil {
+			continue
+		}
+		if len(svc.Command) == 0 {
+			t.Errorf("%s: no command", name)
+			continue
+		}
+		c, ok := commands[svc.Command[0]]
+		if !ok {
+			t.Errorf("%s: %q is not a temper command", name, svc.Command[0])
+			continue
+		}
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		fs.SetOutput(&bytes.Buffer{})
+		c.flags(fs)
+		if _, err := parseInterspersed(fs, svc.Command[1:]); err != nil {
+			t.Errorf("%s: temper %s: %v", name, strings.Join(svc.Command, " "), err)
+		}
+		if f := fs.Lookup("roles"); f != nil {
+			roles[f.Value.String()] = true
+		}
+	}
+	for _, r := range workflows.Roles {
+		if !roles[r] {
+			t.Errorf("docker-compose.yml runs no worker for role %q", r)
+		}
+	}
+}
+
+// TestReadmeTemporalCLIExample checks that the README's `temporal workflow start` example carries a
+// valid pipeline input.
+func TestReadmeTemporalCLIExample(t *testing.T) {
+	in := readmeTemporalInput(t)
+	if err := in.Validate(); err != nil {
+		t.Fatalf("README example input: %v", err)
+	}
+}
+
+var inputRe = regexp.MustCompile(`(?s)temporal workflow start[^\n]*--type Pipeline[^']*--input '([^']+)'`)
+
+func readmeTemporalInput(t *testing.T) workflows.PipelineInput {
+	t.Helper()
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := inputRe.FindSubmatch(data)
+	if m == nil {
+		t.Fatal("README has no `temporal workflow start --type Pipeline ... --input '...'` example")
+	}
+	var in workflows.PipelineInput
+	dec := json.NewDecoder(bytes.NewReader(m[1]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		t.Fatalf("README example input is not pipeline JSON: %v\n%s", err, m[1])
+	}
+	return in
+}

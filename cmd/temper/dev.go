@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/temperml/temper/workers"
+)
+
+// stackFlags configure the embedded stack of `temper dev` and `temper demo`.
+type stackFlags struct {
+	home     string
+	temporal string
+	ip       string
+	port     int
+	uiPort   int
+	roles    string
+	verbose  bool
+}
+
+func (s *stackFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&s.home, "home", workers.Home(), "state directory: SQLite file, local store (env TEMPER_HOME)")
+	fs.StringVar(&s.temporal, "temporal", os.Getenv("TEMPORAL_ADDRESS"), "use this Temporal server (host:port) instead of starting one (env TEMPORAL_ADDRESS)")
+	fs.StringVar(&s.ip, "ip", "127.0.0.1", "address the embedded server and UI bind to")
+	fs.IntVar(&s.port, "port", workers.DefaultTemporalPort, "embedded Temporal gRPC port")
+	fs.IntVar(&s.uiPort, "ui-port", workers.DefaultUIPort, "embedded Web UI port (-1: no UI)")
+	fs.StringVar(&s.roles, "roles", "all", "worker roles to run: temper,trainer,rollout,reward or all")
+	fs.BoolVar(&s.verbose, "v", false, "show the embedded server's warnings")
+}
+
+func (s *stackFlags) start() (*workers.Stack, error) {
+	roles, err := workers.ParseRoles(s.roles)
+	if err != nil {
+		return nil, usageErr("--roles: %v", err)
+	}
+	if err := os.MkdirAll(s.home, 0o755); err != nil {
+		return nil, fmt.Errorf("create home %s: %w", s.home, err)
+	}
+	var logger *slog.Logger
+	if s.verbose {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	st, err := workers.StartStack(workers.StackOptions{
+		Home: s.home, Temporal: s.temporal, IP: s.ip, Port: s.port, UIPort: s.uiPort, Roles: roles, Logger: logger,
+	})
+	if pe, ok := workers.IsPortInUse(err); ok {
+		flagName := "--port"
+		if pe.What == "ui" {
+			flagName = "--ui-port"
+		}
+		return nil, usageErr("%s is already in use: is `temper dev` already running? Otherwise pick another port with %s", pe.Addr, flagName)
+	}
+	return st, err
+}
+
+func init() {
+	register(&command{
+		name:    "dev",
+		summary: "run the embedded Temporal server, Web UI and workers for every role until Ctrl-C",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			var s stackFlags
+			s.bind(fs)
+			return func(ctx context.Context, args []string) error {
+				if len(args) > 0 {
+					return usageErr("dev takes no arguments, got %q", args)
+				}
+				st, err := s.start()
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				if st.Server != nil {
+					fmt.Fprintf(stdout, "Temporal  %s (state in %s)\n", st.Address, s.home)
+					if st.UIURL != "" {
+						fmt.Fprintf(stdout, "Web UI    %s\n", st.UIURL)
+					}
+				} else {
+					fmt.Fprintf(stdout, "Temporal  %s (external)\n", st.Address)
+				}
+				fmt.Fprintf(stdout, "Workers   %s\nCtrl-C stops.\n", strings.Join(mustRoles(s.roles), ", "))
+				<-ctx.Done()
+				fmt.Fprintln(stdout, "stopping")
+				return nil
+			}
+		},
+	})
+	register(&command{
+		name:    "worker",
+		summary: "run workers for the given roles against a Temporal server (cluster mode)",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			var c clientFlags
+			c.bind(fs)
+			roles := fs.String("roles", "all", "worker roles: temper,trainer,rollout,reward or all")
+			slots := fs.Int("trainer-slots", 1, "concurrent trainer activities (one per accelerator)")
+			return func(ctx context.Context, args []string) error {
+				rs, err := workers.ParseRoles(*roles)
+				if err != nil {
+					return usageErr("--roles: %v", err)
+				}
+				if len(args) > 0 {
+					return usageErr("worker takes no arguments, got %q", args)
+				}
+				st, err := workers.StartStack(workers.StackOptions{Temporal: c.temporal, Namespace: c.namespace, Roles: rs,
+					Workers: workers.Options{TrainerSlots: *slots}})
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				fmt.Fprintf(stdout, "workers %s polling %s (namespace %s); Ctrl-C stops\n", strings.Join(rs, ","), c.temporal, c.namespace)
+				<-ctx.Done()
+				return nil
+			}
+		},
+	})
+}
+
+func mustRoles(s string) []string {
+	r, _ := workers.ParseRoles(s)
+	return r
+}

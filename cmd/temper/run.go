@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/temperml/temper/internal/config"
+	"github.com/temperml/temper/workers"
+	"github.com/temperml/temper/workflows"
+)
+
+// multiFlag collects repeated --set flags.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// loadPipeline reads a YAML or JSON pipeline file, applies --set overrides, decodes strictly and
+// validates, so every error names its file and field before anything starts.
+func loadPipeline(path string, sets []string, home string) (workflows.PipelineInput, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return workflows.PipelineInput{}, usageErr("read pipeline: %v", err)
+	}
+	return parsePipeline(path, data, sets, home)
+}
+
+func parsePipeline(name string, data []byte, sets []string, home string) (workflows.PipelineInput, error) {
+	var in workflows.PipelineInput
+	tree, err := config.ParseTree(data)
+	if err != nil {
+		return in, usageErr("%s: %v", name, err)
+	}
+	for _, s := range sets {
+		if tree, err = config.Set(tree, s); err != nil {
+			return in, usageErr("--set: %v", err)
+		}
+	}
+	if err := config.Decode(tree, &in, ""); err != nil {
+		return in, usageErr("%s: %v", name, err)
+	}
+	if in.State != nil {
+		return in, usageErr("%s: state: set by the pipeline itself when it continues as new; remove it", name)
+	}
+	if in.Store == "" {
+		in.Store = defaultStore(home)
+	}
+	if err := in.Validate(); err != nil {
+		return in, usageErr("%s: %v", name, err)
+	}
+	return in, nil
+}
+
+var idUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+
+func newRunID(name string) string {
+	if name == "" {
+		name = "run"
+	}
+	b := make([]byte, 2)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%s-%s", idUnsafe.ReplaceAllString(name, "-"), time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b))
+}
+
+func startPipeline(ctx context.Context, c client.Client, id string, in workflows.PipelineInput) (client.WorkflowRun, error) {
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        id,
+		TaskQueue: workflows.QueueTemper,
+		Memo:      map[string]any{"name": in.Name},
+	}, workflows.PipelineName, in)
+	if err != nil {
+		return nil, fmt.Errorf("start pipeline %s: %w", id, err)
+	}
+	return run, nil
+}
+
+func init() {
+	register(&command{
+		name:    "run",
+		summary: "validate a pipeline (YAML/JSON) and start it; --wait follows it to the end",
+		usage:   "PIPELINE.yaml",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			var c clientFlags
+			c.bind(fs)
+			var sets multiFlag
+			fs.Var(&sets, "set", "override a field: key.path=value (repeatable; list elements by index or name)")
+			wait := fs.Bool("wait", false, "follow the run with a progress bar and print its result")
+			asJSON := fs.Bool("json", false, "with --wait, end with one JSON line: run ID, elapsed seconds, per-phase results")
+			id := fs.String("id", "", "workflow ID (default: NAME-UTCDATE-RANDOM)")
+			home := fs.String("home", workers.Home(), "state directory; the default store is HOME/store")
+			dry := fs.Bool("dry-run", false, "validate and print the workflow input JSON; start nothing")
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 1 {
+					return usageErr("run wants one pipeline file, got %d arguments", len(args))
+				}
+				in, err := loadPipeline(args[0], sets, *home)
+				if err != nil {
+					return err
+				}
+				if *dry {
+					b, _ := json.MarshalIndent(in, "", "  ")
+					fmt.Fprintln(stdout, string(b))
+					return nil
+				}
+				cl, err := c.dial()
+				if err != nil {
+					return err
+				}
+				defer cl.Close()
+				if *id == "" {
+					*id = newRunID(in.Name)
+				}
+				run, err := startPipeline(ctx, cl, *id, in)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "run     %s\nweb ui  %s\n", run.GetID(), c.runURL(run.GetID()))
+				if !*wait {
+					return nil
+				}
+				return follow(ctx, cl, run, os.Stderr, *asJSON)
+			}
+		},
+	})
+	register(&command{
+		name:    "status",
+		summary: "describe a run (default: the newest): status, current phase and step, results",
+		usage:   "[RUN]",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			var c clientFlags
+			c.bind(fs)
+			wait := fs.Bool("wait", false, "follow the run to its end")
+			asJSON := fs.Bool("json", false, "print JSON")
+			return func(ctx context.Context, args []string) error {
+				cl, err := c.dial()
+				if err != nil {
+					return err
+				}
+				defer cl.Close()
+				id := ""
+				if len(args) > 0 {
+					id = args[0]
+				} else {
+					runs, err := listRuns(ctx, cl, 1)
+					if err != nil {
+						return err
+					}
+					if len(runs) == 0 {
+						return errors.New("no runs yet: start one with `temper run PIPELINE.yaml` or `temper demo`")
+					}
+					id = runs[0].ID
+				}
+				if *wait {
+					return follow(ctx, cl, cl.GetWorkflow(ctx, id, ""), os.Stderr, *asJSON)
+				}
+				return printStatus(ctx, cl, &c, id, *asJSON)
+			}
+		},
+	})
+	register(&command{
+		name:    "ls",
+		summary: "list pipeline runs, newest first",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			var c clientFlags
+			c.bind(fs)
+			n := fs.Int("n", 20, "how many runs")
+			return func(ctx context.Context, args []string) error {
+				cl, err := c.dial()
+				if err != nil {
+					return err
+				}
+				defer cl.Close()
+				runs, err := listRuns(ctx, cl, *n)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "%-44s %-11s %-20s %s\n", "RUN", "STATUS", "STARTED (UTC)", "PHASE")
+				for _, r := range runs {
+					fmt.Fprintf(stdout, "%-44s %-11s %-20s %s\n", r.ID, r.Status, r.Start.UTC().Format("2006-01-02 15:04:05"), r.Phase)
+				}
+				return nil
+			}
+		},
+	})
+}
+
+// result is the one JSON line that `--json` prints at the end of a run.
+type result struct {
+	RunID          string        `json:"run_id"`
+	Status         string        `json:"status"`
+	ElapsedSeconds float64       `json:"elapsed_seconds"`
+	Phases         []phaseResult `json:"phases"`
+	Error          string        `json:"error,omitempty"`
+}
+
+type phaseResult struct {
+	Name       string             `json:"name"`
+	Kind       string             `json:"kind"`
+	Checkpoint string             `json:"checkpoint"`
+	Seconds    float64            `json:"seconds"`
+	Metrics    map[string]float64 `json:"metrics,omitempty"`
+}
+
+func toResult(id string, out workflows.PipelineOutput, elapsed time.Duration, err error) result {
+	r := result{RunID: id, Status: "completed", ElapsedSeconds: elapsed.Seconds()}
+	for _, p := range out.Phases {
+		r.Phases = append(r.Phases, phaseResult{Name: p.Name, Kind: p.Kind, Checkpoint: p.Checkpoint, Seconds: p.Seconds, Metrics: p.Metrics})
+	}
+	if err != nil {
+		r.Status, r.Error = "failed", err.Error()
+	}
+	return r
+}
+
+func printResult(w io.Writer, r result, asJSON bool) {
+	if asJSON {
+		b, _ := json.Marshal(r)
+		fmt.Fprintln(w, string(b))
+		return
+	}
+	fmt.Fprintf(w, "%s %s in %.1fs\n", r.RunID, r.Status, r.ElapsedSeconds)
+	for _, p := range r.Phases {
+		fmt.Fprintf(w, "  %-12s %-8s %6.1fs  %s\n", p.Name, p.Kind, p.Seconds, p.Checkpoint)
+		for _, k := range sortedKeys(p.Metrics) {
+			fmt.Fprintf(w, "      %-24s %g\n", k, p.Metrics[k])
+		}
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", r.Error)
+	}
+}

@@ -1,0 +1,232 @@
+package arch
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/temperml/temper/"
+
+// rule says what one layer may import. An import is checked against deny first, then allow.
+type rule struct {
+	layer string   // directory prefix ("algorithms/") or exact directory ("tpu")
+	allow []string // prefixes of allowed imports; "std" = any standard library package
+	deny  []string // prefixes that are never allowed, even if allowed above
+}
+
+var rules = []rule{
+	{layer: "algorithms", allow: []string{"std", module + "algorithms/", module + "internal/config", "github.com/gomlx/", "github.com/eliben/go-sentencepiece", "github.com/santhosh-tekuri/jsonschema/",
+		"golang.org/x/text/", "google.golang.org/protobuf/"},
+		deny: []string{"os", "net", "syscall", "plugin", "go.temporal.io/", "cloud.google.com/"}},
+	{layer: "tpu", allow: []string{"std", module + "algorithms/", module + "internal/config", module + "tpu/", "github.com/gomlx/"},
+		deny: []string{"go.temporal.io/", "cloud.google.com/", "net"}},
+	{layer: "activities", allow: []string{"std", module + "algorithms/", module + "internal/", module + "activities/",
+		"go.temporal.io/sdk/activity", "go.temporal.io/sdk/temporal", "go.temporal.io/sdk/log", "go.temporal.io/api/",
+		"cloud.google.com/go/storage", "google.golang.org/api/", "google.golang.org/grpc", "github.com/gomlx/", "github.com/googleapis/"},
+		deny: []string{module + "tpu", module + "workflows", module + "workers", module + "cmd", "go.temporal.io/sdk/workflow", "go.temporal.io/sdk/client", "go.temporal.io/sdk/worker"}},
+	{layer: "workflows", allow: []string{"std", module + "activities/", module + "algorithms/", module + "internal/config", module + "workflows/",
+		"go.temporal.io/sdk/workflow", "go.temporal.io/sdk/temporal", "go.temporal.io/sdk/log", "go.temporal.io/api/"},
+		deny: []string{"os", "net", "math/rand", "crypto/rand", "sync", "syscall", "io/ioutil", "time/tzdata", module + "tpu", "github.com/gomlx/", "cloud.google.com/"}},
+	{layer: "internal", allow: []string{"std", module + "internal/", "gopkg.in/yaml.v3"}, deny: []string{"net", "go.temporal.io/"}},
+	{layer: "workers", allow: []string{""}},
+	{layer: "cmd", allow: []string{""}},
+}
+
+func hasPrefixPath(path, prefix string) bool {
+	if prefix == "" {
+		return true
+	}
+	if strings.HasSuffix(prefix, "/") {
+		return strings.HasPrefix(path, prefix)
+	}
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+func isStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+// violation returns why dir may not import path, or "".
+func violation(dir, path string) string {
+	for _, r := range rules {
+		if !hasPrefixPath(dir, r.layer) {
+			continue
+		}
+		for _, d := range r.deny {
+			if hasPrefixPath(path, d) {
+				return fmt.Sprintf("%s must not import %s (denied: %s)", dir, path, d)
+			}
+		}
+		for _, a := range r.allow {
+			if (a == "std" && isStd(path)) || (a != "std" && hasPrefixPath(path, a)) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("%s must not import %s (layer %s allows: %s)", dir, path, r.layer, strings.Join(r.allow, ", "))
+	}
+	return fmt.Sprintf("%s is in no layer of DESIGN.md; add a rule for it to internal/arch", dir)
+}
+
+type goFile struct {
+	dir  string // relative to the repo root, slash-separated
+	path string
+	ast  *ast.File
+	fset *token.FileSet
+}
+
+func repoFiles(t *testing.T) []goFile {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []goFile
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "bin" || name == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(p, "/internal/arch/") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(p))
+		files = append(files, goFile{dir: filepath.ToSlash(rel), path: p, ast: f, fset: fset})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func TestImportsGoDownTheLayers(t *testing.T) {
+	files := repoFiles(t)
+	layersSeen := map[string]bool{}
+	for _, f := range files {
+		first, _, _ := strings.Cut(f.dir, "/")
+		layersSeen[first] = true
+		for _, imp := range f.ast.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if v := violation(f.dir, path); v != "" {
+				t.Errorf("%s: %s", f.fset.Position(imp.Pos()), v)
+			}
+		}
+	}
+	// A test that saw nothing proves nothing.
+	for _, l := range []string{"cmd", "workers", "workflows", "activities", "internal"} {
+		if !layersSeen[l] {
+			t.Errorf("no Go files found in layer %s: is the walk broken?", l)
+		}
+	}
+}
+
+// TestWorkflowCodeIsReplaySafe rejects goroutines, native select and wall-clock time in workflows/.
+func TestWorkflowCodeIsReplaySafe(t *testing.T) {
+	n := 0
+	for _, f := range repoFiles(t) {
+		if !hasPrefixPath(f.dir, "workflows") {
+			continue
+		}
+		full, err := parser.ParseFile(f.fset, f.path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		for _, p := range replayHazards(full, f.fset) {
+			t.Error(p)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no workflow files found")
+	}
+}
+
+func replayHazards(f *ast.File, fset *token.FileSet) []string {
+	var out []string
+	banned := map[string]bool{"Now": true, "Sleep": true, "Since": true, "Until": true, "After": true, "AfterFunc": true, "NewTimer": true, "NewTicker": true, "Tick": true}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.GoStmt:
+			out = append(out, fmt.Sprintf("%s: go statement in workflow code (use workflow.Go)", fset.Position(x.Pos())))
+		case *ast.SelectStmt:
+			out = append(out, fmt.Sprintf("%s: select in workflow code (use workflow.NewSelector)", fset.Position(x.Pos())))
+		case *ast.SelectorExpr:
+			if id, ok := x.X.(*ast.Ident); ok && id.Name == "time" && banned[x.Sel.Name] {
+				out = append(out, fmt.Sprintf("%s: time.%s in workflow code (use workflow.Now / workflow.Sleep)", fset.Position(x.Pos()), x.Sel.Name))
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// TestRulesCatchViolations keeps the checks honest: known violations must be reported.
+func TestRulesCatchViolations(t *testing.T) {
+	bad := [][2]string{
+		{"algorithms/model", "go.temporal.io/sdk/workflow"},
+		{"algorithms/model", "os"},
+		{"algorithms/model", "net/http"},
+		{"algorithms/model", module + "tpu"},
+		{"tpu", "go.temporal.io/sdk/client"},
+		{"activities/train", module + "workflows"},
+		{"activities/train", module + "tpu"},
+		{"activities/train", "go.temporal.io/sdk/workflow"},
+		{"workflows", module + "tpu"},
+		{"workflows", "os"},
+		{"workflows", "math/rand"},
+		{"workflows", "cloud.google.com/go/storage"},
+		{"workflows", "github.com/gomlx/gomlx/core/graph"},
+		{"newlayer", "fmt"},
+	}
+	for _, b := range bad {
+		if violation(b[0], b[1]) == "" {
+			t.Errorf("%s importing %s should be a violation", b[0], b[1])
+		}
+	}
+	good := [][2]string{
+		{"algorithms/model", "github.com/gomlx/gomlx/core/graph"},
+		{"algorithms/model", "math"},
+		{"tpu", module + "algorithms/model"},
+		{"activities/train", "go.temporal.io/sdk/activity"},
+		{"activities/ckpt", "cloud.google.com/go/storage"},
+		{"workflows", "go.temporal.io/sdk/workflow"},
+		{"workflows", module + "activities/demo"},
+		{"workers", "go.temporal.io/server/temporal"},
+	}
+	for _, g := range good {
+		if v := violation(g[0], g[1]); v != "" {
+			t.Errorf("unexpected violation: %s", v)
+		}
+	}
+	src := "package w\nimport \"time\"\nfunc f() { go f(); _ = time.Now(); select {} }\n"
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "w.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := replayHazards(f, fset); len(got) != 3 {
+		t.Errorf("want 3 hazards, got %v", got)
+	}
+}

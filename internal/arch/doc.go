@@ -1,0 +1,4 @@
+// Package arch holds the architecture test: imports only go down the layers of DESIGN.md
+// (cmd → workers → workflows/activities → tpu → algorithms), and workflow code avoids the constructs
+// that break replay (goroutines, native select, wall-clock time). It has no non-test code.
+package arch
