@@ -1,0 +1,165 @@
+package tokenize
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// ids of s under the Byte tokenizer, as a shorthand for expected outputs.
+func bytesOf(s string) []int { return Byte{}.Encode(s) }
+
+func concat(parts ...[]int) []int {
+	var out []int
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func repeat(v bool, n int) []bool {
+	out := make([]bool, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+func TestDefaultChatByte(t *testing.T) {
+	msgs := []Message{
+		{Role: RoleSystem, Content: "Be brief."},
+		{Role: RoleUser, Content: "2+2?"},
+		{Role: RoleAssistant, Content: "4"},
+		{Role: RoleUser, Content: "3+3?"},
+		{Role: RoleAssistant, Content: "6"},
+	}
+	ids, mask, err := DefaultChat().Render(Byte{}, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs := concat(
+		[]int{ByteBOS},
+		bytesOf("<|system|>\nBe brief.\n"),
+		bytesOf("<|user|>\n2+2?\n"),
+		bytesOf("<|assistant|>\n"), bytesOf("4"), []int{ByteEOS},
+		bytesOf("<|user|>\n3+3?\n"),
+		bytesOf("<|assistant|>\n"), bytesOf("6"), []int{ByteEOS},
+	)
+	if !reflect.DeepEqual(ids, wantIDs) {
+		t.Fatalf("ids = %v\nwant %v", ids, wantIDs)
+	}
+	var wantMask []bool
+	wantMask = append(wantMask, repeat(false, 1+len("<|system|>\nBe brief.\n")+len("<|user|>\n2+2?\n")+len("<|assistant|>\n"))...)
+	wantMask = append(wantMask, true, true) // "4", EOS
+	wantMask = append(wantMask, repeat(false, len("<|user|>\n3+3?\n")+len("<|assistant|>\n"))...)
+	wantMask = append(wantMask, true, true) // "6", EOS
+	if !reflect.DeepEqual(mask, wantMask) {
+		t.Fatalf("mask = %v\nwant %v", mask, wantMask)
+	}
+	if got := (Byte{}).Decode(ids); got != "<|system|>\nBe brief.\n<|user|>\n2+2?\n<|assistant|>\n4<|user|>\n3+3?\n<|assistant|>\n6" {
+		t.Errorf("decoded %q", got)
+	}
+
+	prompt, err := DefaultChat().Prompt(Byte{}, msgs[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := concat([]int{ByteBOS}, bytesOf("<|system|>\nBe brief.\n<|user|>\n2+2?\n<|assistant|>\n")); !reflect.DeepEqual(prompt, want) {
+		t.Errorf("prompt = %v, want %v", prompt, want)
+	}
+}
+
+// The Llama-3 template's markers are added tokens of the fixture, so each
+// encodes to one id.
+func TestLlama3ChatMarkersAreSingleTokens(t *testing.T) {
+	b := loadFixture(t, "llama3_tiny.json")
+	ids, mask, err := Llama3Chat().Render(b, []Message{
+		{Role: RoleUser, Content: "hi"},
+		{Role: RoleAssistant, Content: "hello"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// <|begin_of_text|> 262, <|start_header_id|> 264, <|end_header_id|> 265,
+	// <|eot_id|> 263, "\n\n" is ĊĊ 261, "hello" is he ll o.
+	want := concat(
+		[]int{262},
+		[]int{264}, bytesOf("user"), []int{265, 261}, []int{104, 105}, []int{263},
+		[]int{264}, bytesOf("assistant"), []int{265, 261}, []int{256, 257, 111}, []int{263},
+	)
+	if !reflect.DeepEqual(ids, want) {
+		t.Fatalf("ids = %v\nwant %v", ids, want)
+	}
+	n := len(want)
+	wantMask := append(repeat(false, n-4), true, true, true, true) // he ll o <|eot_id|>
+	if !reflect.DeepEqual(mask, wantMask) {
+		t.Fatalf("mask = %v\nwant %v", mask, wantMask)
+	}
+}
+
+func TestChatMLMask(t *testing.T) {
+	js := strings.Replace(minimalHF, `"added_tokens": []`,
+		`"added_tokens": [{"id": 3, "content": "<|im_start|>", "special": true}, {"id": 4, "content": "<|im_end|>", "special": true}]`, 1)
+	b, err := LoadHF(strings.NewReader(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, mask, err := ChatML().Render(b, []Message{{Role: RoleAssistant, Content: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This vocab has only a=0, Ġ=1, Ġa=2, so "assistant\n" keeps just its
+	// two a's and the "\n" Sep vanishes: <|im_start|> a a | a <|im_end|>.
+	if want := []int{3, 0, 0, 0, 4}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("ids = %v, want %v", ids, want)
+	}
+	if want := []bool{false, false, false, true, true}; !reflect.DeepEqual(mask, want) {
+		t.Errorf("mask = %v, want %v", mask, want)
+	}
+}
+
+func TestChatErrors(t *testing.T) {
+	b := loadFixture(t, "gpt2_tiny.json") // has EOS but no BOS
+	if _, _, err := DefaultChat().Render(b, nil); err == nil || !strings.Contains(err.Error(), "BOS") {
+		t.Errorf("missing BOS: %v", err)
+	}
+	noEOS := ChatTemplate{EOS: true}
+	l := loadFixture(t, "llama3_tiny.json") // has BOS but no EOS until WithSpecial
+	if _, _, err := noEOS.Render(l, nil); err == nil || !strings.Contains(err.Error(), "EOS") {
+		t.Errorf("missing EOS: %v", err)
+	}
+	if _, _, err := DefaultChat().Render(Byte{}, []Message{{Role: "tool", Content: "x"}}); err == nil || !strings.Contains(err.Error(), `"tool"`) {
+		t.Errorf("unknown role: %v", err)
+	}
+	if _, err := DefaultChat().Prompt(Byte{}, []Message{{Role: "bot"}}); err == nil {
+		t.Error("Prompt should propagate the role error")
+	}
+}
+
+func TestChatMaskAlignedOnSentencePiece(t *testing.T) {
+	sp, err := LoadSentencePiece(strings.NewReader(string(buildSPModel(tinySPPieces(), gemmaLike()))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := ChatTemplate{
+		BOS:       true,
+		User:      Turn{Prefix: "<start_of_turn>user\n", Suffix: "<end_of_turn>", Sep: "\n"},
+		Assistant: Turn{Prefix: "<start_of_turn>model\n", Suffix: "<end_of_turn>", Sep: "\n"},
+	}
+	ids, mask, err := tmpl.Render(sp, []Message{{Role: RoleUser, Content: "hi"}, {Role: RoleAssistant, Content: "hello world"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trained []int
+	for i, m := range mask {
+		if m {
+			trained = append(trained, ids[i])
+		}
+	}
+	if want := []int{273, 278, 5}; !reflect.DeepEqual(trained, want) { // hello ▁world <end_of_turn>
+		t.Errorf("trained tokens %v, want %v", trained, want)
+	}
+	if ids[0] != 2 || ids[1] != 4 {
+		t.Errorf("ids start %v, want <bos> <start_of_turn>", ids[:2])
+	}
+}
