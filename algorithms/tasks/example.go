@@ -1,0 +1,158 @@
+package tasks
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	"github.com/temperml/temper/algorithms/tokenize"
+	"github.com/temperml/temper/internal/config"
+)
+
+// Example is one JSONL line. Exactly one shape is used per line:
+//   - pretraining text: {"text": "..."}
+//   - prompt/completion: {"prompt": "...", "completion": "...", "answer": "..."}
+//   - chat: {"messages": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
+//
+// Answer is the reference a verifier checks a generated completion against; Task names the built-in task
+// whose checker applies.
+type Example struct {
+	ID         string             `json:"id,omitempty"`
+	Task       string             `json:"task,omitempty"`
+	Text       string             `json:"text,omitempty"`
+	Prompt     string             `json:"prompt,omitempty"`
+	Completion string             `json:"completion,omitempty"`
+	Messages   []tokenize.Message `json:"messages,omitempty"`
+	Answer     string             `json:"answer,omitempty"`
+}
+
+// Shape names which of the three forms an example has, or returns an error for none or several.
+func (e Example) Shape() (string, error) {
+	var shapes []string
+	if e.Text != "" {
+		shapes = append(shapes, "text")
+	}
+	if e.Prompt != "" || e.Completion != "" {
+		shapes = append(shapes, "prompt/completion")
+	}
+	if len(e.Messages) > 0 {
+		shapes = append(shapes, "messages")
+	}
+	switch len(shapes) {
+	case 0:
+		return "", errors.New(`no "text", "prompt"/"completion" or "messages" field`)
+	case 1:
+		if shapes[0] == "prompt/completion" && e.Prompt == "" {
+			return "", errors.New(`"completion" without "prompt"`)
+		}
+		return shapes[0], nil
+	}
+	return "", fmt.Errorf("mixes %s; use one form per line", strings.Join(shapes, " and "))
+}
+
+// LineError locates a malformed line.
+type LineError struct {
+	File string
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// MaxLineBytes bounds one JSONL line (a longer line is an error, not a silent truncation).
+const MaxLineBytes = 16 << 20
+
+var exampleFields = func() []string {
+	var names []string
+	for _, f := range config.Fields(reflect.TypeOf(Example{})) {
+		names = append(names, f.Name)
+	}
+	return names
+}()
+
+// ReadJSONL calls fn for every example of r in order. name labels errors ("data/train.jsonl"). Blank lines
+// are skipped; any malformed line stops the read with a *LineError naming file and line.
+func ReadJSONL(r io.Reader, name string, fn func(line int, ex Example) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), MaxLineBytes)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		ex, err := parseLine(b)
+		if err != nil {
+			return &LineError{File: name, Line: line, Err: err}
+		}
+		if err := fn(line, ex); err != nil {
+			return &LineError{File: name, Line: line, Err: err}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("line longer than %d bytes", MaxLineBytes)
+		}
+		return &LineError{File: name, Line: line + 1, Err: err}
+	}
+	return nil
+}
+
+func parseLine(b []byte) (Example, error) {
+	var ex Example
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ex); err != nil {
+		msg := err.Error()
+		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+			f = strings.Trim(f, `"`)
+			msg = fmt.Sprintf("unknown field %q", f)
+			if s := config.Closest(f, exampleFields); s != "" {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			}
+			return ex, errors.New(msg)
+		}
+		return ex, fmt.Errorf("invalid JSON: %v", err)
+	}
+	if dec.More() {
+		return ex, errors.New("more than one JSON value on the line")
+	}
+	if _, err := ex.Shape(); err != nil {
+		return ex, err
+	}
+	for i, m := range ex.Messages {
+		switch m.Role {
+		case tokenize.RoleSystem, tokenize.RoleUser, tokenize.RoleAssistant:
+		default:
+			return ex, fmt.Errorf("messages[%d].role %q: allowed values: %s, %s, %s", i, m.Role, tokenize.RoleSystem, tokenize.RoleUser, tokenize.RoleAssistant)
+		}
+	}
+	return ex, nil
+}
+
+// ReadAll reads every example of r.
+func ReadAll(r io.Reader, name string) ([]Example, error) {
+	var out []Example
+	err := ReadJSONL(r, name, func(_ int, ex Example) error { out = append(out, ex); return nil })
+	return out, err
+}
+
+// WriteJSONL writes one example per line.
+func WriteJSONL(w io.Writer, exs []Example) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for i, ex := range exs {
+		if err := enc.Encode(ex); err != nil {
+			return fmt.Errorf("tasks: write example %d: %w", i, err)
+		}
+	}
+	return bw.Flush()
+}

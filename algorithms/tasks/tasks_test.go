@@ -1,0 +1,217 @@
+package tasks
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestArithmeticExamplesAreCorrect(t *testing.T) {
+	cases := []struct {
+		prompt, answer string
+	}{{"12+345=", "357"}, {"3-15=", "-12"}, {"(2+3)*4=", "20"}, {"2+(3*4)=", "14"}, {"7*8=", "56"}}
+	for _, c := range cases {
+		got := evalPrompt(t, c.prompt)
+		if got != c.answer {
+			t.Errorf("reference eval of %s = %s, want %s", c.prompt, got, c.answer)
+		}
+	}
+	for _, name := range []string{"add", "addsub", "mul", "expr"} {
+		task, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ex := range Generate(task, 300, 7, 0) {
+			if want := evalPrompt(t, ex.Prompt); ex.Answer != want || ex.Completion != want {
+				t.Fatalf("%s: %q answer %q, reference says %q", name, ex.Prompt, ex.Answer, want)
+			}
+			if ok, _ := task.Check(ex, ex.Completion+"\nleftover"); !ok {
+				t.Fatalf("%s: own completion fails check: %+v", name, ex)
+			}
+		}
+	}
+}
+
+// evalPrompt is a plain reference evaluator for "a op b=" and the two parenthesised shapes.
+func evalPrompt(t *testing.T, p string) string {
+	t.Helper()
+	p = strings.TrimSuffix(p, "=")
+	var tokens []string
+	num := ""
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c >= '0' && c <= '9' {
+			num += string(c)
+			continue
+		}
+		if num != "" {
+			tokens = append(tokens, num)
+			num = ""
+		}
+		tokens = append(tokens, string(c))
+	}
+	if num != "" {
+		tokens = append(tokens, num)
+	}
+	pos := 0
+	var expr func() int64
+	atom := func() int64 {
+		if tokens[pos] == "(" {
+			pos++
+			v := expr()
+			pos++ // ")"
+			return v
+		}
+		var v int64
+		for _, c := range tokens[pos] {
+			v = v*10 + int64(c-'0')
+		}
+		pos++
+		return v
+	}
+	expr = func() int64 { // left to right: prompts are parenthesised wherever precedence would matter
+		v := atom()
+		for pos < len(tokens) && tokens[pos] != ")" {
+			op := tokens[pos]
+			pos++
+			w := atom()
+			switch op {
+			case "+":
+				v += w
+			case "-":
+				v -= w
+			case "*":
+				v *= w
+			}
+		}
+		return v
+	}
+	return fmtInt(expr())
+}
+
+func fmtInt(v int64) string {
+	if v < 0 {
+		return "-" + fmtInt(-v)
+	}
+	if v < 10 {
+		return string(rune('0' + v))
+	}
+	return fmtInt(v/10) + string(rune('0'+v%10))
+}
+
+func TestChecks(t *testing.T) {
+	add, _ := Lookup("add")
+	r, _ := Lookup("router")
+	ex := Example{Prompt: "2+2=", Answer: "4"}
+	rex := Example{Answer: `{"engine":"video","params":{"seconds":10,"subject":"a fox running"}}`}
+	cases := []struct {
+		task       Task
+		ex         Example
+		completion string
+		pass       bool
+		feedback   string
+	}{
+		{add, ex, "4", true, ""},
+		{add, ex, " 4 \nmore", true, ""},
+		{add, ex, "44", false, "44 is wrong"},
+		{add, ex, "", false, "missing"},
+		{add, ex, "four", false, "not an integer"},
+		{add, ex, "4.0", false, "not an integer"},
+		{r, rex, `{"params":{"subject":"a fox running","seconds":10},"engine":"video"}`, true, ""},
+		{r, rex, `{"engine":"video","params":{"seconds":15,"subject":"a fox running"}}`, false, "wrong params"},
+		{r, rex, `{"engine":"image","params":{}}`, false, `wrong engine: this request needs "video"`},
+		{r, rex, `{"engine":"video"`, false, "not valid JSON"},
+		{r, rex, `{"engine":"video","params":{"seconds":10,"subject":"a fox running"}} {"x":1}`, false, "not valid JSON"},
+	}
+	for i, c := range cases {
+		pass, fb := c.task.Check(c.ex, c.completion)
+		if pass != c.pass || !strings.Contains(fb, c.feedback) {
+			t.Errorf("case %d (%s %q): got %v %q", i, c.task.Name(), c.completion, pass, fb)
+		}
+	}
+}
+
+func TestRouterExamplesCheck(t *testing.T) {
+	r, _ := Lookup("router")
+	engines := map[string]int{}
+	for _, ex := range Generate(r, 400, 3, 0) {
+		if ok, fb := r.Check(ex, ex.Completion); !ok {
+			t.Fatalf("own completion fails: %s (%+v)", fb, ex)
+		}
+		if strings.Contains(ex.Prompt, "%!") {
+			t.Fatalf("bad template: %q", ex.Prompt)
+		}
+		engines[ex.Completion[11:16]]++
+	}
+	if len(engines) != 4 {
+		t.Fatalf("want all four engines drawn, got %v", engines)
+	}
+}
+
+func TestDeterminismAndSplit(t *testing.T) {
+	task, _ := Lookup("addsub")
+	a, b := Generate(task, 50, 1, 0), Generate(task, 50, 1, 0)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("same seed gave different data")
+	}
+	if reflect.DeepEqual(a, Generate(task, 50, 2, 0)) {
+		t.Fatal("different seeds gave the same data")
+	}
+	train, held := Split(task, 500, 100, 9)
+	if len(train) != 500 || len(held) != 100 {
+		t.Fatalf("sizes %d %d", len(train), len(held))
+	}
+	heldSet := map[string]bool{}
+	for _, ex := range held {
+		heldSet[ex.Prompt] = true
+	}
+	for _, ex := range train {
+		if heldSet[ex.Prompt] {
+			t.Fatalf("held-out prompt %q leaked into train", ex.Prompt)
+		}
+	}
+}
+
+func TestReadJSONLErrorsNameFileAndLine(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"{\"prompt\":\"a\",\"completion\":\"b\"}\n\n{\"promt\":\"x\"}\n", `d.jsonl:3: unknown field "promt"; did you mean "prompt"?`},
+		{"{\"text\":\"a\"}\n{bad json\n", "d.jsonl:2: invalid JSON"},
+		{"{\"id\":\"x\"}\n", `d.jsonl:1: no "text", "prompt"/"completion" or "messages" field`},
+		{"{\"text\":\"a\",\"prompt\":\"b\"}\n", "d.jsonl:1: mixes text and prompt/completion"},
+		{"{\"completion\":\"b\"}\n", `d.jsonl:1: "completion" without "prompt"`},
+		{"{\"messages\":[{\"role\":\"bot\",\"content\":\"x\"}]}\n", `d.jsonl:1: messages[0].role "bot": allowed values`},
+		{"{\"text\":\"a\"} {\"text\":\"b\"}\n", "d.jsonl:1: more than one JSON value"},
+	}
+	for _, c := range cases {
+		_, err := ReadAll(strings.NewReader(c.in), "d.jsonl")
+		var le *LineError
+		if !errors.As(err, &le) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("input %q: got %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
+func TestJSONLRoundTrip(t *testing.T) {
+	task, _ := Lookup("router")
+	exs := Generate(task, 20, 5, 0)
+	exs = append(exs, AsText(exs[0]))
+	var buf bytes.Buffer
+	if err := WriteJSONL(&buf, exs); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadAll(&buf, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(exs, back) {
+		t.Fatal("round trip changed examples")
+	}
+}
+
+func TestLookupSuggests(t *testing.T) {
+	if _, err := Lookup("ad"); err == nil || !strings.Contains(err.Error(), `did you mean "add"`) {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/temperml/temper/algorithms/tasks"
+)
+
+func init() {
+	register(&command{
+		name:    "data",
+		summary: "datasets: `data gen TASK` writes a built-in task as JSONL; `data check FILE` validates one",
+		usage:   "gen TASK | check FILE.jsonl | tasks",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			n := fs.Int("n", 1000, "examples to generate")
+			heldout := fs.Int("heldout", 0, "also write this many held-out examples (disjoint prompts) to OUT with .heldout before the extension")
+			seed := fs.Uint64("seed", 1, "seed: same seed, same data")
+			out := fs.String("out", "", "output file (default: stdout)")
+			text := fs.Bool("text", false, "write pretraining lines {\"text\": prompt+completion} instead of prompt/completion")
+			return func(ctx context.Context, args []string) error {
+				if len(args) == 0 {
+					return usageErr("usage: temper data gen TASK | data check FILE | data tasks")
+				}
+				switch args[0] {
+				case "tasks":
+					for _, name := range tasks.Names() {
+						t, _ := tasks.Lookup(name)
+						fmt.Fprintf(stdout, "  %-8s %s\n", name, t.Doc())
+					}
+					return nil
+				case "check":
+					if len(args) != 2 {
+						return usageErr("usage: temper data check FILE.jsonl")
+					}
+					f, err := os.Open(args[1])
+					if err != nil {
+						return usageErr("%v", err)
+					}
+					defer f.Close()
+					count := 0
+					if err := tasks.ReadJSONL(f, args[1], func(int, tasks.Example) error { count++; return nil }); err != nil {
+						return usageErr("%v", err)
+					}
+					fmt.Fprintf(stdout, "%s: %d examples, all valid\n", args[1], count)
+					return nil
+				case "gen":
+				default:
+					return usageErr("unknown data command %q (gen, check, tasks)", args[0])
+				}
+				if len(args) != 2 {
+					return usageErr("usage: temper data gen TASK (tasks: `temper data tasks`)")
+				}
+				task, err := tasks.Lookup(args[1])
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				train, held := tasks.Split(task, *n, *heldout, *seed)
+				if *text {
+					for i := range train {
+						train[i] = tasks.AsText(train[i])
+					}
+				}
+				if err := writeExamples(*out, train); err != nil {
+					return err
+				}
+				if *heldout > 0 {
+					if *out == "" {
+						return usageErr("--heldout needs --out")
+					}
+					ext := filepath.Ext(*out)
+					hp := (*out)[:len(*out)-len(ext)] + ".heldout" + ext
+					if err := writeExamples(hp, held); err != nil {
+						return err
+					}
+					fmt.Fprintf(os.Stderr, "wrote %d examples to %s and %d held-out to %s\n", len(train), *out, len(held), hp)
+				}
+				return nil
+			}
+		},
+	})
+}
+
+func writeExamples(path string, exs []tasks.Example) error {
+	var w io.Writer = stdout
+	if path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("data: create %s: %w", path, err)
+		}
+		defer f.Close()
+		w = f
+	}
+	if err := tasks.WriteJSONL(w, exs); err != nil {
+		return fmt.Errorf("data: write %s: %w", path, err)
+	}
+	return nil
+}
