@@ -1,0 +1,294 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // GoMLX graph code reads best unqualified.
+	gm "github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// maskedScore is added to the attention scores of hidden keys: large enough that exp underflows to
+// exactly 0, finite so that a row never turns into NaN.
+const maskedScore = -1e9
+
+// param returns the graph value of the float32 variable at path (relative to scope). A variable
+// that does not exist yet is created with the scope's initializer (GoMLX's default), so a fresh
+// store works, but InitWeights/ImportWeights are the intended way to set weights.
+func param(scope *gm.Scope, g *Graph, path string, dims ...int) *Node {
+	s, name := subScope(scope, path)
+	return s.VariableWithShape(name, shapes.Make(dtypes.Float32, dims...)).NodeValue(g)
+}
+
+func layerPath(pattern string, l int) string {
+	return fmt.Sprintf(pattern, l)
+}
+
+// Forward computes next-token logits.
+//
+//	tokens:    [batch, seq] int32 token ids (padding ids must still be in [0, vocab))
+//	positions: [batch, seq] int32 RoPE positions per row (0-based from the first real token, so a
+//	           left-padded row starts at 0 where its prompt starts)
+//	mask:      [batch, seq] valid-token mask (Bool, or numeric with non-zero = valid)
+//	logits:    [batch, seq, vocab] float32
+//
+// Attention is causal over the seq index and hides padded keys; a padded query attends only to
+// itself, so its (meaningless) output stays finite. Variables are read relative to scope.
+func Forward(scope *gm.Scope, cfg Config, tokens, positions, mask *Node) *Node {
+	h := Hidden(scope, cfg, tokens, positions, mask)
+	return lmHead(scope, cfg, h)
+}
+
+// Hidden is the trunk: embeddings → decoder blocks → final RMSNorm.
+//
+//	tokens, positions, mask: as in Forward
+//	hidden: [batch, seq, d_model]
+func Hidden(scope *gm.Scope, cfg Config, tokens, positions, mask *Node) *Node {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	g := tokens.Graph()
+	batch, seq := tokens.Shape().Dim(0), tokens.Shape().Dim(1)
+	valid := validMask(mask)
+	// bias: [batch, 1, seq, seq]: 0 where key j is visible from query i, maskedScore elsewhere.
+	row := Iota(g, shapes.Make(dtypes.Int32, seq, seq), 0)
+	col := Iota(g, shapes.Make(dtypes.Int32, seq, seq), 1)
+	causal := Reshape(GreaterOrEqual(row, col), 1, seq, seq)
+	diag := Reshape(Equal(row, col), 1, seq, seq)
+	visible := LogicalAnd(causal, LogicalOr(Reshape(valid, batch, 1, seq), diag))
+	bias := Reshape(Where(visible, ScalarZero(g, dtypes.Float32), Scalar(g, dtypes.Float32, maskedScore)),
+		batch, 1, seq, seq)
+	return trunk(scope, cfg, tokens, positions, bias, nil)
+}
+
+// Values is the scalar head on the trunk (reward models, PPO critics).
+//
+//	tokens, positions, mask: as in Forward
+//	values: [batch, seq] float32
+func Values(scope *gm.Scope, cfg Config, tokens, positions, mask *Node) *Node {
+	return ValueHead(scope, cfg, Hidden(scope, cfg, tokens, positions, mask))
+}
+
+// ValueHead applies the value head to hidden states, so a caller that needs both logits and values
+// can share one trunk: hidden [batch, seq, d] → values [batch, seq].
+func ValueHead(scope *gm.Scope, cfg Config, hidden *Node) *Node {
+	g := hidden.Graph()
+	batch, seq := hidden.Shape().Dim(0), hidden.Shape().Dim(1)
+	w := param(scope, g, VarValueW, cfg.DModel, 1)
+	b := param(scope, g, VarValueB, 1)
+	v := Add(Dot(Reshape(hidden, batch*seq, cfg.DModel), w).Product(), Reshape(b, 1, 1))
+	return Reshape(v, batch, seq)
+}
+
+// LMHead projects hidden states to logits: hidden [batch, seq, d] → logits [batch, seq, vocab].
+func LMHead(scope *gm.Scope, cfg Config, hidden *Node) *Node { return lmHead(scope, cfg, hidden) }
+
+func lmHead(scope *gm.Scope, cfg Config, h *Node) *Node {
+	g := h.Graph()
+	dims := h.Shape().Dimensions
+	n := h.Shape().Size() / cfg.DModel
+	h2 := Reshape(h, n, cfg.DModel)
+	var logits *Node
+	if cfg.TiedEmbeddings {
+		emb := param(scope, g, VarEmbed, cfg.Vocab, cfg.DModel)
+		logits = DotGeneral(h2, []int{1}, nil, emb, []int{1}, nil)
+	} else {
+		logits = Dot(h2, param(scope, g, VarLMHead, cfg.DModel, cfg.Vocab)).Product()
+	}
+	out := append(append([]int(nil), dims[:len(dims)-1]...), cfg.Vocab)
+	return Reshape(logits, out...)
+}
+
+// validMask turns a mask of any dtype into Bool.
+func validMask(mask *Node) *Node {
+	if mask.DType() == dtypes.Bool {
+		return mask
+	}
+	return NotEqual(mask, ScalarZero(mask.Graph(), mask.DType()))
+}
+
+// kvMode selects how attention uses the KV cache.
+type kvMode int
+
+const (
+	kvNone    kvMode = iota
+	kvPrefill        // attend within the sequence; emit K/V padded to the cache length
+	kvDecode         // write the new K/V into the cache slot, attend over the cache
+)
+
+// kvState carries the cache through the layers.
+//
+//	k[l], v[l]: [batch, kv_heads, cache, head_dim]; scores use the "transposed" matmul layout
+//	            (contracting the last axis of both sides), which the Go backend runs natively
+//	slotIdx:    [batch, kv_heads, 3] int32 (b, kv, slot) scatter indices of this step (decode only)
+type kvState struct {
+	mode     kvMode
+	cacheLen int
+	slotIdx  *Node
+	k, v     []*Node
+}
+
+// trunk runs embeddings, the blocks and the final norm.
+//
+//	bias: [batch, 1, seq, keys] additive attention bias (keys = seq, or the cache length in decode)
+//	hidden: [batch, seq, d]
+func trunk(scope *gm.Scope, cfg Config, tokens, positions, bias *Node, kv *kvState) *Node {
+	g := tokens.Graph()
+	if tokens.DType() != dtypes.Int32 {
+		tokens = ConvertDType(tokens, dtypes.Int32)
+	}
+	if tokens.Rank() != 2 || positions.Rank() != 2 || positions.Shape().Dim(0) != tokens.Shape().Dim(0) ||
+		positions.Shape().Dim(1) != tokens.Shape().Dim(1) {
+		exceptions.Panicf("model: tokens %s and positions %s must both be [batch, seq]", tokens.Shape(), positions.Shape())
+	}
+	batch, seq := tokens.Shape().Dim(0), tokens.Shape().Dim(1)
+	d := cfg.DModel
+	emb := param(scope, g, VarEmbed, cfg.Vocab, d)
+	x := Gather(emb, Reshape(tokens, batch, seq, 1)) // [batch, seq, d]
+	if cfg.ScaleEmbeddings {
+		x = MulScalar(x, float64(float32(math.Sqrt(float64(d)))))
+	}
+	cos, sin := ropeTables(cfg, positions)
+	for l := range cfg.Layers {
+		h := rmsNorm(x, param(scope, g, layerPath(VarAttnNorm, l), d), cfg)
+		x = Add(x, attention(scope, cfg, l, h, cos, sin, bias, kv))
+		h = rmsNorm(x, param(scope, g, layerPath(VarMLPNorm, l), d), cfg)
+		x = Add(x, mlp(scope, cfg, l, h))
+	}
+	return rmsNorm(x, param(scope, g, VarFinalNorm, d), cfg)
+}
+
+// rmsNorm: x [..., d], w [d] → x / rms(x) · w  (· (1+w) when NormPlusOne).
+func rmsNorm(x, w *Node, cfg Config) *Node {
+	ms := ReduceAndKeep(Square(x), ReduceMean, -1)
+	y := Div(x, Sqrt(AddScalar(ms, cfg.NormEps))) // Rsqrt has no gradient in GoMLX v0.28
+	if cfg.NormPlusOne {
+		w = OnePlus(w)
+	}
+	dims := make([]int, x.Rank())
+	for i := range dims {
+		dims[i] = 1
+	}
+	dims[len(dims)-1] = cfg.DModel
+	return Mul(y, Reshape(w, dims...))
+}
+
+// ropeTables: positions [batch, seq] → cos, sin [batch, seq, 1, head_dim] in the rotate-half
+// layout used by Hugging Face (frequency i at columns i and i+head_dim/2).
+func ropeTables(cfg Config, positions *Node) (cos, sin *Node) {
+	g := positions.Graph()
+	batch, seq := positions.Shape().Dim(0), positions.Shape().Dim(1)
+	inv := cfg.ropeInvFreq()
+	inv32 := make([]float32, len(inv))
+	for i, f := range inv {
+		inv32[i] = float32(f)
+	}
+	freqs := Reshape(Const(g, inv32), 1, 1, len(inv))
+	pos := Reshape(ConvertDType(positions, dtypes.Float32), batch, seq, 1)
+	ang := Mul(pos, freqs)                         // [batch, seq, head_dim/2]
+	ang = Concatenate([]*Node{ang, ang}, -1)       // [batch, seq, head_dim]
+	ang = Reshape(ang, batch, seq, 1, cfg.HeadDim) // broadcast over heads
+	return Cos(ang), Sin(ang)
+}
+
+// applyRope: x [batch, seq, heads, head_dim] → x·cos + rotate_half(x)·sin.
+func applyRope(x, cos, sin *Node) *Node {
+	half := x.Shape().Dim(-1) / 2
+	x1 := SliceAxis(x, -1, AxisRange(0, half))
+	x2 := SliceAxis(x, -1, AxisRange(half, 2*half))
+	rot := Concatenate([]*Node{Neg(x2), x1}, -1)
+	return Add(Mul(x, cos), Mul(rot, sin))
+}
+
+// attention is one self-attention sub-block (GQA, RoPE, fused QKV).
+//
+//	h: [batch, seq, d] normalized input; output: [batch, seq, d]
+//
+// Layout: heads are grouped by their KV head (head = kv·group + j, as transformers' repeat_kv), so
+// queries reshape to [batch·kv_heads, group·seq, head_dim] and multiply the un-repeated keys
+// [batch·kv_heads, keys, head_dim] directly: batched rank-3 matmuls, no repeat of K/V.
+func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, bias *Node, kv *kvState) *Node {
+	g := h.Graph()
+	batch, seq, d := h.Shape().Dim(0), h.Shape().Dim(1), cfg.DModel
+	nh, nkv, hd := cfg.Heads, cfg.KVHeads, cfg.HeadDim
+	grp := nh / nkv
+	width := cfg.qkvWidth()
+
+	qkv := Dot(Reshape(h, batch*seq, d), param(scope, g, layerPath(VarQKV, l), d, width)).Product()
+	if cfg.QKVBias {
+		qkv = Add(qkv, Reshape(param(scope, g, layerPath(VarQKVBias, l), width), 1, width))
+	}
+	q := Reshape(SliceAxis(qkv, 1, AxisRange(0, nh*hd)), batch, seq, nh, hd)
+	k := Reshape(SliceAxis(qkv, 1, AxisRange(nh*hd, (nh+nkv)*hd)), batch, seq, nkv, hd)
+	v := Reshape(SliceAxis(qkv, 1, AxisRange((nh+nkv)*hd, width)), batch, seq, nkv, hd)
+	q = MulScalar(applyRope(q, cos, sin), 1/math.Sqrt(float64(hd)))
+	k = applyRope(k, cos, sin)
+
+	// q: [batch, seq, kv, grp, hd] → [batch·kv, grp·seq, hd]
+	q = TransposeAllAxes(Reshape(q, batch, seq, nkv, grp, hd), 0, 2, 3, 1, 4)
+	q = Reshape(q, batch*nkv, grp*seq, hd)
+	kk := TransposeAllAxes(k, 0, 2, 1, 3) // [batch, kv, seq, hd]
+	vv := TransposeAllAxes(v, 0, 2, 1, 3) // [batch, kv, seq, hd]
+
+	keys := seq
+	if kv != nil {
+		switch kv.mode {
+		case kvPrefill:
+			pad := compute.PadAxis{End: kv.cacheLen - seq}
+			zero := ScalarZero(g, dtypes.Float32)
+			kv.k[l] = Pad(kk, zero, compute.PadAxis{}, compute.PadAxis{}, pad, compute.PadAxis{})
+			kv.v[l] = Pad(vv, zero, compute.PadAxis{}, compute.PadAxis{}, pad, compute.PadAxis{})
+		case kvDecode:
+			// seq == 1: add this step's key/value into the (still zero) slot column. With the cache
+			// buffers donated, the Go backend scatters in place: O(batch·kv·hd), not O(cache).
+			kk = ScatterSum(kv.k[l], kv.slotIdx, Reshape(k, batch, nkv, hd), true, true)
+			vv = ScatterSum(kv.v[l], kv.slotIdx, Reshape(v, batch, nkv, hd), true, true)
+			kv.k[l], kv.v[l] = kk, vv
+			keys = kv.cacheLen
+		}
+	}
+	kk = Reshape(kk, batch*nkv, keys, hd)
+	vv = Reshape(vv, batch*nkv, keys, hd)
+	// Contracting the last axis of both (the backend's native "transposed" layout) measured as fast
+	// as pre-transposed keys here, and lets the cache keep one layout for K and V.
+	scores := DotGeneral(q, []int{2}, []int{0}, kk, []int{2}, []int{0}) // [batch·kv, grp·seq, keys]
+	scores = Add(Reshape(scores, batch, nh, seq, keys), bias)
+	probs := Reshape(Softmax(scores, -1), batch*nkv, grp*seq, keys)
+	out := DotGeneral(probs, []int{2}, []int{0}, vv, []int{1}, []int{0}) // [batch·kv, grp·seq, hd]
+	out = TransposeAllAxes(Reshape(out, batch, nkv, grp, seq, hd), 0, 3, 1, 2, 4)
+	out = Dot(Reshape(out, batch*seq, nh*hd), param(scope, g, layerPath(VarAttnOut, l), nh*hd, d)).Product()
+	return Reshape(out, batch, seq, d)
+}
+
+// mlp is the gated MLP (SwiGLU / GeGLU) with fused gate|up weights.
+//
+//	h: [batch, seq, d] → [batch, seq, d]
+func mlp(scope *gm.Scope, cfg Config, l int, h *Node) *Node {
+	g := h.Graph()
+	batch, seq, d, f := h.Shape().Dim(0), h.Shape().Dim(1), cfg.DModel, cfg.FFN
+	gu := Dot(Reshape(h, batch*seq, d), param(scope, g, layerPath(VarGateUp, l), d, 2*f)).Product()
+	gate := SliceAxis(gu, 1, AxisRange(0, f))
+	up := SliceAxis(gu, 1, AxisRange(f, 2*f))
+	act := Mul(activate(cfg.Activation, gate), up)
+	out := Dot(act, param(scope, g, layerPath(VarDown, l), f, d)).Product()
+	return Reshape(out, batch, seq, d)
+}
+
+func activate(name string, x *Node) *Node {
+	switch name {
+	case ActSiLU:
+		return Mul(x, Sigmoid(x))
+	case ActGELU:
+		// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+		inner := MulScalar(Add(x, MulScalar(Mul(x, Square(x)), 0.044715)), math.Sqrt(2/math.Pi))
+		return Mul(MulScalar(x, 0.5), OnePlus(Tanh(inner)))
+	case ActGELUExact:
+		return Mul(MulScalar(x, 0.5), OnePlus(Erf(MulScalar(x, 1/math.Sqrt2))))
+	}
+	exceptions.Panicf("model: unknown activation %q", name)
+	return nil
+}

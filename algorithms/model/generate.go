@@ -1,0 +1,358 @@
+package model
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+	"github.com/gomlx/gomlx/core/tensors"
+	gm "github.com/gomlx/gomlx/ml/model"
+
+	"github.com/temperml/temper/algorithms/sample"
+)
+
+// Completion is one generated continuation.
+type Completion struct {
+	Tokens []int // sampled tokens (a final stop token included)
+	// LogProbs[i] = log p(Tokens[i] | prompt, Tokens[:i]) under the model at temperature 1 without
+	// top-k/top-p truncation: what TokenLogProbs recomputes on prompt+completion.
+	LogProbs   []float32
+	StopReason sample.StopReason
+}
+
+// Generator runs batched generation for one model. It compiles one prefill and one decode graph
+// per (batch, prompt, cache) bucket and reuses them across calls; keep it alive between calls.
+// Weights are read from the store at each call, so training updates are seen. Safe for concurrent
+// use (calls are serialized).
+type Generator struct {
+	backend compute.Backend
+	scope   *gm.Scope
+	cfg     Config
+
+	mu                    sync.Mutex
+	prefill, decode, full *gm.Exec
+}
+
+// NewGenerator prepares generation for the model cfg whose variables live under scope.
+func NewGenerator(backend compute.Backend, scope *gm.Scope, cfg Config) (*Generator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	gen := &Generator{backend: backend, scope: scope, cfg: cfg}
+	var err error
+	store := scope.Store()
+	// prefill: tokens [b, p], positions [b, p], cacheMask [b, s] → last logits [b, vocab], k…, v…
+	gen.prefill, err = gm.NewExec(backend, store, func(_ *gm.Scope, in []*Node) []*Node {
+		return gen.prefillGraph(in[0], in[1], in[2])
+	})
+	if err != nil {
+		return nil, fmt.Errorf("model: new generator: %w", err)
+	}
+	// decode: token [b, 1], position [b, 1], slot [], cacheMask [b, s], k…, v… → logits [b, vocab], k…, v…
+	gen.decode, err = gm.NewExec(backend, store, func(_ *gm.Scope, in []*Node) []*Node {
+		return gen.decodeGraph(in[0], in[1], in[2], in[3], in[4:4+cfg.Layers], in[4+cfg.Layers:])
+	})
+	if err != nil {
+		return nil, fmt.Errorf("model: new generator: %w", err)
+	}
+	// full (uncached reference): tokens, positions, mask [b, s] → logits [b, s, vocab]
+	gen.full, err = gm.NewExec(backend, store, func(_ *gm.Scope, tok, pos, mask *Node) *Node {
+		return Forward(gen.scope, cfg, tok, pos, mask)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("model: new generator: %w", err)
+	}
+	for _, e := range []*gm.Exec{gen.prefill, gen.decode, gen.full} {
+		e.SetMaxCache(64)
+	}
+	return gen, nil
+}
+
+// Generate is a one-shot NewGenerator(...).Generate(...); prefer keeping a Generator.
+func Generate(backend compute.Backend, scope *gm.Scope, cfg Config, prompts [][]int, opts sample.Options) ([]Completion, error) {
+	gen, err := NewGenerator(backend, scope, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return gen.Generate(prompts, opts)
+}
+
+// biasFromMask: mask [b, keys] Bool → additive bias [b, 1, 1, keys].
+func biasFromMask(mask *Node) *Node {
+	g := mask.Graph()
+	b, k := mask.Shape().Dim(0), mask.Shape().Dim(1)
+	return Reshape(Where(mask, ScalarZero(g, dtypes.Float32), Scalar(g, dtypes.Float32, maskedScore)), b, 1, 1, k)
+}
+
+// prefillGraph runs the prompt and returns the logits of its last column plus the KV cache.
+//
+//	tokens, positions: [b, p] int32 (left-padded); cacheMask: [b, s] Bool whose first p columns are
+//	the prompt mask (s only sets the cache length)
+//	out: logits [b, vocab], k[l] ×layers, v[l] ×layers, each [b, kv, s, hd] (zero beyond p)
+func (gen *Generator) prefillGraph(tokens, positions, cacheMask *Node) []*Node {
+	cfg := gen.cfg
+	b, p, s := tokens.Shape().Dim(0), tokens.Shape().Dim(1), cacheMask.Shape().Dim(1)
+	mask := SliceAxis(cacheMask, 1, AxisRange(0, p))
+	g := tokens.Graph()
+	row := Iota(g, shapes.Make(dtypes.Int32, p, p), 0)
+	col := Iota(g, shapes.Make(dtypes.Int32, p, p), 1)
+	visible := LogicalAnd(Reshape(GreaterOrEqual(row, col), 1, p, p),
+		LogicalOr(Reshape(mask, b, 1, p), Reshape(Equal(row, col), 1, p, p)))
+	bias := Reshape(Where(visible, ScalarZero(g, dtypes.Float32), Scalar(g, dtypes.Float32, maskedScore)), b, 1, p, p)
+	kv := &kvState{mode: kvPrefill, cacheLen: s, k: make([]*Node, cfg.Layers), v: make([]*Node, cfg.Layers)}
+	h := trunk(gen.scope, cfg, tokens, positions, bias, kv)
+	last := SliceAxis(h, 1, AxisRange(p-1, p)) // [b, 1, d]
+	logits := Reshape(lmHead(gen.scope, cfg, last), b, cfg.Vocab)
+	return append(append([]*Node{logits}, kv.k...), kv.v...)
+}
+
+// decodeGraph runs one token per row against the cache.
+//
+//	token, position: [b, 1] int32; slot: [] int32 cache column to write; cacheMask: [b, s] Bool
+//	(valid columns, the slot included); k, v: cache as in prefillGraph, slot column still zero
+//	out: logits [b, vocab], updated k ×layers, updated v ×layers
+func (gen *Generator) decodeGraph(token, position, slot, cacheMask *Node, k, v []*Node) []*Node {
+	cfg := gen.cfg
+	g := token.Graph()
+	b, s := cacheMask.Shape().Dim(0), cacheMask.Shape().Dim(1)
+	nkv := cfg.KVHeads
+	idxShape := shapes.Make(dtypes.Int32, b, nkv, 1)
+	slotIdx := Concatenate([]*Node{Iota(g, idxShape, 0), Iota(g, idxShape, 1),
+		BroadcastToDims(Reshape(ConvertDType(slot, dtypes.Int32), 1, 1, 1), b, nkv, 1)}, -1)
+	kv := &kvState{mode: kvDecode, cacheLen: s, slotIdx: slotIdx,
+		k: append([]*Node(nil), k...), v: append([]*Node(nil), v...)}
+	h := trunk(gen.scope, cfg, token, position, biasFromMask(cacheMask), kv)
+	logits := Reshape(lmHead(gen.scope, cfg, h), b, cfg.Vocab)
+	return append(append([]*Node{logits}, kv.k...), kv.v...)
+}
+
+// bucket rounds n up to a power of two, at least lo.
+func bucket(n, lo int) int {
+	b := lo
+	for b < n {
+		b *= 2
+	}
+	return b
+}
+
+// plan is the padded layout of one generation call.
+type plan struct {
+	n, batch, promptLen, cacheLen int
+	lens                          []int
+}
+
+func (gen *Generator) plan(prompts [][]int, opts sample.Options) (plan, error) {
+	if len(prompts) == 0 {
+		return plan{}, fmt.Errorf("model: generate: no prompts")
+	}
+	if err := opts.Validate(len(prompts)); err != nil {
+		return plan{}, fmt.Errorf("model: generate: %w", err)
+	}
+	pl := plan{n: len(prompts), lens: make([]int, len(prompts))}
+	longest := 0
+	for i, p := range prompts {
+		if len(p) == 0 {
+			return plan{}, fmt.Errorf("model: generate: prompt %d is empty", i)
+		}
+		for _, t := range p {
+			if t < 0 || t >= gen.cfg.Vocab {
+				return plan{}, fmt.Errorf("model: generate: prompt %d: token %d outside vocab %d", i, t, gen.cfg.Vocab)
+			}
+		}
+		pl.lens[i] = len(p)
+		longest = max(longest, len(p))
+	}
+	if longest+opts.MaxNewTokens > gen.cfg.MaxSeq {
+		return plan{}, fmt.Errorf("model: generate: prompt %d + max_new_tokens %d exceeds max_seq %d",
+			longest, opts.MaxNewTokens, gen.cfg.MaxSeq)
+	}
+	pl.batch = bucket(pl.n, 1)
+	pl.promptLen = bucket(longest, 8)
+	pl.cacheLen = bucket(pl.promptLen+opts.MaxNewTokens, 32)
+	return pl, nil
+}
+
+// rowState tracks one request while generating.
+type rowState struct {
+	sampler *sample.Sampler
+	out     Completion
+	done    bool
+}
+
+func newRows(pl plan, opts sample.Options) []*rowState {
+	rows := make([]*rowState, pl.n)
+	for i := range rows {
+		rows[i] = &rowState{sampler: sample.NewSampler(opts, opts.SeedFor(i))}
+	}
+	return rows
+}
+
+// consume samples one token for each live row from logits [batch, vocab]; it reports whether any
+// row is still live.
+func consume(rows []*rowState, logits []float32, vocab int, opts sample.Options) bool {
+	live := false
+	for i, r := range rows {
+		if r.done {
+			continue
+		}
+		lg := logits[i*vocab : (i+1)*vocab]
+		tok := r.sampler.Next(lg)
+		r.out.Tokens = append(r.out.Tokens, tok)
+		r.out.LogProbs = append(r.out.LogProbs, float32(sample.LogProb(lg, tok)))
+		switch {
+		case opts.IsStop(tok):
+			r.done, r.out.StopReason = true, sample.StopToken
+		case len(r.out.Tokens) >= opts.MaxNewTokens:
+			r.done, r.out.StopReason = true, sample.StopLength
+		default:
+			live = true
+		}
+	}
+	return live
+}
+
+func results(rows []*rowState) []Completion {
+	out := make([]Completion, len(rows))
+	for i, r := range rows {
+		out[i] = r.out
+	}
+	return out
+}
+
+// recoverTo turns a panic (GoMLX reports errors by panicking) into *err.
+func recoverTo(op string, err *error) {
+	if r := recover(); r != nil {
+		if e, ok := r.(error); ok {
+			*err = fmt.Errorf("model: %s: %w", op, e)
+		} else {
+			*err = fmt.Errorf("model: %s: %v", op, r)
+		}
+	}
+}
+
+// Generate samples a completion for every prompt with the KV cache: one left-padded prefill, then
+// one compiled decode step per new token. Rows that stopped keep computing (static shapes) but
+// their output is frozen.
+func (gen *Generator) Generate(prompts [][]int, opts sample.Options) (out []Completion, err error) {
+	defer recoverTo("generate", &err)
+	pl, err := gen.plan(prompts, opts)
+	if err != nil {
+		return nil, err
+	}
+	gen.mu.Lock()
+	defer gen.mu.Unlock()
+	cfg := gen.cfg
+	b, p, s := pl.batch, pl.promptLen, pl.cacheLen
+	tok := make([]int32, b*p)
+	pos := make([]int32, b*p)
+	cmask := make([]bool, b*s)
+	for i := range b {
+		prompt := []int{0} // dummy rows fill the batch bucket
+		if i < pl.n {
+			prompt = prompts[i]
+		}
+		pad := p - len(prompt)
+		for j, t := range prompt {
+			tok[i*p+pad+j] = int32(t)
+			pos[i*p+pad+j] = int32(j)
+			cmask[i*s+pad+j] = true
+		}
+	}
+	outs, err := gen.prefill.Call(tensors.FromFlatDataAndDimensions(tok, b, p),
+		tensors.FromFlatDataAndDimensions(pos, b, p), tensors.FromFlatDataAndDimensions(cmask, b, s))
+	if err != nil {
+		return nil, fmt.Errorf("model: generate: prefill: %w", err)
+	}
+	rows := newRows(pl, opts)
+	step1 := make([]int32, b)
+	pos1 := make([]int32, b)
+	for step := 0; ; step++ {
+		logits := tensors.MustCopyFlatData[float32](outs[0])
+		if !consume(rows, logits, cfg.Vocab, opts) {
+			break
+		}
+		slot := p + step
+		for i := range b {
+			cmask[i*s+slot] = true
+			step1[i], pos1[i] = 0, 0
+			if i < pl.n {
+				step1[i] = int32(rows[i].out.Tokens[len(rows[i].out.Tokens)-1])
+				pos1[i] = int32(pl.lens[i] + step)
+			}
+		}
+		args := []any{tensors.FromFlatDataAndDimensions(step1, b, 1), tensors.FromFlatDataAndDimensions(pos1, b, 1),
+			tensors.FromScalar(int32(slot)), tensors.FromFlatDataAndDimensions(cmask, b, s)}
+		for _, t := range outs[1:] {
+			// Donate the cache: the decode graph scatters into it in place.
+			d, err := DonateTensorBuffer(t, gen.backend, 0)
+			if err != nil {
+				return nil, fmt.Errorf("model: generate: donate cache: %w", err)
+			}
+			args = append(args, d)
+		}
+		outs[0].FinalizeAll()
+		outs, err = gen.decode.Call(args...)
+		if err != nil {
+			return nil, fmt.Errorf("model: generate: decode step %d: %w", step, err)
+		}
+	}
+	for _, t := range outs {
+		t.FinalizeAll()
+	}
+	return results(rows), nil
+}
+
+// GenerateUncached is the reference path: the same sampling, but every step recomputes the full
+// forward over a fixed [batch, cache] buffer (one compiled graph). Slow; for tests and checks.
+func (gen *Generator) GenerateUncached(prompts [][]int, opts sample.Options) (out []Completion, err error) {
+	defer recoverTo("generate uncached", &err)
+	pl, err := gen.plan(prompts, opts)
+	if err != nil {
+		return nil, err
+	}
+	gen.mu.Lock()
+	defer gen.mu.Unlock()
+	cfg := gen.cfg
+	b, p, s := pl.batch, pl.promptLen, pl.cacheLen
+	tok := make([]int32, b*s)
+	pos := make([]int32, b*s)
+	mask := make([]bool, b*s)
+	for i := range b {
+		prompt := []int{0}
+		if i < pl.n {
+			prompt = prompts[i]
+		}
+		pad := p - len(prompt)
+		for j, t := range prompt {
+			tok[i*s+pad+j], pos[i*s+pad+j], mask[i*s+pad+j] = int32(t), int32(j), true
+		}
+	}
+	rows := newRows(pl, opts)
+	last := make([]float32, b*cfg.Vocab)
+	for step := 0; ; step++ {
+		res, err := gen.full.Call(tensors.FromFlatDataAndDimensions(tok, b, s),
+			tensors.FromFlatDataAndDimensions(pos, b, s), tensors.FromFlatDataAndDimensions(mask, b, s))
+		if err != nil {
+			return nil, fmt.Errorf("model: generate uncached: step %d: %w", step, err)
+		}
+		all := tensors.MustCopyFlatData[float32](res[0])
+		res[0].FinalizeAll()
+		col := p - 1 + step
+		for i := range b {
+			copy(last[i*cfg.Vocab:(i+1)*cfg.Vocab], all[(i*s+col)*cfg.Vocab:(i*s+col+1)*cfg.Vocab])
+		}
+		if !consume(rows, last, cfg.Vocab, opts) {
+			break
+		}
+		for i := range pl.n {
+			k := i*s + col + 1
+			tok[k] = int32(rows[i].out.Tokens[len(rows[i].out.Tokens)-1])
+			pos[k] = int32(pl.lens[i] + step)
+			mask[k] = true
+		}
+	}
+	return results(rows), nil
+}

@@ -1,0 +1,233 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+	"github.com/gomlx/gomlx/core/tensors"
+	gm "github.com/gomlx/gomlx/ml/model"
+
+	"github.com/temperml/temper/algorithms/sample"
+)
+
+func randomPrompts(n, vocab, minLen, maxLen int, seed uint64) [][]int {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	out := make([][]int, n)
+	for i := range out {
+		l := minLen + rng.IntN(maxLen-minLen+1)
+		out[i] = make([]int, l)
+		for j := range out[i] {
+			out[i][j] = rng.IntN(vocab)
+		}
+	}
+	return out
+}
+
+func newGenerator(t testing.TB, cfg Config, weightStd float64) *Generator {
+	t.Helper()
+	store := newStore(t, cfg, randomWeights(cfg, 11, weightStd))
+	gen, err := NewGenerator(testBackend(), store.RootScope(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gen
+}
+
+// TestKVCacheMatchesUncached: greedy decoding with the KV cache gives exactly the tokens of the
+// recompute-everything path, on 64 prompts of varied length, for each family.
+func TestKVCacheMatchesUncached(t *testing.T) {
+	for name, cfg := range tinyConfigs() {
+		t.Run(name, func(t *testing.T) {
+			gen := newGenerator(t, cfg, 0.3)
+			prompts := randomPrompts(64, cfg.Vocab, 1, 21, 5)
+			opts := sample.Options{MaxNewTokens: 12}
+			cached, err := gen.Generate(prompts, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := gen.GenerateUncached(prompts, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			distinct := map[int]bool{}
+			var maxLP float64
+			for i := range prompts {
+				if !slices.Equal(cached[i].Tokens, ref[i].Tokens) {
+					t.Fatalf("prompt %d (len %d): cached %v != uncached %v", i, len(prompts[i]), cached[i].Tokens, ref[i].Tokens)
+				}
+				if cached[i].StopReason != sample.StopLength || len(cached[i].Tokens) != 12 {
+					t.Fatalf("prompt %d: %d tokens, stop %q", i, len(cached[i].Tokens), cached[i].StopReason)
+				}
+				for j, tk := range cached[i].Tokens {
+					distinct[tk] = true
+					maxLP = math.Max(maxLP, math.Abs(float64(cached[i].LogProbs[j]-ref[i].LogProbs[j])))
+				}
+			}
+			if len(distinct) < 5 {
+				t.Fatalf("degenerate model: only %d distinct tokens generated", len(distinct))
+			}
+			if maxLP > 1e-4 {
+				t.Fatalf("cached vs uncached logprobs differ by %g", maxLP)
+			}
+			t.Logf("64 prompts × 12 tokens identical; %d distinct tokens; max |Δlogp| %.1e", len(distinct), maxLP)
+		})
+	}
+}
+
+func TestSamplingDeterminism(t *testing.T) {
+	cfg := tinyConfigs()["qwen2"]
+	gen := newGenerator(t, cfg, 0.1)
+	prompts := randomPrompts(6, cfg.Vocab, 2, 9, 8)
+	run := func(ps [][]int, o sample.Options) []Completion {
+		t.Helper()
+		out, err := gen.Generate(ps, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	base := sample.Options{MaxNewTokens: 16, Temperature: 1, TopP: 0.95, Seed: 3}
+
+	t.Run("same seed same tokens", func(t *testing.T) {
+		a, b := run(prompts, base), run(prompts, base)
+		for i := range a {
+			if !slices.Equal(a[i].Tokens, b[i].Tokens) {
+				t.Fatalf("request %d: %v vs %v", i, a[i].Tokens, b[i].Tokens)
+			}
+		}
+	})
+	t.Run("different seeds differ", func(t *testing.T) {
+		o := base
+		o.Seed = 4
+		a, b := run(prompts, base), run(prompts, o)
+		same := 0
+		for i := range a {
+			if slices.Equal(a[i].Tokens, b[i].Tokens) {
+				same++
+			}
+		}
+		if same == len(a) {
+			t.Fatal("seeds 3 and 4 gave identical samples for every request")
+		}
+		// Requests of one batch draw from different streams even with one base seed.
+		dup := [][]int{prompts[0], prompts[0]}
+		c := run(dup, base)
+		if slices.Equal(c[0].Tokens, c[1].Tokens) {
+			t.Fatal("two copies of one prompt got the same sample")
+		}
+	})
+	t.Run("per-request seed independent of batch", func(t *testing.T) {
+		o := base
+		o.Seeds = []uint64{42}
+		alone := run(prompts[2:3], o)
+		o.Seeds = []uint64{7, 8, 42, 9, 10}
+		batch := run(append(randomPrompts(2, cfg.Vocab, 15, 20, 9), prompts[2], prompts[3], prompts[4]), o)
+		if !slices.Equal(alone[0].Tokens, batch[2].Tokens) {
+			t.Fatalf("seed 42 alone %v, in a batch %v", alone[0].Tokens, batch[2].Tokens)
+		}
+	})
+	t.Run("top-k 1 equals greedy", func(t *testing.T) {
+		o := base
+		o.TopK, o.TopP, o.Temperature = 1, 0, 0.7
+		a := run(prompts, o)
+		g := run(prompts, sample.Options{MaxNewTokens: 16})
+		for i := range a {
+			if !slices.Equal(a[i].Tokens, g[i].Tokens) {
+				t.Fatalf("request %d: top-k=1 %v, greedy %v", i, a[i].Tokens, g[i].Tokens)
+			}
+		}
+	})
+	t.Run("stop tokens stop", func(t *testing.T) {
+		free := run(prompts, base)
+		stop := free[0].Tokens[3]
+		o := base
+		o.StopTokens = []int{stop}
+		out := run(prompts, o)
+		for i, c := range out {
+			k := slices.Index(free[i].Tokens, stop)
+			if k < 0 {
+				if c.StopReason != sample.StopLength || !slices.Equal(c.Tokens, free[i].Tokens) {
+					t.Fatalf("request %d: no stop token expected, got %v (%s)", i, c.Tokens, c.StopReason)
+				}
+				continue
+			}
+			if c.StopReason != sample.StopToken || !slices.Equal(c.Tokens, free[i].Tokens[:k+1]) {
+				t.Fatalf("request %d: want %v then stop, got %v (%s)", i, free[i].Tokens[:k+1], c.Tokens, c.StopReason)
+			}
+		}
+	})
+}
+
+// TestGenerationLogProbs: the log-probs returned by generation equal TokenLogProbs recomputed by a
+// full forward on prompt+completion.
+func TestGenerationLogProbs(t *testing.T) {
+	for name, cfg := range tinyConfigs() {
+		t.Run(name, func(t *testing.T) {
+			gen := newGenerator(t, cfg, 0.1)
+			prompts := randomPrompts(5, cfg.Vocab, 1, 12, 13)
+			out, err := gen.Generate(prompts, sample.Options{MaxNewTokens: 10, Temperature: 1.3, TopK: 20, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seqs [][]int
+			longest := 0
+			for i, c := range out {
+				seqs = append(seqs, append(slices.Clone(prompts[i]), c.Tokens...))
+				longest = max(longest, len(seqs[i]))
+			}
+			tok, pos, mask := leftPadded(seqs, longest)
+			exec, err := gm.NewExec(testBackend(), gen.scope.Store(), func(scope *gm.Scope, tk, ps, mk *Node) *Node {
+				return NextTokenLogProbs(Forward(scope, cfg, tk, ps, mk), tk)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := exec.Call(tok, pos, mask)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lp := tensors.MustCopyFlatData[float32](res[0]) // [batch, longest-1]
+			var maxDiff, sumLP float64
+			n := 0
+			for i, c := range out {
+				for j := range c.Tokens {
+					col := longest - len(c.Tokens) + j // column of completion token j
+					want := lp[i*(longest-1)+col-1]
+					d := math.Abs(float64(want - c.LogProbs[j]))
+					maxDiff = math.Max(maxDiff, d)
+					sumLP += float64(want)
+					n++
+					if d > 1e-4 {
+						t.Fatalf("request %d token %d: generation logp %v, recomputed %v", i, j, c.LogProbs[j], want)
+					}
+				}
+			}
+			t.Logf("%d tokens, mean logp %.3f, max |Δlogp| = %.1e", n, sumLP/float64(n), maxDiff)
+		})
+	}
+}
+
+func TestGenerateErrors(t *testing.T) {
+	cfg := tinyConfigs()["llama"]
+	gen := newGenerator(t, cfg, 0.1)
+	cases := []struct {
+		name    string
+		prompts [][]int
+		opts    sample.Options
+	}{
+		{"no prompts", nil, sample.Options{MaxNewTokens: 1}},
+		{"empty prompt", [][]int{{}}, sample.Options{MaxNewTokens: 1}},
+		{"token out of vocab", [][]int{{cfg.Vocab}}, sample.Options{MaxNewTokens: 1}},
+		{"no budget", [][]int{{1}}, sample.Options{}},
+		{"too long", [][]int{{1}}, sample.Options{MaxNewTokens: cfg.MaxSeq}},
+		{"seeds mismatch", [][]int{{1}}, sample.Options{MaxNewTokens: 1, Seeds: []uint64{1, 2}}},
+	}
+	for _, c := range cases {
+		if _, err := gen.Generate(c.prompts, c.opts); err == nil {
+			t.Errorf("%s: want error", c.name)
+		}
+	}
+}

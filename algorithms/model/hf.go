@@ -1,0 +1,388 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// Hugging Face tensor names. All three families share them; Qwen2 adds the q/k/v biases.
+// Hugging Face linear weights are [out, in]; ours are [in, out], so every linear weight is
+// transposed by ToHF/FromHF (embeddings are [vocab, d] on both sides, norms and biases are 1-D).
+// Gemma's norm weights are stored as w in both (the graph computes ·(1+w)).
+const (
+	hfEmbed     = "model.embed_tokens.weight"
+	hfLayer     = "model.layers.%d."
+	hfFinalNorm = "model.norm.weight"
+	hfLMHead    = "lm_head.weight"
+	hfScoreW    = "score.weight" // [1, d]: LlamaForSequenceClassification's head with one label
+	hfScoreB    = "score.bias"   // [1]: ours; transformers' classification head has none
+)
+
+// hfPart is one Hugging Face tensor cut from an internal variable: columns [lo, hi) of a 2-D [in, out]
+// variable (transposed to [hi-lo, in]), or elements [lo, hi) of a 1-D one.
+type hfPart struct {
+	name      string
+	lo, hi    int
+	transpose bool
+}
+
+// hfParts maps an internal variable to its Hugging Face tensors.
+func (c Config) hfParts(path string) ([]hfPart, error) {
+	nh, nkv, f := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.FFN
+	switch path {
+	case VarEmbed:
+		return []hfPart{{name: hfEmbed, hi: c.Vocab}}, nil
+	case VarFinalNorm:
+		return []hfPart{{name: hfFinalNorm, hi: c.DModel}}, nil
+	case VarLMHead:
+		if !c.TiedEmbeddings {
+			return []hfPart{{name: hfLMHead, hi: c.Vocab, transpose: true}}, nil
+		}
+	case VarValueW:
+		if c.ValueHead {
+			return []hfPart{{name: hfScoreW, hi: 1, transpose: true}}, nil
+		}
+	case VarValueB:
+		if c.ValueHead {
+			return []hfPart{{name: hfScoreB, hi: 1}}, nil
+		}
+	}
+	l, kind, ok := splitLayerPath(path)
+	if !ok || l >= c.Layers {
+		return nil, fmt.Errorf("model: hf names: unknown variable %q", path)
+	}
+	p := fmt.Sprintf(hfLayer, l)
+	switch kind {
+	case VarAttnNorm:
+		return []hfPart{{name: p + "input_layernorm.weight", hi: c.DModel}}, nil
+	case VarMLPNorm:
+		return []hfPart{{name: p + "post_attention_layernorm.weight", hi: c.DModel}}, nil
+	case VarQKV:
+		return []hfPart{
+			{p + "self_attn.q_proj.weight", 0, nh, true},
+			{p + "self_attn.k_proj.weight", nh, nh + nkv, true},
+			{p + "self_attn.v_proj.weight", nh + nkv, nh + 2*nkv, true}}, nil
+	case VarQKVBias:
+		if c.QKVBias {
+			return []hfPart{
+				{p + "self_attn.q_proj.bias", 0, nh, false},
+				{p + "self_attn.k_proj.bias", nh, nh + nkv, false},
+				{p + "self_attn.v_proj.bias", nh + nkv, nh + 2*nkv, false}}, nil
+		}
+	case VarAttnOut:
+		return []hfPart{{name: p + "self_attn.o_proj.weight", hi: c.DModel, transpose: true}}, nil
+	case VarGateUp:
+		return []hfPart{
+			{p + "mlp.gate_proj.weight", 0, f, true},
+			{p + "mlp.up_proj.weight", f, 2 * f, true}}, nil
+	case VarDown:
+		return []hfPart{{name: p + "mlp.down_proj.weight", hi: c.DModel, transpose: true}}, nil
+	}
+	return nil, fmt.Errorf("model: hf names: variable %q not in this config", path)
+}
+
+var layerRE = regexp.MustCompile(`^layers/(\d+)/(.+)$`)
+
+// splitLayerPath turns "layers/3/attn/qkv" into (3, VarQKV).
+func splitLayerPath(path string) (int, string, bool) {
+	m := layerRE.FindStringSubmatch(path)
+	if m == nil {
+		return 0, "", false
+	}
+	l, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0, "", false
+	}
+	return l, "layers/%d/" + m[2], true
+}
+
+// HFNames returns the Hugging Face tensor names of an internal variable (several for the fused
+// qkv and gate_up variables, in q,k,v / gate,up order).
+func (c Config) HFNames(path string) ([]string, error) {
+	parts, err := c.hfParts(path)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = p.name
+	}
+	return names, nil
+}
+
+// VariableForHF is the inverse of HFNames: the internal variable holding a Hugging Face tensor.
+// lm_head.weight of a tied model maps to the embedding.
+func (c Config) VariableForHF(name string) (string, error) {
+	if name == hfLMHead && c.TiedEmbeddings {
+		return VarEmbed, nil
+	}
+	for _, v := range c.Variables() {
+		names, err := c.HFNames(v.Path)
+		if err != nil {
+			return "", err
+		}
+		for _, n := range names {
+			if n == name {
+				return v.Path, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("model: hf tensor %q: not part of this %s config", name, c.Family)
+}
+
+// HFShapes returns the shape of every Hugging Face tensor of the config.
+func (c Config) HFShapes() (map[string][]int, error) {
+	out := map[string][]int{}
+	for _, v := range c.Variables() {
+		parts, err := c.hfParts(v.Path)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range parts {
+			switch {
+			case len(v.Shape) == 1:
+				out[p.name] = []int{p.hi - p.lo}
+			case p.transpose:
+				out[p.name] = []int{p.hi - p.lo, v.Shape[0]}
+			default:
+				out[p.name] = []int{v.Shape[0], v.Shape[1]}
+			}
+		}
+	}
+	return out, nil
+}
+
+// ToHF converts internal weights (ExportWeights) to Hugging Face tensors (flat row-major data,
+// shapes from HFShapes): fused variables are split, linear weights transposed to [out, in].
+func (c Config) ToHF(w map[string][]float32) (map[string][]float32, error) {
+	out := map[string][]float32{}
+	for _, v := range c.Variables() {
+		data, ok := w[v.Path]
+		if !ok || len(data) != v.Size() {
+			return nil, fmt.Errorf("model: to hf: variable %q missing or not of shape %v", v.Path, v.Shape)
+		}
+		parts, err := c.hfParts(v.Path)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range parts {
+			switch {
+			case len(v.Shape) == 1:
+				out[p.name] = append([]float32(nil), data[p.lo:p.hi]...)
+			case p.transpose:
+				in, cols := v.Shape[0], v.Shape[1]
+				t := make([]float32, (p.hi-p.lo)*in)
+				for o := p.lo; o < p.hi; o++ {
+					for i := range in {
+						t[(o-p.lo)*in+i] = data[i*cols+o]
+					}
+				}
+				out[p.name] = t
+			default:
+				out[p.name] = append([]float32(nil), data...)
+			}
+		}
+	}
+	return out, nil
+}
+
+// FromHF converts Hugging Face tensors to internal weights (for ImportWeights): the inverse of ToHF.
+// Every tensor of the config must be present; lm_head.weight of a tied model is ignored, any other
+// extra tensor is an error.
+func (c Config) FromHF(hf map[string][]float32) (map[string][]float32, error) {
+	shapes, err := c.HFShapes()
+	if err != nil {
+		return nil, err
+	}
+	for name := range hf {
+		if _, ok := shapes[name]; !ok && !(name == hfLMHead && c.TiedEmbeddings) {
+			return nil, fmt.Errorf("model: from hf: unexpected tensor %q for this %s config", name, c.Family)
+		}
+	}
+	out := map[string][]float32{}
+	for _, v := range c.Variables() {
+		parts, err := c.hfParts(v.Path)
+		if err != nil {
+			return nil, err
+		}
+		data := make([]float32, v.Size())
+		for _, p := range parts {
+			src, ok := hf[p.name]
+			want := 1
+			for _, d := range shapes[p.name] {
+				want *= d
+			}
+			if !ok || len(src) != want {
+				return nil, fmt.Errorf("model: from hf: tensor %q missing or not of shape %v", p.name, shapes[p.name])
+			}
+			switch {
+			case len(v.Shape) == 1:
+				copy(data[p.lo:p.hi], src)
+			case p.transpose:
+				in, cols := v.Shape[0], v.Shape[1]
+				for o := p.lo; o < p.hi; o++ {
+					for i := range in {
+						data[i*cols+o] = src[(o-p.lo)*in+i]
+					}
+				}
+			default:
+				copy(data, src)
+			}
+		}
+		out[v.Path] = data
+	}
+	return out, nil
+}
+
+// hfConfig is the subset of config.json that the three families use.
+type hfConfig struct {
+	Architectures     []string        `json:"architectures,omitempty"`
+	ModelType         string          `json:"model_type"`
+	VocabSize         int             `json:"vocab_size"`
+	HiddenSize        int             `json:"hidden_size"`
+	IntermediateSize  int             `json:"intermediate_size"`
+	NumLayers         int             `json:"num_hidden_layers"`
+	NumHeads          int             `json:"num_attention_heads"`
+	NumKVHeads        *int            `json:"num_key_value_heads,omitempty"`
+	HeadDim           *int            `json:"head_dim,omitempty"`
+	MaxPositions      int             `json:"max_position_embeddings"`
+	RopeTheta         *float64        `json:"rope_theta,omitempty"`
+	RopeScaling       json.RawMessage `json:"rope_scaling,omitempty"`
+	RMSNormEps        *float64        `json:"rms_norm_eps,omitempty"`
+	HiddenAct         string          `json:"hidden_act,omitempty"`
+	HiddenActivation  string          `json:"hidden_activation,omitempty"`
+	TieWordEmbeddings *bool           `json:"tie_word_embeddings,omitempty"`
+	AttentionBias     *bool           `json:"attention_bias,omitempty"`
+	MLPBias           *bool           `json:"mlp_bias,omitempty"`
+	UseSlidingWindow  *bool           `json:"use_sliding_window,omitempty"`
+	TorchDType        string          `json:"torch_dtype,omitempty"`
+}
+
+var hfArchitectures = map[string]string{
+	FamilyLlama: "LlamaForCausalLM", FamilyGemma: "GemmaForCausalLM", FamilyQwen2: "Qwen2ForCausalLM"}
+
+// FromHFConfig reads a Hugging Face config.json of a Llama, Gemma (v1) or Qwen2 model. Features
+// this package does not implement (sliding windows, attention/MLP biases on Llama, rope scalings
+// other than llama3) are reported as errors rather than silently ignored.
+func FromHFConfig(data []byte) (Config, error) {
+	var h hfConfig
+	if err := json.Unmarshal(data, &h); err != nil {
+		return Config{}, fmt.Errorf("model: hf config: %w", err)
+	}
+	c := Config{Family: h.ModelType, Vocab: h.VocabSize, DModel: h.HiddenSize, Layers: h.NumLayers,
+		Heads: h.NumHeads, KVHeads: h.NumHeads, FFN: h.IntermediateSize, MaxSeq: h.MaxPositions,
+		RopeTheta: 10000, NormEps: 1e-6}
+	if _, ok := hfArchitectures[c.Family]; !ok {
+		return Config{}, fmt.Errorf("model: hf config: model_type=%q: allowed llama, gemma, qwen2", h.ModelType)
+	}
+	if h.NumKVHeads != nil {
+		c.KVHeads = *h.NumKVHeads
+	}
+	if h.NumHeads > 0 {
+		c.HeadDim = h.HiddenSize / h.NumHeads
+	}
+	if h.HeadDim != nil {
+		c.HeadDim = *h.HeadDim
+	}
+	if h.RopeTheta != nil {
+		c.RopeTheta = *h.RopeTheta
+	}
+	if h.RMSNormEps != nil {
+		c.NormEps = *h.RMSNormEps
+	}
+	tied := c.Family == FamilyGemma // transformers' per-family defaults
+	if h.TieWordEmbeddings != nil {
+		tied = *h.TieWordEmbeddings
+	}
+	c.TiedEmbeddings = tied
+	act := h.HiddenAct
+	if c.Family == FamilyGemma {
+		// transformers' Gemma uses hidden_activation, and the tanh GELU when it is unset.
+		act = h.HiddenActivation
+		if act == "" {
+			act = "gelu_pytorch_tanh"
+		}
+		c.ScaleEmbeddings, c.NormPlusOne = true, true
+	}
+	switch act {
+	case "silu", "swish", "":
+		c.Activation = ActSiLU
+	case "gelu_pytorch_tanh", "gelu_new", "gelu_fast":
+		c.Activation = ActGELU
+	case "gelu":
+		c.Activation = ActGELUExact
+	default:
+		return Config{}, fmt.Errorf("model: hf config: activation %q: allowed silu, gelu, gelu_pytorch_tanh", act)
+	}
+	if c.Family == FamilyQwen2 {
+		c.QKVBias = true
+		if h.UseSlidingWindow != nil && *h.UseSlidingWindow {
+			return Config{}, fmt.Errorf("model: hf config: use_sliding_window=true is not supported")
+		}
+	}
+	if (h.AttentionBias != nil && *h.AttentionBias) || (h.MLPBias != nil && *h.MLPBias) {
+		return Config{}, fmt.Errorf("model: hf config: attention_bias/mlp_bias=true is not supported for %s", c.Family)
+	}
+	if len(h.RopeScaling) > 0 && string(h.RopeScaling) != "null" {
+		var rs struct {
+			RopeScaling
+			LegacyType string `json:"type"`
+		}
+		if err := json.Unmarshal(h.RopeScaling, &rs); err != nil {
+			return Config{}, fmt.Errorf("model: hf config: rope_scaling: %w", err)
+		}
+		s := rs.RopeScaling
+		if s.Type == "" {
+			s.Type = rs.LegacyType
+		}
+		if s.Type != "default" {
+			c.RopeScaling = &s
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("model: hf config: %w", err)
+	}
+	return c, nil
+}
+
+// ToHFConfig writes a config.json that transformers loads as the same architecture.
+func (c Config) ToHFConfig() ([]byte, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	wantGemma := c.Family == FamilyGemma
+	if c.ScaleEmbeddings != wantGemma || c.NormPlusOne != wantGemma || c.QKVBias != (c.Family == FamilyQwen2) {
+		return nil, fmt.Errorf("model: to hf config: family %q does not match scale_embeddings=%v norm_plus_one=%v qkv_bias=%v",
+			c.Family, c.ScaleEmbeddings, c.NormPlusOne, c.QKVBias)
+	}
+	act := map[string]string{ActSiLU: "silu", ActGELU: "gelu_pytorch_tanh", ActGELUExact: "gelu"}[c.Activation]
+	kv, hd, theta, eps, tied := c.KVHeads, c.HeadDim, c.RopeTheta, c.NormEps, c.TiedEmbeddings
+	h := hfConfig{Architectures: []string{hfArchitectures[c.Family]}, ModelType: c.Family, VocabSize: c.Vocab,
+		HiddenSize: c.DModel, IntermediateSize: c.FFN, NumLayers: c.Layers, NumHeads: c.Heads, NumKVHeads: &kv,
+		HeadDim: &hd, MaxPositions: c.MaxSeq, RopeTheta: &theta, RMSNormEps: &eps, TieWordEmbeddings: &tied,
+		TorchDType: "float32"}
+	if wantGemma {
+		h.HiddenActivation = act
+		h.HiddenAct = act
+	} else {
+		h.HiddenAct = act
+	}
+	if c.Family == FamilyLlama {
+		f := false
+		h.AttentionBias, h.MLPBias = &f, &f
+	}
+	if c.Family == FamilyQwen2 {
+		f := false
+		h.UseSlidingWindow = &f
+	}
+	if c.RopeScaling != nil {
+		b, err := json.Marshal(c.RopeScaling)
+		if err != nil {
+			return nil, err
+		}
+		h.RopeScaling = b
+	}
+	return json.MarshalIndent(h, "", "  ")
+}
