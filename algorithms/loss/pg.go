@@ -1,0 +1,302 @@
+package loss
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// maxLogRatio bounds |log π/π_old| before exponentiating, so a stale or broken token gives a large
+// finite ratio instead of Inf/NaN (e^20 ≈ 4.9e8, far outside any clip range). verl does the same.
+const maxLogRatio = 20
+
+// ClippedSurrogate is the PPO clipped policy-gradient loss per token (Schulman et al. 2017), as used by
+// GRPO (Shao et al. 2024) and DAPO (Yu et al. 2025):
+//
+//	r_t = π_θ(y_t)/π_old(y_t) = exp(logp_t − oldLogp_t)
+//	ℓ_t = −min(r_t·A_t, clip(r_t, 1−ε_low, 1+ε_high)·A_t)
+//
+// ε_high > ε_low is DAPO's clip-higher (more room for low-probability tokens to grow). dualClip = c > 1
+// adds dual-clip PPO (Ye et al. 2020): for A_t < 0 the loss is capped at −c·A_t, so a token whose
+// ratio has run past c stops pushing; dualClip ≤ 0 turns it off.
+//
+//	logp, oldLogp, mask: [batch, seq]; adv: [batch] (one advantage per sequence, broadcast over its
+//	tokens) or [batch, seq] → perToken: [batch, seq] (unmasked; reduce it with Aggregate)
+//
+// oldLogp is a constant (StopGradient is applied). |logp − oldLogp| is clamped at 20 before exp.
+// ∂ℓ_t/∂logp_t is −A_t·r_t where the unclipped term is the active one (r_t inside the clip range, or
+// outside it on the side where clipping would not lower the loss: A>0 with r<1−ε_low, A<0 with
+// r>1+ε_high) and 0 where clipping is active (A>0 with r>1+ε_high, A<0 with r<1−ε_low, dual clip).
+//
+// Metrics (token-means over mask): clip_frac_low (A<0, r<1−ε_low: clipped, no gradient),
+// clip_frac_high (A>0, r>1+ε_high), clip_frac_dual (A<0, r>c), approx_kl (k3 estimate of
+// KL(π_old‖π_θ): (r−1) − log r), ratio_mean.
+func ClippedSurrogate(logp, oldLogp, adv, mask *Node, epsLow, epsHigh, dualClip float64) (perToken *Node, m Metrics) {
+	checkSame("ClippedSurrogate", logp, oldLogp)
+	checkSame("ClippedSurrogate", logp, mask)
+	a := tokenAdvantages(adv, logp)
+	logRatio := ClipScalar(Sub(logp, StopGradient(oldLogp)), -maxLogRatio, maxLogRatio)
+	ratio := Exp(logRatio)
+	perToken = clippedLoss(ratio, a, epsLow, epsHigh, dualClip)
+	w := AsWeights(mask, logp)
+	m = Metrics{
+		"approx_kl":  tokenMean(approxKL(logRatio), w),
+		"ratio_mean": tokenMean(StopGradient(ratio), w),
+	}
+	for _, c := range clipIndicators(ratio, a, epsLow, epsHigh, dualClip) {
+		m[c.name] = tokenMean(c.ind, w)
+	}
+	return perToken, m
+}
+
+// clippedLoss is max(−A·r, −A·clip(r, 1−ε_low, 1+ε_high)), dual-clipped at −c·A for A < 0 when c > 0.
+// Max sends the gradient to its first argument on ties, so inside the clip range (where both terms
+// are equal) the unclipped term carries it.
+func clippedLoss(ratio, a *Node, epsLow, epsHigh, dualClip float64) *Node {
+	negA := Neg(a)
+	loss := Max(Mul(negA, ratio), Mul(negA, ClipScalar(ratio, 1-epsLow, 1+epsHigh)))
+	if dualClip > 0 {
+		aNeg := LessThan(a, ScalarZero(a.Graph(), a.DType()))
+		loss = Where(aNeg, Min(loss, MulScalar(negA, dualClip)), loss)
+	}
+	return loss
+}
+
+// clipIndicator is one named 0/1 indicator [batch, seq] of active clipping.
+type clipIndicator struct {
+	name string
+	ind  *Node
+}
+
+// clipIndicators are the indicators of active clipping, in a fixed order (so the graph is the same on
+// every build): clip_frac_low (A<0, r<1−ε_low), clip_frac_high (A>0, r>1+ε_high) and, when
+// dualClip > 0, clip_frac_dual (A<0, r>c).
+func clipIndicators(ratio, a *Node, epsLow, epsHigh, dualClip float64) []clipIndicator {
+	g, dt := ratio.Graph(), ratio.DType()
+	zero := ScalarZero(g, dt)
+	aNeg, aPos := LessThan(a, zero), GreaterThan(a, zero)
+	ind := func(cond *Node) *Node { return StopGradient(ConvertDType(cond, dt)) }
+	out := []clipIndicator{
+		{"clip_frac_low", ind(LogicalAnd(aNeg, LessThan(ratio, Scalar(g, dt, 1-epsLow))))},
+		{"clip_frac_high", ind(LogicalAnd(aPos, GreaterThan(ratio, Scalar(g, dt, 1+epsHigh))))},
+	}
+	if dualClip > 0 {
+		out = append(out, clipIndicator{"clip_frac_dual", ind(LogicalAnd(aNeg, GreaterThan(ratio, Scalar(g, dt, dualClip))))})
+	}
+	return out
+}
+
+// approxKL is the k3 estimate of KL(π_old‖π_θ) per token from r = π_θ/π_old: (r − 1) − log r ≥ 0.
+func approxKL(logRatio *Node) *Node {
+	lr := StopGradient(logRatio)
+	r := Exp(lr)
+	return Sub(Sub(r, OnesLike(r)), lr)
+}
+
+// tokenAdvantages broadcasts [batch] advantages over the sequence axis of like [batch, seq], or checks
+// [batch, seq] ones; the result is a constant in like's dtype.
+func tokenAdvantages(adv, like *Node) *Node {
+	if adv.DType() != like.DType() {
+		adv = ConvertDType(adv, like.DType())
+	}
+	switch {
+	case adv.Rank() == 1 && adv.Shape().Dim(0) == like.Shape().Dim(0):
+		adv = BroadcastToDims(ExpandAxes(adv, -1), like.Shape().Dimensions...)
+	case adv.Rank() == 2 && adv.Shape().EqualDimensions(like.Shape()):
+	default:
+		exceptions.Panicf("loss: advantages %s: want [batch] or [batch, seq] matching %s", adv.Shape(), like.Shape())
+	}
+	return StopGradient(adv)
+}
+
+// Algorithm names for PolicyConfig.Algorithm.
+const (
+	AlgoGRPO        = "grpo"
+	AlgoDrGRPO      = "dr_grpo"
+	AlgoDAPO        = "dapo"
+	AlgoGSPO        = "gspo"
+	AlgoRLOO        = "rloo"
+	AlgoReinforcePP = "reinforce_pp"
+	AlgoPPO         = "ppo"
+)
+
+// Algorithms lists the valid PolicyConfig.Algorithm values.
+var Algorithms = []string{AlgoGRPO, AlgoDrGRPO, AlgoDAPO, AlgoGSPO, AlgoRLOO, AlgoReinforcePP, AlgoPPO}
+
+// PolicyConfig selects and tunes the policy loss. The algorithms share one surrogate and differ in their
+// defaults (below) and in their advantages (package advantage); only gspo changes the surrogate itself
+// (sequence-level ratio). The `default` tags are GRPO's; DefaultPolicyConfig gives each algorithm's:
+//
+//	algorithm     clip_low clip_high kl_beta aggregation              advantages (package advantage)
+//	grpo          0.2      0.2       0.04    seq-mean-token-mean      GRPO (group z-score)
+//	dr_grpo       0.2      0.2       0       seq-mean-token-sum-norm  DrGRPO (group mean only)
+//	dapo          0.2      0.28      0       token-mean               GRPO + FilterGroups + ShapeOverlong
+//	gspo          3e-4     4e-4      0       seq-mean-token-mean      GRPO
+//	rloo          0.2      0.2       0       seq-mean-token-sum       RLOO (KL, if any, in the reward)
+//	reinforce_pp  0.2      0.2       0       token-mean               ReinforcePP (KL in the reward)
+//	ppo           0.2      0.2       0       token-mean               GAE; value_coef 0.5, value_clip 0.2
+//
+// kl_estimator defaults to k3 (GRPO's) everywhere; tis_threshold and entropy_coef default to 0 (off).
+type PolicyConfig struct {
+	Algorithm    string  `json:"algorithm" default:"grpo" help:"grpo | dr_grpo | dapo | gspo | rloo | reinforce_pp | ppo; other fields default per algorithm (loss.DefaultPolicyConfig)"`
+	ClipLow      float64 `json:"clip_low" default:"0.2" help:"ε_low: the ratio is clipped below at 1−ε_low (gspo: sequence ratio, ~3e-4)"`
+	ClipHigh     float64 `json:"clip_high" default:"0.2" help:"ε_high: the ratio is clipped above at 1+ε_high; > clip_low is DAPO's clip-higher (dapo 0.28, gspo ~4e-4)"`
+	DualClip     float64 `json:"dual_clip" default:"0" help:"dual-clip c > 1+clip_high caps the loss of negative-advantage tokens at −c·A (typical 3; not used by gspo); 0 = off"`
+	KLBeta       float64 `json:"kl_beta" default:"0.04" help:"β of the per-token KL(π‖π_ref) penalty in the loss; 0 = off (no reference model needed)"`
+	KLEstimator  string  `json:"kl_estimator" default:"k3" help:"k1 | k2 | k3 (Schulman's estimators; k3 is GRPO's)"`
+	Aggregation  AggMode `json:"aggregation" default:"seq-mean-token-mean" help:"token-mean | seq-mean-token-mean | seq-mean-token-sum | seq-mean-token-sum-norm"`
+	MaxLen       int     `json:"max_len" default:"0" help:"constant divisor of seq-mean-token-sum-norm (the generation budget); 0 = the padded sequence length"`
+	TISThreshold float64 `json:"tis_threshold" default:"0" help:"C ≥ 1 of truncated importance sampling min(π_old/π_behaviour, C) for stale or mismatched rollouts (2 is typical); 0 = off"`
+	EntropyCoef  float64 `json:"entropy_coef" default:"0" help:"coefficient of the entropy bonus (subtracted from the loss); 0 = off"`
+	ValueCoef    float64 `json:"value_coef" default:"0" help:"coefficient of the clipped value loss (ppo: 0.5); 0 = no critic in this loss"`
+	ValueClip    float64 `json:"value_clip" default:"0" help:"ε_v: values move at most this far from the old values (ppo: 0.2); 0 = unclipped"`
+}
+
+// DefaultPolicyConfig returns the defaults of algorithm (see PolicyConfig). An unknown algorithm gets
+// GRPO's values with its name kept, so Validate reports it.
+func DefaultPolicyConfig(algorithm string) PolicyConfig {
+	c := PolicyConfig{Algorithm: algorithm, ClipLow: 0.2, ClipHigh: 0.2, KLBeta: 0.04, KLEstimator: string(KLK3),
+		Aggregation: AggSeqMeanTokenMean}
+	switch algorithm {
+	case AlgoDrGRPO:
+		c.KLBeta, c.Aggregation = 0, AggSeqMeanTokenSumNorm
+	case AlgoDAPO:
+		c.ClipHigh, c.KLBeta, c.Aggregation = 0.28, 0, AggTokenMean
+	case AlgoGSPO:
+		c.ClipLow, c.ClipHigh, c.KLBeta = 3e-4, 4e-4, 0
+	case AlgoRLOO:
+		c.KLBeta, c.Aggregation = 0, AggSeqMeanTokenSum
+	case AlgoReinforcePP:
+		c.KLBeta, c.Aggregation = 0, AggTokenMean
+	case AlgoPPO:
+		c.KLBeta, c.Aggregation, c.ValueCoef, c.ValueClip = 0, AggTokenMean, 0.5, 0.2
+	}
+	return c
+}
+
+// Validate names the first bad field and its allowed values.
+func (c PolicyConfig) Validate() error {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("loss: policy config %s=%v: %s", field, v, want)
+	}
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case !slices.Contains(Algorithms, c.Algorithm):
+		return bad("algorithm", fmt.Sprintf("%q", c.Algorithm), fmt.Sprintf("allowed %q", Algorithms))
+	case !finite(c.ClipLow) || c.ClipLow < 0 || c.ClipLow >= 1:
+		return bad("clip_low", c.ClipLow, "must be in [0, 1)")
+	case !finite(c.ClipHigh) || c.ClipHigh < 0:
+		return bad("clip_high", c.ClipHigh, "must be ≥ 0")
+	case !finite(c.DualClip) || (c.DualClip != 0 && c.DualClip <= 1+c.ClipHigh):
+		return bad("dual_clip", c.DualClip, fmt.Sprintf("must be 0 (off) or > 1+clip_high = %g", 1+c.ClipHigh))
+	case !finite(c.KLBeta) || c.KLBeta < 0:
+		return bad("kl_beta", c.KLBeta, "must be ≥ 0 (0 = off)")
+	case KLEstimator(c.KLEstimator).Validate() != nil:
+		return bad("kl_estimator", fmt.Sprintf("%q", c.KLEstimator), fmt.Sprintf("allowed %q", KLEstimators))
+	case c.Aggregation.Validate() != nil:
+		return bad("aggregation", fmt.Sprintf("%q", string(c.Aggregation)), fmt.Sprintf("allowed %q", AggModes))
+	case c.MaxLen < 0:
+		return bad("max_len", c.MaxLen, "must be ≥ 0 (0 = padded sequence length)")
+	case !finite(c.TISThreshold) || (c.TISThreshold != 0 && c.TISThreshold < 1):
+		return bad("tis_threshold", c.TISThreshold, "must be 0 (off) or ≥ 1")
+	case !finite(c.EntropyCoef):
+		return bad("entropy_coef", c.EntropyCoef, "must be finite")
+	case !finite(c.ValueCoef) || c.ValueCoef < 0:
+		return bad("value_coef", c.ValueCoef, "must be ≥ 0 (0 = off)")
+	case !finite(c.ValueClip) || c.ValueClip < 0:
+		return bad("value_clip", c.ValueClip, "must be ≥ 0 (0 = unclipped)")
+	}
+	return nil
+}
+
+// PolicyInputs are the graph inputs of PolicyLoss; every tensor is [batch, seq] unless said otherwise.
+type PolicyInputs struct {
+	Logp    *Node // log π_θ of the sampled response tokens (the only input that carries a gradient)
+	OldLogp *Node // log π_old (trainer's recomputation before this step's updates); nil: on-policy, StopGradient(Logp)
+	// BehaviourLogp are the rollout engine's log-probs of the same tokens; required when TISThreshold > 0.
+	BehaviourLogp *Node
+	RefLogp       *Node // log π_ref; required when KLBeta > 0
+	Advantages    *Node // [batch] (sequence-level) or [batch, seq] (token-level)
+	Mask          *Node // 1 on response tokens, 0 on prompt and padding (Bool or numeric)
+	Entropy       *Node // policy entropy per token; required when EntropyCoef ≠ 0
+	// Values (current critic, differentiable), OldValues and Returns (constants); required when ValueCoef > 0.
+	Values, OldValues, Returns *Node
+}
+
+// PolicyLoss is the whole policy objective a trainer minimises for one micro-batch:
+//
+//	ℓ_t  = w_t·surrogate_t + β·KL_t           (w_t: TIS weight, 1 when off; KL_t per KLEstimator)
+//	loss = Aggregate(ℓ) − entropy_coef·Aggregate(H) + value_coef·Aggregate(ValueLoss)
+//
+// with surrogate_t = ClippedSurrogate, or GSPOSurrogate for gspo. The TIS weight corrects only the
+// policy-gradient term (it is the off-policy correction of the sampled actions; the KL and value terms
+// are evaluated on the same tokens and need none). Panics when cfg is invalid or an input it needs is nil.
+//
+// Metrics: loss, pg_loss (aggregated surrogate, TIS-weighted), the surrogate's metrics, kl (token-mean
+// of KL_t, when β > 0), tis_* (when on), entropy (aggregated, when on), value_loss and value_clip_frac
+// (when on).
+func PolicyLoss(cfg PolicyConfig, in PolicyInputs) (*Node, Metrics) {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	need := func(x *Node, name, why string) {
+		if x == nil {
+			exceptions.Panicf("loss: PolicyLoss: %s is nil but %s", name, why)
+		}
+	}
+	need(in.Logp, "Logp", "it is always needed")
+	need(in.Advantages, "Advantages", "they are always needed")
+	need(in.Mask, "Mask", "it is always needed")
+	oldLogp := in.OldLogp
+	if oldLogp == nil {
+		oldLogp = StopGradient(in.Logp)
+	}
+	agg := func(x *Node) *Node { return Aggregate(x, in.Mask, cfg.Aggregation, cfg.MaxLen) }
+
+	var perToken *Node
+	var m Metrics
+	if cfg.Algorithm == AlgoGSPO {
+		perToken, m = GSPOSurrogate(in.Logp, oldLogp, in.Advantages, in.Mask, cfg.ClipLow, cfg.ClipHigh)
+	} else {
+		perToken, m = ClippedSurrogate(in.Logp, oldLogp, in.Advantages, in.Mask, cfg.ClipLow, cfg.ClipHigh, cfg.DualClip)
+	}
+	if cfg.TISThreshold > 0 {
+		need(in.BehaviourLogp, "BehaviourLogp", "tis_threshold > 0")
+		w, tm := TISWeights(oldLogp, in.BehaviourLogp, in.Mask, cfg.TISThreshold)
+		perToken = Mul(perToken, w)
+		for k, v := range tm {
+			m[k] = v
+		}
+	}
+	m["pg_loss"] = agg(perToken)
+	if cfg.KLBeta > 0 {
+		need(in.RefLogp, "RefLogp", "kl_beta > 0")
+		kl := KLPenalty(in.Logp, in.RefLogp, KLEstimator(cfg.KLEstimator))
+		perToken = Add(perToken, MulScalar(kl, cfg.KLBeta))
+		m["kl"] = tokenMean(StopGradient(kl), in.Mask)
+	}
+	loss := agg(perToken)
+	if cfg.EntropyCoef != 0 {
+		need(in.Entropy, "Entropy", "entropy_coef ≠ 0")
+		loss = Add(loss, EntropyBonus(in.Entropy, in.Mask, cfg.EntropyCoef, cfg.Aggregation, cfg.MaxLen))
+		m["entropy"] = StopGradient(agg(in.Entropy))
+	}
+	if cfg.ValueCoef > 0 {
+		need(in.Values, "Values", "value_coef > 0")
+		need(in.OldValues, "OldValues", "value_coef > 0")
+		need(in.Returns, "Returns", "value_coef > 0")
+		vl, vm := ValueLoss(in.Values, in.OldValues, in.Returns, in.Mask, cfg.ValueClip)
+		v := agg(vl)
+		loss = Add(loss, MulScalar(v, cfg.ValueCoef))
+		m["value_loss"] = StopGradient(v)
+		for k, x := range vm {
+			m[k] = x
+		}
+	}
+	m["loss"] = StopGradient(loss)
+	m["pg_loss"] = StopGradient(m["pg_loss"])
+	return loss, m
+}
