@@ -22,8 +22,9 @@ const (
 	ActGELUExact = "gelu_exact"
 )
 
-// DefaultVocab is the vocabulary of the trainable presets: 256 bytes plus 3 special tokens.
-const DefaultVocab = 259
+// DefaultVocab is the vocabulary of the trainable presets: the byte tokenizer's 256 bytes, PAD, BOS, EOS and
+// five reserved ids (tokenize.ByteVocabSize; a multiple of 8).
+const DefaultVocab = 264
 
 var (
 	families    = []string{FamilyLlama, FamilyGemma, FamilyQwen2}
@@ -125,7 +126,7 @@ func Presets() []string {
 }
 
 // Preset returns a named configuration. "tiny" (~0.1M params), "small" (~1M) and "base" (~10M) are
-// llama-style models for the 259-token byte vocabulary (override Vocab freely); "gemma-2b",
+// llama-style models for the 264-token byte vocabulary (override Vocab freely); "gemma-2b",
 // "llama-3.2-1b" and "qwen2.5-0.5b" are the real shapes of those checkpoints (for loading, not for
 // training on this machine).
 func Preset(name string) (Config, error) {

@@ -307,9 +307,9 @@ func TestValueHeadAndHidden(t *testing.T) {
 }
 
 func TestFLOPs(t *testing.T) {
-	c, _ := Preset("tiny")                                    // d=64, 2 layers, 4 heads × 16, 2 kv heads, ffn 128, vocab 259, tied
+	c, _ := Preset("tiny")                                    // d=64, 2 layers, 4 heads × 16, 2 kv heads, ffn 128, vocab 264, tied
 	matmul := int64(2 * (64*(4+2*2)*16 + 4*16*64 + 3*64*128)) // per-layer qkv + out + mlp, 2 layers
-	matmul += 259 * 64                                        // output head (tied: the embedding)
+	matmul += DefaultVocab * 64                               // output head (tied: the embedding)
 	if got := c.ForwardFLOPsPerToken(0); got != float64(2*matmul) {
 		t.Errorf("forward FLOPs at ctx 0 = %v, want %v", got, 2*matmul)
 	}
