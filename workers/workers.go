@@ -10,7 +10,9 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/demo"
+	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/internal/config"
 	"github.com/temperml/temper/workflows"
 )
@@ -39,13 +41,18 @@ func ParseRoles(s string) ([]string, error) {
 
 // Register puts a role's workflows or activities on a registry. Every role also answers <role>.Ping so
 // `temper status` can tell whether a queue has live workers.
-func Register(role string, r worker.Registry) error {
+func Register(role string, r worker.Registry, opts Options) error {
 	acts := demo.Activities{}
 	switch role {
 	case workflows.QueueTemper:
 		RegisterWorkflows(r)
 	case workflows.QueueTrainer:
 		r.RegisterActivityWithOptions(acts.Tick, activity.RegisterOptions{Name: demo.TickName})
+		ta := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine)}
+		r.RegisterActivityWithOptions(ta.Init, activity.RegisterOptions{Name: train.InitName})
+		r.RegisterActivityWithOptions(ta.Chunk, activity.RegisterOptions{Name: train.ChunkName})
+		r.RegisterActivityWithOptions(ta.Evaluate, activity.RegisterOptions{Name: train.EvaluateName})
+		r.RegisterActivityWithOptions(ta.Retain, activity.RegisterOptions{Name: train.RetainName})
 	case workflows.QueueRollout, workflows.QueueReward:
 	default:
 		return fmt.Errorf("workers: register: unknown role %q", role)
@@ -66,6 +73,8 @@ func RegisterWorkflows(r worker.WorkflowRegistry) {
 type Options struct {
 	// TrainerSlots bounds concurrent trainer activities; 1 means one at a time per accelerator.
 	TrainerSlots int
+	// Engine configures the tpu runtimes of the trainer's activities.
+	Engine EngineOptions
 }
 
 // Start creates, registers and starts one worker per role on c. The caller stops them with StopAll.
@@ -77,7 +86,7 @@ func Start(c client.Client, roles []string, opts Options) ([]worker.Worker, erro
 			wo.MaxConcurrentActivityExecutionSize = max(1, opts.TrainerSlots)
 		}
 		w := worker.New(c, role, wo)
-		if err := Register(role, w); err != nil {
+		if err := Register(role, w, opts); err != nil {
 			StopAll(ws)
 			return nil, err
 		}

@@ -81,6 +81,8 @@ type PhaseInput struct {
 	Seed   int64           `json:"seed"`
 	From   string          `json:"from,omitempty"`
 	Config json.RawMessage `json:"config,omitempty"`
+	// Resume carries a phase's own loop state across its continue-as-new; empty on first start.
+	Resume json.RawMessage `json:"resume,omitempty"`
 }
 
 // PhaseOutput is what every phase workflow returns.

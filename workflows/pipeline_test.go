@@ -151,7 +151,7 @@ func TestPipelineRejectsBadConfigWithoutRetrying(t *testing.T) {
 func TestWorkerStopMidActivity(t *testing.T) {
 	env := testenv.Get(t)
 	env.Roles(t, workflows.QueueTemper)
-	first := env.Worker(t, workflows.QueueTrainer, func(r worker.Registry) { _ = workers.Register(workflows.QueueTrainer, r) })
+	first := env.Worker(t, workflows.QueueTrainer, func(r worker.Registry) { _ = workers.Register(workflows.QueueTrainer, r, workers.Options{}) })
 	run := start(t, env.Client, workflows.PipelineInput{Phases: []workflows.PhaseSpec{
 		{Name: "long", Kind: "demo", Config: json.RawMessage(`{"steps":40,"step_duration":"100ms","heartbeat_timeout":"2s"}`)},
 	}})
@@ -159,7 +159,7 @@ func TestWorkerStopMidActivity(t *testing.T) {
 	waitFor(t, 30*time.Second, func() bool { return heartbeatStep(env.Client, childID) >= 8 })
 	first.Stop()
 	time.Sleep(500 * time.Millisecond)
-	env.Worker(t, workflows.QueueTrainer, func(r worker.Registry) { _ = workers.Register(workflows.QueueTrainer, r) })
+	env.Worker(t, workflows.QueueTrainer, func(r worker.Registry) { _ = workers.Register(workflows.QueueTrainer, r, workers.Options{}) })
 	var out workflows.PipelineOutput
 	if err := run.Get(context.Background(), &out); err != nil {
 		t.Fatalf("pipeline after worker stop: %v", err)

@@ -1,0 +1,263 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/algorithms/data"
+	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/schedule"
+	"github.com/temperml/temper/algorithms/tokenize"
+)
+
+// Checkpoint file names.
+const (
+	ModelFile     = "model.safetensors"
+	OptimizerFile = "optimizer.safetensors"
+	ConfigFile    = "config.json" // Hugging Face config of the model
+)
+
+// Activities holds the trainer's dependencies; workers build it.
+type Activities struct {
+	Ckpt      *ckpt.Client
+	NewEngine NewEngine
+}
+
+// Init commits a seeded fresh model as step 0 of the phase (or returns the one already committed).
+func (a *Activities) Init(ctx context.Context, in InitInput) (InitOutput, error) {
+	if err := in.Model.Validate(); err != nil {
+		return InitOutput{}, badInput(fmt.Errorf("train: init %s/%s: %w", in.Run, in.Phase, err))
+	}
+	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, 0, func(w *ckpt.Writer) error {
+		eng, err := a.NewEngine(EngineOptions{Model: in.Model, Seed: in.Seed})
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		return writeModel(ctx, w, eng, in.Model, ckpt.State{Step: 0, ConfigHash: configHash(in.Model)}, false)
+	})
+	if err != nil {
+		return InitOutput{}, fmt.Errorf("train: init %s/%s: %w", in.Run, in.Phase, err)
+	}
+	return InitOutput{Checkpoint: ref.URI}, nil
+}
+
+func configHash(cfg model.Config) string {
+	b, _ := json.Marshal(cfg)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// writeModel adds config, weights, optionally optimizer state, and state.json to a checkpoint.
+func writeModel(ctx context.Context, w *ckpt.Writer, eng Engine, cfg model.Config, st ckpt.State, withOptimizer bool) error {
+	hf, err := cfg.ToHFConfig()
+	if err != nil {
+		return err
+	}
+	if err := w.Add(ctx, ConfigFile, bytesReader(hf)); err != nil {
+		return err
+	}
+	if err := stream(ctx, w, ModelFile, eng.SaveWeights); err != nil {
+		return err
+	}
+	if withOptimizer {
+		if err := stream(ctx, w, OptimizerFile, eng.SaveOptimizer); err != nil {
+			return err
+		}
+	}
+	return w.AddState(ctx, st)
+}
+
+// stream writes one checkpoint file from a save function without holding a second copy in memory.
+func stream(ctx context.Context, w *ckpt.Writer, name string, save func(io.Writer) error) error {
+	f, err := w.Create(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := save(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return f.Close()
+}
+
+// loadEngine reads a checkpoint's config and weights (and optimizer state when asked and present).
+func (a *Activities) loadEngine(ctx context.Context, uri string, optim Optim, withOptimizer bool) (Engine, model.Config, *ckpt.Checkpoint, error) {
+	ck, err := a.Ckpt.Read(ctx, uri)
+	if err != nil {
+		return nil, model.Config{}, nil, fmt.Errorf("train: read checkpoint %s: %w", uri, err)
+	}
+	raw, err := readAll(ctx, ck, ConfigFile)
+	if err != nil {
+		return nil, model.Config{}, nil, err
+	}
+	cfg, err := model.FromHFConfig(raw)
+	if err != nil {
+		return nil, model.Config{}, nil, badInput(fmt.Errorf("train: %s/%s: %w", uri, ConfigFile, err))
+	}
+	eng, err := a.NewEngine(EngineOptions{Model: cfg, Optim: optim})
+	if err != nil {
+		return nil, cfg, nil, err
+	}
+	load := func(name string, fn func(io.Reader) error) error {
+		rc, err := ck.Open(ctx, name)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		if err := fn(rc); err != nil {
+			return fmt.Errorf("train: load %s from %s: %w", name, uri, err)
+		}
+		return rc.Close() // surfaces a checksum mismatch found at the end of the stream
+	}
+	if err := load(ModelFile, eng.LoadWeights); err != nil {
+		eng.Close()
+		return nil, cfg, nil, err
+	}
+	if withOptimizer {
+		if _, ok := ck.Manifest.File(OptimizerFile); ok {
+			if err := load(OptimizerFile, eng.LoadOptimizer); err != nil {
+				eng.Close()
+				return nil, cfg, nil, err
+			}
+		}
+	}
+	return eng, cfg, ck, nil
+}
+
+func readAll(ctx context.Context, ck *ckpt.Checkpoint, name string) ([]byte, error) {
+	rc, err := ck.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("train: read %s: %w", name, err)
+	}
+	return b, rc.Close()
+}
+
+// Chunk trains in.Steps steps from in.From and commits step in.Step+in.Steps.
+func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (ChunkOutput, error) {
+	if in.Steps <= 0 || in.Batch.Rows <= 0 || in.Batch.Seq < 2 {
+		return ChunkOutput{}, badInput(fmt.Errorf("train: chunk %s/%s: steps %d, batch %dx%d: want > 0", in.Run, in.Phase, in.Steps, in.Batch.Rows, in.Batch.Seq))
+	}
+	end := in.Step + in.Steps
+	if ref, err := a.Ckpt.Lookup(ctx, in.Store, in.Run, in.Phase, int64(end)); err == nil {
+		return a.committedChunk(ctx, ref.URI)
+	} else if !errors.Is(err, ckpt.ErrNotExist) {
+		return ChunkOutput{}, err
+	}
+	trainEx, _, err := examples(ctx, in.Data, in.Cursor.Seed)
+	if err != nil {
+		return ChunkOutput{}, err
+	}
+	enc := encoder()
+	encoded, err := enc.EncodeAll(trainEx)
+	if err != nil {
+		return ChunkOutput{}, badInput(err)
+	}
+	eng, cfg, _, err := a.loadEngine(ctx, in.From, in.Optim, !in.FreshOptimizer)
+	if err != nil {
+		return ChunkOutput{}, err
+	}
+	defer eng.Close()
+	packer := &data.Packer{Data: encoded, Rows: in.Batch.Rows, Seq: in.Batch.Seq + 1, PAD: tokenize.BytePAD}
+	sched := schedule.WarmupCosine{Peak: in.Optim.LR, Warmup: in.Optim.WarmupSteps, Total: in.TotalSteps, MinRatio: in.Optim.MinLRRatio}
+	out := ChunkOutput{Step: end, Cursor: in.Cursor}
+	var lossSum, normSum, secs float64
+	for i := 0; i < in.Steps; i++ {
+		if err := ctx.Err(); err != nil {
+			return ChunkOutput{}, fmt.Errorf("train: chunk %s/%s at step %d: %w", in.Run, in.Phase, in.Step+i, err)
+		}
+		b, next, err := packer.Next(out.Cursor)
+		if err != nil {
+			return ChunkOutput{}, badInput(err)
+		}
+		out.Cursor = next
+		out.LR = sched.At(in.Step + i)
+		m, err := eng.TrainStep(engineBatch(b), float32(out.LR))
+		if err != nil {
+			return ChunkOutput{}, fmt.Errorf("train: chunk %s/%s step %d: %w", in.Run, in.Phase, in.Step+i, err)
+		}
+		loss := float64(m.Loss)
+		if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(float64(m.GradNorm)) || math.IsInf(float64(m.GradNorm), 0) {
+			out.NonFinite++
+		} else {
+			lossSum += loss
+			normSum += float64(m.GradNorm)
+		}
+		out.LastLoss = loss
+		out.Tokens += m.Tokens
+		secs += m.Seconds
+		activity.RecordHeartbeat(ctx, Progress{Step: in.Step + i + 1, Total: in.TotalSteps, Loss: loss})
+	}
+	if ok := in.Steps - out.NonFinite; ok > 0 {
+		out.Loss, out.GradNorm = lossSum/float64(ok), normSum/float64(ok)
+	} else {
+		out.Loss, out.GradNorm = math.NaN(), math.NaN()
+	}
+	if secs > 0 {
+		out.TokensPerS = float64(out.Tokens) / secs
+	}
+	st := ckpt.State{
+		Step:       int64(end),
+		Cursor:     ckpt.Cursor{Epoch: int64(out.Cursor.Epoch), Index: int64(out.Cursor.Index), Seed: out.Cursor.Seed},
+		ConfigHash: configHash(cfg),
+		Scalars: map[string]float64{"loss": out.Loss, "last_loss": out.LastLoss, "grad_norm": out.GradNorm, "lr": out.LR,
+			"tokens": float64(out.Tokens), "tokens_per_s": out.TokensPerS, "non_finite": float64(out.NonFinite)},
+	}
+	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(end), func(w *ckpt.Writer) error {
+		return writeModel(ctx, w, eng, cfg, st, true)
+	})
+	if err != nil {
+		return ChunkOutput{}, fmt.Errorf("train: chunk %s/%s commit step %d: %w", in.Run, in.Phase, end, err)
+	}
+	out.Checkpoint = ref.URI
+	return out, nil
+}
+
+// committedChunk rebuilds a ChunkOutput from a checkpoint an earlier attempt committed.
+func (a *Activities) committedChunk(ctx context.Context, uri string) (ChunkOutput, error) {
+	ck, err := a.Ckpt.Read(ctx, uri)
+	if err != nil {
+		return ChunkOutput{}, err
+	}
+	st, err := ck.ReadState(ctx)
+	if err != nil {
+		return ChunkOutput{}, err
+	}
+	s := st.Scalars
+	return ChunkOutput{
+		Checkpoint: uri, Step: int(st.Step), Resumed: true,
+		Cursor: Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
+		Loss:   s["loss"], LastLoss: s["last_loss"], GradNorm: s["grad_norm"], LR: s["lr"],
+		Tokens: int(s["tokens"]), TokensPerS: s["tokens_per_s"], NonFinite: int(s["non_finite"]),
+	}, nil
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// Retain marks in.Best and deletes older checkpoints beyond in.KeepLast. Both steps are idempotent.
+func (a *Activities) Retain(ctx context.Context, in RetainInput) error {
+	if in.Best != "" {
+		if err := a.Ckpt.MarkBest(ctx, in.Best); err != nil {
+			return fmt.Errorf("train: retain %s/%s: %w", in.Run, in.Phase, err)
+		}
+	}
+	if _, err := a.Ckpt.Retain(ctx, in.Store, in.Run, in.Phase, in.KeepLast); err != nil {
+		return fmt.Errorf("train: retain %s/%s: %w", in.Run, in.Phase, err)
+	}
+	return nil
+}

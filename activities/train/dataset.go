@@ -1,0 +1,105 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/algorithms/data"
+	"github.com/temperml/temper/algorithms/tasks"
+	"github.com/temperml/temper/algorithms/tokenize"
+)
+
+// encoder is the tokenizer and template every built-in model uses: bytes, BOS first, EOS last.
+func encoder() data.Encoder {
+	return data.Encoder{Tok: tokenize.Byte{}, Chat: tokenize.DefaultChat(), BOS: true}
+}
+
+// examples returns the train and held-out examples of spec; seed is used when spec.Seed is 0.
+func examples(ctx context.Context, spec DataSpec, seed uint64) (train, heldout []tasks.Example, err error) {
+	if spec.Seed != 0 {
+		seed = spec.Seed
+	}
+	if spec.Task != "" {
+		task, err := tasks.Lookup(spec.Task)
+		if err != nil {
+			return nil, nil, badInput(err)
+		}
+		train, heldout = tasks.Split(task, spec.TrainExamples, spec.HeldoutExamples, seed)
+	} else {
+		if train, err = readJSONL(ctx, spec.Train); err != nil {
+			return nil, nil, err
+		}
+		if spec.Heldout != "" {
+			if heldout, err = readJSONL(ctx, spec.Heldout); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if spec.Text {
+		for i := range train {
+			if train[i].Prompt != "" {
+				train[i] = tasks.AsText(train[i])
+			}
+		}
+	}
+	return train, heldout, nil
+}
+
+// readJSONL reads a dataset from a store URI. A malformed line is a non-retryable error naming the
+// file and line: retrying cannot fix data.
+func readJSONL(ctx context.Context, uri string) ([]tasks.Example, error) {
+	dir, name := path.Split(strings.TrimSuffix(uri, "/"))
+	st, err := ckpt.Open(ctx, strings.TrimSuffix(dir, "/"), ckpt.Options{})
+	if err != nil {
+		return nil, badInput(fmt.Errorf("train: open data %s: %w", uri, err))
+	}
+	defer st.Close()
+	rc, err := st.Get(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("train: read data %s: %w", uri, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("train: read data %s: %w", uri, err)
+	}
+	exs, err := tasks.ReadAll(bytes.NewReader(b), uri)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if len(exs) == 0 {
+		return nil, badInput(fmt.Errorf("train: %s has no examples", uri))
+	}
+	return exs, nil
+}
+
+// engineBatch turns a packed batch of Seq+1 tokens per row into the engine's aligned form.
+func engineBatch(b data.Batch) Batch {
+	var out Batch
+	for r := range b.Tokens {
+		n := len(b.Tokens[r]) - 1
+		tok, tgt := make([]int, n), make([]int, n)
+		mask, pos, valid := make([]float32, n), make([]int, n), make([]bool, n)
+		for t := 0; t < n; t++ {
+			tok[t], tgt[t] = int(b.Tokens[r][t]), int(b.Tokens[r][t+1])
+			if b.Loss[r][t+1] && b.Valid[r][t+1] {
+				mask[t] = 1
+			}
+			pos[t], valid[t] = int(b.Positions[r][t]), b.Valid[r][t]
+		}
+		out.Tokens, out.Targets = append(out.Tokens, tok), append(out.Targets, tgt)
+		out.LossMask, out.Positions, out.Valid = append(out.LossMask, mask), append(out.Positions, pos), append(out.Valid, valid)
+	}
+	return out
+}
+
+func badInput(err error) error {
+	return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
+}

@@ -1,0 +1,49 @@
+package train
+
+import (
+	"io"
+
+	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/sample"
+)
+
+// Batch is one [rows, seq] batch of host data, aligned for next-token training: Targets[r][t] is the
+// token to predict after Tokens[r][t]; LossMask weighs it; Valid marks tokens attention may see.
+type Batch struct {
+	Tokens    [][]int
+	Targets   [][]int
+	LossMask  [][]float32
+	Positions [][]int
+	Valid     [][]bool
+}
+
+// StepMetrics describes one training step or one loss evaluation.
+type StepMetrics struct {
+	Loss     float32
+	GradNorm float32
+	Tokens   int
+	Seconds  float64
+	FLOPs    float64
+}
+
+// EngineOptions choose the model and optimizer of an Engine.
+type EngineOptions struct {
+	Model model.Config
+	Seed  uint64 // initialises the weights
+	Optim Optim
+}
+
+// Engine runs one model's math. *tpu.Runtime satisfies it through a thin adapter in workers.
+type Engine interface {
+	LoadWeights(r io.Reader) error
+	SaveWeights(w io.Writer) error
+	LoadOptimizer(r io.Reader) error
+	SaveOptimizer(w io.Writer) error
+	TrainStep(b Batch, lr float32) (StepMetrics, error)
+	EvalLoss(b Batch) (StepMetrics, error)
+	Generate(prompts [][]int, opts sample.Options) ([]model.Completion, error)
+	Close() error
+}
+
+// NewEngine builds an Engine; workers supply one backed by tpu.
+type NewEngine func(opts EngineOptions) (Engine, error)

@@ -1,0 +1,88 @@
+package tpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/temperml/temper/algorithms/model"
+)
+
+// tinyCfg is a small llama-style model that compiles and trains in well under a second.
+func tinyCfg() model.Config {
+	return model.Config{Family: model.FamilyLlama, Vocab: 37, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2,
+		HeadDim: 8, FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: model.ActSiLU,
+		TiedEmbeddings: true}
+}
+
+func newRuntime(t testing.TB, opts Options) *Runtime {
+	t.Helper()
+	if opts.Model.Family == "" {
+		opts.Model = tinyCfg()
+	}
+	r, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// randomBatch is an LMBatch of n random sequences of length seq+1 (targets shifted).
+func randomBatch(t testing.TB, vocab, n, seq int, seed uint64) Batch {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 9))
+	seqs := make([][]int, n)
+	for i := range seqs {
+		seqs[i] = make([]int, seq+1)
+		for j := range seqs[i] {
+			seqs[i][j] = rng.IntN(vocab)
+		}
+	}
+	b, err := LMBatch(seqs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func exportWeights(t testing.TB, r *Runtime) map[string][]float32 {
+	t.Helper()
+	w, err := r.ExportWeights()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// bitsEqual reports the first variable whose values differ bit for bit ("" if none).
+func bitsEqual(a, b map[string][]float32) string {
+	if len(a) != len(b) {
+		return "<variable count>"
+	}
+	for k, va := range a {
+		vb, ok := b[k]
+		if !ok || len(va) != len(vb) {
+			return k
+		}
+		for i := range va {
+			if math.Float32bits(va[i]) != math.Float32bits(vb[i]) {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
+func trainSteps(t testing.TB, r *Runtime, batches []Batch, lr float32) []StepMetrics {
+	t.Helper()
+	var out []StepMetrics
+	for i, b := range batches {
+		m, err := r.TrainStep(b, lr)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}

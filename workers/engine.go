@@ -1,0 +1,56 @@
+package workers
+
+import (
+	"io"
+
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/safetensors"
+	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/tpu"
+)
+
+// EngineOptions tune the tpu runtimes that back the trainer's engines.
+type EngineOptions struct {
+	Backend  string // "go" (default) or "xla"
+	Executor string // "sequential" (default, bit-reproducible) or "parallel"
+	Plugin   string // PJRT plugin for xla
+}
+
+// NewTrainEngine returns the train.NewEngine that workers give the trainer activities: one tpu runtime
+// per call, sequential executor by default so that retried chunks recompute bit-identical weights.
+func NewTrainEngine(eo EngineOptions) train.NewEngine {
+	return func(o train.EngineOptions) (train.Engine, error) {
+		rt, err := tpu.New(tpu.Options{
+			Model: o.Model, Seed: o.Seed, Backend: eo.Backend, Executor: eo.Executor, Plugin: eo.Plugin,
+			Optimizer: tpu.AdamW{Beta1: o.Optim.Beta1, Beta2: o.Optim.Beta2, Eps: o.Optim.Eps, WeightDecay: o.Optim.WeightDecay, ClipNorm: o.Optim.ClipNorm},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return engine{rt}, nil
+	}
+}
+
+// engine adapts *tpu.Runtime to train.Engine; the batch and metrics types have the same fields.
+type engine struct{ rt *tpu.Runtime }
+
+func (e engine) LoadWeights(r io.Reader) error   { return e.rt.LoadWeights(r) }
+func (e engine) SaveWeights(w io.Writer) error   { return e.rt.SaveWeights(w, safetensors.F32) }
+func (e engine) LoadOptimizer(r io.Reader) error { return e.rt.LoadOptimizer(r) }
+func (e engine) SaveOptimizer(w io.Writer) error { return e.rt.SaveOptimizer(w) }
+func (e engine) Close() error                    { return e.rt.Close() }
+
+func (e engine) TrainStep(b train.Batch, lr float32) (train.StepMetrics, error) {
+	m, err := e.rt.TrainStep(tpu.Batch(b), lr)
+	return train.StepMetrics(m), err
+}
+
+func (e engine) EvalLoss(b train.Batch) (train.StepMetrics, error) {
+	m, err := e.rt.EvalLoss(tpu.Batch(b))
+	return train.StepMetrics(m), err
+}
+
+func (e engine) Generate(prompts [][]int, opts sample.Options) ([]model.Completion, error) {
+	return e.rt.Generate(prompts, opts)
+}
