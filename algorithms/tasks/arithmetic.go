@@ -19,6 +19,7 @@ type Arithmetic struct {
 }
 
 func init() {
+	register(Arithmetic{name: "add2", doc: "a+b with 1-2 digit operands (the demo task: learnable in minutes on a CPU)", ops: "+", maxDigits: 2, terms: 2})
 	register(Arithmetic{name: "add", doc: "a+b with 1-3 digit operands", ops: "+", maxDigits: 3, terms: 2})
 	register(Arithmetic{name: "addsub", doc: "a+b or a-b with 1-3 digit operands", ops: "+-", maxDigits: 3, terms: 2})
 	register(Arithmetic{name: "mul", doc: "a*b with 1-2 digit operands", ops: "*", maxDigits: 2, terms: 2, mulDigits: 2})

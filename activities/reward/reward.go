@@ -1,0 +1,291 @@
+package reward
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/temperml/temper/activities/reward/sandbox"
+	"github.com/temperml/temper/algorithms/verify"
+	"github.com/temperml/temper/internal/config"
+)
+
+// ScoreName is the activity that scores rollouts, registered on the "reward" queue.
+const ScoreName = "reward.Score"
+
+// DefaultItemTimeout bounds the judging of one item when ScoreInput.ItemTimeout is zero.
+const DefaultItemTimeout = 60 * time.Second
+
+// MaxItems bounds one ScoreInput: items travel in the Temporal payload until the rollouts store
+// exists, and payloads must stay far below 2 MB (callers must also keep completions short).
+const MaxItems = 1024
+
+// ErrInvalidInput marks bad input or config: retrying cannot help.
+var ErrInvalidInput = errors.New("invalid input")
+
+// Item is one rollout to score.
+type Item struct {
+	ID         string `json:"id"`
+	Prompt     string `json:"prompt,omitempty"`
+	Completion string `json:"completion"`
+	// Reference is the task's truth, a JSON object (see verify.Sample).
+	Reference json.RawMessage `json:"reference,omitempty"`
+}
+
+// ScoreInput asks for every item to be judged by the composed verifiers of Spec.
+type ScoreInput struct {
+	// Rollouts is the URI of a rollouts object. Reading it needs the storage layer, which does
+	// not exist yet: for now it is rejected and Items carries the rollouts.
+	Rollouts string      `json:"rollouts,omitempty"`
+	Items    []Item      `json:"items,omitempty"`
+	Spec     verify.Spec `json:"spec"`
+	// Workers scores this many items at once; default Activities.Workers.
+	Workers int `json:"workers,omitempty"`
+	// ItemTimeout bounds one item; default 60s. An item over it gets Error "timeout".
+	ItemTimeout config.Duration `json:"item_timeout,omitempty"`
+}
+
+// ItemVerdict is the verdict of one item, in input order. Error is set when the item could not
+// be judged (bad reference, timeout, sandbox failure): Score is then 0 and the item is left out
+// of the means.
+type ItemVerdict struct {
+	ID string `json:"id"`
+	verify.Verdict
+	Error string `json:"error,omitempty"`
+}
+
+// VerifierMetric is the mean score of one component of the spec over the judged items.
+type VerifierMetric struct {
+	Name      string  `json:"name"`
+	MeanScore float64 `json:"mean_score"`
+}
+
+// Metrics summarise a Score call. Slices, not maps, so that workflows read them in a fixed
+// order.
+type Metrics struct {
+	Items     int              `json:"items"`
+	Judged    int              `json:"judged"`
+	Errors    int              `json:"errors"`
+	TimedOut  int              `json:"timed_out"`
+	MeanScore float64          `json:"mean_score"`
+	PassRate  float64          `json:"pass_rate"`
+	Verifiers []VerifierMetric `json:"verifiers"`
+	// SandboxMode is the isolation of code verifiers on this worker ("" without a sandbox).
+	SandboxMode string `json:"sandbox_mode,omitempty"`
+}
+
+// ScoreOutput holds one verdict per item and the metrics.
+type ScoreOutput struct {
+	Verdicts []ItemVerdict `json:"verdicts"`
+	Metrics  Metrics       `json:"metrics"`
+}
+
+// Progress is the heartbeat detail of Score: items judged so far.
+type Progress struct {
+	Step  int `json:"step"`
+	Total int `json:"total"`
+}
+
+// Activities holds the reward activities' dependencies; workers/ builds it with NewActivities.
+type Activities struct {
+	// Sandbox runs the "code" verifier; nil leaves "code" unavailable (with a clear error).
+	Sandbox *sandbox.Sandbox
+	// Workers is the default number of items judged at once; default GOMAXPROCS.
+	Workers  int
+	registry *verify.Registry
+}
+
+// NewActivities returns the activities with the built-in verifiers plus "code" on sb (which may
+// be nil).
+func NewActivities(sb *sandbox.Sandbox) *Activities {
+	r := verify.Builtins()
+	_ = r.Register("code", newCodeFactory(sb)) // cannot clash: "code" is not a built-in name
+	return &Activities{Sandbox: sb, registry: r}
+}
+
+// Registry returns the verifiers the activities know; callers may Register more before use.
+func (a *Activities) Registry() *verify.Registry { return a.registry }
+
+// Score is the reward.Score activity: ScoreItems with heartbeats. Bad input fails without
+// retries; a retried attempt simply scores everything again (verifiers are pure or sandboxed,
+// so that is safe).
+func (a *Activities) Score(ctx context.Context, in ScoreInput) (ScoreOutput, error) {
+	out, err := a.ScoreItems(ctx, in, func(p Progress) { activity.RecordHeartbeat(ctx, p) })
+	if errors.Is(err, ErrInvalidInput) {
+		return ScoreOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
+	}
+	return out, err
+}
+
+// ScoreItems judges the items with a bounded pool of workers, each item under its own timeout,
+// and calls progress (from one goroutine at a time) about once a second and at the end. It is
+// the activity without Temporal, for tests and tools.
+func (a *Activities) ScoreItems(ctx context.Context, in ScoreInput, progress func(Progress)) (ScoreOutput, error) {
+	reg := a.registry
+	if reg == nil {
+		reg = NewActivities(a.Sandbox).registry
+	}
+	switch {
+	case in.Rollouts != "" && len(in.Items) > 0:
+		return ScoreOutput{}, fmt.Errorf("reward: score: set rollouts or items, not both: %w", ErrInvalidInput)
+	case in.Rollouts != "":
+		return ScoreOutput{}, fmt.Errorf("reward: score %s: rollouts URIs are not supported yet (no storage layer); pass items: %w", in.Rollouts, ErrInvalidInput)
+	case len(in.Items) > MaxItems:
+		return ScoreOutput{}, fmt.Errorf("reward: score: %d items: at most %d per call: %w", len(in.Items), MaxItems, ErrInvalidInput)
+	case in.Workers < 0:
+		return ScoreOutput{}, fmt.Errorf("reward: score: workers=%d: want >= 0 (0 = default): %w", in.Workers, ErrInvalidInput)
+	case in.ItemTimeout < 0:
+		return ScoreOutput{}, fmt.Errorf("reward: score: item_timeout=%v: want >= 0 (0 = %v): %w", in.ItemTimeout.D(), DefaultItemTimeout, ErrInvalidInput)
+	}
+	comp, err := reg.Compose(in.Spec)
+	if err != nil {
+		return ScoreOutput{}, fmt.Errorf("reward: score: %w: %w", err, ErrInvalidInput)
+	}
+	workers := in.Workers
+	if workers == 0 {
+		workers = a.Workers
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	timeout := in.ItemTimeout.D()
+	if timeout == 0 {
+		timeout = DefaultItemTimeout
+	}
+	if progress == nil {
+		progress = func(Progress) {}
+	}
+
+	n := len(in.Items)
+	verdicts := make([]ItemVerdict, n)
+	timedOut := make([]bool, n)
+	var done atomic.Int64
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, max(n, 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				verdicts[i], timedOut[i] = judge(ctx, comp, in.Items[i], timeout)
+				done.Add(1)
+			}
+		}()
+	}
+	stopBeat := make(chan struct{})
+	beatDone := make(chan struct{})
+	go func() { // heartbeats keep flowing even while one slow item (a cold Go build) runs
+		defer close(beatDone)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopBeat:
+				return
+			case <-tick.C:
+				progress(Progress{Step: int(done.Load()), Total: n})
+			}
+		}
+	}()
+	var cancelled error
+dispatch:
+	for i := range in.Items {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			cancelled = ctx.Err()
+			break dispatch
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	close(stopBeat)
+	<-beatDone
+	if cancelled != nil {
+		return ScoreOutput{}, fmt.Errorf("reward: score %d items: stopped after %d: %w", n, done.Load(), cancelled)
+	}
+	progress(Progress{Step: n, Total: n})
+	out := ScoreOutput{Verdicts: verdicts, Metrics: summarize(verdicts, timedOut, comp.Labels())}
+	if a.Sandbox != nil {
+		out.Metrics.SandboxMode = string(a.Sandbox.Mode())
+	}
+	return out, nil
+}
+
+// judge scores one item under its own timeout, turning errors, timeouts and panics into an
+// item error. A verifier that ignores its context keeps running in the background after the
+// timeout; built-ins are bounded and the sandbox obeys the context.
+func judge(ctx context.Context, v verify.Verifier, it Item, timeout time.Duration) (ItemVerdict, bool) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type result struct {
+		v   verify.Verdict
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				ch <- result{err: fmt.Errorf("verifier panicked: %v", r)}
+			}
+		}()
+		v, err := v.Verify(ctx, verify.Sample{Prompt: it.Prompt, Completion: it.Completion, Reference: it.Reference})
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			if ctx.Err() != nil && errors.Is(r.err, context.DeadlineExceeded) {
+				return ItemVerdict{ID: it.ID, Error: "timeout"}, true
+			}
+			return ItemVerdict{ID: it.ID, Error: r.err.Error()}, false
+		}
+		return ItemVerdict{ID: it.ID, Verdict: r.v}, false
+	case <-ctx.Done():
+		return ItemVerdict{ID: it.ID, Error: "timeout"}, true
+	}
+}
+
+func summarize(vs []ItemVerdict, timedOut []bool, labels []string) Metrics {
+	m := Metrics{Items: len(vs)}
+	sums := make([]float64, len(labels))
+	var score float64
+	passed := 0
+	for i, v := range vs {
+		if timedOut[i] {
+			m.TimedOut++
+		}
+		if v.Error != "" {
+			m.Errors++
+			continue
+		}
+		m.Judged++
+		score += v.Score
+		if v.Pass {
+			passed++
+		}
+		for j, l := range labels {
+			sums[j] += v.Partial[l]
+		}
+	}
+	for j, l := range labels {
+		vm := VerifierMetric{Name: l}
+		if m.Judged > 0 {
+			vm.MeanScore = sums[j] / float64(m.Judged)
+		}
+		m.Verifiers = append(m.Verifiers, vm)
+	}
+	if m.Judged > 0 {
+		m.MeanScore = score / float64(m.Judged)
+		m.PassRate = float64(passed) / float64(m.Judged)
+	}
+	return m
+}

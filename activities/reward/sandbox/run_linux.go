@@ -1,0 +1,551 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+const (
+	defaultUIDBase = 1600000
+	insideWork     = "/work"
+	insideGoCache  = "/gocache"
+)
+
+// Sandbox runs untrusted programs. It is safe for concurrent use; at most Config.Slots
+// processes run at once.
+type Sandbox struct {
+	cfg    Config
+	mode   Mode
+	reason string // why a better mode was not available
+	exe    string
+	slots  chan int
+	seq    atomic.Uint64
+
+	goOnce sync.Once
+	goErr  error
+	goVer  string // "1.26"
+}
+
+// New prepares BaseDir and finds the best mode this machine allows by running a probe
+// (/bin/true) through the full setup. It fails with ErrUnavailable when no mode works (for
+// example when not running as root: switching uid needs it).
+func New(cfg Config) (*Sandbox, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.BaseDir == "" {
+		cfg.BaseDir = filepath.Join(os.TempDir(), "temper-sandbox")
+	}
+	if !filepath.IsAbs(cfg.BaseDir) {
+		return nil, fmt.Errorf("sandbox: config: base_dir=%q: want an absolute path", cfg.BaseDir)
+	}
+	if cfg.UIDBase == 0 {
+		cfg.UIDBase = defaultUIDBase
+	}
+	if cfg.Slots == 0 {
+		cfg.Slots = 2
+	}
+	if cfg.GoCache == "" {
+		cfg.GoCache = filepath.Join(cfg.BaseDir, "gocache")
+	}
+	if cfg.Python == "" {
+		for _, p := range []string{"/usr/bin/python3", "/usr/local/bin/python3"} {
+			if _, err := os.Stat(p); err == nil {
+				cfg.Python = p
+				break
+			}
+		}
+	}
+	if cfg.GoRoot == "" {
+		if p, err := exec.LookPath("go"); err == nil {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				cfg.GoRoot = filepath.Dir(filepath.Dir(real))
+			}
+		}
+	}
+	cfg.Limits = cfg.Limits.withDefaults(DefaultLimits())
+	cfg.BuildLimits = cfg.BuildLimits.withDefaults(DefaultBuildLimits())
+	if len(cfg.ReadOnly) == 0 {
+		cfg.ReadOnly = []string{"/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc"}
+	}
+	if cfg.GoRoot != "" {
+		cfg.ReadOnly = append(cfg.ReadOnly, cfg.GoRoot)
+	}
+	if cfg.Python != "" {
+		if real, err := filepath.EvalSymlinks(cfg.Python); err == nil {
+			cfg.ReadOnly = append(cfg.ReadOnly, filepath.Dir(filepath.Dir(real)))
+		}
+	}
+	cfg.ReadOnly = outermost(cfg.ReadOnly)
+
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("sandbox: new: euid %d: switching to an unprivileged uid needs root: %w", os.Geteuid(), ErrUnavailable)
+	}
+	if err := os.MkdirAll(cfg.BaseDir, 0o711); err != nil {
+		return nil, fmt.Errorf("sandbox: new: mkdir %s: %w", cfg.BaseDir, err)
+	}
+	if err := os.Chmod(cfg.BaseDir, 0o711); err != nil {
+		return nil, fmt.Errorf("sandbox: new: chmod %s: %w", cfg.BaseDir, err)
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.BaseDir, "root"), 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox: new: %w", err)
+	}
+	stale, _ := filepath.Glob(filepath.Join(cfg.BaseDir, "run-*"))
+	for _, d := range stale {
+		_ = os.RemoveAll(d)
+	}
+	s := &Sandbox{cfg: cfg, exe: "/proc/self/exe", slots: make(chan int, cfg.Slots)}
+	for i := range cfg.Slots {
+		s.slots <- i
+	}
+	var reasons []string
+	for _, m := range []Mode{ModeIsolated, ModeRestricted} {
+		if cfg.Mode != "" && cfg.Mode != m {
+			continue
+		}
+		if m == ModeRestricted {
+			if err := traversable(cfg.BaseDir); err != nil {
+				reasons = append(reasons, fmt.Sprintf("%s: %v", m, err))
+				continue
+			}
+		}
+		s.mode = m
+		err := s.probe()
+		if err == nil {
+			s.reason = strings.Join(reasons, "; ")
+			return s, nil
+		}
+		reasons = append(reasons, fmt.Sprintf("%s: %v", m, err))
+	}
+	return nil, fmt.Errorf("sandbox: new: %s: %w", strings.Join(reasons, "; "), ErrUnavailable)
+}
+
+// Mode reports the isolation achieved.
+func (s *Sandbox) Mode() Mode { return s.mode }
+
+// ModeReason says why better modes were not available ("" when the mode is isolated).
+func (s *Sandbox) ModeReason() string { return s.reason }
+
+// Config returns the configuration with defaults filled in.
+func (s *Sandbox) Config() Config { return s.cfg }
+
+func (s *Sandbox) probe() error {
+	t := "/bin/true"
+	if _, err := os.Stat("/usr/bin/true"); err == nil {
+		t = "/usr/bin/true"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := s.Run(ctx, Command{Path: t, Limits: Limits{Timeout: 10 * time.Second}})
+	if err != nil {
+		return err
+	}
+	if f := r.Failure(); f != "" {
+		return fmt.Errorf("probe %s: %s: %s", t, f, bytes.TrimSpace(r.Stderr))
+	}
+	return nil
+}
+
+// outermost drops paths nested in other listed paths, and duplicates.
+func outermost(paths []string) []string {
+	var out []string
+	for i, p := range paths {
+		p = filepath.Clean(p)
+		nested := false
+		for j, q := range paths {
+			q = filepath.Clean(q)
+			if i != j && (strings.HasPrefix(p, q+"/") || (p == q && j < i)) {
+				nested = true
+				break
+			}
+		}
+		if !nested {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// traversable checks that other users may walk down to dir (restricted mode runs on host paths).
+func traversable(dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("%s is not searchable by other users (mode %v)", d, fi.Mode().Perm())
+		}
+		if d == "/" {
+			return nil
+		}
+	}
+}
+
+// job is one sandboxed process, as the helper will set it up.
+type job struct {
+	uid     int
+	workDir string      // host directory, the cwd
+	binds   []bindMount // extra writable binds (isolated mode)
+	path    string
+	args    []string
+	env     []string
+	stdin   []byte
+	limits  Limits
+}
+
+func (s *Sandbox) acquire(ctx context.Context) (int, error) {
+	select {
+	case slot := <-s.slots:
+		return slot, nil
+	case <-ctx.Done():
+		return 0, fmt.Errorf("sandbox: wait for a slot: %w", ctx.Err())
+	}
+}
+
+func (s *Sandbox) release(slot int) { s.slots <- slot }
+
+func (s *Sandbox) slotUID(slot int) int { return s.cfg.UIDBase + 1 + slot }
+
+// newWorkDir makes a private work directory owned by uid.
+func (s *Sandbox) newWorkDir(uid int) (string, error) {
+	dir := filepath.Join(s.cfg.BaseDir, fmt.Sprintf("run-%d-%d", uid, s.seq.Add(1)))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("sandbox: mkdir %s: %w", dir, err)
+	}
+	if err := os.Chown(dir, uid, uid); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("sandbox: chown %s: %w", dir, err)
+	}
+	return dir, nil
+}
+
+// writeFile writes a file owned by uid into dir; name must be a plain file name.
+func writeFile(dir, name string, data []byte, mode os.FileMode, uid int) error {
+	if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
+		return fmt.Errorf("sandbox: file name %q: want a plain file name", name)
+	}
+	p := filepath.Join(dir, name)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, mode)
+	if err != nil {
+		return fmt.Errorf("sandbox: write %s: %w", p, err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chown(p, uid, uid)
+	}
+	if err == nil {
+		err = os.Chmod(p, mode)
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox: write %s: %w", p, err)
+	}
+	return nil
+}
+
+// Run executes one command in a fresh sandbox with a fresh work directory, which is removed
+// afterwards. The error is for failures of the sandbox itself (setup, exec of a missing
+// interpreter); whatever the program does is in the Result.
+func (s *Sandbox) Run(ctx context.Context, c Command) (Result, error) {
+	if err := c.Limits.Validate(); err != nil {
+		return Result{}, err
+	}
+	slot, err := s.acquire(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	defer s.release(slot)
+	uid := s.slotUID(slot)
+	dir, err := s.newWorkDir(uid)
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	for name, data := range c.Files {
+		mode := os.FileMode(0o644)
+		if contains(c.Exec, name) {
+			mode = 0o755
+		}
+		if err := writeFile(dir, name, data, mode, uid); err != nil {
+			return Result{}, err
+		}
+	}
+	return s.spawn(ctx, job{uid: uid, workDir: dir, path: c.Path, args: c.Args, env: c.Env, stdin: c.Stdin,
+		limits: c.Limits.withDefaults(s.cfg.Limits)})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// spawn starts the helper for j, enforces the wall clock and the output cap, and collects the
+// result. The caller holds a slot for j.uid.
+func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
+	isolated := s.mode == ModeIsolated
+	dir := j.workDir
+	if isolated {
+		dir = insideWork
+	}
+	env := mergeEnv([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + dir, "LANG=C.UTF-8"}, j.env)
+	cpu := uint64((j.limits.CPUTime + time.Second - 1) / time.Second)
+	sp := helperSpec{
+		Isolated: isolated,
+		Dir:      dir,
+		UID:      j.uid,
+		GID:      j.uid,
+		Path:     j.path,
+		Argv:     append([]string{j.path}, j.args...),
+		Env:      env,
+		Rlimits: []rlimit{
+			{rlimitCPU, cpu, cpu + 1},
+			{rlimitAS, uint64(j.limits.Memory), uint64(j.limits.Memory)},
+			{rlimitNPROC, uint64(j.limits.Procs), uint64(j.limits.Procs)},
+			{rlimitFSIZE, uint64(j.limits.FileSize), uint64(j.limits.FileSize)},
+			{rlimitNOFILE, uint64(j.limits.OpenFiles), uint64(j.limits.OpenFiles)},
+			{rlimitCORE, 0, 0},
+		},
+	}
+	if isolated {
+		sp.Root = filepath.Join(s.cfg.BaseDir, "root")
+		sp.ReadOnly = s.cfg.ReadOnly
+		// Runs get a private tmpfs; builds (Disk 0) a bind, since the binary must come back.
+		sp.Binds = append([]bindMount{{Src: j.workDir, Dst: insideWork, TmpfsSize: j.limits.Disk}}, j.binds...)
+	}
+	raw, err := json.Marshal(sp)
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox: encode spec: %w", err)
+	}
+
+	var files []*os.File // every pipe end, closed on return
+	defer func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}()
+	pipe := func() (*os.File, *os.File, error) {
+		r, w, err := os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	statusR, statusW, err := pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	stdinR, stdinW, err := pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	stdoutR, stdoutW, err := pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	stderrR, stderrW, err := pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if isolated {
+		attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+	}
+	cmd := &exec.Cmd{
+		Path:        s.exe,
+		Args:        []string{"temper-sandbox"},
+		Env:         []string{helperEnv + "=" + string(raw)},
+		Dir:         "/",
+		Stdin:       stdinR,
+		Stdout:      stdoutW,
+		Stderr:      stderrW,
+		ExtraFiles:  []*os.File{statusW},
+		SysProcAttr: attr,
+	}
+	start := time.Now()
+	if err := startOnForker(cmd); err != nil {
+		return Result{}, fmt.Errorf("sandbox: start helper (%s mode): %w", s.mode, err)
+	}
+	// The child holds its ends now.
+	for _, f := range []*os.File{statusW, stdinR, stdoutW, stderrW} {
+		_ = f.Close()
+	}
+	proc := cmd.Process
+	kill := func() {
+		// os.Process signals through a pidfd: never a recycled pid. In isolated mode this is the
+		// namespace's init, and the kernel takes every descendant along.
+		_ = proc.Kill()
+		if !isolated {
+			s.killAll(j.uid)
+		}
+	}
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(j.limits.Timeout, func() { timedOut.Store(true); kill() })
+	defer timer.Stop()
+	stopCtx := context.AfterFunc(ctx, kill)
+	defer stopCtx()
+
+	go func() { // a program that never reads stdin leaves this blocked until it dies (EPIPE)
+		_, _ = stdinW.Write(j.stdin)
+		_ = stdinW.Close()
+	}()
+	var stdout, stderr bytes.Buffer
+	var exceeded atomic.Bool
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() {
+		defer readers.Done()
+		if capped(stdoutR, &stdout, j.limits.Output) {
+			exceeded.Store(true)
+			kill()
+		}
+	}()
+	go func() {
+		defer readers.Done()
+		capped(stderrR, &stderr, stderrCap)
+		_, _ = io.Copy(io.Discard, stderrR) // keep draining so the program never blocks on it
+	}()
+
+	status, _ := io.ReadAll(io.LimitReader(statusR, 4096))
+	waitErr := cmd.Wait()
+	elapsed := time.Since(start)
+	timer.Stop()
+	stopCtx()
+	if !isolated {
+		s.killAll(j.uid) // descendants that left the process group
+	}
+	// Every writer is dead now (the namespace is gone, or the uid was swept); give the readers
+	// a moment to drain, then cut the pipes.
+	done := make(chan struct{})
+	go func() { readers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		_ = stdoutR.Close()
+		_ = stderrR.Close()
+		<-done
+	}
+	if len(status) > 0 {
+		return Result{}, fmt.Errorf("sandbox: setup (%s mode): %s", s.mode, status)
+	}
+	if err := ctx.Err(); err != nil && !timedOut.Load() {
+		return Result{}, fmt.Errorf("sandbox: run %s: %w", j.path, err)
+	}
+	res := Result{
+		Stdout:         stdout.Bytes(),
+		Stderr:         stderr.Bytes(),
+		OutputExceeded: exceeded.Load(),
+		TimedOut:       timedOut.Load(),
+		Elapsed:        elapsed,
+		Mode:           s.mode,
+	}
+	var ee *exec.ExitError
+	switch {
+	case waitErr == nil:
+	case errors.As(waitErr, &ee):
+		ws, _ := ee.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			res.ExitCode = -1
+			res.Signal = ws.Signal().String()
+		} else {
+			res.ExitCode = ws.ExitStatus()
+		}
+	default:
+		return Result{}, fmt.Errorf("sandbox: wait %s: %w", j.path, waitErr)
+	}
+	return res, nil
+}
+
+// forker starts every helper from one OS thread that is locked and never exits. The parent-death
+// signal of a child fires when the thread that forked it exits, not the process: forking from
+// an ordinary Go thread could kill a healthy sandbox whenever the runtime retires that thread.
+var forker struct {
+	once sync.Once
+	reqs chan forkRequest
+}
+
+type forkRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func startOnForker(cmd *exec.Cmd) error {
+	forker.once.Do(func() {
+		forker.reqs = make(chan forkRequest)
+		go func() {
+			runtime.LockOSThread() // never unlocked: this thread lives as long as the process
+			for r := range forker.reqs {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	forker.reqs <- forkRequest{cmd, done}
+	return <-done
+}
+
+// mergeEnv returns base with the variables of over replacing those of the same name, once each
+// (C's getenv takes the first of duplicates, Go's the last).
+func mergeEnv(base, over []string) []string {
+	idx := map[string]int{}
+	var out []string
+	for _, kv := range append(append([]string{}, base...), over...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := idx[k]; ok {
+			out[i] = kv
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
+
+// capped copies r into buf up to limit bytes and reports whether more was written.
+func capped(r io.Reader, buf *bytes.Buffer, limit int) bool {
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(chunk)
+		if n > 0 {
+			room := limit - buf.Len()
+			if n > room {
+				buf.Write(chunk[:max(room, 0)])
+				return true
+			}
+			buf.Write(chunk[:n])
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
+
+// killAll kills every process of uid (restricted mode: programs can leave their process group
+// with setsid, but not their uid). A helper switches to uid and calls kill(-1, SIGKILL), which
+// reaches exactly the processes that uid may signal: its own. Unlike a /proc scan it cannot
+// hit a recycled pid.
+func (s *Sandbox) killAll(uid int) {
+	raw, _ := json.Marshal(helperSpec{KillAll: true, UID: uid, GID: uid, Dir: "/"})
+	cmd := &exec.Cmd{Path: s.exe, Args: []string{"temper-sandbox-kill"}, Env: []string{helperEnv + "=" + string(raw)}, Dir: "/"}
+	_ = cmd.Run()
+}

@@ -1,0 +1,230 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Mode is the isolation a Sandbox achieved on this machine.
+type Mode string
+
+const (
+	// ModeIsolated: new network, PID, mount, IPC and UTS namespaces; a private read-only root
+	// holding only the configured read-only paths, /dev/{null,zero,random,urandom}, a fresh
+	// /proc and the work directory at /work (a tmpfs of Limits.Disk bytes); plus everything in
+	// ModeRestricted.
+	// Network: loopback only, and down. Killing the namespace's init kills every descendant.
+	ModeIsolated Mode = "isolated"
+	// ModeRestricted: a dedicated unprivileged uid/gid per slot, rlimits (CPU, address space,
+	// processes, file size, open files), a private 0700 work directory as cwd and HOME, its own
+	// process group, and a sweep that kills every process of the slot's uid afterwards. The
+	// network and the host filesystem (world-readable files, world-writable /tmp) remain
+	// reachable: use it only where ModeIsolated is impossible and programs are semi-trusted.
+	ModeRestricted Mode = "restricted"
+)
+
+// Verdicts of Check.
+const (
+	VerdictPassed = "passed"
+	VerdictFailed = "failed"
+)
+
+// Limits bound one sandboxed process. Zero fields take the defaults of the Config.
+type Limits struct {
+	// Timeout is the wall-clock limit; the whole process tree is killed when it expires.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// CPUTime is RLIMIT_CPU, rounded up to whole seconds; default Timeout + 1s.
+	CPUTime time.Duration `json:"cpu_time,omitempty"`
+	// Memory is RLIMIT_AS in bytes. Go programs get GoAddressReserve more, because the Go
+	// runtime reserves ~800 MiB of address space at start-up.
+	Memory int64 `json:"memory,omitempty"`
+	// Procs is RLIMIT_NPROC for the slot's uid (threads count; at least 8).
+	Procs int `json:"procs,omitempty"`
+	// FileSize is RLIMIT_FSIZE in bytes.
+	FileSize int64 `json:"file_size,omitempty"`
+	// OpenFiles is RLIMIT_NOFILE.
+	OpenFiles int `json:"open_files,omitempty"`
+	// Output caps captured stdout in bytes; a program that writes more is killed and fails.
+	// Stderr keeps its first 64 KiB and drops the rest.
+	Output int `json:"output,omitempty"`
+	// Disk is the size in bytes of the work directory, a private tmpfs holding a copy of the
+	// program's files (isolated mode; a restricted sandbox writes to the host disk, bounded
+	// per file by FileSize only).
+	Disk int64 `json:"disk,omitempty"`
+}
+
+// GoAddressReserve is added to Limits.Memory for Go programs (see Limits.Memory).
+const GoAddressReserve = 1 << 30
+
+const stderrCap = 64 << 10
+
+// DefaultLimits are the run defaults: 5 s wall, 512 MiB address space, 32 processes, 16 MiB
+// files, 64 open files, 1 MiB of stdout, a 64 MiB work directory.
+func DefaultLimits() Limits {
+	return Limits{Timeout: 5 * time.Second, Memory: 512 << 20, Procs: 32, FileSize: 16 << 20, OpenFiles: 64, Output: 1 << 20, Disk: 64 << 20}
+}
+
+// DefaultBuildLimits bound `go build`: 120 s, 4 GiB per process, 256 processes, 256 MiB files.
+func DefaultBuildLimits() Limits {
+	return Limits{Timeout: 120 * time.Second, Memory: 4 << 30, Procs: 256, FileSize: 256 << 20, OpenFiles: 1024, Output: 1 << 20, Disk: 0}
+}
+
+// withDefaults fills zero fields from d.
+func (l Limits) withDefaults(d Limits) Limits {
+	if l.Timeout == 0 {
+		l.Timeout = d.Timeout
+	}
+	if l.CPUTime == 0 {
+		l.CPUTime = d.CPUTime
+	}
+	if l.CPUTime == 0 {
+		l.CPUTime = l.Timeout + time.Second
+	}
+	if l.Memory == 0 {
+		l.Memory = d.Memory
+	}
+	if l.Procs == 0 {
+		l.Procs = d.Procs
+	}
+	if l.FileSize == 0 {
+		l.FileSize = d.FileSize
+	}
+	if l.OpenFiles == 0 {
+		l.OpenFiles = d.OpenFiles
+	}
+	if l.Output == 0 {
+		l.Output = d.Output
+	}
+	if l.Disk == 0 {
+		l.Disk = d.Disk
+	}
+	return l
+}
+
+// Validate names the first bad field.
+func (l Limits) Validate() error {
+	switch {
+	case l.Timeout < 0 || l.Timeout > time.Hour:
+		return fmt.Errorf("sandbox: limits: timeout=%v: want 0 (default) or up to 1h", l.Timeout)
+	case l.CPUTime < 0:
+		return fmt.Errorf("sandbox: limits: cpu_time=%v: want >= 0", l.CPUTime)
+	case l.Memory < 0 || (l.Memory > 0 && l.Memory < 16<<20):
+		return fmt.Errorf("sandbox: limits: memory=%d: want 0 (default) or >= 16 MiB", l.Memory)
+	case l.Procs < 0 || (l.Procs > 0 && l.Procs < 8):
+		return fmt.Errorf("sandbox: limits: procs=%d: want 0 (default) or >= 8", l.Procs)
+	case l.FileSize < 0:
+		return fmt.Errorf("sandbox: limits: file_size=%d: want >= 0", l.FileSize)
+	case l.OpenFiles < 0 || (l.OpenFiles > 0 && l.OpenFiles < 8):
+		return fmt.Errorf("sandbox: limits: open_files=%d: want 0 (default) or >= 8", l.OpenFiles)
+	case l.Output < 0:
+		return fmt.Errorf("sandbox: limits: output=%d: want >= 0", l.Output)
+	case l.Disk < 0 || (l.Disk > 0 && l.Disk < 1<<20):
+		return fmt.Errorf("sandbox: limits: disk=%d: want 0 (default) or >= 1 MiB", l.Disk)
+	}
+	return nil
+}
+
+// Config configures a Sandbox. Zero fields take the documented defaults.
+type Config struct {
+	// BaseDir holds work directories and the Go build cache; default $TMPDIR/temper-sandbox.
+	// One Sandbox per BaseDir: New removes stale work directories left by a crash.
+	BaseDir string `json:"base_dir,omitempty"`
+	// Mode: "" picks the best available (isolated, else restricted); a value requires it.
+	Mode Mode `json:"mode,omitempty"`
+	// UIDBase is the first of Slots+1 unprivileged uids (and gids of the same numbers): the Go
+	// builder uses UIDBase and slot i runs as UIDBase+1+i, so concurrent programs can neither
+	// read each other's files nor signal each other, and RLIMIT_NPROC counts each one alone.
+	// Default 1600000 (no passwd entry needed).
+	UIDBase int `json:"uid_base,omitempty"`
+	// Slots bounds concurrent sandboxed processes (builds included); default 2.
+	Slots int `json:"slots,omitempty"`
+	// Python is the interpreter; default the first of /usr/bin/python3 and
+	// /usr/local/bin/python3 that exists. Its installation must be readable by any user.
+	Python string `json:"python,omitempty"`
+	// GoRoot is the Go toolchain for Go programs; default the directory above the `go` on PATH.
+	GoRoot string `json:"go_root,omitempty"`
+	// GoCache is the shared build cache, written only by the builder uid (programs cannot
+	// poison it); default BaseDir/gocache.
+	GoCache string `json:"go_cache,omitempty"`
+	// ReadOnly lists host paths visible read-only at the same path inside isolated sandboxes;
+	// default /usr, /bin, /lib, /lib64, /sbin, /etc, plus GoRoot and Python's prefix when they
+	// live elsewhere.
+	ReadOnly []string `json:"read_only,omitempty"`
+	// Limits are the defaults of each run (DefaultLimits for zero fields).
+	Limits Limits `json:"limits,omitempty"`
+	// BuildLimits bound `go build` (DefaultBuildLimits for zero fields).
+	BuildLimits Limits `json:"build_limits,omitempty"`
+}
+
+// Validate names the first bad field.
+func (c Config) Validate() error {
+	switch c.Mode {
+	case "", ModeIsolated, ModeRestricted:
+	default:
+		return fmt.Errorf("sandbox: config: mode=%q: allowed values: \"\" (best available), %s, %s", c.Mode, ModeIsolated, ModeRestricted)
+	}
+	if c.UIDBase < 0 || (c.UIDBase > 0 && c.UIDBase < 1000) {
+		return fmt.Errorf("sandbox: config: uid_base=%d: want 0 (default) or >= 1000", c.UIDBase)
+	}
+	if c.Slots < 0 || c.Slots > 1024 {
+		return fmt.Errorf("sandbox: config: slots=%d: want 0 (default) to 1024", c.Slots)
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return fmt.Errorf("sandbox: config: limits: %w", err)
+	}
+	if err := c.BuildLimits.Validate(); err != nil {
+		return fmt.Errorf("sandbox: config: build_limits: %w", err)
+	}
+	return nil
+}
+
+// Command is one process to run in a fresh sandbox.
+type Command struct {
+	// Path is the executable: an absolute path visible in the sandbox (under a read-only path)
+	// or a path relative to the work directory ("./prog").
+	Path string
+	Args []string // argv[1:]
+	// Env adds to (or overrides) the defaults PATH, HOME, TMPDIR (both the work directory)
+	// and LANG; nothing of the worker's environment leaks in.
+	Env   []string
+	Stdin []byte
+	// Files are written into the work directory before the start (name → content, mode 0644);
+	// names must be plain file names.
+	Files map[string][]byte
+	// Exec lists the Files that get mode 0755.
+	Exec   []string
+	Limits Limits
+}
+
+// Result is what one sandboxed process did.
+type Result struct {
+	ExitCode int    `json:"exit_code"`        // -1 when killed by a signal
+	Signal   string `json:"signal,omitempty"` // e.g. "killed", "CPU time limit exceeded"
+	Stdout   []byte `json:"-"`
+	Stderr   []byte `json:"-"`
+	// OutputExceeded: stdout went over Limits.Output; the process was killed.
+	OutputExceeded bool          `json:"output_exceeded,omitempty"`
+	TimedOut       bool          `json:"timed_out,omitempty"`
+	Elapsed        time.Duration `json:"elapsed"`
+	Mode           Mode          `json:"mode"`
+}
+
+// Failure returns why a run failed ("timeout", "output limit exceeded", "exit status 1",
+// "killed by signal ..."), or "" when it exited with status 0 in time.
+func (r Result) Failure() string {
+	switch {
+	case r.TimedOut:
+		return "timeout"
+	case r.OutputExceeded:
+		return "output limit exceeded"
+	case r.Signal != "":
+		return "killed by signal: " + r.Signal
+	case r.ExitCode != 0:
+		return fmt.Sprintf("exit status %d", r.ExitCode)
+	}
+	return ""
+}
+
+// ErrUnavailable means no sandbox mode can be established on this machine.
+var ErrUnavailable = errors.New("sandbox unavailable")

@@ -1,0 +1,266 @@
+package verify
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// errMalformedTags: tags that open twice, close without opening, or never close.
+var errMalformedTags = errors.New("malformed tags")
+
+// tagContents returns the contents of every <name>…</name> pair (ASCII case-insensitive, no
+// attributes). Nested, unbalanced or unclosed tags are an error: a model that cannot close its
+// own tags does not get the benefit of the doubt.
+func tagContents(text, name string) ([]string, error) {
+	open, close := "<"+name+">", "</"+name+">"
+	var out []string
+	start := -1
+	for i := 0; i < len(text); i++ {
+		if text[i] != '<' {
+			continue
+		}
+		switch {
+		case hasFoldPrefix(text[i:], open):
+			if start >= 0 {
+				return nil, fmt.Errorf("%w: <%s> opened twice", errMalformedTags, name)
+			}
+			start = i + len(open)
+			i += len(open) - 1
+		case hasFoldPrefix(text[i:], close):
+			if start < 0 {
+				return nil, fmt.Errorf("%w: </%s> without <%s>", errMalformedTags, name, name)
+			}
+			out = append(out, text[start:i])
+			start = -1
+			i += len(close) - 1
+		}
+	}
+	if start >= 0 {
+		return nil, fmt.Errorf("%w: <%s> is never closed", errMalformedTags, name)
+	}
+	return out, nil
+}
+
+func hasFoldPrefix(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// boxedContents returns the argument of every \boxed{…} (or \fbox{…}), matching nested braces and
+// skipping escaped ones. An unbalanced box is an error.
+func boxedContents(text string) ([]string, error) {
+	var out []string
+	// Next known positions of each command (absolute; -1 = none left), searched again only once
+	// passed, so a text full of one command costs linear time, not quadratic.
+	nextBoxed, nextFbox := -2, -2
+	find := func(pos *int, cmd string, from int) int {
+		if *pos == -1 || (*pos >= from) {
+			return *pos
+		}
+		if k := strings.Index(text[from:], cmd); k >= 0 {
+			*pos = from + k
+		} else {
+			*pos = -1
+		}
+		return *pos
+	}
+	for i := 0; i < len(text); {
+		b, f := find(&nextBoxed, `\boxed`, i), find(&nextFbox, `\fbox`, i)
+		j, n := b, len(`\boxed`)
+		if j < 0 || (f >= 0 && f < j) {
+			j, n = f, len(`\fbox`)
+		}
+		if j < 0 {
+			break
+		}
+		j -= i // relative to i, as below
+		p := i + j + n
+		for p < len(text) && text[p] == ' ' {
+			p++
+		}
+		if p >= len(text) || text[p] != '{' {
+			// \boxed 5: one token.
+			q := p
+			for q < len(text) && !strings.ContainsRune(" \n\t$", rune(text[q])) {
+				q++
+			}
+			if q > p {
+				out = append(out, text[p:q])
+			}
+			i = max(q, i+j+n)
+			continue
+		}
+		depth := 0
+		end := -1
+		for q := p; q < len(text); q++ {
+			switch text[q] {
+			case '\\':
+				q++ // skip the escaped character
+			case '{':
+				depth++
+			case '}':
+				depth--
+				if depth == 0 {
+					end = q
+				}
+			}
+			if end >= 0 {
+				break
+			}
+		}
+		if end < 0 {
+			return nil, errors.New(`unbalanced braces in \boxed{…}`)
+		}
+		out = append(out, text[p+1:end])
+		i = end + 1
+	}
+	return out, nil
+}
+
+// hashAnswers returns the text after each GSM8K-style "####" marker, up to the end of its line.
+func hashAnswers(text string) []string {
+	var out []string
+	for {
+		j := strings.Index(text, "####")
+		if j < 0 {
+			return out
+		}
+		rest := strings.TrimLeft(text[j+4:], "#")
+		line, _, _ := strings.Cut(rest, "\n")
+		if s := strings.TrimSpace(line); s != "" {
+			out = append(out, s)
+		}
+		text = rest
+	}
+}
+
+// numberRE finds numbers in free text: \frac{a}{b}, 1,234.5, 3/4, -2, .5, 6.02e23.
+var numberRE = regexp.MustCompile(`\\[dt]?frac\{[^{}]{1,40}\}\{[^{}]{1,40}\}|-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d{1,4})?(?:\s*/\s*\d+(?:\.\d+)?)?|-?\.\d+`)
+
+// numbersIn returns the number-like substrings of s in order. A '-' right after a letter, digit
+// or closing bracket is subtraction, not a sign, and is dropped.
+func numbersIn(s string) []string {
+	locs := numberRE.FindAllStringIndex(s, -1)
+	out := make([]string, 0, len(locs))
+	for _, l := range locs {
+		m := s[l[0]:l[1]]
+		if m[0] == '-' && l[0] > 0 {
+			if c := s[l[0]-1]; isAlnum(c) || c == ')' || c == '}' || c == ']' {
+				m = m[1:]
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// lastNumber returns the last number-like substring of s.
+func lastNumber(s string) (string, bool) {
+	// Scan only the tail: the last number of a huge text is near its end, and regexp cost is
+	// linear in what it reads.
+	const tail = 4096
+	if len(s) > tail {
+		cut := len(s) - tail
+		for cut < len(s) && !utf8Start(s[cut]) {
+			cut++
+		}
+		s = s[cut:]
+	}
+	nums := numbersIn(s)
+	if len(nums) == 0 {
+		return "", false
+	}
+	return nums[len(nums)-1], true
+}
+
+func isAlnum(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+}
+
+// fencedBlocks returns the bodies of ``` fenced code blocks and their info strings ("python").
+// An unclosed last fence runs to the end of the text.
+func fencedBlocks(text string) (bodies, langs []string) {
+	lines := strings.SplitAfter(text, "\n")
+	in := false
+	var cur strings.Builder
+	lang := ""
+	for _, line := range lines {
+		trim := strings.TrimSpace(line)
+		if strings.HasPrefix(trim, "```") {
+			if !in {
+				in = true
+				lang = strings.ToLower(strings.TrimSpace(strings.TrimLeft(trim, "`")))
+				cur.Reset()
+				continue
+			}
+			if trim == "```" || strings.Trim(trim, "`") == "" {
+				in = false
+				bodies = append(bodies, cur.String())
+				langs = append(langs, lang)
+				continue
+			}
+		}
+		if in {
+			cur.WriteString(line)
+		}
+	}
+	if in {
+		bodies = append(bodies, cur.String())
+		langs = append(langs, lang)
+	}
+	return bodies, langs
+}
+
+// jsonText finds the JSON document in a completion: the content of <tag> when tag is set;
+// otherwise the whole text if it parses, else the last ```json (or plain ```) block, else the
+// span from the first '{' or '[' to the last matching closer.
+func jsonText(text, tag string) (string, error) {
+	if tag != "" {
+		c, err := tagContents(text, tag)
+		if err != nil {
+			return "", err
+		}
+		switch len(c) {
+		case 0:
+			return "", fmt.Errorf("no <%s>…</%s> found", tag, tag)
+		case 1:
+			return stripFence(c[0]), nil
+		default:
+			return "", fmt.Errorf("<%s> appears %d times; expected once", tag, len(c))
+		}
+	}
+	trim := strings.TrimSpace(text)
+	if trim == "" {
+		return "", errors.New("empty output")
+	}
+	if json.Valid([]byte(trim)) {
+		return trim, nil
+	}
+	bodies, langs := fencedBlocks(text)
+	for i := len(bodies) - 1; i >= 0; i-- {
+		if langs[i] == "json" || langs[i] == "" {
+			return strings.TrimSpace(bodies[i]), nil
+		}
+	}
+	first := strings.IndexAny(trim, "{[")
+	if first >= 0 {
+		closer := map[byte]byte{'{': '}', '[': ']'}[trim[first]]
+		if last := strings.LastIndexByte(trim, closer); last > first {
+			return trim[first : last+1], nil
+		}
+	}
+	return trim, nil
+}
+
+func stripFence(s string) string {
+	if b, _ := fencedBlocks(s); len(b) == 1 {
+		return strings.TrimSpace(b[0])
+	}
+	return strings.TrimSpace(s)
+}
+
+// CodeBlocks returns the bodies of the ``` fenced code blocks of a completion, in order, with
+// their lower-cased info strings ("python"). An unclosed last fence runs to the end of the text.
+func CodeBlocks(text string) (bodies, langs []string) { return fencedBlocks(text) }
