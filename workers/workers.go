@@ -2,8 +2,10 @@ package workers
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/demo"
+	"github.com/temperml/temper/activities/reward"
+	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/internal/config"
 	"github.com/temperml/temper/workflows"
@@ -53,7 +57,10 @@ func Register(role string, r worker.Registry, opts Options) error {
 		r.RegisterActivityWithOptions(ta.Chunk, activity.RegisterOptions{Name: train.ChunkName})
 		r.RegisterActivityWithOptions(ta.Evaluate, activity.RegisterOptions{Name: train.EvaluateName})
 		r.RegisterActivityWithOptions(ta.Retain, activity.RegisterOptions{Name: train.RetainName})
-	case workflows.QueueRollout, workflows.QueueReward:
+	case workflows.QueueReward:
+		ra := reward.NewActivities(rewardSandbox())
+		r.RegisterActivityWithOptions(ra.Score, activity.RegisterOptions{Name: reward.ScoreName})
+	case workflows.QueueRollout:
 	default:
 		return fmt.Errorf("workers: register: unknown role %q", role)
 	}
@@ -67,6 +74,25 @@ func RegisterWorkflows(r worker.WorkflowRegistry) {
 	for _, k := range workflows.PhaseKinds() {
 		r.RegisterWorkflowWithOptions(k.Workflow, workflow.RegisterOptions{Name: k.WorkflowName})
 	}
+}
+
+var (
+	sandboxOnce sync.Once
+	sandboxInst *sandbox.Sandbox
+)
+
+// rewardSandbox starts the code sandbox once per process. Without one (not root, not Linux) the
+// "code" verifier reports why on use; every other verifier works.
+func rewardSandbox() *sandbox.Sandbox {
+	sandboxOnce.Do(func() {
+		sb, err := sandbox.New(sandbox.Config{})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "temper: reward worker: code sandbox unavailable: %v\n", err)
+			return
+		}
+		sandboxInst = sb
+	})
+	return sandboxInst
 }
 
 // Options tunes the workers of one process.
