@@ -52,7 +52,7 @@ type TrainConfig struct {
 	Optimizer        train.Optim     `json:"optimizer"`
 	Eval             EvalSpec        `json:"eval"`
 	KeepLast         int             `json:"keep_last" default:"3" help:"checkpoints kept besides the best"`
-	HeartbeatTimeout config.Duration `json:"heartbeat_timeout" default:"60s" help:"a trainer silent this long is presumed dead; its chunk is retried elsewhere"`
+	HeartbeatTimeout config.Duration `json:"heartbeat_timeout" default:"30s" help:"a trainer silent this long is presumed dead; its chunk is retried elsewhere"`
 }
 
 func defaultTrainConfig(text bool) *TrainConfig {
@@ -64,7 +64,7 @@ func defaultTrainConfig(text bool) *TrainConfig {
 		ChunkSteps: 50,
 		Optimizer:  train.Optim{LR: 3e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
 		Eval:       EvalSpec{Before: true, Examples: 200, MaxNewTokens: 16, PassK: 1, Temperature: 1},
-		KeepLast:   3, HeartbeatTimeout: config.Duration(60 * time.Second),
+		KeepLast:   3, HeartbeatTimeout: config.Duration(30 * time.Second),
 	}
 }
 

@@ -182,3 +182,13 @@ func readmeTemporalInput(t *testing.T) workflows.PipelineInput {
 	}
 	return in
 }
+
+func TestDemoPipelineIsValid(t *testing.T) {
+	in, err := parsePipeline("demo.yaml", demoPipeline, nil, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Phases) != 2 || in.Phases[0].Kind != "pretrain" || in.Phases[1].Kind != "sft" {
+		t.Fatalf("demo pipeline: %+v", in.Phases)
+	}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/tokenize"
+	"github.com/temperml/temper/tpu"
+)
+
+func init() {
+	register(&command{
+		name:    "generate",
+		summary: "generate text from a model directory (config.json + model.safetensors), e.g. one `temper ckpt export` wrote",
+		usage:   "MODEL_DIR",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			var prompts multiFlag
+			fs.Var(&prompts, "prompt", "prompt text (repeatable: prompts are generated as one batch)")
+			maxNew := fs.Int("max-new-tokens", 32, "tokens to generate per prompt")
+			temp := fs.Float64("temperature", 0, "0 = greedy")
+			topK := fs.Int("top-k", 0, "keep the k most likely tokens (0: off)")
+			topP := fs.Float64("top-p", 0, "nucleus sampling mass (0: off)")
+			seed := fs.Uint64("seed", 1, "sampling seed: same seed, same text")
+			bos := fs.Bool("bos", true, "prepend BOS (models trained by temper expect it)")
+			executor := fs.String("executor", tpu.ExecutorSequential, "Go backend executor: sequential or parallel")
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 1 || len(prompts) == 0 {
+					return usageErr("usage: temper generate MODEL_DIR --prompt TEXT [--prompt TEXT ...]")
+				}
+				rt, err := tpu.NewFromDir(args[0], tpu.Options{Executor: *executor})
+				if err != nil {
+					return err
+				}
+				defer rt.Close()
+				tok := tokenize.Byte{}
+				ids := make([][]int, len(prompts))
+				for i, p := range prompts {
+					if *bos {
+						ids[i] = append(ids[i], tokenize.ByteBOS)
+					}
+					ids[i] = append(ids[i], tok.Encode(p)...)
+				}
+				opts := sample.Options{MaxNewTokens: *maxNew, Temperature: *temp, TopK: *topK, TopP: *topP, Seed: *seed, StopTokens: []int{tokenize.ByteEOS}}
+				outs, err := rt.Generate(ids, opts)
+				if err != nil {
+					return err
+				}
+				for i, o := range outs {
+					toks := o.Tokens
+					if n := len(toks); n > 0 && toks[n-1] == tokenize.ByteEOS {
+						toks = toks[:n-1]
+					}
+					fmt.Fprintf(stdout, "%s%s\t[%s]\n", prompts[i], tok.Decode(toks), o.StopReason)
+				}
+				return nil
+			}
+		},
+	})
+	register(&command{
+		name:    "bench",
+		summary: "benchmarks: `bench model` measures train tok/s, GFLOP/s, MFU, memory and cached vs uncached generation",
+		usage:   "model",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			presets := fs.String("presets", "tiny,small,base", "model presets, comma-separated")
+			batch := fs.Int("batch", 16, "training rows")
+			seq := fs.Int("seq", 128, "training tokens per row")
+			steps := fs.Int("steps", 5, "timed training steps after the first")
+			genPrompts := fs.Int("gen-prompts", 64, "prompts per generation call (negative: skip generation)")
+			genTokens := fs.Int("gen-tokens", 64, "new tokens per prompt")
+			mode := fs.String("executor", tpu.ExecutorSequential, "Go backend executor: sequential or parallel")
+			peak := fs.Float64("peak-gflops", tpu.DefaultPeakGFLOPS, "machine peak for MFU")
+			asJSON := fs.Bool("json", false, "print JSON instead of a table")
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 1 || args[0] != "model" {
+					return usageErr("usage: temper bench model [flags]")
+				}
+				rep, err := tpu.BenchModel(ctx, tpu.BenchOptions{
+					Presets: strings.Split(*presets, ","), Batch: *batch, Seq: *seq, Steps: *steps,
+					GenPrompts: *genPrompts, GenTokens: *genTokens, Mode: *mode, PeakGFLOPS: *peak,
+					Progress: func(line string) { fmt.Fprintln(os.Stderr, line) },
+				})
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					b, _ := json.MarshalIndent(rep, "", "  ")
+					fmt.Fprintln(stdout, string(b))
+					return nil
+				}
+				fmt.Fprint(stdout, rep.String())
+				return nil
+			}
+		},
+	})
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/workers/testenv"
+	"github.com/temperml/temper/workflows"
+)
+
+// trainerProcess runs `temper worker --roles trainer` as a separate process (the test binary re-executed
+// as temper), so that it can be killed with SIGKILL like a real worker.
+type trainerProcess struct {
+	t    *testing.T
+	addr string
+	cmd  *exec.Cmd
+	logs string
+}
+
+func (p *trainerProcess) start() {
+	p.cmd = exec.Command(os.Args[0], "worker", "--roles", "trainer", "--temporal", p.addr)
+	p.cmd.Env = append(os.Environ(), "TEMPER_TEST_MAIN=1")
+	f, err := os.OpenFile(p.logs, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *trainerProcess) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.cmd.Wait()
+}
+
+func resumePipeline(store string) workflows.PipelineInput {
+	cfg := `{"model":{"preset":"tiny"},"data":{"task":"add2","train_examples":500,"heldout_examples":16},
+	"batch":{"rows":16,"seq":64},"steps":60,"chunk_steps":10,"heartbeat_timeout":"2s",
+	"eval":{"examples":16,"max_new_tokens":4,"before":false}}`
+	return workflows.PipelineInput{Name: "resume", Store: store, Seed: 7, Phases: []workflows.PhaseSpec{
+		{Name: "sft", Kind: "sft", Config: []byte(cfg)},
+	}}
+}
+
+// TestSFTExactResumeAfterSIGKILL runs the same SFT phase twice: once undisturbed, once with its trainer
+// worker killed by SIGKILL at three random moments (and restarted). The final weights and optimizer
+// state must be byte-identical.
+func TestSFTExactResumeAfterSIGKILL(t *testing.T) {
+	if testing.Short() && os.Getenv("CI") == "" {
+		t.Skip("subprocess test; runs in CI and without -short")
+	}
+	env := testenv.Get(t)
+	env.Roles(t, workflows.QueueTemper)
+	dir := t.TempDir()
+	store := "file://" + dir
+	p := &trainerProcess{t: t, addr: env.Server.FrontendAddr(), logs: filepath.Join(dir, "trainer.log")}
+	p.start()
+	t.Cleanup(p.kill)
+
+	run := func(id string) workflows.PipelineOutput {
+		r, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.QueueTemper},
+			workflows.PipelineName, resumePipeline(store))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return waitRun(t, r)
+	}
+	clean := run("resume-clean")
+
+	r, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "resume-killed", TaskQueue: workflows.QueueTemper},
+		workflows.PipelineName, resumePipeline(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kill in three random chunks (of the six) at a random moment: wait until the chunk has reported
+	// its first step (heartbeats reach the server in batches, so later steps may never show), wait a
+	// random 0-400 ms more, then SIGKILL the worker and start a new one.
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	chunks := rng.Perm(6)[:3]
+	slices.Sort(chunks)
+	for i, c := range chunks {
+		target := 10*c + 1
+		deadline := time.Now().Add(2 * time.Minute)
+		for chunkStep(env.Client, "resume-killed.sft") < target {
+			if time.Now().After(deadline) {
+				t.Fatalf("the run never reached step %d", target)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+		p.kill()
+		t.Logf("SIGKILL %d of the trainer in chunk %d (steps %d-%d)", i+1, c+1, 10*c+1, 10*c+10)
+		p.start()
+	}
+	killed := waitRun(t, r)
+	if n := retriedActivities(t, env.Client, "resume-killed.sft"); n < 3 {
+		t.Fatalf("want at least 3 retried activities after 3 kills, got %d", n)
+	}
+
+	a, b := clean.Phases[0].Checkpoint, killed.Phases[0].Checkpoint
+	if a == b {
+		t.Fatalf("both runs wrote the same checkpoint %s", a)
+	}
+	for _, name := range []string{train.ModelFile, train.OptimizerFile} {
+		ha, hb := fileHash(t, a, name), fileHash(t, b, name)
+		if ha != hb {
+			t.Errorf("%s differs after kills: %s vs %s", name, ha, hb)
+		}
+	}
+	t.Logf("final checkpoints %s and %s match", a, b)
+}
+
+func waitRun(t *testing.T, r client.WorkflowRun) workflows.PipelineOutput {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out workflows.PipelineOutput
+	if err := r.Get(ctx, &out); err != nil {
+		t.Fatalf("run %s: %v", r.GetID(), err)
+	}
+	return out
+}
+
+func fileHash(t *testing.T, uri, name string) string {
+	t.Helper()
+	ck, err := ckpt.Read(context.Background(), uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok := ck.Manifest.File(name)
+	if !ok {
+		t.Fatalf("%s has no %s", uri, name)
+	}
+	if err := ck.Verify(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s (%d bytes)", f.SHA256, f.Size)
+}
+
+// chunkStep is the heartbeat step of the phase's running chunk activity, or -1.
+func chunkStep(c client.Client, wfID string) int {
+	desc, err := c.DescribeWorkflowExecution(context.Background(), wfID, "")
+	if err != nil {
+		return -1
+	}
+	for _, pa := range desc.PendingActivities {
+		if pa.ActivityType.GetName() != train.ChunkName || pa.HeartbeatDetails == nil || len(pa.HeartbeatDetails.Payloads) == 0 {
+			continue
+		}
+		var p train.Progress
+		if json.Unmarshal(pa.HeartbeatDetails.Payloads[0].Data, &p) == nil {
+			return p.Step
+		}
+	}
+	return -1
+}
+
+// retriedActivities counts activity attempts after the first in every run of a workflow.
+func retriedActivities(t *testing.T, c client.Client, wfID string) int {
+	t.Helper()
+	n := 0
+	it := c.GetWorkflowHistory(context.Background(), wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && a.Attempt > 1 {
+			n++
+		}
+	}
+	return n
+}
