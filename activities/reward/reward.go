@@ -108,6 +108,7 @@ type Activities struct {
 func NewActivities(sb *sandbox.Sandbox) *Activities {
 	r := verify.Builtins()
 	_ = r.Register("code", newCodeFactory(sb)) // cannot clash: "code" is not a built-in name
+	_ = r.Register(TaskVerifier, newTaskVerifier)
 	return &Activities{Sandbox: sb, registry: r}
 }
 
@@ -137,13 +138,20 @@ func (a *Activities) ScoreItems(ctx context.Context, in ScoreInput, progress fun
 	case in.Rollouts != "" && len(in.Items) > 0:
 		return ScoreOutput{}, fmt.Errorf("reward: score: set rollouts or items, not both: %w", ErrInvalidInput)
 	case in.Rollouts != "":
-		return ScoreOutput{}, fmt.Errorf("reward: score %s: rollouts URIs are not supported yet (no storage layer); pass items: %w", in.Rollouts, ErrInvalidInput)
+		items, err := rolloutItems(ctx, in.Rollouts)
+		if err != nil {
+			return ScoreOutput{}, err
+		}
+		in.Items, in.Rollouts = items, ""
 	case len(in.Items) > MaxItems:
 		return ScoreOutput{}, fmt.Errorf("reward: score: %d items: at most %d per call: %w", len(in.Items), MaxItems, ErrInvalidInput)
 	case in.Workers < 0:
 		return ScoreOutput{}, fmt.Errorf("reward: score: workers=%d: want >= 0 (0 = default): %w", in.Workers, ErrInvalidInput)
 	case in.ItemTimeout < 0:
 		return ScoreOutput{}, fmt.Errorf("reward: score: item_timeout=%v: want >= 0 (0 = %v): %w", in.ItemTimeout.D(), DefaultItemTimeout, ErrInvalidInput)
+	}
+	if len(in.Spec.Verifiers) == 0 {
+		in.Spec.Verifiers = []verify.Component{{Name: TaskVerifier}}
 	}
 	comp, err := reg.Compose(in.Spec)
 	if err != nil {

@@ -93,7 +93,13 @@ func stream(ctx context.Context, w *ckpt.Writer, name string, save func(io.Write
 
 // loadEngine reads a checkpoint's config and weights (and optimizer state when asked and present).
 func (a *Activities) loadEngine(ctx context.Context, uri string, optim Optim, withOptimizer bool) (Engine, model.Config, *ckpt.Checkpoint, error) {
-	ck, err := a.Ckpt.Read(ctx, uri)
+	return LoadEngine(ctx, a.Ckpt, a.NewEngine, uri, optim, withOptimizer)
+}
+
+// LoadEngine builds an engine holding a checkpoint's model (and optimizer state when asked and
+// present); other roles (rollout) use it too.
+func LoadEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri string, optim Optim, withOptimizer bool) (Engine, model.Config, *ckpt.Checkpoint, error) {
+	ck, err := cl.Read(ctx, uri)
 	if err != nil {
 		return nil, model.Config{}, nil, fmt.Errorf("train: read checkpoint %s: %w", uri, err)
 	}
@@ -105,7 +111,7 @@ func (a *Activities) loadEngine(ctx context.Context, uri string, optim Optim, wi
 	if err != nil {
 		return nil, model.Config{}, nil, badInput(fmt.Errorf("train: %s/%s: %w", uri, ConfigFile, err))
 	}
-	eng, err := a.NewEngine(EngineOptions{Model: cfg, Optim: optim})
+	eng, err := newEngine(EngineOptions{Model: cfg, Optim: optim})
 	if err != nil {
 		return nil, cfg, nil, err
 	}

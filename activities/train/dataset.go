@@ -16,6 +16,14 @@ import (
 	"github.com/temperml/temper/algorithms/tokenize"
 )
 
+// Encoder is the tokenizer and template of built-in models (exported for the rollout role).
+func Encoder() data.Encoder { return encoder() }
+
+// Examples returns the train and held-out examples of a data spec (exported for the rollout role).
+func Examples(ctx context.Context, spec DataSpec, seed uint64) (train, heldout []tasks.Example, err error) {
+	return examples(ctx, spec, seed)
+}
+
 // encoder is the tokenizer and template every built-in model uses: bytes, BOS first, EOS last.
 func encoder() data.Encoder {
 	return data.Encoder{Tok: tokenize.Byte{}, Chat: tokenize.DefaultChat(), BOS: true}

@@ -1,0 +1,68 @@
+package reward
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/temperml/temper/activities/rollout"
+	"github.com/temperml/temper/algorithms/tasks"
+	"github.com/temperml/temper/algorithms/verify"
+)
+
+// TaskVerifier is the verifier name that checks a completion with a built-in task's exact checker; its
+// reference is {"task": "add", "prompt": "...", "answer": "..."}. A spec with no verifiers uses it.
+const TaskVerifier = "task"
+
+type taskRef struct {
+	Task   string `json:"task"`
+	Prompt string `json:"prompt"`
+	Answer string `json:"answer"`
+}
+
+func newTaskVerifier(params json.RawMessage) (verify.Verifier, error) {
+	var p taskRef
+	if err := verify.DecodeParams(TaskVerifier, params, &p); err != nil {
+		return nil, err
+	}
+	return verify.Func(func(ctx context.Context, s verify.Sample) (verify.Verdict, error) {
+		ref := p
+		if err := verify.ApplyReference(TaskVerifier, &ref, s.Reference); err != nil {
+			return verify.Verdict{}, err
+		}
+		t, err := tasks.Lookup(ref.Task)
+		if err != nil {
+			return verify.Verdict{}, err
+		}
+		prompt := ref.Prompt
+		if prompt == "" {
+			prompt = s.Prompt
+		}
+		ok, fb := t.Check(tasks.Example{Prompt: prompt, Answer: ref.Answer}, s.Completion)
+		if ok {
+			return verify.Verdict{Score: 1, Pass: true}, nil
+		}
+		return verify.Verdict{Score: 0, Feedback: fb}, nil
+	}), nil
+}
+
+// rolloutItems reads a rollouts object into items whose reference is the rollout's own (or, for a
+// built-in task, its task and answer).
+func rolloutItems(ctx context.Context, uri string) ([]Item, error) {
+	rs, err := rollout.ReadRollouts(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]Item, len(rs))
+	for i, r := range rs {
+		ref := r.Reference
+		if len(ref) == 0 && r.Task != "" {
+			ref, _ = json.Marshal(taskRef{Task: r.Task, Prompt: r.Prompt, Answer: r.Answer})
+		}
+		items[i] = Item{ID: r.ID, Prompt: r.Prompt, Completion: r.Completion, Reference: ref}
+	}
+	if len(items) > MaxItems {
+		return nil, fmt.Errorf("reward: score %s: %d rollouts: at most %d per call: %w", uri, len(items), MaxItems, ErrInvalidInput)
+	}
+	return items, nil
+}

@@ -1,0 +1,228 @@
+// Package rollout holds the rollout role's activity: Generate samples G completions per prompt from a
+// policy checkpoint with the KV cache, records the behaviour log-probs and policy version, and writes
+// them as a rollouts object in the store. Sampling is seeded per (iteration, prompt, sample), so a retried
+// Generate writes the same file.
+package rollout
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/rollout"
+	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/tasks"
+	"github.com/temperml/temper/algorithms/tokenize"
+)
+
+// GenerateName is the activity's registered name (queue "rollout").
+const GenerateName = "rollout.Generate"
+
+// GenerateInput asks for Group samples of each of Prompts prompts of iteration Iteration.
+type GenerateInput struct {
+	Store         string         `json:"store"`
+	Run           string         `json:"run"`
+	Phase         string         `json:"phase"`
+	Checkpoint    string         `json:"checkpoint"`
+	PolicyVersion int            `json:"policy_version"`
+	Iteration     int            `json:"iteration"`
+	Data          train.DataSpec `json:"data"`
+	Seed          uint64         `json:"seed"`
+	Prompts       int            `json:"prompts"`
+	Group         int            `json:"group"`
+	MaxNewTokens  int            `json:"max_new_tokens"`
+	Temperature   float64        `json:"temperature"`
+	TopP          float64        `json:"top_p,omitempty"`
+	// Retry, when set, regenerates these rollouts with the verifier's feedback appended to the prompt
+	// (sample-level self-correction) instead of drawing new prompts.
+	Retry []rollout.Rollout `json:"retry,omitempty"`
+	// Tag distinguishes several files of one iteration (e.g. "retry1").
+	Tag string `json:"tag,omitempty"`
+}
+
+// GenerateOutput names the rollouts object.
+type GenerateOutput struct {
+	Rollouts   string  `json:"rollouts"`
+	Samples    int     `json:"samples"`
+	MeanLength float64 `json:"mean_length"`
+	TokensPerS float64 `json:"tokens_per_s"`
+	Truncated  float64 `json:"truncated"` // fraction stopped by the length limit
+}
+
+// Activities holds the rollout role's dependencies.
+type Activities struct {
+	Ckpt      *ckpt.Client
+	NewEngine train.NewEngine
+}
+
+// RolloutsKey is where an iteration's rollouts live, relative to the store root.
+func RolloutsKey(run, phase string, iteration int, tag string) string {
+	name := fmt.Sprintf("iter-%06d", iteration)
+	if tag != "" {
+		name += "-" + tag
+	}
+	return path.Join("runs", run, phase, "rollouts", name+".jsonl")
+}
+
+// Prompts returns the prompts of an iteration: fresh draws from a built-in task (never a held-out
+// prompt), or a window of the train file.
+func Prompts(ctx context.Context, spec train.DataSpec, seed uint64, iteration, n int) ([]tasks.Example, error) {
+	trainEx, heldout, err := train.Examples(ctx, spec, seed)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Task == "" {
+		out := make([]tasks.Example, n)
+		for i := range out {
+			out[i] = trainEx[(iteration*n+i)%len(trainEx)]
+		}
+		return out, nil
+	}
+	task, _ := tasks.Lookup(spec.Task)
+	held := map[string]bool{}
+	for _, ex := range heldout {
+		held[ex.Prompt] = true
+	}
+	rng := tasks.NewRNG(seed, uint64(1000+iteration))
+	var out []tasks.Example
+	for len(out) < n {
+		ex := task.Example(rng)
+		if held[ex.Prompt] {
+			continue
+		}
+		ex.Task = task.Name()
+		ex.ID = fmt.Sprintf("it%d-%d", iteration, len(out))
+		out = append(out, ex)
+	}
+	return out, nil
+}
+
+// Generate samples the rollouts and writes them to the store.
+func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOutput, error) {
+	if in.Group < 1 || (in.Prompts < 1 && len(in.Retry) == 0) || in.MaxNewTokens < 1 {
+		return GenerateOutput{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("rollout: generate %s/%s: prompts %d, group %d, max_new_tokens %d: want > 0", in.Run, in.Phase, in.Prompts, in.Group, in.MaxNewTokens), "InvalidInput", nil)
+	}
+	eng, _, _, err := train.LoadEngine(ctx, a.Ckpt, a.NewEngine, in.Checkpoint, train.Optim{}, false)
+	if err != nil {
+		return GenerateOutput{}, err
+	}
+	defer eng.Close()
+	enc := train.Encoder()
+	var rs []rollout.Rollout
+	var prompts [][]int
+	var seeds []uint64
+	if len(in.Retry) > 0 {
+		for i, r := range in.Retry {
+			ex := tasks.Example{Prompt: r.Prompt + r.Completion + "\nfeedback: " + r.Feedback + "\n" + firstPromptLine(r.Prompt)}
+			ids, err := enc.PromptIDs(ex)
+			if err != nil {
+				return GenerateOutput{}, err
+			}
+			nr := r
+			nr.ID, nr.Attempt, nr.PromptTokens = fmt.Sprintf("%s-r%d", r.ID, r.Attempt+1), r.Attempt+1, ids
+			rs = append(rs, nr)
+			prompts = append(prompts, ids)
+			seeds = append(seeds, seedFor(in.Seed, in.Iteration, 1_000_000+i, r.Attempt+1))
+		}
+	} else {
+		exs, err := Prompts(ctx, in.Data, in.Seed, in.Iteration, in.Prompts)
+		if err != nil {
+			return GenerateOutput{}, err
+		}
+		for p, ex := range exs {
+			ids, err := enc.PromptIDs(ex)
+			if err != nil {
+				return GenerateOutput{}, err
+			}
+			for k := 0; k < in.Group; k++ {
+				rs = append(rs, rollout.Rollout{ID: fmt.Sprintf("%s-%d", ex.ID, k), Group: p, Task: ex.Task, Prompt: ex.Prompt,
+					Answer: ex.Answer, PromptTokens: ids})
+				prompts = append(prompts, ids)
+				seeds = append(seeds, seedFor(in.Seed, in.Iteration, p, k))
+			}
+		}
+	}
+	start := time.Now()
+	const batch = 64
+	tokens, truncated := 0, 0
+	for lo := 0; lo < len(prompts); lo += batch {
+		hi := min(lo+batch, len(prompts))
+		outs, err := eng.Generate(prompts[lo:hi], sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: in.Temperature, TopP: in.TopP,
+			StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds[lo:hi]})
+		if err != nil {
+			return GenerateOutput{}, fmt.Errorf("rollout: generate %s/%s iteration %d: %w", in.Run, in.Phase, in.Iteration, err)
+		}
+		for j, o := range outs {
+			r := &rs[lo+j]
+			r.Tokens, r.LogProbs, r.StopReason, r.PolicyVersion = o.Tokens, o.LogProbs, string(o.StopReason), in.PolicyVersion
+			toks := o.Tokens
+			if n := len(toks); n > 0 && toks[n-1] == tokenize.ByteEOS {
+				toks = toks[:n-1]
+			}
+			r.Completion = enc.Tok.Decode(toks)
+			tokens += len(o.Tokens)
+			if o.StopReason == sample.StopLength {
+				truncated++
+			}
+		}
+		activity.RecordHeartbeat(ctx, train.Progress{Step: hi, Total: len(prompts)})
+	}
+	secs := time.Since(start).Seconds()
+	var buf bytes.Buffer
+	if err := rollout.Write(&buf, rs); err != nil {
+		return GenerateOutput{}, err
+	}
+	st, err := ckpt.Open(ctx, in.Store, ckpt.Options{})
+	if err != nil {
+		return GenerateOutput{}, fmt.Errorf("rollout: open store %s: %w", in.Store, err)
+	}
+	defer st.Close()
+	key := RolloutsKey(in.Run, in.Phase, in.Iteration, in.Tag)
+	if _, err := st.Put(ctx, key, &buf); err != nil {
+		return GenerateOutput{}, fmt.Errorf("rollout: write %s: %w", st.URI(key), err)
+	}
+	out := GenerateOutput{Rollouts: st.URI(key), Samples: len(rs), MeanLength: float64(tokens) / float64(len(rs)),
+		Truncated: float64(truncated) / float64(len(rs))}
+	if secs > 0 {
+		out.TokensPerS = float64(tokens) / secs
+	}
+	return out, nil
+}
+
+// seedFor gives every sample its own seed, independent of batching.
+func seedFor(seed uint64, iteration, prompt, k int) uint64 {
+	return seed*0x9e3779b97f4a7c15 ^ uint64(iteration)<<40 ^ uint64(prompt)<<16 ^ uint64(k)
+}
+
+// firstPromptLine repeats the question after the feedback, so the model answers it again.
+func firstPromptLine(p string) string {
+	if i := strings.LastIndexByte(strings.TrimSuffix(p, "\n"), '\n'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// ReadRollouts loads a rollouts object by URI (the reward and trainer roles use it).
+func ReadRollouts(ctx context.Context, uri string) ([]rollout.Rollout, error) {
+	dir, name := path.Split(uri)
+	st, err := ckpt.Open(ctx, strings.TrimSuffix(dir, "/"), ckpt.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("rollout: open %s: %w", uri, err)
+	}
+	defer st.Close()
+	rc, err := st.Get(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("rollout: read %s: %w", uri, err)
+	}
+	defer rc.Close()
+	return rollout.Read(rc, uri)
+}

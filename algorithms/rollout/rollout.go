@@ -1,0 +1,91 @@
+// Package rollout is the rollouts file format shared by the rollout, reward and trainer roles: one JSON
+// line per sampled completion, with the behaviour policy's per-token log-probs and version, so a trainer
+// can correct for staleness (truncated importance sampling) and a reward worker can verify each sample.
+package rollout
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+)
+
+// Rollout is one sampled completion of one prompt.
+type Rollout struct {
+	ID    string `json:"id"`    // unique within the file
+	Group int    `json:"group"` // index of the prompt; the G samples of a prompt share it
+	Task  string `json:"task,omitempty"`
+	// Prompt and Answer are the example's text and reference answer (checked by the task).
+	Prompt    string          `json:"prompt"`
+	Answer    string          `json:"answer,omitempty"`
+	Reference json.RawMessage `json:"reference,omitempty"` // verifier reference (verify.Sample)
+	// PromptTokens and Tokens (the completion, final stop token included) are what the policy saw and
+	// sampled; LogProbs[i] = log π_behaviour(Tokens[i] | ...).
+	PromptTokens  []int     `json:"prompt_tokens"`
+	Tokens        []int     `json:"tokens"`
+	LogProbs      []float32 `json:"logprobs"`
+	Completion    string    `json:"completion"`
+	StopReason    string    `json:"stop_reason"`
+	PolicyVersion int       `json:"policy_version"`
+	// Attempt counts self-corrections: 0 is the first sample; k > 0 was regenerated with Feedback.
+	Attempt  int    `json:"attempt,omitempty"`
+	Feedback string `json:"feedback,omitempty"`
+}
+
+// Write writes rollouts as JSON lines.
+func Write(w io.Writer, rs []Rollout) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for i := range rs {
+		if err := enc.Encode(&rs[i]); err != nil {
+			return fmt.Errorf("rollout: write %s: %w", rs[i].ID, err)
+		}
+	}
+	return bw.Flush()
+}
+
+// Read reads rollouts written by Write; name labels errors.
+func Read(r io.Reader, name string) ([]Rollout, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	var out []Rollout
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var ro Rollout
+		if err := json.Unmarshal(sc.Bytes(), &ro); err != nil {
+			return nil, fmt.Errorf("rollout: %s:%d: %w", name, line, err)
+		}
+		if len(ro.LogProbs) != len(ro.Tokens) {
+			return nil, fmt.Errorf("rollout: %s:%d: %d log-probs for %d tokens", name, line, len(ro.LogProbs), len(ro.Tokens))
+		}
+		out = append(out, ro)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("rollout: %s:%d: %w", name, line+1, err)
+	}
+	return out, nil
+}
+
+// Groups returns the indices of rs grouped by Group, groups in ascending order and samples in file order.
+func Groups(rs []Rollout) [][]int {
+	idx := map[int][]int{}
+	var keys []int
+	for i, r := range rs {
+		if _, ok := idx[r.Group]; !ok {
+			keys = append(keys, r.Group)
+		}
+		idx[r.Group] = append(idx[r.Group], i)
+	}
+	sort.Ints(keys)
+	out := make([][]int, len(keys))
+	for i, k := range keys {
+		out[i] = idx[k]
+	}
+	return out
+}
