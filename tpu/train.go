@@ -140,11 +140,19 @@ func (r *Runtime) ensureOptimizer() error {
 // when the loss or the gradient norm is not finite they keep their values.
 func (r *Runtime) trainGraph(in []*Node) []*Node {
 	tok, tgt, mask, pos, valid, lr := in[0], in[1], in[2], in[3], in[4], in[5]
-	g := tok.Graph()
-	o := r.opts.Optimizer
 	logits := model.Forward(r.scope, r.cfg, tok, pos, valid)
 	loss := model.CrossEntropy(logits, tgt, mask)
 
+	gnorm := r.adamUpdate(loss, lr)
+	return []*Node{loss, gnorm}
+}
+
+// adamUpdate differentiates loss with respect to every model weight, clips the gradient by global
+// norm and applies one AdamW update to the weights and moments through their variables. It returns
+// the gradient norm before clipping. When the loss or the norm is not finite nothing changes.
+func (r *Runtime) adamUpdate(loss, lr *Node) *Node {
+	g := loss.Graph()
+	o := r.opts.Optimizer
 	specs := r.cfg.Variables()
 	ws := make([]*Node, len(r.params))
 	for i, p := range r.params {
@@ -206,7 +214,7 @@ func (r *Runtime) trainGraph(in []*Node) []*Node {
 		r.opt.v[i].SetNodeValue(v2)
 	}
 	r.opt.step.SetNodeValue(Add(step, ConvertDType(ok, dtypes.Int64)))
-	return []*Node{loss, gnorm}
+	return gnorm
 }
 
 // TrainStep runs one optimizer step on b with learning rate lr: forward, masked cross-entropy,

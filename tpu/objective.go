@@ -1,0 +1,120 @@
+package tpu
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+	"github.com/gomlx/gomlx/core/tensors"
+	gm "github.com/gomlx/gomlx/ml/model"
+
+	"github.com/temperml/temper/algorithms/model"
+)
+
+// Objective is a training objective other than next-token cross-entropy (preference losses, policy
+// gradients, reward models): a graph over the runtime's model and the step's inputs that returns a
+// scalar loss and named scalar metrics. StepObjective differentiates it and applies AdamW exactly as
+// TrainStep does.
+type Objective struct {
+	// Name keys the compiled executables, together with the input shapes.
+	Name string
+	// Metrics names the scalar metrics Build returns, in the order they are reported.
+	Metrics []string
+	// Build receives the inputs in the order given to StepObjective and returns the loss and the
+	// metrics by name (a missing name reports 0). It may panic (graph code); the runtime recovers.
+	Build func(scope *gm.Scope, cfg model.Config, in []*Node) (loss *Node, metrics map[string]*Node)
+}
+
+// StepObjective runs one optimizer step of obj on inputs (host tensors, no padding applied: the
+// caller keeps shapes in a few buckets to bound compilation). It returns "loss", "grad_norm" and the
+// objective's metrics. A non-finite loss or gradient changes nothing (as TrainStep).
+func (r *Runtime) StepObjective(obj Objective, inputs []*tensors.Tensor, lr float32) (map[string]float32, error) {
+	op := "step " + obj.Name
+	if !(lr >= 0) || math.IsInf(float64(lr), 0) {
+		return nil, fmt.Errorf("tpu: %s: lr=%g: must be finite and >= 0", op, lr)
+	}
+	return r.runObjective(op, obj, inputs, &lr)
+}
+
+// EvalObjective computes obj's loss and metrics on inputs without updating anything.
+func (r *Runtime) EvalObjective(obj Objective, inputs []*tensors.Tensor) (map[string]float32, error) {
+	return r.runObjective("eval "+obj.Name, obj, inputs, nil)
+}
+
+func (r *Runtime) runObjective(op string, obj Objective, inputs []*tensors.Tensor, lr *float32) (map[string]float32, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.usable(op); err != nil {
+		return nil, err
+	}
+	if obj.Name == "" || obj.Build == nil {
+		return nil, fmt.Errorf("tpu: %s: objective needs a name and a build function", op)
+	}
+	in := make([]shapes.Shape, len(inputs))
+	args := make([]any, len(inputs))
+	var key strings.Builder
+	key.WriteString(obj.Name)
+	for i, t := range inputs {
+		in[i], args[i] = t.Shape(), t
+		fmt.Fprintf(&key, ";%s", t.Shape())
+	}
+	train := lr != nil
+	if train {
+		in = append(in, shapes.Make(dtypes.Float32))
+		args = append(args, tensors.FromScalar(*lr))
+	}
+	n := len(inputs)
+	graphFn := func(nodes []*Node) []*Node {
+		loss, metrics := obj.Build(r.scope, r.cfg, nodes[:n])
+		if loss.Shape().Rank() != 0 {
+			panic(fmt.Sprintf("objective %s: loss has shape %s, want a scalar", obj.Name, loss.Shape()))
+		}
+		outs := []*Node{loss}
+		if train {
+			outs = append(outs, r.adamUpdate(loss, nodes[n]))
+		} else {
+			outs = append(outs, ScalarZero(loss.Graph(), loss.DType()))
+		}
+		for _, name := range obj.Metrics {
+			m, ok := metrics[name]
+			if !ok {
+				m = ScalarZero(loss.Graph(), loss.DType())
+			}
+			outs = append(outs, ConvertDType(m, loss.DType()))
+		}
+		return outs
+	}
+	kind := "eval"
+	if train {
+		kind = "step"
+	}
+	out := map[string]float32{}
+	err := r.guard(op, func() error {
+		if train {
+			if err := r.ensureOptimizer(); err != nil {
+				return err
+			}
+		}
+		outs, sec, err := r.run(CacheKey{kind + ":" + obj.Name, key.String()}, graphFn, in, args...)
+		if err != nil {
+			return err
+		}
+		defer finalize(outs)
+		out["loss"] = tensors.ToScalar[float32](outs[0])
+		if train {
+			out["grad_norm"] = tensors.ToScalar[float32](outs[1])
+		}
+		for i, name := range obj.Metrics {
+			out[name] = tensors.ToScalar[float32](outs[2+i])
+		}
+		out["seconds"] = float32(sec)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
