@@ -9,24 +9,14 @@ import (
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
-	gm "github.com/gomlx/gomlx/ml/model"
 
-	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/objective"
 )
 
 // Objective is a training objective other than next-token cross-entropy (preference losses, policy
-// gradients, reward models): a graph over the runtime's model and the step's inputs that returns a
-// scalar loss and named scalar metrics. StepObjective differentiates it and applies AdamW exactly as
-// TrainStep does.
-type Objective struct {
-	// Name keys the compiled executables, together with the input shapes.
-	Name string
-	// Metrics names the scalar metrics Build returns, in the order they are reported.
-	Metrics []string
-	// Build receives the inputs in the order given to StepObjective and returns the loss and the
-	// metrics by name (a missing name reports 0). It may panic (graph code); the runtime recovers.
-	Build func(scope *gm.Scope, cfg model.Config, in []*Node) (loss *Node, metrics map[string]*Node)
-}
+// gradients, reward models): see algorithms/objective. StepObjective differentiates it and applies
+// AdamW exactly as TrainStep does.
+type Objective = objective.Objective
 
 // StepObjective runs one optimizer step of obj on inputs (host tensors, no padding applied: the
 // caller keeps shapes in a few buckets to bound compilation). It returns "loss", "grad_norm" and the

@@ -3,8 +3,11 @@ package workers
 import (
 	"io"
 
+	"github.com/gomlx/gomlx/core/tensors"
+
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/tpu"
@@ -53,4 +56,14 @@ func (e engine) EvalLoss(b train.Batch) (train.StepMetrics, error) {
 
 func (e engine) Generate(prompts [][]int, opts sample.Options) ([]model.Completion, error) {
 	return e.rt.Generate(prompts, opts)
+}
+
+func (e engine) LogProbs(b train.Batch) ([][]float32, error) { return e.rt.LogProbs(tpu.Batch(b)) }
+
+func (e engine) StepObjective(obj objective.Objective, in []*tensors.Tensor, lr float32) (map[string]float32, error) {
+	return e.rt.StepObjective(obj, in, lr)
+}
+
+func (e engine) EvalObjective(obj objective.Objective, in []*tensors.Tensor) (map[string]float32, error) {
+	return e.rt.EvalObjective(obj, in)
 }

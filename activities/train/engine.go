@@ -3,6 +3,9 @@ package train
 import (
 	"io"
 
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/sample"
 )
@@ -42,6 +45,12 @@ type Engine interface {
 	TrainStep(b Batch, lr float32) (StepMetrics, error)
 	EvalLoss(b Batch) (StepMetrics, error)
 	Generate(prompts [][]int, opts sample.Options) ([]model.Completion, error)
+	// LogProbs returns log p(Targets[r][t]) for every position of b ([rows][seq]).
+	LogProbs(b Batch) ([][]float32, error)
+	// StepObjective trains one step of a custom objective (preference, policy gradient, reward
+	// model); EvalObjective evaluates it without updating. Both return "loss" and the metrics.
+	StepObjective(obj objective.Objective, inputs []*tensors.Tensor, lr float32) (map[string]float32, error)
+	EvalObjective(obj objective.Objective, inputs []*tensors.Tensor) (map[string]float32, error)
 	Close() error
 }
 
