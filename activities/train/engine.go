@@ -5,8 +5,8 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/sample"
 )
 
