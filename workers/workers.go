@@ -16,6 +16,7 @@ import (
 	"github.com/temperml/temper/activities/demo"
 	"github.com/temperml/temper/activities/reward"
 	"github.com/temperml/temper/activities/reward/sandbox"
+	"github.com/temperml/temper/activities/rollout"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/internal/config"
 	"github.com/temperml/temper/workflows"
@@ -57,10 +58,13 @@ func Register(role string, r worker.Registry, opts Options) error {
 		r.RegisterActivityWithOptions(ta.Chunk, activity.RegisterOptions{Name: train.ChunkName})
 		r.RegisterActivityWithOptions(ta.Evaluate, activity.RegisterOptions{Name: train.EvaluateName})
 		r.RegisterActivityWithOptions(ta.Retain, activity.RegisterOptions{Name: train.RetainName})
+		r.RegisterActivityWithOptions(ta.PolicyStep, activity.RegisterOptions{Name: train.PolicyStepName})
 	case workflows.QueueReward:
 		ra := reward.NewActivities(rewardSandbox())
 		r.RegisterActivityWithOptions(ra.Score, activity.RegisterOptions{Name: reward.ScoreName})
 	case workflows.QueueRollout:
+		ro := &rollout.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine)}
+		r.RegisterActivityWithOptions(ro.Generate, activity.RegisterOptions{Name: rollout.GenerateName})
 	default:
 		return fmt.Errorf("workers: register: unknown role %q", role)
 	}

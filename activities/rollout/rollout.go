@@ -210,19 +210,3 @@ func firstPromptLine(p string) string {
 	}
 	return p
 }
-
-// ReadRollouts loads a rollouts object by URI (the reward and trainer roles use it).
-func ReadRollouts(ctx context.Context, uri string) ([]rollout.Rollout, error) {
-	dir, name := path.Split(uri)
-	st, err := ckpt.Open(ctx, strings.TrimSuffix(dir, "/"), ckpt.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("rollout: open %s: %w", uri, err)
-	}
-	defer st.Close()
-	rc, err := st.Get(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("rollout: read %s: %w", uri, err)
-	}
-	defer rc.Close()
-	return rollout.Read(rc, uri)
-}

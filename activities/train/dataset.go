@@ -12,6 +12,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/algorithms/data"
+	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
@@ -63,20 +64,9 @@ func examples(ctx context.Context, spec DataSpec, seed uint64) (train, heldout [
 // readJSONL reads a dataset from a store URI. A malformed line is a non-retryable error naming the
 // file and line: retrying cannot fix data.
 func readJSONL(ctx context.Context, uri string) ([]tasks.Example, error) {
-	dir, name := path.Split(strings.TrimSuffix(uri, "/"))
-	st, err := ckpt.Open(ctx, strings.TrimSuffix(dir, "/"), ckpt.Options{})
+	b, err := readObject(ctx, uri)
 	if err != nil {
-		return nil, badInput(fmt.Errorf("train: open data %s: %w", uri, err))
-	}
-	defer st.Close()
-	rc, err := st.Get(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("train: read data %s: %w", uri, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		return nil, fmt.Errorf("train: read data %s: %w", uri, err)
+		return nil, err
 	}
 	exs, err := tasks.ReadAll(bytes.NewReader(b), uri)
 	if err != nil {
@@ -110,4 +100,33 @@ func engineBatch(b data.Batch) Batch {
 
 func badInput(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
+}
+
+// ReadRollouts loads a rollouts object by URI (the rollout and reward roles use it too).
+func ReadRollouts(ctx context.Context, uri string) ([]rollout.Rollout, error) {
+	b, err := readObject(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	return rollout.Read(bytes.NewReader(b), uri)
+}
+
+// readObject reads a whole object of a store by its URI (file:///dir/name or gs://bucket/dir/name).
+func readObject(ctx context.Context, uri string) ([]byte, error) {
+	dir, name := path.Split(strings.TrimSuffix(uri, "/"))
+	st, err := ckpt.Open(ctx, strings.TrimSuffix(dir, "/"), ckpt.Options{})
+	if err != nil {
+		return nil, badInput(fmt.Errorf("train: open %s: %w", uri, err))
+	}
+	defer st.Close()
+	rc, err := st.Get(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("train: read %s: %w", uri, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("train: read %s: %w", uri, err)
+	}
+	return b, nil
 }

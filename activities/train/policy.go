@@ -1,0 +1,318 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/algorithms/advantage"
+	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/objective"
+	"github.com/temperml/temper/algorithms/rollout"
+	"github.com/temperml/temper/algorithms/tokenize"
+)
+
+// PolicyStepName is the RL trainer activity.
+const PolicyStepName = "train.PolicyStep"
+
+// PolicyStepInput trains policy version Version on one iteration's scored rollouts.
+type PolicyStepInput struct {
+	Store string `json:"store"`
+	Run   string `json:"run"`
+	// Phase names the checkpoint directory; a back-tracked branch uses its own ("grpo.b1").
+	Phase     string `json:"phase"`
+	Policy    string `json:"policy"`    // checkpoint of version Version
+	Reference string `json:"reference"` // reference model (needed when kl_beta > 0)
+	Version   int    `json:"version"`
+	Rollouts  string `json:"rollouts"`
+	// Rewards are per rollout, in file order.
+	Rewards         []float64         `json:"rewards"`
+	Loss            loss.PolicyConfig `json:"loss"`
+	Optim           Optim             `json:"optim"`
+	LR              float64           `json:"lr"`
+	Epochs          int               `json:"epochs"`           // passes over the rollouts
+	Minibatch       int               `json:"minibatch"`        // rows per optimizer step (0: all)
+	DynamicSampling bool              `json:"dynamic_sampling"` // drop groups whose rewards are all equal (DAPO)
+	FreshOptimizer  bool              `json:"fresh_optimizer"`
+	// InjectNaN poisons the advantages (tests of the non-finite back-tracking branch).
+	InjectNaN bool `json:"inject_nan,omitempty"`
+}
+
+// PolicyStepOutput is version Version+1 and the step's metrics.
+type PolicyStepOutput struct {
+	Checkpoint string             `json:"checkpoint"`
+	Version    int                `json:"version"`
+	NonFinite  bool               `json:"non_finite"` // a loss or gradient was NaN/Inf: the update was skipped
+	Metrics    map[string]float64 `json:"metrics"`
+	Resumed    bool               `json:"resumed"`
+}
+
+// advantages computes per-rollout advantages for the algorithm from rewards grouped by prompt.
+func advantages(algo string, rs []rollout.Rollout, rewards []float64) ([]float64, error) {
+	groups := rollout.Groups(rs)
+	gr := make([][]float64, len(groups))
+	for i, g := range groups {
+		for _, j := range g {
+			gr[i] = append(gr[i], rewards[j])
+		}
+	}
+	out := make([]float64, len(rs))
+	var adv [][]float64
+	var err error
+	switch algo {
+	case loss.AlgoDrGRPO:
+		adv, err = advantage.DrGRPO(gr)
+	case loss.AlgoRLOO:
+		adv, err = advantage.RLOO(gr)
+	case loss.AlgoReinforcePP:
+		mask := make([][]bool, len(rs))
+		for i := range mask {
+			mask[i] = []bool{true}
+		}
+		tok, err := advantage.ReinforcePP(rewards, mask, nil, advantage.DefaultReinforcePPConfig())
+		if err != nil {
+			return nil, err
+		}
+		for i := range out {
+			out[i] = tok[i][0]
+		}
+		return out, nil
+	default: // grpo, dapo, gspo
+		adv, err = advantage.GRPO(gr, advantage.DefaultGRPOConfig())
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, g := range groups {
+		for k, j := range g {
+			out[j] = adv[i][k]
+		}
+	}
+	return out, nil
+}
+
+// policyRows are the host inputs of objective.Policy for a set of rollouts.
+type policyRows struct {
+	tokens, targets, positions [][]int
+	valid                      [][]bool
+	mask, behaviour            [][]float32
+	adv                        []float32
+	seq                        int
+}
+
+func buildPolicyRows(rs []rollout.Rollout, adv []float64, idx []int) policyRows {
+	longest := 2
+	for _, i := range idx {
+		longest = max(longest, len(rs[i].PromptTokens)+len(rs[i].Tokens))
+	}
+	seq := 8
+	for seq < longest-1 {
+		seq *= 2 // power-of-two buckets bound recompilation
+	}
+	p := policyRows{seq: seq}
+	for _, i := range idx {
+		r := rs[i]
+		full := append(append([]int{}, r.PromptTokens...), r.Tokens...)
+		tok, tgt, pos := make([]int, seq), make([]int, seq), make([]int, seq)
+		valid, mask, beh := make([]bool, seq), make([]float32, seq), make([]float32, seq)
+		for t := 0; t < seq; t++ {
+			pos[t] = t
+			tok[t], tgt[t] = tokenize.BytePAD, tokenize.BytePAD
+			if t+1 < len(full) {
+				tok[t], tgt[t], valid[t] = full[t], full[t+1], true
+				if c := t + 1 - len(r.PromptTokens); c >= 0 {
+					mask[t], beh[t] = 1, r.LogProbs[c]
+				}
+			}
+		}
+		p.tokens, p.targets, p.positions = append(p.tokens, tok), append(p.targets, tgt), append(p.positions, pos)
+		p.valid, p.mask, p.behaviour = append(p.valid, valid), append(p.mask, mask), append(p.behaviour, beh)
+		p.adv = append(p.adv, float32(adv[i]))
+	}
+	return p
+}
+
+func (p policyRows) batch() Batch {
+	lm := make([][]float32, len(p.mask))
+	copy(lm, p.mask)
+	return Batch{Tokens: p.tokens, Targets: p.targets, LossMask: lm, Positions: p.positions, Valid: p.valid}
+}
+
+func i32Tensor(x [][]int) *tensors.Tensor {
+	flat := make([]int32, 0, len(x)*len(x[0]))
+	for _, row := range x {
+		for _, v := range row {
+			flat = append(flat, int32(v))
+		}
+	}
+	return tensors.FromFlatDataAndDimensions(flat, len(x), len(x[0]))
+}
+
+func f32Tensor(x [][]float32) *tensors.Tensor {
+	flat := make([]float32, 0, len(x)*len(x[0]))
+	for _, row := range x {
+		flat = append(flat, row...)
+	}
+	return tensors.FromFlatDataAndDimensions(flat, len(x), len(x[0]))
+}
+
+func boolTensor(x [][]bool) *tensors.Tensor {
+	flat := make([]bool, 0, len(x)*len(x[0]))
+	for _, row := range x {
+		flat = append(flat, row...)
+	}
+	return tensors.FromFlatDataAndDimensions(flat, len(x), len(x[0]))
+}
+
+// PolicyStep trains one RL iteration: advantages from the rewards, old log-probs recomputed by the
+// policy itself, reference log-probs (when KL is on), Epochs passes of the policy objective, and
+// commits version Version+1. Idempotent: a committed version is returned as is.
+func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (PolicyStepOutput, error) {
+	next := in.Version + 1
+	if ref, err := a.Ckpt.Lookup(ctx, in.Store, in.Run, in.Phase, int64(next)); err == nil {
+		ck, err := a.Ckpt.Read(ctx, ref.URI)
+		if err != nil {
+			return PolicyStepOutput{}, err
+		}
+		st, err := ck.ReadState(ctx)
+		if err != nil {
+			return PolicyStepOutput{}, err
+		}
+		return PolicyStepOutput{Checkpoint: ref.URI, Version: next, Metrics: st.Scalars, Resumed: true,
+			NonFinite: st.Scalars["non_finite"] > 0}, nil
+	} else if !errors.Is(err, ckpt.ErrNotExist) {
+		return PolicyStepOutput{}, err
+	}
+	if err := in.Loss.Validate(); err != nil {
+		return PolicyStepOutput{}, badInput(fmt.Errorf("train: policy step %s/%s: %w", in.Run, in.Phase, err))
+	}
+	rs, err := ReadRollouts(ctx, in.Rollouts)
+	if err != nil {
+		return PolicyStepOutput{}, err
+	}
+	if len(rs) != len(in.Rewards) {
+		return PolicyStepOutput{}, badInput(fmt.Errorf("train: policy step %s: %d rewards for %d rollouts", in.Rollouts, len(in.Rewards), len(rs)))
+	}
+	metrics := map[string]float64{}
+	adv, err := advantages(in.Loss.Algorithm, rs, in.Rewards)
+	if err != nil {
+		return PolicyStepOutput{}, badInput(err)
+	}
+	if in.InjectNaN {
+		for i := range adv {
+			adv[i] = math.NaN()
+		}
+	}
+	// Rows: every rollout, or (dynamic sampling) those of groups whose rewards differ.
+	var idx []int
+	groups := rollout.Groups(rs)
+	dropped := 0
+	for _, g := range groups {
+		same := true
+		for _, j := range g[1:] {
+			same = same && in.Rewards[j] == in.Rewards[g[0]]
+		}
+		if in.DynamicSampling && same {
+			dropped++
+			continue
+		}
+		idx = append(idx, g...)
+	}
+	metrics["groups_dropped"] = float64(dropped)
+	var rsum, rsq, lsum float64
+	for i, r := range in.Rewards {
+		rsum += r
+		rsq += r * r
+		lsum += float64(len(rs[i].Tokens))
+	}
+	n := float64(len(rs))
+	metrics["reward_mean"] = rsum / n
+	metrics["reward_std"] = math.Sqrt(math.Max(0, rsq/n-(rsum/n)*(rsum/n)))
+	metrics["response_length"] = lsum / n
+
+	eng, cfg, _, err := a.loadEngine(ctx, in.Policy, in.Optim, !in.FreshOptimizer)
+	if err != nil {
+		return PolicyStepOutput{}, err
+	}
+	defer eng.Close()
+	nonFinite := false
+	if len(idx) > 0 {
+		mb := in.Minibatch
+		if mb <= 0 || mb > len(idx) {
+			mb = len(idx)
+		}
+		var chunks [][]int
+		for lo := 0; lo < len(idx); lo += mb {
+			chunks = append(chunks, idx[lo:min(lo+mb, len(idx))])
+		}
+		// Old and reference log-probs, once per iteration, before any update.
+		rows := make([]policyRows, len(chunks))
+		old := make([][][]float32, len(chunks))
+		ref := make([][][]float32, len(chunks))
+		for c, ch := range chunks {
+			rows[c] = buildPolicyRows(rs, adv, ch)
+			if old[c], err = eng.LogProbs(rows[c].batch()); err != nil {
+				return PolicyStepOutput{}, fmt.Errorf("train: policy step old log-probs: %w", err)
+			}
+			ref[c] = old[c]
+		}
+		if in.Loss.KLBeta > 0 && in.Reference != "" && in.Reference != in.Policy {
+			refEng, _, _, err := a.loadEngine(ctx, in.Reference, Optim{}, false)
+			if err != nil {
+				return PolicyStepOutput{}, err
+			}
+			for c := range chunks {
+				if ref[c], err = refEng.LogProbs(rows[c].batch()); err != nil {
+					refEng.Close()
+					return PolicyStepOutput{}, fmt.Errorf("train: policy step reference log-probs: %w", err)
+				}
+			}
+			refEng.Close()
+		}
+		obj := objective.Policy(in.Loss)
+		epochs := max(1, in.Epochs)
+		steps, total := 0, epochs*len(chunks)
+		sums := map[string]float64{}
+		for e := 0; e < epochs; e++ {
+			for c := range chunks {
+				p := rows[c]
+				inputs := []*tensors.Tensor{i32Tensor(p.tokens), i32Tensor(p.targets), i32Tensor(p.positions), boolTensor(p.valid),
+					f32Tensor(p.mask), f32Tensor(old[c]), f32Tensor(p.behaviour), f32Tensor(ref[c]),
+					tensors.FromFlatDataAndDimensions(p.adv, len(p.adv))}
+				m, err := eng.StepObjective(obj, inputs, float32(in.LR))
+				if err != nil {
+					return PolicyStepOutput{}, fmt.Errorf("train: policy step %s/%s v%d: %w", in.Run, in.Phase, in.Version, err)
+				}
+				if l, g := float64(m["loss"]), float64(m["grad_norm"]); math.IsNaN(l) || math.IsInf(l, 0) || math.IsNaN(g) || math.IsInf(g, 0) {
+					nonFinite = true
+				}
+				for k, v := range m {
+					sums[k] += float64(v)
+				}
+				steps++
+				activity.RecordHeartbeat(ctx, Progress{Step: steps, Total: total})
+			}
+		}
+		for k, v := range sums {
+			metrics[k] = v / float64(steps)
+		}
+		metrics["optimizer_steps"] = float64(steps)
+	}
+	if nonFinite {
+		metrics["non_finite"] = 1
+	}
+	metrics["lr"] = in.LR
+	st := ckpt.State{Step: int64(next), PolicyVersion: int64(next), ConfigHash: configHash(cfg), Scalars: metrics}
+	refOut, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(next), func(w *ckpt.Writer) error {
+		return writeModel(ctx, w, eng, cfg, st, true)
+	})
+	if err != nil {
+		return PolicyStepOutput{}, fmt.Errorf("train: policy step %s/%s commit v%d: %w", in.Run, in.Phase, next, err)
+	}
+	return PolicyStepOutput{Checkpoint: refOut.URI, Version: next, NonFinite: nonFinite, Metrics: metrics}, nil
+}

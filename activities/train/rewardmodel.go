@@ -1,0 +1,708 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"path"
+	"strings"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/algorithms/data"
+	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/objective"
+	"github.com/temperml/temper/algorithms/safetensors"
+	"github.com/temperml/temper/algorithms/schedule"
+	"github.com/temperml/temper/algorithms/tasks"
+	"github.com/temperml/temper/algorithms/tokenize"
+	"github.com/temperml/temper/internal/config"
+)
+
+// Reward-model activity names, registered by workers on the trainer queue.
+const (
+	RewardInitName     = "train.RewardInit"
+	RewardChunkName    = "train.RewardChunk"
+	RewardEvaluateName = "train.RewardEvaluate"
+)
+
+// Hugging Face names of the value head (LlamaForSequenceClassification's score layer with one
+// label, plus our bias); a checkpoint holding them is a reward model.
+const (
+	scoreWeight = "score.weight" // [1, d]
+	scoreBias   = "score.bias"   // [1]
+)
+
+// HeadInitStd is the standard deviation of a new value head's weights (the bias starts at 0): the
+// Hugging Face initializer_range that model.InitWeights uses for every linear layer.
+const HeadInitStd = 0.02
+
+// RewardData says where preference pairs come from: a built-in task's synthetic pairs (its
+// correct answer chosen, a plausible mistake rejected; tasks.PrefSplit) or JSONL files of
+// tasks.PrefExample lines in the store (unpaired completion/label lines are paired up by prompt).
+type RewardData struct {
+	Task         string `json:"task,omitempty" help:"built-in task whose synthetic pairs to use (correct answer vs a plausible mistake): add2, add, addsub, mul, expr, router"`
+	TrainPairs   int    `json:"train_pairs,omitempty" default:"4000" help:"training pairs drawn (built-in task)"`
+	HeldoutPairs int    `json:"heldout_pairs,omitempty" default:"400" help:"held-out pairs, prompts disjoint from training (built-in task)"`
+	Train        string `json:"train,omitempty" help:"JSONL URI (file:///... or gs://...) of {prompt, chosen, rejected} lines instead of a task"`
+	Heldout      string `json:"heldout,omitempty" help:"held-out JSONL URI"`
+	Seed         uint64 `json:"seed,omitempty" help:"data seed; 0 uses the pipeline seed"`
+}
+
+// Validate names the bad field.
+func (d RewardData) Validate() error {
+	switch {
+	case d.Task == "" && d.Train == "":
+		return &config.FieldError{Path: "data", Msg: "set task (one of " + strings.Join(tasks.Names(), ", ") + ") or train (a JSONL URI)"}
+	case d.Task != "" && d.Train != "":
+		return &config.FieldError{Path: "data", Msg: "set task or train, not both"}
+	case d.Task != "":
+		t, err := tasks.Lookup(d.Task)
+		if err != nil {
+			return &config.FieldError{Path: "data.task", Msg: err.Error()}
+		}
+		if _, ok := t.(tasks.Mistaker); !ok {
+			return &config.FieldError{Path: "data.task", Msg: fmt.Sprintf("%q has no synthetic preference pairs (it cannot write wrong answers)", d.Task)}
+		}
+		if d.TrainPairs <= 0 || d.HeldoutPairs < 0 {
+			return &config.FieldError{Path: "data.train_pairs", Msg: fmt.Sprintf("%d train / %d held-out: want > 0 and >= 0", d.TrainPairs, d.HeldoutPairs)}
+		}
+	default:
+		for _, f := range []struct{ path, uri string }{{"data.train", d.Train}, {"data.heldout", d.Heldout}} {
+			if f.uri != "" && !strings.HasPrefix(f.uri, "file:///") && !strings.HasPrefix(f.uri, "gs://") {
+				return &config.FieldError{Path: f.path, Msg: fmt.Sprintf("%q: want file:///abs/file.jsonl or gs://bucket/file.jsonl", f.uri)}
+			}
+		}
+	}
+	return nil
+}
+
+// RewardBatch is the shape of a reward-model step.
+type RewardBatch struct {
+	Rows   int `json:"rows" default:"32" help:"preference pairs per step (2×rows sequences run through the model)"`
+	MaxSeq int `json:"max_seq" default:"64" help:"longest tokenized prompt+completion; a longer pair is an error. Batches pad to the next power of two (>= 8)"`
+}
+
+// Validate names the bad field.
+func (b RewardBatch) Validate() error {
+	switch {
+	case b.Rows < 1 || b.Rows > 4096:
+		return &config.FieldError{Path: "batch.rows", Msg: fmt.Sprintf("%d: want 1..4096", b.Rows)}
+	case b.MaxSeq < 2 || b.MaxSeq > 8192:
+		return &config.FieldError{Path: "batch.max_seq", Msg: fmt.Sprintf("%d: want 2..8192", b.MaxSeq)}
+	}
+	return nil
+}
+
+// RewardInitInput asks for step 0 of a reward phase: From with a value head, or a fresh seeded
+// model with one when From is empty.
+type RewardInitInput struct {
+	Store string `json:"store"`
+	Run   string `json:"run"`
+	Phase string `json:"phase"`
+	// From is the starting checkpoint (an SFT or pretrained model, or a reward model); "" starts
+	// from scratch with Model.
+	From  string       `json:"from,omitempty"`
+	Model model.Config `json:"model"`
+	// Seed initialises the fresh model, or the value head when From has none.
+	Seed uint64 `json:"seed"`
+}
+
+// RewardInitOutput is the phase's step-0 checkpoint.
+type RewardInitOutput struct {
+	Checkpoint string `json:"checkpoint"`
+	// NewHead is true when the value head was initialised here (From had none, or no From).
+	NewHead bool `json:"new_head"`
+}
+
+// RewardInit commits step 0 of a reward phase: the weights of in.From with a value head added
+// when it has none (w ~ N(0, HeadInitStd²) from PCG(in.Seed, headStream), b = 0; the trunk and LM
+// head are copied unchanged), or a fresh seeded model with a value head. No optimizer state: the
+// first chunk starts a fresh one. Retried, it returns the committed step 0.
+func (a *Activities) RewardInit(ctx context.Context, in RewardInitInput) (RewardInitOutput, error) {
+	newHead := true
+	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, 0, func(w *ckpt.Writer) error {
+		var eng Engine
+		var cfg model.Config
+		if in.From == "" {
+			cfg = in.Model
+			cfg.ValueHead = true
+			if err := cfg.Validate(); err != nil {
+				return badInput(err)
+			}
+			var err error
+			if eng, err = a.NewEngine(EngineOptions{Model: cfg, Seed: in.Seed}); err != nil {
+				return err
+			}
+		} else {
+			var err error
+			if eng, cfg, newHead, err = a.engineWithHead(ctx, in.From, in.Seed); err != nil {
+				return err
+			}
+		}
+		defer eng.Close()
+		st := ckpt.State{Step: 0, ConfigHash: configHash(cfg), Scalars: map[string]float64{"new_head": rewardFlag(newHead)}}
+		return writeModel(ctx, w, eng, cfg, st, false)
+	})
+	if err != nil {
+		return RewardInitOutput{}, fmt.Errorf("train: reward init %s/%s from %q: %w", in.Run, in.Phase, in.From, err)
+	}
+	ck, err := a.Ckpt.Read(ctx, ref.URI)
+	if err != nil {
+		return RewardInitOutput{}, err
+	}
+	st, err := ck.ReadState(ctx)
+	if err != nil {
+		return RewardInitOutput{}, err
+	}
+	return RewardInitOutput{Checkpoint: ref.URI, NewHead: st.Scalars["new_head"] == 1}, nil
+}
+
+// headStream is the PCG stream of value-head initialisation (distinct from model.InitWeights').
+const headStream = 0x5c07e
+
+// engineWithHead loads checkpoint uri into an engine whose model has a value head, initialising the
+// head when the checkpoint has none.
+func (a *Activities) engineWithHead(ctx context.Context, uri string, seed uint64) (Engine, model.Config, bool, error) {
+	ck, cfg, hasHead, err := readModelConfig(ctx, a.Ckpt, uri)
+	if err != nil {
+		return nil, cfg, false, err
+	}
+	if hasHead {
+		eng, err := loadInto(ctx, ck, a.NewEngine, cfg, Optim{}, false)
+		return eng, cfg, false, err
+	}
+	raw, err := readAll(ctx, ck, ModelFile)
+	if err != nil {
+		return nil, cfg, false, err
+	}
+	f, err := safetensors.Read(bytes.NewReader(raw))
+	if err != nil {
+		return nil, cfg, false, badInput(fmt.Errorf("train: %s%s: %w", uri, ModelFile, err))
+	}
+	rng := rand.New(rand.NewPCG(seed, headStream))
+	hw := make([]float32, cfg.DModel)
+	for i := range hw {
+		hw[i] = float32(rng.NormFloat64() * HeadInitStd)
+	}
+	tw, err := safetensors.FromFloat32(scoreWeight, []int{1, cfg.DModel}, hw, safetensors.F32)
+	if err != nil {
+		return nil, cfg, false, err
+	}
+	tb, err := safetensors.FromFloat32(scoreBias, []int{1}, []float32{0}, safetensors.F32)
+	if err != nil {
+		return nil, cfg, false, err
+	}
+	var buf bytes.Buffer
+	if err := safetensors.Write(&buf, append(f.Tensors, tw, tb), f.Metadata); err != nil {
+		return nil, cfg, false, fmt.Errorf("train: add value head to %s: %w", uri, err)
+	}
+	cfg.ValueHead = true
+	eng, err := a.NewEngine(EngineOptions{Model: cfg, Seed: seed})
+	if err != nil {
+		return nil, cfg, false, err
+	}
+	if err := eng.LoadWeights(&buf); err != nil {
+		eng.Close()
+		return nil, cfg, false, badInput(fmt.Errorf("train: load %s with a new value head: %w", uri, err))
+	}
+	return eng, cfg, true, nil
+}
+
+// readModelConfig reads a checkpoint's config.json and tells from its weights' header whether it
+// has a value head (config.json describes the causal LM only, as tpu.ReadModelConfig reads it).
+func readModelConfig(ctx context.Context, cl *ckpt.Client, uri string) (*ckpt.Checkpoint, model.Config, bool, error) {
+	ck, err := cl.Read(ctx, uri)
+	if err != nil {
+		return nil, model.Config{}, false, fmt.Errorf("train: read checkpoint %s: %w", uri, err)
+	}
+	raw, err := readAll(ctx, ck, ConfigFile)
+	if err != nil {
+		return nil, model.Config{}, false, err
+	}
+	cfg, err := model.FromHFConfig(raw)
+	if err != nil {
+		return nil, cfg, false, badInput(fmt.Errorf("train: %s%s: %w", uri, ConfigFile, err))
+	}
+	rc, err := ck.Open(ctx, ModelFile)
+	if err != nil {
+		return nil, cfg, false, err
+	}
+	defer rc.Close()
+	h, err := safetensors.ReadHeader(rc)
+	if err != nil {
+		return nil, cfg, false, badInput(fmt.Errorf("train: %s%s: %w", uri, ModelFile, err))
+	}
+	_, hasHead := h.Entry(scoreWeight)
+	cfg.ValueHead = hasHead
+	return ck, cfg, hasHead, nil
+}
+
+// loadInto builds an engine for cfg and loads a checkpoint's weights (and optimizer state when
+// asked and present).
+func loadInto(ctx context.Context, ck *ckpt.Checkpoint, newEngine NewEngine, cfg model.Config, optim Optim, withOptimizer bool) (Engine, error) {
+	eng, err := newEngine(EngineOptions{Model: cfg, Optim: optim})
+	if err != nil {
+		return nil, err
+	}
+	load := func(name string, fn func(io.Reader) error) error {
+		rc, err := ck.Open(ctx, name)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		if err := fn(rc); err != nil {
+			return fmt.Errorf("train: load %s from %s: %w", name, ck.Ref.URI, err)
+		}
+		return rc.Close()
+	}
+	if err := load(ModelFile, eng.LoadWeights); err != nil {
+		eng.Close()
+		return nil, err
+	}
+	if _, ok := ck.Manifest.File(OptimizerFile); ok && withOptimizer {
+		if err := load(OptimizerFile, eng.LoadOptimizer); err != nil {
+			eng.Close()
+			return nil, err
+		}
+	}
+	return eng, nil
+}
+
+// LoadRewardEngine builds an engine holding a reward model checkpoint (one with a value head:
+// score.weight); a checkpoint without one is a non-retryable error. The reward role's "critic"
+// verifier uses it too.
+func LoadRewardEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri string, optim Optim, withOptimizer bool) (Engine, model.Config, error) {
+	ck, cfg, hasHead, err := readModelConfig(ctx, cl, uri)
+	if err != nil {
+		return nil, cfg, err
+	}
+	if !hasHead {
+		return nil, cfg, badInput(fmt.Errorf("train: %s is not a reward model: its weights have no value head (%s); train one with a reward phase", uri, scoreWeight))
+	}
+	eng, err := loadInto(ctx, ck, newEngine, cfg, optim, withOptimizer)
+	return eng, cfg, err
+}
+
+// RewardChunkInput trains Steps Bradley–Terry steps from From.
+type RewardChunkInput struct {
+	Store string `json:"store"`
+	Run   string `json:"run"`
+	Phase string `json:"phase"`
+	From  string `json:"from"`
+	// Step is the phase's step count at From; the chunk commits step Step+Steps.
+	Step       int                `json:"step"`
+	Steps      int                `json:"steps"`
+	TotalSteps int                `json:"total_steps"`
+	Cursor     Cursor             `json:"cursor"` // position in the training pairs
+	Data       RewardData         `json:"data"`
+	Batch      RewardBatch        `json:"batch"`
+	Optim      Optim              `json:"optim"`
+	Loss       objective.BTConfig `json:"loss"`
+	// FreshOptimizer ignores From's optimizer state.
+	FreshOptimizer bool `json:"fresh_optimizer"`
+}
+
+// RewardChunkOutput is the committed checkpoint and the chunk's training metrics (means over its
+// finite steps).
+type RewardChunkOutput struct {
+	Checkpoint string  `json:"checkpoint"`
+	Step       int     `json:"step"`
+	Cursor     Cursor  `json:"cursor"`
+	Loss       float64 `json:"loss"`
+	LastLoss   float64 `json:"last_loss"`
+	Accuracy   float64 `json:"accuracy"` // training pairwise accuracy (before each step's update)
+	Margin     float64 `json:"margin"`   // mean r_c − r_r
+	GradNorm   float64 `json:"grad_norm"`
+	LR         float64 `json:"lr"` // of the last step
+	Pairs      int     `json:"pairs"`
+	PairsPerS  float64 `json:"pairs_per_s"`
+	NonFinite  int     `json:"non_finite"`
+	Resumed    bool    `json:"resumed"`
+}
+
+// RewardChunk trains in.Steps steps of the Bradley–Terry objective from in.From and commits step
+// in.Step+in.Steps. Like Chunk it is idempotent: a committed step is returned as is, and a chunk
+// whose attempt died recomputes the same weights from From (seeded data order, deterministic
+// engine).
+func (a *Activities) RewardChunk(ctx context.Context, in RewardChunkInput) (RewardChunkOutput, error) {
+	if in.Steps <= 0 {
+		return RewardChunkOutput{}, badInput(fmt.Errorf("train: reward chunk %s/%s: steps %d: want > 0", in.Run, in.Phase, in.Steps))
+	}
+	if err := in.Batch.Validate(); err != nil {
+		return RewardChunkOutput{}, badInput(fmt.Errorf("train: reward chunk %s/%s: %w", in.Run, in.Phase, err))
+	}
+	if err := in.Loss.Validate(); err != nil {
+		return RewardChunkOutput{}, badInput(fmt.Errorf("train: reward chunk %s/%s: loss.%w", in.Run, in.Phase, err))
+	}
+	end := in.Step + in.Steps
+	if ref, err := a.Ckpt.Lookup(ctx, in.Store, in.Run, in.Phase, int64(end)); err == nil {
+		return a.committedRewardChunk(ctx, ref.URI)
+	} else if !errors.Is(err, ckpt.ErrNotExist) {
+		return RewardChunkOutput{}, err
+	}
+	trainPairs, _, err := rewardPairs(ctx, in.Data, in.Cursor.Seed)
+	if err != nil {
+		return RewardChunkOutput{}, err
+	}
+	enc, err := encodePairs(trainPairs, in.Batch.MaxSeq)
+	if err != nil {
+		return RewardChunkOutput{}, err
+	}
+	eng, cfg, err := LoadRewardEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, !in.FreshOptimizer)
+	if err != nil {
+		return RewardChunkOutput{}, err
+	}
+	defer eng.Close()
+	obj := objective.BradleyTerry(in.Loss)
+	sched := schedule.WarmupCosine{Peak: in.Optim.LR, Warmup: in.Optim.WarmupSteps, Total: in.TotalSteps, MinRatio: in.Optim.MinLRRatio}
+	out := RewardChunkOutput{Step: end, Cursor: in.Cursor}
+	var lossSum, accSum, marginSum, normSum, secs float64
+	for i := 0; i < in.Steps; i++ {
+		if err := ctx.Err(); err != nil {
+			return RewardChunkOutput{}, fmt.Errorf("train: reward chunk %s/%s at step %d: %w", in.Run, in.Phase, in.Step+i, err)
+		}
+		idx, next := nextPairs(len(enc), in.Batch.Rows, out.Cursor)
+		out.Cursor = next
+		out.LR = sched.At(in.Step + i)
+		m, err := eng.StepObjective(obj, pairInputs(enc, idx, in.Batch.Rows, in.Batch.MaxSeq), float32(out.LR))
+		if err != nil {
+			return RewardChunkOutput{}, fmt.Errorf("train: reward chunk %s/%s step %d: %w", in.Run, in.Phase, in.Step+i, err)
+		}
+		loss, norm := float64(m["loss"]), float64(m["grad_norm"])
+		if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(norm) || math.IsInf(norm, 0) {
+			out.NonFinite++
+		} else {
+			lossSum += loss
+			normSum += norm
+			accSum += float64(m["accuracy"])
+			marginSum += float64(m["margin"])
+		}
+		out.LastLoss = loss
+		out.Pairs += len(idx)
+		secs += float64(m["seconds"])
+		activity.RecordHeartbeat(ctx, Progress{Step: in.Step + i + 1, Total: in.TotalSteps, Loss: loss})
+	}
+	if ok := float64(in.Steps - out.NonFinite); ok > 0 {
+		out.Loss, out.GradNorm, out.Accuracy, out.Margin = lossSum/ok, normSum/ok, accSum/ok, marginSum/ok
+	} else {
+		out.Loss, out.GradNorm, out.Accuracy, out.Margin = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	}
+	if secs > 0 {
+		out.PairsPerS = float64(out.Pairs) / secs
+	}
+	st := ckpt.State{
+		Step:       int64(end),
+		Cursor:     ckpt.Cursor{Epoch: int64(out.Cursor.Epoch), Index: int64(out.Cursor.Index), Seed: out.Cursor.Seed},
+		ConfigHash: configHash(cfg),
+		Scalars: map[string]float64{"loss": out.Loss, "last_loss": out.LastLoss, "accuracy": out.Accuracy, "margin": out.Margin,
+			"grad_norm": out.GradNorm, "lr": out.LR, "pairs": float64(out.Pairs), "pairs_per_s": out.PairsPerS,
+			"non_finite": float64(out.NonFinite)},
+	}
+	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(end), func(w *ckpt.Writer) error {
+		return writeModel(ctx, w, eng, cfg, st, true)
+	})
+	if err != nil {
+		return RewardChunkOutput{}, fmt.Errorf("train: reward chunk %s/%s commit step %d: %w", in.Run, in.Phase, end, err)
+	}
+	out.Checkpoint = ref.URI
+	return out, nil
+}
+
+// committedRewardChunk rebuilds a RewardChunkOutput from a checkpoint an earlier attempt committed.
+func (a *Activities) committedRewardChunk(ctx context.Context, uri string) (RewardChunkOutput, error) {
+	ck, err := a.Ckpt.Read(ctx, uri)
+	if err != nil {
+		return RewardChunkOutput{}, err
+	}
+	st, err := ck.ReadState(ctx)
+	if err != nil {
+		return RewardChunkOutput{}, err
+	}
+	s := st.Scalars
+	return RewardChunkOutput{
+		Checkpoint: uri, Step: int(st.Step), Resumed: true,
+		Cursor: Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
+		Loss:   s["loss"], LastLoss: s["last_loss"], Accuracy: s["accuracy"], Margin: s["margin"], GradNorm: s["grad_norm"],
+		LR: s["lr"], Pairs: int(s["pairs"]), PairsPerS: s["pairs_per_s"], NonFinite: int(s["non_finite"]),
+	}, nil
+}
+
+// RewardEvalInput evaluates a reward model on held-out pairs.
+type RewardEvalInput struct {
+	Store      string      `json:"store"`
+	Checkpoint string      `json:"checkpoint"`
+	Data       RewardData  `json:"data"`
+	Batch      RewardBatch `json:"batch"` // MaxSeq applies; rows per evaluation batch is fixed (64)
+	// Pairs caps how many held-out pairs are used (0: all).
+	Pairs int                `json:"pairs"`
+	Loss  objective.BTConfig `json:"loss"`
+	Seed  uint64             `json:"seed"`
+}
+
+// RewardEvalOutput holds scalar metrics, named as they appear in pipeline results.
+type RewardEvalOutput struct {
+	Metrics map[string]float64 `json:"metrics"`
+}
+
+// rewardEvalRows is how many held-out pairs go through the engine at once.
+const rewardEvalRows = 64
+
+// RewardEvaluate measures a reward model on held-out pairs: heldout_pair_accuracy (the fraction
+// with r_chosen > r_rejected; the acceptance metric), heldout_bt_loss, heldout_margin, the mean
+// rewards, heldout_pairs, and for arithmetic pairs the accuracy per kind of mistake
+// (heldout_pair_accuracy_<kind>, see tasks.MistakeKind).
+func (a *Activities) RewardEvaluate(ctx context.Context, in RewardEvalInput) (RewardEvalOutput, error) {
+	if in.Batch.MaxSeq == 0 {
+		in.Batch.MaxSeq = 64
+	}
+	_, heldout, err := rewardPairs(ctx, in.Data, in.Seed)
+	if err != nil {
+		return RewardEvalOutput{}, err
+	}
+	if in.Pairs > 0 && in.Pairs < len(heldout) {
+		heldout = heldout[:in.Pairs]
+	}
+	if len(heldout) == 0 {
+		return RewardEvalOutput{}, badInput(fmt.Errorf("train: reward evaluate %s: no held-out pairs (set data.heldout_pairs or data.heldout)", in.Checkpoint))
+	}
+	enc, err := encodePairs(heldout, in.Batch.MaxSeq)
+	if err != nil {
+		return RewardEvalOutput{}, err
+	}
+	eng, _, err := LoadRewardEngine(ctx, a.Ckpt, a.NewEngine, in.Checkpoint, Optim{}, false)
+	if err != nil {
+		return RewardEvalOutput{}, err
+	}
+	defer eng.Close()
+	// Pairs are evaluated grouped by kind of mistake, so one pass gives every per-kind accuracy.
+	groups := map[string][]int{}
+	for i, p := range enc {
+		groups[p.kind] = append(groups[p.kind], i)
+	}
+	obj := objective.BradleyTerry(in.Loss)
+	sums := map[string]float64{}
+	total, done := 0.0, 0
+	for _, kind := range append(append([]string(nil), tasks.MistakeKinds...), "") {
+		idx := groups[kind]
+		var right, n float64
+		for lo := 0; lo < len(idx); lo += rewardEvalRows {
+			hi := min(lo+rewardEvalRows, len(idx))
+			m, err := eng.EvalObjective(obj, pairInputs(enc, idx[lo:hi], rewardEvalRows, in.Batch.MaxSeq))
+			if err != nil {
+				return RewardEvalOutput{}, fmt.Errorf("train: reward evaluate %s: %w", in.Checkpoint, err)
+			}
+			k := float64(hi - lo)
+			for _, name := range objective.BTMetrics {
+				if name != "pairs" {
+					sums[name] += float64(m[name]) * k
+				}
+			}
+			right += float64(m["accuracy"]) * k
+			n += k
+			done += hi - lo
+			activity.RecordHeartbeat(ctx, Progress{Step: done, Total: len(enc)})
+		}
+		if n > 0 && kind != "" && kind != tasks.MistakeNotArith {
+			sums["accuracy_"+kind] = right / n
+		}
+		total += n
+	}
+	metrics := map[string]float64{"heldout_pairs": total}
+	for name, v := range sums {
+		key := "heldout_" + name
+		switch {
+		case strings.HasPrefix(name, "accuracy_"):
+			metrics["heldout_pair_"+name] = v
+			continue
+		case name == "accuracy":
+			key = "heldout_pair_accuracy"
+		}
+		metrics[key] = v / total
+	}
+	return RewardEvalOutput{Metrics: metrics}, nil
+}
+
+// rewardPairs returns the train and held-out preference pairs of spec; seed is used when spec.Seed
+// is 0.
+func rewardPairs(ctx context.Context, spec RewardData, seed uint64) (train, heldout []tasks.PrefExample, err error) {
+	if err := spec.Validate(); err != nil {
+		return nil, nil, badInput(err)
+	}
+	if spec.Seed != 0 {
+		seed = spec.Seed
+	}
+	if spec.Task != "" {
+		t, err := tasks.Lookup(spec.Task)
+		if err != nil {
+			return nil, nil, badInput(err)
+		}
+		train, heldout, err = tasks.PrefSplit(t, spec.TrainPairs, spec.HeldoutPairs, seed)
+		if err != nil {
+			return nil, nil, badInput(err)
+		}
+		return train, heldout, nil
+	}
+	if train, err = readPairsJSONL(ctx, spec.Train); err != nil {
+		return nil, nil, err
+	}
+	if spec.Heldout != "" {
+		if heldout, err = readPairsJSONL(ctx, spec.Heldout); err != nil {
+			return nil, nil, err
+		}
+	}
+	return train, heldout, nil
+}
+
+// readPairsJSONL reads preference pairs from a store URI; unpaired lines are paired up by prompt
+// (tasks.PairUp). A malformed line is a non-retryable error naming the file and line.
+func readPairsJSONL(ctx context.Context, uri string) ([]tasks.PrefExample, error) {
+	dir, name := path.Split(strings.TrimSuffix(uri, "/"))
+	st, err := ckpt.Open(ctx, strings.TrimSuffix(dir, "/"), ckpt.Options{})
+	if err != nil {
+		return nil, badInput(fmt.Errorf("train: open pairs %s: %w", uri, err))
+	}
+	defer st.Close()
+	rc, err := st.Get(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("train: read pairs %s: %w", uri, err)
+	}
+	defer rc.Close()
+	exs, err := tasks.ReadPrefAll(rc, uri)
+	if err != nil {
+		var le *tasks.LineError
+		if errors.As(err, &le) {
+			return nil, badInput(err)
+		}
+		return nil, fmt.Errorf("train: read pairs %s: %w", uri, err)
+	}
+	pairs := tasks.PairUp(exs)
+	if len(pairs) == 0 {
+		return nil, badInput(fmt.Errorf("train: %s has no preference pairs", uri))
+	}
+	return pairs, nil
+}
+
+// encodedPair is a pair as token ids: [BOS] prompt completion EOS for each side.
+type encodedPair struct {
+	chosen, rejected []int
+	kind             string // tasks.MistakeKind for arithmetic pairs
+}
+
+// encodePairs tokenizes pairs with the built-in template; a side longer than maxSeq tokens is a
+// non-retryable error naming the pair.
+func encodePairs(pairs []tasks.PrefExample, maxSeq int) ([]encodedPair, error) {
+	enc := encoder()
+	out := make([]encodedPair, len(pairs))
+	for i, p := range pairs {
+		side := func(completion string) ([]int, error) {
+			e, err := enc.Encode(tasks.Example{Prompt: p.Prompt, Completion: completion})
+			if err != nil {
+				return nil, badInput(fmt.Errorf("train: encode pair %d (%s): %w", i, p.ID, err))
+			}
+			if len(e.IDs) > maxSeq {
+				return nil, badInput(fmt.Errorf("train: pair %d (%s) has %d tokens, batch.max_seq is %d: raise max_seq or shorten the data", i, p.ID, len(e.IDs), maxSeq))
+			}
+			return e.IDs, nil
+		}
+		var err error
+		if out[i].chosen, err = side(p.Chosen); err != nil {
+			return nil, err
+		}
+		if out[i].rejected, err = side(p.Rejected); err != nil {
+			return nil, err
+		}
+		out[i].kind = ""
+		if p.Answer != "" {
+			out[i].kind = tasks.MistakeKind(p.Prompt, p.Answer, p.Rejected)
+		}
+	}
+	return out, nil
+}
+
+// nextPairs returns the indices of the next rows pairs from cur (a seeded permutation per epoch, as
+// data.Packer walks examples) and the cursor after them.
+func nextPairs(n, rows int, cur Cursor) ([]int, Cursor) {
+	idx := make([]int, 0, rows)
+	var order []int
+	for len(idx) < rows {
+		if order == nil || cur.Index == 0 {
+			order = data.Order(n, cur.Seed, cur.Epoch)
+		}
+		idx = append(idx, order[cur.Index])
+		cur.Index++
+		if cur.Index >= n {
+			cur.Epoch++
+			cur.Index = 0
+		}
+	}
+	return idx, cur
+}
+
+// rewardSeq is the padded length of a batch whose longest sequence has n tokens: the next power of
+// two from 8, capped at maxSeq (few shapes, so few compilations).
+func rewardSeq(n, maxSeq int) int {
+	s := 8
+	for s < n {
+		s *= 2
+	}
+	return min(s, maxSeq)
+}
+
+// pairInputs builds objective.BradleyTerry's nine inputs for the pairs idx, padded to rows rows
+// (padding rows have weight 0) and to a common sequence length.
+func pairInputs(enc []encodedPair, idx []int, rows, maxSeq int) []*tensors.Tensor {
+	longest := 1
+	for _, i := range idx {
+		longest = max(longest, len(enc[i].chosen), len(enc[i].rejected))
+	}
+	seq := rewardSeq(longest, maxSeq)
+	side := func(get func(encodedPair) []int) []*tensors.Tensor {
+		seqs := make([][]int, len(idx))
+		for r, i := range idx {
+			seqs[r] = get(enc[i])
+		}
+		return SequenceInputs(seqs, rows, seq)
+	}
+	in := append(side(func(p encodedPair) []int { return p.chosen }), side(func(p encodedPair) []int { return p.rejected })...)
+	w := make([]float32, rows)
+	for r := range idx {
+		w[r] = 1
+	}
+	return append(in, tensors.FromFlatDataAndDimensions(w, rows))
+}
+
+// SequenceInputs lays token sequences out as objective.SequenceRewards' inputs: tokens and
+// positions int32 [rows, seq], valid bool [rows, seq], last int32 [rows]. Sequences are
+// right-padded with PAD (rows beyond len(seqs) are all padding, last 0); each must be 1..seq long.
+func SequenceInputs(seqs [][]int, rows, seq int) []*tensors.Tensor {
+	tok, pos := make([]int32, rows*seq), make([]int32, rows*seq)
+	valid, last := make([]bool, rows*seq), make([]int32, rows)
+	for r := range rows {
+		for t := range seq {
+			tok[r*seq+t], pos[r*seq+t] = tokenize.BytePAD, int32(t)
+		}
+		if r >= len(seqs) {
+			continue
+		}
+		for t, id := range seqs[r] {
+			tok[r*seq+t], valid[r*seq+t] = int32(id), true
+		}
+		last[r] = int32(len(seqs[r]) - 1)
+	}
+	return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(tok, rows, seq), tensors.FromFlatDataAndDimensions(pos, rows, seq),
+		tensors.FromFlatDataAndDimensions(valid, rows, seq), tensors.FromFlatDataAndDimensions(last, rows)}
+}
+
+func rewardFlag(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

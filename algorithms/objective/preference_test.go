@@ -1,0 +1,257 @@
+package objective
+
+import (
+	"math"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/gobackend"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+	"github.com/gomlx/gomlx/core/tensors"
+	gm "github.com/gomlx/gomlx/ml/model"
+
+	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/model"
+)
+
+var testBackend = sync.OnceValue(func() compute.Backend {
+	b, err := gobackend.New("ops_sequential")
+	if err != nil {
+		panic(err)
+	}
+	return b
+})
+
+var toyCfg = model.Config{Family: model.FamilyLlama, Vocab: 37, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8,
+	FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: model.ActSiLU}
+
+// side is one side of a toy batch laid out as the objective wants it.
+type side struct {
+	tok, pos [][]int32
+	valid    [][]bool
+	mask     [][]float32
+	ref      [][]float32
+}
+
+// layout puts prompt+completion rows right-padded to seq; a nil completion makes a padding row.
+// Reference log-probs are arbitrary numbers on the counted positions.
+func layout(prompts, completions [][]int32, seq int, refSeed float32) side {
+	var s side
+	for r := range prompts {
+		full := append(append([]int32(nil), prompts[r]...), completions[r]...)
+		if completions[r] == nil {
+			full = nil
+		}
+		tok, pos := make([]int32, seq), make([]int32, seq)
+		valid, mask, ref := make([]bool, seq), make([]float32, seq), make([]float32, seq)
+		for t := range seq {
+			pos[t] = int32(t)
+			if t < len(full) {
+				tok[t], valid[t] = full[t], true
+			}
+			if t+1 < len(full) && t+1 >= len(prompts[r]) {
+				mask[t] = 1
+				ref[t] = -0.3 - 0.17*float32(t) - refSeed*float32(r+1)
+			}
+		}
+		s.tok, s.pos, s.valid, s.mask, s.ref = append(s.tok, tok), append(s.pos, pos), append(s.valid, valid), append(s.mask, mask), append(s.ref, ref)
+	}
+	return s
+}
+
+func flat[T int32 | float32 | bool](x [][]T) *tensors.Tensor {
+	var f []T
+	for _, r := range x {
+		f = append(f, r...)
+	}
+	return tensors.FromFlatDataAndDimensions(f, len(x), len(x[0]))
+}
+
+func (s side) inputs() []*tensors.Tensor {
+	return []*tensors.Tensor{flat(s.tok), flat(s.pos), flat(s.valid), flat(s.mask)}
+}
+
+// nextTokenRef scores a side the established way (model.NextTokenLogProbs on the full rows) and drops
+// the last column, which has no next token: [rows, seq-1] log-probs, mask and reference.
+func nextTokenRef(scope *gm.Scope, tok, pos, valid, mask, ref *Node) (lp, m, r *Node) {
+	seq := tok.Shape().Dim(1)
+	lp = model.NextTokenLogProbs(model.Forward(scope, toyCfg, tok, pos, valid), tok)
+	cut := func(x *Node) *Node { return SliceAxis(x, 1, AxisRange(0, seq-1)) }
+	return lp, cut(mask), cut(ref)
+}
+
+// TestPreferenceObjectiveMatchesLoss: the objective's loss and metrics equal algorithms/loss applied
+// directly to log-probs computed independently (NextTokenLogProbs), for every kind, on a toy batch with
+// prompts and completions of different lengths, a padding pair, and chosen/rejected sides of equal
+// (one forward pass) and different lengths.
+func TestPreferenceObjectiveMatchesLoss(t *testing.T) {
+	store := gm.NewStore()
+	if err := model.InitWeights(store.RootScope(), toyCfg, 1, 0.2); err != nil {
+		t.Fatal(err)
+	}
+	prompts := [][]int32{{1, 5, 6, 7}, {1, 11}, {1, 20, 21}, {1, 3}}
+	chosen := [][]int32{{8, 9, 2}, {12, 2}, {22, 23, 24, 2}, nil}
+	rejected := [][]int32{{8, 10, 2}, {13, 14, 15, 2}, {25, 2}, nil}
+	dpo := loss.DefaultPreference(loss.PrefDPO)
+	dpoLS := dpo
+	dpoLS.Beta, dpoLS.LabelSmoothing = 0.5, 0.1
+	ipo := loss.DefaultPreference(loss.PrefIPO)
+	ipoSum := ipo
+	ipoSum.AverageLogProbs, ipoSum.Beta = false, 0.3
+	orpo := loss.DefaultPreference(loss.PrefORPO)
+	simpo := loss.DefaultPreference(loss.PrefSimPO)
+	simpo.LabelSmoothing = 0.05
+	kto := loss.DefaultPreference(loss.PrefKTO)
+	kto.UndesirableWeight = 1.5
+	cases := []struct {
+		cfg        loss.Preference
+		seqC, seqR int
+		name       string
+		wantInName string
+		wantPairs  float64
+	}{
+		{dpo, 9, 9, "dpo", "beta=0.1", 3},
+		{dpoLS, 9, 12, "dpo-smoothed-unequal", "label_smoothing=0.1", 3},
+		{ipo, 9, 9, "ipo-avg", "average_log_probs=true", 3},
+		{ipoSum, 10, 9, "ipo-sum-unequal", "beta=0.3", 3},
+		{orpo, 9, 9, "orpo", "lambda=0.1", 3},
+		{simpo, 8, 11, "simpo", "gamma_beta_ratio=0.5", 3},
+		{kto, 9, 9, "kto", "undesirable_weight=1.5", 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			obj, err := Preference(c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(obj.Name, c.cfg.Kind) || !strings.Contains(obj.Name, c.wantInName) {
+				t.Errorf("name %q lacks the kind or %q", obj.Name, c.wantInName)
+			}
+			cs := layout(prompts, chosen, c.seqC, 0.11)
+			rs := layout(prompts, rejected, c.seqR, 0.07)
+			var args []*tensors.Tensor
+			var graphFn func(scope *gm.Scope, in []*Node) []*Node
+			if c.cfg.Kind == loss.PrefKTO {
+				// Rows: the chosen completions (desirable) then the rejected ones (undesirable); the KL
+				// rows pair each prompt with the next row's completion.
+				ps := append(append([][]int32{}, prompts...), prompts...)
+				cs := append(append([][]int32{}, chosen...), rejected...)
+				klc := append(append([][]int32{}, cs[1:]...), cs[0])
+				main := layout(ps, cs, c.seqC, 0.09)
+				kl := layout(ps, klc, c.seqC, 0.05)
+				des := []float32{1, 1, 1, 1, 0, 0, 0, 0}
+				args = append(main.inputs(), flat(main.ref), tensors.FromFlatDataAndDimensions(des, len(des)))
+				args = append(append(args, kl.inputs()...), flat(kl.ref))
+				graphFn = func(scope *gm.Scope, in []*Node) []*Node {
+					l, m := obj.Build(scope, toyCfg, in)
+					outs := []*Node{l}
+					for _, name := range obj.Metrics {
+						outs = append(outs, m[name])
+					}
+					lp, mk, rf := nextTokenRef(scope, in[KTOTokens], in[KTOPositions], in[KTOValid], in[KTOMask], in[KTORef])
+					klp, klm, klr := nextTokenRef(scope, in[KTOKLTokens], in[KTOKLPositions], in[KTOKLValid], in[KTOKLMask], in[KTOKLRef])
+					rl, rm := c.cfg.KTOLoss(loss.KTOBatch{LogProbs: lp, RefLogProbs: rf, Mask: mk, Desirable: in[KTODesirable],
+						KLLogProbs: klp, KLRefLogProbs: klr, KLMask: klm})
+					outs = append(outs, rl)
+					for _, name := range obj.Metrics {
+						if v, ok := rm[name]; ok {
+							outs = append(outs, v)
+						} else {
+							outs = append(outs, m[name]) // the extras: compared below by value
+						}
+					}
+					return outs
+				}
+			} else {
+				args = append(append(cs.inputs(), rs.inputs()...), flat(cs.ref), flat(rs.ref))
+				graphFn = func(scope *gm.Scope, in []*Node) []*Node {
+					l, m := obj.Build(scope, toyCfg, in)
+					outs := []*Node{l}
+					for _, name := range obj.Metrics {
+						outs = append(outs, m[name])
+					}
+					lc, mc, rc := nextTokenRef(scope, in[PrefChosenTokens], in[PrefChosenPositions], in[PrefChosenValid], in[PrefChosenMask], in[PrefRefChosen])
+					lr, mr, rr := nextTokenRef(scope, in[PrefRejectedTokens], in[PrefRejectedPositions], in[PrefRejectedValid], in[PrefRejectedMask], in[PrefRefRejected])
+					rl, rm := c.cfg.PairLoss(loss.PrefPair{Chosen: lc, ChosenMask: mc, Rejected: lr, RejectedMask: mr, RefChosen: rc, RefRejected: rr})
+					outs = append(outs, rl)
+					for _, name := range obj.Metrics {
+						if v, ok := rm[name]; ok {
+							outs = append(outs, v)
+						} else {
+							outs = append(outs, m[name])
+						}
+					}
+					// Per-sequence sums for the extras, in plain Go below.
+					return append(outs, loss.SeqSum(lc, mc), loss.SeqSum(lr, mr))
+				}
+			}
+			anyArgs := make([]any, len(args))
+			for i, a := range args {
+				anyArgs[i] = a
+			}
+			outs, err := gm.CallOnceN(testBackend(), store, graphFn, anyArgs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 1 + len(obj.Metrics)
+			val := func(i int) float64 { return float64(tensors.ToScalar[float32](outs[i])) }
+			t.Logf("loss %.5f, %s %.5f", val(0), obj.Metrics[0], val(1))
+			for i := 0; i < n; i++ {
+				name := "loss"
+				if i > 0 {
+					name = obj.Metrics[i-1]
+				}
+				got, want := val(i), val(n+i)
+				if math.IsNaN(got) || math.Abs(got-want) > 1e-5*(1+math.Abs(want)) {
+					t.Errorf("%s: objective %v, algorithms/loss %v", name, got, want)
+				}
+			}
+			if c.cfg.Kind == loss.PrefKTO {
+				if got := val(1 + len(obj.Metrics) - 1); got != 6 {
+					t.Errorf("rows = %v, want 6 (two padding rows)", got)
+				}
+				return
+			}
+			sc := tensors.MustCopyFlatData[float32](outs[2*n])
+			sr := tensors.MustCopyFlatData[float32](outs[2*n+1])
+			var wantC, wantR, wantAcc float64
+			for i := 0; i < 3; i++ {
+				wantC += float64(sc[i]) / 3
+				wantR += float64(sr[i]) / 3
+				if sc[i] > sr[i] {
+					wantAcc += 1.0 / 3
+				}
+			}
+			metric := func(name string) float64 {
+				for i, m := range obj.Metrics {
+					if m == name {
+						return val(1 + i)
+					}
+				}
+				t.Fatalf("no metric %s", name)
+				return 0
+			}
+			for _, x := range []struct {
+				name string
+				want float64
+			}{{MetricLogPChosen, wantC}, {MetricLogPRejected, wantR}, {MetricPrefAccuracy, wantAcc}, {MetricPairs, c.wantPairs}} {
+				if got := metric(x.name); math.Abs(got-x.want) > 1e-5*(1+math.Abs(x.want)) {
+					t.Errorf("%s = %v, want %v", x.name, got, x.want)
+				}
+			}
+			if !(metric(MetricLogPChosen) < 0) {
+				t.Errorf("logp/chosen = %v, want < 0", metric(MetricLogPChosen))
+			}
+		})
+	}
+}
+
+// TestPreferenceRejectsBadConfig: an invalid loss config is an error, not a graph panic.
+func TestPreferenceRejectsBadConfig(t *testing.T) {
+	bad := loss.DefaultPreference("dop")
+	if _, err := Preference(bad); err == nil || !strings.Contains(err.Error(), "dop") {
+		t.Fatalf("want an error naming the kind, got %v", err)
+	}
+}

@@ -1,0 +1,168 @@
+package objective
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+	gm "github.com/gomlx/gomlx/ml/model"
+
+	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/internal/config"
+)
+
+// BTConfig configures the Bradley–Terry reward-model objective. Per pair, with r = the value head
+// read at the last real token of prompt+completion:
+//
+//	ℓ = −log σ(r_c − r_r − m) + λ·(r_c + r_r)²
+//
+// m (Margin) asks the chosen reward to beat the rejected one by at least m (Llama 2's margin loss
+// with a constant margin); λ (CenterCoef) is the reward-centering term of Eisenstein et al. 2023
+// (TRL's center_rewards_coefficient, 0.01 there): it pins the mean reward of a pair near 0, which
+// the pairwise loss alone leaves free (it is invariant to adding a constant), so that sigmoid(r)
+// and thresholds on r mean the same thing from run to run. It does not change which completion is
+// preferred.
+type BTConfig struct {
+	Margin     float64 `json:"margin" default:"0" help:"m >= 0: the loss -log σ(r_c - r_r - m) asks the chosen reward to beat the rejected one by m"`
+	CenterCoef float64 `json:"center_coef" default:"0.01" help:"λ >= 0 of the reward-centering term λ·(r_c + r_r)² (keeps rewards near 0; 0 disables)"`
+}
+
+// DefaultBT returns the documented defaults: no margin, λ = 0.01.
+func DefaultBT() BTConfig { return BTConfig{CenterCoef: 0.01} }
+
+// Validate names the bad field.
+func (c BTConfig) Validate() error {
+	switch {
+	case !(c.Margin >= 0) || math.IsInf(c.Margin, 0):
+		return &config.FieldError{Path: "margin", Msg: fmt.Sprintf("%g: want a finite value >= 0", c.Margin)}
+	case !(c.CenterCoef >= 0) || math.IsInf(c.CenterCoef, 0):
+		return &config.FieldError{Path: "center_coef", Msg: fmt.Sprintf("%g: want a finite value >= 0", c.CenterCoef)}
+	}
+	return nil
+}
+
+// BTMetrics are the metrics BradleyTerry reports, all weighted means over the real pairs except
+// pairs (their count): accuracy is the fraction with r_c > r_r (ties count as wrong), margin the
+// mean r_c − r_r, bt_loss the mean −log σ(r_c − r_r − m) without the centering term.
+var BTMetrics = []string{"accuracy", "margin", "reward_chosen", "reward_rejected", "bt_loss", "pairs"}
+
+// BTLoss is the Bradley–Terry loss on sequence rewards.
+//
+//	rc, rr: [rows] float32 rewards of the chosen and rejected completions
+//	w:      [rows] float32 pair weights: 1 for a real pair, 0 for a padding row
+//	loss:   scalar Σ w·ℓ / Σ w (0 when Σ w = 0)
+func BTLoss(cfg BTConfig, rc, rr, w *Node) (*Node, map[string]*Node) {
+	for _, x := range []*Node{rc, rr, w} {
+		if x.Rank() != 1 || x.Shape().Dim(0) != rc.Shape().Dim(0) {
+			panic(fmt.Sprintf("objective: bradley-terry: rewards and weights must be [rows], got %s %s %s", rc.Shape(), rr.Shape(), w.Shape()))
+		}
+	}
+	w = loss.AsWeights(w, rc)
+	n := ReduceAllSum(w)
+	den := MaxScalar(n, 1e-9)
+	mean := func(x *Node) *Node { return Div(ReduceAllSum(Mul(x, w)), den) }
+	diff := Sub(rc, rr)
+	bt := Neg(loss.LogSigmoid(AddScalar(diff, -cfg.Margin)))
+	per := bt
+	if cfg.CenterCoef != 0 {
+		per = Add(per, MulScalar(Square(Add(rc, rr)), cfg.CenterCoef))
+	}
+	right := ConvertDType(GreaterThan(rc, rr), rc.DType())
+	return mean(per), map[string]*Node{
+		"accuracy": mean(right), "margin": mean(diff), "reward_chosen": mean(rc), "reward_rejected": mean(rr),
+		"bt_loss": mean(bt), "pairs": n,
+	}
+}
+
+// SequenceRewards reads the value head at each row's last real token.
+//
+//	tokens, positions: [rows, seq] int32 (right-padded; positions 0.. from the first token)
+//	valid:             [rows, seq] bool (or numeric, non-zero = real token)
+//	last:              [rows] int32, index of the row's last real token (the EOS)
+//	rewards:           [rows] float32
+//
+// cfg.ValueHead must be set. Only the last position's value carries gradient.
+func SequenceRewards(scope *gm.Scope, cfg model.Config, tokens, positions, valid, last *Node) *Node {
+	if !cfg.ValueHead {
+		panic("objective: sequence rewards need a model with value_head")
+	}
+	values := model.Values(scope, cfg, tokens, positions, valid)
+	pick := OneHot(last, values.Shape().Dim(1), values.DType())
+	return ReduceSum(Mul(values, pick), 1)
+}
+
+// BradleyTerry is the reward-model objective (see BTConfig for the loss).
+//
+// Inputs, in order (chosen and rejected share one [rows, seq] shape: pad both to the same length;
+// they run through the model as one [2·rows, seq] batch):
+//
+//	0 chosen tokens      int32   [rows, seq]  [BOS] prompt chosen EOS, right-padded
+//	1 chosen positions   int32   [rows, seq]
+//	2 chosen valid       bool    [rows, seq]
+//	3 chosen last        int32   [rows]       index of the last real token (the EOS)
+//	4 rejected tokens    int32   [rows, seq]
+//	5 rejected positions int32   [rows, seq]
+//	6 rejected valid     bool    [rows, seq]
+//	7 rejected last      int32   [rows]
+//	8 weight             float32 [rows]       1 for a real pair, 0 for a padding row
+func BradleyTerry(cfg BTConfig) Objective {
+	return Objective{
+		Name:    fmt.Sprintf("bradley-terry[m=%g c=%g]", cfg.Margin, cfg.CenterCoef),
+		Metrics: BTMetrics,
+		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
+			if len(in) != 9 {
+				panic(fmt.Sprintf("objective bradley-terry: %d inputs, want 9", len(in)))
+			}
+			if !in[0].Shape().Equal(in[4].Shape()) {
+				panic(fmt.Sprintf("objective bradley-terry: chosen %s and rejected %s tokens differ in shape", in[0].Shape(), in[4].Shape()))
+			}
+			rows := in[0].Shape().Dim(0)
+			cat := func(a, b *Node) *Node { return Concatenate([]*Node{a, b}, 0) }
+			r := SequenceRewards(scope, mc, cat(in[0], in[4]), cat(in[1], in[5]), cat(rewardBool(in[2]), rewardBool(in[6])), cat(in[3], in[7]))
+			rc := Slice(r, AxisRange(0, rows))
+			rr := Slice(r, AxisRange(rows, 2*rows))
+			return BTLoss(cfg, rc, rr, in[8])
+		},
+	}
+}
+
+// RewardScoreName prefixes the metric names of RewardScores: row i's reward is
+// fmt.Sprintf("%s%03d", RewardScoreName, i).
+const RewardScoreName = "reward_"
+
+// RewardScores is an evaluation-only objective that returns every row's sequence reward as a
+// metric (the engine interface returns named scalars only), so a trained reward model can score
+// completions through EvalObjective. Its loss is the mean reward.
+//
+// Inputs, in order: tokens, positions int32 [rows, seq], valid bool [rows, seq], last int32 [rows]
+// (as SequenceRewards). Metrics: "reward_000" … one per row.
+func RewardScores(rows int) Objective {
+	names := make([]string, rows)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s%03d", RewardScoreName, i)
+	}
+	return Objective{
+		Name:    fmt.Sprintf("reward-scores[%d]", rows),
+		Metrics: names,
+		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
+			if len(in) != 4 || in[0].Shape().Dim(0) != rows {
+				panic(fmt.Sprintf("objective reward-scores: want 4 inputs of %d rows", rows))
+			}
+			r := SequenceRewards(scope, mc, in[0], in[1], rewardBool(in[2]), in[3])
+			out := make(map[string]*Node, rows)
+			for i, n := range names {
+				out[n] = Reshape(Slice(r, AxisElem(i)))
+			}
+			return ReduceAllMean(r), out
+		},
+	}
+}
+
+func rewardBool(x *Node) *Node {
+	if x.DType() == dtypes.Bool {
+		return x
+	}
+	return NotEqual(x, ScalarZero(x.Graph(), x.DType()))
+}

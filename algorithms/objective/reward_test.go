@@ -1,0 +1,324 @@
+package objective
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/gobackend"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+	"github.com/gomlx/gomlx/core/tensors"
+	gm "github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+
+	"github.com/temperml/temper/algorithms/model"
+)
+
+// rewardTestBackend is the pure-Go backend with sequential op execution.
+var rewardTestBackend = sync.OnceValue(func() compute.Backend {
+	b, err := gobackend.New("ops_sequential")
+	if err != nil {
+		panic(err)
+	}
+	return b
+})
+
+// btRef is the plain-Go float64 reference of BTLoss.
+func btRef(cfg BTConfig, rc, rr, w []float64) (float64, map[string]float64) {
+	var n, l, acc, margin, mc, mr, bt float64
+	for i := range rc {
+		d := rc[i] - rr[i]
+		x := d - cfg.Margin
+		// −log σ(x) = log(1 + e^{−x}), written stably.
+		nls := math.Max(-x, 0) + math.Log1p(math.Exp(-math.Abs(x)))
+		s := rc[i] + rr[i]
+		l += w[i] * (nls + cfg.CenterCoef*s*s)
+		bt += w[i] * nls
+		if rc[i] > rr[i] {
+			acc += w[i]
+		}
+		margin += w[i] * d
+		mc += w[i] * rc[i]
+		mr += w[i] * rr[i]
+		n += w[i]
+	}
+	den := math.Max(n, 1e-9)
+	return l / den, map[string]float64{"accuracy": acc / den, "margin": margin / den, "reward_chosen": mc / den,
+		"reward_rejected": mr / den, "bt_loss": bt / den, "pairs": n}
+}
+
+func vec(x []float64) *tensors.Tensor {
+	f := make([]float32, len(x))
+	for i, v := range x {
+		f[i] = float32(v)
+	}
+	return tensors.FromFlatDataAndDimensions(f, len(f))
+}
+
+// runBT evaluates BTLoss and its metrics, and the gradients d loss / d rc and d loss / d rr.
+func runBT(t *testing.T, cfg BTConfig, rc, rr, w []float64) (loss float64, metrics map[string]float64, grc, grr []float64) {
+	t.Helper()
+	outs := MustExecOnceN(rewardTestBackend(), func(in []*Node) []*Node {
+		l, m := BTLoss(cfg, in[0], in[1], in[2])
+		g := Gradient(l, in[0], in[1])
+		nodes := []*Node{l, g[0], g[1]}
+		for _, k := range BTMetrics {
+			nodes = append(nodes, m[k])
+		}
+		return nodes
+	}, vec(rc), vec(rr), vec(w))
+	metrics = map[string]float64{}
+	for i, k := range BTMetrics {
+		metrics[k] = float64(tensors.ToScalar[float32](outs[3+i]))
+	}
+	f64 := func(t *tensors.Tensor) []float64 {
+		var out []float64
+		for _, v := range tensors.MustCopyFlatData[float32](t) {
+			out = append(out, float64(v))
+		}
+		return out
+	}
+	return float64(tensors.ToScalar[float32](outs[0])), metrics, f64(outs[1]), f64(outs[2])
+}
+
+func TestBTLossTable(t *testing.T) {
+	ln2 := math.Log(2)
+	cases := []struct {
+		name       string
+		cfg        BTConfig
+		rc, rr, w  []float64
+		wantLoss   float64 // hand-computed
+		wantAcc    float64
+		wantMargin float64
+	}{
+		{"tie is log 2 and not accurate", BTConfig{}, []float64{0}, []float64{0}, []float64{1}, ln2, 0, 0},
+		{"equal nonzero rewards", BTConfig{}, []float64{3, -2}, []float64{3, -2}, []float64{1, 1}, ln2, 0, 0},
+		// −log σ(2) = log(1 + e^{−2}) = 0.126928011
+		{"chosen ahead by 2", BTConfig{}, []float64{1}, []float64{-1}, []float64{1}, 0.126928011, 1, 2},
+		// −log σ(−2) = 2 + log(1 + e^{−2}) = 2.126928011
+		{"rejected ahead by 2", BTConfig{}, []float64{-1}, []float64{1}, []float64{1}, 2.126928011, 0, -2},
+		// margin 1 on a lead of 1 is a tie again: log 2
+		{"margin eats the lead", BTConfig{Margin: 1}, []float64{1}, []float64{0}, []float64{1}, ln2, 1, 1},
+		// centering: log 2 + 0.5·(1+1)² = 2.693147181
+		{"centering term", BTConfig{CenterCoef: 0.5}, []float64{1}, []float64{1}, []float64{1}, ln2 + 2, 0, 0},
+		// padding rows (weight 0) are ignored whatever they hold
+		{"padding row ignored", BTConfig{CenterCoef: 0.01}, []float64{0, -100}, []float64{0, 100}, []float64{1, 0}, ln2, 0, 0},
+		// mean of log 2 and −log σ(2)
+		{"mean over pairs", BTConfig{}, []float64{0, 1}, []float64{0, -1}, []float64{1, 1}, (ln2 + 0.126928011) / 2, 0.5, 1},
+		// saturated: no overflow either way
+		{"huge lead", BTConfig{}, []float64{50}, []float64{-50}, []float64{1}, 0, 1, 100},
+		{"huge deficit", BTConfig{}, []float64{-50}, []float64{50}, []float64{1}, 100, 0, -100},
+		{"no real pairs", BTConfig{}, []float64{1, 2}, []float64{3, 4}, []float64{0, 0}, 0, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			gotL, gotM, _, _ := runBT(t, c.cfg, c.rc, c.rr, c.w)
+			refL, refM := btRef(c.cfg, c.rc, c.rr, c.w)
+			tol := func(want float64) float64 { return 1e-5 * math.Max(1, math.Abs(want)) }
+			if math.Abs(refL-c.wantLoss) > 1e-8*math.Max(1, c.wantLoss) {
+				t.Fatalf("reference loss %.9g, hand value %.9g", refL, c.wantLoss)
+			}
+			if math.Abs(gotL-c.wantLoss) > tol(c.wantLoss) {
+				t.Errorf("loss %.7g, want %.7g", gotL, c.wantLoss)
+			}
+			if gotM["accuracy"] != c.wantAcc || math.Abs(gotM["margin"]-c.wantMargin) > tol(c.wantMargin) {
+				t.Errorf("accuracy %g margin %g, want %g %g", gotM["accuracy"], gotM["margin"], c.wantAcc, c.wantMargin)
+			}
+			keys := make([]string, 0, len(refM))
+			for k := range refM {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if math.Abs(gotM[k]-refM[k]) > tol(refM[k]) {
+					t.Errorf("%s = %.7g, reference %.7g", k, gotM[k], refM[k])
+				}
+			}
+		})
+	}
+}
+
+// TestBTGradients: the loss pushes the chosen reward up and the rejected one down; at a tie with
+// two real pairs each gradient is ∓σ(0)/2 = ∓0.25; the centering term adds 2λ(r_c+r_r)/n to both.
+func TestBTGradients(t *testing.T) {
+	_, _, gc, gr := runBT(t, BTConfig{}, []float64{0, 0, 7}, []float64{0, 0, -7}, []float64{1, 1, 0})
+	for i, want := range []float64{-0.25, -0.25, 0} {
+		if math.Abs(gc[i]-want) > 1e-6 || math.Abs(gr[i]+want) > 1e-6 {
+			t.Errorf("row %d: d/dr_c %g d/dr_r %g, want %g %g", i, gc[i], gr[i], want, -want)
+		}
+	}
+	// Random pairs: signs always right without centering, and the magnitude is σ(−(Δ−m))/n.
+	rc, rr := []float64{-3, -0.5, 0.2, 1.5, 4}, []float64{2, -0.4, 0.1, -1, 4.5}
+	w := []float64{1, 1, 1, 1, 1}
+	cfg := BTConfig{Margin: 0.3}
+	_, _, gc, gr = runBT(t, cfg, rc, rr, w)
+	for i := range rc {
+		want := -1 / (1 + math.Exp(rc[i]-rr[i]-cfg.Margin)) / 5
+		if !(gc[i] < 0 && gr[i] > 0) || math.Abs(gc[i]-want) > 1e-6 || math.Abs(gr[i]+want) > 1e-6 {
+			t.Errorf("row %d: d/dr_c %g d/dr_r %g, want %g %g", i, gc[i], gr[i], want, -want)
+		}
+	}
+	cfg = BTConfig{CenterCoef: 0.1}
+	_, _, gc, gr = runBT(t, cfg, []float64{1}, []float64{1}, []float64{1})
+	if want := -0.5 + 2*0.1*2; math.Abs(gc[0]-want) > 1e-6 || math.Abs(gr[0]-(0.5+0.4)) > 1e-6 {
+		t.Errorf("centering: d/dr_c %g d/dr_r %g, want %g %g", gc[0], gr[0], want, 0.9)
+	}
+}
+
+func TestBTConfigValidate(t *testing.T) {
+	for _, c := range []struct {
+		cfg  BTConfig
+		path string
+	}{
+		{DefaultBT(), ""}, {BTConfig{Margin: 1, CenterCoef: 0}, ""},
+		{BTConfig{Margin: -1}, "margin"}, {BTConfig{Margin: math.NaN()}, "margin"},
+		{BTConfig{CenterCoef: -0.1}, "center_coef"}, {BTConfig{CenterCoef: math.Inf(1)}, "center_coef"},
+	} {
+		err := c.cfg.Validate()
+		if (err == nil) != (c.path == "") || (err != nil && !strings.Contains(err.Error(), c.path)) {
+			t.Errorf("%+v: error %v, want one naming %q", c.cfg, err, c.path)
+		}
+	}
+}
+
+func rewardTestConfig(t *testing.T) model.Config {
+	t.Helper()
+	cfg, err := model.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ValueHead, cfg.MaxSeq = true, 64
+	return cfg
+}
+
+// pairSeqs right-pads token rows to seq and returns the BradleyTerry/RewardScores host inputs
+// tokens, positions, valid and last.
+func pairSeqs(rows [][]int, seq int) []*tensors.Tensor {
+	n := len(rows)
+	tok, pos := make([]int32, n*seq), make([]int32, n*seq)
+	valid, last := make([]bool, n*seq), make([]int32, n)
+	for r, row := range rows {
+		for i := range seq {
+			pos[r*seq+i] = int32(i)
+			tok[r*seq+i] = 256
+			if i < len(row) {
+				tok[r*seq+i], valid[r*seq+i] = int32(row[i]), true
+			}
+		}
+		last[r] = int32(len(row) - 1)
+	}
+	return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(tok, n, seq), tensors.FromFlatDataAndDimensions(pos, n, seq),
+		tensors.FromFlatDataAndDimensions(valid, n, seq), tensors.FromFlatDataAndDimensions(last, n)}
+}
+
+// TestSequenceRewardsReadLastToken: the reward of a row is model.Values at its last real token,
+// whatever padding follows, and RewardScores reports the same numbers.
+func TestSequenceRewardsReadLastToken(t *testing.T) {
+	cfg := rewardTestConfig(t)
+	store := gm.NewStore()
+	if err := model.InitWeights(store.RootScope(), cfg, 5, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	rows := [][]int{{257, 49, 43, 50, 61, 51, 258}, {257, 55, 258}, {257, 57, 57, 43, 49, 61, 49, 48, 48, 258}}
+	const seq = 16
+	in := pairSeqs(rows, seq)
+	exec, err := gm.NewExec(rewardTestBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
+		return []*Node{SequenceRewards(scope, cfg, x[0], x[1], x[2], x[3]), model.Values(scope, cfg, x[0], x[1], x[2])}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Call(in[0], in[1], in[2], in[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tensors.MustCopyFlatData[float32](out[0])
+	v := tensors.MustCopyFlatData[float32](out[1])
+	for i, row := range rows {
+		if want := v[i*seq+len(row)-1]; r[i] != want {
+			t.Errorf("row %d: reward %g, want values[last] %g", i, r[i], want)
+		}
+	}
+	if r[0] == r[1] || r[1] == r[2] {
+		t.Fatalf("rewards should differ between rows: %v", r)
+	}
+	// The same row padded further reads the same reward (padding is invisible).
+	in2 := pairSeqs(rows[:1], 32)
+	out2, err := exec.Call(in2[0], in2[1], in2[2], in2[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tensors.MustCopyFlatData[float32](out2[0])[0]; math.Abs(float64(got-r[0])) > 1e-5 {
+		t.Errorf("padding changed the reward: %g vs %g", got, r[0])
+	}
+	obj := RewardScores(len(rows))
+	sc, err := gm.NewExec(rewardTestBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
+		_, m := obj.Build(scope, cfg, x)
+		var outs []*Node
+		for _, name := range obj.Metrics {
+			outs = append(outs, m[name])
+		}
+		return outs
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sout, err := sc.Call(in[0], in[1], in[2], in[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		if got := tensors.ToScalar[float32](sout[i]); math.Abs(float64(got-r[i])) > 1e-6 || obj.Metrics[i] != RewardScoreName+[]string{"000", "001", "002"}[i] {
+			t.Errorf("%s = %g, want %g", obj.Metrics[i], got, r[i])
+		}
+	}
+}
+
+// TestBradleyTerryTrains: a few Adam steps on the full objective (trunk + head) separate four pairs
+// whose chosen and rejected completions differ in one token.
+func TestBradleyTerryTrains(t *testing.T) {
+	cfg := rewardTestConfig(t)
+	store := gm.NewStore()
+	if err := model.InitWeights(store.RootScope(), cfg, 1, 0.02); err != nil {
+		t.Fatal(err)
+	}
+	obj := BradleyTerry(DefaultBT())
+	opt := optimizer.Adam().LearningRate(3e-3).Done()
+	step, err := gm.NewExec(rewardTestBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
+		l, m := obj.Build(scope, cfg, x)
+		opt.UpdateGraph(scope, l.Graph(), l)
+		return []*Node{l, m["accuracy"], m["pairs"]}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chosen := [][]int{{257, 49, 43, 49, 61, 50, 258}, {257, 50, 43, 50, 61, 52, 258}, {257, 51, 43, 49, 61, 52, 258}, {257, 49, 43, 51, 61, 52, 258}}
+	rejected := [][]int{{257, 49, 43, 49, 61, 51, 258}, {257, 50, 43, 50, 61, 53, 258}, {257, 51, 43, 49, 61, 53, 258}, {257, 49, 43, 51, 61, 53, 258}}
+	in := append(pairSeqs(chosen, 8), pairSeqs(rejected, 8)...)
+	in = append(in, tensors.FromFlatDataAndDimensions([]float32{1, 1, 1, 1}, 4))
+	args := make([]any, len(in))
+	for i, x := range in {
+		args[i] = x
+	}
+	var first, last, acc float32
+	for i := range 40 {
+		out, err := step.Call(args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, acc = tensors.ToScalar[float32](out[0]), tensors.ToScalar[float32](out[1])
+		if i == 0 {
+			first = last
+			if p := tensors.ToScalar[float32](out[2]); p != 4 {
+				t.Fatalf("pairs = %g, want 4", p)
+			}
+		}
+	}
+	t.Logf("BT loss %.4f → %.4f, accuracy %.2f after 40 Adam steps", first, last, acc)
+	if !(last < first/4) || acc != 1 {
+		t.Fatalf("reward model did not learn the pairs: loss %.4f → %.4f, accuracy %.2f", first, last, acc)
+	}
+}

@@ -1,0 +1,348 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temperml/temper/activities/reward"
+	"github.com/temperml/temper/activities/rollout"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/verify"
+	"github.com/temperml/temper/internal/config"
+)
+
+// BacktrackSpec configures back-tracking: when held-out exact match falls more than Tolerance below the
+// best so far, or a loss or gradient is NaN/Inf, the loop restores the last good checkpoint, scales the
+// learning rate and the KL coefficient, records the branch, and goes on, at most Budget times.
+type BacktrackSpec struct {
+	Tolerance float64 `json:"tolerance" default:"0.1" help:"allowed drop of held-out exact match below the best before back-tracking"`
+	Budget    int     `json:"budget" default:"3" help:"back-tracks allowed in the phase; one more fails it"`
+	LRFactor  float64 `json:"lr_factor" default:"0.5" help:"learning rate multiplier at each back-track"`
+	KLFactor  float64 `json:"kl_factor" default:"2" help:"KL coefficient multiplier at each back-track (when kl_beta > 0)"`
+}
+
+// RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp).
+type RLConfig struct {
+	Data            train.DataSpec    `json:"data"`
+	Reward          verify.Spec       `json:"reward" help:"verifiers and weights; empty: the task's own exact checker"`
+	Iterations      int               `json:"iterations" default:"40" help:"rollout → reward → train iterations"`
+	Prompts         int               `json:"prompts" default:"16" help:"prompts per iteration (fresh draws of the task, never held-out ones)"`
+	Group           int               `json:"group" default:"8" help:"samples per prompt (G)"`
+	MaxNewTokens    int               `json:"max_new_tokens" default:"8" help:"generation budget per sample"`
+	Temperature     float64           `json:"temperature" default:"1" help:"sampling temperature of rollouts"`
+	Loss            loss.PolicyConfig `json:"loss"`
+	Optimizer       train.Optim       `json:"optimizer"`
+	Epochs          int               `json:"epochs" default:"1" help:"optimizer passes over each iteration's rollouts"`
+	Minibatch       int               `json:"minibatch" default:"0" help:"rows per optimizer step; 0: all rollouts in one step"`
+	DynamicSampling bool              `json:"dynamic_sampling" help:"drop groups whose rewards are all equal (DAPO); default on for dapo"`
+	Mode            string            `json:"mode" default:"sync" help:"sync | async: async generates iteration k+1 with policy v while step k trains"`
+	MaxStaleness    int               `json:"max_staleness" default:"1" help:"async: rollouts may lag the trained policy by this many versions (1 supported)"`
+	EvalEvery       int               `json:"eval_every" default:"10" help:"evaluate held-out exact match every N iterations (and at the end)"`
+	Eval            EvalSpec          `json:"eval"`
+	Backtrack       BacktrackSpec     `json:"backtrack"`
+	// InjectNaNAt poisons the advantages of this iteration (1-based; tests of back-tracking).
+	InjectNaNAt      int             `json:"inject_nan_at,omitempty" help:"testing: make iteration N's update non-finite"`
+	HeartbeatTimeout config.Duration `json:"heartbeat_timeout" default:"30s"`
+}
+
+func defaultRLConfig(algo string) *RLConfig {
+	return &RLConfig{
+		Data:       train.DataSpec{TrainExamples: 1, HeldoutExamples: 200},
+		Iterations: 40, Prompts: 16, Group: 8, MaxNewTokens: 8, Temperature: 1,
+		Loss:      loss.DefaultPolicyConfig(algo),
+		Optimizer: train.Optim{LR: 1e-4, MinLRRatio: 1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
+		Epochs:    1, DynamicSampling: algo == loss.AlgoDAPO, Mode: "sync", MaxStaleness: 1, EvalEvery: 10,
+		Eval:             EvalSpec{Before: true, Examples: 200, MaxNewTokens: 8, PassK: 1, Temperature: 1},
+		Backtrack:        BacktrackSpec{Tolerance: 0.1, Budget: 3, LRFactor: 0.5, KLFactor: 2},
+		HeartbeatTimeout: config.Duration(30 * time.Second),
+	}
+}
+
+// Validate names the bad field and its allowed values.
+func (c *RLConfig) Validate() error {
+	if err := c.Data.Validate(); err != nil {
+		return err
+	}
+	if err := c.Loss.Validate(); err != nil {
+		return &config.FieldError{Path: "loss", Msg: err.Error()}
+	}
+	if c.Loss.Algorithm == loss.AlgoPPO {
+		return &config.FieldError{Path: "loss.algorithm", Msg: "ppo needs a critic and is its own phase kind; allowed here: grpo, dr_grpo, dapo, gspo, rloo, reinforce_pp"}
+	}
+	if err := c.Optimizer.Validate(); err != nil {
+		return err
+	}
+	if len(c.Reward.Verifiers) > 0 {
+		if err := c.Reward.Validate(); err != nil {
+			return &config.FieldError{Path: "reward", Msg: err.Error()}
+		}
+	}
+	switch {
+	case c.Iterations < 1:
+		return &config.FieldError{Path: "iterations", Msg: "must be >= 1"}
+	case c.Prompts < 1:
+		return &config.FieldError{Path: "prompts", Msg: "must be >= 1"}
+	case c.Group < 2:
+		return &config.FieldError{Path: "group", Msg: "must be >= 2 (advantages compare samples of a prompt)"}
+	case c.Prompts*c.Group > reward.MaxItems:
+		return &config.FieldError{Path: "prompts", Msg: fmt.Sprintf("prompts × group = %d: at most %d", c.Prompts*c.Group, reward.MaxItems)}
+	case c.MaxNewTokens < 1:
+		return &config.FieldError{Path: "max_new_tokens", Msg: "must be >= 1"}
+	case c.Temperature <= 0:
+		return &config.FieldError{Path: "temperature", Msg: "must be > 0 (rollouts sample)"}
+	case c.Epochs < 1:
+		return &config.FieldError{Path: "epochs", Msg: "must be >= 1"}
+	case c.Mode != "sync" && c.Mode != "async":
+		return &config.FieldError{Path: "mode", Msg: fmt.Sprintf("%q: allowed values: sync, async", c.Mode)}
+	case c.Mode == "async" && c.MaxStaleness != 1:
+		return &config.FieldError{Path: "max_staleness", Msg: "async mode supports 1"}
+	case c.EvalEvery < 0:
+		return &config.FieldError{Path: "eval_every", Msg: "must be >= 0"}
+	case c.Backtrack.Budget < 0 || c.Backtrack.LRFactor <= 0 || c.Backtrack.KLFactor <= 0:
+		return &config.FieldError{Path: "backtrack", Msg: "budget >= 0, lr_factor > 0 and kl_factor > 0"}
+	case c.HeartbeatTimeout.D() < time.Second:
+		return &config.FieldError{Path: "heartbeat_timeout", Msg: "want at least 1s"}
+	}
+	return nil
+}
+
+func init() {
+	for _, algo := range []string{loss.AlgoGRPO, loss.AlgoDAPO, loss.AlgoDrGRPO, loss.AlgoGSPO, loss.AlgoRLOO, loss.AlgoReinforcePP} {
+		algo := algo
+		RegisterPhase(PhaseKind{Kind: algo, WorkflowName: "RL-" + algo, Workflow: RL,
+			Doc:       fmt.Sprintf("RL with verifier rewards, %s loss and advantages; rollout, reward and trainer queues", algo),
+			NewConfig: func() PhaseConfig { return defaultRLConfig(algo) }})
+	}
+}
+
+// Branch records one back-track (visible as a marker in the history and in the memo).
+type Branch struct {
+	Iteration   int     `json:"iteration"`
+	Reason      string  `json:"reason"`
+	FromVersion int     `json:"from_version"`
+	ToVersion   int     `json:"to_version"`
+	Checkpoint  string  `json:"checkpoint"`
+	LRScale     float64 `json:"lr_scale"`
+	KLScale     float64 `json:"kl_scale"`
+}
+
+// rlState is the RL loop's state; it travels in PhaseInput.Resume across continue-as-new.
+type rlState struct {
+	Iter           int                     `json:"iter"`
+	Version        int                     `json:"version"`
+	Policy         string                  `json:"policy"`
+	Reference      string                  `json:"reference"`
+	Dir            string                  `json:"dir"` // checkpoint phase directory of the current branch
+	LRScale        float64                 `json:"lr_scale"`
+	KLScale        float64                 `json:"kl_scale"`
+	FreshOptimizer bool                    `json:"fresh_optimizer"`
+	Good           string                  `json:"good"`
+	GoodVersion    int                     `json:"good_version"`
+	GoodScore      float64                 `json:"good_score"`
+	Branches       []Branch                `json:"branches,omitempty"`
+	Before         map[string]float64      `json:"before,omitempty"`
+	Last           map[string]float64      `json:"last,omitempty"`
+	Pending        *rollout.GenerateOutput `json:"pending,omitempty"` // async: next iteration's rollouts
+	PendingVersion int                     `json:"pending_version"`
+	RewardSum      float64                 `json:"reward_sum"`
+	LastReward     float64                 `json:"last_reward"`
+	Seconds        float64                 `json:"seconds"` // wall time of the iterations, for bench rl
+	Started        bool                    `json:"started"`
+}
+
+// RL is the rollout → reward → train loop over policy versions, in sync or async mode, with held-out
+// evaluation and back-tracking branches. It starts from `from` (also the reference model).
+func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
+	c, err := DecodePhaseConfig(in.Kind, in.Config, "config")
+	if err != nil {
+		return PhaseOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
+	}
+	cfg := c.(*RLConfig)
+	if in.From == "" {
+		err := &config.FieldError{Path: "from", Msg: "an RL phase starts from a checkpoint (put an sft phase before it, or set from)"}
+		return PhaseOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
+	}
+	seed := uint64(in.Seed)
+	var st rlState
+	if len(in.Resume) > 0 {
+		if err := json.Unmarshal(in.Resume, &st); err != nil {
+			return PhaseOutput{}, temporal.NewNonRetryableApplicationError("rl: bad resume state", "InvalidInput", err)
+		}
+	}
+	retry := &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+		NonRetryableErrorTypes: []string{"InvalidInput"}}
+	opts := func(queue string) workflow.Context {
+		return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: queue, StartToCloseTimeout: 2 * time.Hour,
+			HeartbeatTimeout: cfg.HeartbeatTimeout.D(), RetryPolicy: retry})
+	}
+	rolloutCtx, rewardCtx, trainCtx := opts(QueueRollout), opts(QueueReward), opts(QueueTrainer)
+	evaluate := func(uri string) (map[string]float64, error) {
+		var out train.EvalOutput
+		err := workflow.ExecuteActivity(trainCtx, train.EvaluateName, train.EvalInput{
+			Store: in.Store, Checkpoint: uri, Data: cfg.Data, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.Eval.MaxNewTokens,
+			PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: seed,
+		}).Get(ctx, &out)
+		return out.Metrics, err
+	}
+	generate := func(policy string, version, iter int) workflow.Future {
+		return workflow.ExecuteActivity(rolloutCtx, rollout.GenerateName, rollout.GenerateInput{
+			Store: in.Store, Run: in.RunID, Phase: in.Phase, Checkpoint: policy, PolicyVersion: version, Iteration: iter,
+			Data: cfg.Data, Seed: seed, Prompts: cfg.Prompts, Group: cfg.Group, MaxNewTokens: cfg.MaxNewTokens, Temperature: cfg.Temperature,
+		})
+	}
+	if !st.Started {
+		st = rlState{Started: true, Policy: in.From, Reference: in.From, Dir: in.Phase, LRScale: 1, KLScale: 1, FreshOptimizer: true,
+			Good: in.From}
+		if cfg.Eval.Before {
+			if st.Before, err = evaluate(in.From); err != nil {
+				return PhaseOutput{}, fmt.Errorf("%s %s: evaluate start: %w", in.Kind, in.Phase, err)
+			}
+			st.GoodScore = st.Before["heldout_exact_match"]
+		}
+	}
+	async := cfg.Mode == "async"
+	var next workflow.Future // async: rollouts of iteration st.Iter being generated
+	nextVersion := 0
+	backtrack := func(reason string) error {
+		if len(st.Branches) >= cfg.Backtrack.Budget {
+			return temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("%s %s: back-tracking budget (%d) exhausted: %s", in.Kind, in.Phase, cfg.Backtrack.Budget, reason), "BacktrackBudget", nil)
+		}
+		st.LRScale *= cfg.Backtrack.LRFactor
+		st.KLScale *= cfg.Backtrack.KLFactor
+		b := Branch{Iteration: st.Iter, Reason: reason, FromVersion: st.Version, ToVersion: st.GoodVersion, Checkpoint: st.Good,
+			LRScale: st.LRScale, KLScale: st.KLScale}
+		// A marker event in the history records the decision; the memo shows it in the Web UI.
+		var recorded Branch
+		if err := workflow.SideEffect(ctx, func(workflow.Context) any { return b }).Get(&recorded); err != nil {
+			return err
+		}
+		st.Branches = append(st.Branches, recorded)
+		st.Policy, st.Version = st.Good, st.GoodVersion
+		st.Dir = fmt.Sprintf("%s.b%d", in.Phase, len(st.Branches))
+		st.FreshOptimizer = st.Good == in.From
+		st.Pending, next = nil, nil
+		workflow.GetLogger(ctx).Warn("back-tracking", "reason", reason, "to_version", st.GoodVersion, "lr_scale", st.LRScale)
+		return workflow.UpsertMemo(ctx, map[string]any{"branches": len(st.Branches), "last_branch": reason})
+	}
+	for st.Iter < cfg.Iterations {
+		iterStart := workflow.Now(ctx)
+		var gen rollout.GenerateOutput
+		genVersion := st.Version
+		switch {
+		case st.Pending != nil:
+			gen, genVersion, st.Pending = *st.Pending, st.PendingVersion, nil
+		case next != nil:
+			if err := next.Get(ctx, &gen); err != nil {
+				return PhaseOutput{}, fmt.Errorf("%s %s: generate iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
+			}
+			genVersion, next = nextVersion, nil
+		default:
+			if err := generate(st.Policy, st.Version, st.Iter).Get(ctx, &gen); err != nil {
+				return PhaseOutput{}, fmt.Errorf("%s %s: generate iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
+			}
+		}
+		if async && st.Iter+1 < cfg.Iterations {
+			// Generate the next iteration with the current policy while this one trains.
+			next, nextVersion = generate(st.Policy, st.Version, st.Iter+1), st.Version
+		}
+		var sc reward.ScoreOutput
+		if err := workflow.ExecuteActivity(rewardCtx, reward.ScoreName, reward.ScoreInput{Rollouts: gen.Rollouts, Spec: cfg.Reward}).Get(ctx, &sc); err != nil {
+			return PhaseOutput{}, fmt.Errorf("%s %s: score iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
+		}
+		rewards := make([]float64, len(sc.Verdicts))
+		for i, v := range sc.Verdicts {
+			rewards[i] = v.Score
+		}
+		lc := cfg.Loss
+		lc.KLBeta *= st.KLScale
+		if async && lc.TISThreshold == 0 && genVersion != st.Version {
+			lc.TISThreshold = 2 // stale rollouts: correct with truncated importance sampling
+		}
+		var step train.PolicyStepOutput
+		if err := workflow.ExecuteActivity(trainCtx, train.PolicyStepName, train.PolicyStepInput{
+			Store: in.Store, Run: in.RunID, Phase: st.Dir, Policy: st.Policy, Reference: st.Reference, Version: st.Version,
+			Rollouts: gen.Rollouts, Rewards: rewards, Loss: lc, Optim: cfg.Optimizer, LR: cfg.Optimizer.LR * st.LRScale,
+			Epochs: cfg.Epochs, Minibatch: cfg.Minibatch, DynamicSampling: cfg.DynamicSampling, FreshOptimizer: st.FreshOptimizer,
+			InjectNaN: cfg.InjectNaNAt == st.Iter+1 && len(st.Branches) == 0,
+		}).Get(ctx, &step); err != nil {
+			return PhaseOutput{}, fmt.Errorf("%s %s: train iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
+		}
+		st.Iter++
+		st.Seconds += workflow.Now(ctx).Sub(iterStart).Seconds()
+		st.RewardSum += sc.Metrics.MeanScore
+		st.LastReward = sc.Metrics.MeanScore
+		if step.NonFinite {
+			if next != nil { // its rollouts come from a policy we are leaving
+				_ = next.Get(ctx, nil)
+			}
+			if err := backtrack(fmt.Sprintf("non-finite loss or gradient at iteration %d", st.Iter)); err != nil {
+				return PhaseOutput{}, err
+			}
+			continue
+		}
+		st.Policy, st.Version, st.FreshOptimizer = step.Checkpoint, step.Version, false
+		memo := map[string]any{"iteration": st.Iter, "version": st.Version, "reward_mean": sc.Metrics.MeanScore}
+		last := st.Iter >= cfg.Iterations
+		if last || (cfg.EvalEvery > 0 && st.Iter%cfg.EvalEvery == 0) {
+			m, err := evaluate(st.Policy)
+			if err != nil {
+				return PhaseOutput{}, fmt.Errorf("%s %s: evaluate iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
+			}
+			st.Last = m
+			score := m["heldout_exact_match"]
+			memo["heldout_exact_match"] = score
+			if score < st.GoodScore-cfg.Backtrack.Tolerance {
+				if next != nil {
+					_ = next.Get(ctx, nil)
+				}
+				if err := backtrack(fmt.Sprintf("held-out exact match fell from %.3f to %.3f at iteration %d", st.GoodScore, score, st.Iter)); err != nil {
+					return PhaseOutput{}, err
+				}
+				if last { // the budget of iterations is spent: finish from the restored checkpoint
+					st.Last = nil
+					break
+				}
+				continue
+			}
+			if score >= st.GoodScore {
+				st.Good, st.GoodVersion, st.GoodScore = st.Policy, st.Version, score
+			}
+		}
+		if err := workflow.UpsertMemo(ctx, memo); err != nil {
+			return PhaseOutput{}, err
+		}
+		if !last && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			if next != nil {
+				var pend rollout.GenerateOutput
+				if err := next.Get(ctx, &pend); err != nil {
+					return PhaseOutput{}, err
+				}
+				st.Pending, st.PendingVersion = &pend, nextVersion
+			}
+			nx := in
+			if nx.Resume, err = json.Marshal(st); err != nil {
+				return PhaseOutput{}, err
+			}
+			return PhaseOutput{}, workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, nx)
+		}
+	}
+	if st.Last == nil { // ended on a back-track: report the restored checkpoint
+		if st.Last, err = evaluate(st.Policy); err != nil {
+			return PhaseOutput{}, err
+		}
+	}
+	metrics := map[string]float64{
+		"iterations": float64(st.Iter), "version": float64(st.Version), "backtracks": float64(len(st.Branches)),
+		"reward_mean": st.RewardSum / float64(max(1, st.Iter)), "last_reward_mean": st.LastReward,
+		"seconds_per_iteration": st.Seconds / float64(max(1, st.Iter)),
+	}
+	copyMetrics(metrics, st.Last, "")
+	copyMetrics(metrics, st.Before, "_before")
+	return PhaseOutput{Checkpoint: st.Policy, Metrics: metrics}, nil
+}
