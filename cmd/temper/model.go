@@ -63,8 +63,8 @@ func init() {
 	})
 	register(&command{
 		name:    "bench",
-		summary: "benchmarks: `bench model` measures train tok/s, GFLOP/s, MFU, memory and cached vs uncached generation",
-		usage:   "model",
+		summary: "benchmarks: `bench model` (train tok/s, GFLOP/s, MFU, memory, cached vs uncached generation); `bench rl` (async vs sync GRPO)",
+		usage:   "model | rl",
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			presets := fs.String("presets", "tiny,small,base", "model presets, comma-separated")
 			batch := fs.Int("batch", 16, "training rows")
@@ -75,9 +75,13 @@ func init() {
 			mode := fs.String("executor", tpu.ExecutorSequential, "Go backend executor: sequential or parallel")
 			peak := fs.Float64("peak-gflops", tpu.DefaultPeakGFLOPS, "machine peak for MFU")
 			asJSON := fs.Bool("json", false, "print JSON instead of a table")
+			iterations := fs.Int("iterations", 12, "bench rl: GRPO iterations per mode")
 			return func(ctx context.Context, args []string) error {
+				if len(args) == 1 && args[0] == "rl" {
+					return runBenchRL(ctx, *iterations, *asJSON)
+				}
 				if len(args) != 1 || args[0] != "model" {
-					return usageErr("usage: temper bench model [flags]")
+					return usageErr("usage: temper bench model|rl [flags]")
 				}
 				rep, err := tpu.BenchModel(ctx, tpu.BenchOptions{
 					Presets: strings.Split(*presets, ","), Batch: *batch, Seq: *seq, Steps: *steps,

@@ -1,0 +1,108 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/temperml/temper/workers/testenv"
+	"github.com/temperml/temper/workflows"
+)
+
+// rlPipeline is a tiny sft → grpo pipeline; extra is merged into the grpo config.
+func rlPipeline(t *testing.T, extra string) workflows.PipelineInput {
+	sft := `{"model":{"preset":"tiny"},"data":{"task":"add2","train_examples":300,"heldout_examples":16},
+		"batch":{"rows":8,"seq":32},"steps":6,"chunk_steps":6,"eval":{"examples":16,"max_new_tokens":4,"before":false}}`
+	grpo := map[string]any{}
+	base := `{"data":{"task":"add2","heldout_examples":16},"iterations":4,"prompts":4,"group":4,"max_new_tokens":4,
+		"eval_every":0,"eval":{"examples":16,"max_new_tokens":4,"before":false},"heartbeat_timeout":"10s"}`
+	for _, s := range []string{base, extra} {
+		if s == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(s), &grpo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, _ := json.Marshal(grpo)
+	return workflows.PipelineInput{Name: "rl", Store: "file://" + t.TempDir(), Seed: 3, Phases: []workflows.PhaseSpec{
+		{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
+		{Name: "grpo", Kind: "grpo", Config: g},
+	}}
+}
+
+// TestRLBacktracksOnNaN forces a non-finite update at iteration 2: the loop must restore the last good
+// checkpoint, record the branch as a marker event, and finish.
+func TestRLBacktracksOnNaN(t *testing.T) {
+	env := testenv.Get(t)
+	env.Roles(t)
+	run := start(t, env.Client, rlPipeline(t, `{"inject_nan_at": 2}`))
+	var out workflows.PipelineOutput
+	if err := run.Get(context.Background(), &out); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	m := out.Phases[1].Metrics
+	if m["backtracks"] != 1 || m["iterations"] != 4 {
+		t.Fatalf("want one back-track over 4 iterations, got %v", m)
+	}
+	// 4 iterations, one of them undone: the policy ends at version 3, in branch directory grpo.b1.
+	if m["version"] != 3 || !contains(out.Phases[1].Checkpoint, "/grpo.b1/step-000003/") {
+		t.Fatalf("final checkpoint %s, version %v", out.Phases[1].Checkpoint, m["version"])
+	}
+	markers := 0
+	it := env.Client.GetWorkflowHistory(context.Background(), run.GetID()+".grpo", "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.GetMarkerRecordedEventAttributes() != nil {
+			markers++
+		}
+	}
+	// The child may have continued as new; the branch marker is in the run that back-tracked, so
+	// look through every run of the child.
+	if markers == 0 {
+		markers = countMarkersAllRuns(t, env, run.GetID()+".grpo")
+	}
+	if markers != 1 {
+		t.Fatalf("want 1 branch marker, got %d", markers)
+	}
+	replayAll(t, env.Client, run.GetID())
+}
+
+// TestRLAsyncCompletes runs the async mode (generation of k+1 overlaps training of k).
+func TestRLAsyncCompletes(t *testing.T) {
+	env := testenv.Get(t)
+	env.Roles(t)
+	run := start(t, env.Client, rlPipeline(t, `{"mode": "async"}`))
+	var out workflows.PipelineOutput
+	if err := run.Get(context.Background(), &out); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	if m := out.Phases[1].Metrics; m["iterations"] != 4 || m["version"] != 4 || m["backtracks"] != 0 {
+		t.Fatalf("async run: %v", m)
+	}
+}
+
+func countMarkersAllRuns(t *testing.T, env *testenv.Env, id string) int {
+	t.Helper()
+	resp, err := env.Client.ListWorkflow(context.Background(), workflowListRequest{query: "WorkflowId = '" + id + "'"}.build())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ex := range resp.Executions {
+		for _, e := range history(t, env.Client, id, ex.Execution.RunId).Events {
+			if e.GetMarkerRecordedEventAttributes() != nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
