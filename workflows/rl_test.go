@@ -48,8 +48,9 @@ func TestRLBacktracksOnNaN(t *testing.T) {
 	if m["backtracks"] != 1 || m["iterations"] != 4 {
 		t.Fatalf("want one back-track over 4 iterations, got %v", m)
 	}
-	// 4 iterations, one of them undone: the policy ends at version 3, in branch directory grpo.b1.
-	if m["version"] != 3 || !contains(out.Phases[1].Checkpoint, "/grpo.b1/step-000003/") {
+	// Nothing was evaluated before the NaN, so the last good checkpoint is the SFT one (version 0): the
+	// two iterations after the back-track make version 2, in branch directory grpo.b1.
+	if m["version"] != 2 || !contains(out.Phases[1].Checkpoint, "/grpo.b1/step-000002/") {
 		t.Fatalf("final checkpoint %s, version %v", out.Phases[1].Checkpoint, m["version"])
 	}
 	markers := 0

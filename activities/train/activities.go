@@ -211,8 +211,9 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (ChunkOutput, err
 	}
 	if ok := in.Steps - out.NonFinite; ok > 0 {
 		out.Loss, out.GradNorm = lossSum/float64(ok), normSum/float64(ok)
-	} else {
-		out.Loss, out.GradNorm = math.NaN(), math.NaN()
+	}
+	if math.IsNaN(out.LastLoss) || math.IsInf(out.LastLoss, 0) {
+		out.LastLoss = 0 // JSON payloads cannot carry NaN; NonFinite counts such steps
 	}
 	if secs > 0 {
 		out.TokensPerS = float64(out.Tokens) / secs

@@ -306,6 +306,7 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 	if nonFinite {
 		metrics["non_finite"] = 1
 	}
+	finiteOnly(metrics)
 	metrics["lr"] = in.LR
 	st := ckpt.State{Step: int64(next), PolicyVersion: int64(next), ConfigHash: configHash(cfg), Scalars: metrics}
 	refOut, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(next), func(w *ckpt.Writer) error {
@@ -315,4 +316,14 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 		return PolicyStepOutput{}, fmt.Errorf("train: policy step %s/%s commit v%d: %w", in.Run, in.Phase, next, err)
 	}
 	return PolicyStepOutput{Checkpoint: refOut.URI, Version: next, NonFinite: nonFinite, Metrics: metrics}, nil
+}
+
+// finiteOnly drops NaN and ±Inf metrics: Temporal payloads are JSON, which has no such numbers (the
+// non_finite flag says what happened).
+func finiteOnly(m map[string]float64) {
+	for k, v := range m {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			delete(m, k)
+		}
+	}
 }
