@@ -200,6 +200,9 @@ func benchPreset(ctx context.Context, o BenchOptions, preset string) (BenchRow, 
 			o.Progress(fmt.Sprintf("bench %s: ", preset) + fmt.Sprintf(format, args...))
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return BenchRow{}, "", fmt.Errorf("tpu: bench %s: %w", preset, err)
+	}
 	cfg, err := model.Preset(preset)
 	if err != nil {
 		return BenchRow{}, "", fmt.Errorf("tpu: bench: %w", err)

@@ -83,6 +83,24 @@ func TestBenchReport(t *testing.T) {
 	t.Logf("\n%s\n%s", rep, js)
 }
 
+// BenchmarkModel runs BenchModel itself (tiny preset, small shapes) as a Go benchmark.
+//
+//	GOEXPERIMENT=simd go test ./tpu/ -run '^$' -bench Model -benchtime 1x
+func BenchmarkModel(b *testing.B) {
+	var w BenchRow
+	for range b.N {
+		rep, err := BenchModel(context.Background(), BenchOptions{Presets: []string{"tiny"}, Batch: 8, Seq: 64,
+			Steps: 3, GenPrompts: 16, GenTokens: 16})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w = rep.Rows[0]
+	}
+	b.ReportMetric(w.TrainTokensPerSec, "train-tok/s")
+	b.ReportMetric(w.TrainGFLOPS, "GFLOP/s")
+	b.ReportMetric(w.Speedup, "gen-speedup")
+}
+
 var benchPresets = []struct {
 	preset     string
 	batch, seq int

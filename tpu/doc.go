@@ -4,8 +4,9 @@
 //
 // Contract:
 //   - Backends: "go" (default; pure Go, executor "sequential" by default or "parallel") and "xla"
-//     (a PJRT plugin: cpu, cuda, tpu or a plugin path). A backend that is not linked into the binary
-//     or a plugin that is not installed is an error naming what is missing, never a panic.
+//     (chosen by setting a PJRT plugin: cpu, cuda, tpu or a plugin path). A backend that is not
+//     linked into the binary or a plugin that is not installed is an error naming what is
+//     missing, never a panic.
 //   - Shapes: batch and sequence are padded up to buckets (powers of two, or configured lists), so
 //     varied inputs reuse a few executables; the cache is keyed by (graph, bucket) and counts hits,
 //     misses and compile time. Padding is exact: padded rows and columns carry loss weight 0 and
@@ -14,14 +15,16 @@
 //   - Errors: every exported method that runs GoMLX recovers panics into errors naming the
 //     operation. Each execution runs under a watchdog (Options.ExecTimeout); an execution that
 //     overruns returns an error wrapping ErrStuck and leaves the Runtime unusable (the stuck
-//     goroutine cannot be stopped): build a new one, with Executor "sequential".
+//     goroutine cannot be stopped): build a new one, with Executor "sequential". A failed
+//     execution that lost weights it had donated also leaves the Runtime unusable; any other
+//     error leaves it as it was.
 //   - Training: TrainStep is one compiled executable per bucket doing forward, masked
 //     cross-entropy, gradients, global-norm clipping and AdamW (no weight decay on norms and
 //     biases); the learning rate is an input, so schedules never recompile. A step whose loss or
 //     gradient norm is not finite changes nothing (weights, moments and step stay put) and reports
 //     the non-finite values. Same seed + same batches give bit-identical weights on the sequential
 //     executor; OptimizerState/SetOptimizerState and SaveOptimizer/LoadOptimizer restore AdamW
-//     exactly.
+//     exactly. StepObjective/EvalObjective run other objectives with the same update.
 //   - Weights: safetensors with Hugging Face tensor names (io.Reader/io.Writer), and model
 //     directories holding config.json + model.safetensors.
 //   - Methods are safe for concurrent use; executions are serialized.

@@ -58,6 +58,9 @@ func (r *Runtime) runObjective(op string, obj Objective, inputs []*tensors.Tenso
 	}
 	n := len(inputs)
 	graphFn := func(nodes []*Node) []*Node {
+		if train && n > 0 {
+			r.markTraining(nodes[0].Graph())
+		}
 		loss, metrics := obj.Build(r.scope, r.cfg, nodes[:n])
 		if loss.Shape().Rank() != 0 {
 			panic(fmt.Sprintf("objective %s: loss has shape %s, want a scalar", obj.Name, loss.Shape()))

@@ -14,8 +14,9 @@ import (
 // OptimizerFormat is the "format" metadata of optimizer.safetensors files.
 const OptimizerFormat = "temper.adamw.v1"
 
-// OptimizerState is AdamW's state: the step count and both moments of every model variable, keyed
-// by internal variable path (model.Config.Variables), flat row-major float32.
+// OptimizerState is AdamW's state: the step count and both moments of every trainable variable,
+// keyed by internal variable path (model.Config.Variables, or model.LoRA.Variables with
+// Options.LoRA), flat row-major float32.
 type OptimizerState struct {
 	Step int64                `json:"step"`
 	M    map[string][]float32 `json:"-"`
@@ -41,7 +42,7 @@ func (r *Runtime) OptimizerState() (s OptimizerState, err error) {
 		return s, fmt.Errorf("tpu: %s: step: %w", op, err)
 	}
 	s.Step = tensors.ToScalar[int64](step)
-	for i, spec := range r.cfg.Variables() {
+	for i, spec := range r.specs {
 		for _, kv := range []struct {
 			v   *gm.Variable
 			dst map[string][]float32
@@ -72,7 +73,7 @@ func (r *Runtime) SetOptimizerState(s OptimizerState) (err error) {
 	if s.Step < 0 {
 		return fmt.Errorf("tpu: %s: step %d is negative", op, s.Step)
 	}
-	specs := r.cfg.Variables()
+	specs := r.specs
 	known := make(map[string]bool, len(specs))
 	for _, spec := range specs {
 		known[spec.Path] = true
@@ -128,7 +129,7 @@ func (r *Runtime) SaveOptimizer(w io.Writer) error {
 		"beta1": fmt.Sprint(o.Beta1), "beta2": fmt.Sprint(o.Beta2), "eps": fmt.Sprint(o.Eps),
 		"weight_decay": fmt.Sprint(o.WeightDecay), "clip_norm": fmt.Sprint(o.ClipNorm)}
 	var ts []safetensors.Tensor
-	for _, spec := range r.cfg.Variables() {
+	for _, spec := range r.specs {
 		for _, kv := range []struct {
 			prefix string
 			data   []float32

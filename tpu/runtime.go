@@ -54,7 +54,8 @@ type Options struct {
 
 	// Backend is "go" or "xla"; empty means "xla" when Plugin is set, else "go".
 	Backend string `json:"backend"`
-	// Executor is the Go backend's op scheduling: "sequential" (default) or "parallel".
+	// Executor is the Go backend's op scheduling: "sequential" (default) or "parallel"; the xla
+	// backend ignores it.
 	Executor string `json:"executor"`
 	// Plugin is the PJRT plugin of the xla backend: "cpu", "cuda", "tpu" or a path to a plugin
 	// shared library. Required with Backend "xla".
@@ -62,6 +63,10 @@ type Options struct {
 
 	// Optimizer is AdamW's configuration (see AdamW for defaults).
 	Optimizer AdamW `json:"optimizer"`
+	// LoRA, when set, attaches low-rank adapters (model.LoRA; see lora.go): they are then the only
+	// trainable parameters (optimizer state included) and the base weights stay frozen.
+	LoRA *model.LoRA `json:"lora,omitempty"`
+
 	// Buckets lists the padded batch and sequence sizes; empty lists mean powers of two.
 	Buckets Buckets `json:"buckets"`
 	// MaxExecs bounds the compiled executables kept (least recently used are dropped); 0 → 32.
@@ -99,6 +104,10 @@ func (o Options) withDefaults() Options {
 		o.PeakGFLOPS = DefaultPeakGFLOPS
 	}
 	o.Optimizer = o.Optimizer.withDefaults()
+	if o.LoRA != nil {
+		l := o.LoRA.WithDefaults()
+		o.LoRA = &l
+	}
 	return o
 }
 
@@ -120,8 +129,8 @@ func (o Options) Validate() error {
 		if o.Plugin == "" {
 			return fmt.Errorf("tpu: options: backend xla needs plugin (cpu, cuda, tpu or a plugin path)")
 		}
-		if o.Executor != "" {
-			return fmt.Errorf("tpu: options: executor=%q applies to the go backend only", o.Executor)
+		if o.Executor != "" && o.Executor != ExecutorSequential && o.Executor != ExecutorParallel {
+			return fmt.Errorf("tpu: options: executor=%q: allowed %q, %q (go backend only)", o.Executor, ExecutorSequential, ExecutorParallel)
 		}
 	default:
 		return fmt.Errorf("tpu: options: backend=%q: allowed %q, %q", o.Backend, BackendGo, BackendXLA)
@@ -135,6 +144,11 @@ func (o Options) Validate() error {
 	if err := o.Optimizer.Validate(); err != nil {
 		return err
 	}
+	if o.LoRA != nil {
+		if _, err := o.LoRA.Modules(o.Model); err != nil {
+			return fmt.Errorf("tpu: options: %w", err)
+		}
+	}
 	return o.Buckets.Validate()
 }
 
@@ -144,8 +158,9 @@ type Runtime struct {
 	cfg     model.Config
 	backend compute.Backend
 	store   *gm.Store
-	scope   *gm.Scope // model variables
-	params  []*gm.Variable
+	scope   *gm.Scope       // model variables
+	params  []*gm.Variable  // trainable: every model variable, or the LoRA adapters only
+	specs   []model.VarSpec // of params, same order
 
 	mu     sync.Mutex // serializes executions and guards everything below
 	closed bool
@@ -159,7 +174,8 @@ type Runtime struct {
 }
 
 // New creates a Runtime for opts.Model with freshly initialised weights.
-func New(opts Options) (*Runtime, error) {
+func New(opts Options) (rt *Runtime, err error) {
+	defer recoverInto("new", &err)
 	opts = opts.withDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -185,17 +201,25 @@ func New(opts Options) (*Runtime, error) {
 	return r, nil
 }
 
-// bindParams looks up the model variables, in model.Config.Variables order.
+// bindParams looks up the trainable variables: the model variables in model.Config.Variables
+// order, or with Options.LoRA the adapters (attached here) in LoRA.Variables order.
 func (r *Runtime) bindParams() error {
 	specs := r.cfg.Variables()
-	r.params = make([]*gm.Variable, len(specs))
+	if r.opts.LoRA != nil {
+		var err error
+		if specs, err = r.attachLoRA(); err != nil {
+			return err
+		}
+	}
+	params := make([]*gm.Variable, len(specs))
 	for i, v := range specs {
 		vr := r.store.GetVariable(gm.JoinPath(r.scope.Scope(), v.Path))
 		if vr == nil {
 			return fmt.Errorf("tpu: model variable %q missing from the store", v.Path)
 		}
-		r.params[i] = vr
+		params[i] = vr
 	}
+	r.params, r.specs = params, specs
 	return nil
 }
 
@@ -284,9 +308,10 @@ func (r *Runtime) BackendName() string {
 
 // Close releases the executables, the weights and the backend. It waits for a running execution
 // (but not for a stuck one).
-func (r *Runtime) Close() error {
+func (r *Runtime) Close() (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer recoverInto("close", &err)
 	if r.closed {
 		return nil
 	}

@@ -106,7 +106,7 @@ func (r *Runtime) ensureOptimizer() error {
 	root := r.store.RootScope().At(optScope)
 	st := &adamState{}
 	for _, kind := range []string{optM, optV} {
-		for _, spec := range r.cfg.Variables() {
+		for _, spec := range r.specs {
 			s, name := subScope(root.At("%s", kind), spec.Path)
 			v, err := s.CreateVariable(name, tensors.FromShape(shapes.Make(dtypes.Float32, spec.Shape...)))
 			if err != nil {
@@ -140,6 +140,7 @@ func (r *Runtime) ensureOptimizer() error {
 // when the loss or the gradient norm is not finite they keep their values.
 func (r *Runtime) trainGraph(in []*Node) []*Node {
 	tok, tgt, mask, pos, valid, lr := in[0], in[1], in[2], in[3], in[4], in[5]
+	r.markTraining(tok.Graph())
 	logits := model.Forward(r.scope, r.cfg, tok, pos, valid)
 	loss := model.CrossEntropy(logits, tgt, mask)
 
@@ -147,13 +148,14 @@ func (r *Runtime) trainGraph(in []*Node) []*Node {
 	return []*Node{loss, gnorm}
 }
 
-// adamUpdate differentiates loss with respect to every model weight, clips the gradient by global
-// norm and applies one AdamW update to the weights and moments through their variables. It returns
-// the gradient norm before clipping. When the loss or the norm is not finite nothing changes.
+// adamUpdate differentiates loss with respect to every trainable variable (r.params: the model
+// weights, or only the LoRA adapters), clips the gradient by global norm and applies one AdamW
+// update to them and their moments through their variables. It returns the gradient norm before
+// clipping. When the loss or the norm is not finite nothing changes.
 func (r *Runtime) adamUpdate(loss, lr *Node) *Node {
 	g := loss.Graph()
 	o := r.opts.Optimizer
-	specs := r.cfg.Variables()
+	specs := r.specs
 	ws := make([]*Node, len(r.params))
 	for i, p := range r.params {
 		ws[i] = p.NodeValue(g)

@@ -25,7 +25,7 @@ type EngineOptions struct {
 func NewTrainEngine(eo EngineOptions) train.NewEngine {
 	return func(o train.EngineOptions) (train.Engine, error) {
 		rt, err := tpu.New(tpu.Options{
-			Model: o.Model, Seed: o.Seed, Backend: eo.Backend, Executor: eo.Executor, Plugin: eo.Plugin,
+			Model: o.Model, Seed: o.Seed, LoRA: o.LoRA, Backend: eo.Backend, Executor: eo.Executor, Plugin: eo.Plugin,
 			Optimizer: tpu.AdamW{Beta1: o.Optim.Beta1, Beta2: o.Optim.Beta2, Eps: o.Optim.Eps, WeightDecay: o.Optim.WeightDecay, ClipNorm: o.Optim.ClipNorm},
 		})
 		if err != nil {
@@ -43,6 +43,8 @@ func (e engine) SaveWeights(w io.Writer) error   { return e.rt.SaveWeights(w, sa
 func (e engine) LoadOptimizer(r io.Reader) error { return e.rt.LoadOptimizer(r) }
 func (e engine) SaveOptimizer(w io.Writer) error { return e.rt.SaveOptimizer(w) }
 func (e engine) Close() error                    { return e.rt.Close() }
+func (e engine) SaveAdapters(w io.Writer) error  { return e.rt.SaveAdapters(w) }
+func (e engine) LoadAdapters(r io.Reader) error  { return e.rt.LoadAdapters(r) }
 
 func (e engine) TrainStep(b train.Batch, lr float32) (train.StepMetrics, error) {
 	m, err := e.rt.TrainStep(tpu.Batch(b), lr)

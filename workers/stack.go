@@ -35,6 +35,16 @@ func Home() string {
 	return ".temper"
 }
 
+// DefaultStoreURI is file://$TEMPER_HOME/store (absolute): where runs keep checkpoints unless their
+// pipeline names a store.
+func DefaultStoreURI() string {
+	abs, err := filepath.Abs(filepath.Join(Home(), "store"))
+	if err != nil {
+		abs = filepath.Join(Home(), "store")
+	}
+	return "file://" + abs
+}
+
 // StackOptions configures a Stack.
 type StackOptions struct {
 	Home      string // state directory; the SQLite file lives at Home/temporal.db

@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -51,6 +52,8 @@ func Register(role string, r worker.Registry, opts Options) error {
 	switch role {
 	case workflows.QueueTemper:
 		RegisterWorkflows(r)
+		r.RegisterActivityWithOptions(func(context.Context) (string, error) { return DefaultStoreURI(), nil },
+			activity.RegisterOptions{Name: workflows.DefaultStoreName})
 	case workflows.QueueTrainer:
 		r.RegisterActivityWithOptions(acts.Tick, activity.RegisterOptions{Name: demo.TickName})
 		ta := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine)}

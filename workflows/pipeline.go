@@ -15,6 +15,10 @@ import (
 // PipelineName is the registered workflow type; `temporal workflow start --type Pipeline` uses it.
 const PipelineName = "Pipeline"
 
+// DefaultStoreName is the local activity, registered by workflow workers, that names their default store
+// (file://$TEMPER_HOME/store) for a pipeline started without one (e.g. from the Temporal CLI).
+const DefaultStoreName = "temper.DefaultStore"
+
 // ProgressQuery is the query that returns a PipelineProgress.
 const ProgressQuery = "progress"
 
@@ -131,6 +135,12 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
 	runID := info.WorkflowExecution.ID
 	if err := in.Validate(); err != nil {
 		return PipelineOutput{}, temporal.NewNonRetryableApplicationError("pipeline: invalid input: "+err.Error(), "InvalidConfig", err)
+	}
+	if in.Store == "" {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 10 * time.Second})
+		if err := workflow.ExecuteLocalActivity(lctx, DefaultStoreName).Get(ctx, &in.Store); err != nil {
+			return PipelineOutput{}, fmt.Errorf("pipeline %s: default store: %w", runID, err)
+		}
 	}
 	state := PipelineState{}
 	if in.State != nil {

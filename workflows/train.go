@@ -53,6 +53,7 @@ type TrainConfig struct {
 	Eval             EvalSpec        `json:"eval"`
 	KeepLast         int             `json:"keep_last" default:"3" help:"checkpoints kept besides the best"`
 	HeartbeatTimeout config.Duration `json:"heartbeat_timeout" default:"30s" help:"a trainer silent this long is presumed dead; its chunk is retried elsewhere"`
+	LoRA             *model.LoRA     `json:"lora,omitempty" help:"train LoRA adapters on the frozen starting model instead of every weight; checkpoints hold the adapters and the base URI"`
 }
 
 func defaultTrainConfig(text bool) *TrainConfig {
@@ -78,6 +79,11 @@ func (c *TrainConfig) Validate() error {
 	}
 	if err := c.Optimizer.Validate(); err != nil {
 		return err
+	}
+	if c.LoRA != nil {
+		if err := c.LoRA.Validate(); err != nil {
+			return &config.FieldError{Path: "lora", Msg: err.Error()}
+		}
 	}
 	switch {
 	case c.Batch.Rows < 1 || c.Batch.Rows > 4096:
@@ -177,6 +183,10 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		if cfg.Data.Seed != 0 {
 			st.Cursor.Seed = cfg.Data.Seed
 		}
+		if in.From == "" && cfg.LoRA != nil {
+			err := &config.FieldError{Path: "lora", Msg: "LoRA trains adapters on a starting model: set from (or put a phase before this one)"}
+			return PhaseOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
+		}
 		if in.From == "" {
 			mc, _ := cfg.Model.Resolve() // validated
 			var out train.InitOutput
@@ -201,6 +211,7 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		if err := workflow.ExecuteActivity(actx, train.ChunkName, train.ChunkInput{
 			Store: in.Store, Run: in.RunID, Phase: in.Phase, From: st.Checkpoint, Step: st.Step, Steps: n, TotalSteps: cfg.Steps,
 			Cursor: st.Cursor, Data: cfg.Data, Batch: cfg.Batch, Optim: cfg.Optimizer, FreshOptimizer: st.FreshOptimizer,
+			LoRA: cfg.LoRA,
 		}).Get(ctx, &out); err != nil {
 			return PhaseOutput{}, fmt.Errorf("%s %s: chunk at step %d: %w", in.Kind, in.Phase, st.Step, err)
 		}

@@ -103,6 +103,9 @@ func LoadEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri s
 	if err != nil {
 		return nil, model.Config{}, nil, fmt.Errorf("train: read checkpoint %s: %w", uri, err)
 	}
+	if IsAdapterCheckpoint(ck) {
+		return LoadAdapterEngine(ctx, cl, newEngine, ck, optim, withOptimizer)
+	}
 	raw, err := readAll(ctx, ck, ConfigFile)
 	if err != nil {
 		return nil, model.Config{}, nil, err
@@ -174,7 +177,7 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (ChunkOutput, err
 	if err != nil {
 		return ChunkOutput{}, badInput(err)
 	}
-	eng, cfg, _, err := a.loadEngine(ctx, in.From, in.Optim, !in.FreshOptimizer)
+	eng, cfg, ad, err := LoadTrainEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, in.LoRA, !in.FreshOptimizer)
 	if err != nil {
 		return ChunkOutput{}, err
 	}
@@ -226,7 +229,7 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (ChunkOutput, err
 			"tokens": float64(out.Tokens), "tokens_per_s": out.TokensPerS, "non_finite": float64(out.NonFinite)},
 	}
 	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(end), func(w *ckpt.Writer) error {
-		return writeModel(ctx, w, eng, cfg, st, true)
+		return WriteTrained(ctx, w, eng, cfg, ad, st)
 	})
 	if err != nil {
 		return ChunkOutput{}, fmt.Errorf("train: chunk %s/%s commit step %d: %w", in.Run, in.Phase, end, err)

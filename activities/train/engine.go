@@ -34,6 +34,9 @@ type EngineOptions struct {
 	Model model.Config
 	Seed  uint64 // initialises the weights
 	Optim Optim
+	// LoRA, when set, asks for an AdapterEngine: adapters attached (B = 0) and the only trainable
+	// weights; the base weights stay frozen (see lora.go).
+	LoRA *model.LoRA
 }
 
 // Engine runs one model's math. *tpu.Runtime satisfies it through a thin adapter in workers.

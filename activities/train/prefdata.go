@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strings"
 
@@ -52,11 +51,14 @@ type PrefDataSpec struct {
 
 // PrefSampling configures preference pairs made from a model's verified samples.
 type PrefSampling struct {
-	Prompts         int     `json:"prompts" default:"1000" help:"training prompts sampled (from the task's training split)"`
-	Samples         int     `json:"samples" default:"8" help:"completions sampled per prompt"`
-	Temperature     float64 `json:"temperature" default:"1" help:"sampling temperature"`
-	MaxNewTokens    int     `json:"max_new_tokens" default:"16" help:"tokens generated per completion"`
-	ReferenceChosen bool    `json:"reference_chosen" default:"true" help:"when no sample of a prompt is correct, use the task's reference answer as chosen (else drop the prompt)"`
+	Prompts      int     `json:"prompts" default:"1000" help:"training prompts sampled (from the task's training split)"`
+	Samples      int     `json:"samples" default:"8" help:"completions sampled per prompt"`
+	Temperature  float64 `json:"temperature" default:"1" help:"sampling temperature"`
+	MaxNewTokens int     `json:"max_new_tokens" default:"16" help:"tokens generated per completion"`
+	DropUnsolved bool    `json:"drop_unsolved" default:"false" help:"drop prompts none of whose samples is correct (default: pair the task's reference answer, as chosen, with a wrong sample)"`
+	// SyntheticHeldout keeps the task's synthetic held-out pairs; by default the held-out pairs are made
+	// like the training ones, from the model's samples on the held-out prompts.
+	SyntheticHeldout bool `json:"synthetic_heldout" default:"false" help:"evaluate on the task's synthetic held-out pairs (default: pairs of the model's own samples on the held-out prompts; data.heldout, when set, wins)"`
 }
 
 // WithDefaults fills zero fields with the documented defaults.
@@ -159,26 +161,6 @@ func PrefExamples(ctx context.Context, spec PrefDataSpec, seed uint64) (train, h
 		}
 	}
 	return train, heldout, nil
-}
-
-// readObject reads a whole object of the store by URI.
-func readObject(ctx context.Context, uri string) ([]byte, error) {
-	dir, name := path.Split(strings.TrimSuffix(uri, "/"))
-	st, err := ckpt.Open(ctx, strings.TrimSuffix(dir, "/"), ckpt.Options{})
-	if err != nil {
-		return nil, badInput(fmt.Errorf("train: open %s: %w", uri, err))
-	}
-	defer st.Close()
-	rc, err := st.Get(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("train: read %s: %w", uri, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		return nil, fmt.Errorf("train: read %s: %w", uri, err)
-	}
-	return b, nil
 }
 
 // readPrefJSONL reads a preference dataset; a malformed line is a non-retryable error naming file and line.
@@ -419,7 +401,7 @@ func (s prefSide) batch() Batch {
 // tensors are the side's four objective inputs: tokens, positions [rows, seq] int32, valid bool, mask
 // float32.
 func (s prefSide) tensors() []*tensors.Tensor {
-	return []*tensors.Tensor{intTensor(s.tokens), intTensor(s.positions), boolTensor(s.valid), floatTensor(s.mask)}
+	return []*tensors.Tensor{prefI32(s.tokens), prefI32(s.positions), prefBool(s.valid), prefF32(s.mask)}
 }
 
 // counted returns the values of lp at the side's counted positions, row by row.
@@ -472,7 +454,7 @@ func (s prefSide) masked(lp [][]float32) [][]float32 {
 	return out
 }
 
-func intTensor(x [][]int) *tensors.Tensor {
+func prefI32(x [][]int) *tensors.Tensor {
 	rows, cols := len(x), len(x[0])
 	flat := make([]int32, 0, rows*cols)
 	for _, r := range x {
@@ -483,7 +465,7 @@ func intTensor(x [][]int) *tensors.Tensor {
 	return tensors.FromFlatDataAndDimensions(flat, rows, cols)
 }
 
-func floatTensor(x [][]float32) *tensors.Tensor {
+func prefF32(x [][]float32) *tensors.Tensor {
 	rows, cols := len(x), len(x[0])
 	flat := make([]float32, 0, rows*cols)
 	for _, r := range x {
@@ -492,7 +474,7 @@ func floatTensor(x [][]float32) *tensors.Tensor {
 	return tensors.FromFlatDataAndDimensions(flat, rows, cols)
 }
 
-func boolTensor(x [][]bool) *tensors.Tensor {
+func prefBool(x [][]bool) *tensors.Tensor {
 	rows, cols := len(x), len(x[0])
 	flat := make([]bool, 0, rows*cols)
 	for _, r := range x {
@@ -627,32 +609,40 @@ type PrefFromModelInput struct {
 	Run        string       `json:"run"`
 	Phase      string       `json:"phase"`
 	Checkpoint string       `json:"checkpoint"`
-	Data       PrefDataSpec `json:"data"` // Task (prompts and checker), sizes and seed
+	Data       PrefDataSpec `json:"data"` // Task (prompts and checker), held-out size and seed
 	Sampling   PrefSampling `json:"sampling"`
 	Seed       uint64       `json:"seed"`
 }
 
-// PrefFromModelOutput names the pairs object and says how the prompts fared.
+// PrefFromModelOutput names the pairs objects and says how the prompts fared.
 type PrefFromModelOutput struct {
-	Train       string  `json:"train"` // URI of the pairs JSONL
+	Train   string `json:"train"`             // URI of the training pairs JSONL
+	Heldout string `json:"heldout,omitempty"` // URI of the held-out pairs JSONL (unless SyntheticHeldout)
+	// Stats of the training prompts.
 	Pairs       int     `json:"pairs"`
 	Prompts     int     `json:"prompts"`
 	AllCorrect  int     `json:"all_correct"`  // prompts dropped: every sample correct
 	NoneCorrect int     `json:"none_correct"` // prompts with no correct sample
 	SampleRate  float64 `json:"sample_rate"`  // fraction of all samples that were correct
-	Resumed     bool    `json:"resumed"`
+	// HeldoutPairs is the number of held-out pairs (held-out prompts with a wrong sample).
+	HeldoutPairs int  `json:"heldout_pairs"`
+	Resumed      bool `json:"resumed"`
 }
 
-// PrefFromModelKey is where the pairs of PreferencesFromModel live, relative to the store root.
-func PrefFromModelKey(run, phase, hash string) string {
-	return path.Join("runs", run, phase, "data", "model-pairs-"+hash+".jsonl")
+// PrefFromModelKey is where the pairs of PreferencesFromModel live, relative to the store root; split is
+// "train" or "heldout".
+func PrefFromModelKey(run, phase, hash, split string) string {
+	return path.Join("runs", run, phase, "data", "model-pairs-"+hash+"-"+split+".jsonl")
 }
 
 // PreferencesFromModel samples in.Sampling.Samples completions for each of in.Sampling.Prompts training
 // prompts of the task from a checkpoint, checks them with the task's verifier and pairs a correct
-// completion (chosen; the task's reference answer when none is correct and ReferenceChosen is set) with an
-// incorrect one (rejected). Prompts whose samples are all correct teach nothing and are dropped. Sampling
-// is seeded per (prompt, sample), so a retry writes the same object, at a key derived from the input.
+// completion (chosen; the task's reference answer when none is correct, unless DropUnsolved) with an
+// incorrect one (rejected). Prompts whose samples are all correct teach nothing and are dropped. Unless
+// SyntheticHeldout, the task's held-out prompts (Data.HeldoutExamples, the same an sft phase with the
+// same seed held out) get pairs the same way, so that evaluation asks how often the model prefers the
+// verified-correct answer over its own mistakes. Sampling is seeded per (split, prompt, sample), so a
+// retry writes the same objects, at keys derived from the input.
 func (a *Activities) PreferencesFromModel(ctx context.Context, in PrefFromModelInput) (PrefFromModelOutput, error) {
 	op := fmt.Sprintf("train: preferences from %s", in.Checkpoint)
 	s := in.Sampling.WithDefaults()
@@ -667,63 +657,123 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in PrefFromModelI
 	if in.Data.Seed != 0 {
 		seed = in.Data.Seed
 	}
-	key := PrefFromModelKey(in.Run, in.Phase, inputHash(struct {
+	hash := inputHash(struct {
 		C string
 		D PrefDataSpec
 		S PrefSampling
 		N uint64
-	}{in.Checkpoint, in.Data, s, seed}))
-	if uri, ok, err := existingObject(ctx, in.Store, key); err != nil {
+	}{in.Checkpoint, in.Data, s, seed})
+	trainKey, heldKey := PrefFromModelKey(in.Run, in.Phase, hash, "train"), PrefFromModelKey(in.Run, in.Phase, hash, "heldout")
+	statsKey := strings.TrimSuffix(trainKey, ".jsonl") + ".stats.json"
+	// The stats object is written last: when it exists, so do the pairs.
+	if uri, ok, err := existingObject(ctx, in.Store, statsKey); err != nil {
 		return PrefFromModelOutput{}, err
 	} else if ok {
-		var st PrefFromModelOutput
-		if b, err := readObject(ctx, uri+".stats.json"); err == nil {
-			_ = json.Unmarshal(b, &st)
+		b, err := readObject(ctx, uri)
+		if err != nil {
+			return PrefFromModelOutput{}, err
 		}
-		st.Train, st.Resumed = uri, true
-		return st, nil
+		var out PrefFromModelOutput
+		if err := json.Unmarshal(b, &out); err != nil {
+			return PrefFromModelOutput{}, fmt.Errorf("%s: %s: %w", op, uri, err)
+		}
+		out.Resumed = true
+		return out, nil
 	}
-	// Prompts of the training split only: never a held-out prompt.
-	prompts, _ := tasks.Split(task, s.Prompts, in.Data.HeldoutExamples, seed)
+	// Training prompts come from the training split only: never a held-out prompt.
+	trainPrompts, heldPrompts := tasks.Split(task, s.Prompts, in.Data.HeldoutExamples, seed)
 	eng, _, _, err := a.loadEngine(ctx, in.Checkpoint, Optim{}, false)
 	if err != nil {
 		return PrefFromModelOutput{}, err
 	}
 	defer eng.Close()
+	total := len(trainPrompts)
+	if !s.SyntheticHeldout {
+		total += len(heldPrompts)
+	}
+	done := 0
+	beat := func(n int) {
+		done += n
+		activity.RecordHeartbeat(ctx, Progress{Step: done, Total: total})
+	}
+	pairs, st, err := samplePairs(ctx, eng, trainPrompts, s, seed, 0, beat)
+	if err != nil {
+		return PrefFromModelOutput{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if len(pairs) == 0 {
+		return PrefFromModelOutput{}, badInput(fmt.Errorf("%s: no pairs: %d of %d prompts had only correct samples", op, st.AllCorrect, len(trainPrompts)))
+	}
+	out := st
+	if out.Train, err = writePairs(ctx, in.Store, trainKey, pairs); err != nil {
+		return PrefFromModelOutput{}, err
+	}
+	if !s.SyntheticHeldout && len(heldPrompts) > 0 {
+		held, _, err := samplePairs(ctx, eng, heldPrompts, s, seed, 1, beat)
+		if err != nil {
+			return PrefFromModelOutput{}, fmt.Errorf("%s: held-out: %w", op, err)
+		}
+		if len(held) == 0 {
+			return PrefFromModelOutput{}, badInput(fmt.Errorf("%s: no held-out pairs: every sample of the %d held-out prompts is correct (set synthetic_heldout)", op, len(heldPrompts)))
+		}
+		out.HeldoutPairs = len(held)
+		if out.Heldout, err = writePairs(ctx, in.Store, heldKey, held); err != nil {
+			return PrefFromModelOutput{}, err
+		}
+	}
+	b, _ := json.Marshal(out)
+	if _, err := putObject(ctx, in.Store, statsKey, b); err != nil {
+		return PrefFromModelOutput{}, err
+	}
+	return out, nil
+}
+
+func writePairs(ctx context.Context, root, key string, pairs []tasks.PrefExample) (string, error) {
+	var buf bytes.Buffer
+	if err := tasks.WritePrefJSONL(&buf, pairs); err != nil {
+		return "", err
+	}
+	return putObject(ctx, root, key, buf.Bytes())
+}
+
+// samplePairs samples s.Samples completions per prompt (seeded by seed, split, prompt and sample) and pairs
+// a verified-correct completion with a wrong one; it returns the pairs and the stats of the prompts.
+func samplePairs(ctx context.Context, eng Engine, prompts []tasks.Example, s PrefSampling, seed uint64, split int, beat func(int)) ([]tasks.PrefExample, PrefFromModelOutput, error) {
 	enc := encoder()
-	out := PrefFromModelOutput{Prompts: len(prompts)}
+	st := PrefFromModelOutput{Prompts: len(prompts)}
 	var pairs []tasks.PrefExample
-	correctSamples, totalSamples := 0, 0
+	correct, total := 0, 0
 	per := max(1, evalRows/s.Samples)
 	for lo := 0; lo < len(prompts); lo += per {
+		if err := ctx.Err(); err != nil {
+			return nil, st, err
+		}
 		hi := min(lo+per, len(prompts))
 		var batch [][]int
 		var seeds []uint64
 		for i := lo; i < hi; i++ {
 			ids, err := enc.PromptIDs(prompts[i])
 			if err != nil {
-				return PrefFromModelOutput{}, badInput(err)
+				return nil, st, badInput(err)
 			}
 			for k := 0; k < s.Samples; k++ {
 				batch = append(batch, ids)
-				seeds = append(seeds, seed*1_000_003+uint64(i*s.Samples+k)+7)
+				seeds = append(seeds, seed*1_000_003+uint64(split)*100_000_007+uint64(i*s.Samples+k)+7)
 			}
 		}
 		outs, err := eng.Generate(batch, sample.Options{MaxNewTokens: s.MaxNewTokens, Temperature: s.Temperature,
 			StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds})
 		if err != nil {
-			return PrefFromModelOutput{}, fmt.Errorf("%s: generate: %w", op, err)
+			return nil, st, fmt.Errorf("generate: %w", err)
 		}
 		for i := lo; i < hi; i++ {
 			ex := prompts[i]
 			var good, bad string
 			var hasGood, hasBad bool
 			for k := 0; k < s.Samples; k++ {
-				o := outs[(i-lo)*s.Samples+k]
-				text := enc.Tok.Decode(stripStop(o.Tokens))
-				totalSamples++
+				text := enc.Tok.Decode(stripStop(outs[(i-lo)*s.Samples+k].Tokens))
+				total++
 				if passes(ex, text) {
-					correctSamples++
+					correct++
 					if !hasGood {
 						good, hasGood = text, true
 					}
@@ -733,11 +783,11 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in PrefFromModelI
 			}
 			switch {
 			case !hasBad:
-				out.AllCorrect++
+				st.AllCorrect++
 				continue
 			case !hasGood:
-				out.NoneCorrect++
-				if !s.ReferenceChosen {
+				st.NoneCorrect++
+				if s.DropUnsolved {
 					continue
 				}
 				good = ex.Completion
@@ -747,25 +797,9 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in PrefFromModelI
 			}
 			pairs = append(pairs, tasks.PrefExample{ID: ex.ID, Task: ex.Task, Prompt: ex.Prompt, Chosen: good, Rejected: bad, Answer: ex.Answer})
 		}
-		activity.RecordHeartbeat(ctx, Progress{Step: hi, Total: len(prompts)})
+		beat(hi - lo)
 	}
-	if len(pairs) == 0 {
-		return PrefFromModelOutput{}, badInput(fmt.Errorf("%s: no pairs: %d of %d prompts had only correct samples", op, out.AllCorrect, len(prompts)))
-	}
-	out.Pairs = len(pairs)
-	out.SampleRate = float64(correctSamples) / float64(max(1, totalSamples))
-	var buf bytes.Buffer
-	if err := tasks.WritePrefJSONL(&buf, pairs); err != nil {
-		return PrefFromModelOutput{}, err
-	}
-	st, _ := json.Marshal(out)
-	if _, err := putObject(ctx, in.Store, key+".stats.json", st); err != nil {
-		return PrefFromModelOutput{}, err
-	}
-	uri, err := putObject(ctx, in.Store, key, buf.Bytes())
-	if err != nil {
-		return PrefFromModelOutput{}, err
-	}
-	out.Train = uri
-	return out, nil
+	st.Pairs = len(pairs)
+	st.SampleRate = float64(correct) / float64(max(1, total))
+	return pairs, st, nil
 }

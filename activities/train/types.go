@@ -121,6 +121,8 @@ type ChunkInput struct {
 	Optim      Optim     `json:"optim"`
 	// FreshOptimizer ignores From's optimizer state (a phase starting from another phase's model).
 	FreshOptimizer bool `json:"fresh_optimizer"`
+	// LoRA, when set, trains adapters on a frozen base instead of every weight (see lora.go).
+	LoRA *model.LoRA `json:"lora,omitempty"`
 }
 
 // ChunkOutput is the committed checkpoint and what happened on the way.

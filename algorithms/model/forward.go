@@ -37,7 +37,8 @@ func layerPath(pattern string, l int) string {
 //	logits:    [batch, seq, vocab] float32
 //
 // Attention is causal over the seq index and hides padded keys; a padded query attends only to
-// itself, so its (meaningless) output stays finite. Variables are read relative to scope.
+// itself, so its (meaningless) output stays finite. Variables are read relative to scope; LoRA
+// adapters attached to scope (AttachLoRA) are applied to the projections they target.
 func Forward(scope *gm.Scope, cfg Config, tokens, positions, mask *Node) *Node {
 	h := Hidden(scope, cfg, tokens, positions, mask)
 	return lmHead(scope, cfg, h)
@@ -218,7 +219,8 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, bias *Node, kv *
 	grp := nh / nkv
 	width := cfg.qkvWidth()
 
-	qkv := Dot(Reshape(h, batch*seq, d), param(scope, g, layerPath(VarQKV, l), d, width)).Product()
+	x := Reshape(h, batch*seq, d)
+	qkv := linear(scope, VarQKV, l, x, param(scope, g, layerPath(VarQKV, l), d, width))
 	if cfg.QKVBias {
 		qkv = Add(qkv, Reshape(param(scope, g, layerPath(VarQKVBias, l), width), 1, width))
 	}
@@ -260,7 +262,8 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, bias *Node, kv *
 	probs := Reshape(Softmax(scores, -1), batch*nkv, grp*seq, keys)
 	out := DotGeneral(probs, []int{2}, []int{0}, vv, []int{1}, []int{0}) // [batch·kv, grp·seq, hd]
 	out = TransposeAllAxes(Reshape(out, batch, nkv, grp, seq, hd), 0, 3, 1, 2, 4)
-	out = Dot(Reshape(out, batch*seq, nh*hd), param(scope, g, layerPath(VarAttnOut, l), nh*hd, d)).Product()
+	out = Reshape(out, batch*seq, nh*hd)
+	out = linear(scope, VarAttnOut, l, out, param(scope, g, layerPath(VarAttnOut, l), nh*hd, d))
 	return Reshape(out, batch, seq, d)
 }
 
@@ -270,11 +273,12 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, bias *Node, kv *
 func mlp(scope *gm.Scope, cfg Config, l int, h *Node) *Node {
 	g := h.Graph()
 	batch, seq, d, f := h.Shape().Dim(0), h.Shape().Dim(1), cfg.DModel, cfg.FFN
-	gu := Dot(Reshape(h, batch*seq, d), param(scope, g, layerPath(VarGateUp, l), d, 2*f)).Product()
+	x := Reshape(h, batch*seq, d)
+	gu := linear(scope, VarGateUp, l, x, param(scope, g, layerPath(VarGateUp, l), d, 2*f))
 	gate := SliceAxis(gu, 1, AxisRange(0, f))
 	up := SliceAxis(gu, 1, AxisRange(f, 2*f))
 	act := Mul(activate(cfg.Activation, gate), up)
-	out := Dot(act, param(scope, g, layerPath(VarDown, l), f, d)).Product()
+	out := linear(scope, VarDown, l, act, param(scope, g, layerPath(VarDown, l), f, d))
 	return Reshape(out, batch, seq, d)
 }
 

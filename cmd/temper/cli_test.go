@@ -23,7 +23,15 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// Keep the default store and state of every test (and subprocess) out of the real ~/.temper.
+	home, err := os.MkdirTemp("", "temper-home-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("TEMPER_HOME", home)
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
 }
 
 func cli(t *testing.T, args ...string) (string, error) {

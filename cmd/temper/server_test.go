@@ -64,8 +64,9 @@ func TestReadmeTemporalCLIInputRuns(t *testing.T) {
 	if err := run.Get(context.Background(), &out); err != nil {
 		t.Fatalf("README example run: %v", err)
 	}
-	if len(out.Phases) == 0 {
-		t.Fatal("no phases ran")
+	if len(out.Phases) != 1 || out.Phases[0].Kind != "sft" || out.Phases[0].Metrics["steps"] != 10 ||
+		!strings.Contains(out.Phases[0].Checkpoint, "/runs/readme-example/sft/step-000010/") {
+		t.Fatalf("README example ran %+v", out.Phases)
 	}
 }
 

@@ -1,0 +1,221 @@
+package reward
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/objective"
+	"github.com/temperml/temper/algorithms/tasks"
+	"github.com/temperml/temper/algorithms/verify"
+)
+
+// CriticVerifier is the name of the learned critic: a reward model trained by a "reward" phase,
+// used as a verifier.
+const CriticVerifier = "critic"
+
+// CriticParams configures the "critic" verifier.
+type CriticParams struct {
+	// Checkpoint is the reward model (file:///… or gs://…), the output of a "reward" phase.
+	Checkpoint string `json:"checkpoint"`
+	// Threshold: the sample passes when sigmoid(r) >= Threshold; 0 means 0.5 (r >= 0).
+	Threshold float64 `json:"threshold,omitempty"`
+}
+
+// DefaultCriticThreshold is the pass threshold when CriticParams.Threshold is 0.
+const DefaultCriticThreshold = 0.5
+
+// MaxCriticModels bounds the reward models a worker keeps loaded; the least recently used beyond
+// it is closed once no verification is using it.
+const MaxCriticModels = 2
+
+// NewCriticFactory returns the factory of "critic": it scores prompt+completion with the reward
+// model's value head read at the EOS (as the reward phase trained it) and reports
+// Score = sigmoid(r), Pass = Score >= threshold. Models load on first use (through newEngine, the
+// trainer's engine factory) and stay cached per checkpoint URI across Score calls. A checkpoint
+// that cannot be loaded, or has no value head, makes Verify return an error (the item cannot be
+// judged); a sample longer than the model's context fails. With a nil client or engine factory the
+// factory still validates params (for config validation) and every Verify reports that this worker
+// cannot run reward models.
+func NewCriticFactory(cl *ckpt.Client, newEngine train.NewEngine) verify.Factory {
+	cache := &criticCache{cl: cl, newEngine: newEngine, max: MaxCriticModels, models: map[string]*criticModel{}}
+	return func(params json.RawMessage) (verify.Verifier, error) {
+		var p CriticParams
+		if err := verify.DecodeParams(CriticVerifier, params, &p); err != nil {
+			return nil, err
+		}
+		if err := p.validate(); err != nil {
+			return nil, err
+		}
+		if p.Threshold == 0 {
+			p.Threshold = DefaultCriticThreshold
+		}
+		return &critic{p: p, cache: cache}, nil
+	}
+}
+
+func (p CriticParams) validate() error {
+	if !strings.HasPrefix(p.Checkpoint, "file:///") && !strings.HasPrefix(p.Checkpoint, "gs://") {
+		return fmt.Errorf("verify: critic params: checkpoint=%q: want the URI of a reward model (file:///… or gs://…)", p.Checkpoint)
+	}
+	if !(p.Threshold >= 0 && p.Threshold < 1) {
+		return fmt.Errorf("verify: critic params: threshold=%g: want 0 <= threshold < 1 (0 means %g)", p.Threshold, DefaultCriticThreshold)
+	}
+	return nil
+}
+
+type critic struct {
+	p     CriticParams
+	cache *criticCache
+}
+
+// Verify scores one sample. It is safe for concurrent use (the engine serializes executions).
+func (c *critic) Verify(ctx context.Context, s verify.Sample) (verify.Verdict, error) {
+	if c.cache.cl == nil || c.cache.newEngine == nil {
+		return verify.Verdict{}, errors.New("verify: critic: this worker has no engine to run reward models (workers wire one)")
+	}
+	m, err := c.cache.acquire(ctx, c.p.Checkpoint)
+	if err != nil {
+		return verify.Verdict{}, err
+	}
+	defer c.cache.release(m)
+	ex := tasks.Example{Prompt: s.Prompt, Completion: s.Completion}
+	if s.Prompt == "" {
+		ex = tasks.Example{Text: s.Completion} // [BOS] completion EOS, as a prompt-less pair would be
+	}
+	if ex.Text == "" && ex.Prompt == "" {
+		return verify.Verdict{Feedback: "empty output"}, nil
+	}
+	enc, err := train.Encoder().Encode(ex)
+	if err != nil {
+		return verify.Verdict{}, fmt.Errorf("verify: critic: encode: %w", err)
+	}
+	if len(enc.IDs) > m.cfg.MaxSeq {
+		return verify.Verdict{Feedback: fmt.Sprintf("too long for the learned critic (%d tokens, at most %d)", len(enc.IDs), m.cfg.MaxSeq)}, nil
+	}
+	seq := 8
+	for seq < len(enc.IDs) {
+		seq *= 2
+	}
+	seq = min(seq, m.cfg.MaxSeq)
+	obj := objective.RewardScores(1)
+	out, err := m.eng.EvalObjective(obj, train.SequenceInputs([][]int{enc.IDs}, 1, seq))
+	if err != nil {
+		return verify.Verdict{}, fmt.Errorf("verify: critic %s: %w", c.p.Checkpoint, err)
+	}
+	r := float64(out[obj.Metrics[0]])
+	if math.IsNaN(r) {
+		return verify.Verdict{}, fmt.Errorf("verify: critic %s: reward is NaN", c.p.Checkpoint)
+	}
+	score := 1 / (1 + math.Exp(-r))
+	v := verify.Verdict{Score: score, Pass: score >= c.p.Threshold}
+	if !v.Pass {
+		v.Feedback = fmt.Sprintf("the learned critic rates this %.2f, below %.2f", score, c.p.Threshold)
+	}
+	return v, nil
+}
+
+// criticCache keeps reward-model engines loaded per checkpoint URI.
+type criticCache struct {
+	cl        *ckpt.Client
+	newEngine train.NewEngine
+	max       int
+
+	mu     sync.Mutex
+	models map[string]*criticModel
+	tick   int64
+}
+
+type criticModel struct {
+	uri   string
+	ready chan struct{} // closed once eng/cfg/err are set
+	eng   train.Engine
+	cfg   model.Config
+	err   error
+
+	refs    int   // guarded by criticCache.mu
+	used    int64 // guarded by criticCache.mu
+	evicted bool  // guarded by criticCache.mu: close when refs drops to 0
+}
+
+// acquire returns the loaded model of uri, loading it on first use (concurrent callers wait for
+// one load); release must follow.
+func (c *criticCache) acquire(ctx context.Context, uri string) (*criticModel, error) {
+	c.mu.Lock()
+	c.tick++
+	m, ok := c.models[uri]
+	loader := !ok
+	if loader {
+		m = &criticModel{uri: uri, ready: make(chan struct{})}
+		c.models[uri] = m
+	}
+	m.refs++
+	m.used = c.tick
+	c.mu.Unlock()
+	if loader {
+		m.eng, m.cfg, m.err = train.LoadRewardEngine(ctx, c.cl, c.newEngine, uri, train.Optim{}, false)
+		close(m.ready)
+		c.mu.Lock()
+		if m.err != nil {
+			delete(c.models, uri) // the next use tries again
+		} else {
+			c.evictLocked()
+		}
+		c.mu.Unlock()
+	} else {
+		select {
+		case <-m.ready:
+		case <-ctx.Done():
+			c.release(m)
+			return nil, fmt.Errorf("verify: critic: waiting for %s: %w", uri, ctx.Err())
+		}
+	}
+	if m.err != nil {
+		c.release(m)
+		return nil, fmt.Errorf("verify: critic: %w", m.err)
+	}
+	return m, nil
+}
+
+func (c *criticCache) release(m *criticModel) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m.refs--
+	if m.refs == 0 && m.evicted && m.eng != nil {
+		m.eng.Close()
+		m.eng = nil
+	}
+}
+
+// evictLocked drops the least recently used loaded models beyond max.
+func (c *criticCache) evictLocked() {
+	for len(c.models) > c.max {
+		var lru *criticModel
+		for _, m := range c.models {
+			select {
+			case <-m.ready:
+			default:
+				continue // still loading
+			}
+			if lru == nil || m.used < lru.used {
+				lru = m
+			}
+		}
+		if lru == nil {
+			return
+		}
+		delete(c.models, lru.uri)
+		lru.evicted = true
+		if lru.refs == 0 && lru.eng != nil {
+			lru.eng.Close()
+			lru.eng = nil
+		}
+	}
+}

@@ -1,0 +1,245 @@
+package reward
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/objective"
+	"github.com/temperml/temper/algorithms/safetensors"
+	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/verify"
+	"github.com/temperml/temper/tpu"
+)
+
+// criticEngine adapts *tpu.Runtime to train.Engine as workers/engine.go does (tests may import tpu).
+type criticEngine struct {
+	rt     *tpu.Runtime
+	closed *int
+	mu     *sync.Mutex
+}
+
+func (e criticEngine) LoadWeights(r io.Reader) error   { return e.rt.LoadWeights(r) }
+func (e criticEngine) SaveWeights(w io.Writer) error   { return e.rt.SaveWeights(w, safetensors.F32) }
+func (e criticEngine) LoadOptimizer(r io.Reader) error { return e.rt.LoadOptimizer(r) }
+func (e criticEngine) SaveOptimizer(w io.Writer) error { return e.rt.SaveOptimizer(w) }
+func (e criticEngine) Close() error {
+	e.mu.Lock()
+	*e.closed++
+	e.mu.Unlock()
+	return e.rt.Close()
+}
+func (e criticEngine) TrainStep(b train.Batch, lr float32) (train.StepMetrics, error) {
+	m, err := e.rt.TrainStep(tpu.Batch(b), lr)
+	return train.StepMetrics(m), err
+}
+func (e criticEngine) EvalLoss(b train.Batch) (train.StepMetrics, error) {
+	m, err := e.rt.EvalLoss(tpu.Batch(b))
+	return train.StepMetrics(m), err
+}
+func (e criticEngine) Generate(p [][]int, o sample.Options) ([]model.Completion, error) {
+	return e.rt.Generate(p, o)
+}
+func (e criticEngine) LogProbs(b train.Batch) ([][]float32, error) {
+	return e.rt.LogProbs(tpu.Batch(b))
+}
+func (e criticEngine) StepObjective(obj objective.Objective, in []*tensors.Tensor, lr float32) (map[string]float32, error) {
+	return e.rt.StepObjective(obj, in, lr)
+}
+func (e criticEngine) EvalObjective(obj objective.Objective, in []*tensors.Tensor) (map[string]float32, error) {
+	return e.rt.EvalObjective(obj, in)
+}
+
+// engineCounter builds tpu engines and counts how many were made and closed.
+type engineCounter struct {
+	mu           sync.Mutex
+	made, closed int
+}
+
+func (c *engineCounter) new(o train.EngineOptions) (train.Engine, error) {
+	rt, err := tpu.New(tpu.Options{Model: o.Model, Seed: o.Seed})
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.made++
+	c.mu.Unlock()
+	return criticEngine{rt: rt, closed: &c.closed, mu: &c.mu}, nil
+}
+
+// rewardModels commits reward models (fresh tiny models with value heads) and one causal LM.
+func rewardModels(t *testing.T, seeds ...uint64) (rms []string, lm string) {
+	t.Helper()
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	ec := &engineCounter{}
+	a := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: ec.new}
+	env.RegisterActivityWithOptions(a.RewardInit, activity.RegisterOptions{Name: train.RewardInitName})
+	env.RegisterActivityWithOptions(a.Init, activity.RegisterOptions{Name: train.InitName})
+	store := "file://" + t.TempDir()
+	cfg, err := model.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxSeq = 32
+	for i, s := range seeds {
+		v, err := env.ExecuteActivity(train.RewardInitName, train.RewardInitInput{Store: store, Run: "c", Phase: fmt.Sprintf("rm%d", i), Model: cfg, Seed: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out train.RewardInitOutput
+		if err := v.Get(&out); err != nil {
+			t.Fatal(err)
+		}
+		rms = append(rms, out.Checkpoint)
+	}
+	v, err := env.ExecuteActivity(train.InitName, train.InitInput{Store: store, Run: "c", Phase: "lm", Model: cfg, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out train.InitOutput
+	if err := v.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	return rms, out.Checkpoint
+}
+
+func criticParams(uri string, threshold float64) json.RawMessage {
+	b, _ := json.Marshal(CriticParams{Checkpoint: uri, Threshold: threshold})
+	return b
+}
+
+// TestCriticScoresWithTheRewardModel: the critic's score is sigmoid of the reward the model gives
+// prompt+completion at its EOS, its threshold decides pass, and it works through reward.Score.
+func TestCriticScoresWithTheRewardModel(t *testing.T) {
+	rms, lm := rewardModels(t, 1, 2, 3)
+	ec := &engineCounter{}
+	cl := ckpt.New(ckpt.Options{})
+	f := NewCriticFactory(cl, ec.new)
+	ctx := context.Background()
+
+	// The reference: the reward model's value at the EOS of [BOS] prompt completion EOS.
+	eng, cfg, err := train.LoadRewardEngine(ctx, cl, (&engineCounter{}).new, rms[0], train.Optim{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	samples := []verify.Sample{{Prompt: "12+34=", Completion: "46"}, {Prompt: "12+34=", Completion: "47"}, {Completion: "no prompt"}}
+	want := make([]float64, len(samples))
+	for i, s := range samples {
+		ex := fmt.Sprintf("%s%s", s.Prompt, s.Completion)
+		ids := append(append([]int{257}, bytesOf(ex)...), 258)
+		obj := objective.RewardScores(1)
+		out, err := eng.EvalObjective(obj, train.SequenceInputs([][]int{ids}, 1, cfg.MaxSeq))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = 1 / (1 + math.Exp(-float64(out[obj.Metrics[0]])))
+	}
+	lo, err := f(criticParams(rms[0], 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range samples {
+		v, err := lo.Verify(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(v.Score-want[i]) > 1e-5 || v.Pass != (v.Score >= 0.5) {
+			t.Errorf("sample %d: verdict %+v, want score %.6f", i, v, want[i])
+		}
+	}
+	// Thresholds: everything passes a tiny one and fails a huge one, with feedback.
+	easy, _ := f(criticParams(rms[0], 1e-6))
+	hard, _ := f(criticParams(rms[0], 0.999999))
+	for _, s := range samples {
+		if v, _ := easy.Verify(ctx, s); !v.Pass || v.Feedback != "" {
+			t.Errorf("threshold 1e-6: %+v", v)
+		}
+		if v, _ := hard.Verify(ctx, s); v.Pass || !strings.Contains(v.Feedback, "learned critic") {
+			t.Errorf("threshold 0.999999: %+v", v)
+		}
+	}
+	// Too long for the model's context: a failing verdict, not an error.
+	if v, err := lo.Verify(ctx, verify.Sample{Prompt: "1+1=", Completion: strings.Repeat("9", 40)}); err != nil || v.Pass || !strings.Contains(v.Feedback, "too long") {
+		t.Errorf("long sample: %+v %v", v, err)
+	}
+	// One engine so far, shared by the three verifiers of the same checkpoint.
+	if ec.made != 1 {
+		t.Errorf("%d engines made for one checkpoint", ec.made)
+	}
+	// Through reward.Score, concurrently, with two other checkpoints: at most MaxCriticModels stay
+	// loaded (the least recently used is closed), and every item is judged.
+	acts := NewActivities(nil)
+	if err := acts.Registry().Register(CriticVerifier, f); err != nil {
+		t.Fatal(err)
+	}
+	var items []Item
+	for i := 0; i < 12; i++ {
+		items = append(items, Item{ID: fmt.Sprint(i), Prompt: fmt.Sprintf("%d+1=", i), Completion: fmt.Sprint(i + 1)})
+	}
+	for _, uri := range rms {
+		out, err := acts.ScoreItems(ctx, ScoreInput{Items: items, Workers: 4,
+			Spec: verify.Spec{Verifiers: []verify.Component{{Name: CriticVerifier, Params: criticParams(uri, 0)}}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Metrics.Judged != 12 || out.Metrics.Errors != 0 || !(out.Metrics.MeanScore > 0 && out.Metrics.MeanScore < 1) {
+			t.Fatalf("score with %s: %+v", uri, out.Metrics)
+		}
+	}
+	if ec.made != 3 || ec.closed != 1 {
+		t.Errorf("engines made %d, closed %d; want 3 made and the least recently used closed", ec.made, ec.closed)
+	}
+	// A causal LM is no reward model: the item cannot be judged (an error naming why).
+	bad, _ := f(criticParams(lm, 0))
+	if _, err := bad.Verify(ctx, samples[0]); err == nil || !strings.Contains(err.Error(), "value head") {
+		t.Errorf("critic on a causal LM: %v", err)
+	}
+}
+
+func bytesOf(s string) []int {
+	out := make([]int, len(s))
+	for i := range len(s) {
+		out[i] = int(s[i])
+	}
+	return out
+}
+
+func TestCriticParams(t *testing.T) {
+	f := NewCriticFactory(ckpt.New(ckpt.Options{}), (&engineCounter{}).new)
+	for _, c := range []struct{ params, want string }{
+		{`{"checkpoint":"file:///tmp/rm/step-000010/"}`, ""},
+		{`{"checkpoint":"gs://b/rm/step-000010/","threshold":0.8}`, ""},
+		{`{}`, "checkpoint"},
+		{`{"checkpoint":"/tmp/rm"}`, "checkpoint"},
+		{`{"checkpoint":"file:///tmp/rm","threshold":1}`, "threshold"},
+		{`{"checkpoint":"file:///tmp/rm","threshold":-0.1}`, "threshold"},
+		{`{"checkpoint":"file:///tmp/rm","treshold":0.5}`, "unknown field"},
+	} {
+		_, err := f(json.RawMessage(c.params))
+		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want an error containing %q", c.params, err, c.want)
+		}
+	}
+	// Without an engine the params still validate (config checks), and use explains the problem.
+	v, err := NewCriticFactory(nil, nil)(json.RawMessage(`{"checkpoint":"file:///x/"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(context.Background(), verify.Sample{Prompt: "1+1=", Completion: "2"}); err == nil || !strings.Contains(err.Error(), "no engine") {
+		t.Errorf("without an engine: %v", err)
+	}
+}

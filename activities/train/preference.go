@@ -1,0 +1,552 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/algorithms/data"
+	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/objective"
+	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/schedule"
+	"github.com/temperml/temper/algorithms/tasks"
+	"github.com/temperml/temper/algorithms/tokenize"
+)
+
+// Reference modes of a preference phase.
+const (
+	RefPrecomputed = "precomputed" // train.RefLogProbs once, stored with the data; training never holds πref
+	RefOnTheFly    = "on_the_fly"  // a second engine holds πref during each chunk
+)
+
+// PrefChunkInput trains Steps steps of a preference objective from From and commits step Step+Steps.
+type PrefChunkInput struct {
+	Store string `json:"store"`
+	Run   string `json:"run"`
+	Phase string `json:"phase"`
+	From  string `json:"from"`
+	// Step is the phase's step count at From; the chunk commits step Step+Steps.
+	Step       int          `json:"step"`
+	Steps      int          `json:"steps"`
+	TotalSteps int          `json:"total_steps"`
+	Cursor     Cursor       `json:"cursor"`
+	Data       PrefDataSpec `json:"data"`
+	// RefData is the object RefLogProbs wrote (data with reference log-probs). When set, its rows are
+	// the training data; when empty, the data comes from Data and, if the loss needs a reference,
+	// Reference is loaded and scored on the fly.
+	RefData   string          `json:"ref_data,omitempty"`
+	Reference string          `json:"reference,omitempty"`
+	Batch     BatchSpec       `json:"batch"` // rows: pairs (kto: labelled completions) per step; seq: tokens per sequence
+	Optim     Optim           `json:"optim"`
+	Loss      loss.Preference `json:"loss"`
+	// FreshOptimizer ignores From's optimizer state (the phase starts from another phase's model).
+	FreshOptimizer bool `json:"fresh_optimizer"`
+}
+
+// PrefChunkOutput is the committed checkpoint and the chunk's means.
+type PrefChunkOutput struct {
+	Checkpoint string  `json:"checkpoint"`
+	Step       int     `json:"step"`
+	Cursor     Cursor  `json:"cursor"`
+	Loss       float64 `json:"loss"`      // mean over the chunk's finite steps
+	LastLoss   float64 `json:"last_loss"` // the final step's
+	GradNorm   float64 `json:"grad_norm"` // mean
+	LR         float64 `json:"lr"`        // of the last step
+	NonFinite  int     `json:"non_finite"`
+	Seconds    float64 `json:"seconds"` // engine time
+	// Metrics are the chunk means of the objective's metrics (rewards/accuracy, rewards/margin, ...).
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Resumed bool               `json:"resumed"` // the checkpoint was already committed by an earlier attempt
+}
+
+// metricPrefix marks objective metrics among a checkpoint's state scalars.
+const metricPrefix = "metric/"
+
+// PrefChunk trains in.Steps steps of the preference loss in.Loss (warmup-cosine LR, AdamW as Chunk)
+// from in.From, one example per row, and commits step in.Step+in.Steps with the optimizer state and the
+// data cursor. Like Chunk it is idempotent (a committed step is returned as is) and deterministic, so a
+// retry recomputes the same checkpoint bit for bit.
+func (a *Activities) PrefChunk(ctx context.Context, in PrefChunkInput) (PrefChunkOutput, error) {
+	op := fmt.Sprintf("train: %s chunk %s/%s", in.Loss.Kind, in.Run, in.Phase)
+	if in.Steps <= 0 || in.Batch.Rows <= 0 || in.Batch.Seq < 2 {
+		return PrefChunkOutput{}, badInput(fmt.Errorf("%s: steps %d, batch %dx%d: want > 0 and seq ≥ 2", op, in.Steps, in.Batch.Rows, in.Batch.Seq))
+	}
+	obj, err := objective.Preference(in.Loss)
+	if err != nil {
+		return PrefChunkOutput{}, badInput(fmt.Errorf("%s: %w", op, err))
+	}
+	end := in.Step + in.Steps
+	if ref, err := a.Ckpt.Lookup(ctx, in.Store, in.Run, in.Phase, int64(end)); err == nil {
+		return a.committedPrefChunk(ctx, ref.URI, obj)
+	} else if !errors.Is(err, ckpt.ErrNotExist) {
+		return PrefChunkOutput{}, err
+	}
+	items, err := a.prefTrainingItems(ctx, in)
+	if err != nil {
+		return PrefChunkOutput{}, err
+	}
+	enc, err := encodeItems(encoder(), items, in.Batch.Seq)
+	if err != nil {
+		return PrefChunkOutput{}, badInput(err)
+	}
+	eng, cfg, _, err := a.loadEngine(ctx, in.From, in.Optim, !in.FreshOptimizer)
+	if err != nil {
+		return PrefChunkOutput{}, err
+	}
+	defer eng.Close()
+	var refEng Engine
+	if in.Loss.UsesReference() && in.RefData == "" {
+		if in.Reference == "" {
+			return PrefChunkOutput{}, badInput(fmt.Errorf("%s: %s needs a reference: set ref_data (precomputed) or reference (on the fly)", op, in.Loss.Kind))
+		}
+		if refEng, _, _, err = a.loadEngine(ctx, in.Reference, Optim{}, false); err != nil {
+			return PrefChunkOutput{}, err
+		}
+		defer refEng.Close()
+	}
+	sched := schedule.WarmupCosine{Peak: in.Optim.LR, Warmup: in.Optim.WarmupSteps, Total: in.TotalSteps, MinRatio: in.Optim.MinLRRatio}
+	out := PrefChunkOutput{Step: end, Cursor: in.Cursor, Metrics: map[string]float64{}}
+	var lossSum, normSum float64
+	sums := make([]float64, len(obj.Metrics))
+	for i := 0; i < in.Steps; i++ {
+		if err := ctx.Err(); err != nil {
+			return PrefChunkOutput{}, fmt.Errorf("%s at step %d: %w", op, in.Step+i, err)
+		}
+		var idx []int
+		idx, out.Cursor = nextRows(len(items), in.Batch.Rows, out.Cursor)
+		inputs, err := prefInputs(in.Loss, items, enc, idx, in.Batch.Seq, refEng)
+		if err != nil {
+			return PrefChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
+		}
+		out.LR = sched.At(in.Step + i)
+		m, err := eng.StepObjective(obj, inputs, float32(out.LR))
+		if err != nil {
+			return PrefChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
+		}
+		l, g := float64(m["loss"]), float64(m["grad_norm"])
+		if math.IsNaN(l) || math.IsInf(l, 0) || math.IsNaN(g) || math.IsInf(g, 0) {
+			out.NonFinite++
+		} else {
+			lossSum += l
+			normSum += g
+			for k, name := range obj.Metrics {
+				sums[k] += float64(m[name])
+			}
+		}
+		out.LastLoss = l
+		out.Seconds += float64(m["seconds"])
+		activity.RecordHeartbeat(ctx, Progress{Step: in.Step + i + 1, Total: in.TotalSteps, Loss: l})
+	}
+	if ok := in.Steps - out.NonFinite; ok > 0 {
+		out.Loss, out.GradNorm = lossSum/float64(ok), normSum/float64(ok)
+		for k, name := range obj.Metrics {
+			out.Metrics[name] = sums[k] / float64(ok)
+		}
+	} else {
+		out.Loss, out.GradNorm = math.NaN(), math.NaN()
+	}
+	st := ckpt.State{
+		Step:       int64(end),
+		Cursor:     ckpt.Cursor{Epoch: int64(out.Cursor.Epoch), Index: int64(out.Cursor.Index), Seed: out.Cursor.Seed},
+		ConfigHash: configHash(cfg),
+		Scalars: map[string]float64{"loss": out.Loss, "last_loss": out.LastLoss, "grad_norm": out.GradNorm, "lr": out.LR,
+			"non_finite": float64(out.NonFinite), "seconds": out.Seconds},
+	}
+	for name, v := range out.Metrics {
+		st.Scalars[metricPrefix+name] = v
+	}
+	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(end), func(w *ckpt.Writer) error {
+		return writeModel(ctx, w, eng, cfg, st, true)
+	})
+	if err != nil {
+		return PrefChunkOutput{}, fmt.Errorf("%s commit step %d: %w", op, end, err)
+	}
+	out.Checkpoint = ref.URI
+	return out, nil
+}
+
+// prefTrainingItems returns the chunk's rows: the precomputed reference object's, or the data's.
+func (a *Activities) prefTrainingItems(ctx context.Context, in PrefChunkInput) ([]prefItem, error) {
+	if in.RefData != "" {
+		items, err := readRefItems(ctx, in.RefData)
+		if err != nil {
+			return nil, err
+		}
+		for i, it := range items {
+			if it.Ex.Paired() != in.Loss.Paired() {
+				return nil, badInput(fmt.Errorf("train: %s line %d does not have the form %s trains on (made for another kind?)", in.RefData, i+1, in.Loss.Kind))
+			}
+		}
+		return items, nil
+	}
+	trainEx, _, err := PrefExamples(ctx, in.Data, in.Cursor.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if len(trainEx) == 0 {
+		return nil, badInput(fmt.Errorf("train: %s/%s: no training examples", in.Run, in.Phase))
+	}
+	items, err := prefTrainItems(trainEx, in.Loss.Kind)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("train: %s/%s: %w", in.Run, in.Phase, err))
+	}
+	return items, nil
+}
+
+// nextRows takes rows example indices from cur in the seeded per-epoch order (data.Order), crossing
+// into the next epoch as needed, and returns the cursor after them.
+func nextRows(n, rows int, cur Cursor) ([]int, Cursor) {
+	idx := make([]int, rows)
+	order := data.Order(n, cur.Seed, cur.Epoch)
+	for r := range idx {
+		if cur.Index >= n {
+			cur.Epoch, cur.Index = cur.Epoch+1, 0
+			order = data.Order(n, cur.Seed, cur.Epoch)
+		}
+		idx[r] = order[cur.Index]
+		cur.Index++
+	}
+	if cur.Index >= n {
+		cur.Epoch, cur.Index = cur.Epoch+1, 0
+	}
+	return idx, cur
+}
+
+// prefInputs builds one step's objective inputs (objective.Pref* or objective.KTO*) for the rows idx,
+// with reference log-probs from refEng when given, else from the items' precomputed ones (zeros for
+// the reference-free kinds).
+func prefInputs(cfg loss.Preference, items []prefItem, enc []encodedItem, idx []int, seq int, refEng Engine) ([]*tensors.Tensor, error) {
+	var sides [2]prefSide
+	var refs [2][][]float32
+	for s := 0; s < 2; s++ {
+		seqs := make([]data.Encoded, len(idx))
+		for r, i := range idx {
+			seqs[r] = enc[i][s]
+		}
+		sides[s] = layoutSide(seqs, seq)
+		switch {
+		case !cfg.UsesReference():
+			refs[s] = zeros(len(idx), seq)
+		case refEng != nil:
+			lp, err := refEng.LogProbs(sides[s].batch())
+			if err != nil {
+				return nil, fmt.Errorf("reference log-probs: %w", err)
+			}
+			refs[s] = sides[s].masked(lp)
+		default:
+			vals := make([][]float32, len(idx))
+			for r, i := range idx {
+				vals[r] = items[i].Ref[s]
+			}
+			var err error
+			if refs[s], err = sides[s].scatter(vals); err != nil {
+				return nil, badInput(fmt.Errorf("precomputed reference log-probs do not match the data: %w", err))
+			}
+		}
+	}
+	if cfg.Paired() {
+		in := append(sides[0].tensors(), sides[1].tensors()...)
+		return append(in, prefF32(refs[0]), prefF32(refs[1])), nil
+	}
+	des := make([]float32, len(idx))
+	for r, i := range idx {
+		if items[i].Ex.Desirable() {
+			des[r] = 1
+		}
+	}
+	in := append(sides[0].tensors(), prefF32(refs[0]), tensors.FromFlatDataAndDimensions(des, len(des)))
+	return append(append(in, sides[1].tensors()...), prefF32(refs[1])), nil
+}
+
+func zeros(rows, cols int) [][]float32 {
+	out := make([][]float32, rows)
+	for i := range out {
+		out[i] = make([]float32, cols)
+	}
+	return out
+}
+
+// committedPrefChunk rebuilds a PrefChunkOutput from a checkpoint an earlier attempt committed.
+func (a *Activities) committedPrefChunk(ctx context.Context, uri string, obj objective.Objective) (PrefChunkOutput, error) {
+	ck, err := a.Ckpt.Read(ctx, uri)
+	if err != nil {
+		return PrefChunkOutput{}, err
+	}
+	st, err := ck.ReadState(ctx)
+	if err != nil {
+		return PrefChunkOutput{}, err
+	}
+	s := st.Scalars
+	out := PrefChunkOutput{
+		Checkpoint: uri, Step: int(st.Step), Resumed: true,
+		Cursor: Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
+		Loss:   s["loss"], LastLoss: s["last_loss"], GradNorm: s["grad_norm"], LR: s["lr"],
+		NonFinite: int(s["non_finite"]), Seconds: s["seconds"], Metrics: map[string]float64{},
+	}
+	for _, name := range obj.Metrics {
+		if v, ok := s[metricPrefix+name]; ok {
+			out.Metrics[name] = v
+		}
+	}
+	return out, nil
+}
+
+// PrefEvalInput evaluates a checkpoint on held-out preference pairs.
+type PrefEvalInput struct {
+	Store      string `json:"store"`
+	Checkpoint string `json:"checkpoint"`
+	// Reference is the reference checkpoint of the implicit rewards (dpo, ipo, kto) and of the KL
+	// estimates; empty skips what needs it.
+	Reference string          `json:"reference,omitempty"`
+	Data      PrefDataSpec    `json:"data"`
+	Loss      loss.Preference `json:"loss"`
+	// Examples caps the held-out pairs used (0: all).
+	Examples int `json:"examples"`
+	// KLTokens > 0 also estimates KL(πθ‖πref) from one completion of up to KLTokens tokens sampled
+	// from the checkpoint for each held-out prompt.
+	KLTokens int    `json:"kl_tokens"`
+	Seed     uint64 `json:"seed"`
+}
+
+// PrefEvaluate measures a checkpoint on held-out preference pairs (unpaired held-out examples are paired
+// by prompt, tasks.PairUp). Metrics, as means over the pairs:
+//
+//	heldout_pref_accuracy       fraction with log πθ(chosen|x) > log πθ(rejected|x): how often the model
+//	                            prefers the verified-correct answer
+//	heldout_pref_accuracy_norm  the same with per-token (length-normalised) log-probs
+//	heldout_logp_chosen, heldout_logp_rejected  mean log πθ(y|x)
+//	heldout_reward_chosen, heldout_reward_rejected, heldout_reward_margin, heldout_reward_accuracy
+//	                            the kind's implicit reward: β·log πθ/πref (dpo, kto; ipo per token when
+//	                            average_log_probs), β·mean log πθ (simpo), the log-odds (orpo)
+//	heldout_kl_ref              mean log πθ(chosen|x) − log πref(chosen|x) (a drift indicator)
+//	heldout_kl_sampled          mean log πθ(y|x) − log πref(y|x) over y ~ πθ: an unbiased estimate of
+//	                            the sequence-level KL(πθ‖πref) (with KLTokens > 0)
+//	heldout_pairs               number of pairs
+//
+// The policy and the reference are loaded one after the other, never together.
+func (a *Activities) PrefEvaluate(ctx context.Context, in PrefEvalInput) (EvalOutput, error) {
+	op := fmt.Sprintf("train: preference evaluate %s", in.Checkpoint)
+	if err := in.Loss.Validate(); err != nil {
+		return EvalOutput{}, badInput(fmt.Errorf("%s: %w", op, err))
+	}
+	_, heldout, err := PrefExamples(ctx, in.Data, in.Seed)
+	if err != nil {
+		return EvalOutput{}, err
+	}
+	pairs := tasks.PairUp(heldout)
+	if in.Examples > 0 && in.Examples < len(pairs) {
+		pairs = pairs[:in.Examples]
+	}
+	if len(pairs) == 0 {
+		return EvalOutput{}, badInput(fmt.Errorf("%s: no held-out pairs (set data.heldout_examples or data.heldout)", op))
+	}
+	items := make([]prefItem, len(pairs))
+	for i, p := range pairs {
+		items[i] = prefItem{Ex: p}
+	}
+	enc, err := encodeItems(encoder(), items, 0)
+	if err != nil {
+		return EvalOutput{}, badInput(err)
+	}
+	useRef := in.Reference != ""
+	sampleKL := useRef && in.KLTokens > 0
+	total := 2 * len(items) // policy + reference passes over the pairs
+	if sampleKL {
+		total += 2 * len(items)
+	}
+	done := 0
+	beat := func(n int) {
+		done += n
+		activity.RecordHeartbeat(ctx, Progress{Step: done, Total: total})
+	}
+
+	eng, _, _, err := a.loadEngine(ctx, in.Checkpoint, Optim{}, false)
+	if err != nil {
+		return EvalOutput{}, err
+	}
+	pol, err := seqLogProbs(ctx, eng, enc, beat)
+	if err != nil {
+		eng.Close()
+		return EvalOutput{}, fmt.Errorf("%s: %w", op, err)
+	}
+	var samples []data.Encoded
+	var polSamples [][]float32
+	if sampleKL {
+		if samples, err = sampleCompletions(eng, encoder(), pairs, in.KLTokens, in.Seed); err != nil {
+			eng.Close()
+			return EvalOutput{}, fmt.Errorf("%s: %w", op, err)
+		}
+		if polSamples, err = countedLogProbs(ctx, eng, samples, beat); err != nil {
+			eng.Close()
+			return EvalOutput{}, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	eng.Close()
+
+	var ref [][2][]float32
+	var refSamples [][]float32
+	if useRef {
+		reng, _, _, err := a.loadEngine(ctx, in.Reference, Optim{}, false)
+		if err != nil {
+			return EvalOutput{}, err
+		}
+		defer reng.Close()
+		if ref, err = seqLogProbs(ctx, reng, enc, beat); err != nil {
+			return EvalOutput{}, fmt.Errorf("%s: reference: %w", op, err)
+		}
+		if sampleKL {
+			if refSamples, err = countedLogProbs(ctx, reng, samples, beat); err != nil {
+				return EvalOutput{}, fmt.Errorf("%s: reference: %w", op, err)
+			}
+		}
+	}
+	return EvalOutput{Metrics: prefMetrics(in.Loss, pol, ref, polSamples, refSamples)}, nil
+}
+
+// prefMetrics computes PrefEvaluate's metrics from the counted-token log-probs of each pair under the
+// policy (pol) and the reference (ref, nil without one), and of the policy's samples under both.
+func prefMetrics(cfg loss.Preference, pol, ref [][2][]float32, polS, refS [][]float32) map[string]float64 {
+	n := float64(len(pol))
+	m := map[string]float64{"heldout_pairs": n}
+	beta := cfg.BetaOrDefault()
+	var acc, accNorm, lc, lr, klRef float64
+	var rc, rr, margin, racc float64
+	rewards := ref != nil || !cfg.UsesReference()
+	for i, p := range pol {
+		sc, sr := sum32(p[0]), sum32(p[1])
+		ac, ar := mean32(p[0]), mean32(p[1])
+		lc += sc / n
+		lr += sr / n
+		if sc > sr {
+			acc += 1 / n
+		}
+		if ac > ar {
+			accNorm += 1 / n
+		}
+		if ref != nil {
+			klRef += (sc - sum32(ref[i][0])) / n
+		}
+		if !rewards {
+			continue
+		}
+		var c, r float64
+		switch cfg.Kind {
+		case loss.PrefSimPO:
+			c, r = beta*ac, beta*ar
+		case loss.PrefORPO:
+			c, r = logOdds(ac), logOdds(ar)
+		case loss.PrefIPO:
+			if cfg.AverageLogProbs {
+				c, r = beta*(ac-mean32(ref[i][0])), beta*(ar-mean32(ref[i][1]))
+			} else {
+				c, r = beta*(sc-sum32(ref[i][0])), beta*(sr-sum32(ref[i][1]))
+			}
+		default: // dpo, kto
+			c, r = beta*(sc-sum32(ref[i][0])), beta*(sr-sum32(ref[i][1]))
+		}
+		rc += c / n
+		rr += r / n
+		margin += (c - r) / n
+		if c > r {
+			racc += 1 / n
+		}
+	}
+	m["heldout_pref_accuracy"], m["heldout_pref_accuracy_norm"] = acc, accNorm
+	m["heldout_logp_chosen"], m["heldout_logp_rejected"] = lc, lr
+	if rewards {
+		m["heldout_reward_chosen"], m["heldout_reward_rejected"] = rc, rr
+		m["heldout_reward_margin"], m["heldout_reward_accuracy"] = margin, racc
+	}
+	if ref != nil {
+		m["heldout_kl_ref"] = klRef
+	}
+	if len(polS) > 0 && len(refS) == len(polS) {
+		var kl float64
+		for i := range polS {
+			kl += (sum32(polS[i]) - sum32(refS[i])) / float64(len(polS))
+		}
+		m["heldout_kl_sampled"] = kl
+	}
+	return m
+}
+
+// logOdds is log(p/(1−p)) from lp = log p, with lp capped below 0 as loss.LogOdds does.
+func logOdds(lp float64) float64 {
+	lp = math.Min(lp, -1e-7)
+	return lp - math.Log(-math.Expm1(lp))
+}
+
+func sum32(x []float32) float64 {
+	var s float64
+	for _, v := range x {
+		s += float64(v)
+	}
+	return s
+}
+
+func mean32(x []float32) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	return sum32(x) / float64(len(x))
+}
+
+// countedLogProbs scores sequences one per row (batches of evalRows) and returns the log-probs of each
+// one's counted tokens.
+func countedLogProbs(ctx context.Context, eng Engine, seqs []data.Encoded, beat func(n int)) ([][]float32, error) {
+	out := make([][]float32, 0, len(seqs))
+	for lo := 0; lo < len(seqs); lo += evalRows {
+		hi := min(lo+evalRows, len(seqs))
+		side := layoutSide(seqs[lo:hi], longest(seqs[lo:hi]))
+		lp, err := eng.LogProbs(side.batch())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, side.counted(lp)...)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if beat != nil {
+			beat(hi - lo)
+		}
+	}
+	return out, nil
+}
+
+// sampleCompletions draws one completion (temperature 1, seeded per prompt) for each pair's prompt and
+// returns prompt+completion with the completion's tokens counted.
+func sampleCompletions(eng Engine, enc data.Encoder, pairs []tasks.PrefExample, maxNew int, seed uint64) ([]data.Encoded, error) {
+	prompts := make([][]int, len(pairs))
+	seeds := make([]uint64, len(pairs))
+	for i, p := range pairs {
+		ids, err := enc.PromptIDs(p.AsExample(""))
+		if err != nil {
+			return nil, err
+		}
+		prompts[i], seeds[i] = ids, seed*1_000_003+uint64(i)+11
+	}
+	var out []data.Encoded
+	for lo := 0; lo < len(prompts); lo += evalRows {
+		hi := min(lo+evalRows, len(prompts))
+		outs, err := eng.Generate(prompts[lo:hi], sample.Options{MaxNewTokens: maxNew, Temperature: 1,
+			StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds[lo:hi]})
+		if err != nil {
+			return nil, fmt.Errorf("sample: %w", err)
+		}
+		for j, o := range outs {
+			p := prompts[lo+j]
+			e := data.Encoded{IDs: append(append([]int(nil), p...), o.Tokens...), Loss: make([]bool, len(p)+len(o.Tokens))}
+			for t := len(p); t < len(e.Loss); t++ {
+				e.Loss[t] = true
+			}
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
