@@ -62,6 +62,10 @@ func Register(role string, r worker.Registry, opts Options) error {
 		r.RegisterActivityWithOptions(ta.Evaluate, activity.RegisterOptions{Name: train.EvaluateName})
 		r.RegisterActivityWithOptions(ta.Retain, activity.RegisterOptions{Name: train.RetainName})
 		r.RegisterActivityWithOptions(ta.PolicyStep, activity.RegisterOptions{Name: train.PolicyStepName})
+		r.RegisterActivityWithOptions(ta.PrefChunk, activity.RegisterOptions{Name: train.PrefChunkName})
+		r.RegisterActivityWithOptions(ta.PrefEvaluate, activity.RegisterOptions{Name: train.PrefEvaluateName})
+		r.RegisterActivityWithOptions(ta.RefLogProbs, activity.RegisterOptions{Name: train.RefLogProbsName})
+		r.RegisterActivityWithOptions(ta.PreferencesFromModel, activity.RegisterOptions{Name: train.PreferencesFromModelName})
 	case workflows.QueueReward:
 		ra := reward.NewActivities(rewardSandbox())
 		r.RegisterActivityWithOptions(ra.Score, activity.RegisterOptions{Name: reward.ScoreName})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"go.temporal.io/sdk/activity"
@@ -148,8 +149,9 @@ func (a *Activities) PrefChunk(ctx context.Context, in PrefChunkInput) (PrefChun
 		for k, name := range obj.Metrics {
 			out.Metrics[name] = sums[k] / float64(ok)
 		}
-	} else {
-		out.Loss, out.GradNorm = math.NaN(), math.NaN()
+	}
+	if math.IsNaN(out.LastLoss) || math.IsInf(out.LastLoss, 0) {
+		out.LastLoss = 0 // JSON payloads cannot carry NaN; NonFinite counts such steps
 	}
 	st := ckpt.State{
 		Step:       int64(end),
@@ -406,7 +408,13 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in PrefEvalInput) (EvalOu
 			}
 		}
 	}
-	return EvalOutput{Metrics: prefMetrics(in.Loss, pol, ref, polSamples, refSamples)}, nil
+	m := prefMetrics(in.Loss, pol, ref, polSamples, refSamples)
+	for _, k := range sortedMetricNames(m) {
+		if math.IsNaN(m[k]) || math.IsInf(m[k], 0) {
+			delete(m, k) // JSON payloads cannot carry NaN or Inf
+		}
+	}
+	return EvalOutput{Metrics: m}, nil
 }
 
 // prefMetrics computes PrefEvaluate's metrics from the counted-token log-probs of each pair under the
@@ -549,4 +557,13 @@ func sampleCompletions(eng Engine, enc data.Encoder, pairs []tasks.PrefExample, 
 		}
 	}
 	return out, nil
+}
+
+func sortedMetricNames(m map[string]float64) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
 }
