@@ -22,6 +22,8 @@ func init() {
 			seed := fs.Uint64("seed", 1, "seed: same seed, same data")
 			out := fs.String("out", "", "output file (default: stdout)")
 			text := fs.Bool("text", false, "write pretraining lines {\"text\": prompt+completion} instead of prompt/completion")
+			pairs := fs.Bool("pairs", false, "write preference pairs {prompt, chosen, rejected}: the correct answer against a plausible mistake")
+			kto := fs.Bool("kto", false, "with --pairs: write KTO's unpaired form {prompt, completion, label}")
 			return func(ctx context.Context, args []string) error {
 				if len(args) == 0 {
 					return usageErr("usage: temper data gen TASK | data check FILE | data tasks")
@@ -58,6 +60,9 @@ func init() {
 				task, err := tasks.Lookup(args[1])
 				if err != nil {
 					return usageErr("%v", err)
+				}
+				if *pairs {
+					return writePairs(task, *n, *heldout, *seed, *kto, *out)
 				}
 				train, held := tasks.Split(task, *n, *heldout, *seed)
 				if *text {
@@ -97,6 +102,39 @@ func writeExamples(path string, exs []tasks.Example) error {
 	}
 	if err := tasks.WriteJSONL(w, exs); err != nil {
 		return fmt.Errorf("data: write %s: %w", path, err)
+	}
+	return nil
+}
+
+func writePairs(task tasks.Task, n, heldout int, seed uint64, kto bool, out string) error {
+	train, held, err := tasks.PrefSplit(task, n, heldout, seed)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if kto {
+		train, held = tasks.Unpair(train), tasks.Unpair(held)
+	}
+	write := func(path string, exs []tasks.PrefExample) error {
+		var w io.Writer = stdout
+		if path != "" {
+			f, err := os.Create(path)
+			if err != nil {
+				return fmt.Errorf("data: create %s: %w", path, err)
+			}
+			defer f.Close()
+			w = f
+		}
+		return tasks.WritePrefJSONL(w, exs)
+	}
+	if err := write(out, train); err != nil {
+		return err
+	}
+	if heldout > 0 {
+		if out == "" {
+			return usageErr("--heldout needs --out")
+		}
+		ext := filepath.Ext(out)
+		return write(out[:len(out)-len(ext)]+".heldout"+ext, held)
 	}
 	return nil
 }
