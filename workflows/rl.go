@@ -325,11 +325,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				}
 				st.Pending, st.PendingVersion = &pend, nextVersion
 			}
-			nx := in
-			if nx.Resume, err = json.Marshal(st); err != nil {
-				return PhaseOutput{}, err
-			}
-			return PhaseOutput{}, workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, nx)
+			return PhaseOutput{}, continueAsNew(ctx, in, st)
 		}
 	}
 	if st.Last == nil { // ended on a back-track: report the restored checkpoint

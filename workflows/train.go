@@ -234,20 +234,11 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				st.Best, st.BestScore = st.Checkpoint, score
 			}
 		}
-		if err := workflow.ExecuteActivity(shortCtx, train.RetainName, train.RetainInput{
-			Store: in.Store, Run: in.RunID, Phase: in.Phase, KeepLast: cfg.KeepLast, Best: st.Best,
-		}).Get(ctx, nil); err != nil {
-			return PhaseOutput{}, fmt.Errorf("%s %s: retain: %w", in.Kind, in.Phase, err)
-		}
-		if err := workflow.UpsertMemo(ctx, memo); err != nil {
+		if err := retainAndMemo(ctx, shortCtx, in, cfg.KeepLast, st.Best, memo); err != nil {
 			return PhaseOutput{}, err
 		}
 		if !last && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			next := in
-			if next.Resume, err = json.Marshal(st); err != nil {
-				return PhaseOutput{}, err
-			}
-			return PhaseOutput{}, workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, next)
+			return PhaseOutput{}, continueAsNew(ctx, in, st)
 		}
 	}
 	metrics := map[string]float64{
