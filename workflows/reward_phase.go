@@ -109,6 +109,7 @@ type rewardModelState struct {
 	LossSum        float64            `json:"loss_sum"`
 	LastLoss       float64            `json:"last_loss"`
 	TrainAccuracy  float64            `json:"train_accuracy"`
+	TrainLMLoss    float64            `json:"train_lm_loss,omitempty"`
 	PairsPerS      float64            `json:"pairs_per_s"`
 	NonFinite      int                `json:"non_finite"`
 }
@@ -180,7 +181,7 @@ func RewardModel(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		st.Step, st.Checkpoint, st.Cursor, st.FreshOptimizer = out.Step, out.Checkpoint, out.Cursor, false
 		st.Chunks++
 		st.LossSum += out.Loss * float64(n)
-		st.LastLoss, st.TrainAccuracy, st.PairsPerS, st.NonFinite = out.LastLoss, out.Accuracy, out.PairsPerS, st.NonFinite+out.NonFinite
+		st.LastLoss, st.TrainAccuracy, st.TrainLMLoss, st.PairsPerS, st.NonFinite = out.LastLoss, out.Accuracy, out.LMLoss, out.PairsPerS, st.NonFinite+out.NonFinite
 		memo := map[string]any{"step": st.Step, "steps": cfg.Steps, "loss": out.Loss, "train_pair_accuracy": out.Accuracy}
 		last := st.Step >= cfg.Steps
 		if last || (cfg.Eval.EveryChunks > 0 && st.Chunks%cfg.Eval.EveryChunks == 0) {
@@ -209,6 +210,9 @@ func RewardModel(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	}
 	if st.NewHead {
 		metrics["new_head"] = 1
+	}
+	if cfg.Loss.LMCoef > 0 {
+		metrics["train_lm_loss"] = st.TrainLMLoss
 	}
 	copyMetrics(metrics, st.Last, "")
 	copyMetrics(metrics, st.Before, "_before")

@@ -29,15 +29,16 @@ func registerRewardTrainer(r worker.Registry) {
 }
 
 // TestRewardPhase runs a tiny pretrain → reward pipeline on the real server: the reward phase adds a
-// value head to the pretrained model, trains a few Bradley–Terry chunks (continuing as new under the
-// package's low history budget), evaluates held-out pairwise accuracy before and after, and replays.
+// value head to the pretrained model, trains a few Bradley–Terry chunks with the LM regularizer
+// (continuing as new under the package's low history budget), evaluates held-out pairwise accuracy
+// before and after, and replays.
 func TestRewardPhase(t *testing.T) {
 	env := testenv.Get(t)
 	env.Roles(t, workflows.QueueTemper)
 	env.Worker(t, workflows.QueueTrainer, registerRewardTrainer)
 	pre := `{"model":{"preset":"tiny"},"data":{"task":"add2","train_examples":200,"heldout_examples":8},
 		"batch":{"rows":8,"seq":32},"steps":2,"chunk_steps":2,"eval":{"before":false,"examples":8,"max_new_tokens":3}}`
-	rm := `{"data":{"task":"add2","train_pairs":100,"heldout_pairs":40},"batch":{"rows":8,"max_seq":32},
+	rm := `{"data":{"task":"add2","train_pairs":100,"heldout_pairs":40},"batch":{"rows":8,"max_seq":32},"loss":{"lm_coef":0.5},
 		"steps":6,"chunk_steps":2,"eval":{"pairs":40},"keep_last":1,"heartbeat_timeout":"10s"}`
 	run := start(t, env.Client, workflows.PipelineInput{Name: "rm", Store: "file://" + t.TempDir(), Seed: 2, Phases: []workflows.PhaseSpec{
 		{Name: "pre", Kind: "pretrain", Config: json.RawMessage(pre)},
@@ -55,6 +56,9 @@ func TestRewardPhase(t *testing.T) {
 	}
 	if m["steps"] != 6 || m["new_head"] != 1 || m["heldout_pairs"] != 40 || m["heldout_pairs_before"] != 40 || m["non_finite_steps"] != 0 {
 		t.Fatalf("metrics %v", m)
+	}
+	if !(m["train_lm_loss"] > 0 && m["heldout_lm_loss"] > 0) {
+		t.Errorf("lm_coef 0.5 should report the chosen completions' cross-entropy: %v", m)
 	}
 	for _, k := range []string{"heldout_pair_accuracy", "heldout_pair_accuracy_before", "heldout_bt_loss", "loss", "train_pair_accuracy"} {
 		if v, ok := m[k]; !ok || v < 0 || (strings.Contains(k, "accuracy") && v > 1) {

@@ -319,6 +319,7 @@ type RewardChunkOutput struct {
 	LastLoss   float64 `json:"last_loss"`
 	Accuracy   float64 `json:"accuracy"` // training pairwise accuracy (before each step's update)
 	Margin     float64 `json:"margin"`   // mean r_c − r_r
+	LMLoss     float64 `json:"lm_loss"`  // chosen completions' cross-entropy (lm_coef > 0)
 	GradNorm   float64 `json:"grad_norm"`
 	LR         float64 `json:"lr"` // of the last step
 	Pairs      int     `json:"pairs"`
@@ -363,7 +364,7 @@ func (a *Activities) RewardChunk(ctx context.Context, in RewardChunkInput) (Rewa
 	obj := objective.BradleyTerry(in.Loss)
 	sched := schedule.WarmupCosine{Peak: in.Optim.LR, Warmup: in.Optim.WarmupSteps, Total: in.TotalSteps, MinRatio: in.Optim.MinLRRatio}
 	out := RewardChunkOutput{Step: end, Cursor: in.Cursor}
-	var lossSum, accSum, marginSum, normSum, secs float64
+	var lossSum, accSum, marginSum, normSum, lmSum, secs float64
 	for i := 0; i < in.Steps; i++ {
 		if err := ctx.Err(); err != nil {
 			return RewardChunkOutput{}, fmt.Errorf("train: reward chunk %s/%s at step %d: %w", in.Run, in.Phase, in.Step+i, err)
@@ -371,7 +372,7 @@ func (a *Activities) RewardChunk(ctx context.Context, in RewardChunkInput) (Rewa
 		idx, next := nextPairs(len(enc), in.Batch.Rows, out.Cursor)
 		out.Cursor = next
 		out.LR = sched.At(in.Step + i)
-		m, err := eng.StepObjective(obj, pairInputs(enc, idx, in.Batch.Rows, in.Batch.MaxSeq), float32(out.LR))
+		m, err := eng.StepObjective(obj, pairInputs(enc, idx, in.Batch.Rows, in.Batch.MaxSeq, in.Loss.LMCoef > 0), float32(out.LR))
 		if err != nil {
 			return RewardChunkOutput{}, fmt.Errorf("train: reward chunk %s/%s step %d: %w", in.Run, in.Phase, in.Step+i, err)
 		}
@@ -382,6 +383,7 @@ func (a *Activities) RewardChunk(ctx context.Context, in RewardChunkInput) (Rewa
 			lossSum += loss
 			normSum += norm
 			accSum += float64(m["accuracy"])
+			lmSum += float64(m["lm_loss"])
 			marginSum += float64(m["margin"])
 		}
 		out.LastLoss = loss
@@ -390,9 +392,9 @@ func (a *Activities) RewardChunk(ctx context.Context, in RewardChunkInput) (Rewa
 		activity.RecordHeartbeat(ctx, Progress{Step: in.Step + i + 1, Total: in.TotalSteps, Loss: loss})
 	}
 	if ok := float64(in.Steps - out.NonFinite); ok > 0 {
-		out.Loss, out.GradNorm, out.Accuracy, out.Margin = lossSum/ok, normSum/ok, accSum/ok, marginSum/ok
+		out.Loss, out.GradNorm, out.Accuracy, out.Margin, out.LMLoss = lossSum/ok, normSum/ok, accSum/ok, marginSum/ok, lmSum/ok
 	} else {
-		out.Loss, out.GradNorm, out.Accuracy, out.Margin = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		out.Loss, out.GradNorm, out.Accuracy, out.Margin, out.LMLoss = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 	}
 	if secs > 0 {
 		out.PairsPerS = float64(out.Pairs) / secs
@@ -401,7 +403,7 @@ func (a *Activities) RewardChunk(ctx context.Context, in RewardChunkInput) (Rewa
 		Step:       int64(end),
 		Cursor:     ckpt.Cursor{Epoch: int64(out.Cursor.Epoch), Index: int64(out.Cursor.Index), Seed: out.Cursor.Seed},
 		ConfigHash: configHash(cfg),
-		Scalars: map[string]float64{"loss": out.Loss, "last_loss": out.LastLoss, "accuracy": out.Accuracy, "margin": out.Margin,
+		Scalars: map[string]float64{"loss": out.Loss, "last_loss": out.LastLoss, "accuracy": out.Accuracy, "margin": out.Margin, "lm_loss": out.LMLoss,
 			"grad_norm": out.GradNorm, "lr": out.LR, "pairs": float64(out.Pairs), "pairs_per_s": out.PairsPerS,
 			"non_finite": float64(out.NonFinite)},
 	}
@@ -429,7 +431,7 @@ func (a *Activities) committedRewardChunk(ctx context.Context, uri string) (Rewa
 	return RewardChunkOutput{
 		Checkpoint: uri, Step: int(st.Step), Resumed: true,
 		Cursor: Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
-		Loss:   s["loss"], LastLoss: s["last_loss"], Accuracy: s["accuracy"], Margin: s["margin"], GradNorm: s["grad_norm"],
+		Loss:   s["loss"], LastLoss: s["last_loss"], Accuracy: s["accuracy"], Margin: s["margin"], LMLoss: s["lm_loss"], GradNorm: s["grad_norm"],
 		LR: s["lr"], Pairs: int(s["pairs"]), PairsPerS: s["pairs_per_s"], NonFinite: int(s["non_finite"]),
 	}, nil
 }
@@ -494,13 +496,13 @@ func (a *Activities) RewardEvaluate(ctx context.Context, in RewardEvalInput) (Re
 		var right, n float64
 		for lo := 0; lo < len(idx); lo += rewardEvalRows {
 			hi := min(lo+rewardEvalRows, len(idx))
-			m, err := eng.EvalObjective(obj, pairInputs(enc, idx[lo:hi], rewardEvalRows, in.Batch.MaxSeq))
+			m, err := eng.EvalObjective(obj, pairInputs(enc, idx[lo:hi], rewardEvalRows, in.Batch.MaxSeq, in.Loss.LMCoef > 0))
 			if err != nil {
 				return RewardEvalOutput{}, fmt.Errorf("train: reward evaluate %s: %w", in.Checkpoint, err)
 			}
 			k := float64(hi - lo)
 			for _, name := range objective.BTMetrics {
-				if name != "pairs" {
+				if name != "pairs" && (name != "lm_loss" || in.Loss.LMCoef > 0) {
 					sums[name] += float64(m[name]) * k
 				}
 			}
@@ -592,6 +594,7 @@ func readPairsJSONL(ctx context.Context, uri string) ([]tasks.PrefExample, error
 // encodedPair is a pair as token ids: [BOS] prompt completion EOS for each side.
 type encodedPair struct {
 	chosen, rejected []int
+	chosenLoss       []bool // trained tokens of the chosen side (completion and EOS)
 	kind             string // tasks.MistakeKind for arithmetic pairs
 }
 
@@ -601,23 +604,25 @@ func encodePairs(pairs []tasks.PrefExample, maxSeq int) ([]encodedPair, error) {
 	enc := encoder()
 	out := make([]encodedPair, len(pairs))
 	for i, p := range pairs {
-		side := func(completion string) ([]int, error) {
+		side := func(completion string) (data.Encoded, error) {
 			e, err := enc.Encode(tasks.Example{Prompt: p.Prompt, Completion: completion})
 			if err != nil {
-				return nil, badInput(fmt.Errorf("train: encode pair %d (%s): %w", i, p.ID, err))
+				return e, badInput(fmt.Errorf("train: encode pair %d (%s): %w", i, p.ID, err))
 			}
 			if len(e.IDs) > maxSeq {
-				return nil, badInput(fmt.Errorf("train: pair %d (%s) has %d tokens, batch.max_seq is %d: raise max_seq or shorten the data", i, p.ID, len(e.IDs), maxSeq))
+				return e, badInput(fmt.Errorf("train: pair %d (%s) has %d tokens, batch.max_seq is %d: raise max_seq or shorten the data", i, p.ID, len(e.IDs), maxSeq))
 			}
-			return e.IDs, nil
+			return e, nil
 		}
-		var err error
-		if out[i].chosen, err = side(p.Chosen); err != nil {
+		c, err := side(p.Chosen)
+		if err != nil {
 			return nil, err
 		}
-		if out[i].rejected, err = side(p.Rejected); err != nil {
+		r, err := side(p.Rejected)
+		if err != nil {
 			return nil, err
 		}
+		out[i].chosen, out[i].chosenLoss, out[i].rejected = c.IDs, c.Loss, r.IDs
 		out[i].kind = ""
 		if p.Answer != "" {
 			out[i].kind = tasks.MistakeKind(p.Prompt, p.Answer, p.Rejected)
@@ -655,9 +660,10 @@ func rewardSeq(n, maxSeq int) int {
 	return min(s, maxSeq)
 }
 
-// pairInputs builds objective.BradleyTerry's nine inputs for the pairs idx, padded to rows rows
-// (padding rows have weight 0) and to a common sequence length.
-func pairInputs(enc []encodedPair, idx []int, rows, maxSeq int) []*tensors.Tensor {
+// pairInputs builds objective.BradleyTerry's inputs for the pairs idx, padded to rows rows
+// (padding rows have weight 0) and to a common sequence length; withLM adds the chosen side's
+// completion mask (lm_coef > 0).
+func pairInputs(enc []encodedPair, idx []int, rows, maxSeq int, withLM bool) []*tensors.Tensor {
 	longest := 1
 	for _, i := range idx {
 		longest = max(longest, len(enc[i].chosen), len(enc[i].rejected))
@@ -675,7 +681,19 @@ func pairInputs(enc []encodedPair, idx []int, rows, maxSeq int) []*tensors.Tenso
 	for r := range idx {
 		w[r] = 1
 	}
-	return append(in, tensors.FromFlatDataAndDimensions(w, rows))
+	in = append(in, tensors.FromFlatDataAndDimensions(w, rows))
+	if withLM {
+		mask := make([]float32, rows*seq)
+		for r, i := range idx {
+			for t, l := range enc[i].chosenLoss {
+				if l && t > 0 {
+					mask[r*seq+t] = 1
+				}
+			}
+		}
+		in = append(in, tensors.FromFlatDataAndDimensions(mask, rows, seq))
+	}
+	return in
 }
 
 // SequenceInputs lays token sequences out as objective.SequenceRewards' inputs: tokens and

@@ -288,7 +288,7 @@ func TestRewardChunkAndEvaluate(t *testing.T) {
 // Knobs for experiments (defaults in parentheses): TEMPER_REWARD_STEPS (1500), TEMPER_REWARD_LR
 // (0.003), TEMPER_REWARD_PRETRAIN_STEPS (600), TEMPER_REWARD_SFT_STEPS (1500; 0 starts the reward
 // model from the pretrained model),
-// TEMPER_REWARD_PRESET (tiny), TEMPER_REWARD_STORE (a file:// root kept between runs: committed
+// TEMPER_REWARD_TRAIN_PAIRS (4000), TEMPER_REWARD_WEIGHT_DECAY (0.01), TEMPER_REWARD_LM_COEF (0), TEMPER_REWARD_PRESET (tiny), TEMPER_REWARD_STORE (a file:// root kept between runs: committed
 // pretrain and SFT chunks are reused, as retried activities reuse them).
 func TestRewardModelAcceptance(t *testing.T) {
 	if os.Getenv("TEMPER_REWARD_ACCEPTANCE") == "" {
@@ -306,6 +306,8 @@ func TestRewardModelAcceptance(t *testing.T) {
 	}
 	steps, lr, sftSteps := int(knob("TEMPER_REWARD_STEPS", 1500)), knob("TEMPER_REWARD_LR", 0.003), int(knob("TEMPER_REWARD_SFT_STEPS", 1500))
 	preSteps := int(knob("TEMPER_REWARD_PRETRAIN_STEPS", 600))
+	trainPairs, wd := int(knob("TEMPER_REWARD_TRAIN_PAIRS", 4000)), knob("TEMPER_REWARD_WEIGHT_DECAY", 0.01)
+	lmCoef := knob("TEMPER_REWARD_LM_COEF", 0)
 	preset := os.Getenv("TEMPER_REWARD_PRESET")
 	if preset == "" {
 		preset = "tiny"
@@ -349,10 +351,11 @@ func TestRewardModelAcceptance(t *testing.T) {
 	}
 	// 2. The reward model.
 	rmStart := time.Now()
-	data := train.RewardData{Task: "add2", TrainPairs: 4000, HeldoutPairs: 400}
+	data := train.RewardData{Task: "add2", TrainPairs: trainPairs, HeldoutPairs: 400}
 	batch := train.RewardBatch{Rows: 32, MaxSeq: 32}
 	lossCfg := objective.DefaultBT()
-	phase := fmt.Sprintf("reward-sft%d-lr%g-s%d", sftSteps, lr, steps)
+	lossCfg.LMCoef = lmCoef
+	phase := fmt.Sprintf("reward-sft%d-lr%g-s%d-n%d-wd%g-lm%g", sftSteps, lr, steps, trainPairs, wd, lmCoef)
 	var init train.RewardInitOutput
 	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: run, Phase: phase, From: from, Seed: seed}, &init)
 	eval := func(uri string) map[string]float64 {
@@ -361,16 +364,18 @@ func TestRewardModelAcceptance(t *testing.T) {
 		return ev.Metrics
 	}
 	before := eval(init.Checkpoint)
+	rmOptim := optim(lr, 20)
+	rmOptim.WeightDecay = wd
 	var rc train.RewardChunkOutput
 	rc.Checkpoint, rc.Cursor = init.Checkpoint, train.Cursor{Seed: seed}
 	var after map[string]float64
 	const chunkSteps = 250
 	for step := 0; step < steps; step += chunkSteps {
 		e.must(train.RewardChunkName, train.RewardChunkInput{Store: e.store, Run: run, Phase: phase, From: rc.Checkpoint, Step: step,
-			Steps: min(chunkSteps, steps-step), TotalSteps: steps, Cursor: rc.Cursor, Data: data, Batch: batch, Optim: optim(lr, 20),
+			Steps: min(chunkSteps, steps-step), TotalSteps: steps, Cursor: rc.Cursor, Data: data, Batch: batch, Optim: rmOptim,
 			Loss: lossCfg, FreshOptimizer: step == 0}, &rc)
 		after = eval(rc.Checkpoint)
-		t.Logf("reward step %d: train loss %.4f acc %.3f | held-out acc %.3f bt_loss %.4f units %.3f carry %.3f (%.0fs)", rc.Step, rc.Loss, rc.Accuracy,
+		t.Logf("reward step %d: train loss %.4f acc %.3f lm %.3f | held-out acc %.3f bt_loss %.4f units %.3f carry %.3f (%.0fs)", rc.Step, rc.Loss, rc.Accuracy, rc.LMLoss,
 			after["heldout_pair_accuracy"], after["heldout_bt_loss"], after["heldout_pair_accuracy_units"], after["heldout_pair_accuracy_carry"],
 			time.Since(rmStart).Seconds())
 	}

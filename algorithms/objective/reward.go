@@ -24,9 +24,16 @@ import (
 // the pairwise loss alone leaves free (it is invariant to adding a constant), so that sigmoid(r)
 // and thresholds on r mean the same thing from run to run. It does not change which completion is
 // preferred.
+//
+// LMCoef α > 0 adds α·CE(chosen), the next-token cross-entropy of the chosen completion (prompt
+// masked), to the batch loss: the text-generation regularizer of GRM (Yang et al. 2024, "Regularizing
+// hidden states enables learning generalizable reward model for LLMs"). It keeps the trunk computing
+// what the task needs (here: the digits of the sum), which the reward head then reads, and it needs
+// one more input (see BradleyTerry).
 type BTConfig struct {
 	Margin     float64 `json:"margin" default:"0" help:"m >= 0: the loss -log σ(r_c - r_r - m) asks the chosen reward to beat the rejected one by m"`
 	CenterCoef float64 `json:"center_coef" default:"0.01" help:"λ >= 0 of the reward-centering term λ·(r_c + r_r)² (keeps rewards near 0; 0 disables)"`
+	LMCoef     float64 `json:"lm_coef" default:"0" help:"α >= 0: add α × next-token cross-entropy of the chosen completion (GRM's text-generation regularizer; 0 disables)"`
 }
 
 // DefaultBT returns the documented defaults: no margin, λ = 0.01.
@@ -39,14 +46,17 @@ func (c BTConfig) Validate() error {
 		return &config.FieldError{Path: "margin", Msg: fmt.Sprintf("%g: want a finite value >= 0", c.Margin)}
 	case !(c.CenterCoef >= 0) || math.IsInf(c.CenterCoef, 0):
 		return &config.FieldError{Path: "center_coef", Msg: fmt.Sprintf("%g: want a finite value >= 0", c.CenterCoef)}
+	case !(c.LMCoef >= 0) || math.IsInf(c.LMCoef, 0):
+		return &config.FieldError{Path: "lm_coef", Msg: fmt.Sprintf("%g: want a finite value >= 0", c.LMCoef)}
 	}
 	return nil
 }
 
 // BTMetrics are the metrics BradleyTerry reports, all weighted means over the real pairs except
 // pairs (their count): accuracy is the fraction with r_c > r_r (ties count as wrong), margin the
-// mean r_c − r_r, bt_loss the mean −log σ(r_c − r_r − m) without the centering term.
-var BTMetrics = []string{"accuracy", "margin", "reward_chosen", "reward_rejected", "bt_loss", "pairs"}
+// mean r_c − r_r, bt_loss the mean −log σ(r_c − r_r − m) without the centering term, lm_loss the
+// chosen completions' cross-entropy (0 when lm_coef is 0).
+var BTMetrics = []string{"accuracy", "margin", "reward_chosen", "reward_rejected", "bt_loss", "pairs", "lm_loss"}
 
 // BTLoss is the Bradley–Terry loss on sequence rewards.
 //
@@ -88,7 +98,12 @@ func SequenceRewards(scope *gm.Scope, cfg model.Config, tokens, positions, valid
 	if !cfg.ValueHead {
 		panic("objective: sequence rewards need a model with value_head")
 	}
-	values := model.Values(scope, cfg, tokens, positions, valid)
+	return lastValues(scope, cfg, model.Hidden(scope, cfg, tokens, positions, valid), last)
+}
+
+// lastValues applies the value head to hidden [rows, seq, d] and reads it at last [rows].
+func lastValues(scope *gm.Scope, cfg model.Config, hidden, last *Node) *Node {
+	values := model.ValueHead(scope, cfg, hidden)
 	pick := OneHot(last, values.Shape().Dim(1), values.DType())
 	return ReduceSum(Mul(values, pick), 1)
 }
@@ -107,23 +122,41 @@ func SequenceRewards(scope *gm.Scope, cfg model.Config, tokens, positions, valid
 //	6 rejected valid     bool    [rows, seq]
 //	7 rejected last      int32   [rows]
 //	8 weight             float32 [rows]       1 for a real pair, 0 for a padding row
+//	9 chosen lm mask     float32 [rows, seq]  only when lm_coef > 0: 1 where the token is a trained
+//	                                          completion token (completion and EOS), 0 on prompt and
+//	                                          padding (next-token targets: position t predicts t+1)
 func BradleyTerry(cfg BTConfig) Objective {
+	want := 9
+	if cfg.LMCoef > 0 {
+		want = 10
+	}
 	return Objective{
-		Name:    fmt.Sprintf("bradley-terry[m=%g c=%g]", cfg.Margin, cfg.CenterCoef),
+		Name:    fmt.Sprintf("bradley-terry[m=%g c=%g lm=%g]", cfg.Margin, cfg.CenterCoef, cfg.LMCoef),
 		Metrics: BTMetrics,
 		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
-			if len(in) != 9 {
-				panic(fmt.Sprintf("objective bradley-terry: %d inputs, want 9", len(in)))
+			if len(in) != want {
+				panic(fmt.Sprintf("objective bradley-terry: %d inputs, want %d (lm_coef %g)", len(in), want, cfg.LMCoef))
 			}
 			if !in[0].Shape().Equal(in[4].Shape()) {
 				panic(fmt.Sprintf("objective bradley-terry: chosen %s and rejected %s tokens differ in shape", in[0].Shape(), in[4].Shape()))
 			}
+			if !mc.ValueHead {
+				panic("objective bradley-terry: the model has no value_head")
+			}
 			rows := in[0].Shape().Dim(0)
 			cat := func(a, b *Node) *Node { return Concatenate([]*Node{a, b}, 0) }
-			r := SequenceRewards(scope, mc, cat(in[0], in[4]), cat(in[1], in[5]), cat(rewardBool(in[2]), rewardBool(in[6])), cat(in[3], in[7]))
+			hidden := model.Hidden(scope, mc, cat(in[0], in[4]), cat(in[1], in[5]), cat(rewardBool(in[2]), rewardBool(in[6])))
+			r := lastValues(scope, mc, hidden, cat(in[3], in[7]))
 			rc := Slice(r, AxisRange(0, rows))
 			rr := Slice(r, AxisRange(rows, 2*rows))
-			return BTLoss(cfg, rc, rr, in[8])
+			loss, metrics := BTLoss(cfg, rc, rr, in[8])
+			if cfg.LMCoef > 0 {
+				logits := model.LMHead(scope, mc, Slice(hidden, AxisRange(0, rows)))
+				lm := model.NextTokenLoss(logits, in[0], in[9])
+				loss = Add(loss, MulScalar(lm, cfg.LMCoef))
+				metrics["lm_loss"] = lm
+			}
+			return loss, metrics
 		},
 	}
 }

@@ -47,7 +47,7 @@ func btRef(cfg BTConfig, rc, rr, w []float64) (float64, map[string]float64) {
 	}
 	den := math.Max(n, 1e-9)
 	return l / den, map[string]float64{"accuracy": acc / den, "margin": margin / den, "reward_chosen": mc / den,
-		"reward_rejected": mr / den, "bt_loss": bt / den, "pairs": n}
+		"reward_rejected": mr / den, "bt_loss": bt / den, "pairs": n, "lm_loss": 0}
 }
 
 func vec(x []float64) *tensors.Tensor {
@@ -66,6 +66,9 @@ func runBT(t *testing.T, cfg BTConfig, rc, rr, w []float64) (loss float64, metri
 		g := Gradient(l, in[0], in[1])
 		nodes := []*Node{l, g[0], g[1]}
 		for _, k := range BTMetrics {
+			if m[k] == nil {
+				m[k] = ScalarZero(l.Graph(), l.DType()) // lm_loss belongs to BradleyTerry
+			}
 			nodes = append(nodes, m[k])
 		}
 		return nodes
@@ -176,6 +179,7 @@ func TestBTConfigValidate(t *testing.T) {
 		{DefaultBT(), ""}, {BTConfig{Margin: 1, CenterCoef: 0}, ""},
 		{BTConfig{Margin: -1}, "margin"}, {BTConfig{Margin: math.NaN()}, "margin"},
 		{BTConfig{CenterCoef: -0.1}, "center_coef"}, {BTConfig{CenterCoef: math.Inf(1)}, "center_coef"},
+		{BTConfig{LMCoef: 0.5}, ""}, {BTConfig{LMCoef: -1}, "lm_coef"},
 	} {
 		err := c.cfg.Validate()
 		if (err == nil) != (c.path == "") || (err != nil && !strings.Contains(err.Error(), c.path)) {
@@ -278,47 +282,88 @@ func TestSequenceRewardsReadLastToken(t *testing.T) {
 }
 
 // TestBradleyTerryTrains: a few Adam steps on the full objective (trunk + head) separate four pairs
-// whose chosen and rejected completions differ in one token.
+// whose chosen and rejected completions differ in one token; with lm_coef the chosen completions'
+// cross-entropy is reported and falls too.
 func TestBradleyTerryTrains(t *testing.T) {
-	cfg := rewardTestConfig(t)
-	store := gm.NewStore()
-	if err := model.InitWeights(store.RootScope(), cfg, 1, 0.02); err != nil {
-		t.Fatal(err)
-	}
-	obj := BradleyTerry(DefaultBT())
-	opt := optimizer.Adam().LearningRate(3e-3).Done()
-	step, err := gm.NewExec(rewardTestBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
-		l, m := obj.Build(scope, cfg, x)
-		opt.UpdateGraph(scope, l.Graph(), l)
-		return []*Node{l, m["accuracy"], m["pairs"]}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	chosen := [][]int{{257, 49, 43, 49, 61, 50, 258}, {257, 50, 43, 50, 61, 52, 258}, {257, 51, 43, 49, 61, 52, 258}, {257, 49, 43, 51, 61, 52, 258}}
 	rejected := [][]int{{257, 49, 43, 49, 61, 51, 258}, {257, 50, 43, 50, 61, 53, 258}, {257, 51, 43, 49, 61, 53, 258}, {257, 49, 43, 51, 61, 53, 258}}
+	for _, lm := range []float64{0, 0.5} {
+		cfg := rewardTestConfig(t)
+		store := gm.NewStore()
+		if err := model.InitWeights(store.RootScope(), cfg, 1, 0.02); err != nil {
+			t.Fatal(err)
+		}
+		bt := DefaultBT()
+		bt.LMCoef = lm
+		obj := BradleyTerry(bt)
+		opt := optimizer.Adam().LearningRate(3e-3).Done()
+		step, err := gm.NewExec(rewardTestBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
+			l, m := obj.Build(scope, cfg, x)
+			opt.UpdateGraph(scope, l.Graph(), l)
+			lmLoss := ScalarZero(l.Graph(), l.DType())
+			if m["lm_loss"] != nil {
+				lmLoss = m["lm_loss"]
+			}
+			return []*Node{l, m["accuracy"], m["pairs"], lmLoss}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := append(pairSeqs(chosen, 8), pairSeqs(rejected, 8)...)
+		in = append(in, tensors.FromFlatDataAndDimensions([]float32{1, 1, 1, 1}, 4))
+		if lm > 0 {
+			// The completion digit and EOS are trained: positions 5 and 6 of each chosen row.
+			mask := make([]float32, 4*8)
+			for r := range 4 {
+				mask[r*8+5], mask[r*8+6] = 1, 1
+			}
+			in = append(in, tensors.FromFlatDataAndDimensions(mask, 4, 8))
+		}
+		args := make([]any, len(in))
+		for i, x := range in {
+			args[i] = x
+		}
+		var first, last, acc, lm0, lmN float32
+		for i := range 40 {
+			out, err := step.Call(args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last, acc, lmN = tensors.ToScalar[float32](out[0]), tensors.ToScalar[float32](out[1]), tensors.ToScalar[float32](out[3])
+			if i == 0 {
+				first, lm0 = last, lmN
+				if p := tensors.ToScalar[float32](out[2]); p != 4 {
+					t.Fatalf("pairs = %g, want 4", p)
+				}
+			}
+		}
+		t.Logf("lm_coef %g: loss %.4f → %.4f, accuracy %.2f, lm_loss %.3f → %.3f after 40 Adam steps", lm, first, last, acc, lm0, lmN)
+		if !(last < first/4) || acc != 1 {
+			t.Fatalf("lm_coef %g: reward model did not learn the pairs: loss %.4f → %.4f, accuracy %.2f", lm, first, last, acc)
+		}
+		if lm > 0 && !(lm0 > 4 && lmN < lm0/4) || lm == 0 && lm0 != 0 {
+			t.Fatalf("lm_coef %g: lm_loss %.3f → %.3f", lm, lm0, lmN)
+		}
+	}
+	// The lm mask is required when lm_coef > 0.
+	defer func() {
+		if recover() == nil {
+			t.Error("BradleyTerry with lm_coef and 9 inputs should panic (the runtime turns it into an error)")
+		}
+	}()
+	cfg := rewardTestConfig(t)
+	store := gm.NewStore()
+	_ = model.InitWeights(store.RootScope(), cfg, 1, 0.02)
+	obj := BradleyTerry(BTConfig{LMCoef: 1})
 	in := append(pairSeqs(chosen, 8), pairSeqs(rejected, 8)...)
 	in = append(in, tensors.FromFlatDataAndDimensions([]float32{1, 1, 1, 1}, 4))
 	args := make([]any, len(in))
 	for i, x := range in {
 		args[i] = x
 	}
-	var first, last, acc float32
-	for i := range 40 {
-		out, err := step.Call(args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last, acc = tensors.ToScalar[float32](out[0]), tensors.ToScalar[float32](out[1])
-		if i == 0 {
-			first = last
-			if p := tensors.ToScalar[float32](out[2]); p != 4 {
-				t.Fatalf("pairs = %g, want 4", p)
-			}
-		}
-	}
-	t.Logf("BT loss %.4f → %.4f, accuracy %.2f after 40 Adam steps", first, last, acc)
-	if !(last < first/4) || acc != 1 {
-		t.Fatalf("reward model did not learn the pairs: loss %.4f → %.4f, accuracy %.2f", first, last, acc)
-	}
+	exec, _ := gm.NewExec(rewardTestBackend(), store, func(scope *gm.Scope, x []*Node) *Node {
+		l, _ := obj.Build(scope, cfg, x)
+		return l
+	})
+	_, _ = exec.Call(args...)
 }
