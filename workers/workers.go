@@ -71,6 +71,10 @@ func Register(role string, r worker.Registry, opts Options) error {
 		r.RegisterActivityWithOptions(ta.PreferencesFromModel, activity.RegisterOptions{Name: train.PreferencesFromModelName})
 	case workflows.QueueReward:
 		ra := reward.NewActivities(rewardSandbox())
+		// The learned critic: a reward model trained by a "reward" phase, usable as a verifier.
+		if err := ra.Registry().Register(reward.CriticVerifier, reward.NewCriticFactory(ckpt.New(ckpt.Options{}), NewTrainEngine(opts.Engine))); err != nil {
+			return fmt.Errorf("workers: register critic verifier: %w", err)
+		}
 		r.RegisterActivityWithOptions(ra.Score, activity.RegisterOptions{Name: reward.ScoreName})
 	case workflows.QueueRollout:
 		ro := &rollout.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine)}
