@@ -322,6 +322,10 @@ func TestRewardModelAcceptance(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.MaxSeq = 64
+	if l := int(knob("TEMPER_REWARD_LAYERS", 0)); l > 0 {
+		cfg.Layers = l
+		preset = fmt.Sprintf("%s-l%d", preset, l)
+	}
 	seed := uint64(1)
 	run := fmt.Sprintf("acc-%s-pre%d", preset, preSteps)
 	optim := func(lr float64, warmup int) train.Optim {
