@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/workers/testenv"
+	"github.com/temperml/temper/workflows"
+)
+
+// Sizes of the preference runs of TestPreferenceExactResumeAfterSIGKILL: prefChunks chunks of
+// prefChunkSteps steps each.
+const (
+	prefChunkSteps = 8
+	prefChunks     = 4
+)
+
+// prefSFT is the short SFT run that gives every preference run the same starting (and reference) model.
+const prefSFT = `{"model":{"preset":"tiny"},"data":{"task":"add2","train_examples":300,"heldout_examples":16},
+	"batch":{"rows":8,"seq":32},"steps":6,"chunk_steps":6,"heartbeat_timeout":"2s",
+	"eval":{"examples":8,"max_new_tokens":4,"before":false}}`
+
+// prefConfig is a preference phase's config: a few short chunks, evaluation only at the end and
+// without exact match or sampled KL (they cost time and do not touch the weights); extra is appended
+// inside the object.
+func prefConfig(extra string) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"data":{"task":"add2","train_examples":64,"heldout_examples":8},
+	"batch":{"rows":8,"seq":16},"steps":%d,"chunk_steps":%d,"heartbeat_timeout":"2s",
+	"eval":{"before":false,"exact_match":false,"examples":8,"kl_tokens":0}%s}`, prefChunkSteps*prefChunks, prefChunkSteps, extra))
+}
+
+// TestPreferenceExactResumeAfterSIGKILL runs each preference kind twice from the same SFT checkpoint:
+// once undisturbed, once with its trainer worker (a separate `temper worker --roles trainer` process)
+// killed by SIGKILL at random moments inside random chunks and restarted. Each killed chunk is retried
+// from its input checkpoint and cursor, so the final weights and optimizer state must be byte-identical
+// to the undisturbed run's. dpo trains on precomputed reference log-probs (read back from the stored
+// reference object on every retry), kto on unpaired examples with the reference model held on the fly
+// (reloaded on every retry), orpo and simpo without a reference.
+func TestPreferenceExactResumeAfterSIGKILL(t *testing.T) {
+	if testing.Short() && os.Getenv("CI") == "" {
+		t.Skip("subprocess test; runs in CI and without -short")
+	}
+	env := testenv.Get(t)
+	env.Roles(t, workflows.QueueTemper)
+	dir := t.TempDir()
+	store := "file://" + dir
+	addr := env.Server.FrontendAddr()
+
+	p := &trainerProcess{t: t, addr: addr, logs: filepath.Join(dir, "trainer-sft.log")}
+	p.start()
+	t.Cleanup(p.kill)
+	sft := prefRun(t, env.Client, "pref-sft", workflows.PipelineInput{Name: "pref-sft", Store: store, Seed: 5,
+		Phases: []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(prefSFT)}}})
+	p.kill()
+	from := sft.Phases[0].Checkpoint
+
+	for _, c := range []struct {
+		kind  string
+		extra string // config fields
+		kills int
+	}{
+		{"dpo", "", 3}, // reference log-probs precomputed (the default)
+		{"kto", `,"reference":"on_the_fly"`, 2},
+		{"orpo", "", 2},
+		{"simpo", "", 2},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			p := &trainerProcess{t: t, addr: addr, logs: filepath.Join(dir, "trainer-"+c.kind+".log")}
+			p.start()
+			t.Cleanup(p.kill)
+			in := workflows.PipelineInput{Name: "pref-" + c.kind, Store: store, Seed: 5, Phases: []workflows.PhaseSpec{
+				{Name: c.kind, Kind: c.kind, From: from, Config: prefConfig(c.extra)},
+			}}
+			cleanID, killedID := "pref-"+c.kind+"-clean", "pref-"+c.kind+"-killed"
+			clean := prefRun(t, env.Client, cleanID, in)
+			chunkDur := prefChunkDuration(t, env.Client, cleanID+"."+c.kind)
+
+			r, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: killedID, TaskQueue: workflows.QueueTemper},
+				workflows.PipelineName, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Kill in random chunks at a random moment: wait until the chunk has reported its first step
+			// (heartbeats reach the server in batches, so later steps may never show), wait a random part
+			// of the first half of a chunk's undisturbed duration, then SIGKILL the worker and start a
+			// new one.
+			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+			chunks := rng.Perm(prefChunks)[:c.kills]
+			slices.Sort(chunks)
+			for i, ch := range chunks {
+				target := prefChunkSteps*ch + 1
+				deadline := time.Now().Add(2 * time.Minute)
+				for prefChunkStep(env.Client, killedID+"."+c.kind) < target {
+					if time.Now().After(deadline) {
+						t.Fatalf("the run never reached step %d", target)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				time.Sleep(time.Duration(rng.Int64N(int64(chunkDur/2) + 1)))
+				seen := prefChunkStep(env.Client, killedID+"."+c.kind)
+				p.kill()
+				t.Logf("SIGKILL %d of the trainer in chunk %d (steps %d-%d), last heartbeat at step %d", i+1, ch+1, target, target+prefChunkSteps-1, seen)
+				p.start()
+			}
+			killed := waitRun(t, r)
+			if n := retriedActivities(t, env.Client, killedID+"."+c.kind); n < c.kills {
+				t.Fatalf("want at least %d retried activities after %d kills, got %d", c.kills, c.kills, n)
+			}
+			a, b := clean.Phases[0].Checkpoint, killed.Phases[0].Checkpoint
+			want := fmt.Sprintf("/%s/step-%06d/", c.kind, prefChunks*prefChunkSteps)
+			if a == b || !strings.HasSuffix(a, want) || !strings.HasSuffix(b, want) {
+				t.Fatalf("final checkpoints %s and %s: want two distinct ones ending in %s", a, b, want)
+			}
+			for _, name := range []string{train.ModelFile, train.OptimizerFile} {
+				if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
+					t.Errorf("%s differs after kills: %s vs %s", name, ha, hb)
+				}
+			}
+			if !t.Failed() {
+				t.Logf("final checkpoints %s and %s match (undisturbed chunk %v)", a, b, chunkDur.Round(time.Millisecond))
+			}
+		})
+	}
+}
+
+// prefRun runs a pipeline to the end.
+func prefRun(t *testing.T, c client.Client, id string, in workflows.PipelineInput) workflows.PipelineOutput {
+	t.Helper()
+	r, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.QueueTemper},
+		workflows.PipelineName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return waitRun(t, r)
+}
+
+// prefChunkStep is the heartbeat step of the phase's running preference chunk, or -1.
+func prefChunkStep(c client.Client, wfID string) int {
+	desc, err := c.DescribeWorkflowExecution(context.Background(), wfID, "")
+	if err != nil {
+		return -1
+	}
+	for _, pa := range desc.PendingActivities {
+		if pa.ActivityType.GetName() != train.PrefChunkName || pa.State != enumspb.PENDING_ACTIVITY_STATE_STARTED ||
+			pa.HeartbeatDetails == nil || len(pa.HeartbeatDetails.Payloads) == 0 {
+			continue
+		}
+		var p train.Progress
+		if json.Unmarshal(pa.HeartbeatDetails.Payloads[0].Data, &p) == nil {
+			return p.Step
+		}
+	}
+	return -1
+}
+
+// prefChunkDuration is the shortest start-to-completion time of the preference chunks of a finished
+// workflow: how long a kill may wait after a chunk's first step and still land inside the chunk.
+func prefChunkDuration(t *testing.T, c client.Client, wfID string) time.Duration {
+	t.Helper()
+	chunk := map[int64]bool{}        // scheduled event ids of preference chunks
+	started := map[int64]time.Time{} // by started event id
+	best := time.Duration(0)
+	it := c.GetWorkflowHistory(context.Background(), wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == train.PrefChunkName {
+			chunk[e.EventId] = true
+		}
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && chunk[a.ScheduledEventId] {
+			started[e.EventId] = e.EventTime.AsTime()
+		}
+		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && chunk[a.ScheduledEventId] {
+			if s, ok := started[a.StartedEventId]; ok {
+				if d := e.EventTime.AsTime().Sub(s); best == 0 || d < best {
+					best = d
+				}
+			}
+		}
+	}
+	if best <= 0 {
+		t.Fatalf("%s: no completed preference chunk in the history", wfID)
+	}
+	return best
+}
