@@ -55,6 +55,7 @@ type PhaseResult struct {
 	Checkpoint string             `json:"checkpoint"`
 	Metrics    map[string]float64 `json:"metrics,omitempty"`
 	Seconds    float64            `json:"seconds"`
+	Curve      []CurvePoint       `json:"curve,omitempty"`
 }
 
 // PipelineOutput lists every phase's result in order.
@@ -93,6 +94,17 @@ type PhaseInput struct {
 type PhaseOutput struct {
 	Checkpoint string             `json:"checkpoint"`
 	Metrics    map[string]float64 `json:"metrics,omitempty"`
+	// Curve is held-out exact match against training wall time, one point per evaluation.
+	Curve []CurvePoint `json:"curve,omitempty"`
+}
+
+// CurvePoint is one evaluation of a phase: Seconds of training wall time so far (the phase's
+// training activities, measured with workflow time; evaluations excluded), the optimizer step or RL
+// iteration, and held-out exact match.
+type CurvePoint struct {
+	Seconds    float64 `json:"seconds"`
+	Step       int     `json:"step"`
+	ExactMatch float64 `json:"heldout_exact_match"`
 }
 
 // Validate checks the pipeline and every phase's config with its kind's type.
@@ -175,7 +187,7 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
 			return PipelineOutput{}, fmt.Errorf("pipeline %s: phase %s (%s): %w", runID, spec.Name, spec.Kind, err)
 		}
 		state.Results = append(state.Results, PhaseResult{
-			Name: spec.Name, Kind: spec.Kind, WorkflowID: childID, Checkpoint: out.Checkpoint, Metrics: out.Metrics,
+			Name: spec.Name, Kind: spec.Kind, WorkflowID: childID, Checkpoint: out.Checkpoint, Metrics: out.Metrics, Curve: out.Curve,
 			Seconds: workflow.Now(ctx).Sub(started).Seconds(),
 		})
 		state.Next = i + 1

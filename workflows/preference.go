@@ -168,7 +168,7 @@ func Preference(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			NonRetryableErrorTypes: []string{"InvalidInput"}},
 	})
 	shortCtx := workflow.WithActivityOptions(actx, workflow.ActivityOptions{
-		TaskQueue: QueueTrainer, StartToCloseTimeout: 10 * time.Minute,
+		TaskQueue: QueueTrainer, StartToCloseTimeout: 3 * time.Minute, // short: a worker killed mid-call is noticed soon
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, NonRetryableErrorTypes: []string{"InvalidInput"}},
 	})
 	data := func() train.PrefDataSpec {

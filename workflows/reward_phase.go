@@ -140,7 +140,7 @@ func RewardModel(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	})
 	// RewardInit and Retain never heartbeat.
 	shortCtx := workflow.WithActivityOptions(actx, workflow.ActivityOptions{
-		TaskQueue: QueueTrainer, StartToCloseTimeout: 10 * time.Minute,
+		TaskQueue: QueueTrainer, StartToCloseTimeout: 3 * time.Minute, // short: a worker killed mid-call is noticed soon
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, NonRetryableErrorTypes: []string{"InvalidInput"}},
 	})
 	evaluate := func(uri string) (map[string]float64, error) {

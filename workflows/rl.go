@@ -43,6 +43,7 @@ type RLConfig struct {
 	Mode            string            `json:"mode" default:"sync" help:"sync | async: async generates iteration k+1 with policy v while step k trains"`
 	MaxStaleness    int               `json:"max_staleness" default:"1" help:"async: rollouts may lag the trained policy by this many versions (1 supported)"`
 	EvalEvery       int               `json:"eval_every" default:"10" help:"evaluate held-out exact match every N iterations (and at the end)"`
+	MaxSeconds      float64           `json:"max_seconds" default:"0" help:"also stop after the iteration that reaches this much training wall time (0: no limit)"`
 	Eval            EvalSpec          `json:"eval"`
 	Backtrack       BacktrackSpec     `json:"backtrack"`
 	// InjectNaNAt poisons the advantages of this iteration (1-based; tests of back-tracking).
@@ -101,6 +102,8 @@ func (c *RLConfig) Validate() error {
 		return &config.FieldError{Path: "mode", Msg: fmt.Sprintf("%q: allowed values: sync, async", c.Mode)}
 	case c.Mode == "async" && c.MaxStaleness != 1:
 		return &config.FieldError{Path: "max_staleness", Msg: "async mode supports 1"}
+	case !(c.MaxSeconds >= 0):
+		return &config.FieldError{Path: "max_seconds", Msg: "must be >= 0"}
 	case c.EvalEvery < 0:
 		return &config.FieldError{Path: "eval_every", Msg: "must be >= 0"}
 	case c.Backtrack.Budget < 0 || c.Backtrack.LRFactor <= 0 || c.Backtrack.KLFactor <= 0:
@@ -152,6 +155,7 @@ type rlState struct {
 	RewardSum      float64                 `json:"reward_sum"`
 	LastReward     float64                 `json:"last_reward"`
 	Seconds        float64                 `json:"seconds"` // wall time of the iterations, for bench rl
+	Curve          []CurvePoint            `json:"curve,omitempty"`
 	Started        bool                    `json:"started"`
 }
 
@@ -203,6 +207,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				return PhaseOutput{}, fmt.Errorf("%s %s: evaluate start: %w", in.Kind, in.Phase, err)
 			}
 			st.GoodScore = st.Before["heldout_exact_match"]
+			st.Curve = append(st.Curve, CurvePoint{ExactMatch: st.GoodScore})
 		}
 	}
 	async := cfg.Mode == "async"
@@ -230,7 +235,8 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		workflow.GetLogger(ctx).Warn("back-tracking", "reason", reason, "to_version", st.GoodVersion, "lr_scale", st.LRScale)
 		return workflow.UpsertMemo(ctx, map[string]any{"branches": len(st.Branches), "last_branch": reason})
 	}
-	for st.Iter < cfg.Iterations {
+	outOfTime := func() bool { return cfg.MaxSeconds > 0 && st.Seconds >= cfg.MaxSeconds }
+	for st.Iter < cfg.Iterations && !outOfTime() {
 		iterStart := workflow.Now(ctx)
 		var gen rollout.GenerateOutput
 		genVersion := st.Version
@@ -247,7 +253,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				return PhaseOutput{}, fmt.Errorf("%s %s: generate iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
 			}
 		}
-		if async && st.Iter+1 < cfg.Iterations {
+		if async && st.Iter+1 < cfg.Iterations && !(cfg.MaxSeconds > 0 && st.Seconds+workflow.Now(ctx).Sub(iterStart).Seconds() >= cfg.MaxSeconds) {
 			// Generate the next iteration with the current policy while this one trains.
 			next, nextVersion = generate(st.Policy, st.Version, st.Iter+1), st.Version
 		}
@@ -288,7 +294,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		}
 		st.Policy, st.Version, st.FreshOptimizer = step.Checkpoint, step.Version, false
 		memo := map[string]any{"iteration": st.Iter, "version": st.Version, "reward_mean": sc.Metrics.MeanScore}
-		last := st.Iter >= cfg.Iterations
+		last := st.Iter >= cfg.Iterations || outOfTime()
 		if last || (cfg.EvalEvery > 0 && st.Iter%cfg.EvalEvery == 0) {
 			m, err := evaluate(st.Policy)
 			if err != nil {
@@ -296,6 +302,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			}
 			st.Last = m
 			score := m["heldout_exact_match"]
+			st.Curve = append(st.Curve, CurvePoint{Seconds: st.Seconds, Step: st.Iter, ExactMatch: score})
 			memo["heldout_exact_match"] = score
 			if score < st.GoodScore-cfg.Backtrack.Tolerance {
 				if next != nil {
@@ -336,9 +343,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	metrics := map[string]float64{
 		"iterations": float64(st.Iter), "version": float64(st.Version), "backtracks": float64(len(st.Branches)),
 		"reward_mean": st.RewardSum / float64(max(1, st.Iter)), "last_reward_mean": st.LastReward,
-		"seconds_per_iteration": st.Seconds / float64(max(1, st.Iter)),
+		"seconds_per_iteration": st.Seconds / float64(max(1, st.Iter)), "train_seconds": st.Seconds,
 	}
 	copyMetrics(metrics, st.Last, "")
 	copyMetrics(metrics, st.Before, "_before")
-	return PhaseOutput{Checkpoint: st.Policy, Metrics: metrics}, nil
+	return PhaseOutput{Checkpoint: st.Policy, Metrics: metrics, Curve: st.Curve}, nil
 }

@@ -51,6 +51,7 @@ type TrainConfig struct {
 	ChunkSteps       int             `json:"chunk_steps" default:"50" help:"steps per trainer activity; a checkpoint is committed after each"`
 	Optimizer        train.Optim     `json:"optimizer"`
 	Eval             EvalSpec        `json:"eval"`
+	MaxSeconds       float64         `json:"max_seconds" default:"0" help:"also stop after the chunk that reaches this much training wall time (0: no limit; steps still shapes the LR schedule)"`
 	KeepLast         int             `json:"keep_last" default:"3" help:"checkpoints kept besides the best"`
 	HeartbeatTimeout config.Duration `json:"heartbeat_timeout" default:"30s" help:"a trainer silent this long is presumed dead; its chunk is retried elsewhere"`
 	LoRA             *model.LoRA     `json:"lora,omitempty" help:"train LoRA adapters on the frozen starting model instead of every weight; checkpoints hold the adapters and the base URI"`
@@ -92,6 +93,8 @@ func (c *TrainConfig) Validate() error {
 		return &config.FieldError{Path: "batch.seq", Msg: fmt.Sprintf("%d: want 2..8192", c.Batch.Seq)}
 	case c.Steps < 1:
 		return &config.FieldError{Path: "steps", Msg: "must be >= 1"}
+	case !(c.MaxSeconds >= 0):
+		return &config.FieldError{Path: "max_seconds", Msg: "must be >= 0"}
 	case c.ChunkSteps < 1:
 		return &config.FieldError{Path: "chunk_steps", Msg: "must be >= 1"}
 	case c.KeepLast < 1:
@@ -141,6 +144,8 @@ type trainState struct {
 	LastLoss       float64            `json:"last_loss"`
 	TokensPerS     float64            `json:"tokens_per_s"`
 	NonFinite      int                `json:"non_finite"`
+	Seconds        float64            `json:"seconds"` // training wall time (chunks only)
+	Curve          []CurvePoint       `json:"curve,omitempty"`
 }
 
 // Train runs a pretrain or sft phase: chunks of steps on the trainer queue, evaluations before, every
@@ -167,7 +172,7 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	})
 	// Init and Retain are short and never heartbeat.
 	shortCtx := workflow.WithActivityOptions(actx, workflow.ActivityOptions{
-		TaskQueue: QueueTrainer, StartToCloseTimeout: 10 * time.Minute,
+		TaskQueue: QueueTrainer, StartToCloseTimeout: 3 * time.Minute, // short: a worker killed mid-call is noticed soon
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, NonRetryableErrorTypes: []string{"InvalidInput"}},
 	})
 	evaluate := func(uri string) (map[string]float64, error) {
@@ -203,10 +208,13 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			if st.Before, err = evaluate(st.Checkpoint); err != nil {
 				return PhaseOutput{}, fmt.Errorf("%s %s: evaluate start: %w", in.Kind, in.Phase, err)
 			}
+			st.Curve = append(st.Curve, CurvePoint{Step: 0, ExactMatch: st.Before["heldout_exact_match"]})
 		}
 	}
-	for st.Step < cfg.Steps {
+	outOfTime := func() bool { return cfg.MaxSeconds > 0 && st.Seconds >= cfg.MaxSeconds }
+	for st.Step < cfg.Steps && !outOfTime() {
 		n := min(cfg.ChunkSteps, cfg.Steps-st.Step)
+		chunkStart := workflow.Now(ctx)
 		var out train.ChunkOutput
 		if err := workflow.ExecuteActivity(actx, train.ChunkName, train.ChunkInput{
 			Store: in.Store, Run: in.RunID, Phase: in.Phase, From: st.Checkpoint, Step: st.Step, Steps: n, TotalSteps: cfg.Steps,
@@ -216,17 +224,19 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			return PhaseOutput{}, fmt.Errorf("%s %s: chunk at step %d: %w", in.Kind, in.Phase, st.Step, err)
 		}
 		st.Step, st.Checkpoint, st.Cursor, st.FreshOptimizer = out.Step, out.Checkpoint, out.Cursor, false
+		st.Seconds += workflow.Now(ctx).Sub(chunkStart).Seconds()
 		st.Chunks++
 		st.LossSum += out.Loss * float64(n)
 		st.LastLoss, st.TokensPerS, st.NonFinite = out.LastLoss, out.TokensPerS, st.NonFinite+out.NonFinite
 		memo := map[string]any{"step": st.Step, "steps": cfg.Steps, "loss": out.Loss}
-		last := st.Step >= cfg.Steps
+		last := st.Step >= cfg.Steps || outOfTime()
 		if last || (cfg.Eval.EveryChunks > 0 && st.Chunks%cfg.Eval.EveryChunks == 0) {
 			m, err := evaluate(st.Checkpoint)
 			if err != nil {
 				return PhaseOutput{}, fmt.Errorf("%s %s: evaluate step %d: %w", in.Kind, in.Phase, st.Step, err)
 			}
 			st.Last = m
+			st.Curve = append(st.Curve, CurvePoint{Seconds: st.Seconds, Step: st.Step, ExactMatch: m["heldout_exact_match"]})
 			memo["heldout_exact_match"] = m["heldout_exact_match"]
 			// Best by held-out exact match, ties broken by lower held-out loss.
 			score := m["heldout_exact_match"] - 1e-6*m["heldout_loss"]
@@ -243,9 +253,9 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	}
 	metrics := map[string]float64{
 		"steps": float64(st.Step), "loss": st.LossSum / float64(max(1, st.Step)), "last_loss": st.LastLoss,
-		"tokens_per_s": st.TokensPerS, "non_finite_steps": float64(st.NonFinite),
+		"tokens_per_s": st.TokensPerS, "non_finite_steps": float64(st.NonFinite), "train_seconds": st.Seconds,
 	}
 	copyMetrics(metrics, st.Last, "")
 	copyMetrics(metrics, st.Before, "_before")
-	return PhaseOutput{Checkpoint: st.Checkpoint, Metrics: metrics}, nil
+	return PhaseOutput{Checkpoint: st.Checkpoint, Metrics: metrics, Curve: st.Curve}, nil
 }

@@ -206,6 +206,9 @@ func printStatus(ctx context.Context, c client.Client, cf *clientFlags, id strin
 			return nil
 		}
 		fmt.Fprintf(stdout, "%s running since %s\n  %s\n  %s\n", id, info.StartTime.AsTime().UTC().Format(time.RFC3339), progressLine(s, -1), cf.runURL(id))
+		if line := phaseMemo(ctx, c, s.Progress.ChildID); line != "" {
+			fmt.Fprintf(stdout, "  now: %s\n", line)
+		}
 		for _, r := range s.Progress.Done {
 			fmt.Fprintf(stdout, "  done: %-12s %-8s %s\n", r.Name, r.Kind, r.Checkpoint)
 		}
@@ -230,4 +233,35 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// phaseMemo renders the running phase workflow's memo (its latest step, loss, reward, held-out exact
+// match: what each phase kind upserts) as sorted key=value pairs, or "" when there is none.
+func phaseMemo(ctx context.Context, c client.Client, childID string) string {
+	if childID == "" {
+		return ""
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, childID, "")
+	if err != nil {
+		return ""
+	}
+	fields := desc.WorkflowExecutionInfo.GetMemo().GetFields()
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		var v any
+		if json.Unmarshal(fields[k].GetData(), &v) != nil {
+			continue
+		}
+		if f, ok := v.(float64); ok {
+			parts = append(parts, fmt.Sprintf("%s=%.4g", k, f))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+		}
+	}
+	return strings.Join(parts, " ")
 }
