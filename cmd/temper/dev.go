@@ -28,12 +28,12 @@ func (s *stackFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&s.ip, "ip", "127.0.0.1", "address the embedded server and UI bind to")
 	fs.IntVar(&s.port, "port", workers.DefaultTemporalPort, "embedded Temporal gRPC port")
 	fs.IntVar(&s.uiPort, "ui-port", workers.DefaultUIPort, "embedded Web UI port (-1: no UI)")
-	fs.StringVar(&s.roles, "roles", "all", "worker roles to run: temper,trainer,rollout,reward or all")
+	fs.StringVar(&s.roles, "roles", "all", "worker roles to run: temper,trainer,rollout,reward, all, or none (server and UI only: cluster mode, where temper worker processes do the work)")
 	fs.BoolVar(&s.verbose, "v", false, "show the embedded server's warnings")
 }
 
 func (s *stackFlags) start() (*workers.Stack, error) {
-	roles, err := workers.ParseRoles(s.roles)
+	roles, err := stackRoles(s.roles)
 	if err != nil {
 		return nil, usageErr("--roles: %v", err)
 	}
@@ -81,7 +81,11 @@ func init() {
 				} else {
 					fmt.Fprintf(stdout, "Temporal  %s (external)\n", st.Address)
 				}
-				fmt.Fprintf(stdout, "Workers   %s\nCtrl-C stops.\n", strings.Join(mustRoles(s.roles), ", "))
+				if ws := mustRoles(s.roles); len(ws) > 0 {
+					fmt.Fprintf(stdout, "Workers   %s\nCtrl-C stops.\n", strings.Join(ws, ", "))
+				} else {
+					fmt.Fprintf(stdout, "Workers   none here: start `temper worker --roles ROLE --temporal %s` per role\nCtrl-C stops.\n", st.Address)
+				}
 				<-ctx.Done()
 				fmt.Fprintln(stdout, "stopping")
 				return nil
@@ -119,6 +123,15 @@ func init() {
 }
 
 func mustRoles(s string) []string {
-	r, _ := workers.ParseRoles(s)
+	r, _ := stackRoles(s)
 	return r
+}
+
+// stackRoles is workers.ParseRoles plus "none": an embedded stack may serve only the server and UI, so
+// that each role runs in its own `temper worker` process (cluster mode without Docker).
+func stackRoles(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "none" {
+		return nil, nil
+	}
+	return workers.ParseRoles(s)
 }

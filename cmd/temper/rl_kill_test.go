@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/rollout"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/workers/testenv"
+	"github.com/temperml/temper/workflows"
+)
+
+// rlWorkerProcess runs `temper worker --roles ROLE` as its own process (the test binary re-executed as
+// temper), so that it can be killed with SIGKILL like a real worker on another host.
+type rlWorkerProcess struct {
+	t    *testing.T
+	role string
+	addr string
+	logs string
+	cmd  *exec.Cmd
+}
+
+func (p *rlWorkerProcess) start() {
+	p.t.Helper()
+	p.cmd = exec.Command(os.Args[0], "worker", "--roles", p.role, "--temporal", p.addr)
+	p.cmd.Env = append(os.Environ(), "TEMPER_TEST_MAIN=1")
+	f, err := os.OpenFile(p.logs, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer f.Close() // the child holds its own descriptor
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatalf("start %s worker: %v", p.role, err)
+	}
+}
+
+func (p *rlWorkerProcess) kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.cmd.Wait()
+}
+
+// rlGRPOConfig is a tiny sync-mode GRPO phase with enough iterations that a kill lands mid-run; the
+// heartbeat timeout bounds how long a killed attempt holds up the run. A barely trained model never
+// solves add2 exactly, and all-zero rewards give zero advantages and no update, so the reward is a
+// format check that its random completions meet only sometimes: the weights really move.
+const rlGRPOConfig = `{"data":{"task":"add2","heldout_examples":16},"mode":"sync","iterations":7,"prompts":8,"group":4,
+	"max_new_tokens":8,"reward":{"verifiers":[{"name":"format","params":{"regex":["[0-9]","^[0-9]"]}}]},
+	"eval_every":0,"eval":{"examples":16,"max_new_tokens":4,"before":false},"heartbeat_timeout":"4s"}`
+
+func rlSFTPipeline(store string) workflows.PipelineInput {
+	sft := `{"model":{"preset":"tiny"},"data":{"task":"add2","train_examples":300,"heldout_examples":16},
+		"batch":{"rows":8,"seq":32},"steps":6,"chunk_steps":6,"eval":{"examples":16,"max_new_tokens":4,"before":false}}`
+	return workflows.PipelineInput{Name: "rl-base", Store: store, Seed: 3, Phases: []workflows.PhaseSpec{
+		{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
+	}}
+}
+
+func rlGRPOPipeline(store, from string) workflows.PipelineInput {
+	return workflows.PipelineInput{Name: "rl-kill", Store: store, Seed: 3, Phases: []workflows.PhaseSpec{
+		{Name: "grpo", Kind: "grpo", From: from, Config: json.RawMessage(rlGRPOConfig)},
+	}}
+}
+
+// TestRLExactResumeAfterSIGKILL runs the same sync-mode GRPO phase twice with the rollout and trainer
+// roles in their own worker processes: once undisturbed, once with the rollout worker killed by SIGKILL
+// during a rollout.Generate and the trainer worker killed during a train.PolicyStep (each restarted).
+// The killed run must complete with those activities retried, write the same rollouts for every
+// iteration, and end on byte-identical weights and optimizer state.
+func TestRLExactResumeAfterSIGKILL(t *testing.T) {
+	if testing.Short() && os.Getenv("CI") == "" {
+		t.Skip("subprocess test; runs in CI and without -short")
+	}
+	env := testenv.Get(t)
+	// Workflows and rewards run in this process; what is killed is the trainer and the rollout worker.
+	env.Roles(t, workflows.QueueTemper, workflows.QueueReward)
+	dir := t.TempDir()
+	store := "file://" + dir
+	addr := env.Server.FrontendAddr()
+	trainer := &rlWorkerProcess{t: t, role: workflows.QueueTrainer, addr: addr, logs: filepath.Join(dir, "trainer.log")}
+	roll := &rlWorkerProcess{t: t, role: workflows.QueueRollout, addr: addr, logs: filepath.Join(dir, "rollout.log")}
+	trainer.start()
+	t.Cleanup(trainer.kill)
+	roll.start()
+	t.Cleanup(roll.kill)
+
+	run := func(id string, in workflows.PipelineInput) client.WorkflowRun {
+		r, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.QueueTemper},
+			workflows.PipelineName, in)
+		if err != nil {
+			t.Fatalf("start %s: %v", id, err)
+		}
+		return r
+	}
+	// IDs unique per invocation: with -count=N the shared server still holds the earlier runs, and a
+	// describe of a child not started yet would answer with the old one.
+	ids := fmt.Sprintf("rl-kill-%d", time.Now().UnixNano())
+	start := time.Now()
+	base := rlWait(t, run(ids+"-base", rlSFTPipeline(store)))
+	from := base.Phases[0].Checkpoint
+	t.Logf("base SFT checkpoint %s in %.1fs", from, time.Since(start).Seconds())
+
+	start = time.Now()
+	clean := rlWait(t, run(ids+"-clean", rlGRPOPipeline(store, from)))
+	t.Logf("clean GRPO run in %.1fs; activity durations %v", time.Since(start).Seconds(), rlActivityDurations(t, env.Client, ids+"-clean.grpo"))
+
+	start = time.Now()
+	r := run(ids+"-killed", rlGRPOPipeline(store, from))
+	wfID := ids + "-killed.grpo"
+	// Kill the rollout worker while iteration 2's rollouts are being generated, and the trainer while
+	// iteration 4's policy step runs: the next worker process must redo each from its input alone.
+	kills := []struct {
+		p        *rlWorkerProcess
+		activity string
+		iter     int
+	}{
+		{roll, rollout.GenerateName, 2},
+		{trainer, train.PolicyStepName, 4},
+	}
+	for _, k := range kills {
+		// A warm activity can finish between the poll that saw it and the kill, or between two polls;
+		// then the next iteration's is the target, until one kill lands mid-activity.
+		deadline := time.Now().Add(3 * time.Minute)
+		for iter := k.iter; ; {
+			if iter >= 7 {
+				t.Fatalf("no kill of the %s worker landed during a %s", k.p.role, k.activity)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s of iteration %d never started", k.activity, iter)
+			}
+			id, done := rlRunning(env.Client, wfID, k.activity)
+			if done > iter {
+				iter = done
+				continue
+			}
+			if done < iter || id == "" {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			k.p.kill()
+			k.p.start()
+			landed := rlAwaitRetry(t, env.Client, wfID, id)
+			t.Logf("SIGKILL of the %s worker during %s of iteration %d (%.1fs into the run): retried %v",
+				k.p.role, k.activity, iter, time.Since(start).Seconds(), landed)
+			if landed {
+				break
+			}
+			iter++
+		}
+	}
+	killed := rlWait(t, r)
+	t.Logf("killed GRPO run in %.1fs", time.Since(start).Seconds())
+
+	retried := rlRetried(t, env.Client, wfID)
+	for _, k := range kills {
+		if retried[k.activity] < 1 {
+			t.Errorf("want %s retried after its worker was killed, got retries %v", k.activity, retried)
+		}
+	}
+	if m := killed.Phases[0].Metrics; m["iterations"] != 7 || m["version"] != 7 || m["backtracks"] != 0 {
+		t.Errorf("killed run metrics %v", m)
+	}
+	for _, k := range []string{"reward_mean", "last_reward_mean", "heldout_exact_match"} {
+		if a, b := clean.Phases[0].Metrics[k], killed.Phases[0].Metrics[k]; a != b {
+			t.Errorf("metric %s: clean %v, killed %v", k, a, b)
+		}
+	}
+	// Rollouts are seeded per (iteration, prompt, sample): the retried Generate rewrote the same bytes.
+	for i := 0; i < 7; i++ {
+		a := rlHashKey(t, dir, rollout.RolloutsKey(clean.RunID, "grpo", i, ""))
+		b := rlHashKey(t, dir, rollout.RolloutsKey(killed.RunID, "grpo", i, ""))
+		if a != b {
+			t.Errorf("rollouts of iteration %d differ: %s vs %s", i, a, b)
+		}
+	}
+	a, b := clean.Phases[0].Checkpoint, killed.Phases[0].Checkpoint
+	if a == b {
+		t.Fatalf("both runs wrote the same checkpoint %s", a)
+	}
+	if m := clean.Phases[0].Metrics; m["reward_mean"] <= 0 || rlManifestHash(t, from, train.ModelFile) == rlManifestHash(t, a, train.ModelFile) {
+		t.Fatalf("GRPO did not change the weights (reward_mean %v): the comparison would prove nothing", m["reward_mean"])
+	}
+	for _, name := range []string{train.ModelFile, train.OptimizerFile} {
+		if ha, hb := rlManifestHash(t, a, name), rlManifestHash(t, b, name); ha != hb {
+			t.Errorf("%s differs after kills: %s vs %s", name, ha, hb)
+		}
+	}
+	t.Logf("final checkpoints %s and %s match (retries %v)", a, b, retried)
+}
+
+func rlWait(t *testing.T, r client.WorkflowRun) workflows.PipelineOutput {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out workflows.PipelineOutput
+	if err := r.Get(ctx, &out); err != nil {
+		t.Fatalf("run %s: %v", r.GetID(), err)
+	}
+	return out
+}
+
+// rlRunning returns the number of iterations the RL loop has completed (the "iteration" memo is
+// upserted after each; -1 before the phase starts) and the activity ID of the first attempt of activity
+// `name` if a worker is running it now, or "".
+func rlRunning(c client.Client, wfID, name string) (string, int) {
+	desc, err := c.DescribeWorkflowExecution(context.Background(), wfID, "")
+	if err != nil {
+		return "", -1
+	}
+	done := 0
+	if p, ok := desc.WorkflowExecutionInfo.GetMemo().GetFields()["iteration"]; ok {
+		if json.Unmarshal(p.Data, &done) != nil {
+			return "", -1
+		}
+	}
+	for _, pa := range desc.PendingActivities {
+		if pa.ActivityType.GetName() == name && pa.State == enumspb.PENDING_ACTIVITY_STATE_STARTED && pa.Attempt == 1 {
+			return pa.ActivityId, done
+		}
+	}
+	return "", done
+}
+
+// rlAwaitRetry waits until activity id either reaches a second attempt (the kill interrupted it: true)
+// or is no longer pending (it completed before the kill: false).
+func rlAwaitRetry(t *testing.T, c client.Client, wfID, id string) bool {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		desc, err := c.DescribeWorkflowExecution(context.Background(), wfID, "")
+		if err != nil {
+			t.Fatalf("describe %s: %v", wfID, err)
+		}
+		pending := false
+		for _, pa := range desc.PendingActivities {
+			if pa.ActivityId == id {
+				if pa.Attempt > 1 {
+					return true
+				}
+				pending = true
+			}
+		}
+		if !pending {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("activity %s of %s neither retried nor completed in 2 minutes", id, wfID)
+	return false
+}
+
+// rlRetried counts, per activity type, the activities whose final attempt was not the first.
+func rlRetried(t *testing.T, c client.Client, wfID string) map[string]int {
+	t.Helper()
+	types := map[int64]string{}
+	out := map[string]int{}
+	it := c.GetWorkflowHistory(context.Background(), wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+			types[e.EventId] = a.ActivityType.GetName()
+		}
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && a.Attempt > 1 {
+			out[types[a.ScheduledEventId]]++
+		}
+	}
+	return out
+}
+
+// rlActivityDurations is the longest start-to-close time of each activity type in a run, so a
+// failing kill schedule can be re-aimed from the log.
+func rlActivityDurations(t *testing.T, c client.Client, wfID string) map[string]string {
+	t.Helper()
+	types := map[int64]string{}
+	started := map[int64]time.Time{}
+	longest := map[string]time.Duration{}
+	it := c.GetWorkflowHistory(context.Background(), wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case e.GetActivityTaskScheduledEventAttributes() != nil:
+			types[e.EventId] = e.GetActivityTaskScheduledEventAttributes().ActivityType.GetName()
+		case e.GetActivityTaskStartedEventAttributes() != nil:
+			started[e.GetActivityTaskStartedEventAttributes().ScheduledEventId] = e.EventTime.AsTime()
+		case e.GetActivityTaskCompletedEventAttributes() != nil:
+			id := e.GetActivityTaskCompletedEventAttributes().ScheduledEventId
+			if d := e.EventTime.AsTime().Sub(started[id]); d > longest[types[id]] {
+				longest[types[id]] = d
+			}
+		}
+	}
+	out := map[string]string{}
+	for k, d := range longest {
+		out[k] = d.Round(time.Millisecond).String()
+	}
+	return out
+}
+
+func rlManifestHash(t *testing.T, uri, name string) string {
+	t.Helper()
+	ck, err := ckpt.Read(context.Background(), uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ck.Verify(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f, ok := ck.Manifest.File(name)
+	if !ok {
+		t.Fatalf("%s has no %s", uri, name)
+	}
+	return fmt.Sprintf("%s (%d bytes)", f.SHA256, f.Size)
+}
+
+func rlHashKey(t *testing.T, root, key string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(key)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
