@@ -44,6 +44,13 @@ type Preference struct {
 	// examples; with balanced data the defaults (1, 1) satisfy it.
 	DesirableWeight   float64 `json:"desirable_weight" default:"1" help:"kto: λD > 0, weight of desirable rows; the paper advises λD·n_D/(λU·n_U) in [1, 4/3]"`
 	UndesirableWeight float64 `json:"undesirable_weight" default:"1" help:"kto: λU > 0, weight of undesirable rows"`
+	// SFTCoef α adds α × the token-mean negative log-likelihood of the chosen (KTO: desirable)
+	// completions to the loss: the NLL term of RPO (Pang et al. 2024, "Iterative Reasoning Preference
+	// Optimization"; TRL's rpo_alpha). DPO-style losses only see the margin between chosen and
+	// rejected, so both log-probs can fall together (the margin grows while the chosen answer becomes
+	// unlikely, the collapse seen on small models); the NLL term holds the chosen log-prob up. ORPO has
+	// this term built in and rejects a second one.
+	SFTCoef float64 `json:"sft_coef" default:"0" help:"dpo, ipo, simpo, kto: α ≥ 0, add α × NLL of the chosen (desirable) completions (RPO); keeps log-probs from collapsing"`
 }
 
 // DefaultBeta is β when Preference.Beta is 0: 0.1 for dpo, ipo and kto (the papers' and TRL's
@@ -102,6 +109,12 @@ func (c Preference) Validate() error {
 	if !(c.LabelSmoothing >= 0 && c.LabelSmoothing < 0.5) {
 		return fmt.Errorf("loss: preference label_smoothing=%g: must be in [0, 0.5)", c.LabelSmoothing)
 	}
+	if !finite(c.SFTCoef) || c.SFTCoef < 0 {
+		return fmt.Errorf("loss: preference sft_coef=%g: must be ≥ 0 and finite", c.SFTCoef)
+	}
+	if c.SFTCoef != 0 && c.Kind == PrefORPO {
+		return fmt.Errorf("loss: preference sft_coef=%g: orpo already adds the chosen NLL (weight 1); leave sft_coef 0", c.SFTCoef)
+	}
 	if c.LabelSmoothing != 0 && c.Kind != PrefDPO && c.Kind != PrefSimPO {
 		return fmt.Errorf("loss: preference label_smoothing=%g: only dpo and simpo use it, kind is %s", c.LabelSmoothing, c.Kind)
 	}
@@ -129,18 +142,32 @@ func (c Preference) Validate() error {
 // KTOLoss) and for unknown kinds; call Validate first.
 func (c Preference) PairLoss(p PrefPair) (*Node, Metrics) {
 	beta := c.BetaOrDefault()
+	var l *Node
+	var m Metrics
 	switch c.Kind {
 	case PrefDPO:
-		return DPO(p, beta, c.LabelSmoothing)
+		l, m = DPO(p, beta, c.LabelSmoothing)
 	case PrefIPO:
-		return IPO(p, beta, c.AverageLogProbs)
+		l, m = IPO(p, beta, c.AverageLogProbs)
 	case PrefORPO:
 		return ORPO(p, c.Lambda)
 	case PrefSimPO:
-		return SimPO(p, beta, c.GammaBetaRatio*beta, c.LabelSmoothing)
+		l, m = SimPO(p, beta, c.GammaBetaRatio*beta, c.LabelSmoothing)
+	default:
+		exceptions.Panicf("loss: preference kind %q is not a pairwise loss (allowed %q)", c.Kind, PrefKinds[:4])
 	}
-	exceptions.Panicf("loss: preference kind %q is not a pairwise loss (allowed %q)", c.Kind, PrefKinds[:4])
-	return nil, nil
+	return c.withSFT(l, m, p.Chosen, AsWeights(p.ChosenMask, p.Chosen))
+}
+
+// withSFT adds SFTCoef × the token-mean NLL of lp over the tokens weighted by w ([batch, seq]) and
+// reports it as "sft_nll" (only when SFTCoef > 0).
+func (c Preference) withSFT(l *Node, m Metrics, lp, w *Node) (*Node, Metrics) {
+	if c.SFTCoef == 0 {
+		return l, m
+	}
+	nll := Div(Neg(ReduceAllSum(Mul(lp, w))), MaxScalar(ReduceAllSum(w), 1))
+	m["sft_nll"] = StopGradient(nll)
+	return Add(l, MulScalar(nll, c.SFTCoef)), m
 }
 
 // KTOLoss applies KTO with the configured β, λD and λU. It panics unless Kind is kto.
@@ -148,7 +175,13 @@ func (c Preference) KTOLoss(b KTOBatch) (*Node, Metrics) {
 	if c.Kind != PrefKTO {
 		exceptions.Panicf("loss: preference kind %q: KTOLoss needs kind kto", c.Kind)
 	}
-	return KTO(b, c.BetaOrDefault(), c.DesirableWeight, c.UndesirableWeight)
+	l, m := KTO(b, c.BetaOrDefault(), c.DesirableWeight, c.UndesirableWeight)
+	if c.SFTCoef == 0 {
+		return l, m
+	}
+	mask := AsWeights(b.Mask, b.LogProbs)
+	des := ExpandAxes(AsWeights(b.Desirable, b.LogProbs), -1)
+	return c.withSFT(l, m, b.LogProbs, Mul(mask, des))
 }
 
 // PrefPair holds the per-token log-probs of a batch of preference pairs: prompt x, chosen (preferred)

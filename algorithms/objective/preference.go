@@ -84,17 +84,34 @@ func PrefName(cfg loss.Preference) string {
 	b := cfg.BetaOrDefault()
 	switch cfg.Kind {
 	case loss.PrefDPO:
-		return fmt.Sprintf("pref/dpo(beta=%g,label_smoothing=%g)", b, cfg.LabelSmoothing)
+		return fmt.Sprintf("pref/dpo(beta=%g,label_smoothing=%g%s)", b, cfg.LabelSmoothing, sftName(cfg))
 	case loss.PrefIPO:
-		return fmt.Sprintf("pref/ipo(beta=%g,average_log_probs=%t)", b, cfg.AverageLogProbs)
+		return fmt.Sprintf("pref/ipo(beta=%g,average_log_probs=%t%s)", b, cfg.AverageLogProbs, sftName(cfg))
 	case loss.PrefORPO:
 		return fmt.Sprintf("pref/orpo(lambda=%g)", cfg.Lambda)
 	case loss.PrefSimPO:
-		return fmt.Sprintf("pref/simpo(beta=%g,gamma_beta_ratio=%g,label_smoothing=%g)", b, cfg.GammaBetaRatio, cfg.LabelSmoothing)
+		return fmt.Sprintf("pref/simpo(beta=%g,gamma_beta_ratio=%g,label_smoothing=%g%s)", b, cfg.GammaBetaRatio, cfg.LabelSmoothing, sftName(cfg))
 	case loss.PrefKTO:
-		return fmt.Sprintf("pref/kto(beta=%g,desirable_weight=%g,undesirable_weight=%g)", b, cfg.DesirableWeight, cfg.UndesirableWeight)
+		return fmt.Sprintf("pref/kto(beta=%g,desirable_weight=%g,undesirable_weight=%g%s)", b, cfg.DesirableWeight, cfg.UndesirableWeight, sftName(cfg))
 	}
 	return "pref/" + cfg.Kind
+}
+
+// sftName is the sft_coef suffix of an objective name ("" when the term is off).
+func sftName(cfg loss.Preference) string {
+	if cfg.SFTCoef == 0 {
+		return ""
+	}
+	return fmt.Sprintf(",sft_coef=%g", cfg.SFTCoef)
+}
+
+// metricsOf is the kind's own metrics plus sft_nll when the RPO term is on.
+func metricsOf(cfg loss.Preference) []string {
+	m := slices.Clone(lossMetrics[cfg.Kind])
+	if cfg.SFTCoef != 0 {
+		m = append(m, "sft_nll")
+	}
+	return m
 }
 
 // Preference returns the training objective of a preference loss: the paired objective (inputs
@@ -107,7 +124,7 @@ func Preference(cfg loss.Preference) (Objective, error) {
 	if !cfg.Paired() {
 		return Objective{
 			Name:    PrefName(cfg),
-			Metrics: append(slices.Clone(lossMetrics[cfg.Kind]), MetricRows),
+			Metrics: append(metricsOf(cfg), MetricRows),
 			Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
 				checkInputs("kto", in, KTOInputs)
 				lp := SeqLogProbs(scope, mc, in[KTOTokens], in[KTOPositions], in[KTOValid])
@@ -123,7 +140,7 @@ func Preference(cfg loss.Preference) (Objective, error) {
 	}
 	return Objective{
 		Name:    PrefName(cfg),
-		Metrics: append(slices.Clone(lossMetrics[cfg.Kind]), MetricLogPChosen, MetricLogPRejected, MetricPrefAccuracy, MetricPairs),
+		Metrics: append(metricsOf(cfg), MetricLogPChosen, MetricLogPRejected, MetricPrefAccuracy, MetricPairs),
 		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
 			checkInputs(cfg.Kind, in, PrefInputs)
 			chosen, rejected := pairLogProbs(scope, mc, in)
