@@ -63,8 +63,8 @@ func init() {
 	})
 	register(&command{
 		name:    "bench",
-		summary: "benchmarks: `bench model` (train tok/s, GFLOP/s, MFU, memory, cached vs uncached generation); `bench rl` (async vs sync GRPO)",
-		usage:   "model | rl",
+		summary: "benchmarks: `bench model` (train tok/s, GFLOP/s, MFU, memory, cached vs uncached generation); `bench rl` (async vs sync GRPO); `bench rl-vs-sft` (RL vs continued SFT, same training time)",
+		usage:   "model | rl | rl-vs-sft",
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			presets := fs.String("presets", "tiny,small,base", "model presets, comma-separated")
 			batch := fs.Int("batch", 16, "training rows")
@@ -76,12 +76,28 @@ func init() {
 			peak := fs.Float64("peak-gflops", tpu.DefaultPeakGFLOPS, "machine peak for MFU")
 			asJSON := fs.Bool("json", false, "print JSON instead of a table")
 			iterations := fs.Int("iterations", 12, "bench rl: GRPO iterations per mode")
+			var rs rlVsSFTOptions
+			fs.StringVar(&rs.Task, "task", "add2", "bench rl-vs-sft: built-in task")
+			fs.IntVar(&rs.SFTExamples, "sft-examples", 500, "bench rl-vs-sft: labelled examples (base and continued SFT train on these only)")
+			fs.IntVar(&rs.SFTSteps, "sft-steps", 2000, "bench rl-vs-sft: base SFT steps from scratch")
+			fs.Float64Var(&rs.Seconds, "seconds", 180, "bench rl-vs-sft: training wall time of each arm")
+			fs.IntVar(&rs.Seeds, "seeds", 2, "bench rl-vs-sft: seeds (each runs both arms from the same base checkpoint)")
+			fs.StringVar(&rs.Algo, "algo", "grpo", "bench rl-vs-sft: RL phase kind")
+			fs.StringVar(&rs.From, "from", "", "bench rl-vs-sft: start both arms from this checkpoint URI instead of training a base SFT model")
+			fs.StringVar(&rs.RLConfig, "rl-config", "", "bench rl-vs-sft: JSON merged into the RL arm's config")
+			fs.StringVar(&rs.SFTConfig, "sft-config", "", "bench rl-vs-sft: JSON merged into the continued-SFT arm's config")
 			return func(ctx context.Context, args []string) error {
 				if len(args) == 1 && args[0] == "rl" {
 					return runBenchRL(ctx, *iterations, *asJSON)
 				}
+				if len(args) == 1 && args[0] == "rl-vs-sft" {
+					if rs.Seeds < 1 || rs.Seconds <= 0 || rs.SFTExamples < 1 || rs.SFTSteps < 1 {
+						return usageErr("bench rl-vs-sft: --seeds, --seconds, --sft-examples and --sft-steps must be positive")
+					}
+					return runBenchRLvsSFT(ctx, rs, *asJSON)
+				}
 				if len(args) != 1 || args[0] != "model" {
-					return usageErr("usage: temper bench model|rl [flags]")
+					return usageErr("usage: temper bench model|rl|rl-vs-sft [flags]")
 				}
 				rep, err := tpu.BenchModel(ctx, tpu.BenchOptions{
 					Presets: strings.Split(*presets, ","), Batch: *batch, Seq: *seq, Steps: *steps,

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/temperml/temper/workers"
+	"github.com/temperml/temper/workflows"
+)
+
+// rlVsSFTOptions size `temper bench rl-vs-sft`.
+type rlVsSFTOptions struct {
+	Task        string  // built-in task
+	SFTExamples int     // the small labelled set: the base SFT and continued SFT both train on it only
+	SFTSteps    int     // base SFT steps (from scratch)
+	Seconds     float64 // training wall time of each arm
+	Seeds       int     // arms are run once per seed, from the same base checkpoint
+	Algo        string  // RL phase kind
+	RLConfig    string  // JSON merged into the RL arm's config
+	SFTConfig   string  // JSON merged into the continued-SFT arm's config
+	From        string  // base checkpoint URI (skips the base SFT)
+}
+
+// rlVsSFTPhases returns the pipeline phases of one seed: the base SFT (only when from is empty), then
+// continued SFT on the same small labelled set and an RL phase on unlimited fresh prompts scored by
+// the task's verifier, both from the base checkpoint and both bounded by the same training wall time.
+func rlVsSFTPhases(o rlVsSFTOptions, from string) ([]workflows.PhaseSpec, error) {
+	data := fmt.Sprintf(`{"task":%q,"train_examples":%d,"heldout_examples":200}`, o.Task, o.SFTExamples)
+	eval := `{"examples":200,"max_new_tokens":5,"before":true}`
+	var phases []workflows.PhaseSpec
+	if from == "" {
+		phases = append(phases, workflows.PhaseSpec{Name: "base", Kind: "sft", Config: json.RawMessage(fmt.Sprintf(
+			`{"model":{"preset":"tiny"},"data":%s,"batch":{"rows":32,"seq":32},"steps":%d,"chunk_steps":%d,
+			"optimizer":{"lr":0.003,"warmup_steps":20},"eval":{"examples":200,"max_new_tokens":5,"before":false}}`,
+			data, o.SFTSteps, max(1, o.SFTSteps/4)))})
+		from = "base"
+	}
+	more, err := mergeJSONConfig(fmt.Sprintf(`{"data":%s,"batch":{"rows":32,"seq":32},"steps":1000000,"chunk_steps":100,
+		"max_seconds":%g,"optimizer":{"lr":0.001,"warmup_steps":0,"min_lr_ratio":1},"eval":%s,"keep_last":1}`,
+		data, o.Seconds, strings.Replace(eval, "}", `,"every_chunks":2}`, 1)), o.SFTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--sft-config: %w", err)
+	}
+	rl, err := mergeJSONConfig(fmt.Sprintf(`{"data":{"task":%q,"heldout_examples":200},"iterations":1000000,"max_seconds":%g,
+		"prompts":32,"group":8,"max_new_tokens":4,"optimizer":{"lr":0.0005},"eval_every":20,"eval":%s}`,
+		o.Task, o.Seconds, eval), o.RLConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--rl-config: %w", err)
+	}
+	return append(phases,
+		workflows.PhaseSpec{Name: "sft_more", Kind: "sft", From: from, Config: more},
+		workflows.PhaseSpec{Name: o.Algo, Kind: o.Algo, From: from, Config: rl},
+	), nil
+}
+
+// mergeJSONConfig merges the JSON object extra (may be empty) into base, recursively.
+func mergeJSONConfig(base, extra string) (json.RawMessage, error) {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(base), &m); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(extra) != "" {
+		var add map[string]any
+		if err := json.Unmarshal([]byte(extra), &add); err != nil {
+			return nil, err
+		}
+		var rec func(dst, src map[string]any)
+		rec = func(dst, src map[string]any) {
+			for k, v := range src {
+				if sv, ok := v.(map[string]any); ok {
+					if dv, ok := dst[k].(map[string]any); ok {
+						rec(dv, sv)
+						continue
+					}
+				}
+				dst[k] = v
+			}
+		}
+		rec(m, add)
+	}
+	b, err := json.Marshal(m)
+	return b, err
+}
+
+// rlVsSFTArm is one arm's curve in one seed.
+type rlVsSFTArm struct {
+	Seed  int                    `json:"seed"`
+	Arm   string                 `json:"arm"`
+	Curve []workflows.CurvePoint `json:"curve"`
+	Final float64                `json:"final_exact_match"`
+}
+
+func runBenchRLvsSFT(ctx context.Context, o rlVsSFTOptions, asJSON bool) error {
+	home, err := os.MkdirTemp("", "temper-bench-rlsft-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(home)
+	roles, _ := workers.ParseRoles("all")
+	st, err := workers.StartStack(workers.StackOptions{Home: home, Ephemeral: true, UIPort: -1, Roles: roles})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	fmt.Fprintf(os.Stderr, "bench rl-vs-sft: %s, %d labelled examples; continued SFT vs %s for %.0f s of training each, %d seed(s)\n",
+		o.Task, o.SFTExamples, o.Algo, o.Seconds, o.Seeds)
+	var arms []rlVsSFTArm
+	from := o.From
+	for seed := 1; seed <= o.Seeds; seed++ {
+		phases, err := rlVsSFTPhases(o, from)
+		if err != nil {
+			return err
+		}
+		in := workflows.PipelineInput{Name: "bench-rl-vs-sft", Seed: int64(seed), Store: defaultStore(home), Phases: phases}
+		if err := in.Validate(); err != nil {
+			return err
+		}
+		run, err := startPipeline(ctx, st.Client, fmt.Sprintf("bench-rl-vs-sft-%d-s%d", time.Now().Unix(), seed), in)
+		if err != nil {
+			return err
+		}
+		var out workflows.PipelineOutput
+		if err := run.Get(ctx, &out); err != nil {
+			return err
+		}
+		for _, r := range out.Phases {
+			if r.Name == "base" {
+				from = r.Checkpoint
+				fmt.Fprintf(os.Stderr, "base SFT: held-out exact match %.3f (%s)\n", r.Metrics["heldout_exact_match"], from)
+				continue
+			}
+			arms = append(arms, rlVsSFTArm{Seed: seed, Arm: r.Name, Curve: r.Curve, Final: r.Metrics["heldout_exact_match"]})
+		}
+	}
+	rep := summarizeRLvsSFT(arms, o)
+	if asJSON {
+		b, _ := json.Marshal(map[string]any{"arms": arms, "summary": rep})
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	printRLvsSFT(stdout, arms, rep, o)
+	return nil
+}
+
+// rlVsSFTSummary averages each arm's final held-out exact match over the seeds.
+type rlVsSFTSummary struct {
+	Start   float64            `json:"start_exact_match"`
+	Mean    map[string]float64 `json:"mean_final_exact_match"`
+	Winner  string             `json:"winner"`
+	Margin  float64            `json:"margin"`
+	Seconds float64            `json:"seconds_per_arm"`
+}
+
+func summarizeRLvsSFT(arms []rlVsSFTArm, o rlVsSFTOptions) rlVsSFTSummary {
+	s := rlVsSFTSummary{Mean: map[string]float64{}, Seconds: o.Seconds}
+	n := map[string]int{}
+	for _, a := range arms {
+		s.Mean[a.Arm] += a.Final
+		n[a.Arm]++
+		if len(a.Curve) > 0 {
+			s.Start = a.Curve[0].ExactMatch
+		}
+	}
+	for k := range s.Mean {
+		s.Mean[k] /= float64(n[k])
+	}
+	rl, sft := s.Mean[o.Algo], s.Mean["sft_more"]
+	s.Winner, s.Margin = "sft_more", sft-rl
+	if rl > sft {
+		s.Winner, s.Margin = o.Algo, rl-sft
+	}
+	return s
+}
+
+// emAt is the curve's held-out exact match at training time t: the last evaluation at or before t.
+func emAt(c []workflows.CurvePoint, t float64) float64 {
+	v := math.NaN()
+	for _, p := range c {
+		if p.Seconds <= t+1e-9 {
+			v = p.ExactMatch
+		}
+	}
+	return v
+}
+
+func printRLvsSFT(w io.Writer, arms []rlVsSFTArm, s rlVsSFTSummary, o rlVsSFTOptions) {
+	fmt.Fprintf(w, "held-out exact match by training minute (last evaluation at or before it), start %.3f:\n", s.Start)
+	var marks []float64
+	for m := 0.0; m < o.Seconds; m += 60 {
+		marks = append(marks, m)
+	}
+	marks = append(marks, math.Inf(1))
+	fmt.Fprintf(w, "  %-14s", "arm/seed")
+	for _, m := range marks {
+		if math.IsInf(m, 1) {
+			fmt.Fprintf(w, " %7s", "end")
+		} else {
+			fmt.Fprintf(w, " %6.0fm", m/60)
+		}
+	}
+	fmt.Fprintln(w)
+	for _, a := range arms {
+		fmt.Fprintf(w, "  %-14s", fmt.Sprintf("%s/%d", a.Arm, a.Seed))
+		for _, m := range marks {
+			fmt.Fprintf(w, " %7.3f", emAt(a.Curve, m))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "mean final exact match over %d seed(s): %s %.3f, sft_more %.3f → %s by %.3f (%.0f s of training per arm)\n",
+		o.Seeds, o.Algo, s.Mean[o.Algo], s.Mean["sft_more"], s.Winner, s.Margin, s.Seconds)
+}

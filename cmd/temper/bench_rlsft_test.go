@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/temperml/temper/workflows"
+)
+
+// TestRLvsSFTPipelineAndReport: the bench's phases validate (with and without a base checkpoint and
+// with user overrides), bad overrides are errors, and the report reads curves as "the last
+// evaluation at or before each minute" and picks the arm with the higher mean final exact match.
+func TestRLvsSFTPipelineAndReport(t *testing.T) {
+	o := rlVsSFTOptions{Task: "add2", SFTExamples: 500, SFTSteps: 100, Seconds: 150, Seeds: 2, Algo: "grpo",
+		RLConfig: `{"optimizer":{"lr":0.0002}}`}
+	for _, from := range []string{"", "file:///tmp/x/step-000001/"} {
+		phases, err := rlVsSFTPhases(o, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := workflows.PipelineInput{Name: "b", Phases: phases}
+		if err := in.Validate(); err != nil {
+			t.Fatalf("from %q: %v", from, err)
+		}
+		if n := len(phases); (from == "" && n != 3) || (from != "" && n != 2) {
+			t.Fatalf("from %q: %d phases", from, n)
+		}
+		if !strings.Contains(string(phases[len(phases)-1].Config), `"lr":0.0002`) {
+			t.Errorf("RL override lost: %s", phases[len(phases)-1].Config)
+		}
+	}
+	o.SFTConfig = `{"steps":`
+	if _, err := rlVsSFTPhases(o, ""); err == nil {
+		t.Error("a malformed --sft-config must be an error")
+	}
+	curve := []workflows.CurvePoint{{Seconds: 0, ExactMatch: 0.1}, {Seconds: 50, ExactMatch: 0.2}, {Seconds: 130, ExactMatch: 0.3}}
+	for _, c := range []struct{ t, want float64 }{{0, 0.1}, {60, 0.2}, {120, 0.2}, {math.Inf(1), 0.3}} {
+		if got := emAt(curve, c.t); got != c.want {
+			t.Errorf("emAt(%v) = %v, want %v", c.t, got, c.want)
+		}
+	}
+	if !math.IsNaN(emAt(curve[1:], 10)) {
+		t.Error("before the first evaluation there is no value")
+	}
+	arms := []rlVsSFTArm{
+		{Seed: 1, Arm: "sft_more", Curve: curve, Final: 0.3}, {Seed: 1, Arm: "grpo", Curve: curve, Final: 0.4},
+		{Seed: 2, Arm: "sft_more", Curve: curve, Final: 0.2}, {Seed: 2, Arm: "grpo", Curve: curve, Final: 0.2},
+	}
+	s := summarizeRLvsSFT(arms, o)
+	if s.Winner != "grpo" || math.Abs(s.Margin-0.05) > 1e-12 || s.Start != 0.1 {
+		t.Errorf("summary %+v", s)
+	}
+	var b bytes.Buffer
+	printRLvsSFT(&b, arms, s, o)
+	if !strings.Contains(b.String(), "grpo 0.300, sft_more 0.250 → grpo by 0.050") {
+		t.Errorf("report:\n%s", b.String())
+	}
+}
