@@ -35,6 +35,8 @@ func NewTrainEngine(eo EngineOptions) train.NewEngine {
 	}
 }
 
+var _ train.ValueEngine = engine{}
+
 // engine adapts *tpu.Runtime to train.Engine; the batch and metrics types have the same fields.
 type engine struct{ rt *tpu.Runtime }
 
@@ -61,6 +63,9 @@ func (e engine) Generate(prompts [][]int, opts sample.Options) ([]model.Completi
 }
 
 func (e engine) LogProbs(b train.Batch) ([][]float32, error) { return e.rt.LogProbs(tpu.Batch(b)) }
+
+// Values reads the value head at every position (PPO's critic); it makes engine a train.ValueEngine.
+func (e engine) Values(b train.Batch) ([][]float32, error) { return e.rt.Values(tpu.Batch(b)) }
 
 func (e engine) StepObjective(obj objective.Objective, in []*tensors.Tensor, lr float32) (map[string]float32, error) {
 	return e.rt.StepObjective(obj, in, lr)

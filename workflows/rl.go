@@ -26,7 +26,7 @@ type BacktrackSpec struct {
 	KLFactor  float64 `json:"kl_factor" default:"2" help:"KL coefficient multiplier at each back-track (when kl_beta > 0)"`
 }
 
-// RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp).
+// RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp, ppo).
 type RLConfig struct {
 	Data            train.DataSpec    `json:"data"`
 	Reward          verify.Spec       `json:"reward" help:"verifiers and weights; empty: the task's own exact checker"`
@@ -49,10 +49,14 @@ type RLConfig struct {
 	// InjectNaNAt poisons the advantages of this iteration (1-based; tests of back-tracking).
 	InjectNaNAt      int             `json:"inject_nan_at,omitempty" help:"testing: make iteration N's update non-finite"`
 	HeartbeatTimeout config.Duration `json:"heartbeat_timeout" default:"30s"`
+	// PPO is set for the ppo kind only (its defaults: train.DefaultPPOConfig).
+	PPO *train.PPOConfig `json:"ppo,omitempty" help:"ppo phase only: GAE γ/λ, KL in the reward, value-head seed (value_coef, value_clip, entropy_coef are under loss)"`
+
+	kind string // the phase kind, set by defaultRLConfig: loss.algorithm must match it
 }
 
 func defaultRLConfig(algo string) *RLConfig {
-	return &RLConfig{
+	c := &RLConfig{
 		Data:       train.DataSpec{TrainExamples: 1, HeldoutExamples: 200},
 		Iterations: 40, Prompts: 16, Group: 8, MaxNewTokens: 8, Temperature: 1,
 		Loss:      loss.DefaultPolicyConfig(algo),
@@ -61,7 +65,13 @@ func defaultRLConfig(algo string) *RLConfig {
 		Eval:             EvalSpec{Before: true, Examples: 200, MaxNewTokens: 8, PassK: 1, Temperature: 1},
 		Backtrack:        BacktrackSpec{Tolerance: 0.1, Budget: 3, LRFactor: 0.5, KLFactor: 2},
 		HeartbeatTimeout: config.Duration(30 * time.Second),
+		kind:             algo,
 	}
+	if algo == loss.AlgoPPO {
+		ppo := train.DefaultPPOConfig()
+		c.PPO = &ppo
+	}
+	return c
 }
 
 // Validate names the bad field and its allowed values.
@@ -72,8 +82,25 @@ func (c *RLConfig) Validate() error {
 	if err := c.Loss.Validate(); err != nil {
 		return &config.FieldError{Path: "loss", Msg: err.Error()}
 	}
-	if c.Loss.Algorithm == loss.AlgoPPO {
-		return &config.FieldError{Path: "loss.algorithm", Msg: "ppo needs a critic and is its own phase kind; allowed here: grpo, dr_grpo, dapo, gspo, rloo, reinforce_pp"}
+	ppo := c.kind == loss.AlgoPPO
+	switch {
+	case c.Loss.Algorithm == loss.AlgoPPO && !ppo:
+		return &config.FieldError{Path: "loss.algorithm", Msg: "ppo needs a critic and is its own phase kind (kind: ppo); allowed here: grpo, dr_grpo, dapo, gspo, rloo, reinforce_pp"}
+	case ppo && c.Loss.Algorithm != loss.AlgoPPO:
+		return &config.FieldError{Path: "loss.algorithm", Msg: fmt.Sprintf("%q: a ppo phase trains ppo (leave loss.algorithm unset)", c.Loss.Algorithm)}
+	case c.PPO != nil && !ppo:
+		return &config.FieldError{Path: "ppo", Msg: "only the ppo phase kind has a critic to configure"}
+	case ppo && c.PPO == nil:
+		return &config.FieldError{Path: "ppo", Msg: "the ppo phase needs its settings (null is not allowed)"}
+	case ppo && c.Loss.ValueCoef <= 0:
+		return &config.FieldError{Path: "loss.value_coef", Msg: fmt.Sprintf("%g: ppo trains its critic with the value loss: want > 0 (default 0.5)", c.Loss.ValueCoef)}
+	case ppo && c.DynamicSampling:
+		return &config.FieldError{Path: "dynamic_sampling", Msg: "ppo's advantages come from its critic, not from groups: leave it off"}
+	}
+	if ppo {
+		if err := c.PPO.Validate(); err != nil {
+			return err
+		}
 	}
 	if err := c.Optimizer.Validate(); err != nil {
 		return err
@@ -88,8 +115,8 @@ func (c *RLConfig) Validate() error {
 		return &config.FieldError{Path: "iterations", Msg: "must be >= 1"}
 	case c.Prompts < 1:
 		return &config.FieldError{Path: "prompts", Msg: "must be >= 1"}
-	case c.Group < 2:
-		return &config.FieldError{Path: "group", Msg: "must be >= 2 (advantages compare samples of a prompt)"}
+	case c.Group < 1 || (c.Group < 2 && !ppo):
+		return &config.FieldError{Path: "group", Msg: "must be >= 2 (advantages compare samples of a prompt; ppo: >= 1)"}
 	case c.Prompts*c.Group > reward.MaxItems:
 		return &config.FieldError{Path: "prompts", Msg: fmt.Sprintf("prompts × group = %d: at most %d", c.Prompts*c.Group, reward.MaxItems)}
 	case c.MaxNewTokens < 1:
@@ -115,10 +142,14 @@ func (c *RLConfig) Validate() error {
 }
 
 func init() {
-	for _, algo := range []string{loss.AlgoGRPO, loss.AlgoDAPO, loss.AlgoDrGRPO, loss.AlgoGSPO, loss.AlgoRLOO, loss.AlgoReinforcePP} {
+	for _, algo := range []string{loss.AlgoGRPO, loss.AlgoDAPO, loss.AlgoDrGRPO, loss.AlgoGSPO, loss.AlgoRLOO, loss.AlgoReinforcePP, loss.AlgoPPO} {
 		algo := algo
+		doc := fmt.Sprintf("RL with verifier rewards, %s loss and advantages; rollout, reward and trainer queues", algo)
+		if algo == loss.AlgoPPO {
+			doc = "RL with verifier rewards, PPO: a value-head critic on the policy's trunk, GAE(γ, λ) advantages, clipped value loss, entropy bonus; rollout, reward and trainer queues"
+		}
 		RegisterPhase(PhaseKind{Kind: algo, WorkflowName: "RL-" + algo, Workflow: RL,
-			Doc:       fmt.Sprintf("RL with verifier rewards, %s loss and advantages; rollout, reward and trainer queues", algo),
+			Doc:       doc,
 			NewConfig: func() PhaseConfig { return defaultRLConfig(algo) }})
 	}
 }
@@ -270,12 +301,21 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		if async && lc.TISThreshold == 0 && genVersion != st.Version {
 			lc.TISThreshold = 2 // stale rollouts: correct with truncated importance sampling
 		}
+		var ppo *train.PPOConfig // ppo kind only; nil keeps other kinds' activity input unchanged
+		if cfg.PPO != nil {
+			p := *cfg.PPO
+			p.KLCoef *= st.KLScale
+			if p.Seed == 0 {
+				p.Seed = seed
+			}
+			ppo = &p
+		}
 		var step train.PolicyStepOutput
 		if err := workflow.ExecuteActivity(trainCtx, train.PolicyStepName, train.PolicyStepInput{
 			Store: in.Store, Run: in.RunID, Phase: st.Dir, Policy: st.Policy, Reference: st.Reference, Version: st.Version,
 			Rollouts: gen.Rollouts, Rewards: rewards, Loss: lc, Optim: cfg.Optimizer, LR: cfg.Optimizer.LR * st.LRScale,
 			Epochs: cfg.Epochs, Minibatch: cfg.Minibatch, DynamicSampling: cfg.DynamicSampling, FreshOptimizer: st.FreshOptimizer,
-			InjectNaN: cfg.InjectNaNAt == st.Iter+1 && len(st.Branches) == 0,
+			InjectNaN: cfg.InjectNaNAt == st.Iter+1 && len(st.Branches) == 0, PPO: ppo,
 		}).Get(ctx, &step); err != nil {
 			return PhaseOutput{}, fmt.Errorf("%s %s: train iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
 		}

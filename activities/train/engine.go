@@ -57,5 +57,15 @@ type Engine interface {
 	Close() error
 }
 
+// ValueEngine is an Engine that can read its model's value head at every position: PPO's critic
+// (V(s_t) before an iteration's updates, for GAE). It is a separate interface so that engines
+// without one (test doubles, adapters) still satisfy Engine; workers' engine implements it.
+type ValueEngine interface {
+	Engine
+	// Values returns the value head's output at every position of b ([rows][seq]; Targets and
+	// LossMask are ignored). The model must have a value head.
+	Values(b Batch) ([][]float32, error)
+}
+
 // NewEngine builds an Engine; workers supply one backed by tpu.
 type NewEngine func(opts EngineOptions) (Engine, error)

@@ -41,6 +41,8 @@ type PolicyStepInput struct {
 	FreshOptimizer  bool              `json:"fresh_optimizer"`
 	// InjectNaN poisons the advantages (tests of the non-finite back-tracking branch).
 	InjectNaN bool `json:"inject_nan,omitempty"`
+	// PPO tunes GAE and the critic when Loss.Algorithm is ppo (nil: DefaultPPOConfig); see ppo.go.
+	PPO *PPOConfig `json:"ppo,omitempty"`
 }
 
 // PolicyStepOutput is version Version+1 and the step's metrics.
@@ -190,6 +192,9 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 	}
 	if err := in.Loss.Validate(); err != nil {
 		return PolicyStepOutput{}, badInput(fmt.Errorf("train: policy step %s/%s: %w", in.Run, in.Phase, err))
+	}
+	if in.Loss.Algorithm == loss.AlgoPPO { // token-level advantages from a critic: ppo.go
+		return a.ppoStep(ctx, in)
 	}
 	rs, err := ReadRollouts(ctx, in.Rollouts)
 	if err != nil {

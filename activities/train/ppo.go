@@ -1,0 +1,423 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/algorithms/advantage"
+	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/objective"
+	"github.com/temperml/temper/algorithms/safetensors"
+	"github.com/temperml/temper/internal/config"
+)
+
+// CriticFile holds a PPO policy's value head (score.weight [1, d], score.bias [1]) beside its
+// model.safetensors. The head lives in its own file so that model.safetensors stays a plain causal
+// LM: rollout, evaluation, later phases and Hugging Face export read a PPO checkpoint like any other,
+// and only the PPO trainer puts the critic back on the trunk.
+const CriticFile = "critic.safetensors"
+
+// PPOConfig tunes PPO's advantages and its critic's start; the loss's knobs (clip range, value_coef,
+// value_clip, entropy_coef, kl_beta) are in loss.PolicyConfig.
+type PPOConfig struct {
+	Gamma  float64 `json:"gamma" default:"1" help:"GAE discount γ; 1 for outcome rewards on finite responses"`
+	Lambda float64 `json:"lambda" default:"0.95" help:"GAE λ: 0 = one-step TD (low variance, biased by the critic), 1 = Monte Carlo return minus V"`
+	KLCoef float64 `json:"kl_coef" default:"0" help:"β of the per-token KL penalty −β·(log π_old − log π_ref) folded into the token rewards (InstructGPT-style); 0 = off. loss.kl_beta is a KL term in the loss instead"`
+	Seed   uint64  `json:"seed,omitempty" help:"seeds the value head added to a starting checkpoint that has none; 0: the pipeline seed"`
+}
+
+// DefaultPPOConfig returns γ = 1, λ = 0.95, no KL in the reward.
+func DefaultPPOConfig() PPOConfig { return PPOConfig{Gamma: 1, Lambda: 0.95} }
+
+// Validate names the bad field (paths under "ppo").
+func (c PPOConfig) Validate() error {
+	switch {
+	case !(c.Gamma >= 0 && c.Gamma <= 1):
+		return &config.FieldError{Path: "ppo.gamma", Msg: fmt.Sprintf("%g: want a value in [0, 1]", c.Gamma)}
+	case !(c.Lambda >= 0 && c.Lambda <= 1):
+		return &config.FieldError{Path: "ppo.lambda", Msg: fmt.Sprintf("%g: want a value in [0, 1]", c.Lambda)}
+	case !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 0):
+		return &config.FieldError{Path: "ppo.kl_coef", Msg: fmt.Sprintf("%g: want a finite value >= 0 (0 = off)", c.KLCoef)}
+	}
+	return nil
+}
+
+// ppoStep is PolicyStep for loss.algorithm ppo (Schulman et al. 2017) with a value-head critic on the
+// policy's trunk:
+//
+//  1. the policy (with its critic: CriticFile, or a new seeded head) computes, before any update,
+//     log π_old and V_old at every completion token; the reference log π_ref when a KL is on;
+//  2. token rewards: the sequence reward on the last completion token, minus ppo.kl_coef·(log π_old −
+//     log π_ref) on every completion token (advantage.TokenRewards);
+//  3. GAE(γ, λ) advantages, whitened over the batch's tokens, and returns R = A + V_old (advantage.GAE);
+//  4. epochs × minibatches of objective.PPO, then commit version Version+1 with its critic.
+//
+// The caller (PolicyStep) has checked idempotency and the loss config.
+func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicyStepOutput, error) {
+	next := in.Version + 1
+	pc := DefaultPPOConfig()
+	if in.PPO != nil {
+		pc = *in.PPO
+	}
+	if err := pc.Validate(); err != nil {
+		return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s/%s: %w", in.Run, in.Phase, err))
+	}
+	rs, err := ReadRollouts(ctx, in.Rollouts)
+	if err != nil {
+		return PolicyStepOutput{}, err
+	}
+	if len(rs) != len(in.Rewards) {
+		return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s: %d rewards for %d rollouts", in.Rollouts, len(in.Rewards), len(rs)))
+	}
+	if len(rs) == 0 {
+		return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s: no rollouts", in.Rollouts))
+	}
+	metrics := map[string]float64{}
+	var rsum, rsq, lsum float64
+	for i, r := range in.Rewards {
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s: reward %d is %g", in.Rollouts, i, r))
+		}
+		rsum += r
+		rsq += r * r
+		lsum += float64(len(rs[i].Tokens))
+	}
+	n := float64(len(rs))
+	metrics["reward_mean"] = rsum / n
+	metrics["reward_std"] = math.Sqrt(math.Max(0, rsq/n-(rsum/n)*(rsum/n)))
+	metrics["response_length"] = lsum / n
+
+	eng, cfg, newHead, err := a.ppoEngine(ctx, in.Policy, in.Optim, !in.FreshOptimizer, pc.Seed)
+	if err != nil {
+		return PolicyStepOutput{}, err
+	}
+	defer eng.Close()
+	ve, ok := eng.(ValueEngine)
+	if !ok {
+		return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s/%s: engine %T cannot read per-token values (train.ValueEngine)", in.Run, in.Phase, eng))
+	}
+	metrics["new_value_head"] = rewardFlag(newHead)
+
+	mb := in.Minibatch
+	if mb <= 0 || mb > len(rs) {
+		mb = len(rs)
+	}
+	var chunks [][]int
+	for lo := 0; lo < len(rs); lo += mb {
+		ch := make([]int, 0, mb)
+		for i := lo; i < min(lo+mb, len(rs)); i++ {
+			ch = append(ch, i)
+		}
+		chunks = append(chunks, ch)
+	}
+	// Old log-probs and values, and reference log-probs, once per iteration, before any update.
+	zero := make([]float64, len(rs))
+	rows := make([]policyRows, len(chunks))
+	old, ref, vals := make([][][]float32, len(chunks)), make([][][]float32, len(chunks)), make([][][]float32, len(chunks))
+	for c, ch := range chunks {
+		rows[c] = buildPolicyRows(rs, zero, ch)
+		if old[c], err = eng.LogProbs(rows[c].batch()); err != nil {
+			return PolicyStepOutput{}, fmt.Errorf("train: ppo step old log-probs: %w", err)
+		}
+		if vals[c], err = ve.Values(rows[c].batch()); err != nil {
+			return PolicyStepOutput{}, fmt.Errorf("train: ppo step old values: %w", err)
+		}
+		ref[c] = old[c]
+	}
+	withRef := (in.Loss.KLBeta > 0 || pc.KLCoef > 0) && in.Reference != "" && in.Reference != in.Policy
+	if withRef {
+		refEng, _, _, err := a.loadEngine(ctx, in.Reference, Optim{}, false)
+		if err != nil {
+			return PolicyStepOutput{}, err
+		}
+		for c := range chunks {
+			if ref[c], err = refEng.LogProbs(rows[c].batch()); err != nil {
+				refEng.Close()
+				return PolicyStepOutput{}, fmt.Errorf("train: ppo step reference log-probs: %w", err)
+			}
+		}
+		refEng.Close()
+	}
+	adv, ret, am, err := ppoAdvantages(rows, old, ref, vals, chunks, in.Rewards, pc)
+	if err != nil {
+		return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s/%s: %w", in.Run, in.Phase, err))
+	}
+	for k, v := range am {
+		metrics[k] = v
+	}
+	if in.InjectNaN {
+		for c := range adv {
+			for _, row := range adv[c] {
+				for t := range row {
+					row[t] = float32(math.NaN())
+				}
+			}
+		}
+	}
+
+	obj := objective.PPO(in.Loss)
+	epochs := max(1, in.Epochs)
+	steps, total := 0, epochs*len(chunks)
+	sums := map[string]float64{}
+	nonFinite := false
+	for e := 0; e < epochs; e++ {
+		for c := range chunks {
+			p := rows[c]
+			inputs := []*tensors.Tensor{i32Tensor(p.tokens), i32Tensor(p.targets), i32Tensor(p.positions), boolTensor(p.valid),
+				f32Tensor(p.mask), f32Tensor(old[c]), f32Tensor(p.behaviour), f32Tensor(ref[c]),
+				f32Tensor(adv[c]), f32Tensor(vals[c]), f32Tensor(ret[c])}
+			m, err := eng.StepObjective(obj, inputs, float32(in.LR))
+			if err != nil {
+				return PolicyStepOutput{}, fmt.Errorf("train: ppo step %s/%s v%d: %w", in.Run, in.Phase, in.Version, err)
+			}
+			if l, g := float64(m["loss"]), float64(m["grad_norm"]); math.IsNaN(l) || math.IsInf(l, 0) || math.IsNaN(g) || math.IsInf(g, 0) {
+				nonFinite = true
+			}
+			for k, v := range m {
+				sums[k] += float64(v)
+			}
+			steps++
+			activity.RecordHeartbeat(ctx, Progress{Step: steps, Total: total})
+		}
+	}
+	for k, v := range sums {
+		metrics[k] = v / float64(steps)
+	}
+	metrics["optimizer_steps"] = float64(steps)
+	if nonFinite {
+		metrics["non_finite"] = 1
+	}
+	finiteOnly(metrics)
+	metrics["lr"] = in.LR
+	st := ckpt.State{Step: int64(next), PolicyVersion: int64(next), ConfigHash: configHash(cfg), Scalars: metrics}
+	out, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(next), func(w *ckpt.Writer) error {
+		return writePolicyWithCritic(ctx, w, eng, cfg, st)
+	})
+	if err != nil {
+		return PolicyStepOutput{}, fmt.Errorf("train: ppo step %s/%s commit v%d: %w", in.Run, in.Phase, next, err)
+	}
+	return PolicyStepOutput{Checkpoint: out.URI, Version: next, NonFinite: nonFinite, Metrics: metrics}, nil
+}
+
+// ppoAdvantages computes token rewards, GAE advantages (whitened over every counted token of the
+// iteration, not per minibatch) and returns for the rows of every chunk, plus host metrics:
+// return_mean, value_before_mean (V_old), explained_variance (1 − Var(R − V_old)/Var(R), the critic's
+// fit; ≤ 0 means no better than a constant) and, when a reference was read, kl_ref (token-mean of
+// log π_old − log π_ref).
+func ppoAdvantages(rows []policyRows, old, ref, vals [][][]float32, chunks [][]int, rewards []float64, pc PPOConfig) (adv, ret [][][]float32, m map[string]float64, err error) {
+	var mask [][]bool
+	var kl, values [][]float64
+	var rw []float64
+	for c, ch := range chunks {
+		for k, i := range ch {
+			seq := rows[c].seq
+			mrow, krow, vrow := make([]bool, seq), make([]float64, seq), make([]float64, seq)
+			for t := range seq {
+				mrow[t] = rows[c].mask[k][t] > 0
+				krow[t] = float64(old[c][k][t] - ref[c][k][t])
+				vrow[t] = float64(vals[c][k][t])
+			}
+			mask, kl, values, rw = append(mask, mrow), append(kl, krow), append(values, vrow), append(rw, rewards[i])
+		}
+	}
+	tr, err := advantage.TokenRewards(rw, mask, kl, pc.KLCoef)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	a, r, err := advantage.GAE(tr, values, mask, advantage.GAEConfig{Gamma: pc.Gamma, Lambda: pc.Lambda, Whiten: true})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var cnt, rSum, vSum, klSum, rSq, eSum, eSq float64
+	adv, ret = make([][][]float32, len(chunks)), make([][][]float32, len(chunks))
+	j := 0
+	for c, ch := range chunks {
+		for range ch {
+			arow, rrow := make([]float32, len(mask[j])), make([]float32, len(mask[j]))
+			for t, on := range mask[j] {
+				arow[t], rrow[t] = float32(a[j][t]), float32(r[j][t])
+				if on {
+					e := r[j][t] - values[j][t]
+					cnt++
+					rSum += r[j][t]
+					rSq += r[j][t] * r[j][t]
+					vSum += values[j][t]
+					klSum += kl[j][t]
+					eSum += e
+					eSq += e * e
+				}
+			}
+			adv[c], ret[c] = append(adv[c], arow), append(ret[c], rrow)
+			j++
+		}
+	}
+	m = map[string]float64{}
+	if cnt > 0 {
+		m["return_mean"], m["value_before_mean"] = rSum/cnt, vSum/cnt
+		varR, varE := rSq/cnt-(rSum/cnt)*(rSum/cnt), eSq/cnt-(eSum/cnt)*(eSum/cnt)
+		if varR > 1e-12 {
+			m["explained_variance"] = 1 - varE/varR
+		}
+		if pc.KLCoef > 0 {
+			m["kl_ref"] = klSum / cnt
+		}
+	}
+	return adv, ret, m, nil
+}
+
+// ppoEngine loads checkpoint uri into an engine whose model has a value head: the head of a PPO
+// checkpoint (CriticFile) or of a reward model (score.* in model.safetensors), or else a new one
+// initialised as RewardInit does (w ~ N(0, HeadInitStd²) from PCG(seed, headStream), b = 0). A LoRA
+// adapter checkpoint is merged first. The optimizer state is loaded only when asked, present, and
+// the head is not new (a new head has no moments). newHead reports whether the head was made here.
+func (a *Activities) ppoEngine(ctx context.Context, uri string, optim Optim, withOptimizer bool, seed uint64) (Engine, model.Config, bool, error) {
+	ck, err := a.Ckpt.Read(ctx, uri)
+	if err != nil {
+		return nil, model.Config{}, false, fmt.Errorf("train: read checkpoint %s: %w", uri, err)
+	}
+	var cfg model.Config
+	var raw []byte
+	if IsAdapterCheckpoint(ck) {
+		merged, c, _, err := LoadEngine(ctx, a.Ckpt, a.NewEngine, uri, Optim{}, false)
+		if err != nil {
+			return nil, cfg, false, err
+		}
+		var buf bytes.Buffer
+		err = merged.SaveWeights(&buf)
+		merged.Close()
+		if err != nil {
+			return nil, cfg, false, fmt.Errorf("train: ppo: merge adapters of %s: %w", uri, err)
+		}
+		cfg, raw, withOptimizer = c, buf.Bytes(), false
+	} else {
+		hf, err := readAll(ctx, ck, ConfigFile)
+		if err != nil {
+			return nil, cfg, false, err
+		}
+		if cfg, err = model.FromHFConfig(hf); err != nil {
+			return nil, cfg, false, badInput(fmt.Errorf("train: %s%s: %w", uri, ConfigFile, err))
+		}
+		if raw, err = readAll(ctx, ck, ModelFile); err != nil {
+			return nil, cfg, false, err
+		}
+	}
+	f, err := safetensors.Read(bytes.NewReader(raw))
+	if err != nil {
+		return nil, cfg, false, badInput(fmt.Errorf("train: %s%s: %w", uri, ModelFile, err))
+	}
+	ts := f.Tensors
+	_, hasHead := f.Tensor(scoreWeight)
+	if _, ok := ck.Manifest.File(CriticFile); ok && !hasHead {
+		craw, err := readAll(ctx, ck, CriticFile)
+		if err != nil {
+			return nil, cfg, false, err
+		}
+		cf, err := safetensors.Read(bytes.NewReader(craw))
+		if err != nil {
+			return nil, cfg, false, badInput(fmt.Errorf("train: %s%s: %w", uri, CriticFile, err))
+		}
+		ts, hasHead = append(ts, cf.Tensors...), true
+	}
+	if !hasHead {
+		rng := rand.New(rand.NewPCG(seed, headStream))
+		hw := make([]float32, cfg.DModel)
+		for i := range hw {
+			hw[i] = float32(rng.NormFloat64() * HeadInitStd)
+		}
+		tw, err := safetensors.FromFloat32(scoreWeight, []int{1, cfg.DModel}, hw, safetensors.F32)
+		if err != nil {
+			return nil, cfg, false, err
+		}
+		tb, err := safetensors.FromFloat32(scoreBias, []int{1}, []float32{0}, safetensors.F32)
+		if err != nil {
+			return nil, cfg, false, err
+		}
+		ts = append(ts, tw, tb)
+	}
+	var buf bytes.Buffer
+	if err := safetensors.Write(&buf, ts, f.Metadata); err != nil {
+		return nil, cfg, false, fmt.Errorf("train: ppo: weights of %s with a value head: %w", uri, err)
+	}
+	cfg.ValueHead = true
+	eng, err := a.NewEngine(EngineOptions{Model: cfg, Optim: optim, Seed: seed})
+	if err != nil {
+		return nil, cfg, false, err
+	}
+	if err := eng.LoadWeights(&buf); err != nil {
+		eng.Close()
+		return nil, cfg, false, badInput(fmt.Errorf("train: ppo: load %s with its value head: %w", uri, err))
+	}
+	if _, ok := ck.Manifest.File(OptimizerFile); ok && withOptimizer && hasHead {
+		rc, err := ck.Open(ctx, OptimizerFile)
+		if err != nil {
+			eng.Close()
+			return nil, cfg, false, err
+		}
+		err = eng.LoadOptimizer(rc)
+		if cerr := rc.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			eng.Close()
+			return nil, cfg, false, fmt.Errorf("train: ppo: load %s from %s: %w", OptimizerFile, uri, err)
+		}
+	}
+	return eng, cfg, !hasHead, nil
+}
+
+// writePolicyWithCritic commits a PPO policy: config.json and model.safetensors of the causal LM
+// alone, its value head in CriticFile, the optimizer state (head included) and state.json.
+func writePolicyWithCritic(ctx context.Context, w *ckpt.Writer, eng Engine, cfg model.Config, st ckpt.State) error {
+	lm := cfg
+	lm.ValueHead = false
+	hf, err := lm.ToHFConfig()
+	if err != nil {
+		return err
+	}
+	if err := w.Add(ctx, ConfigFile, bytesReader(hf)); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := eng.SaveWeights(&buf); err != nil {
+		return fmt.Errorf("write %s: %w", ModelFile, err)
+	}
+	f, err := safetensors.Read(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", ModelFile, err)
+	}
+	var policy, critic []safetensors.Tensor
+	for _, t := range f.Tensors {
+		if strings.HasPrefix(t.Name, "score.") {
+			critic = append(critic, t)
+		} else {
+			policy = append(policy, t)
+		}
+	}
+	if len(critic) != 2 {
+		return fmt.Errorf("write %s: the engine saved %d value-head tensors, want %s and %s", CriticFile, len(critic), scoreWeight, scoreBias)
+	}
+	for _, part := range []struct {
+		name string
+		ts   []safetensors.Tensor
+	}{{ModelFile, policy}, {CriticFile, critic}} {
+		var b bytes.Buffer
+		if err := safetensors.Write(&b, part.ts, f.Metadata); err != nil {
+			return fmt.Errorf("write %s: %w", part.name, err)
+		}
+		if err := w.Add(ctx, part.name, &b); err != nil {
+			return err
+		}
+	}
+	if err := stream(ctx, w, OptimizerFile, eng.SaveOptimizer); err != nil {
+		return err
+	}
+	return w.AddState(ctx, st)
+}

@@ -1,0 +1,130 @@
+package objective
+
+import (
+	"fmt"
+
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+	gm "github.com/gomlx/gomlx/ml/model"
+
+	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/model"
+)
+
+// PPOMetrics are the metrics PPO reports, in reporting order. Token-means over the mask unless said:
+// pg_loss (aggregated clipped surrogate), value_loss (aggregated clipped critic loss, reported even
+// when value_coef is 0), value_clip_frac, entropy (aggregated), clip_frac (clip_frac_low +
+// clip_frac_high + clip_frac_dual: tokens whose ratio clipping stopped), kl (KL_t to the reference,
+// when kl_beta > 0), approx_kl (KL(π_old‖π_θ), k3), ratio_mean, tis_truncated_frac (when TIS is on),
+// value_mean (current V over the counted tokens), tokens (their count).
+var PPOMetrics = []string{"pg_loss", "value_loss", "value_clip_frac", "entropy", "clip_frac", "clip_frac_low",
+	"clip_frac_high", "kl", "approx_kl", "ratio_mean", "tis_truncated_frac", "value_mean", "tokens"}
+
+// PPO is the Proximal Policy Optimization objective with a value-head critic (Schulman et al. 2017,
+// "Proximal Policy Optimization Algorithms"; advantages by GAE, Schulman et al. 2016, "High-Dimensional
+// Continuous Control Using Generalized Advantage Estimation", computed by the caller with
+// advantage.GAE). The actor and the critic share the trunk: the logits and the values are read off
+// the same hidden states, so one forward pass serves both. Per counted token t:
+//
+//	r_t   = π_θ(y_t)/π_old(y_t)
+//	pg_t  = −min(r_t·Â_t, clip(r_t, 1−ε_low, 1+ε_high)·Â_t)              (loss.ClippedSurrogate)
+//	vf_t  = ½·max((V_t − R_t)², (clip(V_t, V^old_t ± ε_v) − R_t)²)         (loss.ValueLoss)
+//	loss  = Agg(pg + β·KL(π_θ‖π_ref)) + c_v·Agg(vf) − c_H·Agg(H(π_θ))      (loss.PolicyLoss)
+//
+// with Â_t the (whitened) GAE advantage and R_t = A_t + V^old_t the GAE return. ε_v = cfg.ValueClip,
+// c_v = cfg.ValueCoef, c_H = cfg.EntropyCoef, β = cfg.KLBeta (0: no reference term; PPO for RLHF
+// usually folds the KL into the token rewards instead, advantage.TokenRewards). cfg.Algorithm must
+// be ppo.
+//
+// Inputs, in order ([rows, seq]; sequences aligned for next-token prediction as in Policy, so the
+// value at position t is V(s_t), the state in which targets[r][t] was sampled):
+//
+//	 0 tokens      int32    model input
+//	 1 targets     int32    the sampled tokens whose log-probs are trained
+//	 2 positions   int32
+//	 3 valid       bool     keys attention may see
+//	 4 mask        float32  1 on completion targets, 0 on prompt and padding
+//	 5 old         float32  log π_old(target): the trainer's log-probs before this iteration's updates
+//	 6 behaviour   float32  log π_behaviour(target) (TIS; ignored when tis_threshold = 0)
+//	 7 ref         float32  log π_ref(target) (ignored when kl_beta = 0)
+//	 8 adv         float32  token-level advantages Â_t
+//	 9 old values  float32  V^old_t: the critic before this iteration's updates
+//	10 returns     float32  R_t, the critic's regression targets
+//
+// The model must have a value head (model.Config.ValueHead).
+func PPO(cfg loss.PolicyConfig) Objective {
+	return Objective{
+		Name: fmt.Sprintf("ppo[clip=%g/%g dual=%g kl=%g/%s agg=%s max=%d tis=%g ent=%g vf=%g vclip=%g]",
+			cfg.ClipLow, cfg.ClipHigh, cfg.DualClip, cfg.KLBeta, cfg.KLEstimator, cfg.Aggregation, cfg.MaxLen,
+			cfg.TISThreshold, cfg.EntropyCoef, cfg.ValueCoef, cfg.ValueClip),
+		Metrics: PPOMetrics,
+		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
+			if len(in) != 11 {
+				panic(fmt.Sprintf("objective ppo: %d inputs, want 11", len(in)))
+			}
+			if !mc.ValueHead {
+				panic("objective ppo: the model has no value_head (the critic)")
+			}
+			hidden := model.Hidden(scope, mc, in[0], in[2], in[3])
+			logits := model.LMHead(scope, mc, hidden)
+			return PPOLoss(cfg, loss.PolicyInputs{
+				Logp: model.TokenLogProbs(logits, in[1]), OldLogp: in[5], BehaviourLogp: in[6], RefLogp: in[7],
+				Advantages: in[8], Mask: in[4], Entropy: model.Entropy(logits),
+				Values: model.ValueHead(scope, mc, hidden), OldValues: in[9], Returns: in[10],
+			})
+		},
+	}
+}
+
+// PPOLoss is PPO's loss on per-token quantities (see PPO for the formula); PPO's Build feeds it the
+// model's outputs, and tests feed it constants.
+//
+//	in.Logp, in.Entropy, in.Values: [rows, seq] (carry the gradient)
+//	in.OldLogp, in.Advantages, in.Mask, in.OldValues, in.Returns: [rows, seq] (constants)
+//	in.RefLogp (kl_beta > 0), in.BehaviourLogp (tis_threshold > 0): [rows, seq]
+//
+// Metrics: PPOMetrics. Panics (graph code) when cfg is invalid, its algorithm is not ppo, an input is
+// missing, or the advantages are not per token.
+func PPOLoss(cfg loss.PolicyConfig, in loss.PolicyInputs) (*Node, map[string]*Node) {
+	if cfg.Algorithm != loss.AlgoPPO {
+		panic(fmt.Sprintf("objective ppo: loss.algorithm %q: want %q", cfg.Algorithm, loss.AlgoPPO))
+	}
+	for _, x := range []struct {
+		name string
+		n    *Node
+	}{{"logp", in.Logp}, {"old", in.OldLogp}, {"adv", in.Advantages}, {"mask", in.Mask}, {"entropy", in.Entropy},
+		{"values", in.Values}, {"old values", in.OldValues}, {"returns", in.Returns}} {
+		if x.n == nil {
+			panic("objective ppo: input " + x.name + " is nil")
+		}
+		if x.n.Rank() != 2 || !x.n.Shape().EqualDimensions(in.Logp.Shape()) {
+			panic(fmt.Sprintf("objective ppo: %s has shape %s, want [rows, seq] like logp %s", x.name, x.n.Shape(), in.Logp.Shape()))
+		}
+	}
+	pin := in
+	if cfg.TISThreshold <= 0 {
+		pin.BehaviourLogp = nil
+	}
+	if cfg.KLBeta <= 0 {
+		pin.RefLogp = nil
+	}
+	if cfg.EntropyCoef == 0 {
+		pin.Entropy = nil
+	}
+	l, lm := loss.PolicyLoss(cfg, pin)
+	m := map[string]*Node(lm)
+	agg := func(x *Node) *Node { return StopGradient(loss.Aggregate(x, in.Mask, cfg.Aggregation, cfg.MaxLen)) }
+	if cfg.ValueCoef == 0 { // not trained, still reported: the critic's fit is worth watching
+		vl, vm := loss.ValueLoss(in.Values, in.OldValues, in.Returns, in.Mask, cfg.ValueClip)
+		m["value_loss"] = agg(vl)
+		m["value_clip_frac"] = vm["value_clip_frac"]
+	}
+	m["entropy"] = agg(in.Entropy)
+	clip := Add(m["clip_frac_low"], m["clip_frac_high"])
+	if d, ok := m["clip_frac_dual"]; ok {
+		clip = Add(clip, d)
+	}
+	m["clip_frac"] = clip
+	m["value_mean"] = StopGradient(loss.Aggregate(in.Values, in.Mask, loss.AggTokenMean, 0))
+	m["tokens"] = ReduceAllSum(loss.AsWeights(in.Mask, in.Logp))
+	return l, m
+}
