@@ -2,6 +2,9 @@ package workflows_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +40,34 @@ func TestTimeBudgetAndCurve(t *testing.T) {
 		if r.Curve[len(r.Curve)-1].ExactMatch != r.Metrics["heldout_exact_match"] || r.Metrics["train_seconds"] != r.Curve[1].Seconds {
 			t.Errorf("%s: curve %+v disagrees with metrics %v", r.Name, r.Curve, r.Metrics)
 		}
+	}
+	replayAll(t, env.Client, id)
+}
+
+// TestRLRetainsCheckpoints: an RL phase keeps only keep_last policy versions of its branch plus the
+// best (marked) one, instead of one checkpoint per iteration, and the run still replays.
+func TestRLRetainsCheckpoints(t *testing.T) {
+	env := testenv.Get(t)
+	env.Roles(t)
+	in := rlPipeline(t, `{"iterations":7,"keep_last":2,"eval_every":2,"eval":{"before":true}}`)
+	out, id := runPipeline(t, env, in, 5*time.Minute)
+	dir := strings.TrimPrefix(in.Store, "file://") + "/runs/" + id + "/grpo"
+	steps, err := filepath.Glob(dir + "/step-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var best int
+	for _, s := range steps {
+		if _, err := os.Stat(filepath.Join(s, "BEST")); err == nil {
+			best++
+		}
+	}
+	t.Logf("kept %d checkpoints (%d marked best) of 7: %v", len(steps), best, steps)
+	if best != 1 || len(steps) > 3 || len(steps) < 2 {
+		t.Errorf("kept %d checkpoints (%d best), want the last 2 plus the one best", len(steps), best)
+	}
+	if !strings.HasSuffix(out.Phases[1].Checkpoint, "/step-000007/") {
+		t.Errorf("final checkpoint %s", out.Phases[1].Checkpoint)
 	}
 	replayAll(t, env.Client, id)
 }

@@ -44,6 +44,7 @@ type RLConfig struct {
 	MaxStaleness    int               `json:"max_staleness" default:"1" help:"async: rollouts may lag the trained policy by this many versions (1 supported)"`
 	EvalEvery       int               `json:"eval_every" default:"10" help:"evaluate held-out exact match every N iterations (and at the end)"`
 	MaxSeconds      float64           `json:"max_seconds" default:"0" help:"also stop after the iteration that reaches this much training wall time (0: no limit)"`
+	KeepLast        int               `json:"keep_last" default:"3" help:"policy checkpoints kept per branch besides the best (the last good one back-tracking returns to)"`
 	Eval            EvalSpec          `json:"eval"`
 	Backtrack       BacktrackSpec     `json:"backtrack"`
 	// InjectNaNAt poisons the advantages of this iteration (1-based; tests of back-tracking).
@@ -65,6 +66,7 @@ func defaultRLConfig(algo string) *RLConfig {
 		Eval:             EvalSpec{Before: true, Examples: 200, MaxNewTokens: 8, PassK: 1, Temperature: 1},
 		Backtrack:        BacktrackSpec{Tolerance: 0.1, Budget: 3, LRFactor: 0.5, KLFactor: 2},
 		HeartbeatTimeout: config.Duration(30 * time.Second),
+		KeepLast:         3,
 		kind:             algo,
 	}
 	if algo == loss.AlgoPPO {
@@ -131,6 +133,8 @@ func (c *RLConfig) Validate() error {
 		return &config.FieldError{Path: "max_staleness", Msg: "async mode supports 1"}
 	case !(c.MaxSeconds >= 0):
 		return &config.FieldError{Path: "max_seconds", Msg: "must be >= 0"}
+	case c.KeepLast < 1:
+		return &config.FieldError{Path: "keep_last", Msg: "must be >= 1"}
 	case c.EvalEvery < 0:
 		return &config.FieldError{Path: "eval_every", Msg: "must be >= 0"}
 	case c.Backtrack.Budget < 0 || c.Backtrack.LRFactor <= 0 || c.Backtrack.KLFactor <= 0:
@@ -216,6 +220,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			HeartbeatTimeout: cfg.HeartbeatTimeout.D(), RetryPolicy: retry})
 	}
 	rolloutCtx, rewardCtx, trainCtx := opts(QueueRollout), opts(QueueReward), opts(QueueTrainer)
+	retainCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: QueueTrainer, StartToCloseTimeout: 3 * time.Minute, RetryPolicy: retry})
 	evaluate := func(uri string) (map[string]float64, error) {
 		var out train.EvalOutput
 		err := workflow.ExecuteActivity(trainCtx, train.EvaluateName, train.EvalInput{
@@ -359,6 +364,19 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			}
 			if score >= st.GoodScore {
 				st.Good, st.GoodVersion, st.GoodScore = st.Policy, st.Version, score
+			}
+		}
+		// Prune old versions of the current branch; the last good checkpoint (back-tracking's target) is
+		// marked best and kept. The version gate keeps runs started before this step replayable.
+		if workflow.GetVersion(ctx, "rl-retain", workflow.DefaultVersion, 1) >= 1 {
+			best := ""
+			if st.Good != in.From {
+				best = st.Good
+			}
+			if err := workflow.ExecuteActivity(retainCtx, train.RetainName, train.RetainInput{
+				Store: in.Store, Run: in.RunID, Phase: st.Dir, KeepLast: cfg.KeepLast, Best: best,
+			}).Get(ctx, nil); err != nil {
+				return PhaseOutput{}, fmt.Errorf("%s %s: retain: %w", in.Kind, in.Phase, err)
 			}
 		}
 		if err := workflow.UpsertMemo(ctx, memo); err != nil {

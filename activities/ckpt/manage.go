@@ -115,7 +115,10 @@ func (c *Client) Latest(ctx context.Context, root, run, phase string) (Ref, []Sk
 		strings.TrimRight(root, "/"), strings.TrimSuffix(phaseKey(run, phase), "/"), ErrNoCheckpoint, len(skipped))
 }
 
-// MarkBest marks a committed checkpoint as best: Retain never deletes it.
+// MarkBest marks a committed checkpoint as the best of its run/phase: Retain never deletes it. The
+// mark moves: the phase's previously marked checkpoints are unmarked after the new mark is written
+// (an interruption in between leaves two marked, never none), so retention stays bounded however
+// often the best changes.
 func (c *Client) MarkBest(ctx context.Context, uri string) error {
 	l, err := parseCkptURI(uri)
 	if err != nil {
@@ -136,6 +139,17 @@ func (c *Client) MarkBest(ctx context.Context, uri string) error {
 	}{c.opts.Now().UTC()})
 	if _, err := s.Put(ctx, l.key()+"/"+bestName, bytes.NewReader(data)); err != nil {
 		return fmt.Errorf("ckpt: mark best %s: %w", l.uri(), err)
+	}
+	refs, err := c.List(ctx, l.root.String(), l.run, l.phase)
+	if err != nil {
+		return fmt.Errorf("ckpt: mark best %s: %w", l.uri(), err)
+	}
+	for _, r := range refs {
+		if r.Best && r.Step != l.step {
+			if err := s.Delete(ctx, stepKey(l.run, l.phase, r.Step)+"/"+bestName); err != nil {
+				return fmt.Errorf("ckpt: mark best %s: unmark %s: %w", l.uri(), r.URI, err)
+			}
+		}
 	}
 	return nil
 }
