@@ -18,7 +18,8 @@ import (
 type rlVsSFTOptions struct {
 	Task        string  // built-in task
 	SFTExamples int     // the small labelled set: the base SFT and continued SFT both train on it only
-	SFTSteps    int     // base SFT steps (from scratch)
+	SFTSteps    int     // base SFT steps
+	Pretrain    int     // pretraining steps on the task's text before the base SFT (0: SFT from scratch)
 	Seconds     float64 // training wall time of each arm
 	Seeds       int     // arms are run once per seed, from the same base checkpoint
 	Algo        string  // RL phase kind
@@ -27,13 +28,20 @@ type rlVsSFTOptions struct {
 	From        string  // base checkpoint URI (skips the base SFT)
 }
 
-// rlVsSFTPhases returns the pipeline phases of one seed: the base SFT (only when from is empty), then
-// continued SFT on the same small labelled set and an RL phase on unlimited fresh prompts scored by
-// the task's verifier, both from the base checkpoint and both bounded by the same training wall time.
+// rlVsSFTPhases returns the pipeline phases of one seed: the base model (only when from is empty:
+// pretraining on the task's text as the demo does, then SFT on the small labelled set), then
+// continued SFT on that same labelled set and an RL phase on unlimited fresh prompts scored by the
+// task's verifier, both from the base checkpoint and both bounded by the same training wall time.
 func rlVsSFTPhases(o rlVsSFTOptions, from string) ([]workflows.PhaseSpec, error) {
 	data := fmt.Sprintf(`{"task":%q,"train_examples":%d,"heldout_examples":200}`, o.Task, o.SFTExamples)
 	eval := `{"examples":200,"max_new_tokens":5,"before":true}`
 	var phases []workflows.PhaseSpec
+	if from == "" && o.Pretrain > 0 {
+		phases = append(phases, workflows.PhaseSpec{Name: "pretrain", Kind: "pretrain", Config: json.RawMessage(fmt.Sprintf(
+			`{"model":{"preset":"tiny"},"data":{"task":%q,"train_examples":8000,"heldout_examples":200},"batch":{"rows":16,"seq":64},
+			"steps":%d,"chunk_steps":%d,"optimizer":{"lr":0.01,"warmup_steps":30},"eval":{"examples":200,"max_new_tokens":5,"before":false}}`,
+			o.Task, o.Pretrain, max(1, o.Pretrain/4)))})
+	}
 	if from == "" {
 		phases = append(phases, workflows.PhaseSpec{Name: "base", Kind: "sft", Config: json.RawMessage(fmt.Sprintf(
 			`{"model":{"preset":"tiny"},"data":%s,"batch":{"rows":32,"seq":32},"steps":%d,"chunk_steps":%d,
@@ -130,6 +138,9 @@ func runBenchRLvsSFT(ctx context.Context, o rlVsSFTOptions, asJSON bool) error {
 			return err
 		}
 		for _, r := range out.Phases {
+			if r.Name == "pretrain" {
+				continue
+			}
 			if r.Name == "base" {
 				from = r.Checkpoint
 				fmt.Fprintf(os.Stderr, "base SFT: held-out exact match %.3f (%s)\n", r.Metrics["heldout_exact_match"], from)

@@ -13,7 +13,7 @@ import (
 // with user overrides), bad overrides are errors, and the report reads curves as "the last
 // evaluation at or before each minute" and picks the arm with the higher mean final exact match.
 func TestRLvsSFTPipelineAndReport(t *testing.T) {
-	o := rlVsSFTOptions{Task: "add2", SFTExamples: 500, SFTSteps: 100, Seconds: 150, Seeds: 2, Algo: "grpo",
+	o := rlVsSFTOptions{Task: "add2", SFTExamples: 500, SFTSteps: 100, Pretrain: 100, Seconds: 150, Seeds: 2, Algo: "grpo",
 		RLConfig: `{"optimizer":{"lr":0.0002}}`}
 	for _, from := range []string{"", "file:///tmp/x/step-000001/"} {
 		phases, err := rlVsSFTPhases(o, from)
@@ -24,7 +24,7 @@ func TestRLvsSFTPipelineAndReport(t *testing.T) {
 		if err := in.Validate(); err != nil {
 			t.Fatalf("from %q: %v", from, err)
 		}
-		if n := len(phases); (from == "" && n != 3) || (from != "" && n != 2) {
+		if n := len(phases); (from == "" && n != 4) || (from != "" && n != 2) {
 			t.Fatalf("from %q: %d phases", from, n)
 		}
 		if !strings.Contains(string(phases[len(phases)-1].Config), `"lr":0.0002`) {

@@ -79,7 +79,8 @@ func init() {
 			var rs rlVsSFTOptions
 			fs.StringVar(&rs.Task, "task", "add2", "bench rl-vs-sft: built-in task")
 			fs.IntVar(&rs.SFTExamples, "sft-examples", 500, "bench rl-vs-sft: labelled examples (base and continued SFT train on these only)")
-			fs.IntVar(&rs.SFTSteps, "sft-steps", 2000, "bench rl-vs-sft: base SFT steps from scratch")
+			fs.IntVar(&rs.SFTSteps, "sft-steps", 400, "bench rl-vs-sft: base SFT steps on the labelled examples")
+			fs.IntVar(&rs.Pretrain, "pretrain-steps", 600, "bench rl-vs-sft: pretraining steps on the task's text (8000 examples) before the base SFT; 0: SFT from scratch")
 			fs.Float64Var(&rs.Seconds, "seconds", 180, "bench rl-vs-sft: training wall time of each arm")
 			fs.IntVar(&rs.Seeds, "seeds", 2, "bench rl-vs-sft: seeds (each runs both arms from the same base checkpoint)")
 			fs.StringVar(&rs.Algo, "algo", "grpo", "bench rl-vs-sft: RL phase kind")
