@@ -58,3 +58,17 @@ func TestRLvsSFTPipelineAndReport(t *testing.T) {
 		t.Errorf("report:\n%s", b.String())
 	}
 }
+
+func TestExactMatchLine(t *testing.T) {
+	got := exactMatchLine([]phaseResult{
+		{Name: "pretrain", Metrics: map[string]float64{"heldout_exact_match_before": 0, "heldout_exact_match": 0.045}},
+		{Name: "noeval", Metrics: map[string]float64{"steps": 3}},
+		{Name: "sft", Metrics: map[string]float64{"heldout_exact_match_before": 0.045, "heldout_exact_match": 0.12}},
+	})
+	if want := "held-out exact match: start 0.000 → pretrain 0.045 → sft 0.120"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if exactMatchLine(nil) != "" {
+		t.Error("no phases: no line")
+	}
+}

@@ -206,17 +206,18 @@ type result struct {
 }
 
 type phaseResult struct {
-	Name       string             `json:"name"`
-	Kind       string             `json:"kind"`
-	Checkpoint string             `json:"checkpoint"`
-	Seconds    float64            `json:"seconds"`
-	Metrics    map[string]float64 `json:"metrics,omitempty"`
+	Name       string                 `json:"name"`
+	Kind       string                 `json:"kind"`
+	Checkpoint string                 `json:"checkpoint"`
+	Seconds    float64                `json:"seconds"`
+	Metrics    map[string]float64     `json:"metrics,omitempty"`
+	Curve      []workflows.CurvePoint `json:"curve,omitempty"` // held-out exact match over training time
 }
 
 func toResult(id string, out workflows.PipelineOutput, elapsed time.Duration, err error) result {
 	r := result{RunID: id, Status: "completed", ElapsedSeconds: elapsed.Seconds()}
 	for _, p := range out.Phases {
-		r.Phases = append(r.Phases, phaseResult{Name: p.Name, Kind: p.Kind, Checkpoint: p.Checkpoint, Seconds: p.Seconds, Metrics: p.Metrics})
+		r.Phases = append(r.Phases, phaseResult{Name: p.Name, Kind: p.Kind, Checkpoint: p.Checkpoint, Seconds: p.Seconds, Metrics: p.Metrics, Curve: p.Curve})
 	}
 	if err != nil {
 		r.Status, r.Error = "failed", err.Error()
@@ -237,7 +238,30 @@ func printResult(w io.Writer, r result, asJSON bool) {
 			fmt.Fprintf(w, "      %-24s %g\n", k, p.Metrics[k])
 		}
 	}
+	if line := exactMatchLine(r.Phases); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", r.Error)
 	}
+}
+
+// exactMatchLine summarises held-out exact match along the pipeline ("held-out exact match: start
+// 0.000 → pretrain 0.045 → sft 0.120 → grpo 0.190"), or "" when no phase evaluated it.
+func exactMatchLine(phases []phaseResult) string {
+	var parts []string
+	for i, p := range phases {
+		v, ok := p.Metrics["heldout_exact_match"]
+		if !ok {
+			continue
+		}
+		if b, ok := p.Metrics["heldout_exact_match_before"]; ok && i == 0 {
+			parts = append(parts, fmt.Sprintf("start %.3f", b))
+		}
+		parts = append(parts, fmt.Sprintf("%s %.3f", p.Name, v))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "held-out exact match: " + strings.Join(parts, " → ")
 }
