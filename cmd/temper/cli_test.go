@@ -196,7 +196,7 @@ func TestDemoPipelineIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(in.Phases) != 2 || in.Phases[0].Kind != "pretrain" || in.Phases[1].Kind != "sft" {
-		t.Fatalf("demo pipeline: %+v", in.Phases)
+	if len(in.Phases) != 3 || in.Phases[0].Kind != "pretrain" || in.Phases[1].Kind != "sft" || in.Phases[2].Kind != "grpo" {
+		t.Fatalf("demo pipeline: %d phases, want pretrain → sft → grpo", len(in.Phases))
 	}
 }
