@@ -191,7 +191,11 @@ type rlState struct {
 	LastReward     float64                 `json:"last_reward"`
 	Seconds        float64                 `json:"seconds"` // wall time of the iterations, for bench rl
 	Curve          []CurvePoint            `json:"curve,omitempty"`
-	Started        bool                    `json:"started"`
+	// Where iteration time goes, as the workflow waits on each step (async: generation overlaps).
+	WaitGenerate float64 `json:"wait_generate"`
+	WaitScore    float64 `json:"wait_score"`
+	WaitTrain    float64 `json:"wait_train"`
+	Started      bool    `json:"started"`
 }
 
 // RL is the rollout → reward → train loop over policy versions, in sync or async mode, with held-out
@@ -289,14 +293,17 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				return PhaseOutput{}, fmt.Errorf("%s %s: generate iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
 			}
 		}
+		st.WaitGenerate += workflow.Now(ctx).Sub(iterStart).Seconds()
 		if async && st.Iter+1 < cfg.Iterations && !(cfg.MaxSeconds > 0 && st.Seconds+workflow.Now(ctx).Sub(iterStart).Seconds() >= cfg.MaxSeconds) {
 			// Generate the next iteration with the current policy while this one trains.
 			next, nextVersion = generate(st.Policy, st.Version, st.Iter+1), st.Version
 		}
 		var sc reward.ScoreOutput
+		scoreStart := workflow.Now(ctx)
 		if err := workflow.ExecuteActivity(rewardCtx, reward.ScoreName, reward.ScoreInput{Rollouts: gen.Rollouts, Spec: cfg.Reward}).Get(ctx, &sc); err != nil {
 			return PhaseOutput{}, fmt.Errorf("%s %s: score iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
 		}
+		st.WaitScore += workflow.Now(ctx).Sub(scoreStart).Seconds()
 		rewards := make([]float64, len(sc.Verdicts))
 		for i, v := range sc.Verdicts {
 			rewards[i] = v.Score
@@ -316,6 +323,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			ppo = &p
 		}
 		var step train.PolicyStepOutput
+		trainStart := workflow.Now(ctx)
 		if err := workflow.ExecuteActivity(trainCtx, train.PolicyStepName, train.PolicyStepInput{
 			Store: in.Store, Run: in.RunID, Phase: st.Dir, Policy: st.Policy, Reference: st.Reference, Version: st.Version,
 			Rollouts: gen.Rollouts, Rewards: rewards, Loss: lc, Optim: cfg.Optimizer, LR: cfg.Optimizer.LR * st.LRScale,
@@ -325,6 +333,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			return PhaseOutput{}, fmt.Errorf("%s %s: train iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
 		}
 		st.Iter++
+		st.WaitTrain += workflow.Now(ctx).Sub(trainStart).Seconds()
 		st.Seconds += workflow.Now(ctx).Sub(iterStart).Seconds()
 		st.RewardSum += sc.Metrics.MeanScore
 		st.LastReward = sc.Metrics.MeanScore
@@ -402,6 +411,8 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		"iterations": float64(st.Iter), "version": float64(st.Version), "backtracks": float64(len(st.Branches)),
 		"reward_mean": st.RewardSum / float64(max(1, st.Iter)), "last_reward_mean": st.LastReward,
 		"seconds_per_iteration": st.Seconds / float64(max(1, st.Iter)), "train_seconds": st.Seconds,
+		"seconds_generate_wait": st.WaitGenerate / float64(max(1, st.Iter)), "seconds_score": st.WaitScore / float64(max(1, st.Iter)),
+		"seconds_policy_step": st.WaitTrain / float64(max(1, st.Iter)),
 	}
 	copyMetrics(metrics, st.Last, "")
 	copyMetrics(metrics, st.Before, "_before")

@@ -12,14 +12,24 @@ import (
 )
 
 // benchRLPipeline trains a small SFT model, then runs the same GRPO phase twice from it: sync and
-// async. Generation (prompts × group samples of max_new_tokens) and the policy step (epochs over the
-// rollouts) are sized to cost about the same, the case async mode is for.
-func benchRLPipeline(iterations int) workflows.PipelineInput {
+// async. Async mode only pays off when rollout and training cost about the same, so the phase is sized
+// for that on this CPU backend, where a policy step costs ~3× generating the same tokens (backward
+// pass, old log-probs): hot sampling (temperature 5, 48 new tokens) makes every rollout long, and a
+// rare reward ("starts with 9") with dynamic sampling drops the groups whose rewards are all equal, as
+// DAPO's over-sampling does, so the trainer sees a fraction of the generated rows. The report shows
+// the per-step waits, so the balance is visible. extra (JSON) overrides any field.
+func benchRLPipeline(iterations int, extra string) workflows.PipelineInput {
 	sft := `{"model":{"preset":"tiny"},"data":{"task":"add2","train_examples":2000,"heldout_examples":50},
 		"batch":{"rows":16,"seq":64},"steps":100,"chunk_steps":100,"optimizer":{"lr":0.01},"eval":{"before":false,"examples":50,"max_new_tokens":4}}`
 	rl := func(mode string) json.RawMessage {
-		return json.RawMessage(fmt.Sprintf(`{"data":{"task":"add2","heldout_examples":50},"iterations":%d,"prompts":16,"group":8,
-			"max_new_tokens":8,"epochs":4,"minibatch":64,"mode":%q,"eval_every":0,"eval":{"before":false,"examples":50,"max_new_tokens":4}}`, iterations, mode))
+		c, err := mergeJSONConfig(fmt.Sprintf(`{"data":{"task":"add2","heldout_examples":50},"iterations":%d,"prompts":32,"group":8,
+			"max_new_tokens":48,"temperature":5,"epochs":1,"minibatch":0,"loss":{"kl_beta":0},"dynamic_sampling":true,
+			"reward":{"verifiers":[{"name":"format","params":{"regex":["^9"]}}]},
+			"mode":%q,"eval_every":0,"eval":{"before":false,"examples":50,"max_new_tokens":4}}`, iterations, mode), extra)
+		if err != nil {
+			c = json.RawMessage(`{"bad --rl-config": true}`) // Validate names it
+		}
+		return c
 	}
 	return workflows.PipelineInput{Name: "bench-rl", Seed: 1, Phases: []workflows.PhaseSpec{
 		{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
@@ -28,7 +38,7 @@ func benchRLPipeline(iterations int) workflows.PipelineInput {
 	}}
 }
 
-func runBenchRL(ctx context.Context, iterations int, asJSON bool) error {
+func runBenchRL(ctx context.Context, iterations int, extra string, asJSON bool) error {
 	home, err := os.MkdirTemp("", "temper-bench-rl-")
 	if err != nil {
 		return err
@@ -40,7 +50,7 @@ func runBenchRL(ctx context.Context, iterations int, asJSON bool) error {
 		return err
 	}
 	defer st.Close()
-	in := benchRLPipeline(iterations)
+	in := benchRLPipeline(iterations, extra)
 	in.Store = defaultStore(home)
 	if err := in.Validate(); err != nil {
 		return err
@@ -57,12 +67,21 @@ func runBenchRL(ctx context.Context, iterations int, asJSON bool) error {
 	sync, async := out.Phases[1].Metrics["seconds_per_iteration"], out.Phases[2].Metrics["seconds_per_iteration"]
 	rep := map[string]float64{"iterations": float64(iterations), "sync_seconds_per_iteration": sync,
 		"async_seconds_per_iteration": async, "async_over_sync": async / sync}
+	for i, mode := range []string{"sync", "async"} {
+		for _, k := range []string{"seconds_generate_wait", "seconds_score", "seconds_policy_step"} {
+			rep[mode+"_"+k] = out.Phases[1+i].Metrics[k]
+		}
+	}
 	if asJSON {
 		b, _ := json.Marshal(rep)
 		fmt.Fprintln(stdout, string(b))
 		return nil
 	}
-	fmt.Fprintf(stdout, "GRPO, %d iterations each, measured in one run:\n  sync   %.3f s/iteration\n  async  %.3f s/iteration\n  async/sync = %.2f\n",
-		iterations, sync, async, async/sync)
+	fmt.Fprintf(stdout, "GRPO, %d iterations each, measured in one run (per iteration: waiting on generation, scoring, policy step):\n", iterations)
+	for _, mode := range []string{"sync", "async"} {
+		fmt.Fprintf(stdout, "  %-6s %.3f s/iteration (generate %.3f, score %.3f, policy step %.3f)\n", mode, rep[mode+"_seconds_per_iteration"],
+			rep[mode+"_seconds_generate_wait"], rep[mode+"_seconds_score"], rep[mode+"_seconds_policy_step"])
+	}
+	fmt.Fprintf(stdout, "  async/sync = %.2f\n", async/sync)
 	return nil
 }

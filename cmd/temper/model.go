@@ -85,11 +85,11 @@ func init() {
 			fs.IntVar(&rs.Seeds, "seeds", 2, "bench rl-vs-sft: seeds (each runs both arms from the same base checkpoint)")
 			fs.StringVar(&rs.Algo, "algo", "grpo", "bench rl-vs-sft: RL phase kind")
 			fs.StringVar(&rs.From, "from", "", "bench rl-vs-sft: start both arms from this checkpoint URI instead of training a base SFT model")
-			fs.StringVar(&rs.RLConfig, "rl-config", "", "bench rl-vs-sft: JSON merged into the RL arm's config")
+			fs.StringVar(&rs.RLConfig, "rl-config", "", "bench rl, rl-vs-sft: JSON merged into the RL phases' config")
 			fs.StringVar(&rs.SFTConfig, "sft-config", "", "bench rl-vs-sft: JSON merged into the continued-SFT arm's config")
 			return func(ctx context.Context, args []string) error {
 				if len(args) == 1 && args[0] == "rl" {
-					return runBenchRL(ctx, *iterations, *asJSON)
+					return runBenchRL(ctx, *iterations, rs.RLConfig, *asJSON)
 				}
 				if len(args) == 1 && args[0] == "rl-vs-sft" {
 					if rs.Seeds < 1 || rs.Seconds <= 0 || rs.SFTExamples < 1 || rs.SFTSteps < 1 {
