@@ -195,7 +195,10 @@ type rlState struct {
 	WaitGenerate float64 `json:"wait_generate"`
 	WaitScore    float64 `json:"wait_score"`
 	WaitTrain    float64 `json:"wait_train"`
-	Started      bool    `json:"started"`
+	// Sums of per-iteration throughputs (tokens/s) of rollout generation and policy training.
+	RolloutTokS float64 `json:"rollout_tok_s"`
+	TrainTokS   float64 `json:"train_tok_s"`
+	Started     bool    `json:"started"`
 }
 
 // RL is the rollout → reward → train loop over policy versions, in sync or async mode, with held-out
@@ -304,6 +307,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			return PhaseOutput{}, fmt.Errorf("%s %s: score iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
 		}
 		st.WaitScore += workflow.Now(ctx).Sub(scoreStart).Seconds()
+		st.RolloutTokS += gen.TokensPerS
 		rewards := make([]float64, len(sc.Verdicts))
 		for i, v := range sc.Verdicts {
 			rewards[i] = v.Score
@@ -334,6 +338,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		}
 		st.Iter++
 		st.WaitTrain += workflow.Now(ctx).Sub(trainStart).Seconds()
+		st.TrainTokS += step.Metrics["train_tokens_per_s"]
 		st.Seconds += workflow.Now(ctx).Sub(iterStart).Seconds()
 		st.RewardSum += sc.Metrics.MeanScore
 		st.LastReward = sc.Metrics.MeanScore
@@ -412,7 +417,8 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		"reward_mean": st.RewardSum / float64(max(1, st.Iter)), "last_reward_mean": st.LastReward,
 		"seconds_per_iteration": st.Seconds / float64(max(1, st.Iter)), "train_seconds": st.Seconds,
 		"seconds_generate_wait": st.WaitGenerate / float64(max(1, st.Iter)), "seconds_score": st.WaitScore / float64(max(1, st.Iter)),
-		"seconds_policy_step": st.WaitTrain / float64(max(1, st.Iter)),
+		"seconds_policy_step":  st.WaitTrain / float64(max(1, st.Iter)),
+		"rollout_tokens_per_s": st.RolloutTokS / float64(max(1, st.Iter)), "train_tokens_per_s": st.TrainTokS / float64(max(1, st.Iter)),
 	}
 	copyMetrics(metrics, st.Last, "")
 	copyMetrics(metrics, st.Before, "_before")

@@ -84,8 +84,15 @@ func TestRLAsyncCompletes(t *testing.T) {
 	if err := run.Get(context.Background(), &out); err != nil {
 		t.Fatalf("pipeline: %v", err)
 	}
-	if m := out.Phases[1].Metrics; m["iterations"] != 4 || m["version"] != 4 || m["backtracks"] != 0 {
+	m := out.Phases[1].Metrics
+	if m["iterations"] != 4 || m["version"] != 4 || m["backtracks"] != 0 {
 		t.Fatalf("async run: %v", m)
+	}
+	// Throughput and the time breakdown are reported (the issue asks for tokens/s per phase).
+	for _, k := range []string{"rollout_tokens_per_s", "train_tokens_per_s", "seconds_per_iteration", "seconds_policy_step"} {
+		if !(m[k] > 0) {
+			t.Errorf("%s = %v, want > 0", k, m[k])
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"go.temporal.io/sdk/activity"
@@ -280,6 +281,7 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 			refEng.Close()
 		}
 		obj := objective.Policy(in.Loss)
+		trainStart := time.Now()
 		epochs := max(1, in.Epochs)
 		steps, total := 0, epochs*len(chunks)
 		sums := map[string]float64{}
@@ -307,6 +309,9 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 			metrics[k] = v / float64(steps)
 		}
 		metrics["optimizer_steps"] = float64(steps)
+		if d := time.Since(trainStart).Seconds(); d > 0 {
+			metrics["train_tokens_per_s"] = sums["tokens"] / d // completion tokens trained, all epochs
+		}
 	}
 	if nonFinite {
 		metrics["non_finite"] = 1

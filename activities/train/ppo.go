@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"go.temporal.io/sdk/activity"
@@ -164,6 +165,7 @@ func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicySte
 	}
 
 	obj := objective.PPO(in.Loss)
+	trainStart := time.Now()
 	epochs := max(1, in.Epochs)
 	steps, total := 0, epochs*len(chunks)
 	sums := map[string]float64{}
@@ -192,6 +194,9 @@ func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicySte
 		metrics[k] = v / float64(steps)
 	}
 	metrics["optimizer_steps"] = float64(steps)
+	if d := time.Since(trainStart).Seconds(); d > 0 {
+		metrics["train_tokens_per_s"] = sums["tokens"] / d // completion tokens trained, all epochs
+	}
 	if nonFinite {
 		metrics["non_finite"] = 1
 	}
