@@ -281,36 +281,14 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 			refEng.Close()
 		}
 		obj := objective.Policy(in.Loss)
-		trainStart := time.Now()
-		epochs := max(1, in.Epochs)
-		steps, total := 0, epochs*len(chunks)
-		sums := map[string]float64{}
-		for e := 0; e < epochs; e++ {
-			for c := range chunks {
-				p := rows[c]
-				inputs := []*tensors.Tensor{i32Tensor(p.tokens), i32Tensor(p.targets), i32Tensor(p.positions), boolTensor(p.valid),
-					f32Tensor(p.mask), f32Tensor(old[c]), f32Tensor(p.behaviour), f32Tensor(ref[c]),
-					tensors.FromFlatDataAndDimensions(p.adv, len(p.adv))}
-				m, err := eng.StepObjective(obj, inputs, float32(in.LR))
-				if err != nil {
-					return PolicyStepOutput{}, fmt.Errorf("train: policy step %s/%s v%d: %w", in.Run, in.Phase, in.Version, err)
-				}
-				if l, g := float64(m["loss"]), float64(m["grad_norm"]); math.IsNaN(l) || math.IsInf(l, 0) || math.IsNaN(g) || math.IsInf(g, 0) {
-					nonFinite = true
-				}
-				for k, v := range m {
-					sums[k] += float64(v)
-				}
-				steps++
-				activity.RecordHeartbeat(ctx, Progress{Step: steps, Total: total})
-			}
+		inputs := func(c int) []*tensors.Tensor {
+			p := rows[c]
+			return []*tensors.Tensor{i32Tensor(p.tokens), i32Tensor(p.targets), i32Tensor(p.positions), boolTensor(p.valid),
+				f32Tensor(p.mask), f32Tensor(old[c]), f32Tensor(p.behaviour), f32Tensor(ref[c]),
+				tensors.FromFlatDataAndDimensions(p.adv, len(p.adv))}
 		}
-		for k, v := range sums {
-			metrics[k] = v / float64(steps)
-		}
-		metrics["optimizer_steps"] = float64(steps)
-		if d := time.Since(trainStart).Seconds(); d > 0 {
-			metrics["train_tokens_per_s"] = sums["tokens"] / d // completion tokens trained, all epochs
+		if nonFinite, err = optimizeEpochs(ctx, eng, obj, inputs, len(chunks), in, metrics); err != nil {
+			return PolicyStepOutput{}, err
 		}
 	}
 	if nonFinite {
@@ -336,4 +314,40 @@ func finiteOnly(m map[string]float64) {
 			delete(m, k)
 		}
 	}
+}
+
+// optimizeEpochs runs in.Epochs passes of one optimizer step per minibatch (inputs(c) builds
+// minibatch c of n), heartbeating each step, and adds to metrics the objective's metrics averaged
+// over the steps, optimizer_steps and train_tokens_per_s (the objective's "tokens" per second of
+// optimization). nonFinite reports a NaN/Inf loss or gradient norm in any step.
+func optimizeEpochs(ctx context.Context, eng Engine, obj objective.Objective, inputs func(c int) []*tensors.Tensor, n int,
+	in PolicyStepInput, metrics map[string]float64) (nonFinite bool, err error) {
+	start := time.Now()
+	epochs := max(1, in.Epochs)
+	steps, total := 0, epochs*n
+	sums := map[string]float64{}
+	for e := 0; e < epochs; e++ {
+		for c := 0; c < n; c++ {
+			m, err := eng.StepObjective(obj, inputs(c), float32(in.LR))
+			if err != nil {
+				return false, fmt.Errorf("train: %s step %s/%s v%d: %w", in.Loss.Algorithm, in.Run, in.Phase, in.Version, err)
+			}
+			if l, g := float64(m["loss"]), float64(m["grad_norm"]); math.IsNaN(l) || math.IsInf(l, 0) || math.IsNaN(g) || math.IsInf(g, 0) {
+				nonFinite = true
+			}
+			for k, v := range m {
+				sums[k] += float64(v)
+			}
+			steps++
+			activity.RecordHeartbeat(ctx, Progress{Step: steps, Total: total})
+		}
+	}
+	for k, v := range sums {
+		metrics[k] = v / float64(steps)
+	}
+	metrics["optimizer_steps"] = float64(steps)
+	if d := time.Since(start).Seconds(); d > 0 {
+		metrics["train_tokens_per_s"] = sums["tokens"] / d // completion tokens trained, all epochs
+	}
+	return nonFinite, nil
 }

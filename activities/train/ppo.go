@@ -7,10 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-	"time"
 
 	"github.com/gomlx/gomlx/core/tensors"
-	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/algorithms/advantage"
@@ -165,37 +163,15 @@ func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicySte
 	}
 
 	obj := objective.PPO(in.Loss)
-	trainStart := time.Now()
-	epochs := max(1, in.Epochs)
-	steps, total := 0, epochs*len(chunks)
-	sums := map[string]float64{}
-	nonFinite := false
-	for e := 0; e < epochs; e++ {
-		for c := range chunks {
-			p := rows[c]
-			inputs := []*tensors.Tensor{i32Tensor(p.tokens), i32Tensor(p.targets), i32Tensor(p.positions), boolTensor(p.valid),
-				f32Tensor(p.mask), f32Tensor(old[c]), f32Tensor(p.behaviour), f32Tensor(ref[c]),
-				f32Tensor(adv[c]), f32Tensor(vals[c]), f32Tensor(ret[c])}
-			m, err := eng.StepObjective(obj, inputs, float32(in.LR))
-			if err != nil {
-				return PolicyStepOutput{}, fmt.Errorf("train: ppo step %s/%s v%d: %w", in.Run, in.Phase, in.Version, err)
-			}
-			if l, g := float64(m["loss"]), float64(m["grad_norm"]); math.IsNaN(l) || math.IsInf(l, 0) || math.IsNaN(g) || math.IsInf(g, 0) {
-				nonFinite = true
-			}
-			for k, v := range m {
-				sums[k] += float64(v)
-			}
-			steps++
-			activity.RecordHeartbeat(ctx, Progress{Step: steps, Total: total})
-		}
+	inputs := func(c int) []*tensors.Tensor {
+		p := rows[c]
+		return []*tensors.Tensor{i32Tensor(p.tokens), i32Tensor(p.targets), i32Tensor(p.positions), boolTensor(p.valid),
+			f32Tensor(p.mask), f32Tensor(old[c]), f32Tensor(p.behaviour), f32Tensor(ref[c]),
+			f32Tensor(adv[c]), f32Tensor(vals[c]), f32Tensor(ret[c])}
 	}
-	for k, v := range sums {
-		metrics[k] = v / float64(steps)
-	}
-	metrics["optimizer_steps"] = float64(steps)
-	if d := time.Since(trainStart).Seconds(); d > 0 {
-		metrics["train_tokens_per_s"] = sums["tokens"] / d // completion tokens trained, all epochs
+	nonFinite, err := optimizeEpochs(ctx, eng, obj, inputs, len(chunks), in, metrics)
+	if err != nil {
+		return PolicyStepOutput{}, err
 	}
 	if nonFinite {
 		metrics["non_finite"] = 1

@@ -38,18 +38,28 @@ func benchRLPipeline(iterations int, extra string) workflows.PipelineInput {
 	}}
 }
 
-func runBenchRL(ctx context.Context, iterations int, extra string, asJSON bool) error {
-	home, err := os.MkdirTemp("", "temper-bench-rl-")
+// benchStack starts a private embedded server with workers for every role in a temporary home (the
+// benchmarks' runs never mix with the user's); stop removes both.
+func benchStack(name string) (st *workers.Stack, home string, stop func(), err error) {
+	home, err = os.MkdirTemp("", "temper-"+name+"-")
 	if err != nil {
-		return err
+		return nil, "", nil, err
 	}
-	defer os.RemoveAll(home)
 	roles, _ := workers.ParseRoles("all")
-	st, err := workers.StartStack(workers.StackOptions{Home: home, Ephemeral: true, UIPort: -1, Roles: roles})
+	st, err = workers.StartStack(workers.StackOptions{Home: home, Ephemeral: true, UIPort: -1, Roles: roles})
+	if err != nil {
+		os.RemoveAll(home)
+		return nil, "", nil, err
+	}
+	return st, home, func() { st.Close(); os.RemoveAll(home) }, nil
+}
+
+func runBenchRL(ctx context.Context, iterations int, extra string, asJSON bool) error {
+	st, home, stop, err := benchStack("bench-rl")
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer stop()
 	in := benchRLPipeline(iterations, extra)
 	in.Store = defaultStore(home)
 	if err := in.Validate(); err != nil {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -105,17 +104,11 @@ type rlVsSFTArm struct {
 }
 
 func runBenchRLvsSFT(ctx context.Context, o rlVsSFTOptions, asJSON bool) error {
-	home, err := os.MkdirTemp("", "temper-bench-rlsft-")
+	st, home, stop, err := benchStack("bench-rlsft")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(home)
-	roles, _ := workers.ParseRoles("all")
-	st, err := workers.StartStack(workers.StackOptions{Home: home, Ephemeral: true, UIPort: -1, Roles: roles})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	defer stop()
 	fmt.Fprintf(os.Stderr, "bench rl-vs-sft: %s, %d labelled examples; continued SFT vs %s for %.0f s of training each, %d seed(s)\n",
 		o.Task, o.SFTExamples, o.Algo, o.Seconds, o.Seeds)
 	var arms []rlVsSFTArm
