@@ -582,7 +582,9 @@ func (a *Activities) RefLogProbs(ctx context.Context, in RefLogProbsInput) (RefL
 	done := 0
 	lps, err := seqLogProbs(ctx, eng, enc, func(n int) {
 		done += n
-		activity.RecordHeartbeat(ctx, Progress{Step: done, Total: len(items)})
+		if activity.IsActivity(ctx) { // also called outside activities (temper data gen --from)
+			activity.RecordHeartbeat(ctx, Progress{Step: done, Total: len(items)})
+		}
 	})
 	if err != nil {
 		return RefLogProbsOutput{}, fmt.Errorf("%s: %w", op, err)
@@ -694,7 +696,9 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in PrefFromModelI
 	done := 0
 	beat := func(n int) {
 		done += n
-		activity.RecordHeartbeat(ctx, Progress{Step: done, Total: total})
+		if activity.IsActivity(ctx) { // also called outside activities (temper data gen --from)
+			activity.RecordHeartbeat(ctx, Progress{Step: done, Total: total})
+		}
 	}
 	pairs, st, err := samplePairs(ctx, eng, trainPrompts, s, seed, 0, beat)
 	if err != nil {

@@ -7,8 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/tasks"
+	"github.com/temperml/temper/workers"
 )
 
 func init() {
@@ -24,6 +28,8 @@ func init() {
 			text := fs.Bool("text", false, "write pretraining lines {\"text\": prompt+completion} instead of prompt/completion")
 			pairs := fs.Bool("pairs", false, "write preference pairs {prompt, chosen, rejected}: the correct answer against a plausible mistake")
 			kto := fs.Bool("kto", false, "with --pairs: write KTO's unpaired form {prompt, completion, label}")
+			from := fs.String("from", "", "with --pairs: pair verified-correct and incorrect samples of this checkpoint (URI or directory) instead of synthetic mistakes")
+			samples := fs.Int("samples", 8, "with --from: completions sampled per prompt")
 			return func(ctx context.Context, args []string) error {
 				if len(args) == 0 {
 					return usageErr("usage: temper data gen TASK | data check FILE | data tasks")
@@ -60,6 +66,12 @@ func init() {
 				task, err := tasks.Lookup(args[1])
 				if err != nil {
 					return usageErr("%v", err)
+				}
+				if *from != "" && !*pairs {
+					return usageErr("--from needs --pairs")
+				}
+				if *pairs && *from != "" {
+					return writeModelPairs(ctx, task, *from, *n, *samples, *heldout, *seed, *kto, *out)
 				}
 				if *pairs {
 					return writePairs(task, *n, *heldout, *seed, *kto, *out)
@@ -111,6 +123,62 @@ func writePairs(task tasks.Task, n, heldout int, seed uint64, kto bool, out stri
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	return writePrefSets(train, held, heldout, kto, out)
+}
+
+// writeModelPairs samples a checkpoint on n training prompts of the task (and the held-out ones), checks
+// every sample with the task's verifier and pairs a correct completion with an incorrect one: the same
+// code a preference phase with data.from_model runs (train.PreferencesFromModel), here in-process with a
+// scratch store.
+func writeModelPairs(ctx context.Context, task tasks.Task, from string, n, samples, heldout int, seed uint64, kto bool, out string) error {
+	uri, err := checkpointURI(from)
+	if err != nil {
+		return usageErr("--from: %v", err)
+	}
+	scratch, err := os.MkdirTemp("", "temper-data-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	a := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}
+	res, err := a.PreferencesFromModel(ctx, train.PrefFromModelInput{
+		Store: "file://" + scratch, Run: "data", Phase: "gen", Checkpoint: uri, Seed: seed,
+		Data:     train.PrefDataSpec{Task: task.Name(), HeldoutExamples: heldout},
+		Sampling: train.PrefSampling{Prompts: n, Samples: samples, SyntheticHeldout: heldout == 0},
+	})
+	if err != nil {
+		return err
+	}
+	read := func(uri string) ([]tasks.PrefExample, error) {
+		if uri == "" {
+			return nil, nil
+		}
+		path := strings.TrimPrefix(uri, "file://")
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		var exs []tasks.PrefExample
+		err = tasks.ReadPrefJSONL(f, path, func(_ int, ex tasks.PrefExample) error { exs = append(exs, ex); return nil })
+		return exs, err
+	}
+	trainPairs, err := read(res.Train)
+	if err != nil {
+		return err
+	}
+	held, err := read(res.Heldout)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%d pairs from %d prompts (%.0f%% of samples correct; %d prompts all correct, dropped; %d with no correct sample, paired with the reference answer); %d held-out pairs\n",
+		res.Pairs, res.Prompts, 100*res.SampleRate, res.AllCorrect, res.NoneCorrect, res.HeldoutPairs)
+	return writePrefSets(trainPairs, held, heldout, kto, out)
+}
+
+// writePrefSets writes train pairs to out (stdout when empty) and, when heldout > 0, the held-out
+// ones next to it with .heldout before the extension; kto writes the unpaired form.
+func writePrefSets(train, held []tasks.PrefExample, heldout int, kto bool, out string) error {
 	if kto {
 		train, held = tasks.Unpair(train), tasks.Unpair(held)
 	}
@@ -137,4 +205,16 @@ func writePairs(task tasks.Task, n, heldout int, seed uint64, kto bool, out stri
 		return write(out[:len(out)-len(ext)]+".heldout"+ext, held)
 	}
 	return nil
+}
+
+// checkpointURI accepts a checkpoint URI (file:///…/step-NNNNNN/, gs://…) or a local directory.
+func checkpointURI(s string) (string, error) {
+	if strings.Contains(s, "://") {
+		return s, nil
+	}
+	abs, err := filepath.Abs(s)
+	if err != nil {
+		return "", err
+	}
+	return "file://" + filepath.ToSlash(abs) + "/", nil
 }
