@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/temperml/temper/workflows"
 )
 
@@ -111,34 +113,58 @@ func runBenchRLvsSFT(ctx context.Context, o rlVsSFTOptions, asJSON bool) error {
 	defer stop()
 	fmt.Fprintf(os.Stderr, "bench rl-vs-sft: %s, %d labelled examples; continued SFT vs %s for %.0f s of training each, %d seed(s)\n",
 		o.Task, o.SFTExamples, o.Algo, o.Seconds, o.Seeds)
-	var arms []rlVsSFTArm
+	start := func(name string, seed int, phases []workflows.PhaseSpec) (client.WorkflowRun, error) {
+		in := workflows.PipelineInput{Name: "bench-rl-vs-sft", Seed: int64(seed), Store: defaultStore(home), Phases: phases}
+		if err := in.Validate(); err != nil {
+			return nil, err
+		}
+		return startPipeline(ctx, st.Client, fmt.Sprintf("bench-rl-vs-sft-%d-%s-s%d", time.Now().UnixNano(), name, seed), in)
+	}
+	get := func(run client.WorkflowRun) (workflows.PipelineOutput, error) {
+		var out workflows.PipelineOutput
+		err := run.Get(ctx, &out)
+		return out, err
+	}
 	from := o.From
+	if from == "" { // the base model, once: both arms of every seed start from it
+		phases, err := rlVsSFTPhases(o, "")
+		if err != nil {
+			return err
+		}
+		run, err := start("base", 1, phases[:len(phases)-2])
+		if err != nil {
+			return err
+		}
+		out, err := get(run)
+		if err != nil {
+			return err
+		}
+		base := out.Phases[len(out.Phases)-1]
+		from = base.Checkpoint
+		fmt.Fprintf(os.Stderr, "base SFT: held-out exact match %.3f (%s)\n", base.Metrics["heldout_exact_match"], from)
+	}
+	// Per seed, the two arms run at the same time on the same workers, so machine load (and any other
+	// job on it) weighs on both alike; each stops at the same training-time budget.
+	var arms []rlVsSFTArm
 	for seed := 1; seed <= o.Seeds; seed++ {
 		phases, err := rlVsSFTPhases(o, from)
 		if err != nil {
 			return err
 		}
-		in := workflows.PipelineInput{Name: "bench-rl-vs-sft", Seed: int64(seed), Store: defaultStore(home), Phases: phases}
-		if err := in.Validate(); err != nil {
-			return err
-		}
-		run, err := startPipeline(ctx, st.Client, fmt.Sprintf("bench-rl-vs-sft-%d-s%d", time.Now().Unix(), seed), in)
-		if err != nil {
-			return err
-		}
-		var out workflows.PipelineOutput
-		if err := run.Get(ctx, &out); err != nil {
-			return err
-		}
-		for _, r := range out.Phases {
-			if r.Name == "pretrain" {
-				continue
+		var runs []client.WorkflowRun
+		for _, p := range phases {
+			run, err := start(p.Name, seed, []workflows.PhaseSpec{p})
+			if err != nil {
+				return err
 			}
-			if r.Name == "base" {
-				from = r.Checkpoint
-				fmt.Fprintf(os.Stderr, "base SFT: held-out exact match %.3f (%s)\n", r.Metrics["heldout_exact_match"], from)
-				continue
+			runs = append(runs, run)
+		}
+		for _, run := range runs {
+			out, err := get(run)
+			if err != nil {
+				return err
 			}
+			r := out.Phases[0]
 			arms = append(arms, rlVsSFTArm{Seed: seed, Arm: r.Name, Curve: r.Curve, Final: r.Metrics["heldout_exact_match"]})
 		}
 	}
@@ -175,9 +201,13 @@ func summarizeRLvsSFT(arms []rlVsSFTArm, o rlVsSFTOptions) rlVsSFTSummary {
 		s.Mean[k] /= float64(n[k])
 	}
 	rl, sft := s.Mean[o.Algo], s.Mean["sft_more"]
-	s.Winner, s.Margin = "sft_more", sft-rl
-	if rl > sft {
+	switch {
+	case rl > sft:
 		s.Winner, s.Margin = o.Algo, rl-sft
+	case sft > rl:
+		s.Winner, s.Margin = "sft_more", sft-rl
+	default:
+		s.Winner = "tie"
 	}
 	return s
 }

@@ -52,6 +52,12 @@ func TestRLvsSFTPipelineAndReport(t *testing.T) {
 	if s.Winner != "grpo" || math.Abs(s.Margin-0.05) > 1e-12 || s.Start != 0.1 {
 		t.Errorf("summary %+v", s)
 	}
+	if tie := summarizeRLvsSFT(arms[:1], o); tie.Winner != "sft_more" {
+		t.Errorf("one arm only: %+v", tie)
+	}
+	if tie := summarizeRLvsSFT([]rlVsSFTArm{{Arm: "sft_more", Final: 0.2}, {Arm: "grpo", Final: 0.2}}, o); tie.Winner != "tie" || tie.Margin != 0 {
+		t.Errorf("equal finals: %+v", tie)
+	}
 	var b bytes.Buffer
 	printRLvsSFT(&b, arms, s, o)
 	if !strings.Contains(b.String(), "grpo 0.300, sft_more 0.250 → grpo by 0.050") {
