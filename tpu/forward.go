@@ -76,14 +76,21 @@ func (r *Runtime) LogProbs(b Batch) ([][]float32, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tpu: %s: %w", op, err)
 	}
+	// logprobs: tokens, targets, positions [b, t] int32, valid [b, t] bool → [b, t]
+	return r.perToken(op, p, func(in []*Node) []*Node {
+		logits := model.Forward(r.scope, r.cfg, in[0], in[2], in[3])
+		return []*Node{model.TokenLogProbs(logits, in[1])}
+	}, []shapes.Shape{i32(p), i32(p), i32(p), boolean(p)}, p.tokens(), p.targets(), p.positions(), p.validMask())
+}
+
+// perToken runs graphFn (cached under op and p's shape), whose one output is [b, t] over the padded
+// batch p, and returns it unpadded as [batch][seq], recording the time as evaluation. The caller holds
+// r.mu.
+func (r *Runtime) perToken(op string, p padded, graphFn func(in []*Node) []*Node, in []shapes.Shape, args ...any) ([][]float32, error) {
 	var out [][]float32
 	var sec float64
-	err = r.guard(op, func() error {
-		// logprobs: tokens, targets, positions [b, t] int32, valid [b, t] bool → [b, t]
-		outs, s, err := r.run(CacheKey{"logprobs", p.shape()}, func(in []*Node) []*Node {
-			logits := model.Forward(r.scope, r.cfg, in[0], in[2], in[3])
-			return []*Node{model.TokenLogProbs(logits, in[1])}
-		}, []shapes.Shape{i32(p), i32(p), i32(p), boolean(p)}, p.tokens(), p.targets(), p.positions(), p.validMask())
+	err := r.guard(op, func() error {
+		outs, s, err := r.run(CacheKey{op, p.shape()}, graphFn, in, args...)
 		if err != nil {
 			return err
 		}
