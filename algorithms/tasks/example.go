@@ -68,17 +68,26 @@ func (e *LineError) Unwrap() error { return e.Err }
 // MaxLineBytes bounds one JSONL line (a longer line is an error, not a silent truncation).
 const MaxLineBytes = 16 << 20
 
-var exampleFields = func() []string {
+var exampleFields = fieldNames(reflect.TypeOf(Example{}))
+
+// fieldNames lists a record type's JSON field names (for "did you mean" hints).
+func fieldNames(t reflect.Type) []string {
 	var names []string
-	for _, f := range config.Fields(reflect.TypeOf(Example{})) {
+	for _, f := range config.Fields(t) {
 		names = append(names, f.Name)
 	}
 	return names
-}()
+}
 
 // ReadJSONL calls fn for every example of r in order. name labels errors ("data/train.jsonl"). Blank lines
 // are skipped; any malformed line stops the read with a *LineError naming file and line.
 func ReadJSONL(r io.Reader, name string, fn func(line int, ex Example) error) error {
+	return readLines(r, name, parseLine, fn)
+}
+
+// readLines calls fn for every record of r that parse accepts, in order; blank lines are skipped and
+// the first malformed line (or fn error) stops the read with a *LineError naming file and line.
+func readLines[T any](r io.Reader, name string, parse func([]byte) (T, error), fn func(line int, rec T) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxLineBytes)
 	line := 0
@@ -88,11 +97,11 @@ func ReadJSONL(r io.Reader, name string, fn func(line int, ex Example) error) er
 		if len(b) == 0 {
 			continue
 		}
-		ex, err := parseLine(b)
+		rec, err := parse(b)
 		if err != nil {
 			return &LineError{File: name, Line: line, Err: err}
 		}
-		if err := fn(line, ex); err != nil {
+		if err := fn(line, rec); err != nil {
 			return &LineError{File: name, Line: line, Err: err}
 		}
 	}
@@ -105,24 +114,34 @@ func ReadJSONL(r io.Reader, name string, fn func(line int, ex Example) error) er
 	return nil
 }
 
-func parseLine(b []byte) (Example, error) {
-	var ex Example
+// decodeLine decodes one JSON value into T strictly: an unknown field is named with the closest of
+// fields, and a second value on the line is an error.
+func decodeLine[T any](b []byte, fields []string) (T, error) {
+	var rec T
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ex); err != nil {
+	if err := dec.Decode(&rec); err != nil {
 		msg := err.Error()
 		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 			f = strings.Trim(f, `"`)
 			msg = fmt.Sprintf("unknown field %q", f)
-			if s := config.Closest(f, exampleFields); s != "" {
+			if s := config.Closest(f, fields); s != "" {
 				msg += fmt.Sprintf("; did you mean %q?", s)
 			}
-			return ex, errors.New(msg)
+			return rec, errors.New(msg)
 		}
-		return ex, fmt.Errorf("invalid JSON: %v", err)
+		return rec, fmt.Errorf("invalid JSON: %v", err)
 	}
 	if dec.More() {
-		return ex, errors.New("more than one JSON value on the line")
+		return rec, errors.New("more than one JSON value on the line")
+	}
+	return rec, nil
+}
+
+func parseLine(b []byte) (Example, error) {
+	ex, err := decodeLine[Example](b, exampleFields)
+	if err != nil {
+		return ex, err
 	}
 	if _, err := ex.Shape(); err != nil {
 		return ex, err

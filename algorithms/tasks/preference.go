@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,8 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/temperml/temper/internal/config"
 )
 
 // PrefExample is one line of a preference dataset. Two forms:
@@ -67,61 +64,18 @@ func (e PrefExample) AsExample(completion string) Example {
 	return Example{ID: e.ID, Task: e.Task, Prompt: e.Prompt, Completion: completion, Answer: e.Answer}
 }
 
-var prefFields = func() []string {
-	var names []string
-	for _, f := range config.Fields(reflect.TypeOf(PrefExample{})) {
-		names = append(names, f.Name)
-	}
-	return names
-}()
+var prefFields = fieldNames(reflect.TypeOf(PrefExample{}))
 
 // ReadPrefJSONL calls fn for every preference example of r in order. name labels errors. Blank lines are
 // skipped; a malformed line stops the read with a *LineError naming file and line.
 func ReadPrefJSONL(r io.Reader, name string, fn func(line int, ex PrefExample) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), MaxLineBytes)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		ex, err := parsePrefLine(b)
-		if err != nil {
-			return &LineError{File: name, Line: line, Err: err}
-		}
-		if err := fn(line, ex); err != nil {
-			return &LineError{File: name, Line: line, Err: err}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			err = fmt.Errorf("line longer than %d bytes", MaxLineBytes)
-		}
-		return &LineError{File: name, Line: line + 1, Err: err}
-	}
-	return nil
+	return readLines(r, name, parsePrefLine, fn)
 }
 
 func parsePrefLine(b []byte) (PrefExample, error) {
-	var ex PrefExample
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ex); err != nil {
-		msg := err.Error()
-		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-			f = strings.Trim(f, `"`)
-			msg = fmt.Sprintf("unknown field %q", f)
-			if s := config.Closest(f, prefFields); s != "" {
-				msg += fmt.Sprintf("; did you mean %q?", s)
-			}
-			return ex, errors.New(msg)
-		}
-		return ex, fmt.Errorf("invalid JSON: %v", err)
-	}
-	if dec.More() {
-		return ex, errors.New("more than one JSON value on the line")
+	ex, err := decodeLine[PrefExample](b, prefFields)
+	if err != nil {
+		return ex, err
 	}
 	return ex, ex.Check()
 }
