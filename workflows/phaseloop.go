@@ -3,6 +3,9 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -28,4 +31,20 @@ func retainAndMemo(ctx, shortCtx workflow.Context, in PhaseInput, keepLast int, 
 		return fmt.Errorf("%s %s: retain: %w", in.Kind, in.Phase, err)
 	}
 	return workflow.UpsertMemo(ctx, memo)
+}
+
+// trainerContexts returns the trainer-queue contexts of a training phase: long for chunks and
+// evaluations (heartbeating; a worker silent for heartbeat is presumed dead and its work retried
+// elsewhere), short for Init/Retain-style calls that never heartbeat, with a start-to-close short
+// enough that a worker killed inside one is noticed in minutes. Invalid input is never retried.
+func trainerContexts(ctx workflow.Context, heartbeat time.Duration) (long, short workflow.Context) {
+	retry := &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+		NonRetryableErrorTypes: []string{"InvalidInput"}}
+	long = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: QueueTrainer, StartToCloseTimeout: 6 * time.Hour, HeartbeatTimeout: heartbeat, RetryPolicy: retry,
+	})
+	short = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: QueueTrainer, StartToCloseTimeout: 3 * time.Minute, RetryPolicy: retry,
+	})
+	return long, short
 }

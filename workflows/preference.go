@@ -160,17 +160,7 @@ func Preference(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			return PhaseOutput{}, temporal.NewNonRetryableApplicationError("preference: bad resume state", "InvalidInput", err)
 		}
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           QueueTrainer,
-		StartToCloseTimeout: 6 * time.Hour,
-		HeartbeatTimeout:    cfg.HeartbeatTimeout.D(),
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
-			NonRetryableErrorTypes: []string{"InvalidInput"}},
-	})
-	shortCtx := workflow.WithActivityOptions(actx, workflow.ActivityOptions{
-		TaskQueue: QueueTrainer, StartToCloseTimeout: 3 * time.Minute, // short: a worker killed mid-call is noticed soon
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, NonRetryableErrorTypes: []string{"InvalidInput"}},
-	})
+	actx, shortCtx := trainerContexts(ctx, cfg.HeartbeatTimeout.D())
 	data := func() train.PrefDataSpec {
 		d := cfg.Data
 		if st.Train != "" {

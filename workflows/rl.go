@@ -227,7 +227,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			HeartbeatTimeout: cfg.HeartbeatTimeout.D(), RetryPolicy: retry})
 	}
 	rolloutCtx, rewardCtx, trainCtx := opts(QueueRollout), opts(QueueReward), opts(QueueTrainer)
-	retainCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: QueueTrainer, StartToCloseTimeout: 3 * time.Minute, RetryPolicy: retry})
+	_, retainCtx := trainerContexts(ctx, cfg.HeartbeatTimeout.D())
 	evaluate := func(uri string) (map[string]float64, error) {
 		var out train.EvalOutput
 		err := workflow.ExecuteActivity(trainCtx, train.EvaluateName, train.EvalInput{

@@ -163,18 +163,7 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			return PhaseOutput{}, temporal.NewNonRetryableApplicationError("train: bad resume state", "InvalidInput", err)
 		}
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           QueueTrainer,
-		StartToCloseTimeout: 6 * time.Hour,
-		HeartbeatTimeout:    cfg.HeartbeatTimeout.D(),
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
-			NonRetryableErrorTypes: []string{"InvalidInput"}},
-	})
-	// Init and Retain are short and never heartbeat.
-	shortCtx := workflow.WithActivityOptions(actx, workflow.ActivityOptions{
-		TaskQueue: QueueTrainer, StartToCloseTimeout: 3 * time.Minute, // short: a worker killed mid-call is noticed soon
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, NonRetryableErrorTypes: []string{"InvalidInput"}},
-	})
+	actx, shortCtx := trainerContexts(ctx, cfg.HeartbeatTimeout.D())
 	evaluate := func(uri string) (map[string]float64, error) {
 		var out train.EvalOutput
 		err := workflow.ExecuteActivity(actx, train.EvaluateName, train.EvalInput{
