@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +27,7 @@ func TestClusterModeRL(t *testing.T) {
 		t.Skip("subprocess test; runs in CI and without -short")
 	}
 	home := t.TempDir()
-	port := clusterFreePort(t)
+	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	env := append(os.Environ(), "TEMPER_TEST_MAIN=1", "TEMPER_HOME="+home)
 
@@ -50,9 +49,9 @@ func TestClusterModeRL(t *testing.T) {
 		}
 	}
 
-	procs := map[string]*rlWorkerProcess{}
+	procs := map[string]*workerProcess{}
 	for _, role := range workflows.Roles {
-		p := &rlWorkerProcess{t: t, role: role, addr: addr, logs: filepath.Join(home, role+".log")}
+		p := &workerProcess{t: t, role: role, addr: addr, logs: filepath.Join(home, role+".log")}
 		p.start()
 		t.Cleanup(p.kill)
 		procs[role] = p
@@ -136,16 +135,6 @@ func clusterIdentities(t *testing.T, c client.Client, wfID string, byQueue map[s
 			add(workflows.QueueTemper, e.GetWorkflowTaskStartedEventAttributes().Identity)
 		}
 	}
-}
-
-func clusterFreePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func clusterReadFile(path string) string {

@@ -58,7 +58,7 @@ func TestPreferenceExactResumeAfterSIGKILL(t *testing.T) {
 	store := "file://" + dir
 	addr := env.Server.FrontendAddr()
 
-	p := &trainerProcess{t: t, addr: addr, logs: filepath.Join(dir, "trainer-sft.log")}
+	p := &workerProcess{t: t, role: workflows.QueueTrainer, addr: addr, logs: filepath.Join(dir, "trainer-sft.log")}
 	p.start()
 	t.Cleanup(p.kill)
 	sft := prefRun(t, env.Client, "pref-sft", workflows.PipelineInput{Name: "pref-sft", Store: store, Seed: 5,
@@ -77,7 +77,7 @@ func TestPreferenceExactResumeAfterSIGKILL(t *testing.T) {
 		{"simpo", "", 2},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
-			p := &trainerProcess{t: t, addr: addr, logs: filepath.Join(dir, "trainer-"+c.kind+".log")}
+			p := &workerProcess{t: t, role: workflows.QueueTrainer, addr: addr, logs: filepath.Join(dir, "trainer-"+c.kind+".log")}
 			p.start()
 			t.Cleanup(p.kill)
 			in := workflows.PipelineInput{Name: "pref-" + c.kind, Store: store, Seed: 5, Phases: []workflows.PhaseSpec{

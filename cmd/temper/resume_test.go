@@ -22,29 +22,35 @@ import (
 	"github.com/temperml/temper/workflows"
 )
 
-// trainerProcess runs `temper worker --roles trainer` as a separate process (the test binary re-executed
-// as temper), so that it can be killed with SIGKILL like a real worker.
-type trainerProcess struct {
+// workerProcess runs `temper worker --roles ROLE` as its own process (the test binary re-executed as
+// temper), so that it can be killed with SIGKILL like a real worker on another host.
+type workerProcess struct {
 	t    *testing.T
+	role string
 	addr string
-	cmd  *exec.Cmd
 	logs string
+	cmd  *exec.Cmd
 }
 
-func (p *trainerProcess) start() {
-	p.cmd = exec.Command(os.Args[0], "worker", "--roles", "trainer", "--temporal", p.addr)
+func (p *workerProcess) start() {
+	p.t.Helper()
+	p.cmd = exec.Command(os.Args[0], "worker", "--roles", p.role, "--temporal", p.addr)
 	p.cmd.Env = append(os.Environ(), "TEMPER_TEST_MAIN=1")
 	f, err := os.OpenFile(p.logs, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		p.t.Fatal(err)
 	}
+	defer f.Close() // the child holds its own descriptor
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	if err := p.cmd.Start(); err != nil {
-		p.t.Fatal(err)
+		p.t.Fatalf("start %s worker: %v", p.role, err)
 	}
 }
 
-func (p *trainerProcess) kill() {
+func (p *workerProcess) kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	_ = p.cmd.Wait()
 }
@@ -69,7 +75,7 @@ func TestSFTExactResumeAfterSIGKILL(t *testing.T) {
 	env.Roles(t, workflows.QueueTemper)
 	dir := t.TempDir()
 	store := "file://" + dir
-	p := &trainerProcess{t: t, addr: env.Server.FrontendAddr(), logs: filepath.Join(dir, "trainer.log")}
+	p := &workerProcess{t: t, role: workflows.QueueTrainer, addr: env.Server.FrontendAddr(), logs: filepath.Join(dir, "trainer.log")}
 	p.start()
 	t.Cleanup(p.kill)
 

@@ -7,54 +7,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/rollout"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
-
-// rlWorkerProcess runs `temper worker --roles ROLE` as its own process (the test binary re-executed as
-// temper), so that it can be killed with SIGKILL like a real worker on another host.
-type rlWorkerProcess struct {
-	t    *testing.T
-	role string
-	addr string
-	logs string
-	cmd  *exec.Cmd
-}
-
-func (p *rlWorkerProcess) start() {
-	p.t.Helper()
-	p.cmd = exec.Command(os.Args[0], "worker", "--roles", p.role, "--temporal", p.addr)
-	p.cmd.Env = append(os.Environ(), "TEMPER_TEST_MAIN=1")
-	f, err := os.OpenFile(p.logs, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer f.Close() // the child holds its own descriptor
-	p.cmd.Stdout, p.cmd.Stderr = f, f
-	if err := p.cmd.Start(); err != nil {
-		p.t.Fatalf("start %s worker: %v", p.role, err)
-	}
-}
-
-func (p *rlWorkerProcess) kill() {
-	if p.cmd == nil || p.cmd.Process == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	_ = p.cmd.Wait()
-}
 
 // rlGRPOConfig is a tiny sync-mode GRPO phase with enough iterations that a kill lands mid-run; the
 // heartbeat timeout bounds how long a killed attempt holds up the run. A barely trained model never
@@ -93,8 +57,8 @@ func TestRLExactResumeAfterSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	store := "file://" + dir
 	addr := env.Server.FrontendAddr()
-	trainer := &rlWorkerProcess{t: t, role: workflows.QueueTrainer, addr: addr, logs: filepath.Join(dir, "trainer.log")}
-	roll := &rlWorkerProcess{t: t, role: workflows.QueueRollout, addr: addr, logs: filepath.Join(dir, "rollout.log")}
+	trainer := &workerProcess{t: t, role: workflows.QueueTrainer, addr: addr, logs: filepath.Join(dir, "trainer.log")}
+	roll := &workerProcess{t: t, role: workflows.QueueRollout, addr: addr, logs: filepath.Join(dir, "rollout.log")}
 	trainer.start()
 	t.Cleanup(trainer.kill)
 	roll.start()
@@ -112,12 +76,12 @@ func TestRLExactResumeAfterSIGKILL(t *testing.T) {
 	// describe of a child not started yet would answer with the old one.
 	ids := fmt.Sprintf("rl-kill-%d", time.Now().UnixNano())
 	start := time.Now()
-	base := rlWait(t, run(ids+"-base", rlSFTPipeline(store)))
+	base := waitRun(t, run(ids+"-base", rlSFTPipeline(store)))
 	from := base.Phases[0].Checkpoint
 	t.Logf("base SFT checkpoint %s in %.1fs", from, time.Since(start).Seconds())
 
 	start = time.Now()
-	clean := rlWait(t, run(ids+"-clean", rlGRPOPipeline(store, from)))
+	clean := waitRun(t, run(ids+"-clean", rlGRPOPipeline(store, from)))
 	t.Logf("clean GRPO run in %.1fs; activity durations %v", time.Since(start).Seconds(), rlActivityDurations(t, env.Client, ids+"-clean.grpo"))
 
 	start = time.Now()
@@ -126,7 +90,7 @@ func TestRLExactResumeAfterSIGKILL(t *testing.T) {
 	// Kill the rollout worker while iteration 2's rollouts are being generated, and the trainer while
 	// iteration 4's policy step runs: the next worker process must redo each from its input alone.
 	kills := []struct {
-		p        *rlWorkerProcess
+		p        *workerProcess
 		activity string
 		iter     int
 	}{
@@ -164,7 +128,7 @@ func TestRLExactResumeAfterSIGKILL(t *testing.T) {
 			iter++
 		}
 	}
-	killed := rlWait(t, r)
+	killed := waitRun(t, r)
 	t.Logf("killed GRPO run in %.1fs", time.Since(start).Seconds())
 
 	retried := rlRetried(t, env.Client, wfID)
@@ -193,26 +157,15 @@ func TestRLExactResumeAfterSIGKILL(t *testing.T) {
 	if a == b {
 		t.Fatalf("both runs wrote the same checkpoint %s", a)
 	}
-	if m := clean.Phases[0].Metrics; m["reward_mean"] <= 0 || rlManifestHash(t, from, train.ModelFile) == rlManifestHash(t, a, train.ModelFile) {
+	if m := clean.Phases[0].Metrics; m["reward_mean"] <= 0 || fileHash(t, from, train.ModelFile) == fileHash(t, a, train.ModelFile) {
 		t.Fatalf("GRPO did not change the weights (reward_mean %v): the comparison would prove nothing", m["reward_mean"])
 	}
 	for _, name := range []string{train.ModelFile, train.OptimizerFile} {
-		if ha, hb := rlManifestHash(t, a, name), rlManifestHash(t, b, name); ha != hb {
+		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
 			t.Errorf("%s differs after kills: %s vs %s", name, ha, hb)
 		}
 	}
 	t.Logf("final checkpoints %s and %s match (retries %v)", a, b, retried)
-}
-
-func rlWait(t *testing.T, r client.WorkflowRun) workflows.PipelineOutput {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var out workflows.PipelineOutput
-	if err := r.Get(ctx, &out); err != nil {
-		t.Fatalf("run %s: %v", r.GetID(), err)
-	}
-	return out
 }
 
 // rlRunning returns the number of iterations the RL loop has completed (the "iteration" memo is
@@ -316,22 +269,6 @@ func rlActivityDurations(t *testing.T, c client.Client, wfID string) map[string]
 		out[k] = d.Round(time.Millisecond).String()
 	}
 	return out
-}
-
-func rlManifestHash(t *testing.T, uri, name string) string {
-	t.Helper()
-	ck, err := ckpt.Read(context.Background(), uri)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ck.Verify(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	f, ok := ck.Manifest.File(name)
-	if !ok {
-		t.Fatalf("%s has no %s", uri, name)
-	}
-	return fmt.Sprintf("%s (%d bytes)", f.SHA256, f.Size)
 }
 
 func rlHashKey(t *testing.T, root, key string) string {
