@@ -18,24 +18,21 @@ import (
 // rare reward ("starts with 9") with dynamic sampling drops the groups whose rewards are all equal, as
 // DAPO's over-sampling does, so the trainer sees a fraction of the generated rows. The report shows
 // the per-step waits, so the balance is visible. extra (JSON) overrides any field.
-func benchRLPipeline(iterations int, extra string) workflows.PipelineInput {
+func benchRLPipeline(iterations int, extra string) (workflows.PipelineInput, error) {
 	sft := `{"model":{"preset":"tiny"},"data":{"task":"add2","train_examples":2000,"heldout_examples":50},
 		"batch":{"rows":16,"seq":64},"steps":100,"chunk_steps":100,"optimizer":{"lr":0.01},"eval":{"before":false,"examples":50,"max_new_tokens":4}}`
-	rl := func(mode string) json.RawMessage {
+	in := workflows.PipelineInput{Name: "bench-rl", Seed: 1, Phases: []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)}}}
+	for _, mode := range []string{"sync", "async"} {
 		c, err := mergeJSONConfig(fmt.Sprintf(`{"data":{"task":"add2","heldout_examples":50},"iterations":%d,"prompts":32,"group":8,
 			"max_new_tokens":48,"temperature":5,"epochs":1,"minibatch":0,"loss":{"kl_beta":0},"dynamic_sampling":true,
 			"reward":{"verifiers":[{"name":"format","params":{"regex":["^9"]}}]},
 			"mode":%q,"eval_every":0,"eval":{"before":false,"examples":50,"max_new_tokens":4}}`, iterations, mode), extra)
 		if err != nil {
-			c = json.RawMessage(`{"bad --rl-config": true}`) // Validate names it
+			return in, usageErr("--rl-config: %v", err)
 		}
-		return c
+		in.Phases = append(in.Phases, workflows.PhaseSpec{Name: mode, Kind: "grpo", From: "sft", Config: c})
 	}
-	return workflows.PipelineInput{Name: "bench-rl", Seed: 1, Phases: []workflows.PhaseSpec{
-		{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
-		{Name: "sync", Kind: "grpo", From: "sft", Config: rl("sync")},
-		{Name: "async", Kind: "grpo", From: "sft", Config: rl("async")},
-	}}
+	return in, nil
 }
 
 // benchStack starts a private embedded server with workers for every role in a temporary home (the
@@ -60,7 +57,10 @@ func runBenchRL(ctx context.Context, iterations int, extra string, asJSON bool) 
 		return err
 	}
 	defer stop()
-	in := benchRLPipeline(iterations, extra)
+	in, err := benchRLPipeline(iterations, extra)
+	if err != nil {
+		return err
+	}
 	in.Store = defaultStore(home)
 	if err := in.Validate(); err != nil {
 		return err

@@ -80,17 +80,19 @@ func TestExactMatchLine(t *testing.T) {
 }
 
 // TestBenchRLPipelineIsValid: `temper bench rl`'s pipeline validates, overrides apply, and a malformed
-// override is a validation error rather than a silent default.
+// override is an error rather than a silent default.
 func TestBenchRLPipelineIsValid(t *testing.T) {
-	in := benchRLPipeline(3, `{"prompts":4}`)
+	in, err := benchRLPipeline(3, `{"prompts":4}`)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := in.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if len(in.Phases) != 3 || !strings.Contains(string(in.Phases[2].Config), `"prompts":4`) || !strings.Contains(string(in.Phases[2].Config), `"mode":"async"`) {
 		t.Fatalf("phases %+v", in.Phases)
 	}
-	bad := benchRLPipeline(3, `{"prompts":`)
-	if err := bad.Validate(); err == nil {
-		t.Error("a malformed override must fail validation")
+	if _, err := benchRLPipeline(3, `{"prompts":`); err == nil {
+		t.Error("a malformed override must be an error")
 	}
 }
