@@ -61,9 +61,9 @@ func (a AdamW) Validate() error {
 }
 
 // Decays reports whether weight decay applies to the model variable at path: not to RMSNorm
-// scales nor biases.
+// scales, biases nor the reward's log-prob weight (a scalar gain, like a scale).
 func Decays(path string) bool {
-	return !strings.HasSuffix(path, "/scale") && !strings.HasSuffix(path, "_bias") && path != model.VarValueB
+	return !strings.HasSuffix(path, "/scale") && !strings.HasSuffix(path, "_bias") && path != model.VarValueB && path != model.VarValueLP
 }
 
 // StepMetrics describes one training step (or one EvalLoss).

@@ -62,7 +62,8 @@ func TestValuesPerToken(t *testing.T) {
 }
 
 // rewardInputs lays sequences out as objective.RewardScores wants them, right-padded with token 0 to
-// seq: tokens, positions int32 [rows, seq], valid bool [rows, seq], last int32 [rows].
+// seq: tokens, positions int32 [rows, seq], valid bool [rows, seq], last int32 [rows], completion
+// float32 [rows, seq] (all 0: these models have no generative reward term).
 func rewardInputs(seqs [][]int, seq int) []*tensors.Tensor {
 	rows := len(seqs)
 	tok, pos := make([]int32, rows*seq), make([]int32, rows*seq)
@@ -77,5 +78,6 @@ func rewardInputs(seqs [][]int, seq int) []*tensors.Tensor {
 		last[r] = int32(len(s) - 1)
 	}
 	return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(tok, rows, seq), tensors.FromFlatDataAndDimensions(pos, rows, seq),
-		tensors.FromFlatDataAndDimensions(valid, rows, seq), tensors.FromFlatDataAndDimensions(last, rows)}
+		tensors.FromFlatDataAndDimensions(valid, rows, seq), tensors.FromFlatDataAndDimensions(last, rows),
+		tensors.FromFlatDataAndDimensions(make([]float32, rows*seq), rows, seq)}
 }

@@ -18,9 +18,6 @@ const (
 	WeightsFile = "model.safetensors"
 )
 
-// hfScoreWeight marks a value head in a safetensors file (model.Config.HFNames of value_head/w).
-const hfScoreWeight = "score.weight"
-
 // ExportWeights copies the weights to host memory (internal variable paths → flat float32).
 func (r *Runtime) ExportWeights() (w map[string][]float32, err error) {
 	const op = "export weights"
@@ -197,10 +194,7 @@ func ReadModelConfig(dir string) (model.Config, error) {
 	if err != nil {
 		return model.Config{}, fmt.Errorf("tpu: read model config %s: %w", dir, err)
 	}
-	if _, ok := h.Entry(hfScoreWeight); ok {
-		cfg.ValueHead = true
-	}
-	return cfg, nil
+	return cfg.WithHeads(func(name string) bool { _, ok := h.Entry(name); return ok }), nil
 }
 
 // NewFromDir creates a Runtime for the model in dir (config.json + model.safetensors); opts.Model

@@ -27,6 +27,7 @@ type RewardModelConfig struct {
 	Data             train.RewardData   `json:"data"`
 	Batch            train.RewardBatch  `json:"batch"`
 	Loss             objective.BTConfig `json:"loss"`
+	LogProbReward    bool               `json:"logprob_reward" default:"true" help:"a new value head also scores with the LM: reward = value + α·log π(completion), α learned from 1 (model.Config.RewardLogProb); false: the value head alone"`
 	Steps            int                `json:"steps" default:"600" help:"optimizer steps in the phase"`
 	ChunkSteps       int                `json:"chunk_steps" default:"200" help:"steps per trainer activity; a checkpoint is committed after each"`
 	Optimizer        train.Optim        `json:"optimizer"`
@@ -37,15 +38,16 @@ type RewardModelConfig struct {
 
 func defaultRewardModelConfig() *RewardModelConfig {
 	return &RewardModelConfig{
-		Model:      ModelSpec{Preset: "tiny"},
-		Data:       train.RewardData{TrainPairs: 4000, HeldoutPairs: 400},
-		Batch:      train.RewardBatch{Rows: 32, MaxSeq: 64},
-		Loss:       objective.DefaultBT(),
-		Steps:      600,
-		ChunkSteps: 200,
-		Optimizer:  train.Optim{LR: 1e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
-		Eval:       RewardModelEval{Before: true, Pairs: 400},
-		KeepLast:   3, HeartbeatTimeout: config.Duration(30 * time.Second),
+		Model:         ModelSpec{Preset: "tiny"},
+		Data:          train.RewardData{TrainPairs: 4000, HeldoutPairs: 400},
+		Batch:         train.RewardBatch{Rows: 32, MaxSeq: 64},
+		Loss:          objective.DefaultBT(),
+		LogProbReward: true,
+		Steps:         600,
+		ChunkSteps:    200,
+		Optimizer:     train.Optim{LR: 1e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
+		Eval:          RewardModelEval{Before: true, Pairs: 400},
+		KeepLast:      3, HeartbeatTimeout: config.Duration(30 * time.Second),
 	}
 }
 
@@ -147,7 +149,7 @@ func RewardModel(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		mc, _ := cfg.Model.Resolve() // validated
 		var out train.RewardInitOutput
 		if err := workflow.ExecuteActivity(shortCtx, train.RewardInitName, train.RewardInitInput{
-			Store: in.Store, Run: in.RunID, Phase: in.Phase, From: in.From, Model: mc, Seed: seed,
+			Store: in.Store, Run: in.RunID, Phase: in.Phase, From: in.From, Model: mc, Seed: seed, LogProb: cfg.LogProbReward,
 		}).Get(ctx, &out); err != nil {
 			return PhaseOutput{}, fmt.Errorf("%s %s: init: %w", in.Kind, in.Phase, err)
 		}

@@ -106,7 +106,7 @@ func (c *critic) Verify(ctx context.Context, s verify.Sample) (verify.Verdict, e
 	}
 	seq = min(seq, m.cfg.MaxSeq)
 	obj := objective.RewardScores(1)
-	out, err := m.eng.EvalObjective(obj, train.SequenceInputs([][]int{enc.IDs}, 1, seq))
+	out, err := m.eng.EvalObjective(obj, train.SequenceInputs([][]int{enc.IDs}, [][]bool{enc.Loss}, 1, seq))
 	if err != nil {
 		return verify.Verdict{}, fmt.Errorf("verify: critic %s: %w", c.p.Checkpoint, err)
 	}

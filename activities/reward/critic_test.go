@@ -95,7 +95,8 @@ func rewardModels(t *testing.T, seeds ...uint64) (rms []string, lm string) {
 	}
 	cfg.MaxSeq = 32
 	for i, s := range seeds {
-		v, err := env.ExecuteActivity(train.RewardInitName, train.RewardInitInput{Store: store, Run: "c", Phase: fmt.Sprintf("rm%d", i), Model: cfg, Seed: s})
+		v, err := env.ExecuteActivity(train.RewardInitName, train.RewardInitInput{Store: store, Run: "c", Phase: fmt.Sprintf("rm%d", i), Model: cfg, Seed: s,
+			LogProb: i == 1}) // the second with the generative term: the critic must score it as the reward phase does
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,36 +131,48 @@ func TestCriticScoresWithTheRewardModel(t *testing.T) {
 	f := NewCriticFactory(cl, ec.new)
 	ctx := context.Background()
 
-	// The reference: the reward model's value at the EOS of [BOS] prompt completion EOS.
-	eng, cfg, err := train.LoadRewardEngine(ctx, cl, (&engineCounter{}).new, rms[0], train.Optim{}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	// The reference: the reward model's value at the EOS of [BOS] prompt completion EOS (plus α times
+	// the completion's log-likelihood for rms[1], which has the generative term), compared as
+	// rewards (the logit of the score) since the second one's are far from 0.
 	samples := []verify.Sample{{Prompt: "12+34=", Completion: "46"}, {Prompt: "12+34=", Completion: "47"}, {Completion: "no prompt"}}
-	want := make([]float64, len(samples))
-	for i, s := range samples {
-		ex := fmt.Sprintf("%s%s", s.Prompt, s.Completion)
-		ids := append(append([]int{257}, bytesOf(ex)...), 258)
-		obj := objective.RewardScores(1)
-		out, err := eng.EvalObjective(obj, train.SequenceInputs([][]int{ids}, 1, cfg.MaxSeq))
+	for k, uri := range rms[:2] {
+		eng, cfg, err := train.LoadRewardEngine(ctx, cl, (&engineCounter{}).new, uri, train.Optim{}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want[i] = 1 / (1 + math.Exp(-float64(out[obj.Metrics[0]])))
+		if cfg.RewardLogProb != (k == 1) {
+			t.Fatalf("%s: reward_logprob %v", uri, cfg.RewardLogProb)
+		}
+		crit, err := f(criticParams(uri, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range samples {
+			ex := fmt.Sprintf("%s%s", s.Prompt, s.Completion)
+			ids := append(append([]int{257}, bytesOf(ex)...), 258)
+			completion := make([]bool, len(ids))
+			for t := 1 + len(s.Prompt); t < len(ids); t++ {
+				completion[t] = true
+			}
+			obj := objective.RewardScores(1)
+			out, err := eng.EvalObjective(obj, train.SequenceInputs([][]int{ids}, [][]bool{completion}, 1, cfg.MaxSeq))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := float64(out[obj.Metrics[0]])
+			v, err := crit.Verify(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := math.Log(v.Score) - math.Log1p(-v.Score); math.Abs(got-want) > 1e-4*math.Max(1, math.Abs(want)) || v.Pass != (v.Score >= 0.5) {
+				t.Errorf("%s sample %d: verdict %+v (reward %.6f), want reward %.6f", uri, i, v, got, want)
+			}
+		}
+		eng.Close()
 	}
 	lo, err := f(criticParams(rms[0], 0))
 	if err != nil {
 		t.Fatal(err)
-	}
-	for i, s := range samples {
-		v, err := lo.Verify(ctx, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if math.Abs(v.Score-want[i]) > 1e-5 || v.Pass != (v.Score >= 0.5) {
-			t.Errorf("sample %d: verdict %+v, want score %.6f", i, v, want[i])
-		}
 	}
 	// Thresholds: everything passes a tiny one and fails a huge one, with feedback.
 	easy, _ := f(criticParams(rms[0], 1e-6))
@@ -177,8 +190,8 @@ func TestCriticScoresWithTheRewardModel(t *testing.T) {
 		t.Errorf("long sample: %+v %v", v, err)
 	}
 	// One engine so far, shared by the three verifiers of the same checkpoint.
-	if ec.made != 1 {
-		t.Errorf("%d engines made for one checkpoint", ec.made)
+	if ec.made != 2 {
+		t.Errorf("%d engines made for two checkpoints", ec.made)
 	}
 	// Through reward.Score, concurrently, with two other checkpoints: at most MaxCriticModels stay
 	// loaded (the least recently used is closed), and every item is judged.

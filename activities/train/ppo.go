@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strings"
 
 	"github.com/gomlx/gomlx/core/tensors"
@@ -308,20 +307,11 @@ func (a *Activities) ppoEngine(ctx context.Context, uri string, optim Optim, wit
 		ts, hasHead = append(ts, cf.Tensors...), true
 	}
 	if !hasHead {
-		rng := rand.New(rand.NewPCG(seed, headStream))
-		hw := make([]float32, cfg.DModel)
-		for i := range hw {
-			hw[i] = float32(rng.NormFloat64() * HeadInitStd)
-		}
-		tw, err := safetensors.FromFloat32(scoreWeight, []int{1, cfg.DModel}, hw, safetensors.F32)
+		head, err := valueHeadTensors(cfg.DModel, seed, false)
 		if err != nil {
 			return nil, cfg, false, err
 		}
-		tb, err := safetensors.FromFloat32(scoreBias, []int{1}, []float32{0}, safetensors.F32)
-		if err != nil {
-			return nil, cfg, false, err
-		}
-		ts = append(ts, tw, tb)
+		ts = append(ts, head...)
 	}
 	var buf bytes.Buffer
 	if err := safetensors.Write(&buf, ts, f.Metadata); err != nil {

@@ -35,8 +35,9 @@ const (
 // Hugging Face names of the value head (LlamaForSequenceClassification's score layer with one
 // label, plus our bias); a checkpoint holding them is a reward model.
 const (
-	scoreWeight = "score.weight" // [1, d]
-	scoreBias   = "score.bias"   // [1]
+	scoreWeight  = "score.weight"         // [1, d]
+	scoreBias    = "score.bias"           // [1]
+	scoreLogProb = "score.logprob_weight" // [1] (model.Config.RewardLogProb)
 )
 
 // HeadInitStd is the standard deviation of a new value head's weights (the bias starts at 0): the
@@ -112,6 +113,9 @@ type RewardInitInput struct {
 	Model model.Config `json:"model"`
 	// Seed initialises the fresh model, or the value head when From has none.
 	Seed uint64 `json:"seed"`
+	// LogProb gives a new head the generative term (model.Config.RewardLogProb: reward = value +
+	// α·Σ log π(completion), α learned from 1). A From that is already a reward model keeps its head.
+	LogProb bool `json:"logprob,omitempty"`
 }
 
 // RewardInitOutput is the phase's step-0 checkpoint.
@@ -122,8 +126,8 @@ type RewardInitOutput struct {
 }
 
 // RewardInit commits step 0 of a reward phase: the weights of in.From with a value head added
-// when it has none (w ~ N(0, HeadInitStd²) from PCG(in.Seed, headStream), b = 0; the trunk and LM
-// head are copied unchanged), or a fresh seeded model with a value head. No optimizer state: the
+// when it has none (valueHeadTensors; the trunk and LM head are copied unchanged), or a fresh
+// seeded model with a value head. No optimizer state: the
 // first chunk starts a fresh one. Retried, it returns the committed step 0.
 func (a *Activities) RewardInit(ctx context.Context, in RewardInitInput) (RewardInitOutput, error) {
 	newHead := true
@@ -132,7 +136,7 @@ func (a *Activities) RewardInit(ctx context.Context, in RewardInitInput) (Reward
 		var cfg model.Config
 		if in.From == "" {
 			cfg = in.Model
-			cfg.ValueHead = true
+			cfg.ValueHead, cfg.RewardLogProb = true, in.LogProb
 			if err := cfg.Validate(); err != nil {
 				return badInput(err)
 			}
@@ -142,7 +146,7 @@ func (a *Activities) RewardInit(ctx context.Context, in RewardInitInput) (Reward
 			}
 		} else {
 			var err error
-			if eng, cfg, newHead, err = a.engineWithHead(ctx, in.From, in.Seed); err != nil {
+			if eng, cfg, newHead, err = a.engineWithHead(ctx, in.From, in.Seed, in.LogProb); err != nil {
 				return err
 			}
 		}
@@ -167,9 +171,33 @@ func (a *Activities) RewardInit(ctx context.Context, in RewardInitInput) (Reward
 // headStream is the PCG stream of value-head initialisation (distinct from model.InitWeights').
 const headStream = 0x5c07e
 
+// valueHeadTensors initialises a value head for width d: score.weight ~ N(0, HeadInitStd²) from
+// PCG(seed, headStream), score.bias 0, and with logProb the generative term's weight α = 1.
+func valueHeadTensors(d int, seed uint64, logProb bool) ([]safetensors.Tensor, error) {
+	rng := rand.New(rand.NewPCG(seed, headStream))
+	hw := make([]float32, d)
+	for i := range hw {
+		hw[i] = float32(rng.NormFloat64() * HeadInitStd)
+	}
+	tw, err := safetensors.FromFloat32(scoreWeight, []int{1, d}, hw, safetensors.F32)
+	if err != nil {
+		return nil, err
+	}
+	tb, err := safetensors.FromFloat32(scoreBias, []int{1}, []float32{0}, safetensors.F32)
+	if err != nil {
+		return nil, err
+	}
+	if !logProb {
+		return []safetensors.Tensor{tw, tb}, nil
+	}
+	tl, err := safetensors.FromFloat32(scoreLogProb, []int{1}, []float32{1}, safetensors.F32)
+	return []safetensors.Tensor{tw, tb, tl}, err
+}
+
 // engineWithHead loads checkpoint uri into an engine whose model has a value head, initialising the
-// head when the checkpoint has none.
-func (a *Activities) engineWithHead(ctx context.Context, uri string, seed uint64) (Engine, model.Config, bool, error) {
+// head (with the generative term when logProb) when the checkpoint has none; a checkpoint's
+// existing head is kept as it is.
+func (a *Activities) engineWithHead(ctx context.Context, uri string, seed uint64, logProb bool) (Engine, model.Config, bool, error) {
 	ck, cfg, hasHead, err := readModelConfig(ctx, a.Ckpt, uri)
 	if err != nil {
 		return nil, cfg, false, err
@@ -186,24 +214,15 @@ func (a *Activities) engineWithHead(ctx context.Context, uri string, seed uint64
 	if err != nil {
 		return nil, cfg, false, badInput(fmt.Errorf("train: %s%s: %w", uri, ModelFile, err))
 	}
-	rng := rand.New(rand.NewPCG(seed, headStream))
-	hw := make([]float32, cfg.DModel)
-	for i := range hw {
-		hw[i] = float32(rng.NormFloat64() * HeadInitStd)
-	}
-	tw, err := safetensors.FromFloat32(scoreWeight, []int{1, cfg.DModel}, hw, safetensors.F32)
-	if err != nil {
-		return nil, cfg, false, err
-	}
-	tb, err := safetensors.FromFloat32(scoreBias, []int{1}, []float32{0}, safetensors.F32)
+	head, err := valueHeadTensors(cfg.DModel, seed, logProb)
 	if err != nil {
 		return nil, cfg, false, err
 	}
 	var buf bytes.Buffer
-	if err := safetensors.Write(&buf, append(f.Tensors, tw, tb), f.Metadata); err != nil {
+	if err := safetensors.Write(&buf, append(f.Tensors, head...), f.Metadata); err != nil {
 		return nil, cfg, false, fmt.Errorf("train: add value head to %s: %w", uri, err)
 	}
-	cfg.ValueHead = true
+	cfg.ValueHead, cfg.RewardLogProb = true, logProb
 	eng, err := a.NewEngine(EngineOptions{Model: cfg, Seed: seed})
 	if err != nil {
 		return nil, cfg, false, err
@@ -239,9 +258,8 @@ func readModelConfig(ctx context.Context, cl *ckpt.Client, uri string) (*ckpt.Ch
 	if err != nil {
 		return nil, cfg, false, badInput(fmt.Errorf("train: %s%s: %w", uri, ModelFile, err))
 	}
-	_, hasHead := h.Entry(scoreWeight)
-	cfg.ValueHead = hasHead
-	return ck, cfg, hasHead, nil
+	cfg = cfg.WithHeads(func(name string) bool { _, ok := h.Entry(name); return ok })
+	return ck, cfg, cfg.ValueHead, nil
 }
 
 // loadInto builds an engine for cfg and loads a checkpoint's weights (and optimizer state when
@@ -372,7 +390,7 @@ func (a *Activities) RewardChunk(ctx context.Context, in RewardChunkInput) (Rewa
 		idx, next := nextPairs(len(enc), in.Batch.Rows, out.Cursor)
 		out.Cursor = next
 		out.LR = sched.At(in.Step + i)
-		m, err := eng.StepObjective(obj, pairInputs(enc, idx, in.Batch.Rows, in.Batch.MaxSeq, in.Loss.LMCoef > 0), float32(out.LR))
+		m, err := eng.StepObjective(obj, pairInputs(enc, idx, in.Batch.Rows, in.Batch.MaxSeq), float32(out.LR))
 		if err != nil {
 			return RewardChunkOutput{}, fmt.Errorf("train: reward chunk %s/%s step %d: %w", in.Run, in.Phase, in.Step+i, err)
 		}
@@ -496,7 +514,7 @@ func (a *Activities) RewardEvaluate(ctx context.Context, in RewardEvalInput) (Re
 		var right, n float64
 		for lo := 0; lo < len(idx); lo += rewardEvalRows {
 			hi := min(lo+rewardEvalRows, len(idx))
-			m, err := eng.EvalObjective(obj, pairInputs(enc, idx[lo:hi], rewardEvalRows, in.Batch.MaxSeq, in.Loss.LMCoef > 0))
+			m, err := eng.EvalObjective(obj, pairInputs(enc, idx[lo:hi], rewardEvalRows, in.Batch.MaxSeq))
 			if err != nil {
 				return RewardEvalOutput{}, fmt.Errorf("train: reward evaluate %s: %w", in.Checkpoint, err)
 			}
@@ -593,9 +611,9 @@ func readPairsJSONL(ctx context.Context, uri string) ([]tasks.PrefExample, error
 
 // encodedPair is a pair as token ids: [BOS] prompt completion EOS for each side.
 type encodedPair struct {
-	chosen, rejected []int
-	chosenLoss       []bool // trained tokens of the chosen side (completion and EOS)
-	kind             string // tasks.MistakeKind for arithmetic pairs
+	chosen, rejected         []int
+	chosenLoss, rejectedLoss []bool // each side's completion tokens and EOS
+	kind                     string // tasks.MistakeKind for arithmetic pairs
 }
 
 // encodePairs tokenizes pairs with the built-in template; a side longer than maxSeq tokens is a
@@ -622,7 +640,7 @@ func encodePairs(pairs []tasks.PrefExample, maxSeq int) ([]encodedPair, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i].chosen, out[i].chosenLoss, out[i].rejected = c.IDs, c.Loss, r.IDs
+		out[i].chosen, out[i].chosenLoss, out[i].rejected, out[i].rejectedLoss = c.IDs, c.Loss, r.IDs, r.Loss
 		out[i].kind = ""
 		if p.Answer != "" {
 			out[i].kind = tasks.MistakeKind(p.Prompt, p.Answer, p.Rejected)
@@ -661,47 +679,38 @@ func rewardSeq(n, maxSeq int) int {
 }
 
 // pairInputs builds objective.BradleyTerry's inputs for the pairs idx, padded to rows rows
-// (padding rows have weight 0) and to a common sequence length; withLM adds the chosen side's
-// completion mask (lm_coef > 0).
-func pairInputs(enc []encodedPair, idx []int, rows, maxSeq int, withLM bool) []*tensors.Tensor {
+// (padding rows have weight 0) and to a common sequence length.
+func pairInputs(enc []encodedPair, idx []int, rows, maxSeq int) []*tensors.Tensor {
 	longest := 1
 	for _, i := range idx {
 		longest = max(longest, len(enc[i].chosen), len(enc[i].rejected))
 	}
 	seq := rewardSeq(longest, maxSeq)
-	side := func(get func(encodedPair) []int) []*tensors.Tensor {
-		seqs := make([][]int, len(idx))
+	side := func(get func(encodedPair) ([]int, []bool)) []*tensors.Tensor {
+		seqs, completion := make([][]int, len(idx)), make([][]bool, len(idx))
 		for r, i := range idx {
-			seqs[r] = get(enc[i])
+			seqs[r], completion[r] = get(enc[i])
 		}
-		return SequenceInputs(seqs, rows, seq)
+		return SequenceInputs(seqs, completion, rows, seq)
 	}
-	in := append(side(func(p encodedPair) []int { return p.chosen }), side(func(p encodedPair) []int { return p.rejected })...)
+	c := side(func(p encodedPair) ([]int, []bool) { return p.chosen, p.chosenLoss })
+	r := side(func(p encodedPair) ([]int, []bool) { return p.rejected, p.rejectedLoss })
 	w := make([]float32, rows)
 	for r := range idx {
 		w[r] = 1
 	}
-	in = append(in, tensors.FromFlatDataAndDimensions(w, rows))
-	if withLM {
-		mask := make([]float32, rows*seq)
-		for r, i := range idx {
-			for t, l := range enc[i].chosenLoss {
-				if l && t > 0 {
-					mask[r*seq+t] = 1
-				}
-			}
-		}
-		in = append(in, tensors.FromFlatDataAndDimensions(mask, rows, seq))
-	}
-	return in
+	return []*tensors.Tensor{c[0], c[1], c[2], c[3], r[0], r[1], r[2], r[3], tensors.FromFlatDataAndDimensions(w, rows), c[4], r[4]}
 }
 
 // SequenceInputs lays token sequences out as objective.SequenceRewards' inputs: tokens and
-// positions int32 [rows, seq], valid bool [rows, seq], last int32 [rows]. Sequences are
+// positions int32 [rows, seq], valid bool [rows, seq], last int32 [rows], completion float32
+// [rows, seq] (1 where completion[r][t] is true, except at t = 0, the BOS). Sequences are
 // right-padded with PAD (rows beyond len(seqs) are all padding, last 0); each must be 1..seq long.
-func SequenceInputs(seqs [][]int, rows, seq int) []*tensors.Tensor {
+// completion[r] (data.Encoded.Loss) may be shorter than seqs[r]; the rest counts as prompt.
+func SequenceInputs(seqs [][]int, completion [][]bool, rows, seq int) []*tensors.Tensor {
 	tok, pos := make([]int32, rows*seq), make([]int32, rows*seq)
 	valid, last := make([]bool, rows*seq), make([]int32, rows)
+	comp := make([]float32, rows*seq)
 	for r := range rows {
 		for t := range seq {
 			tok[r*seq+t], pos[r*seq+t] = tokenize.BytePAD, int32(t)
@@ -711,11 +720,15 @@ func SequenceInputs(seqs [][]int, rows, seq int) []*tensors.Tensor {
 		}
 		for t, id := range seqs[r] {
 			tok[r*seq+t], valid[r*seq+t] = int32(id), true
+			if t > 0 && r < len(completion) && t < len(completion[r]) && completion[r][t] {
+				comp[r*seq+t] = 1
+			}
 		}
 		last[r] = int32(len(seqs[r]) - 1)
 	}
 	return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(tok, rows, seq), tensors.FromFlatDataAndDimensions(pos, rows, seq),
-		tensors.FromFlatDataAndDimensions(valid, rows, seq), tensors.FromFlatDataAndDimensions(last, rows)}
+		tensors.FromFlatDataAndDimensions(valid, rows, seq), tensors.FromFlatDataAndDimensions(last, rows),
+		tensors.FromFlatDataAndDimensions(comp, rows, seq)}
 }
 
 func rewardFlag(b bool) float64 {

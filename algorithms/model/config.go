@@ -67,6 +67,12 @@ type Config struct {
 	// ValueHead adds a scalar head (value_head/w [d,1], value_head/b [1]) on the final hidden state,
 	// for reward models and PPO critics; it shares the trunk. See Values.
 	ValueHead bool `json:"value_head,omitempty"`
+	// RewardLogProb (with ValueHead) makes a reward model's sequence reward generative as well:
+	// r = value(last token) + α·Σ log π(completion tokens | prefix), α a learned scalar
+	// (value_head/logprob [1]). The LM head then scores each token of the completion against what
+	// the model predicts there, which a head reading one position cannot do cheaply (see
+	// objective.SequenceRewards).
+	RewardLogProb bool `json:"reward_logprob,omitempty"`
 }
 
 // Validate checks every field and names the first bad one with its allowed values.
@@ -111,6 +117,9 @@ func (c Config) Validate() error {
 		if !(s.Factor > 0) || !(s.LowFreqFactor > 0) || !(s.HighFreqFactor > s.LowFreqFactor) || s.OriginalMaxPositions <= 0 {
 			return fmt.Errorf("model: config rope_scaling=%+v: need factor>0, 0<low_freq_factor<high_freq_factor, original_max_position_embeddings>0", *s)
 		}
+	}
+	if c.RewardLogProb && !c.ValueHead {
+		return fmt.Errorf("model: config reward_logprob=true needs value_head=true")
 	}
 	return nil
 }
@@ -180,6 +189,9 @@ func (c Config) ParamCount() int64 {
 	}
 	if c.ValueHead {
 		n += d + 1
+		if c.RewardLogProb {
+			n++
+		}
 	}
 	return n
 }

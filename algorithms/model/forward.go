@@ -85,6 +85,10 @@ func ValueHead(scope *gm.Scope, cfg Config, hidden *Node) *Node {
 	return Reshape(v, batch, seq)
 }
 
+// RewardLogProbWeight is α of a reward model's generative term (Config.RewardLogProb): a [1]
+// float32 variable.
+func RewardLogProbWeight(scope *gm.Scope, g *Graph) *Node { return param(scope, g, VarValueLP, 1) }
+
 // LMHead projects hidden states to logits: hidden [batch, seq, d] → logits [batch, seq, vocab].
 func LMHead(scope *gm.Scope, cfg Config, hidden *Node) *Node { return lmHead(scope, cfg, hidden) }
 

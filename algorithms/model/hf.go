@@ -16,8 +16,9 @@ const (
 	hfLayer     = "model.layers.%d."
 	hfFinalNorm = "model.norm.weight"
 	hfLMHead    = "lm_head.weight"
-	hfScoreW    = "score.weight" // [1, d]: LlamaForSequenceClassification's head with one label
-	hfScoreB    = "score.bias"   // [1]: ours; transformers' classification head has none
+	hfScoreW    = "score.weight"         // [1, d]: LlamaForSequenceClassification's head with one label
+	hfScoreB    = "score.bias"           // [1]: ours; transformers' classification head has none
+	hfScoreLP   = "score.logprob_weight" // [1]: ours, α of the generative reward term (reward_logprob)
 )
 
 // hfPart is one Hugging Face tensor cut from an internal variable: columns [lo, hi) of a 2-D [in, out]
@@ -47,6 +48,10 @@ func (c Config) hfParts(path string) ([]hfPart, error) {
 	case VarValueB:
 		if c.ValueHead {
 			return []hfPart{{name: hfScoreB, hi: 1}}, nil
+		}
+	case VarValueLP:
+		if c.ValueHead && c.RewardLogProb {
+			return []hfPart{{name: hfScoreLP, hi: 1}}, nil
 		}
 	}
 	l, kind, ok := splitLayerPath(path)
@@ -385,4 +390,13 @@ func (c Config) ToHFConfig() ([]byte, error) {
 		h.RopeScaling = b
 	}
 	return json.MarshalIndent(h, "", "  ")
+}
+
+// WithHeads returns c with the heads that a weights file holds besides the causal LM (config.json
+// describes the LM only): ValueHead when it has score.weight, RewardLogProb when it also has
+// score.logprob_weight. has reports whether the file holds a tensor of that name.
+func (c Config) WithHeads(has func(name string) bool) Config {
+	c.ValueHead = has(hfScoreW)
+	c.RewardLogProb = c.ValueHead && has(hfScoreLP)
+	return c
 }

@@ -18,6 +18,8 @@ func TestHFNamesRoundTrip(t *testing.T) {
 	vh := cfgs["llama"]
 	vh.ValueHead = true
 	cfgs["llama+value"] = vh
+	vh.RewardLogProb = true
+	cfgs["llama+value+logprob"] = vh
 	for name, cfg := range cfgs {
 		t.Run(name, func(t *testing.T) {
 			seen := map[string]string{}
@@ -62,6 +64,13 @@ func TestHFNamesRoundTrip(t *testing.T) {
 			}
 			if cfg.ValueHead {
 				want["score.weight"] = []int{1, cfg.DModel}
+			}
+			if cfg.RewardLogProb {
+				want["score.logprob_weight"] = []int{1}
+			}
+			has := func(n string) bool { _, ok := shapes[n]; return ok }
+			if got := cfgs["llama"].WithHeads(has); got.ValueHead != cfg.ValueHead || got.RewardLogProb != cfg.RewardLogProb {
+				t.Errorf("WithHeads read value_head=%v reward_logprob=%v from the tensor names", got.ValueHead, got.RewardLogProb)
 			}
 			for n, s := range want {
 				if !slices.Equal(shapes[n], s) {
@@ -222,13 +231,14 @@ func TestConfigValidateAndPresets(t *testing.T) {
 	}
 	good, _ := Preset("tiny")
 	cases := map[string]func(*Config){
-		"family":     func(c *Config) { c.Family = "gpt2" },
-		"kv_heads":   func(c *Config) { c.KVHeads = 3 },
-		"head_dim":   func(c *Config) { c.HeadDim = 7 },
-		"activation": func(c *Config) { c.Activation = "relu" },
-		"vocab":      func(c *Config) { c.Vocab = 0 },
-		"norm_eps":   func(c *Config) { c.NormEps = 0 },
-		"rope_theta": func(c *Config) { c.RopeTheta = -1 },
+		"family":         func(c *Config) { c.Family = "gpt2" },
+		"kv_heads":       func(c *Config) { c.KVHeads = 3 },
+		"head_dim":       func(c *Config) { c.HeadDim = 7 },
+		"activation":     func(c *Config) { c.Activation = "relu" },
+		"reward_logprob": func(c *Config) { c.RewardLogProb = true },
+		"vocab":          func(c *Config) { c.Vocab = 0 },
+		"norm_eps":       func(c *Config) { c.NormEps = 0 },
+		"rope_theta":     func(c *Config) { c.RopeTheta = -1 },
 	}
 	for field, mutate := range cases {
 		c := good

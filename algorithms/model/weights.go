@@ -25,6 +25,7 @@ const (
 	VarLMHead    = "lm_head/w"                 // [d, vocab] (untied only)
 	VarValueW    = "value_head/w"              // [d, 1] (value_head only)
 	VarValueB    = "value_head/b"              // [1] (value_head only)
+	VarValueLP   = "value_head/logprob"        // [1] (reward_logprob only): α of the generative reward term
 )
 
 // VarSpec is one model variable: its path relative to the model scope and its shape.
@@ -64,6 +65,9 @@ func (c Config) Variables() []VarSpec {
 	}
 	if c.ValueHead {
 		vs = append(vs, VarSpec{VarValueW, []int{d, 1}}, VarSpec{VarValueB, []int{1}})
+		if c.RewardLogProb {
+			vs = append(vs, VarSpec{VarValueLP, []int{1}})
+		}
 	}
 	return vs
 }
@@ -80,7 +84,7 @@ func subScope(scope *gm.Scope, path string) (*gm.Scope, string) {
 // InitWeights creates every variable of cfg under scope with deterministic random values from seed
 // (plain Go, so the same seed gives the same weights on any backend): linear and embedding weights
 // ~ N(0, std²) (std <= 0 means 0.02, Hugging Face's initializer_range), biases 0, norm scales 1
-// (0 when NormPlusOne, so the effective scale is 1). Existing variables are overwritten.
+// (0 when NormPlusOne, so the effective scale is 1), the reward's log-prob weight 1. Existing variables are overwritten.
 func InitWeights(scope *gm.Scope, cfg Config, seed uint64, std float64) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -100,6 +104,8 @@ func InitWeights(scope *gm.Scope, cfg Config, seed uint64, std float64) error {
 				}
 			}
 		case strings.HasSuffix(v.Path, "_bias") || v.Path == VarValueB:
+		case v.Path == VarValueLP:
+			data[0] = 1 // the reward starts as value + the completion's log-likelihood
 		default:
 			for i := range data {
 				data[i] = float32(rng.NormFloat64() * std)

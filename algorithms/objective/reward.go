@@ -13,8 +13,9 @@ import (
 	"github.com/temperml/temper/internal/config"
 )
 
-// BTConfig configures the Bradley–Terry reward-model objective. Per pair, with r = the value head
-// read at the last real token of prompt+completion:
+// BTConfig configures the Bradley–Terry reward-model objective. Per pair, with r = the sequence
+// reward of prompt+completion (SequenceRewards: the value head at the last real token, plus the
+// generative term when the model has one):
 //
 //	ℓ = −log σ(r_c − r_r − m) + λ·(r_c + r_r)²
 //
@@ -25,15 +26,14 @@ import (
 // and thresholds on r mean the same thing from run to run. It does not change which completion is
 // preferred.
 //
-// LMCoef α > 0 adds α·CE(chosen), the next-token cross-entropy of the chosen completion (prompt
+// LMCoef c > 0 adds c·CE(chosen), the next-token cross-entropy of the chosen completion (prompt
 // masked), to the batch loss: the text-generation regularizer of GRM (Yang et al. 2024, "Regularizing
 // hidden states enables learning generalizable reward model for LLMs"). It keeps the trunk computing
-// what the task needs (here: the digits of the sum), which the reward head then reads, and it needs
-// one more input (see BradleyTerry).
+// what the task needs (here: the digits of the sum), which the reward head then reads.
 type BTConfig struct {
 	Margin     float64 `json:"margin" default:"0" help:"m >= 0: the loss -log σ(r_c - r_r - m) asks the chosen reward to beat the rejected one by m"`
 	CenterCoef float64 `json:"center_coef" default:"0.01" help:"λ >= 0 of the reward-centering term λ·(r_c + r_r)² (keeps rewards near 0; 0 disables)"`
-	LMCoef     float64 `json:"lm_coef" default:"0" help:"α >= 0: add α × next-token cross-entropy of the chosen completion (GRM's text-generation regularizer; 0 disables)"`
+	LMCoef     float64 `json:"lm_coef" default:"0" help:"c >= 0: add c × next-token cross-entropy of the chosen completion (GRM's text-generation regularizer; 0 disables)"`
 }
 
 // DefaultBT returns the documented defaults: no margin, λ = 0.01.
@@ -86,56 +86,81 @@ func BTLoss(cfg BTConfig, rc, rr, w *Node) (*Node, map[string]*Node) {
 	}
 }
 
-// SequenceRewards reads the value head at each row's last real token.
+// SequenceRewards is a reward model's score of each row: the value head read at the row's last
+// real token and, when the model has the generative term (model.Config.RewardLogProb), α times the
+// log-likelihood the model gives the row's completion tokens:
+//
+//	r = value(h_last) [+ α·Σ_t completion[t]·log π(tokens[t] | tokens[<t])]
 //
 //	tokens, positions: [rows, seq] int32 (right-padded; positions 0.. from the first token)
 //	valid:             [rows, seq] bool (or numeric, non-zero = real token)
 //	last:              [rows] int32, index of the row's last real token (the EOS)
+//	completion:        [rows, seq] float32, 1 on the completion's tokens (and EOS), 0 on BOS,
+//	                   prompt and padding
 //	rewards:           [rows] float32
 //
-// cfg.ValueHead must be set. Only the last position's value carries gradient.
-func SequenceRewards(scope *gm.Scope, cfg model.Config, tokens, positions, valid, last *Node) *Node {
+// cfg.ValueHead must be set. Only the last position's value carries gradient; with the generative
+// term, every completion token's log-prob does too (through the LM head and the trunk).
+//
+// Why the generative term: whether "…=47" is right depends on what the sum's units digit should
+// be, which the LM head already predicts at the position before it; a linear head on the last
+// hidden state has to recompute and compare it inside the trunk. DPO's implicit reward (a
+// log-likelihood ratio) ranks arithmetic pairs far better than a last-token value head of the
+// same size for this reason.
+func SequenceRewards(scope *gm.Scope, cfg model.Config, tokens, positions, valid, last, completion *Node) *Node {
 	if !cfg.ValueHead {
 		panic("objective: sequence rewards need a model with value_head")
 	}
-	return lastValues(scope, cfg, model.Hidden(scope, cfg, tokens, positions, valid), last)
+	return sequenceRewards(scope, cfg, model.Hidden(scope, cfg, tokens, positions, valid), tokens, last, completion)
 }
 
-// lastValues applies the value head to hidden [rows, seq, d] and reads it at last [rows].
-func lastValues(scope *gm.Scope, cfg model.Config, hidden, last *Node) *Node {
+// sequenceRewards is SequenceRewards on the trunk's hidden states [rows, seq, d].
+func sequenceRewards(scope *gm.Scope, cfg model.Config, hidden, tokens, last, completion *Node) *Node {
+	rows, seq := tokens.Shape().Dim(0), tokens.Shape().Dim(1)
+	if completion.Rank() != 2 || completion.Shape().Dim(0) != rows || completion.Shape().Dim(1) != seq {
+		panic(fmt.Sprintf("objective: sequence rewards: completion mask %s, want [%d, %d]", completion.Shape(), rows, seq))
+	}
+	if last.Rank() != 1 || last.Shape().Dim(0) != rows {
+		panic(fmt.Sprintf("objective: sequence rewards: last %s, want [%d]", last.Shape(), rows))
+	}
 	values := model.ValueHead(scope, cfg, hidden)
 	pick := OneHot(last, values.Shape().Dim(1), values.DType())
-	return ReduceSum(Mul(values, pick), 1)
+	r := ReduceSum(Mul(values, pick), 1)
+	if !cfg.RewardLogProb || seq < 2 {
+		return r
+	}
+	logp := model.NextTokenLogProbs(model.LMHead(scope, cfg, hidden), tokens) // [rows, seq-1]: token t+1
+	m := loss.AsWeights(SliceAxis(completion, 1, AxisRange(1, seq)), logp)
+	alpha := model.RewardLogProbWeight(scope, hidden.Graph())
+	return Add(r, Mul(ReduceSum(Mul(logp, m), 1), alpha))
 }
 
-// BradleyTerry is the reward-model objective (see BTConfig for the loss).
+// BradleyTerry is the reward-model objective (see BTConfig for the loss; the rewards are
+// SequenceRewards').
 //
 // Inputs, in order (chosen and rejected share one [rows, seq] shape: pad both to the same length;
 // they run through the model as one [2·rows, seq] batch):
 //
-//	0 chosen tokens      int32   [rows, seq]  [BOS] prompt chosen EOS, right-padded
-//	1 chosen positions   int32   [rows, seq]
-//	2 chosen valid       bool    [rows, seq]
-//	3 chosen last        int32   [rows]       index of the last real token (the EOS)
-//	4 rejected tokens    int32   [rows, seq]
-//	5 rejected positions int32   [rows, seq]
-//	6 rejected valid     bool    [rows, seq]
-//	7 rejected last      int32   [rows]
-//	8 weight             float32 [rows]       1 for a real pair, 0 for a padding row
-//	9 chosen lm mask     float32 [rows, seq]  only when lm_coef > 0: 1 where the token is a trained
-//	                                          completion token (completion and EOS), 0 on prompt and
-//	                                          padding (next-token targets: position t predicts t+1)
+//	0 chosen tokens        int32   [rows, seq]  [BOS] prompt chosen EOS, right-padded
+//	1 chosen positions     int32   [rows, seq]
+//	2 chosen valid         bool    [rows, seq]
+//	3 chosen last          int32   [rows]       index of the last real token (the EOS)
+//	4 rejected tokens      int32   [rows, seq]
+//	5 rejected positions   int32   [rows, seq]
+//	6 rejected valid       bool    [rows, seq]
+//	7 rejected last        int32   [rows]
+//	8 weight               float32 [rows]       1 for a real pair, 0 for a padding row
+//	9 chosen completion    float32 [rows, seq]  1 on completion tokens and EOS, 0 on BOS, prompt and
+//	                                            padding: the generative term's tokens and, with
+//	                                            lm_coef, the cross-entropy's targets
+//	10 rejected completion float32 [rows, seq]
 func BradleyTerry(cfg BTConfig) Objective {
-	want := 9
-	if cfg.LMCoef > 0 {
-		want = 10
-	}
 	return Objective{
 		Name:    fmt.Sprintf("bradley-terry[m=%g c=%g lm=%g]", cfg.Margin, cfg.CenterCoef, cfg.LMCoef),
 		Metrics: BTMetrics,
 		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
-			if len(in) != want {
-				panic(fmt.Sprintf("objective bradley-terry: %d inputs, want %d (lm_coef %g)", len(in), want, cfg.LMCoef))
+			if len(in) != 11 {
+				panic(fmt.Sprintf("objective bradley-terry: %d inputs, want 11", len(in)))
 			}
 			if !in[0].Shape().Equal(in[4].Shape()) {
 				panic(fmt.Sprintf("objective bradley-terry: chosen %s and rejected %s tokens differ in shape", in[0].Shape(), in[4].Shape()))
@@ -145,8 +170,9 @@ func BradleyTerry(cfg BTConfig) Objective {
 			}
 			rows := in[0].Shape().Dim(0)
 			cat := func(a, b *Node) *Node { return Concatenate([]*Node{a, b}, 0) }
-			hidden := model.Hidden(scope, mc, cat(in[0], in[4]), cat(in[1], in[5]), cat(rewardBool(in[2]), rewardBool(in[6])))
-			r := lastValues(scope, mc, hidden, cat(in[3], in[7]))
+			tokens := cat(in[0], in[4])
+			hidden := model.Hidden(scope, mc, tokens, cat(in[1], in[5]), cat(rewardBool(in[2]), rewardBool(in[6])))
+			r := sequenceRewards(scope, mc, hidden, tokens, cat(in[3], in[7]), cat(in[9], in[10]))
 			rc := Slice(r, AxisRange(0, rows))
 			rr := Slice(r, AxisRange(rows, 2*rows))
 			loss, metrics := BTLoss(cfg, rc, rr, in[8])
@@ -169,8 +195,8 @@ const RewardScoreName = "reward_"
 // metric (the engine interface returns named scalars only), so a trained reward model can score
 // completions through EvalObjective. Its loss is the mean reward.
 //
-// Inputs, in order: tokens, positions int32 [rows, seq], valid bool [rows, seq], last int32 [rows]
-// (as SequenceRewards). Metrics: "reward_000" … one per row.
+// Inputs, in order: tokens, positions int32 [rows, seq], valid bool [rows, seq], last int32 [rows],
+// completion float32 [rows, seq] (as SequenceRewards). Metrics: "reward_000" … one per row.
 func RewardScores(rows int) Objective {
 	names := make([]string, rows)
 	for i := range names {
@@ -180,10 +206,10 @@ func RewardScores(rows int) Objective {
 		Name:    fmt.Sprintf("reward-scores[%d]", rows),
 		Metrics: names,
 		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
-			if len(in) != 4 || in[0].Shape().Dim(0) != rows {
-				panic(fmt.Sprintf("objective reward-scores: want 4 inputs of %d rows", rows))
+			if len(in) != 5 || in[0].Shape().Dim(0) != rows {
+				panic(fmt.Sprintf("objective reward-scores: want 5 inputs of %d rows", rows))
 			}
-			r := SequenceRewards(scope, mc, in[0], in[1], rewardBool(in[2]), in[3])
+			r := SequenceRewards(scope, mc, in[0], in[1], rewardBool(in[2]), in[3], in[4])
 			out := make(map[string]*Node, rows)
 			for i, n := range names {
 				out[n] = Reshape(Slice(r, AxisElem(i)))

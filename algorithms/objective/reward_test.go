@@ -198,24 +198,57 @@ func rewardTestConfig(t *testing.T) model.Config {
 	return cfg
 }
 
-// pairSeqs right-pads token rows to seq and returns the BradleyTerry/RewardScores host inputs
-// tokens, positions, valid and last.
+// pairSeqs right-pads token rows to seq and returns the RewardScores host inputs tokens,
+// positions, valid, last and completion (the tokens after the row's first '=', or after the BOS
+// when it has none).
 func pairSeqs(rows [][]int, seq int) []*tensors.Tensor {
 	n := len(rows)
 	tok, pos := make([]int32, n*seq), make([]int32, n*seq)
 	valid, last := make([]bool, n*seq), make([]int32, n)
+	comp := make([]float32, n*seq)
 	for r, row := range rows {
+		start := completionStart(row)
 		for i := range seq {
 			pos[r*seq+i] = int32(i)
 			tok[r*seq+i] = 256
 			if i < len(row) {
 				tok[r*seq+i], valid[r*seq+i] = int32(row[i]), true
+				if i >= start {
+					comp[r*seq+i] = 1
+				}
 			}
 		}
 		last[r] = int32(len(row) - 1)
 	}
 	return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(tok, n, seq), tensors.FromFlatDataAndDimensions(pos, n, seq),
-		tensors.FromFlatDataAndDimensions(valid, n, seq), tensors.FromFlatDataAndDimensions(last, n)}
+		tensors.FromFlatDataAndDimensions(valid, n, seq), tensors.FromFlatDataAndDimensions(last, n),
+		tensors.FromFlatDataAndDimensions(comp, n, seq)}
+}
+
+// completionStart is the index of a test row's first completion token: after its first '=' (61),
+// else after the BOS.
+func completionStart(row []int) int {
+	for i, id := range row {
+		if id == 61 {
+			return i + 1
+		}
+	}
+	return 1
+}
+
+// btInputs lays out BradleyTerry's 11 inputs for equal-length chosen/rejected rows, all weighted 1.
+func btInputs(chosen, rejected [][]int, seq int) []any {
+	c, r := pairSeqs(chosen, seq), pairSeqs(rejected, seq)
+	w := make([]float32, len(chosen))
+	for i := range w {
+		w[i] = 1
+	}
+	in := []*tensors.Tensor{c[0], c[1], c[2], c[3], r[0], r[1], r[2], r[3], tensors.FromFlatDataAndDimensions(w, len(w)), c[4], r[4]}
+	args := make([]any, len(in))
+	for i, x := range in {
+		args[i] = x
+	}
+	return args
 }
 
 // TestSequenceRewardsReadLastToken: the reward of a row is model.Values at its last real token,
@@ -230,12 +263,12 @@ func TestSequenceRewardsReadLastToken(t *testing.T) {
 	const seq = 16
 	in := pairSeqs(rows, seq)
 	exec, err := gm.NewExec(rewardTestBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
-		return []*Node{SequenceRewards(scope, cfg, x[0], x[1], x[2], x[3]), model.Values(scope, cfg, x[0], x[1], x[2])}
+		return []*Node{SequenceRewards(scope, cfg, x[0], x[1], x[2], x[3], x[4]), model.Values(scope, cfg, x[0], x[1], x[2])}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Call(in[0], in[1], in[2], in[3])
+	out, err := exec.Call(in[0], in[1], in[2], in[3], in[4])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +284,7 @@ func TestSequenceRewardsReadLastToken(t *testing.T) {
 	}
 	// The same row padded further reads the same reward (padding is invisible).
 	in2 := pairSeqs(rows[:1], 32)
-	out2, err := exec.Call(in2[0], in2[1], in2[2], in2[3])
+	out2, err := exec.Call(in2[0], in2[1], in2[2], in2[3], in2[4])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +303,7 @@ func TestSequenceRewardsReadLastToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sout, err := sc.Call(in[0], in[1], in[2], in[3])
+	sout, err := sc.Call(in[0], in[1], in[2], in[3], in[4])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,8 +320,13 @@ func TestSequenceRewardsReadLastToken(t *testing.T) {
 func TestBradleyTerryTrains(t *testing.T) {
 	chosen := [][]int{{257, 49, 43, 49, 61, 50, 258}, {257, 50, 43, 50, 61, 52, 258}, {257, 51, 43, 49, 61, 52, 258}, {257, 49, 43, 51, 61, 52, 258}}
 	rejected := [][]int{{257, 49, 43, 49, 61, 51, 258}, {257, 50, 43, 50, 61, 53, 258}, {257, 51, 43, 49, 61, 53, 258}, {257, 49, 43, 51, 61, 53, 258}}
-	for _, lm := range []float64{0, 0.5} {
+	for _, c := range []struct {
+		lm      float64
+		logProb bool
+	}{{0, false}, {0.5, false}, {0, true}} {
+		lm := c.lm
 		cfg := rewardTestConfig(t)
+		cfg.RewardLogProb = c.logProb
 		store := gm.NewStore()
 		if err := model.InitWeights(store.RootScope(), cfg, 1, 0.02); err != nil {
 			t.Fatal(err)
@@ -309,20 +347,8 @@ func TestBradleyTerryTrains(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in := append(pairSeqs(chosen, 8), pairSeqs(rejected, 8)...)
-		in = append(in, tensors.FromFlatDataAndDimensions([]float32{1, 1, 1, 1}, 4))
-		if lm > 0 {
-			// The completion digit and EOS are trained: positions 5 and 6 of each chosen row.
-			mask := make([]float32, 4*8)
-			for r := range 4 {
-				mask[r*8+5], mask[r*8+6] = 1, 1
-			}
-			in = append(in, tensors.FromFlatDataAndDimensions(mask, 4, 8))
-		}
-		args := make([]any, len(in))
-		for i, x := range in {
-			args[i] = x
-		}
+		// The completion digit and EOS (positions 5 and 6) are what lm_coef trains.
+		args := btInputs(chosen, rejected, 8)
 		var first, last, acc, lm0, lmN float32
 		for i := range 40 {
 			out, err := step.Call(args...)
@@ -337,7 +363,7 @@ func TestBradleyTerryTrains(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("lm_coef %g: loss %.4f → %.4f, accuracy %.2f, lm_loss %.3f → %.3f after 40 Adam steps", lm, first, last, acc, lm0, lmN)
+		t.Logf("lm_coef %g logprob %v: loss %.4f → %.4f, accuracy %.2f, lm_loss %.3f → %.3f after 40 Adam steps", lm, c.logProb, first, last, acc, lm0, lmN)
 		if !(last < first/4) || acc != 1 {
 			t.Fatalf("lm_coef %g: reward model did not learn the pairs: loss %.4f → %.4f, accuracy %.2f", lm, first, last, acc)
 		}
@@ -345,25 +371,91 @@ func TestBradleyTerryTrains(t *testing.T) {
 			t.Fatalf("lm_coef %g: lm_loss %.3f → %.3f", lm, lm0, lmN)
 		}
 	}
-	// The lm mask is required when lm_coef > 0.
+	// The completion masks are required.
 	defer func() {
 		if recover() == nil {
-			t.Error("BradleyTerry with lm_coef and 9 inputs should panic (the runtime turns it into an error)")
+			t.Error("BradleyTerry with 9 inputs should panic (the runtime turns it into an error)")
 		}
 	}()
 	cfg := rewardTestConfig(t)
 	store := gm.NewStore()
 	_ = model.InitWeights(store.RootScope(), cfg, 1, 0.02)
 	obj := BradleyTerry(BTConfig{LMCoef: 1})
-	in := append(pairSeqs(chosen, 8), pairSeqs(rejected, 8)...)
-	in = append(in, tensors.FromFlatDataAndDimensions([]float32{1, 1, 1, 1}, 4))
-	args := make([]any, len(in))
-	for i, x := range in {
-		args[i] = x
-	}
+	args := btInputs(chosen, rejected, 8)[:9]
 	exec, _ := gm.NewExec(rewardTestBackend(), store, func(scope *gm.Scope, x []*Node) *Node {
 		l, _ := obj.Build(scope, cfg, x)
 		return l
 	})
 	_, _ = exec.Call(args...)
+}
+
+// TestSequenceRewardsLogProbTerm: with model.Config.RewardLogProb the reward is the value at the
+// last token plus α times the completion tokens' log-likelihood, computed here in plain Go from
+// the model's logits (prompt, BOS and padding tokens excluded), for α = 1 (its initial value) and
+// α = −0.5; without the flag the same weights give the value alone.
+func TestSequenceRewardsLogProbTerm(t *testing.T) {
+	cfg := rewardTestConfig(t)
+	cfg.RewardLogProb = true
+	rows := [][]int{{257, 49, 43, 50, 61, 51, 258}, {257, 55, 61, 258}, {257, 57, 57, 43, 49, 61, 49, 48, 48, 258}, {257, 50, 258}}
+	const seq = 12
+	in := pairSeqs(rows, seq)
+	for _, alpha := range []float32{1, -0.5} {
+		store := gm.NewStore()
+		if err := model.InitWeights(store.RootScope(), cfg, 5, 0.5); err != nil {
+			t.Fatal(err)
+		}
+		w, err := model.ExportWeights(store.RootScope(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w[model.VarValueLP][0] != 1 {
+			t.Fatalf("α starts at %g, want 1", w[model.VarValueLP][0])
+		}
+		w[model.VarValueLP][0] = alpha
+		if err := model.ImportWeights(store.RootScope(), cfg, w); err != nil {
+			t.Fatal(err)
+		}
+		exec, err := gm.NewExec(rewardTestBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
+			plain := cfg
+			plain.RewardLogProb = false
+			return []*Node{SequenceRewards(scope, cfg, x[0], x[1], x[2], x[3], x[4]), model.Values(scope, cfg, x[0], x[1], x[2]),
+				model.Forward(scope, cfg, x[0], x[1], x[2]), SequenceRewards(scope, plain, x[0], x[1], x[2], x[3], x[4])}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Call(in[0], in[1], in[2], in[3], in[4])
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, v := tensors.MustCopyFlatData[float32](out[0]), tensors.MustCopyFlatData[float32](out[1])
+		logits, plain := tensors.MustCopyFlatData[float32](out[2]), tensors.MustCopyFlatData[float32](out[3])
+		vocab := cfg.Vocab
+		for i, row := range rows {
+			var lp float64
+			for tk := completionStart(row); tk < len(row); tk++ {
+				l := logits[(i*seq+tk-1)*vocab : (i*seq+tk)*vocab]
+				mx := math.Inf(-1)
+				for _, x := range l {
+					mx = math.Max(mx, float64(x))
+				}
+				var z float64
+				for _, x := range l {
+					z += math.Exp(float64(x) - mx)
+				}
+				lp += float64(l[row[tk]]) - mx - math.Log(z)
+			}
+			last := float64(v[i*seq+len(row)-1])
+			want := last + float64(alpha)*lp
+			if math.Abs(float64(r[i])-want) > 1e-4*math.Max(1, math.Abs(want)) {
+				t.Errorf("α %g row %d: reward %g, want value %g + α·logp %g = %g", alpha, i, r[i], last, lp, want)
+			}
+			if math.Abs(float64(plain[i])-last) > 1e-6 {
+				t.Errorf("row %d without the term: %g, want the value %g", i, plain[i], last)
+			}
+			if lp >= 0 {
+				t.Errorf("row %d: log-likelihood %g of %d completion tokens must be negative", i, lp, len(row)-completionStart(row))
+			}
+		}
+	}
 }
