@@ -45,9 +45,11 @@ func defaultRewardModelConfig() *RewardModelConfig {
 		LogProbReward: true,
 		Steps:         600,
 		ChunkSteps:    200,
-		Optimizer:     train.Optim{LR: 1e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
-		Eval:          RewardModelEval{Before: true, Pairs: 400},
-		KeepLast:      3, HeartbeatTimeout: config.Duration(30 * time.Second),
+		// Weight decay 0.1: with 0.01 a small reward model memorises its training prompts (issue 6's
+		// acceptance run: 0.880 vs 0.962 held-out pairwise accuracy).
+		Optimizer: train.Optim{LR: 1e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
+		Eval:      RewardModelEval{Before: true, Pairs: 400},
+		KeepLast:  3, HeartbeatTimeout: config.Duration(30 * time.Second),
 	}
 }
 
