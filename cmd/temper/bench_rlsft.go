@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -21,6 +22,7 @@ type rlVsSFTOptions struct {
 	SFTExamples int     // the small labelled set: the base SFT and continued SFT both train on it only
 	SFTSteps    int     // base SFT steps
 	Pretrain    int     // pretraining steps on the task's text before the base SFT (0: SFT from scratch)
+	PretrainOn  string  // the pretraining text's task ("": Task)
 	Seconds     float64 // training wall time of each arm
 	Seeds       int     // arms are run once per seed, from the same base checkpoint
 	Algo        string  // RL phase kind
@@ -34,20 +36,37 @@ type rlVsSFTOptions struct {
 // continued SFT on that same labelled set and an RL phase on unlimited fresh prompts scored by the
 // task's verifier, both from the base checkpoint and both bounded by the same training wall time.
 func rlVsSFTPhases(o rlVsSFTOptions, from string) ([]workflows.PhaseSpec, error) {
+	task, err := tasks.Lookup(o.Task)
+	if err != nil {
+		return nil, fmt.Errorf("--task: %w", err)
+	}
+	pretrainOn := o.Task
+	if o.PretrainOn != "" {
+		if _, err := tasks.Lookup(o.PretrainOn); err != nil {
+			return nil, fmt.Errorf("--pretrain-task: %w", err)
+		}
+		pretrainOn = o.PretrainOn
+	}
+	// Sampling budgets follow the task's longest answer: one token for EOS when sampling, one more
+	// of slack when evaluating (add2: 4 and 5).
+	longest := 0
+	for _, ex := range tasks.Generate(task, 2000, 1, 0) {
+		longest = max(longest, len(ex.Completion))
+	}
 	data := fmt.Sprintf(`{"task":%q,"train_examples":%d,"heldout_examples":200}`, o.Task, o.SFTExamples)
-	eval := `{"examples":200,"max_new_tokens":5,"before":true}`
+	eval := fmt.Sprintf(`{"examples":200,"max_new_tokens":%d,"before":true}`, longest+2)
 	var phases []workflows.PhaseSpec
 	if from == "" && o.Pretrain > 0 {
 		phases = append(phases, workflows.PhaseSpec{Name: "pretrain", Kind: "pretrain", Config: json.RawMessage(fmt.Sprintf(
 			`{"model":{"preset":"tiny"},"data":{"task":%q,"train_examples":8000,"heldout_examples":200},"batch":{"rows":16,"seq":64},
-			"steps":%d,"chunk_steps":%d,"optimizer":{"lr":0.01,"warmup_steps":30},"eval":{"examples":200,"max_new_tokens":5,"before":false}}`,
-			o.Task, o.Pretrain, max(1, o.Pretrain/4)))})
+			"steps":%d,"chunk_steps":%d,"optimizer":{"lr":0.01,"warmup_steps":30},"eval":{"examples":200,"max_new_tokens":%d,"before":false}}`,
+			pretrainOn, o.Pretrain, max(1, o.Pretrain/4), longest+2))})
 	}
 	if from == "" {
 		phases = append(phases, workflows.PhaseSpec{Name: "base", Kind: "sft", Config: json.RawMessage(fmt.Sprintf(
 			`{"model":{"preset":"tiny"},"data":%s,"batch":{"rows":32,"seq":32},"steps":%d,"chunk_steps":%d,
-			"optimizer":{"lr":0.003,"warmup_steps":20},"eval":{"examples":200,"max_new_tokens":5,"before":false}}`,
-			data, o.SFTSteps, max(1, o.SFTSteps/4)))})
+			"optimizer":{"lr":0.003,"warmup_steps":20},"eval":{"examples":200,"max_new_tokens":%d,"before":false}}`,
+			data, o.SFTSteps, max(1, o.SFTSteps/4), longest+2))})
 		from = "base"
 	}
 	more, err := mergeJSONConfig(fmt.Sprintf(`{"data":%s,"batch":{"rows":32,"seq":32},"steps":1000000,"chunk_steps":100,
@@ -57,8 +76,8 @@ func rlVsSFTPhases(o rlVsSFTOptions, from string) ([]workflows.PhaseSpec, error)
 		return nil, fmt.Errorf("--sft-config: %w", err)
 	}
 	rl, err := mergeJSONConfig(fmt.Sprintf(`{"data":{"task":%q,"heldout_examples":200},"iterations":1000000,"max_seconds":%g,
-		"prompts":32,"group":8,"max_new_tokens":4,"optimizer":{"lr":0.0005},"eval_every":20,"eval":%s}`,
-		o.Task, o.Seconds, eval), o.RLConfig)
+		"prompts":32,"group":8,"max_new_tokens":%d,"optimizer":{"lr":0.0005},"eval_every":20,"eval":%s}`,
+		o.Task, o.Seconds, longest+1, eval), o.RLConfig)
 	if err != nil {
 		return nil, fmt.Errorf("--rl-config: %w", err)
 	}

@@ -31,6 +31,23 @@ func TestRLvsSFTPipelineAndReport(t *testing.T) {
 			t.Errorf("RL override lost: %s", phases[len(phases)-1].Config)
 		}
 	}
+	// Sampling budgets follow the task's longest answer (split: "99+99" and EOS), and the
+	// pretraining text can come from another task.
+	so := o
+	so.Task, so.PretrainOn = "split", "add2"
+	phases, err := rlVsSFTPhases(so, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pre, rl := string(phases[0].Config), string(phases[3].Config); !strings.Contains(pre, `"task":"add2"`) ||
+		!strings.Contains(rl, `"max_new_tokens":6`) || !strings.Contains(rl, `"max_new_tokens":7`) || !strings.Contains(string(phases[1].Config), `"task":"split"`) {
+		t.Errorf("split phases: pretrain %s / rl %s", pre, rl)
+	}
+	for _, bad := range []rlVsSFTOptions{{Task: "nope"}, {Task: "split", PretrainOn: "nope"}} {
+		if _, err := rlVsSFTPhases(bad, ""); err == nil || !strings.Contains(err.Error(), "allowed") {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
 	o.SFTConfig = `{"steps":`
 	if _, err := rlVsSFTPhases(o, ""); err == nil {
 		t.Error("a malformed --sft-config must be an error")

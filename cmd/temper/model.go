@@ -81,6 +81,7 @@ func init() {
 			fs.IntVar(&rs.SFTExamples, "sft-examples", 500, "bench rl-vs-sft: labelled examples (base and continued SFT train on these only)")
 			fs.IntVar(&rs.SFTSteps, "sft-steps", 400, "bench rl-vs-sft: base SFT steps on the labelled examples")
 			fs.IntVar(&rs.Pretrain, "pretrain-steps", 600, "bench rl-vs-sft: pretraining steps on the task's text (8000 examples) before the base SFT; 0: SFT from scratch")
+			fs.StringVar(&rs.PretrainOn, "pretrain-task", "", "bench rl-vs-sft: built-in task whose text the base model is pretrained on (default: --task)")
 			fs.Float64Var(&rs.Seconds, "seconds", 180, "bench rl-vs-sft: training wall time of each arm")
 			fs.IntVar(&rs.Seeds, "seeds", 2, "bench rl-vs-sft: seeds (each runs both arms from the same base checkpoint)")
 			fs.StringVar(&rs.Algo, "algo", "grpo", "bench rl-vs-sft: RL phase kind")
