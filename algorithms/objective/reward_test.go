@@ -15,6 +15,7 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/sample"
 )
 
 // rewardTestBackend is the pure-Go backend with sequential op execution.
@@ -434,16 +435,7 @@ func TestSequenceRewardsLogProbTerm(t *testing.T) {
 		for i, row := range rows {
 			var lp float64
 			for tk := completionStart(row); tk < len(row); tk++ {
-				l := logits[(i*seq+tk-1)*vocab : (i*seq+tk)*vocab]
-				mx := math.Inf(-1)
-				for _, x := range l {
-					mx = math.Max(mx, float64(x))
-				}
-				var z float64
-				for _, x := range l {
-					z += math.Exp(float64(x) - mx)
-				}
-				lp += float64(l[row[tk]]) - mx - math.Log(z)
+				lp += sample.LogProb(logits[(i*seq+tk-1)*vocab:(i*seq+tk)*vocab], row[tk])
 			}
 			last := float64(v[i*seq+len(row)-1])
 			want := last + float64(alpha)*lp
