@@ -162,29 +162,28 @@ func runBenchRLvsSFT(ctx context.Context, o rlVsSFTOptions, asJSON bool) error {
 		from = base.Checkpoint
 		fmt.Fprintf(os.Stderr, "base SFT: held-out exact match %.3f (%s)\n", base.Metrics["heldout_exact_match"], from)
 	}
-	// Per seed, the two arms run at the same time on the same workers, so machine load (and any other
-	// job on it) weighs on both alike; each stops at the same training-time budget.
+	// Per seed, the arms run one after the other, each alone on the workers with the same
+	// training-time budget. (Run side by side they would share the trainer's one slot, and the RL
+	// arm's short policy steps would queue behind the SFT arm's long chunks: its budget would go to
+	// waiting.)
 	var arms []rlVsSFTArm
 	for seed := 1; seed <= o.Seeds; seed++ {
 		phases, err := rlVsSFTPhases(o, from)
 		if err != nil {
 			return err
 		}
-		var runs []client.WorkflowRun
 		for _, p := range phases {
 			run, err := start(p.Name, seed, []workflows.PhaseSpec{p})
 			if err != nil {
 				return err
 			}
-			runs = append(runs, run)
-		}
-		for _, run := range runs {
 			out, err := get(run)
 			if err != nil {
 				return err
 			}
 			r := out.Phases[0]
 			arms = append(arms, rlVsSFTArm{Seed: seed, Arm: r.Name, Curve: r.Curve, Final: r.Metrics["heldout_exact_match"]})
+			fmt.Fprintf(os.Stderr, "seed %d %s: held-out exact match %.3f → %.3f\n", seed, r.Name, r.Metrics["heldout_exact_match_before"], r.Metrics["heldout_exact_match"])
 		}
 	}
 	rep := summarizeRLvsSFT(arms, o)
