@@ -12,6 +12,7 @@ import (
 
 // TaskVerifier is the verifier name that checks a completion with a built-in task's exact checker; its
 // reference is {"task": "add", "prompt": "...", "answer": "..."}. A spec with no verifiers uses it.
+// A failing completion scores the task's partial credit when it defines one (tasks.PartialCredit).
 const TaskVerifier = "task"
 
 type taskRef struct {
@@ -38,11 +39,16 @@ func newTaskVerifier(params json.RawMessage) (verify.Verifier, error) {
 		if prompt == "" {
 			prompt = s.Prompt
 		}
-		ok, fb := t.Check(tasks.Example{Prompt: prompt, Answer: ref.Answer}, s.Completion)
+		ex := tasks.Example{Prompt: prompt, Answer: ref.Answer}
+		ok, fb := t.Check(ex, s.Completion)
 		if ok {
 			return verify.Verdict{Score: 1, Pass: true}, nil
 		}
-		return verify.Verdict{Score: 0, Feedback: fb}, nil
+		v := verify.Verdict{Score: 0, Feedback: fb}
+		if pc, ok := t.(tasks.PartialCredit); ok {
+			v.Score = min(max(pc.Partial(ex, s.Completion), 0), 0.99) // partly right is never right
+		}
+		return v, nil
 	}), nil
 }
 

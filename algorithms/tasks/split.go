@@ -12,7 +12,8 @@ import (
 // n−1: the demonstrations split n at a uniformly drawn point (both parts 1–2 digits, like add2's
 // operands), so imitating them means learning to subtract, while a verifier-driven learner may
 // find any rule that always works (place value: 57 → 50+7). It is the many-valid-answers case
-// (countdown's) in its smallest form, for comparing RL with SFT on few demonstrations.
+// (countdown's) in its smallest form, for comparing RL with SFT on few demonstrations. Its verifier
+// gives partial credit (Partial), which only a verifier-driven learner can use.
 type SplitSum struct{}
 
 func init() { register(SplitSum{}) }
@@ -83,4 +84,32 @@ func (SplitSum) Check(ex Example, completion string) (bool, string) {
 		return false, fmt.Sprintf("%d+%d = %d, not %d", a, b, a+b, n)
 	}
 	return true, ""
+}
+
+// Partial implements PartialCredit: for a well-formed a+b whose sum s is not n, half a point
+// times the fraction of digit places (right-aligned) where s and n agree, so 52 for 57 earns 0.25
+// and 58 for 57 too; malformed answers earn 0.
+func (SplitSum) Partial(ex Example, completion string) float64 {
+	n, ok := splitTarget(ex.Prompt)
+	if !ok {
+		return 0
+	}
+	left, right, ok := strings.Cut(FirstLine(completion), "+")
+	if !ok {
+		return 0
+	}
+	a, okA := positive(left)
+	b, okB := positive(right)
+	if !okA || !okB || a+b == n {
+		return 0 // a correct answer scores 1 through Check, not here
+	}
+	got, want := strconv.FormatInt(a+b, 10), strconv.FormatInt(n, 10)
+	places := max(len(got), len(want))
+	same := 0
+	for i := 1; i <= min(len(got), len(want)); i++ {
+		if got[len(got)-i] == want[len(want)-i] {
+			same++
+		}
+	}
+	return 0.5 * float64(same) / float64(places)
 }

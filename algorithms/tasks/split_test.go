@@ -61,3 +61,25 @@ func TestSplitExamples(t *testing.T) {
 		t.Errorf("%d of %d demonstrations look like place-value splits", placeValue, len(exs))
 	}
 }
+
+func TestSplitPartialCredit(t *testing.T) {
+	ex := Example{Prompt: "split 57:"}
+	for _, c := range []struct {
+		completion string
+		want       float64
+	}{
+		{"50+7", 0}, {"50+2", 0.25}, {"50+8", 0.25}, {"40+7", 0.25}, {"40+8", 0}, {"90+7", 0.25},
+		{"500+7", 0.5 / 3}, {"0+57", 0}, {"57", 0}, {"", 0}, {"x+y", 0},
+	} {
+		if got := (SplitSum{}).Partial(ex, c.completion); abs(got-c.want) > 1e-12 {
+			t.Errorf("%q: partial %g, want %g", c.completion, got, c.want)
+		}
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -19,6 +19,13 @@ type Task interface {
 	Check(ex Example, completion string) (pass bool, feedback string)
 }
 
+// PartialCredit is a task whose verifier gives partial credit: a score in [0, 1) for a completion
+// that Check rejects but that is partly right. RL rewards use it (the "task" verifier); held-out
+// exact match does not.
+type PartialCredit interface {
+	Partial(ex Example, completion string) float64
+}
+
 var registry = map[string]Task{}
 
 func register(t Task) { registry[t.Name()] = t }
