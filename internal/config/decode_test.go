@@ -87,6 +87,25 @@ func TestExplain(t *testing.T) {
 			t.Errorf("explain output lacks %q:\n%s", want, out)
 		}
 	}
+	line := func(out, path string) []string {
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) >= 3 && f[0] == path {
+				return f
+			}
+		}
+		t.Fatalf("no line for %s in:\n%s", path, out)
+		return nil
+	}
+	// A zero value documents the tags; a constructed one its own values, zeros included.
+	if f := line(out, "inner.steps"); f[2] != "10" {
+		t.Errorf("zero value: inner.steps default %q, want the tag's 10", f[2])
+	}
+	got := Explain(outer{Name: "x", Inner: inner{Steps: 0, LR: 0.5}, Wait: Duration(90e9)})
+	for path, want := range map[string]string{"inner.steps": "0", "inner.learning_rate": "0.5", "wait": "1m30s", "name": "x", "list[].steps": "10"} {
+		if f := line(got, path); f[2] != want {
+			t.Errorf("constructed value: %s default %q, want %q", path, f[2], want)
+		}
+	}
 }
 
 func TestClosest(t *testing.T) {

@@ -44,32 +44,106 @@ func Fields(t reflect.Type) []Field {
 }
 
 // Explain renders every field of v's type, recursing into nested structs, one line each:
-// "path  type  default  help".
+// "path  type  default  help". When v is not the zero value (a kind's constructor filled in its own
+// defaults), the default column shows v's value of each scalar field; otherwise, and for fields v
+// cannot reach (nil pointers, list elements), the field's `default` tag.
 func Explain(v any) string {
 	var b strings.Builder
-	explain(&b, reflect.TypeOf(v), "")
+	val := reflect.ValueOf(v)
+	if !val.IsValid() || val.IsZero() {
+		val = reflect.Value{}
+	}
+	explain(&b, reflect.TypeOf(v), val, "")
 	return b.String()
 }
 
-func explain(b *strings.Builder, t reflect.Type, prefix string) {
+// explain writes t's fields; val is a value of t, or invalid when there is none (nil pointer, list
+// element types).
+func explain(b *strings.Builder, t reflect.Type, val reflect.Value, prefix string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+		if val.IsValid() {
+			val = val.Elem() // invalid when nil
+		}
+	}
 	for _, f := range Fields(t) {
 		path := join(prefix, f.Name)
 		ft := f.Type
+		fv := reflect.Value{}
+		if val.IsValid() {
+			fv = fieldByJSONName(val, f.Name)
+		}
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
+			if fv.IsValid() {
+				fv = fv.Elem()
+			}
 		}
 		def := f.Default
+		if fv.IsValid() && isScalar(ft) {
+			def = scalarString(fv)
+		}
 		if def == "" {
 			def = "-"
 		}
 		fmt.Fprintf(b, "%-34s %-14s %-12s %s\n", path, typeName(ft), def, f.Help)
 		if ft.Kind() == reflect.Struct && ft != rawMessageType {
-			explain(b, ft, path)
+			explain(b, ft, fv, path)
 		}
 		if (ft.Kind() == reflect.Slice) && ft.Elem().Kind() == reflect.Struct {
-			explain(b, ft.Elem(), path+"[]")
+			explain(b, ft.Elem(), reflect.Value{}, path+"[]")
 		}
 	}
+}
+
+// fieldByJSONName finds the field Fields named name in struct value v (embedded structs flattened).
+func fieldByJSONName(v reflect.Value, name string) reflect.Value {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		n, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if sf.Anonymous && n == "" {
+			ev := v.Field(i)
+			for ev.Kind() == reflect.Pointer {
+				if ev.IsNil() {
+					break
+				}
+				ev = ev.Elem()
+			}
+			if ev.Kind() == reflect.Struct {
+				if f := fieldByJSONName(ev, name); f.IsValid() {
+					return f
+				}
+			}
+			continue
+		}
+		if n == "" {
+			n = sf.Name
+		}
+		if n == name {
+			return v.Field(i)
+		}
+	}
+	return reflect.Value{}
+}
+
+func isScalar(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+func scalarString(v reflect.Value) string {
+	if d, ok := v.Interface().(Duration); ok {
+		return durationString(int64(d))
+	}
+	return fmt.Sprint(v.Interface())
 }
 
 func typeName(t reflect.Type) string {
