@@ -12,13 +12,15 @@ import (
 
 // TaskVerifier is the verifier name that checks a completion with a built-in task's exact checker; its
 // reference is {"task": "add", "prompt": "...", "answer": "..."}. A spec with no verifiers uses it.
-// A failing completion scores the task's partial credit when it defines one (tasks.PartialCredit).
+// With params {"partial": true}, a failing completion scores the task's partial credit when it
+// defines one (tasks.PartialCredit); by default the score is 1 or 0.
 const TaskVerifier = "task"
 
 type taskRef struct {
-	Task   string `json:"task"`
-	Prompt string `json:"prompt"`
-	Answer string `json:"answer"`
+	Task    string `json:"task"`
+	Prompt  string `json:"prompt"`
+	Answer  string `json:"answer"`
+	Partial bool   `json:"partial,omitempty"` // score the task's partial credit on failures
 }
 
 func newTaskVerifier(params json.RawMessage) (verify.Verifier, error) {
@@ -45,7 +47,7 @@ func newTaskVerifier(params json.RawMessage) (verify.Verifier, error) {
 			return verify.Verdict{Score: 1, Pass: true}, nil
 		}
 		v := verify.Verdict{Score: 0, Feedback: fb}
-		if pc, ok := t.(tasks.PartialCredit); ok {
+		if pc, ok := t.(tasks.PartialCredit); ok && ref.Partial {
 			v.Score = min(max(pc.Partial(ex, s.Completion), 0), 0.99) // partly right is never right
 		}
 		return v, nil

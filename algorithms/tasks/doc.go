@@ -3,7 +3,7 @@
 // A Task generates examples from a seeded RNG (same seed, same data) and checks a completion exactly, so
 // evaluation and RL rewards need no labels. Built in: arithmetic (add/sub, mul, multi-step expressions;
 // answers in a fixed format), split (n as any sum of two positive numbers: many valid answers, random
-// demonstrations, with partial credit for RL) and an intent router (creator requests → engine and
+// demonstrations, with optional partial credit for RL) and an intent router (creator requests → engine and
 // parameters as JSON) that mirrors a creative studio's router. A task may give partial credit
 // (PartialCredit) that RL rewards use; exact match never does.
 //

@@ -12,8 +12,8 @@ import (
 // n−1: the demonstrations split n at a uniformly drawn point (both parts 1–2 digits, like add2's
 // operands), so imitating them means learning to subtract, while a verifier-driven learner may
 // find any rule that always works (place value: 57 → 50+7). It is the many-valid-answers case
-// (countdown's) in its smallest form, for comparing RL with SFT on few demonstrations. Its verifier
-// gives partial credit (Partial), which only a verifier-driven learner can use.
+// (countdown's) in its smallest form, for comparing RL with SFT on few demonstrations. It defines
+// partial credit (Partial), which only a verifier-driven learner can use.
 type SplitSum struct{}
 
 func init() { register(SplitSum{}) }

@@ -20,8 +20,8 @@ type Task interface {
 }
 
 // PartialCredit is a task whose verifier gives partial credit: a score in [0, 1) for a completion
-// that Check rejects but that is partly right. RL rewards use it (the "task" verifier); held-out
-// exact match does not.
+// that Check rejects but that is partly right. RL rewards can use it (the "task" verifier with
+// {"partial": true}); held-out exact match never does.
 type PartialCredit interface {
 	Partial(ex Example, completion string) float64
 }
