@@ -108,6 +108,22 @@ type policyRows struct {
 	seq                        int
 }
 
+// referenceLogProbs fills ref[c] with the reference model's log-probs of rows[c] (the KL term's
+// π_ref), loading the reference checkpoint once for all chunks.
+func (a *Activities) referenceLogProbs(ctx context.Context, uri string, rows []policyRows, ref [][][]float32) error {
+	refEng, _, _, err := a.loadEngine(ctx, uri, Optim{}, false)
+	if err != nil {
+		return err
+	}
+	defer refEng.Close()
+	for c := range rows {
+		if ref[c], err = refEng.LogProbs(rows[c].batch()); err != nil {
+			return fmt.Errorf("reference log-probs of %s: %w", uri, err)
+		}
+	}
+	return nil
+}
+
 func buildPolicyRows(rs []rollout.Rollout, adv []float64, idx []int) policyRows {
 	longest := 2
 	for _, i := range idx {
@@ -268,17 +284,9 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 			ref[c] = old[c]
 		}
 		if in.Loss.KLBeta > 0 && in.Reference != "" && in.Reference != in.Policy {
-			refEng, _, _, err := a.loadEngine(ctx, in.Reference, Optim{}, false)
-			if err != nil {
-				return PolicyStepOutput{}, err
+			if err := a.referenceLogProbs(ctx, in.Reference, rows, ref); err != nil {
+				return PolicyStepOutput{}, fmt.Errorf("train: policy step: %w", err)
 			}
-			for c := range chunks {
-				if ref[c], err = refEng.LogProbs(rows[c].batch()); err != nil {
-					refEng.Close()
-					return PolicyStepOutput{}, fmt.Errorf("train: policy step reference log-probs: %w", err)
-				}
-			}
-			refEng.Close()
 		}
 		obj := objective.Policy(in.Loss)
 		inputs := func(c int) []*tensors.Tensor {

@@ -132,17 +132,9 @@ func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicySte
 	}
 	withRef := (in.Loss.KLBeta > 0 || pc.KLCoef > 0) && in.Reference != "" && in.Reference != in.Policy
 	if withRef {
-		refEng, _, _, err := a.loadEngine(ctx, in.Reference, Optim{}, false)
-		if err != nil {
-			return PolicyStepOutput{}, err
+		if err := a.referenceLogProbs(ctx, in.Reference, rows, ref); err != nil {
+			return PolicyStepOutput{}, fmt.Errorf("train: ppo step: %w", err)
 		}
-		for c := range chunks {
-			if ref[c], err = refEng.LogProbs(rows[c].batch()); err != nil {
-				refEng.Close()
-				return PolicyStepOutput{}, fmt.Errorf("train: ppo step reference log-probs: %w", err)
-			}
-		}
-		refEng.Close()
 	}
 	adv, ret, am, err := ppoAdvantages(rows, old, ref, vals, chunks, in.Rewards, pc)
 	if err != nil {
