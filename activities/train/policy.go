@@ -13,6 +13,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/algorithms/advantage"
 	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/tokenize"
@@ -122,6 +123,13 @@ func (a *Activities) referenceLogProbs(ctx context.Context, uri string, rows []p
 		}
 	}
 	return nil
+}
+
+// inputs are the objective inputs every policy objective starts with: tokens, targets, positions,
+// valid, mask, old log-probs, behaviour log-probs, reference log-probs.
+func (p policyRows) inputs(old, ref [][]float32) []*tensors.Tensor {
+	return []*tensors.Tensor{i32Tensor(p.tokens), i32Tensor(p.targets), i32Tensor(p.positions), boolTensor(p.valid),
+		f32Tensor(p.mask), f32Tensor(old), f32Tensor(p.behaviour), f32Tensor(ref)}
 }
 
 func buildPolicyRows(rs []rollout.Rollout, adv []float64, idx []int) policyRows {
@@ -290,28 +298,32 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 		}
 		obj := objective.Policy(in.Loss)
 		inputs := func(c int) []*tensors.Tensor {
-			p := rows[c]
-			return []*tensors.Tensor{i32Tensor(p.tokens), i32Tensor(p.targets), i32Tensor(p.positions), boolTensor(p.valid),
-				f32Tensor(p.mask), f32Tensor(old[c]), f32Tensor(p.behaviour), f32Tensor(ref[c]),
-				tensors.FromFlatDataAndDimensions(p.adv, len(p.adv))}
+			return append(rows[c].inputs(old[c], ref[c]), tensors.FromFlatDataAndDimensions(rows[c].adv, len(rows[c].adv)))
 		}
 		if nonFinite, err = optimizeEpochs(ctx, eng, obj, inputs, len(chunks), in, metrics); err != nil {
 			return PolicyStepOutput{}, err
 		}
 	}
+	return a.commitPolicy(ctx, in, next, cfg, metrics, nonFinite, func(w *ckpt.Writer, st ckpt.State) error {
+		return writeModel(ctx, w, eng, cfg, st, true)
+	})
+}
+
+// commitPolicy commits policy version next with the step's metrics (non-finite values dropped,
+// non_finite and lr added) and returns the step's output; write stores the weights.
+func (a *Activities) commitPolicy(ctx context.Context, in PolicyStepInput, next int, cfg model.Config, metrics map[string]float64,
+	nonFinite bool, write func(*ckpt.Writer, ckpt.State) error) (PolicyStepOutput, error) {
 	if nonFinite {
 		metrics["non_finite"] = 1
 	}
 	finiteOnly(metrics)
 	metrics["lr"] = in.LR
 	st := ckpt.State{Step: int64(next), PolicyVersion: int64(next), ConfigHash: configHash(cfg), Scalars: metrics}
-	refOut, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(next), func(w *ckpt.Writer) error {
-		return writeModel(ctx, w, eng, cfg, st, true)
-	})
+	out, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(next), func(w *ckpt.Writer) error { return write(w, st) })
 	if err != nil {
-		return PolicyStepOutput{}, fmt.Errorf("train: policy step %s/%s commit v%d: %w", in.Run, in.Phase, next, err)
+		return PolicyStepOutput{}, fmt.Errorf("train: %s step %s/%s commit v%d: %w", in.Loss.Algorithm, in.Run, in.Phase, next, err)
 	}
-	return PolicyStepOutput{Checkpoint: refOut.URI, Version: next, NonFinite: nonFinite, Metrics: metrics}, nil
+	return PolicyStepOutput{Checkpoint: out.URI, Version: next, NonFinite: nonFinite, Metrics: metrics}, nil
 }
 
 // finiteOnly drops NaN and ±Inf metrics: Temporal payloads are JSON, which has no such numbers (the

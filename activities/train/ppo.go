@@ -155,28 +155,15 @@ func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicySte
 
 	obj := objective.PPO(in.Loss)
 	inputs := func(c int) []*tensors.Tensor {
-		p := rows[c]
-		return []*tensors.Tensor{i32Tensor(p.tokens), i32Tensor(p.targets), i32Tensor(p.positions), boolTensor(p.valid),
-			f32Tensor(p.mask), f32Tensor(old[c]), f32Tensor(p.behaviour), f32Tensor(ref[c]),
-			f32Tensor(adv[c]), f32Tensor(vals[c]), f32Tensor(ret[c])}
+		return append(rows[c].inputs(old[c], ref[c]), f32Tensor(adv[c]), f32Tensor(vals[c]), f32Tensor(ret[c]))
 	}
 	nonFinite, err := optimizeEpochs(ctx, eng, obj, inputs, len(chunks), in, metrics)
 	if err != nil {
 		return PolicyStepOutput{}, err
 	}
-	if nonFinite {
-		metrics["non_finite"] = 1
-	}
-	finiteOnly(metrics)
-	metrics["lr"] = in.LR
-	st := ckpt.State{Step: int64(next), PolicyVersion: int64(next), ConfigHash: configHash(cfg), Scalars: metrics}
-	out, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(next), func(w *ckpt.Writer) error {
+	return a.commitPolicy(ctx, in, next, cfg, metrics, nonFinite, func(w *ckpt.Writer, st ckpt.State) error {
 		return writePolicyWithCritic(ctx, w, eng, cfg, st)
 	})
-	if err != nil {
-		return PolicyStepOutput{}, fmt.Errorf("train: ppo step %s/%s commit v%d: %w", in.Run, in.Phase, next, err)
-	}
-	return PolicyStepOutput{Checkpoint: out.URI, Version: next, NonFinite: nonFinite, Metrics: metrics}, nil
 }
 
 // ppoAdvantages computes token rewards, GAE advantages (whitened over every counted token of the
