@@ -109,6 +109,21 @@ type policyRows struct {
 	seq                        int
 }
 
+// rewardStats sets reward_mean, reward_std (population) and response_length (mean completion
+// tokens) over all rollouts.
+func rewardStats(metrics map[string]float64, rs []rollout.Rollout, rewards []float64) {
+	var rsum, rsq, lsum float64
+	for i, r := range rewards {
+		rsum += r
+		rsq += r * r
+		lsum += float64(len(rs[i].Tokens))
+	}
+	n := float64(len(rs))
+	metrics["reward_mean"] = rsum / n
+	metrics["reward_std"] = math.Sqrt(math.Max(0, rsq/n-(rsum/n)*(rsum/n)))
+	metrics["response_length"] = lsum / n
+}
+
 // referenceLogProbs fills ref[c] with the reference model's log-probs of rows[c] (the KL term's
 // π_ref), loading the reference checkpoint once for all chunks.
 func (a *Activities) referenceLogProbs(ctx context.Context, uri string, rows []policyRows, ref [][][]float32) error {
@@ -254,16 +269,7 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 		idx = append(idx, g...)
 	}
 	metrics["groups_dropped"] = float64(dropped)
-	var rsum, rsq, lsum float64
-	for i, r := range in.Rewards {
-		rsum += r
-		rsq += r * r
-		lsum += float64(len(rs[i].Tokens))
-	}
-	n := float64(len(rs))
-	metrics["reward_mean"] = rsum / n
-	metrics["reward_std"] = math.Sqrt(math.Max(0, rsq/n-(rsum/n)*(rsum/n)))
-	metrics["response_length"] = lsum / n
+	rewardStats(metrics, rs, in.Rewards)
 
 	eng, cfg, _, err := a.loadEngine(ctx, in.Policy, in.Optim, !in.FreshOptimizer)
 	if err != nil {

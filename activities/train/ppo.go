@@ -79,19 +79,12 @@ func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicySte
 		return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s: no rollouts", in.Rollouts))
 	}
 	metrics := map[string]float64{}
-	var rsum, rsq, lsum float64
 	for i, r := range in.Rewards {
 		if math.IsNaN(r) || math.IsInf(r, 0) {
 			return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s: reward %d is %g", in.Rollouts, i, r))
 		}
-		rsum += r
-		rsq += r * r
-		lsum += float64(len(rs[i].Tokens))
 	}
-	n := float64(len(rs))
-	metrics["reward_mean"] = rsum / n
-	metrics["reward_std"] = math.Sqrt(math.Max(0, rsq/n-(rsum/n)*(rsum/n)))
-	metrics["response_length"] = lsum / n
+	rewardStats(metrics, rs, in.Rewards)
 
 	eng, cfg, newHead, err := a.ppoEngine(ctx, in.Policy, in.Optim, !in.FreshOptimizer, pc.Seed)
 	if err != nil {
