@@ -105,6 +105,9 @@ type CurvePoint struct {
 	Seconds    float64 `json:"seconds"`
 	Step       int     `json:"step"`
 	ExactMatch float64 `json:"heldout_exact_match"`
+	// RewardMean is an RL phase's mean sampled reward over the iterations since the previous point
+	// (on fresh prompts, so it tracks sampled accuracy while exact match tracks greedy decoding).
+	RewardMean float64 `json:"reward_mean,omitempty"`
 }
 
 // Validate checks the pipeline and every phase's config with its kind's type.

@@ -3,6 +3,10 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,7 +83,8 @@ func TestRLBacktracksOnNaN(t *testing.T) {
 func TestRLAsyncCompletes(t *testing.T) {
 	env := testenv.Get(t)
 	env.Roles(t)
-	run := start(t, env.Client, rlPipeline(t, `{"mode": "async"}`))
+	in := rlPipeline(t, `{"mode": "async", "optimizer": {"lr": 0.0004, "warmup_steps": 4}}`)
+	run := start(t, env.Client, in)
 	var out workflows.PipelineOutput
 	if err := run.Get(context.Background(), &out); err != nil {
 		t.Fatalf("pipeline: %v", err)
@@ -87,6 +92,27 @@ func TestRLAsyncCompletes(t *testing.T) {
 	m := out.Phases[1].Metrics
 	if m["iterations"] != 4 || m["version"] != 4 || m["backtracks"] != 0 {
 		t.Fatalf("async run: %v", m)
+	}
+	// The policy steps used the warmup schedule (each version's state records its step's lr):
+	// version 2 was made by iteration 1 (lr/2), version 4 by iteration 3 (the full lr).
+	for v, want := range map[int]float64{2: 0.0002, 4: 0.0004} {
+		files, _ := filepath.Glob(filepath.Join(strings.TrimPrefix(in.Store, "file://"), "runs", "*", "grpo", fmt.Sprintf("step-%06d", v), "state.json"))
+		if len(files) != 1 {
+			t.Fatalf("version %d: state files %v", v, files)
+		}
+		b, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct {
+			Scalars map[string]float64 `json:"scalars"`
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(st.Scalars["lr"]-want) > 1e-12 {
+			t.Errorf("version %d trained at lr %g, want %g", v, st.Scalars["lr"], want)
+		}
 	}
 	// Throughput and the time breakdown are reported (the issue asks for tokens/s per phase).
 	for _, k := range []string{"rollout_tokens_per_s", "train_tokens_per_s", "seconds_per_iteration", "seconds_policy_step"} {

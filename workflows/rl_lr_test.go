@@ -1,0 +1,34 @@
+package workflows
+
+import (
+	"math"
+	"testing"
+)
+
+// TestRLLearningRateSchedule: optimizer.warmup_steps and min_lr_ratio shape the RL learning rate per
+// iteration (they were accepted and ignored before), and the defaults keep it constant.
+func TestRLLearningRateSchedule(t *testing.T) {
+	c, err := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"add2"},"iterations":10,"optimizer":{"lr":0.001,"warmup_steps":4}}`), "config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.(*RLConfig)
+	for _, tc := range []struct {
+		iter int
+		want float64
+	}{{0, 0.00025}, {1, 0.0005}, {3, 0.001}, {4, 0.001}, {9, 0.001}} {
+		if got := rlLR(cfg, tc.iter); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("warmup 4, iteration %d: lr %g, want %g", tc.iter, got, tc.want)
+		}
+	}
+	cfg.Optimizer.WarmupSteps, cfg.Optimizer.MinLRRatio = 0, 0.1
+	if got := rlLR(cfg, 10); math.Abs(got-0.0001) > 1e-12 {
+		t.Errorf("cosine to 0.1 at the last iteration: lr %g, want 1e-4", got)
+	}
+	d, _ := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"add2"},"optimizer":{"lr":0.001}}`), "config")
+	for _, it := range []int{0, 20, 39} {
+		if got := rlLR(d.(*RLConfig), it); got != 0.001 {
+			t.Errorf("default schedule, iteration %d: lr %g, want constant 0.001", it, got)
+		}
+	}
+}
