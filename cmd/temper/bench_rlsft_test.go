@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 // evaluation at or before each minute" and picks the arm with the higher mean final exact match.
 func TestRLvsSFTPipelineAndReport(t *testing.T) {
 	o := rlVsSFTOptions{Task: "add2", SFTExamples: 500, SFTSteps: 100, Pretrain: 100, Seconds: 150, Seeds: 2, Algo: "grpo",
-		RLConfig: `{"optimizer":{"lr":0.0002}}`}
+		RLConfig: `{"optimizer":{"lr":0.0002}}`, Heldout: 300}
 	for _, from := range []string{"", "file:///tmp/x/step-000001/"} {
 		phases, err := rlVsSFTPhases(o, from)
 		if err != nil {
@@ -29,6 +30,27 @@ func TestRLvsSFTPipelineAndReport(t *testing.T) {
 		}
 		if !strings.Contains(string(phases[len(phases)-1].Config), `"lr":0.0002`) {
 			t.Errorf("RL override lost: %s", phases[len(phases)-1].Config)
+		}
+		// Every phase holds out the same prompts (same data seed, same count) and evaluates on all of
+		// them: a phase that held out fewer, or drew them with another seed, would train on prompts
+		// the arms are scored on.
+		for _, p := range phases {
+			var c struct {
+				Data struct {
+					Seed    uint64 `json:"seed"`
+					Heldout int    `json:"heldout_examples"`
+				} `json:"data"`
+				Eval struct {
+					Examples int `json:"examples"`
+				} `json:"eval"`
+			}
+			if err := json.Unmarshal(p.Config, &c); err != nil {
+				t.Fatal(err)
+			}
+			if c.Data.Seed != benchDataSeed || c.Data.Heldout != 300 || c.Eval.Examples != 300 {
+				t.Errorf("from %q, phase %s: data seed %d, %d held out, %d evaluated; want %d, 300, 300",
+					from, p.Name, c.Data.Seed, c.Data.Heldout, c.Eval.Examples, benchDataSeed)
+			}
 		}
 	}
 	// Sampling budgets follow the task's longest answer (split: "99+99" and EOS), and the
@@ -61,13 +83,21 @@ func TestRLvsSFTPipelineAndReport(t *testing.T) {
 	if !math.IsNaN(emAt(curve[1:], 10)) {
 		t.Error("before the first evaluation there is no value")
 	}
+	// The last minute of a 150 s budget starts at 90 s: grpo's points at 100 and 140 s count, the one
+	// at 80 s does not (and the start, step 0, never does).
+	rlCurve := []workflows.CurvePoint{{ExactMatch: 0.1}, {Seconds: 80, Step: 10, ExactMatch: 0.9}, {Seconds: 100, Step: 20, ExactMatch: 0.5},
+		{Seconds: 140, Step: 30, ExactMatch: 0.7}}
+	curve[1].Step, curve[2].Step = 100, 200
 	arms := []rlVsSFTArm{
-		{Seed: 1, Arm: "sft_more", Curve: curve, Final: 0.3}, {Seed: 1, Arm: "grpo", Curve: curve, Final: 0.4},
-		{Seed: 2, Arm: "sft_more", Curve: curve, Final: 0.2}, {Seed: 2, Arm: "grpo", Curve: curve, Final: 0.2},
+		{Seed: 1, Arm: "sft_more", Curve: curve, Final: 0.3}, {Seed: 1, Arm: "grpo", Curve: rlCurve, Final: 0.4},
+		{Seed: 2, Arm: "sft_more", Curve: curve, Final: 0.2}, {Seed: 2, Arm: "grpo", Curve: rlCurve, Final: 0.2},
 	}
 	s := summarizeRLvsSFT(arms, o)
 	if s.Winner != "grpo" || math.Abs(s.Margin-0.05) > 1e-12 || s.Start != 0.1 {
 		t.Errorf("summary %+v", s)
+	}
+	if math.Abs(s.LastMinute["grpo"]-0.6) > 1e-12 || math.Abs(s.LastMinute["sft_more"]-0.3) > 1e-12 {
+		t.Errorf("last-minute means %v, want grpo 0.6, sft_more 0.3", s.LastMinute)
 	}
 	if tie := summarizeRLvsSFT(arms[:1], o); tie.Winner != "sft_more" {
 		t.Errorf("one arm only: %+v", tie)
@@ -77,7 +107,7 @@ func TestRLvsSFTPipelineAndReport(t *testing.T) {
 	}
 	var b bytes.Buffer
 	printRLvsSFT(&b, arms, s, o)
-	if !strings.Contains(b.String(), "grpo 0.300, sft_more 0.250 → grpo by 0.050") {
+	if !strings.Contains(b.String(), "grpo 0.300, sft_more 0.250 → grpo by 0.050") || !strings.Contains(b.String(), "evaluations: grpo 0.600, sft_more 0.300") {
 		t.Errorf("report:\n%s", b.String())
 	}
 }

@@ -80,12 +80,13 @@ func init() {
 			fs.StringVar(&rs.Task, "task", "add2", "bench rl-vs-sft: built-in task")
 			fs.IntVar(&rs.SFTExamples, "sft-examples", 500, "bench rl-vs-sft: labelled examples (base and continued SFT train on these only)")
 			fs.IntVar(&rs.SFTSteps, "sft-steps", 400, "bench rl-vs-sft: base SFT steps on the labelled examples")
-			fs.IntVar(&rs.Pretrain, "pretrain-steps", 600, "bench rl-vs-sft: pretraining steps on the task's text (8000 examples) before the base SFT; 0: SFT from scratch")
+			fs.IntVar(&rs.Heldout, "heldout", 200, "bench rl-vs-sft: held-out prompts (never trained on by any phase; both arms are evaluated on them)")
+			fs.IntVar(&rs.Pretrain, "pretrain-steps", 2000, "bench rl-vs-sft: pretraining steps on the task's text (8000 examples) before the base SFT; 0: SFT from scratch")
 			fs.StringVar(&rs.PretrainOn, "pretrain-task", "", "bench rl-vs-sft: built-in task whose text the base model is pretrained on (default: --task)")
 			fs.Float64Var(&rs.Seconds, "seconds", 180, "bench rl-vs-sft: training wall time of each arm")
 			fs.IntVar(&rs.Seeds, "seeds", 2, "bench rl-vs-sft: seeds (each runs both arms from the same base checkpoint)")
 			fs.StringVar(&rs.Algo, "algo", "grpo", "bench rl-vs-sft: RL phase kind")
-			fs.StringVar(&rs.From, "from", "", "bench rl-vs-sft: start both arms from this checkpoint URI instead of training a base SFT model")
+			fs.StringVar(&rs.From, "from", "", "bench rl-vs-sft: start both arms from this checkpoint URI instead of training a base SFT model (its labelled set and held-out prompts: data seed 1)")
 			fs.StringVar(&rs.RLConfig, "rl-config", "", "bench rl, rl-vs-sft: JSON merged into the RL phases' config")
 			fs.StringVar(&rs.SFTConfig, "sft-config", "", "bench rl-vs-sft: JSON merged into the continued-SFT arm's config")
 			return func(ctx context.Context, args []string) error {
@@ -93,8 +94,8 @@ func init() {
 					return runBenchRL(ctx, *iterations, rs.RLConfig, *asJSON)
 				}
 				if len(args) == 1 && args[0] == "rl-vs-sft" {
-					if rs.Seeds < 1 || rs.Seconds <= 0 || rs.SFTExamples < 1 || rs.SFTSteps < 1 {
-						return usageErr("bench rl-vs-sft: --seeds, --seconds, --sft-examples and --sft-steps must be positive")
+					if rs.Seeds < 1 || rs.Seconds <= 0 || rs.SFTExamples < 1 || rs.SFTSteps < 1 || rs.Heldout < 1 {
+						return usageErr("bench rl-vs-sft: --seeds, --seconds, --sft-examples, --sft-steps and --heldout must be positive")
 					}
 					return runBenchRLvsSFT(ctx, rs, *asJSON)
 				}
