@@ -79,6 +79,7 @@ func Register(role string, r worker.Registry, opts Options) error {
 	case workflows.QueueRollout:
 		ro := &rollout.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine)}
 		r.RegisterActivityWithOptions(ro.Generate, activity.RegisterOptions{Name: rollout.GenerateName})
+		r.RegisterActivityWithOptions(ro.Keep, activity.RegisterOptions{Name: rollout.KeepName})
 	default:
 		return fmt.Errorf("workers: register: unknown role %q", role)
 	}

@@ -27,6 +27,17 @@ type BacktrackSpec struct {
 	KLFactor  float64 `json:"kl_factor" default:"2" help:"KL coefficient multiplier at each back-track (when kl_beta > 0)"`
 }
 
+// SelfCorrectSpec configures sample-level self-correction: after scoring, up to MaxSamples failed
+// samples (the first in file order) are regenerated with the verifier's feedback appended to their
+// prompt, for up to Retries rounds (a round retries the previous round's failures); those that then
+// pass are kept as data: runs/RUN/PHASE/corrections/iter-N-retryR.jsonl, original prompt → corrected
+// completion, a data.train file for an SFT phase. The policy update uses first attempts only: a
+// correction was sampled under another prompt, so its log-probs are not the policy's for the original.
+type SelfCorrectSpec struct {
+	Retries    int `json:"retries" default:"0" help:"regeneration rounds for failed samples, with the verifier's feedback (0: off)"`
+	MaxSamples int `json:"max_samples" default:"64" help:"failed samples retried per iteration at most"`
+}
+
 // RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp, ppo).
 type RLConfig struct {
 	Data            train.DataSpec    `json:"data"`
@@ -48,6 +59,7 @@ type RLConfig struct {
 	KeepLast        int               `json:"keep_last" default:"3" help:"policy checkpoints kept per branch besides the best (the last good one back-tracking returns to)"`
 	Eval            EvalSpec          `json:"eval"`
 	Backtrack       BacktrackSpec     `json:"backtrack"`
+	SelfCorrect     SelfCorrectSpec   `json:"self_correct"`
 	// InjectNaNAt poisons the advantages of this iteration (1-based; tests of back-tracking).
 	InjectNaNAt      int             `json:"inject_nan_at,omitempty" help:"testing: make iteration N's update non-finite"`
 	HeartbeatTimeout config.Duration `json:"heartbeat_timeout" default:"30s"`
@@ -77,6 +89,7 @@ func defaultRLConfig(algo string) *RLConfig {
 		Epochs:    1, DynamicSampling: algo == loss.AlgoDAPO, Mode: "sync", MaxStaleness: 1, EvalEvery: 10,
 		Eval:             EvalSpec{Before: true, Examples: 200, MaxNewTokens: 8, PassK: 1, Temperature: 1},
 		Backtrack:        BacktrackSpec{Tolerance: 0.1, Budget: 3, LRFactor: 0.5, KLFactor: 2},
+		SelfCorrect:      SelfCorrectSpec{MaxSamples: 64},
 		HeartbeatTimeout: config.Duration(30 * time.Second),
 		KeepLast:         3,
 		kind:             algo,
@@ -137,6 +150,10 @@ func (c *RLConfig) Validate() error {
 		return &config.FieldError{Path: "max_new_tokens", Msg: "must be >= 1"}
 	case c.Temperature <= 0:
 		return &config.FieldError{Path: "temperature", Msg: "must be > 0 (rollouts sample)"}
+	case c.SelfCorrect.Retries < 0 || c.SelfCorrect.Retries > 5:
+		return &config.FieldError{Path: "self_correct.retries", Msg: fmt.Sprintf("%d: want 0 (off) to 5", c.SelfCorrect.Retries)}
+	case c.SelfCorrect.Retries > 0 && c.SelfCorrect.MaxSamples < 1:
+		return &config.FieldError{Path: "self_correct.max_samples", Msg: "must be >= 1 when retries > 0"}
 	case c.Epochs < 1:
 		return &config.FieldError{Path: "epochs", Msg: "must be >= 1"}
 	case c.Mode != "sync" && c.Mode != "async":
@@ -210,6 +227,10 @@ type rlState struct {
 	WaitScore    float64 `json:"wait_score"`
 	WaitTrain    float64 `json:"wait_train"`
 	// Sums of per-iteration throughputs (tokens/s) of rollout generation and policy training.
+	// Self-correction counts: samples regenerated with feedback, those that then passed, and the
+	// examples kept as data.
+	CorrTried   int     `json:"corr_tried,omitempty"`
+	CorrPassed  int     `json:"corr_passed,omitempty"`
 	RolloutTokS float64 `json:"rollout_tok_s"`
 	TrainTokS   float64 `json:"train_tok_s"`
 	Started     bool    `json:"started"`
@@ -255,6 +276,55 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			Store: in.Store, Run: in.RunID, Phase: in.Phase, Checkpoint: policy, PolicyVersion: version, Iteration: iter,
 			Data: cfg.Data, Seed: seed, Prompts: cfg.Prompts, Group: cfg.Group, MaxNewTokens: cfg.MaxNewTokens, Temperature: cfg.Temperature,
 		})
+	}
+	// selfCorrect regenerates the failed samples of gen (verdicts in file order) with their feedback,
+	// for up to cfg.SelfCorrect.Retries rounds, and keeps the corrections that pass as data.
+	selfCorrect := func(gen rollout.GenerateOutput, verdicts []reward.ItemVerdict) error {
+		src, vs := gen.Rollouts, verdicts
+		var idx []int
+		for i, v := range vs {
+			if !v.Pass && v.Error == "" && len(idx) < cfg.SelfCorrect.MaxSamples {
+				idx = append(idx, i)
+			}
+		}
+		for round := 1; round <= cfg.SelfCorrect.Retries && len(idx) > 0; round++ {
+			fb := make([]string, len(idx))
+			for k, i := range idx {
+				fb[k] = vs[i].Feedback
+			}
+			var rg rollout.GenerateOutput
+			if err := workflow.ExecuteActivity(rolloutCtx, rollout.GenerateName, rollout.GenerateInput{
+				Store: in.Store, Run: in.RunID, Phase: st.Dir, Checkpoint: st.Policy, PolicyVersion: st.Version, Iteration: st.Iter,
+				Data: cfg.Data, Seed: seed, Group: 1, MaxNewTokens: cfg.MaxNewTokens, Temperature: cfg.Temperature,
+				RetryOf: src, RetryIndex: idx, RetryFeedback: fb, Tag: fmt.Sprintf("retry%d", round),
+			}).Get(ctx, &rg); err != nil {
+				return fmt.Errorf("self-correction round %d: %w", round, err)
+			}
+			var rsc reward.ScoreOutput
+			if err := workflow.ExecuteActivity(rewardCtx, reward.ScoreName, reward.ScoreInput{Rollouts: rg.Rollouts, Spec: cfg.Reward}).Get(ctx, &rsc); err != nil {
+				return fmt.Errorf("self-correction round %d: score: %w", round, err)
+			}
+			var passed, failed []int
+			for k, v := range rsc.Verdicts {
+				switch {
+				case v.Pass:
+					passed = append(passed, k)
+				case v.Error == "":
+					failed = append(failed, k)
+				}
+			}
+			st.CorrTried += len(idx)
+			st.CorrPassed += len(passed)
+			if len(passed) > 0 {
+				if err := workflow.ExecuteActivity(rolloutCtx, rollout.KeepName, rollout.KeepInput{
+					Store: in.Store, Run: in.RunID, Phase: st.Dir, Iteration: st.Iter, Round: round, Rollouts: rg.Rollouts, Index: passed,
+				}).Get(ctx, nil); err != nil {
+					return fmt.Errorf("self-correction round %d: keep: %w", round, err)
+				}
+			}
+			src, vs, idx = rg.Rollouts, rsc.Verdicts, failed
+		}
+		return nil
 	}
 	if !st.Started {
 		st = rlState{Started: true, Policy: in.From, Reference: in.From, Dir: in.Phase, LRScale: 1, KLScale: 1, FreshOptimizer: true,
@@ -322,6 +392,11 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		}
 		st.WaitScore += workflow.Now(ctx).Sub(scoreStart).Seconds()
 		st.RolloutTokS += gen.TokensPerS
+		if cfg.SelfCorrect.Retries > 0 {
+			if err := selfCorrect(gen, sc.Verdicts); err != nil {
+				return PhaseOutput{}, fmt.Errorf("%s %s: iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
+			}
+		}
 		rewards := make([]float64, len(sc.Verdicts))
 		for i, v := range sc.Verdicts {
 			rewards[i] = v.Score
@@ -437,6 +512,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		"seconds_generate_wait": st.WaitGenerate / float64(max(1, st.Iter)), "seconds_score": st.WaitScore / float64(max(1, st.Iter)),
 		"seconds_policy_step":  st.WaitTrain / float64(max(1, st.Iter)),
 		"rollout_tokens_per_s": st.RolloutTokS / float64(max(1, st.Iter)), "train_tokens_per_s": st.TrainTokS / float64(max(1, st.Iter)),
+	}
+	if cfg.SelfCorrect.Retries > 0 {
+		metrics["self_corrections_tried"], metrics["self_corrections_passed"] = float64(st.CorrTried), float64(st.CorrPassed)
 	}
 	copyMetrics(metrics, st.Last, "")
 	copyMetrics(metrics, st.Before, "_before")

@@ -140,3 +140,48 @@ func countMarkersAllRuns(t *testing.T, env *testenv.Env, id string) int {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestRLSelfCorrection: failed samples are regenerated with the verifier's feedback, and the
+// corrections that pass are kept as prompt → completion data under the original prompt. The model
+// after 6 SFT steps samples nearly uniform bytes, so the reward (an ASCII first byte) fails about half
+// of the samples and about half of their retries pass.
+func TestRLSelfCorrection(t *testing.T) {
+	env := testenv.Get(t)
+	env.Roles(t)
+	in := rlPipeline(t, `{"iterations": 2, "reward": {"verifiers": [{"name": "format", "params": {"regex": ["^[\\x00-\\x7f]"]}}]},
+		"self_correct": {"retries": 2, "max_samples": 8}}`)
+	run := start(t, env.Client, in)
+	var out workflows.PipelineOutput
+	if err := run.Get(context.Background(), &out); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	m := out.Phases[1].Metrics
+	tried, passed := m["self_corrections_tried"], m["self_corrections_passed"]
+	// 2 iterations × up to 8 first-round retries, plus second rounds of what failed again.
+	if tried < 8 || passed < 1 || passed > tried {
+		t.Fatalf("self-corrections tried %v, passed %v (metrics %v)", tried, passed, m)
+	}
+	files, _ := filepath.Glob(filepath.Join(strings.TrimPrefix(in.Store, "file://"), "runs", "*", "grpo", "corrections", "*.jsonl"))
+	kept := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var ex struct{ Prompt, Completion string }
+			if err := json.Unmarshal([]byte(line), &ex); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if strings.Contains(ex.Prompt, "feedback") || !strings.HasSuffix(ex.Prompt, "=") || ex.Completion == "" || ex.Completion[0] >= 0x80 {
+				t.Errorf("%s: kept %+v: want the original prompt and a passing completion", f, ex)
+			}
+			kept++
+		}
+	}
+	t.Logf("self-corrections: %v tried, %v passed, %d kept in %d files", tried, passed, kept, len(files))
+	if float64(kept) != passed {
+		t.Errorf("kept %d examples in %v, want the %v that passed", kept, files, passed)
+	}
+	replayAll(t, env.Client, run.GetID())
+}

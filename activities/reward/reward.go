@@ -42,8 +42,8 @@ type Item struct {
 
 // ScoreInput asks for every item to be judged by the composed verifiers of Spec.
 type ScoreInput struct {
-	// Rollouts is the URI of a rollouts object. Reading it needs the storage layer, which does
-	// not exist yet: for now it is rejected and Items carries the rollouts.
+	// Rollouts is the URI of a rollouts object (what RL workflows pass); Items carries the samples
+	// inline instead (tools and tests). Set one.
 	Rollouts string      `json:"rollouts,omitempty"`
 	Items    []Item      `json:"items,omitempty"`
 	Spec     verify.Spec `json:"spec"`

@@ -1,12 +1,14 @@
 // Package rollout holds the rollout role's activity: Generate samples G completions per prompt from a
 // policy checkpoint with the KV cache, records the behaviour log-probs and policy version, and writes
 // them as a rollouts object in the store. Sampling is seeded per (iteration, prompt, sample), so a retried
-// Generate writes the same file.
+// Generate writes the same file. Generate also regenerates failed samples with the verifier's feedback
+// (self-correction), and Keep writes the corrections that passed as prompt/completion data.
 package rollout
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
@@ -44,6 +46,12 @@ type GenerateInput struct {
 	// Retry, when set, regenerates these rollouts with the verifier's feedback appended to the prompt
 	// (sample-level self-correction) instead of drawing new prompts.
 	Retry []rollout.Rollout `json:"retry,omitempty"`
+	// RetryOf names a rollouts object instead: its rollouts RetryIndex (file order) are retried, each
+	// with RetryFeedback[i] as its feedback. Workflows use it so that no rollout text passes
+	// through their history.
+	RetryOf       string   `json:"retry_of,omitempty"`
+	RetryIndex    []int    `json:"retry_index,omitempty"`
+	RetryFeedback []string `json:"retry_feedback,omitempty"`
 	// Tag distinguishes several files of one iteration (e.g. "retry1").
 	Tag string `json:"tag,omitempty"`
 }
@@ -107,6 +115,13 @@ func Prompts(ctx context.Context, spec train.DataSpec, seed uint64, iteration, n
 
 // Generate samples the rollouts and writes them to the store.
 func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOutput, error) {
+	if in.RetryOf != "" {
+		retry, err := retriesOf(ctx, in)
+		if err != nil {
+			return GenerateOutput{}, err
+		}
+		in.Retry, in.RetryOf = retry, ""
+	}
 	if in.Group < 1 || (in.Prompts < 1 && len(in.Retry) == 0) || in.MaxNewTokens < 1 {
 		return GenerateOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("rollout: generate %s/%s: prompts %d, group %d, max_new_tokens %d: want > 0", in.Run, in.Phase, in.Prompts, in.Group, in.MaxNewTokens), "InvalidInput", nil)
@@ -196,6 +211,89 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 		out.TokensPerS = float64(tokens) / secs
 	}
 	return out, nil
+}
+
+// retriesOf reads the rollouts in.RetryOf names and returns those in.RetryIndex picks, each with its
+// feedback.
+func retriesOf(ctx context.Context, in GenerateInput) ([]rollout.Rollout, error) {
+	bad := func(format string, args ...any) error {
+		msg := fmt.Sprintf("rollout: retry of %s: ", in.RetryOf) + fmt.Sprintf(format, args...)
+		return temporal.NewNonRetryableApplicationError(msg, "InvalidInput", nil)
+	}
+	if len(in.RetryIndex) == 0 || len(in.RetryIndex) != len(in.RetryFeedback) {
+		return nil, bad("%d indices and %d feedbacks: want the same number, at least one", len(in.RetryIndex), len(in.RetryFeedback))
+	}
+	rs, err := train.ReadRollouts(ctx, in.RetryOf)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rollout.Rollout, len(in.RetryIndex))
+	for i, j := range in.RetryIndex {
+		if j < 0 || j >= len(rs) {
+			return nil, bad("index %d: the file has %d rollouts", j, len(rs))
+		}
+		out[i] = rs[j]
+		out[i].Feedback = in.RetryFeedback[i]
+	}
+	return out, nil
+}
+
+// KeepName is the activity that keeps passing self-corrections as data (queue "rollout").
+const KeepName = "rollout.Keep"
+
+// KeepInput names the rollouts (Rollouts, file order Index) to keep as prompt/completion examples.
+type KeepInput struct {
+	Store     string `json:"store"`
+	Run       string `json:"run"`
+	Phase     string `json:"phase"`
+	Iteration int    `json:"iteration"`
+	Round     int    `json:"round"` // self-correction round (1-based)
+	Rollouts  string `json:"rollouts"`
+	Index     []int  `json:"index"`
+}
+
+// KeepOutput is the JSONL object written (a data.train file for an SFT phase) and its line count.
+type KeepOutput struct {
+	Examples string `json:"examples"`
+	Count    int    `json:"count"`
+}
+
+// CorrectionsKey is where an iteration's kept corrections live, relative to the store root.
+func CorrectionsKey(run, phase string, iteration, round int) string {
+	return path.Join("runs", run, phase, "corrections", fmt.Sprintf("iter-%06d-retry%d.jsonl", iteration, round))
+}
+
+// Keep writes the chosen rollouts as examples: the original prompt (without the feedback it was
+// regenerated with) and the corrected completion, so an SFT phase can train on what the verifier
+// accepted. Rewriting the same iteration and round replaces the object (retries are idempotent).
+func (a *Activities) Keep(ctx context.Context, in KeepInput) (KeepOutput, error) {
+	rs, err := train.ReadRollouts(ctx, in.Rollouts)
+	if err != nil {
+		return KeepOutput{}, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, j := range in.Index {
+		if j < 0 || j >= len(rs) {
+			return KeepOutput{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("rollout: keep %s: index %d of %d rollouts", in.Rollouts, j, len(rs)), "InvalidInput", nil)
+		}
+		r := rs[j]
+		if err := enc.Encode(tasks.Example{ID: r.ID, Task: r.Task, Prompt: r.Prompt, Completion: r.Completion, Answer: r.Answer}); err != nil {
+			return KeepOutput{}, err
+		}
+	}
+	st, err := ckpt.Open(ctx, in.Store, ckpt.Options{})
+	if err != nil {
+		return KeepOutput{}, fmt.Errorf("rollout: open store %s: %w", in.Store, err)
+	}
+	defer st.Close()
+	key := CorrectionsKey(in.Run, in.Phase, in.Iteration, in.Round)
+	if _, err := st.Put(ctx, key, &buf); err != nil {
+		return KeepOutput{}, fmt.Errorf("rollout: write %s: %w", st.URI(key), err)
+	}
+	return KeepOutput{Examples: st.URI(key), Count: len(in.Index)}, nil
 }
 
 // seedFor gives every sample its own seed, independent of batching.

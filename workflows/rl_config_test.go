@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -29,6 +30,25 @@ func TestRLLearningRateSchedule(t *testing.T) {
 	for _, it := range []int{0, 20, 39} {
 		if got := rlLR(d.(*RLConfig), it); got != 0.001 {
 			t.Errorf("default schedule, iteration %d: lr %g, want constant 0.001", it, got)
+		}
+	}
+}
+
+// TestRLSelfCorrectConfig: self_correct's bad values name their field and the allowed range.
+func TestRLSelfCorrectConfig(t *testing.T) {
+	for _, tc := range []struct{ cfg, path string }{
+		{`{"retries": 2}`, ""},
+		{`{"retries": 0, "max_samples": 0}`, ""},
+		{`{"retries": 9}`, "self_correct.retries"},
+		{`{"retries": -1}`, "self_correct.retries"},
+		{`{"retries": 1, "max_samples": 0}`, "self_correct.max_samples"},
+	} {
+		_, err := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"add2"},"self_correct":`+tc.cfg+`}`), "config")
+		switch {
+		case tc.path == "" && err != nil:
+			t.Errorf("%s: %v", tc.cfg, err)
+		case tc.path != "" && (err == nil || !strings.Contains(err.Error(), tc.path)):
+			t.Errorf("%s: got %v, want an error naming %s", tc.cfg, err, tc.path)
 		}
 	}
 }
