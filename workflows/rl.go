@@ -30,12 +30,16 @@ type BacktrackSpec struct {
 // SelfCorrectSpec configures sample-level self-correction: after scoring, up to MaxSamples failed
 // samples (the first in file order) are regenerated with the verifier's feedback appended to their
 // prompt, for up to Retries rounds (a round retries the previous round's failures); those that then
-// pass are kept as data: runs/RUN/PHASE/corrections/iter-N-retryR.jsonl, original prompt → corrected
+// pass are kept as data (with Resample, the retry is a fresh sample of the original prompt):
+// runs/RUN/PHASE/corrections/iter-N-retryR.jsonl, original prompt → corrected
 // completion, a data.train file for an SFT phase. The policy update uses first attempts only: a
 // correction was sampled under another prompt, so its log-probs are not the policy's for the original.
 type SelfCorrectSpec struct {
 	Retries    int `json:"retries" default:"0" help:"regeneration rounds for failed samples, with the verifier's feedback (0: off)"`
 	MaxSamples int `json:"max_samples" default:"64" help:"failed samples retried per iteration at most"`
+	// Resample retries with the original prompt instead: a model never trained to read feedback
+	// (the tiny demo models) answers the feedback prompt with nothing.
+	Resample bool `json:"resample" help:"retry with the original prompt (a fresh sample) instead of appending the verifier's feedback"`
 }
 
 // RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp, ppo).
@@ -296,7 +300,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			if err := workflow.ExecuteActivity(rolloutCtx, rollout.GenerateName, rollout.GenerateInput{
 				Store: in.Store, Run: in.RunID, Phase: st.Dir, Checkpoint: st.Policy, PolicyVersion: st.Version, Iteration: st.Iter,
 				Data: cfg.Data, Seed: seed, Group: 1, MaxNewTokens: cfg.MaxNewTokens, Temperature: cfg.Temperature,
-				RetryOf: src, RetryIndex: idx, RetryFeedback: fb, Tag: fmt.Sprintf("retry%d", round),
+				RetryOf: src, RetryIndex: idx, RetryFeedback: fb, RetryResample: cfg.SelfCorrect.Resample, Tag: fmt.Sprintf("retry%d", round),
 			}).Get(ctx, &rg); err != nil {
 				return fmt.Errorf("self-correction round %d: %w", round, err)
 			}

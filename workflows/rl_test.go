@@ -148,8 +148,16 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 func TestRLSelfCorrection(t *testing.T) {
 	env := testenv.Get(t)
 	env.Roles(t)
-	in := rlPipeline(t, `{"iterations": 2, "reward": {"verifiers": [{"name": "format", "params": {"regex": ["^[\\x00-\\x7f]"]}}]},
-		"self_correct": {"retries": 2, "max_samples": 8}}`)
+	for _, resample := range []bool{false, true} {
+		t.Run(fmt.Sprintf("resample=%v", resample), func(t *testing.T) {
+			in := rlPipeline(t, fmt.Sprintf(`{"iterations": 2, "reward": {"verifiers": [{"name": "format", "params": {"regex": ["^[\\x00-\\x7f]"]}}]},
+		"self_correct": {"retries": 2, "max_samples": 8, "resample": %v}}`, resample))
+			selfCorrectionRun(t, env, in, resample)
+		})
+	}
+}
+
+func selfCorrectionRun(t *testing.T, env *testenv.Env, in workflows.PipelineInput, resample bool) {
 	run := start(t, env.Client, in)
 	var out workflows.PipelineOutput
 	if err := run.Get(context.Background(), &out); err != nil {
@@ -180,6 +188,26 @@ func TestRLSelfCorrection(t *testing.T) {
 		}
 	}
 	t.Logf("self-corrections: %v tried, %v passed, %d kept in %d files", tried, passed, kept, len(files))
+	// A retry's prompt carries the first answer and the feedback, unless it resamples the original.
+	retries, _ := filepath.Glob(filepath.Join(strings.TrimPrefix(in.Store, "file://"), "runs", "*", "grpo", "rollouts", "*-retry1.jsonl"))
+	if len(retries) == 0 {
+		t.Fatal("no retry rollouts written")
+	}
+	b, err := os.ReadFile(retries[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Prompt       string `json:"prompt"`
+		PromptTokens []int  `json:"prompt_tokens"`
+		Feedback     string `json:"feedback"`
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(string(b), "\n", 2)[0]), &r); err != nil {
+		t.Fatal(err)
+	}
+	if long := len(r.PromptTokens) > len(r.Prompt)+len(r.Feedback); long == resample || r.Feedback == "" {
+		t.Errorf("resample=%v: retry of %q has %d prompt tokens (feedback %q)", resample, r.Prompt, len(r.PromptTokens), r.Feedback)
+	}
 	if float64(kept) != passed {
 		t.Errorf("kept %d examples in %v, want the %v that passed", kept, files, passed)
 	}

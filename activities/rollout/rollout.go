@@ -52,6 +52,9 @@ type GenerateInput struct {
 	RetryOf       string   `json:"retry_of,omitempty"`
 	RetryIndex    []int    `json:"retry_index,omitempty"`
 	RetryFeedback []string `json:"retry_feedback,omitempty"`
+	// RetryResample retries with the original prompt (a fresh sample) instead of appending the
+	// feedback: for models never trained to read feedback.
+	RetryResample bool `json:"retry_resample,omitempty"`
 	// Tag distinguishes several files of one iteration (e.g. "retry1").
 	Tag string `json:"tag,omitempty"`
 }
@@ -138,6 +141,9 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 	if len(in.Retry) > 0 {
 		for i, r := range in.Retry {
 			ex := tasks.Example{Prompt: r.Prompt + r.Completion + "\nfeedback: " + r.Feedback + "\n" + firstPromptLine(r.Prompt)}
+			if in.RetryResample {
+				ex.Prompt = r.Prompt
+			}
 			ids, err := enc.PromptIDs(ex)
 			if err != nil {
 				return GenerateOutput{}, err
