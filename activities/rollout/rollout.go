@@ -202,16 +202,11 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 	if err := rollout.Write(&buf, rs); err != nil {
 		return GenerateOutput{}, err
 	}
-	st, err := ckpt.Open(ctx, in.Store, ckpt.Options{})
+	uri, err := put(ctx, in.Store, RolloutsKey(in.Run, in.Phase, in.Iteration, in.Tag), &buf)
 	if err != nil {
-		return GenerateOutput{}, fmt.Errorf("rollout: open store %s: %w", in.Store, err)
+		return GenerateOutput{}, err
 	}
-	defer st.Close()
-	key := RolloutsKey(in.Run, in.Phase, in.Iteration, in.Tag)
-	if _, err := st.Put(ctx, key, &buf); err != nil {
-		return GenerateOutput{}, fmt.Errorf("rollout: write %s: %w", st.URI(key), err)
-	}
-	out := GenerateOutput{Rollouts: st.URI(key), Samples: len(rs), MeanLength: float64(tokens) / float64(len(rs)),
+	out := GenerateOutput{Rollouts: uri, Samples: len(rs), MeanLength: float64(tokens) / float64(len(rs)),
 		Truncated: float64(truncated) / float64(len(rs))}
 	if secs > 0 {
 		out.TokensPerS = float64(tokens) / secs
@@ -290,16 +285,24 @@ func (a *Activities) Keep(ctx context.Context, in KeepInput) (KeepOutput, error)
 			return KeepOutput{}, err
 		}
 	}
-	st, err := ckpt.Open(ctx, in.Store, ckpt.Options{})
+	uri, err := put(ctx, in.Store, CorrectionsKey(in.Run, in.Phase, in.Iteration, in.Round), &buf)
 	if err != nil {
-		return KeepOutput{}, fmt.Errorf("rollout: open store %s: %w", in.Store, err)
+		return KeepOutput{}, err
+	}
+	return KeepOutput{Examples: uri, Count: len(in.Index)}, nil
+}
+
+// put writes one object of the store and returns its URI.
+func put(ctx context.Context, store, key string, buf *bytes.Buffer) (string, error) {
+	st, err := ckpt.Open(ctx, store, ckpt.Options{})
+	if err != nil {
+		return "", fmt.Errorf("rollout: open store %s: %w", store, err)
 	}
 	defer st.Close()
-	key := CorrectionsKey(in.Run, in.Phase, in.Iteration, in.Round)
-	if _, err := st.Put(ctx, key, &buf); err != nil {
-		return KeepOutput{}, fmt.Errorf("rollout: write %s: %w", st.URI(key), err)
+	if _, err := st.Put(ctx, key, buf); err != nil {
+		return "", fmt.Errorf("rollout: write %s: %w", st.URI(key), err)
 	}
-	return KeepOutput{Examples: st.URI(key), Count: len(in.Index)}, nil
+	return st.URI(key), nil
 }
 
 // seedFor gives every sample its own seed, independent of batching.
