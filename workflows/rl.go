@@ -231,13 +231,12 @@ type rlState struct {
 	WaitScore    float64 `json:"wait_score"`
 	WaitTrain    float64 `json:"wait_train"`
 	// Sums of per-iteration throughputs (tokens/s) of rollout generation and policy training.
-	// Self-correction counts: samples regenerated with feedback, those that then passed, and the
-	// examples kept as data.
-	CorrTried   int     `json:"corr_tried,omitempty"`
-	CorrPassed  int     `json:"corr_passed,omitempty"`
 	RolloutTokS float64 `json:"rollout_tok_s"`
 	TrainTokS   float64 `json:"train_tok_s"`
-	Started     bool    `json:"started"`
+	// Self-correction counts: samples regenerated, and those that then passed (kept as data).
+	CorrTried  int  `json:"corr_tried,omitempty"`
+	CorrPassed int  `json:"corr_passed,omitempty"`
+	Started    bool `json:"started"`
 }
 
 // RL is the rollout → reward → train loop over policy versions, in sync or async mode, with held-out

@@ -217,24 +217,30 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 // retriesOf reads the rollouts in.RetryOf names and returns those in.RetryIndex picks, each with its
 // feedback.
 func retriesOf(ctx context.Context, in GenerateInput) ([]rollout.Rollout, error) {
-	bad := func(format string, args ...any) error {
-		msg := fmt.Sprintf("rollout: retry of %s: ", in.RetryOf) + fmt.Sprintf(format, args...)
-		return temporal.NewNonRetryableApplicationError(msg, "InvalidInput", nil)
-	}
 	if len(in.RetryIndex) == 0 || len(in.RetryIndex) != len(in.RetryFeedback) {
-		return nil, bad("%d indices and %d feedbacks: want the same number, at least one", len(in.RetryIndex), len(in.RetryFeedback))
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollout: retry of %s: %d indices and %d feedbacks: want the same number, at least one",
+			in.RetryOf, len(in.RetryIndex), len(in.RetryFeedback)), "InvalidInput", nil)
 	}
-	rs, err := train.ReadRollouts(ctx, in.RetryOf)
+	out, err := pick(ctx, in.RetryOf, in.RetryIndex)
+	for i := range out {
+		out[i].Feedback = in.RetryFeedback[i]
+	}
+	return out, err
+}
+
+// pick reads the rollouts object at uri and returns its rollouts idx (file order), in idx's order.
+func pick(ctx context.Context, uri string, idx []int) ([]rollout.Rollout, error) {
+	rs, err := train.ReadRollouts(ctx, uri)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]rollout.Rollout, len(in.RetryIndex))
-	for i, j := range in.RetryIndex {
+	out := make([]rollout.Rollout, len(idx))
+	for i, j := range idx {
 		if j < 0 || j >= len(rs) {
-			return nil, bad("index %d: the file has %d rollouts", j, len(rs))
+			return nil, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("rollout: %s: index %d, the file has %d rollouts", uri, j, len(rs)), "InvalidInput", nil)
 		}
 		out[i] = rs[j]
-		out[i].Feedback = in.RetryFeedback[i]
 	}
 	return out, nil
 }
@@ -268,19 +274,14 @@ func CorrectionsKey(run, phase string, iteration, round int) string {
 // regenerated with) and the corrected completion, so an SFT phase can train on what the verifier
 // accepted. Rewriting the same iteration and round replaces the object (retries are idempotent).
 func (a *Activities) Keep(ctx context.Context, in KeepInput) (KeepOutput, error) {
-	rs, err := train.ReadRollouts(ctx, in.Rollouts)
+	rs, err := pick(ctx, in.Rollouts, in.Index)
 	if err != nil {
 		return KeepOutput{}, err
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	for _, j := range in.Index {
-		if j < 0 || j >= len(rs) {
-			return KeepOutput{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("rollout: keep %s: index %d of %d rollouts", in.Rollouts, j, len(rs)), "InvalidInput", nil)
-		}
-		r := rs[j]
+	for _, r := range rs {
 		if err := enc.Encode(tasks.Example{ID: r.ID, Task: r.Task, Prompt: r.Prompt, Completion: r.Completion, Answer: r.Answer}); err != nil {
 			return KeepOutput{}, err
 		}

@@ -13,6 +13,7 @@ type Field struct {
 	Type    reflect.Type
 	Default string // from the `default:"..."` tag, documentation only
 	Help    string // from the `help:"..."` tag
+	Index   []int  // reflect field index path (through embedded structs), for FieldByIndex
 }
 
 // Fields lists t's JSON fields in declaration order, flattening embedded structs.
@@ -32,13 +33,16 @@ func Fields(t reflect.Type) []Field {
 			continue
 		}
 		if sf.Anonymous && name == "" {
-			out = append(out, Fields(sf.Type)...)
+			for _, f := range Fields(sf.Type) {
+				f.Index = append([]int{i}, f.Index...)
+				out = append(out, f)
+			}
 			continue
 		}
 		if name == "" {
 			name = sf.Name
 		}
-		out = append(out, Field{Name: name, Type: sf.Type, Default: sf.Tag.Get("default"), Help: sf.Tag.Get("help")})
+		out = append(out, Field{Name: name, Type: sf.Type, Default: sf.Tag.Get("default"), Help: sf.Tag.Get("help"), Index: []int{i}})
 	}
 	return out
 }
@@ -71,7 +75,7 @@ func explain(b *strings.Builder, t reflect.Type, val reflect.Value, prefix strin
 		ft := f.Type
 		fv := reflect.Value{}
 		if val.IsValid() {
-			fv = fieldByJSONName(val, f.Name)
+			fv, _ = val.FieldByIndexErr(f.Index) // invalid through a nil embedded pointer
 		}
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
@@ -94,40 +98,6 @@ func explain(b *strings.Builder, t reflect.Type, val reflect.Value, prefix strin
 			explain(b, ft.Elem(), reflect.Value{}, path+"[]")
 		}
 	}
-}
-
-// fieldByJSONName finds the field Fields named name in struct value v (embedded structs flattened).
-func fieldByJSONName(v reflect.Value, name string) reflect.Value {
-	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		if !sf.IsExported() {
-			continue
-		}
-		n, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		if sf.Anonymous && n == "" {
-			ev := v.Field(i)
-			for ev.Kind() == reflect.Pointer {
-				if ev.IsNil() {
-					break
-				}
-				ev = ev.Elem()
-			}
-			if ev.Kind() == reflect.Struct {
-				if f := fieldByJSONName(ev, name); f.IsValid() {
-					return f
-				}
-			}
-			continue
-		}
-		if n == "" {
-			n = sf.Name
-		}
-		if n == name {
-			return v.Field(i)
-		}
-	}
-	return reflect.Value{}
 }
 
 func isScalar(t reflect.Type) bool {
