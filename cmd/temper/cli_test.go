@@ -8,6 +8,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -199,4 +200,36 @@ func TestDemoPipelineIsValid(t *testing.T) {
 	if len(in.Phases) != 3 || in.Phases[0].Kind != "pretrain" || in.Phases[1].Kind != "sft" || in.Phases[2].Kind != "grpo" {
 		t.Fatalf("demo pipeline: %d phases, want pretrain → sft → grpo", len(in.Phases))
 	}
+}
+
+// TestRLTrialsPipelineIsValid: scripts/rl-trials.yaml, which the README and issue notes cite, still
+// parses and validates, and its base is the bench's (same data seed and held-out prompts).
+func TestRLTrialsPipelineIsValid(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "scripts", "rl-trials.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := parsePipeline("rl-trials.yaml", data, nil, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bench, err := rlVsSFTPhases(rlVsSFTOptions{Task: "add2", SFTExamples: 500, SFTSteps: 400, Pretrain: 2000, Seconds: 1, Algo: "grpo", Heldout: 200}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"pretrain", "base"} {
+		var got, want struct {
+			Data  json.RawMessage `json:"data"`
+			Steps int             `json:"steps"`
+		}
+		if in.Phases[i].Name != name || json.Unmarshal(in.Phases[i].Config, &got) != nil || json.Unmarshal(bench[i].Config, &want) != nil ||
+			got.Steps != want.Steps || !jsonEqual(got.Data, want.Data) {
+			t.Errorf("phase %d %s: %s, want the bench's %s", i, in.Phases[i].Name, in.Phases[i].Config, bench[i].Config)
+		}
+	}
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
