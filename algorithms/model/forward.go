@@ -201,12 +201,21 @@ func ropeTables(cfg Config, positions *Node) (cos, sin *Node) {
 }
 
 // applyRope: x [batch, seq, heads, head_dim] → x·cos + rotate_half(x)·sin.
+//
+// rotate_half(x) = [-x2, x1] is one small matmul with a constant signed permutation (each output
+// column has a single ±1), which is exact and keeps the backward pass a matmul too: the
+// slice/negate/concatenate form costs two Pads, a Slice and a Concatenate per call in the
+// gradient, each over the whole activation.
 func applyRope(x, cos, sin *Node) *Node {
-	half := x.Shape().Dim(-1) / 2
-	x1 := SliceAxis(x, -1, AxisRange(0, half))
-	x2 := SliceAxis(x, -1, AxisRange(half, 2*half))
-	rot := Concatenate([]*Node{Neg(x2), x1}, -1)
-	return Add(Mul(x, cos), Mul(rot, sin))
+	hd := x.Shape().Dim(-1)
+	half := hd / 2
+	r := make([]float32, hd*hd) // r[i, j]: x[i]'s weight in rotate_half(x)[j]
+	for j := range half {
+		r[(j+half)*hd+j] = -1
+		r[j*hd+j+half] = 1
+	}
+	rot := Dot(Reshape(x, x.Shape().Size()/hd, hd), Reshape(Const(x.Graph(), r), hd, hd)).Product()
+	return Add(Mul(x, cos), Mul(Reshape(rot, x.Shape().Dimensions...), sin))
 }
 
 // attention is one self-attention sub-block (GQA, RoPE, fused QKV).
@@ -216,7 +225,7 @@ func applyRope(x, cos, sin *Node) *Node {
 // Layout: heads are grouped by their KV head (head = kv·group + j, as transformers' repeat_kv), so
 // queries reshape to [batch·kv_heads, group·seq, head_dim] and multiply the un-repeated keys
 // [batch·kv_heads, keys, head_dim] directly: batched rank-3 matmuls, no repeat of K/V.
-func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, bias *Node, kv *kvState) *Node {
+func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, attnBias *Node, kv *kvState) *Node {
 	g := h.Graph()
 	batch, seq, d := h.Shape().Dim(0), h.Shape().Dim(1), cfg.DModel
 	nh, nkv, hd := cfg.Heads, cfg.KVHeads, cfg.HeadDim
@@ -224,13 +233,14 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, bias *Node, kv *
 	width := cfg.qkvWidth()
 
 	x := Reshape(h, batch*seq, d)
-	qkv := linear(scope, VarQKV, l, x, param(scope, g, layerPath(VarQKV, l), d, width))
+	var bias *Node
 	if cfg.QKVBias {
-		qkv = Add(qkv, Reshape(param(scope, g, layerPath(VarQKVBias, l), width), 1, width))
+		bias = param(scope, g, layerPath(VarQKVBias, l), width)
 	}
-	q := Reshape(SliceAxis(qkv, 1, AxisRange(0, nh*hd)), batch, seq, nh, hd)
-	k := Reshape(SliceAxis(qkv, 1, AxisRange(nh*hd, (nh+nkv)*hd)), batch, seq, nkv, hd)
-	v := Reshape(SliceAxis(qkv, 1, AxisRange((nh+nkv)*hd, width)), batch, seq, nkv, hd)
+	parts := splitLinear(scope, VarQKV, l, x, param(scope, g, layerPath(VarQKV, l), d, width), bias, nh*hd, (nh+nkv)*hd)
+	q := Reshape(parts[0], batch, seq, nh, hd)
+	k := Reshape(parts[1], batch, seq, nkv, hd)
+	v := Reshape(parts[2], batch, seq, nkv, hd)
 	q = MulScalar(applyRope(q, cos, sin), 1/math.Sqrt(float64(hd)))
 	k = applyRope(k, cos, sin)
 
@@ -262,8 +272,8 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, bias *Node, kv *
 	// Contracting the last axis of both (the backend's native "transposed" layout) measured as fast
 	// as pre-transposed keys here, and lets the cache keep one layout for K and V.
 	scores := DotGeneral(q, []int{2}, []int{0}, kk, []int{2}, []int{0}) // [batch·kv, grp·seq, keys]
-	scores = Add(Reshape(scores, batch, nh, seq, keys), bias)
-	probs := Reshape(Softmax(scores, -1), batch*nkv, grp*seq, keys)
+	scores = Add(Reshape(scores, batch, nh, seq, keys), attnBias)
+	probs := Reshape(softmax(scores), batch*nkv, grp*seq, keys)
 	out := DotGeneral(probs, []int{2}, []int{0}, vv, []int{1}, []int{0}) // [batch·kv, grp·seq, hd]
 	out = TransposeAllAxes(Reshape(out, batch, nkv, grp, seq, hd), 0, 3, 1, 2, 4)
 	out = Reshape(out, batch*seq, nh*hd)
@@ -278,10 +288,8 @@ func mlp(scope *gm.Scope, cfg Config, l int, h *Node) *Node {
 	g := h.Graph()
 	batch, seq, d, f := h.Shape().Dim(0), h.Shape().Dim(1), cfg.DModel, cfg.FFN
 	x := Reshape(h, batch*seq, d)
-	gu := linear(scope, VarGateUp, l, x, param(scope, g, layerPath(VarGateUp, l), d, 2*f))
-	gate := SliceAxis(gu, 1, AxisRange(0, f))
-	up := SliceAxis(gu, 1, AxisRange(f, 2*f))
-	act := Mul(activate(cfg.Activation, gate), up)
+	gu := splitLinear(scope, VarGateUp, l, x, param(scope, g, layerPath(VarGateUp, l), d, 2*f), nil, f)
+	act := Mul(activate(cfg.Activation, gu[0]), gu[1])
 	out := linear(scope, VarDown, l, act, param(scope, g, layerPath(VarDown, l), f, d))
 	return Reshape(out, batch, seq, d)
 }
@@ -299,4 +307,33 @@ func activate(name string, x *Node) *Node {
 	}
 	exceptions.Panicf("model: unknown activation %q", name)
 	return nil
+}
+
+// splitLinear is x·w (+ bias) for a fused projection whose output columns split at cuts into
+// parts (q|k|v, gate|up): x [n, in], w [in, width], bias [width] or nil → parts [n, width_i].
+//
+// Each part is its own matmul with a column slice of the weight, so the backward pass pads and
+// sums weight-sized gradients rather than activation-sized ones (slicing the fused output costs a
+// zero-filled Pad per part plus their sum, each as large as the activation). Adapters attached
+// to the projection address its fused columns: a merged weight is sliced like w, an explicit
+// delta is sliced and added per part.
+func splitLinear(scope *gm.Scope, kind string, l int, x, w, bias *Node, cuts ...int) []*Node {
+	width := w.Shape().Dim(1)
+	bounds := append(append([]int{0}, cuts...), width)
+	merged, delta := loraTerm(scope, kind, l, x, w)
+	if merged != nil {
+		w = merged
+	}
+	parts := make([]*Node, len(bounds)-1)
+	for i := range parts {
+		lo, hi := bounds[i], bounds[i+1]
+		parts[i] = Dot(x, SliceAxis(w, 1, AxisRange(lo, hi))).Product()
+		if delta != nil {
+			parts[i] = Add(parts[i], SliceAxis(delta, 1, AxisRange(lo, hi)))
+		}
+		if bias != nil {
+			parts[i] = Add(parts[i], Reshape(SliceAxis(bias, 0, AxisRange(lo, hi)), 1, hi-lo))
+		}
+	}
+	return parts
 }

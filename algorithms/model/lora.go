@@ -453,13 +453,27 @@ const loraNarrowPenalty = 16
 // x·(W + s·A·B) (one full-width matmul; its backward pays the weight gradient x^T·dy once instead of
 // four narrow matmuls per module, which the pure-Go backend runs slowly).
 func linear(scope *gm.Scope, kind string, l int, x, w *Node) *Node {
+	merged, delta := loraTerm(scope, kind, l, x, w)
+	switch {
+	case merged != nil:
+		return Dot(x, merged).Product()
+	case delta != nil:
+		return Add(Dot(x, w).Product(), delta)
+	}
+	return Dot(x, w).Product()
+}
+
+// loraTerm is what the adapters attached to the projection (kind, layer l) add to x·w: either a
+// merged weight w + s·A·B to multiply x by instead (merged), or the explicit product s·(x·A)·B
+// [n, width] to add (delta); both nil without adapters. x: [n, in], w: [in, width].
+func loraTerm(scope *gm.Scope, kind string, l int, x, w *Node) (merged, delta *Node) {
 	at := attachedLoRA(scope)
 	if at == nil {
-		return Dot(x, w).Product()
+		return nil, nil
 	}
 	ms := at.byVar[layerPath(kind, l)]
 	if len(ms) == 0 {
-		return Dot(x, w).Product()
+		return nil, nil
 	}
 	g := x.Graph()
 	var step *Node
@@ -503,9 +517,9 @@ func linear(scope *gm.Scope, kind string, l int, x, w *Node) *Node {
 	if mode == loraMerged {
 		// W + s·A·B: scaling A (in×r values) is the cheapest place for s.
 		delta := columns(in, func(m LoRAModule) *Node { return Dot(MulScalar(a(m), scale), b(m)).Product() })
-		return Dot(x, Add(w, delta)).Product()
+		return Add(w, delta), nil
 	}
-	delta := columns(n, func(m LoRAModule) *Node {
+	delta = columns(n, func(m LoRAModule) *Node {
 		xin := x
 		if dropout {
 			xin = loraDropout(x, at.lora, at.index[m.Name], step)
@@ -513,7 +527,7 @@ func linear(scope *gm.Scope, kind string, l int, x, w *Node) *Node {
 		xa := MulScalar(Dot(xin, a(m)).Product(), scale) // [n, rank]: scaling the narrow side is cheapest
 		return Dot(xa, b(m)).Product()                   // [n, out]
 	})
-	return Add(Dot(x, w).Product(), delta)
+	return nil, delta
 }
 
 // loraMergedCheaper compares rough costs (multiply-adds, narrow matmuls weighted by

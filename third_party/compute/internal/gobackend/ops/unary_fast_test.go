@@ -1,0 +1,39 @@
+// Temper fork: see third_party/README.md.
+
+package ops
+
+import (
+	"math"
+	"testing"
+)
+
+// TestExp32AndLogistic: the float32 kernels stay within a few ulp of float64 math and keep the
+// edge semantics (±Inf, NaN, underflow to 0).
+func TestExp32AndLogistic(t *testing.T) {
+	for _, x := range []float32{-1e9, -104.5, -103, -100, -87.5, -87, -20, -1, -1e-3, 0, 1e-3, 0.5, 1, 10, 88, 88.5, 100,
+		float32(math.Inf(1)), float32(math.Inf(-1))} {
+		want := math.Exp(float64(x))
+		got := exp32(x)
+		if math.IsInf(want, 1) || want > math.MaxFloat32 {
+			if !math.IsInf(float64(got), 1) {
+				t.Errorf("exp32(%g) = %g, want +Inf", x, got)
+			}
+			continue
+		}
+		if rel := math.Abs(float64(got)-want) / math.Max(want, 1e-38); rel > 3e-7 && want > 1e-37 {
+			t.Errorf("exp32(%g) = %g, want %g (rel %g)", x, got, want, rel)
+		}
+	}
+	if got := exp32(float32(math.NaN())); !math.IsNaN(float64(got)) {
+		t.Errorf("exp32(NaN) = %g", got)
+	}
+	in := []float32{-100, -5, -0.5, 0, 0.5, 5, 100, float32(math.Inf(1)), float32(math.Inf(-1))}
+	out := make([]float32, len(in))
+	execLogisticFloat32(in, out)
+	for i, x := range in {
+		want := 1 / (1 + math.Exp(-float64(x)))
+		if math.Abs(float64(out[i])-want) > 1e-7 {
+			t.Errorf("logistic(%g) = %g, want %g", x, out[i], want)
+		}
+	}
+}
