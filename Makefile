@@ -6,7 +6,7 @@ export GOFLAGS := -mod=mod
 GO ?= go
 TEST_TIMEOUT ?= 30m
 
-.PHONY: demo dev test test-long vet fmt build bench
+.PHONY: demo dev test test-long test-fork vet fmt build bench
 
 demo:
 	$(GO) run ./cmd/temper demo
@@ -29,3 +29,7 @@ bench:
 
 fmt:
 	gofmt -l -w .
+
+# The engine fork's own tests (third_party/compute, a separate module).
+test-fork:
+	cd third_party/compute && $(GO) test ./internal/...
