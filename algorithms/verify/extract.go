@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -134,45 +133,6 @@ func hashAnswers(text string) []string {
 		}
 		text = rest
 	}
-}
-
-// numberRE finds numbers in free text: \frac{a}{b}, 1,234.5, 3/4, -2, .5, 6.02e23.
-var numberRE = regexp.MustCompile(`\\[dt]?frac\{[^{}]{1,40}\}\{[^{}]{1,40}\}|-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d{1,4})?(?:\s*/\s*\d+(?:\.\d+)?)?|-?\.\d+`)
-
-// numbersIn returns the number-like substrings of s in order. A '-' right after a letter, digit
-// or closing bracket is subtraction, not a sign, and is dropped.
-func numbersIn(s string) []string {
-	locs := numberRE.FindAllStringIndex(s, -1)
-	out := make([]string, 0, len(locs))
-	for _, l := range locs {
-		m := s[l[0]:l[1]]
-		if m[0] == '-' && l[0] > 0 {
-			if c := s[l[0]-1]; isAlnum(c) || c == ')' || c == '}' || c == ']' {
-				m = m[1:]
-			}
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-// lastNumber returns the last number-like substring of s.
-func lastNumber(s string) (string, bool) {
-	// Scan only the tail: the last number of a huge text is near its end, and regexp cost is
-	// linear in what it reads.
-	const tail = 4096
-	if len(s) > tail {
-		cut := len(s) - tail
-		for cut < len(s) && !utf8Start(s[cut]) {
-			cut++
-		}
-		s = s[cut:]
-	}
-	nums := numbersIn(s)
-	if len(nums) == 0 {
-		return "", false
-	}
-	return nums[len(nums)-1], true
 }
 
 func isAlnum(c byte) bool {

@@ -46,11 +46,12 @@ func FuzzEvalExpr(f *testing.F) {
 				t.Fatalf("evalExpr(%q) exceeded the bit bound", s)
 			}
 		}
-		_, _ = readAnswer(s)
+		_ = parseValue(s, false)
+		_, _ = readReference(s)
 		_, _ = boxedContents(s)
 		_, _ = tagContents(s, "answer")
 		_ = hashAnswers(s)
-		_, _ = lastNumber(s)
+		_, _ = proseAnswer(s, MathParams{Tolerance: 1e-6})
 		_, _ = jsonText(s, "")
 	})
 }
