@@ -48,9 +48,9 @@ var errNoExpr = errors.New("not an expression")
 // funcs are the named functions an answer may use, LaTeX or plain.
 var funcs = map[string]func(complex128) complex128{
 	"sin": cmplx.Sin, "cos": cmplx.Cos, "tan": cmplx.Tan,
-	"sec": func(z complex128) complex128 { return 1 / cmplx.Cos(z) },
-	"csc": func(z complex128) complex128 { return 1 / cmplx.Sin(z) },
-	"cot": func(z complex128) complex128 { return 1 / cmplx.Tan(z) },
+	"sec":    func(z complex128) complex128 { return 1 / cmplx.Cos(z) },
+	"csc":    func(z complex128) complex128 { return 1 / cmplx.Sin(z) },
+	"cot":    func(z complex128) complex128 { return 1 / cmplx.Tan(z) },
 	"arcsin": cmplx.Asin, "arccos": cmplx.Acos, "arctan": cmplx.Atan,
 	"sinh": cmplx.Sinh, "cosh": cmplx.Cosh, "tanh": cmplx.Tanh,
 	"ln": cmplx.Log, "log": cmplx.Log, "exp": cmplx.Exp, "sqrt": cmplx.Sqrt,

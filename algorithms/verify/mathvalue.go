@@ -15,6 +15,10 @@ import (
 // matrix, or, when it is none of these, normalised text. Text is never reduced to a number it
 // contains.
 
+// maxValueDepth bounds the nesting of lists, tuples and relations: each level may parse its
+// parts more than once, so the bound keeps the work polynomial whatever the input.
+const maxValueDepth = 6
+
 type vkind int
 
 const (
@@ -104,13 +108,13 @@ func textKey(s string) string {
 // "3 or 4" lists two answers; a completion saying so hedges).
 func parseValue(raw string, asReference bool) value {
 	s := normalizeAnswer(raw)
-	v := parseList(s, asReference)
+	v := parseList(s, asReference, 0)
 	v.key = textKey(s)
 	return v
 }
 
-func parseList(s string, asReference bool) value {
-	if s == "" {
+func parseList(s string, asReference bool, d int) value {
+	if s == "" || d > maxValueDepth {
 		return value{kind: vText}
 	}
 	if m := labelInRE.FindStringIndex(s); m != nil {
@@ -120,13 +124,13 @@ func parseList(s string, asReference bool) value {
 		parts := splitTop(s[1:len(s)-1], asReference)
 		v := value{kind: vSet}
 		for _, p := range parts {
-			v.items = append(v.items, flattenPM(parseElement(p))...)
+			v.items = append(v.items, flattenPM(parseElement(p, d+1))...)
 		}
 		return v
 	}
 	parts := splitTop(s, asReference)
 	if len(parts) == 1 {
-		e := parseElement(parts[0])
+		e := parseElement(parts[0], d+1)
 		if e.kind == vExpr && e.x.has(nPM) {
 			return value{kind: vSet, items: flattenPM(e)}
 		}
@@ -135,7 +139,7 @@ func parseList(s string, asReference bool) value {
 	v := value{kind: vList}
 	set := false
 	for _, p := range parts {
-		e := parseElement(p)
+		e := parseElement(p, d+1)
 		if e.kind == vExpr && e.x.has(nPM) {
 			set = true
 		}
@@ -324,27 +328,27 @@ func splitRel(s string) (sides []string, ops []string) {
 }
 
 // parseElement reads one element: a relation, union, tuple or interval, matrix, expression or text.
-func parseElement(s string) value {
+func parseElement(s string, d int) value {
 	text := value{kind: vText, key: textKey(s)}
-	if s == "" {
+	if s == "" || d > maxValueDepth {
 		return text
 	}
 	if m := outerMatrixRE.FindStringSubmatch(s); m != nil {
 		s = m[1]
 	}
 	if m := matrixRE.FindStringSubmatch(s); m != nil {
-		return parseMatrix(m[2], text)
+		return parseMatrix(m[2], text, d)
 	}
 	if m := labelInRE.FindStringIndex(s); m != nil {
 		s = s[m[1]:]
 	}
 	if sides, ops := splitRel(s); len(ops) > 0 {
-		return parseRelation(sides, ops, text)
+		return parseRelation(sides, ops, text, d)
 	}
 	if strings.Contains(s, "∪") {
 		v := value{kind: vUnion}
 		for _, p := range strings.Split(s, "∪") {
-			e := parseElement(strings.TrimSpace(p))
+			e := parseElement(strings.TrimSpace(p), d+1)
 			if e.kind != vTuple && e.kind != vSet {
 				return text
 			}
@@ -357,14 +361,14 @@ func parseElement(s string) value {
 		if parts := splitTop(inner, false); len(parts) > 1 {
 			v := value{kind: vTuple, open: s[0], close: s[len(s)-1]}
 			for _, p := range parts {
-				v.items = append(v.items, parseElement(p))
+				v.items = append(v.items, parseElement(p, d+1))
 			}
 			return v
 		}
 	}
 	if s[0] == '{' && closing(s, 0) == len(s)-1 { // {1,3}: braces that only group
 		if parts := splitTop(s[1:len(s)-1], false); len(parts) > 1 {
-			return parseList(s[1:len(s)-1], false)
+			return parseList(s[1:len(s)-1], false, d+1)
 		}
 	}
 	if e, ok := parseNumberish(s); ok {
@@ -481,7 +485,7 @@ func constant(v value) bool {
 	return false
 }
 
-func parseRelation(sides, ops []string, text value) value {
+func parseRelation(sides, ops []string, text value, d int) value {
 	// x = 5+5+1 = 1/3 ≈ 0.33: what follows ≈ is an approximation of what precedes it.
 	for k, op := range ops {
 		if op == "≈" {
@@ -507,7 +511,7 @@ func parseRelation(sides, ops []string, text value) value {
 		allEq = allEq && op == "="
 	}
 	if allEq {
-		last := parseElement(sides[len(sides)-1])
+		last := parseElement(sides[len(sides)-1], d+1)
 		if len(sides) >= 3 {
 			// x = 5+5+1 = 11: a worked chain; its value is the last side when that is a constant.
 			if constant(last) {
@@ -613,7 +617,7 @@ func equation(sides, ops []string, text value) value {
 	return value{kind: vRel, ops: []string{op}, sides: []*node{l, r}, key: text.key}
 }
 
-func parseMatrix(body string, text value) value {
+func parseMatrix(body string, text value, d int) value {
 	v := value{kind: vMatrix}
 	for _, row := range strings.Split(body, `\\`) {
 		row = strings.TrimSpace(row)
@@ -631,7 +635,7 @@ func parseMatrix(body string, text value) value {
 			return text
 		}
 		for _, c := range cells {
-			r.items = append(r.items, parseElement(c))
+			r.items = append(r.items, parseElement(c, d+1))
 		}
 		v.items = append(v.items, r)
 	}
