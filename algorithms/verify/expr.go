@@ -66,6 +66,12 @@ var greek = map[string]bool{
 	"Psi": true, "Omega": true,
 }
 
+// englishWords are two-letter words that are never a product of two symbols.
+var englishWords = map[string]bool{"or": true, "is": true, "no": true, "of": true, "in": true, "to": true,
+	"be": true, "at": true, "it": true, "if": true, "so": true, "as": true, "on": true, "an": true, "by": true,
+	"we": true, "do": true, "go": true, "he": true, "me": true, "my": true, "up": true, "us": true, "am": true,
+	"Or": true, "Is": true, "No": true, "If": true, "So": true, "As": true, "It": true, "In": true}
+
 // xparser parses one expression (no relations, no top-level commas).
 type xparser struct {
 	s     string
@@ -216,7 +222,14 @@ func (p *xparser) term() (*node, error) {
 func (p *xparser) startsFactor() bool {
 	c := p.s[p.i]
 	switch {
-	case c >= '0' && c <= '9', c == '.', c == '(', c == '[', c == '{':
+	case c >= '0' && c <= '9', c == '.':
+		// "5 6" is two numbers, not 30.
+		j := p.i - 1
+		for j >= 0 && p.s[j] == ' ' {
+			j--
+		}
+		return j < 0 || !(digitAt(p.s, j) || p.s[j] == '.')
+	case c == '(', c == '[', c == '{':
 		return true
 	case (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'):
 		return true
@@ -432,7 +445,7 @@ func (p *xparser) word() (*node, error) {
 		p.i = j
 		return &node{kind: nInf}, nil
 	}
-	if len(w) > 2 {
+	if len(w) > 2 || englishWords[w] {
 		return nil, fmt.Errorf("%w: word %q", errNoExpr, clip(w, 20))
 	}
 	p.i++
@@ -801,12 +814,16 @@ func (n *node) has(kind int) bool {
 }
 
 // symbolValue is the value symbol name takes at sample point k: a deterministic pseudo-random
-// real in [0.35, 2.35), away from 0 and 1 where distinct expressions tend to meet.
+// real with 0.35 <= |v| < 2.35, away from 0 and ±1 where distinct expressions tend to meet.
 func symbolValue(name string, k int) complex128 {
 	h := fnv.New64a()
 	h.Write([]byte(name))
 	h.Write([]byte{byte(k), 0x5a})
-	u := float64(h.Sum64()>>11) / float64(1<<53)
+	x := h.Sum64()
+	u := float64(x>>11) / float64(1<<53)
+	if x&1 == 1 && k%2 == 1 { // some points negative: \sqrt{x^2} is not x
+		return complex(-(0.35 + 2*u), 0)
+	}
 	return complex(0.35+2*u, 0)
 }
 

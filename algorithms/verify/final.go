@@ -17,6 +17,7 @@ import (
 var (
 	finalPhraseRE = regexp.MustCompile(`(?i)final\s+answer\s*(?:is|:|：)?|the\s+answer\s+is\s*:?`)
 	correctionRE  = regexp.MustCompile(`(?i)\b(?:no|nope|wait|actually|oops|correction|scratch\s+that|i\s+mean|mistake|instead|rather|re-?check(?:ing)?|let\s+me\s+(?:re|check|fix|correct))\b`)
+	notRE         = regexp.MustCompile(`(?i)^\s*(?:not|n't)\b`)
 	hedgeRE       = regexp.MustCompile(`(?i)\b(?:or|maybe|perhaps|possibly|either|alternatively|probably|might|could)\b`)
 	gapNoiseRE    = regexp.MustCompile(`\\(?:text|mathrm|textnormal|mbox)\s*\{([^{}]*)\}|\\quad|\\qquad|\\[()\[\]]|\$|\\,|\\;|\\?"|[.,;:!()'\s]`)
 	spanRE        = regexp.MustCompile(`\$\$([^$]{1,600}?)\$\$|\$((?:[^$\n\\]|\\.){1,600}?)\$|\\\(((?s:.){1,600}?)\\\)|\\\[((?s:.){1,600}?)\\\]`)
@@ -106,7 +107,11 @@ func explicitAnswer(text string, p MathParams) (ans, fb string, ok bool) {
 	}
 	var phrases [][]int
 	if !p.Strict {
-		phrases = finalPhraseRE.FindAllStringIndex(text, -1)
+		for _, ph := range finalPhraseRE.FindAllStringIndex(text, -1) {
+			if !notRE.MatchString(text[ph[1]:min(len(text), ph[1]+12)]) { // "the answer is not 5"
+				phrases = append(phrases, ph)
+			}
+		}
 	}
 	if len(phrases) > 0 {
 		last := phrases[len(phrases)-1][1]
@@ -236,6 +241,9 @@ func proseCandidates(s string) []candidate {
 	scan := func(from, to int) {
 		for _, l := range numberRE.FindAllStringIndex(s[from:to], -1) {
 			a, b := from+l[0], from+l[1]
+			if len(out) > 0 && a < out[len(out)-1].end {
+				continue // inside the token already taken
+			}
 			m := s[a:b]
 			if m[0] == '-' && a > 0 {
 				if c := s[a-1]; isAlnum(c) || c == ')' || c == '}' || c == ']' {
@@ -246,13 +254,22 @@ func proseCandidates(s string) []candidate {
 			if s[first] == '-' {
 				first++
 			}
-			if first > 0 && (isLetterAt(s, first-1) || s[first-1] == '_' || s[first-1] == '^') {
-				continue // AZYUK2A, x2, a_1
-			}
 			if first > 0 && s[first-1] == '.' && first > 1 && digitAt(s, first-2) {
 				continue
 			}
-			out = append(out, candidate{a, b, m})
+			// The number may be part of a token written without spaces: 2x+1, x^2, f(2)=5,
+			// AZYUK2A, 5cm. A token that parses is the candidate; a unit glued after the number
+			// leaves the number; anything else glued to letters is not a number at all.
+			ta, tb := tokenBounds(s, a, b, from, to)
+			if ta == a && tb == b {
+				out = append(out, candidate{a, b, m})
+				continue
+			}
+			if tok := s[ta:tb]; ta == a && gluedUnit(s[b:tb]) {
+				out = append(out, candidate{a, b, m})
+			} else if !hasText(parseValue(tok, false)) {
+				out = append(out, candidate{ta, tb, tok})
+			}
 		}
 	}
 	for _, m := range spans {
@@ -300,3 +317,35 @@ func proseAnswer(text string, p MathParams) (string, string) {
 	}
 	return last.text, ""
 }
+
+// tokenBounds extends [a, b) over the characters a formula is written with, up to spaces and
+// sentence punctuation, within [from, to).
+func tokenBounds(s string, a, b, from, to int) (int, int) {
+	in := func(c byte) bool {
+		return isAlnum(c) || strings.IndexByte("+-*/^()=._{}", c) >= 0
+	}
+	for a > from && in(s[a-1]) {
+		a--
+	}
+	for b < to && in(s[b]) {
+		b++
+	}
+	for b > a && strings.IndexByte(".,;:", s[b-1]) >= 0 {
+		b-- // sentence punctuation
+	}
+	for a < b && s[a] == '(' && strings.Count(s[a:b], "(") > strings.Count(s[a:b], ")") {
+		a++
+	}
+	for b > a && s[b-1] == ')' && strings.Count(s[a:b], ")") > strings.Count(s[a:b], "(") {
+		b--
+	}
+	return a, b
+}
+
+// gluedUnits are units written straight after a number (5cm, 3rd): the number still counts.
+var gluedUnits = map[string]bool{"m": true, "cm": true, "mm": true, "km": true, "kg": true, "g": true, "mg": true,
+	"s": true, "ms": true, "h": true, "hr": true, "hrs": true, "min": true, "ml": true, "l": true, "ft": true,
+	"mi": true, "mph": true, "kph": true, "lb": true, "lbs": true, "oz": true, "st": true, "nd": true, "rd": true,
+	"th": true, "am": true, "pm": true, "k": true, "yd": true, "sec": true}
+
+func gluedUnit(rest string) bool { return gluedUnits[strings.ToLower(rest)] }

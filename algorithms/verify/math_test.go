@@ -169,7 +169,10 @@ func TestMath(t *testing.T) {
 		{"strict needs tag", strict, "42", "the answer is 42", false, "no final answer"},
 		{"strict with boxed", strict, "42", `\boxed{42}`, true, ""},
 		{"last number wins", v, "7", "3 apples and then 7", true, ""},
-		{"last number subtraction", v, "4", "pages 3-4", true, ""},
+		// "3-4" is one formula (or a range), not the number 4.
+		{"last number subtraction", v, "4", "pages 3-4", false, "not correct"},
+		{"last formula", v, "2x+1", "so we get 2x+1", true, ""},
+		{"not the last number of a formula", v, "1", "so we get 2x+1", false, "not correct"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
