@@ -736,7 +736,11 @@ func (n *node) eval(env func(string) complex128, mask int) complex128 {
 	case nInf:
 		return complex(math.Inf(1), 0)
 	case nNeg:
-		return -n.kids[0].eval(env, mask)
+		v := -n.kids[0].eval(env, mask)
+		if imag(v) == 0 {
+			v = complex(real(v), 0) // -0i would put \sqrt{-1} on the other side of the branch cut
+		}
+		return v
 	case nAbs:
 		return complex(cmplx.Abs(n.kids[0].eval(env, mask)), 0)
 	case nFact:
@@ -821,7 +825,7 @@ func symbolValue(name string, k int) complex128 {
 	h.Write([]byte{byte(k), 0x5a})
 	x := h.Sum64()
 	u := float64(x>>11) / float64(1<<53)
-	if x&1 == 1 && k%2 == 1 { // some points negative: \sqrt{x^2} is not x
+	if (k+int(x&1))%2 == 1 { // half the points negative: \sqrt{x^2} is not x
 		return complex(-(0.35 + 2*u), 0)
 	}
 	return complex(0.35+2*u, 0)

@@ -17,6 +17,7 @@ import (
 var (
 	finalPhraseRE = regexp.MustCompile(`(?i)final\s+answer\s*(?:is|:|：)?|the\s+answer\s+is\s*:?`)
 	correctionRE  = regexp.MustCompile(`(?i)\b(?:no|nope|wait|actually|oops|correction|scratch\s+that|i\s+mean|mistake|instead|rather|re-?check(?:ing)?|let\s+me\s+(?:re|check|fix|correct))\b`)
+	negatedRE     = regexp.MustCompile(`(?i)(?:\bnot|n't|≠|\\neq?)\s*$`)
 	notRE         = regexp.MustCompile(`(?i)^\s*(?:not|n't)\b`)
 	hedgeRE       = regexp.MustCompile(`(?i)\b(?:or|maybe|perhaps|possibly|either|alternatively|probably|might|could)\b`)
 	gapNoiseRE    = regexp.MustCompile(`\\(?:text|mathrm|textnormal|mbox)\s*\{([^{}]*)\}|\\quad|\\qquad|\\[()\[\]]|\$|\\,|\\;|\\?"|[.,;:!()'\s]`)
@@ -158,6 +159,9 @@ func groupSpans(text string, spans []span, p MathParams) (string, string) {
 	}
 	groups = append(groups, strings.Join(cur, ", "))
 	if len(groups) == 1 {
+		if same := len(spans) > 1 && allSame(spans); same {
+			return spans[0].content, "" // \boxed{1}\boxed{1} says 1 twice
+		}
 		return groups[0], ""
 	}
 	return agree(groups, `\boxed answers`, p)
@@ -257,6 +261,9 @@ func proseCandidates(s string) []candidate {
 			if first > 0 && s[first-1] == '.' && first > 1 && digitAt(s, first-2) {
 				continue
 			}
+			if negatedRE.MatchString(s[max(from, a-8):a]) {
+				continue // "not 5" is not the answer 5
+			}
 			// The number may be part of a token written without spaces: 2x+1, x^2, f(2)=5,
 			// AZYUK2A, 5cm. A token that parses is the candidate; a unit glued after the number
 			// leaves the number; anything else glued to letters is not a number at all.
@@ -349,3 +356,12 @@ var gluedUnits = map[string]bool{"m": true, "cm": true, "mm": true, "km": true, 
 	"th": true, "am": true, "pm": true, "k": true, "yd": true, "sec": true}
 
 func gluedUnit(rest string) bool { return gluedUnits[strings.ToLower(rest)] }
+
+func allSame(spans []span) bool {
+	for _, sp := range spans[1:] {
+		if strings.TrimSpace(sp.content) != strings.TrimSpace(spans[0].content) {
+			return false
+		}
+	}
+	return true
+}
