@@ -74,11 +74,12 @@ var englishWords = map[string]bool{"or": true, "is": true, "no": true, "of": tru
 
 // xparser parses one expression (no relations, no top-level commas).
 type xparser struct {
-	s     string
-	i     int
-	depth int
-	npm   int
-	syms  bool // a symbol was read
+	s      string
+	i      int
+	depth  int
+	npm    int
+	syms   bool // a symbol was read
+	inTerm bool // reading the right operand of a product or quotient
 }
 
 // parseExpr parses s as a whole expression.
@@ -210,7 +211,9 @@ func (p *xparser) term() (*node, error) {
 		default:
 			return v, nil
 		}
+		p.inTerm = true // a mixed number only starts a term: 11/10 4/9 is not 11/(10 4/9)
 		r, err := p.unary()
+		p.inTerm = false
 		if err != nil {
 			return nil, err
 		}
@@ -392,15 +395,19 @@ func (p *xparser) numberOrMixed() (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !n.val.IsInt() || strings.ContainsAny(p.s[start:p.i], ".eE") {
+	if !n.val.IsInt() || strings.ContainsAny(p.s[start:p.i], ".eE") || p.inTerm {
 		return n, nil
+	}
+	// A mixed number's fraction is proper (0 <= a < b): "11 6/6" and "4 4/0" are not numbers.
+	proper := func(a, b *big.Rat) bool {
+		return a.IsInt() && b.IsInt() && a.Sign() >= 0 && b.Sign() > 0 && a.Cmp(b) < 0
 	}
 	save := p.i
 	p.space()
 	if p.cmd(`\frac`) {
 		f, err := p.command()
 		if err == nil && f.kind == nDiv && f.kids[0].kind == nNum && f.kids[1].kind == nNum &&
-			f.kids[0].val.IsInt() && f.kids[1].val.IsInt() {
+			proper(f.kids[0].val, f.kids[1].val) {
 			return &node{kind: nAdd, kids: []*node{n, f}}, nil
 		}
 		p.i = save
@@ -413,7 +420,7 @@ func (p *xparser) numberOrMixed() (*node, error) {
 		if err1 == nil && q.i < len(q.s) && q.s[q.i] == '/' {
 			q.i++
 			b, err2 := q.number()
-			if err2 == nil && a.val.IsInt() && b.val.IsInt() && (q.i == len(q.s) || !digitAt(q.s, q.i)) {
+			if err2 == nil && proper(a.val, b.val) && (q.i == len(q.s) || !digitAt(q.s, q.i) && q.s[q.i] != '/' && q.s[q.i] != '.') {
 				p.i = q.i
 				return &node{kind: nAdd, kids: []*node{n, {kind: nDiv, kids: []*node{a, b}}}}, nil
 			}

@@ -18,6 +18,8 @@ var (
 	finalPhraseRE = regexp.MustCompile(`(?i)final\s+answer\s*(?:is|:|：)?|the\s+answer\s+is\s*:?`)
 	correctionRE  = regexp.MustCompile(`(?i)\b(?:no|nope|wait|actually|oops|correction|scratch\s+that|i\s+mean|mistake|instead|rather|re-?check(?:ing)?|let\s+me\s+(?:re|check|fix|correct))\b`)
 	negatedRE     = regexp.MustCompile(`(?i)(?:\bnot|n't|≠|\\neq?)\s*$`)
+	mixedTailRE   = regexp.MustCompile(`^\d+\s*/\s*\d+$`)
+	wholeRE       = regexp.MustCompile(`^[-+]?\d+$`)
 	notRE         = regexp.MustCompile(`(?i)^\s*(?:not|n't)\b`)
 	hedgeRE       = regexp.MustCompile(`(?i)\b(?:or|maybe|perhaps|possibly|either|alternatively|probably|might|could)\b`)
 	gapNoiseRE    = regexp.MustCompile(`\\(?:text|mathrm|textnormal|mbox)\s*\{([^{}]*)\}|\\quad|\\qquad|\\[()\[\]]|\$|\\,|\\;|\\?"|[.,;:!()'\s]`)
@@ -269,6 +271,12 @@ func proseCandidates(s string) []candidate {
 			// leaves the number; anything else glued to letters is not a number at all.
 			ta, tb := tokenBounds(s, a, b, from, to)
 			if ta == a && tb == b {
+				// "11 6/6": a fraction right after a whole number reads with it as a mixed
+				// number (valid or not), never on its own.
+				if k := len(out) - 1; k >= 0 && mixedTailRE.MatchString(m) && out[k].end == a-1 && s[a-1] == ' ' && wholeRE.MatchString(out[k].text) {
+					out[k] = candidate{out[k].start, b, s[out[k].start:b]}
+					continue
+				}
 				out = append(out, candidate{a, b, m})
 				continue
 			}

@@ -25,8 +25,11 @@ type MathParams struct {
 	// Strict requires an explicit final answer (tag, "####" or \boxed); without it the last
 	// number in the text is taken.
 	Strict bool `json:"strict,omitempty"`
-	// Percent says what a trailing % means: "either" (default: 50% matches 50 and 0.5) or
-	// "value" (50% is 0.5 only).
+	// Percent says what a trailing % means. "either" (default): a reference written with %
+	// matches the number and the fraction (50% matches 50 and 0.5), while a completion's %
+	// always means /100, so appending % never buys a completion two readings. "value": 50% is
+	// 0.5 on both sides. "lenient": a % on either side matches both readings (the completion
+	// "50%" then passes for 50 and for 0.5; it is a hedge a policy can learn).
 	Percent string `json:"percent,omitempty"`
 }
 
@@ -65,9 +68,9 @@ func (p *MathParams) validate(needAnswer bool) error {
 	switch p.Percent {
 	case "":
 		p.Percent = "either"
-	case "either", "value":
+	case "either", "value", "lenient":
 	default:
-		return fmt.Errorf("verify: math params: percent=%q: allowed values: either, value", p.Percent)
+		return fmt.Errorf("verify: math params: percent=%q: allowed values: either, value, lenient", p.Percent)
 	}
 	if !validTagName(p.Tag) {
 		return fmt.Errorf("verify: math params: tag=%q: want letters, digits, '_' or '-'", p.Tag)

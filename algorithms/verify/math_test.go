@@ -102,6 +102,10 @@ func TestMath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lenient, err := NewMath(json.RawMessage(`{"percent": "lenient"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name       string
 		v          Verifier
@@ -127,7 +131,12 @@ func TestMath(t *testing.T) {
 		{"nested boxed", v, "1/2", `\boxed{\frac{1}{\boxed{2}}}`, true, ""},
 		{"boxed in tag", v, "9", `<answer>so \boxed{9}</answer>`, true, ""},
 		{"percent either", v, "0.25", "<answer>25%</answer>", true, ""},
-		{"percent either 2", v, "25", `<answer>25\%</answer>`, true, ""},
+		// A completion's % means /100: "25%" cannot pass for both 25 and 0.25.
+		{"percent either 2", v, "25", `<answer>25\%</answer>`, false, "not correct"},
+		{"percent reference", v, `25\%`, `<answer>25</answer>`, true, ""},
+		{"percent reference fraction", v, `25\%`, `<answer>0.25</answer>`, true, ""},
+		{"percent both", v, `25\%`, `<answer>25\%</answer>`, true, ""},
+		{"percent lenient", lenient, "25", `<answer>25\%</answer>`, true, ""},
 		{"percent value", valueOnly, "25", "<answer>25%</answer>", false, "not correct"},
 		{"percent value ok", valueOnly, "0.25", "<answer>25%</answer>", true, ""},
 		{"sci", v, "1500", "<answer>1.5e3</answer>", true, ""},

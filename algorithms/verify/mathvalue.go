@@ -56,8 +56,9 @@ var (
 		`\(`, "", `\)`, "", `\[`, "", `\]`, "", `\%`, "%", `\lt`, "<", `\gt`, ">", `\leqslant`, "≤", `\geqslant`, "≥",
 		`\leq`, "≤", `\geq`, "≥", `\le`, "≤", `\ge`, "≥", `\neq`, "≠", `\ne`, "≠", "<=", "≤", ">=", "≥", "!=", "≠",
 		`\approx`, "≈", `\cup`, "∪", `\infty`, "∞", `\dots`, "…", `\ldots`, "…", `\cdots`, "…", "&", " ", "\n", " ")
-	thousandSpaceRE = regexp.MustCompile(`^-?\d{1,3}(?: \d{3})+(?:\.\d+)?$`)
+	thousandSpaceRE = regexp.MustCompile(`^([-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?)( \d+/\d+)?$`)
 	commaBangRE     = regexp.MustCompile(`,\\!\s*`)
+	lineNumbersRE   = regexp.MustCompile(`(\d)[ \t]*\r?\n\s*([-+]?\d)`)
 	bracedCommaRE   = regexp.MustCompile(`\{\s*,\s*\}`)
 	doubleSlashRE   = regexp.MustCompile(`\\\\([a-zA-Z])`)
 	outerMatrixRE   = regexp.MustCompile(`^[(\[]\s*(\\begin\{.*\\end\{[a-zA-Z]+\})\s*[)\]]$`)
@@ -72,6 +73,7 @@ func normalizeAnswer(s string) string {
 	if len(s) > 4*maxExprBytes {
 		s = s[:4*maxExprBytes]
 	}
+	s = lineNumbersRE.ReplaceAllString(s, "$1; $2") // 11\n5/6 is two numbers, not 11 5/6
 	s = commaBangRE.ReplaceAllString(s, "")
 	s = bracedCommaRE.ReplaceAllString(s, "")
 	if !strings.Contains(s, `\begin`) {
@@ -89,8 +91,8 @@ func normalizeAnswer(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	s = strings.TrimRight(s, ".,;: ")
 	s = strings.TrimLeft(s, ":, ")
-	if thousandSpaceRE.MatchString(s) {
-		s = strings.ReplaceAll(s, " ", "")
+	if m := thousandSpaceRE.FindStringSubmatch(s); m != nil {
+		s = strings.ReplaceAll(m[1], " ", "") + m[2] // "1 000", "1 000 4/9"
 	}
 	return s
 }
@@ -818,7 +820,7 @@ func exprEqual(g, w value, p MathParams) bool {
 			return false
 		}
 		if gok && wok {
-			for _, gc := range scaled(gr, g.percent, p.Percent) {
+			for _, gc := range scaled(gr, g.percent, completionPercent(p.Percent)) {
 				for _, wc := range scaled(wr, w.percent, p.Percent) {
 					if withinTolerance(gc, wc, p.Tolerance, p.AbsTolerance) {
 						return true
@@ -829,7 +831,7 @@ func exprEqual(g, w value, p MathParams) bool {
 		}
 		env := func(string) complex128 { return 0 }
 		gv, wv := g.x.eval(env, g.mask), w.x.eval(env, w.mask)
-		for _, gc := range scaledC(gv, g.percent, p.Percent) {
+		for _, gc := range scaledC(gv, g.percent, completionPercent(p.Percent)) {
 			for _, wc := range scaledC(wv, w.percent, p.Percent) {
 				if closeC(gc, wc, p.Tolerance, p.AbsTolerance) {
 					return true
@@ -860,6 +862,15 @@ func exprEqual(g, w value, p MathParams) bool {
 }
 
 func bad(z complex128) bool { return cmplx.IsNaN(z) || cmplx.IsInf(z) }
+
+// completionPercent is the percent rule for the completion's side: only "lenient" lets a
+// completion's % stand for both the number and the fraction.
+func completionPercent(mode string) string {
+	if mode == "lenient" {
+		return "either"
+	}
+	return "value"
+}
 
 func scaled(v *big.Rat, percent bool, mode string) []*big.Rat {
 	if !percent {
