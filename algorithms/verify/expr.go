@@ -528,6 +528,19 @@ func (p *xparser) command() (*node, error) {
 			return &node{kind: nPow, kids: []*node{arg, {kind: nDiv, kids: []*node{{kind: nNum, val: big.NewRat(1, 1)}, index}}}}, nil
 		}
 		return &node{kind: nFunc, name: "sqrt", kids: []*node{arg}}, nil
+	case name == "binom" || name == "dbinom" || name == "tbinom":
+		p.i = j
+		n, err := p.fracArg()
+		if err != nil {
+			return nil, err
+		}
+		k, err := p.fracArg()
+		if err != nil {
+			return nil, err
+		}
+		// C(n, k) = n! / (k! (n-k)!)
+		fact := func(x *node) *node { return &node{kind: nFact, kids: []*node{x}} }
+		return &node{kind: nDiv, kids: []*node{fact(n), {kind: nMul, kids: []*node{fact(k), fact(&node{kind: nSub, kids: []*node{n, k}})}}}}, nil
 	case name == "pi":
 		p.i = j
 		return &node{kind: nPi}, nil

@@ -63,7 +63,7 @@ var (
 	doubleSlashRE   = regexp.MustCompile(`\\\\([a-zA-Z])`)
 	outerMatrixRE   = regexp.MustCompile(`^[(\[]\s*(\\begin\{.*\\end\{[a-zA-Z]+\})\s*[)\]]$`)
 	labelInRE       = regexp.MustCompile(`^[A-Za-z](?:_\{?\w+\}?)?\s*\\in\s+`)
-	unitWordRE      = regexp.MustCompile(`^(.*?[0-9}).)])\s*((?:[A-Za-z]+\.?(?:\^\{?[23]\}?)?\s*)+)$`)
+	unitWordRE      = regexp.MustCompile(`^(.*?[0-9}).)])\s*((?:[A-Za-z]+\.?(?:\s*\^\s*\{?[23]\}?)?\s*)+)$`)
 	matrixRE        = regexp.MustCompile(`^\\begin\{([pbvBV]?matrix|array)\}(?:\{[lcr|]*\})?(.*)\\end\{([pbvBV]?matrix|array)\}$`)
 )
 
@@ -401,6 +401,9 @@ func parseNumberish(s string) (value, bool) {
 		unit := strings.ToLower(strings.TrimSpace(m[2]))
 		for _, w := range strings.Fields(unit) {
 			w = strings.TrimRight(strings.SplitN(w, "^", 2)[0], ".")
+			if w == "" {
+				continue // the ^2 of cm ^2
+			}
 			if w == "or" || w == "and" || w == "maybe" || w == "not" || w == "pi" || w == "inf" || funcs[w] != nil ||
 				(len(w) < 3 && !unitWords[w]) {
 				units = false
