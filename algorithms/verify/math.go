@@ -12,8 +12,9 @@ import (
 // MathParams configures the "math" verifier. Every field may also be set per sample in the
 // reference (usually just "answer").
 type MathParams struct {
-	// Answer is the reference answer: a number, fraction, \frac, simple expression, percentage,
-	// or, when it is none of those, a string compared after LaTeX normalisation.
+	// Answer is the reference answer: a number, expression, equation, inequality, interval,
+	// tuple, set, matrix or text (see the package doc); a worked solution is read through its
+	// \boxed answer.
 	Answer Text `json:"answer,omitempty"`
 	// Tolerance is relative: |got-want| <= max(AbsTolerance, Tolerance*|want|). Default 1e-6;
 	// a negative value means exact.
@@ -22,8 +23,8 @@ type MathParams struct {
 	AbsTolerance float64 `json:"abs_tolerance,omitempty"`
 	// Tag names the answer tag, default "answer" (<answer>…</answer>).
 	Tag string `json:"tag,omitempty"`
-	// Strict requires an explicit final answer (tag, "####" or \boxed); without it the last
-	// number in the text is taken.
+	// Strict requires an explicit final answer (tag, "####" or \boxed); without it a "final
+	// answer is" phrase, the whole completion or its last formula or number is taken.
 	Strict bool `json:"strict,omitempty"`
 	// Percent says what a trailing % means. "either" (default): a reference written with %
 	// matches the number and the fraction (50% matches 50 and 0.5), while a completion's %
@@ -38,9 +39,12 @@ type mathVerifier struct{ p MathParams }
 // NewMath builds the "math" verifier.
 //
 // The final answer is, in order of precedence: the content of <tag>…</tag> (a \boxed{} inside
-// it wins), the text after "####", the argument of \boxed{…}, and unless Strict the last number
-// in the text. When several of the chosen kind are present they must all be equal, otherwise the
-// sample fails: hedging ("<answer>3</answer> <answer>4</answer>") earns nothing.
+// it wins), the text after "####", the argument of \boxed{…} or, unless Strict, the answer after
+// the last "final answer is" phrase, then unless Strict the whole completion when it is nothing
+// but an answer, else its last LaTeX span or stand-alone number or formula (after </think> when
+// there is one). When several of the chosen kind are present they must all be equal, otherwise
+// the sample fails: hedging ("<answer>3</answer> <answer>4</answer>") earns nothing; boxes joined
+// by "and" or commas form one list answer; a self-correction ("no, wait") keeps the last.
 func NewMath(params json.RawMessage) (Verifier, error) {
 	m := &mathVerifier{}
 	if err := DecodeParams("math", params, &m.p); err != nil {
