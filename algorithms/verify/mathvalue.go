@@ -682,14 +682,29 @@ func continuesTerm(f string) bool {
 
 // equalValues decides whether the completion's answer g equals the reference w.
 func equalValues(g, w value, p MathParams) bool {
-	if g.kind == vSet || w.kind == vSet || (g.kind == vList && w.kind == vList && (allTuples(g) && allTuples(w) || allLabelled(g) && allLabelled(w))) {
-		// Sets, lists of ordered pairs (solution sets) and labelled lists (a_3 = 2, a_37 = 19)
-		// are unordered; labels, where given on both sides, must match.
+	if g.kind == vList && w.kind == vList && allLabelled(g) && allLabelled(w) {
+		// a_3 = 2, a_37 = 19: matched label by label, in any order.
+		if len(g.items) != len(w.items) {
+			return false
+		}
+		for _, wi := range w.items {
+			found := false
+			for _, gi := range g.items {
+				if gi.label == wi.label && equalValues(gi, wi, p) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	}
+	if g.kind == vSet || w.kind == vSet || (g.kind == vList && w.kind == vList && allTuples(g) && allTuples(w)) {
+		// Sets and lists of ordered pairs (solution sets) are unordered.
 		gi, wi := items(g), items(w)
 		return covers(gi, wi, p) && covers(wi, gi, p)
-	}
-	if g.label != "" && w.label != "" && g.label != w.label && len(g.label)+len(w.label) > 2 {
-		return false
 	}
 	if g.kind != w.kind && len(g.sides) > 0 && len(w.sides) > 0 {
 		return relEqual(g, w)
