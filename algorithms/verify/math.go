@@ -17,7 +17,8 @@ type MathParams struct {
 	// \boxed answer.
 	Answer Text `json:"answer,omitempty"`
 	// Tolerance is relative: |got-want| <= max(AbsTolerance, Tolerance*|want|). Default 1e-6;
-	// a negative value means exact.
+	// a negative value means exact. Two integers are compared exactly unless Tolerance is
+	// above 1e-6 or AbsTolerance is set: the default absorbs rounding, and integers have none.
 	Tolerance float64 `json:"tolerance,omitempty"`
 	// AbsTolerance is an absolute tolerance, default 0.
 	AbsTolerance float64 `json:"abs_tolerance,omitempty"`

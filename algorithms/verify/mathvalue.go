@@ -55,7 +55,7 @@ var (
 		"−", "-", "–", "-", "×", `\times `, "÷", `\div `, "·", `\cdot `, "⋅", `\cdot `, `\$`, "", "$", "",
 		`\(`, "", `\)`, "", `\[`, "", `\]`, "", `\%`, "%", `\lt`, "<", `\gt`, ">", `\leqslant`, "≤", `\geqslant`, "≥",
 		`\leq`, "≤", `\geq`, "≥", `\le`, "≤", `\ge`, "≥", `\neq`, "≠", `\ne`, "≠", "<=", "≤", ">=", "≥", "!=", "≠",
-		`\approx`, "≈", `\cup`, "∪", `\infty`, "∞", `\dots`, "…", `\ldots`, "…", `\cdots`, "…", "&", " ", "\n", " ")
+		`\approx`, "≈", `\cup`, "∪", `\infty`, "∞", `\dots`, "…", `\ldots`, "…", `\cdots`, "…", "\n", " ")
 	thousandSpaceRE = regexp.MustCompile(`^([-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?)( \d+/\d+)?$`)
 	commaBangRE     = regexp.MustCompile(`,\\!\s*`)
 	lineNumbersRE   = regexp.MustCompile(`(\d)[ \t]*\r?\n\s*([-+]?\d)`)
@@ -630,17 +630,8 @@ func parseMatrix(body string, text value, d int) value {
 			continue
 		}
 		r := value{kind: vTuple, open: '[', close: ']'}
-		for _, cell := range strings.Fields(row) {
-			_ = cell
-		}
-		// cells were separated by '&', which normalisation turned into spaces; split on runs
-		// of spaces only where both sides parse.
-		cells := splitCells(row)
-		if cells == nil {
-			return text
-		}
-		for _, c := range cells {
-			r.items = append(r.items, parseElement(c, d+1))
+		for _, c := range strings.Split(row, "&") {
+			r.items = append(r.items, parseElement(strings.TrimSpace(c), d+1))
 		}
 		v.items = append(v.items, r)
 	}
@@ -648,36 +639,6 @@ func parseMatrix(body string, text value, d int) value {
 		return text
 	}
 	return v
-}
-
-// splitCells splits a matrix row whose '&' became spaces: the longest prefix that parses is
-// the first cell.
-func splitCells(row string) []string {
-	f := strings.Fields(row)
-	var out []string
-	for len(f) > 0 {
-		taken := 0
-		for k := len(f); k >= 1; k-- {
-			if _, _, err := parseExpr(strings.Join(f[:k], " ")); err == nil {
-				if k == len(f) || !continuesTerm(f[k]) {
-					taken = k
-					break
-				}
-			}
-		}
-		if taken == 0 {
-			return nil
-		}
-		out = append(out, strings.Join(f[:taken], " "))
-		f = f[taken:]
-	}
-	return out
-}
-
-// continuesTerm: a field that starts with an operator belongs to the previous cell.
-func continuesTerm(f string) bool {
-	return strings.HasPrefix(f, "+") || strings.HasPrefix(f, "*") || strings.HasPrefix(f, "/") ||
-		strings.HasPrefix(f, "^") || strings.HasPrefix(f, `\cdot`) || strings.HasPrefix(f, `\times`)
 }
 
 // equalValues decides whether the completion's answer g equals the reference w.
@@ -840,6 +801,14 @@ func exprEqual(g, w value, p MathParams) bool {
 		if gok && wok {
 			for _, gc := range scaled(gr, g.percent, completionPercent(p.Percent)) {
 				for _, wc := range scaled(wr, w.percent, p.Percent) {
+					// The default tolerance absorbs rounding in a written decimal; between two
+					// integers there is none: 7425001 is not 7425000.
+					if gc.IsInt() && wc.IsInt() && p.AbsTolerance == 0 && p.Tolerance <= 1e-6 {
+						if gc.Cmp(wc) == 0 {
+							return true
+						}
+						continue
+					}
 					if withinTolerance(gc, wc, p.Tolerance, p.AbsTolerance) {
 						return true
 					}
