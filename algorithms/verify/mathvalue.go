@@ -696,7 +696,11 @@ func equalValues(g, w value, p MathParams) bool {
 			return false
 		}
 		for k := range g.items {
-			if !equalValues(g.items[k], w.items[k], p) {
+			gi, wi := g.items[k], w.items[k]
+			if gi.label != "" && wi.label != "" && gi.label != wi.label {
+				return false // y_1 = …, y_2 = … is not y_2 = …, y_2 = …
+			}
+			if !equalValues(gi, wi, p) {
 				return false
 			}
 		}
