@@ -205,16 +205,13 @@ func closing(s string, i int) int {
 	return -1
 }
 
-// splitTop splits s at top-level list separators: ',' (not a thousands separator), ';', "and"
-// and, for a reference, "or". Intervals such as [0,1) are one element.
-func splitTop(s string, asReference bool) []string {
-	var parts []string
+// scanTop calls at for every byte of s outside brackets; at returns how many bytes it used
+// (0: one byte, nothing taken). It reports whether the brackets balance.
+func scanTop(s string, at func(i int) int) bool {
 	depth := 0
-	last := 0
 	// An interval opened by '(' may close with ']' and the other way round; depth counts both.
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
+		switch s[i] {
 		case '(', '[', '{', '\x01':
 			depth++
 			continue
@@ -222,11 +219,23 @@ func splitTop(s string, asReference bool) []string {
 			depth--
 			continue
 		}
-		if depth != 0 {
-			continue
+		if depth == 0 {
+			if n := at(i); n > 0 {
+				i += n - 1
+			}
 		}
+	}
+	return depth == 0
+}
+
+// splitTop splits s at top-level list separators: ',' (not a thousands separator), ';', "and"
+// and, for a reference, "or". Intervals such as [0,1) are one element.
+func splitTop(s string, asReference bool) []string {
+	var parts []string
+	last := 0
+	balanced := scanTop(s, func(i int) int {
 		cut := 0
-		switch {
+		switch c := s[i]; {
 		case c == ';':
 			cut = 1
 		case c == ',':
@@ -243,13 +252,13 @@ func splitTop(s string, asReference bool) []string {
 				parts = append(parts, p)
 			}
 			last = i + cut
-			i += cut - 1
 		}
-	}
+		return cut
+	})
 	if p := strings.TrimSpace(s[last:]); p != "" {
 		parts = append(parts, p)
 	}
-	if depth != 0 || len(parts) == 0 {
+	if !balanced || len(parts) == 0 {
 		return []string{s}
 	}
 	return parts
@@ -301,30 +310,18 @@ var relOps = []string{"≤", "≥", "≠", "≈", "=", "<", ">"}
 
 // splitRel splits s at top-level relation signs.
 func splitRel(s string) (sides []string, ops []string) {
-	depth := 0
 	last := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '(', '[', '{', '\x01':
-			depth++
-			continue
-		case ')', ']', '}', '\x02':
-			depth--
-			continue
-		}
-		if depth != 0 {
-			continue
-		}
+	scanTop(s, func(i int) int {
 		for _, op := range relOps {
 			if strings.HasPrefix(s[i:], op) {
 				sides = append(sides, strings.TrimSpace(s[last:i]))
 				ops = append(ops, op)
-				i += len(op) - 1
-				last = i + 1
-				break
+				last = i + len(op)
+				return len(op)
 			}
 		}
-	}
+		return 0
+	})
 	sides = append(sides, strings.TrimSpace(s[last:]))
 	return sides, ops
 }
