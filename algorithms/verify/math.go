@@ -228,10 +228,15 @@ func agree(all []string, what string, p MathParams) (string, string) {
 		return "", "empty final answer"
 	}
 	fa := parseValue(first, false)
+	seen := map[string]bool{first: true}
 	for _, o := range all[1:] {
+		if o = strings.TrimSpace(o); seen[o] {
+			continue // the same text again: no need to parse it
+		}
+		seen[o] = true
 		oa := parseValue(o, false)
 		if fa.key != oa.key && !equalValues(oa, fa, p) {
-			return "", fmt.Sprintf("%d different %s (%s, %s); give exactly one final answer", len(all), what, quote(first), quote(strings.TrimSpace(o)))
+			return "", fmt.Sprintf("%d different %s (%s, %s); give exactly one final answer", len(all), what, quote(first), quote(o))
 		}
 	}
 	return first, ""
