@@ -202,10 +202,31 @@ func phraseAnswer(rest string, p MathParams) (string, string) {
 			break
 		}
 	}
+	after := rest[len(sentence):]
 	sentence = strings.TrimSpace(sentence)
 	if sentence == "" {
 		return "", ""
 	}
+	a, fb := sentenceAnswer(sentence, p)
+	if a != "" && fb == "" {
+		// "The answer is $5$, but it might be $6$.": a hedge right after the answer fails.
+		if para, _, _ := strings.Cut(after, "\n\n"); len(para) > 0 {
+			para = para[:min(len(para), 300)]
+			for _, c := range proseCandidates(para) {
+				if hedgeRE.MatchString(para[max(0, c.start-24):c.start]) {
+					x, y := parseValue(a, false), parseValue(c.text, false)
+					if x.key != y.key && !equalValues(y, x, p) {
+						return "", fmt.Sprintf("two different answers (%s, %s); give exactly one final answer", quote(a), quote(c.text))
+					}
+				}
+			}
+		}
+	}
+	return a, fb
+}
+
+// sentenceAnswer reads the answer of the sentence after "final answer is".
+func sentenceAnswer(sentence string, p MathParams) (string, string) {
 	var spans []span
 	for _, m := range spanRE.FindAllStringSubmatchIndex(sentence, -1) {
 		for g := 2; g < len(m); g += 2 {

@@ -54,6 +54,8 @@ func TestMathForms(t *testing.T) {
 		{`11`, `\boxed{\binom{5}{2}}`, false},
 		{`3, 5`, `\boxed{5, 3}`, false},
 		{`7425000`, `\boxed{7,425,001}`, false},
+		{`5`, `I think the answer is $5$, but I am not sure. It might be $6$.`, false},
+		{`5`, `The answer is $5$. I hope it is correct. 6 cats agree.`, true},
 		{`7425000`, `\boxed{7.425 \times 10^{6}}`, true},
 		{`7425000`, `\boxed{7425000.000001}`, true},
 		{`x = 1, y = 2`, `\boxed{y = 2, x = 1}`, true},
