@@ -15,7 +15,7 @@ import (
 //   - digits glued to letters (AZYUK2A, x2) are never a number.
 
 var (
-	finalPhraseRE = regexp.MustCompile(`(?i)final\s+answer\s*(?:is|:|：)?|the\s+answer\s+is\s*:?`)
+	finalPhraseRE = regexp.MustCompile(`(?i)final\s+answer\s*(?:is\b|:|：)|the\s+answer\s+is\b\s*:?`)
 	correctionRE  = regexp.MustCompile(`(?i)\b(?:no|nope|wait|actually|oops|correction|scratch\s+that|i\s+mean|mistake|instead|rather|re-?check(?:ing)?|let\s+me\s+(?:re|check|fix|correct))\b`)
 	negatedRE     = regexp.MustCompile(`(?i)(?:\bnot|n't|≠|\\neq?)\s*$`)
 	mixedTailRE   = regexp.MustCompile(`^\d+\s*/\s*\d+$`)
