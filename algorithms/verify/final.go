@@ -16,7 +16,7 @@ import (
 
 var (
 	finalPhraseRE = regexp.MustCompile(`(?i)final\s+answer\s*(?:is\b|:|：)|the\s+answer\s+is\b\s*:?`)
-	correctionRE  = regexp.MustCompile(`(?i)\b(?:no|nope|wait|actually|oops|correction|scratch\s+that|i\s+mean|mistake|instead|rather|re-?check(?:ing)?|let\s+me\s+(?:re|check|fix|correct))\b`)
+	correctionRE  = regexp.MustCompile(`(?i)\bno[,.!]|\b(?:nope|wait|actually|oops|correction|scratch\s+that|i\s+mean|mistake|re-?check(?:ing)?|let\s+me\s+(?:re|check|fix|correct))\b`)
 	negatedRE     = regexp.MustCompile(`(?i)(?:\bnot|n't|≠|\\neq?)\s*$`)
 	mixedTailRE   = regexp.MustCompile(`^\d+\s*/\s*\d+$`)
 	wholeRE       = regexp.MustCompile(`^[-+]?\d+$`)
@@ -137,7 +137,7 @@ func explicitAnswer(text string, p MathParams) (ans, fb string, ok bool) {
 	}
 	// A self-correction between two boxes supersedes everything before it.
 	for k := len(boxes) - 1; k >= 1; k-- {
-		if correctionRE.MatchString(text[boxes[k-1].end:boxes[k].start]) {
+		if gap := text[boxes[k-1].end:boxes[k].start]; correctionRE.MatchString(gap) && !hedgeRE.MatchString(gap) {
 			boxes = boxes[k:]
 			break
 		}

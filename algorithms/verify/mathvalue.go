@@ -386,7 +386,13 @@ func parseElement(s string, d int) value {
 
 // unitWords are the short unit names read as units after a number (longer words always are).
 var unitWords = map[string]bool{"cm": true, "mm": true, "km": true, "kg": true, "mg": true, "ml": true,
-	"hr": true, "ft": true, "yd": true, "mi": true, "lb": true, "oz": true, "sq": true, "cu": true, "pm": true, "am": true}
+	"hr": true, "ft": true, "yd": true, "mi": true, "lb": true, "oz": true, "sq": true, "cu": true}
+
+// notUnits are words after a number that change what it says: "5 or more", "5 incorrect".
+var notUnits = map[string]bool{"or": true, "and": true, "maybe": true, "not": true, "pi": true, "inf": true,
+	"incorrect": true, "wrong": true, "false": true, "never": true, "none": true, "except": true, "without": true,
+	"excluded": true, "impossible": true, "undefined": true, "more": true, "less": true, "fewer": true,
+	"most": true, "least": true, "approximately": true, "about": true, "roughly": true, "nearly": true}
 
 // parseNumberish reads an expression with an optional percent sign or trailing unit words
 // ("125 miles", "15 cm^2", "28 percent").
@@ -401,7 +407,7 @@ func parseNumberish(s string) (value, bool) {
 			if w == "" {
 				continue // the ^2 of cm ^2
 			}
-			if w == "or" || w == "and" || w == "maybe" || w == "not" || w == "pi" || w == "inf" || funcs[w] != nil ||
+			if notUnits[w] || funcs[w] != nil ||
 				(len(w) < 3 && !unitWords[w]) {
 				units = false
 			}
