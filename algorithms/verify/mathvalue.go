@@ -59,6 +59,7 @@ var (
 	thousandSpaceRE = regexp.MustCompile(`^([-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?)( \d+/\d+)?$`)
 	commaBangRE     = regexp.MustCompile(`,\\!\s*`)
 	lineNumbersRE   = regexp.MustCompile(`(\d)[ \t]*\r?\n\s*([-+]?\d)`)
+	repeatingRE     = regexp.MustCompile(`(\d*)\.(\d{0,20})\\overline\s*\{(\d{1,20})\}`)
 	bracedCommaRE   = regexp.MustCompile(`\{\s*,\s*\}`)
 	doubleSlashRE   = regexp.MustCompile(`\\\\([a-zA-Z])`)
 	outerMatrixRE   = regexp.MustCompile(`^[(\[]\s*(\\begin\{.*\\end\{[a-zA-Z]+\})\s*[)\]]$`)
@@ -84,6 +85,7 @@ func normalizeAnswer(s string) string {
 	s = strings.ReplaceAll(s, `\\`, "\x03") // row breaks survive the spacing commands
 	s = spacing.Replace(s)
 	s = strings.ReplaceAll(s, "\x03", `\\`)
+	s = repeatingRE.ReplaceAllStringFunc(s, repeating)
 	for i := 0; i < 4 && wrapCmdRE.MatchString(s); i++ {
 		s = wrapCmdRE.ReplaceAllString(s, " $1 ")
 	}
@@ -944,4 +946,21 @@ func relEqual(g, w value) bool {
 		}
 	}
 	return have && valid >= 3
+}
+
+// repeating turns a repeating decimal (0.1\overline{6}) into the fraction it is: with I the
+// integer part, F the fixed digits and R the repeated ones, I.F(R) = (IFR - IF) / (10^|F| (10^|R| - 1)).
+func repeating(m string) string {
+	g := repeatingRE.FindStringSubmatch(m)
+	i, f, r := g[1], g[2], g[3]
+	if i == "" {
+		i = "0"
+	}
+	all, _ := new(big.Int).SetString(i+f+r, 10)
+	head, _ := new(big.Int).SetString(i+f, 10)
+	num := new(big.Int).Sub(all, head)
+	den := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(len(f))), nil)
+	nines := new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(len(r))), nil), big.NewInt(1))
+	den.Mul(den, nines)
+	return "(" + num.String() + "/" + den.String() + ")"
 }
