@@ -3,6 +3,8 @@ package verify
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -129,27 +131,77 @@ func TestPerturbationsRejected(t *testing.T) {
 	}
 }
 
-// FuzzPerturbations lets the fuzzer pick the seed, the kind and the variant, and chain two
-// perturbations of different kinds. Run longer with: go test -fuzz FuzzPerturbations ./algorithms/verify/
+// perturbTemplates build a correct answer from three nonzero integers (a, b, c in 1..99) in the
+// shapes the issue names; a single perturbation of any of them changes its value or relation.
+var perturbTemplates = []func(a, b, c int) string{
+	func(a, b, c int) string { return fmt.Sprintf(`\frac{%d}{%d}\pi`, a, b+a) },
+	func(a, b, c int) string { return fmt.Sprintf(`%d\sqrt{%d}`, a, nonSquare(b)) },
+	func(a, b, c int) string { return fmt.Sprintf(`x^2 + %dx + %d`, a, b) },
+	func(a, b, c int) string { return fmt.Sprintf(`(%d, %d)`, a, b) },
+	func(a, b, c int) string { return fmt.Sprintf(`x > %d`, a) },
+	func(a, b, c int) string { return fmt.Sprintf(`x \leq -%d`, a) },
+	func(a, b, c int) string { return fmt.Sprintf(`[%d, %d)`, a, a+b) },
+	func(a, b, c int) string { return fmt.Sprintf(`%d - %di`, a, b) },
+	func(a, b, c int) string { return fmt.Sprintf(`%dx + %dy = %d`, a, b, c) },
+	func(a, b, c int) string { return fmt.Sprintf(`y = %dx - %d`, a, b) },
+	func(a, b, c int) string { return fmt.Sprintf(`\{%d, %d\}`, a, a+b) },
+	func(a, b, c int) string { return fmt.Sprintf(`-\frac{%d}{%d}`, a, a+b) },
+	func(a, b, c int) string { return fmt.Sprintf(`%d \pm \sqrt{%d}`, a, nonSquare(b)) },
+	func(a, b, c int) string { return fmt.Sprintf(`%d.%d \times 10^{%d}`, a, b, c%9+1) },
+}
+
+// nonSquare maps n to a number >= 2 that is not a perfect square, so \sqrt never simplifies.
+func nonSquare(n int) int {
+	n++
+	for r := 1; r*r <= n; r++ {
+		if r*r == n {
+			return n + 1
+		}
+	}
+	return n
+}
+
+// checkTemplate builds the answer of template tmpl from a, b, c, checks that it passes, and
+// that perturbation pick of the given kind does not.
+func checkTemplate(t *testing.T, v Verifier, tmpl, a, b, c, kind, pick int) {
+	t.Helper()
+	small := func(x int) int { // 1..99
+		if x < 0 {
+			x = -x
+		}
+		return x%99 + 1
+	}
+	answer := perturbTemplates[tmpl%len(perturbTemplates)](small(a), small(b), small(c))
+	reference, _ := json.Marshal(map[string]string{"answer": answer})
+	ok, err := v.Verify(context.Background(), Sample{Completion: `\boxed{` + answer + `}`, Reference: reference})
+	if err != nil || !ok.Pass {
+		t.Fatalf("template answer %q does not pass unperturbed: %+v %v", answer, ok, err)
+	}
+	ps := perturbations(answer, kind%pKinds)
+	if len(ps) == 0 {
+		return
+	}
+	perturbCheck(t, v, answer, ps[pick%len(ps)])
+}
+
+// TestPerturbedTemplatesRejected is the fuzz target's deterministic twin for -short: 2,000
+// seeded draws of template, integers and perturbation.
+func TestPerturbedTemplatesRejected(t *testing.T) {
+	v, _ := NewMath(nil)
+	r := rand.New(rand.NewPCG(22, 1))
+	for range 2000 {
+		checkTemplate(t, v, r.IntN(len(perturbTemplates)), r.IntN(200)-100, r.IntN(200)-100, r.IntN(200)-100, r.IntN(pKinds), r.IntN(1000))
+	}
+}
+
+// FuzzPerturbations lets the fuzzer build the correct answer (template and integers) and pick
+// the perturbation. Run longer with: go test -run XXX -fuzz FuzzPerturbations ./algorithms/verify/
 func FuzzPerturbations(f *testing.F) {
-	for i := range perturbSeeds {
-		f.Add(uint8(i), uint8(i%pKinds), uint16(i*7), uint8((i+1)%pKinds), uint16(i*3))
+	for i := range perturbTemplates {
+		f.Add(uint8(i), int8(i+1), int8(2*i+3), int8(7-i), uint8(i%pKinds), uint16(i*7))
 	}
 	v, _ := NewMath(nil)
-	f.Fuzz(func(t *testing.T, seed, kind uint8, pick uint16, kind2 uint8, pick2 uint16) {
-		a := perturbSeeds[int(seed)%len(perturbSeeds)]
-		ps := perturbations(a, int(kind)%pKinds)
-		if len(ps) == 0 {
-			return
-		}
-		p := ps[int(pick)%len(ps)]
-		perturbCheck(t, v, a, p)
-		// A second perturbation of another kind could undo the first only by coincidence of
-		// kinds (two sign flips); different kinds never cancel.
-		if k2 := int(kind2) % pKinds; k2 != int(kind)%pKinds {
-			if ps2 := perturbations(p, k2); len(ps2) > 0 {
-				perturbCheck(t, v, a, ps2[int(pick2)%len(ps2)])
-			}
-		}
+	f.Fuzz(func(t *testing.T, tmpl uint8, a, b, c int8, kind uint8, pick uint16) {
+		checkTemplate(t, v, int(tmpl), int(a), int(b), int(c), int(kind), int(pick))
 	})
 }
