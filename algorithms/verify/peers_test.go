@@ -20,6 +20,12 @@ type peerCase struct {
 // Math-Verify, hendrycks/math, prm800k, Qwen2.5-Math, open-instruct). In scope it must agree on
 // at least 95% of the cases and never accept an answer the peer rejects; out-of-scope cases are
 // listed with the reason Temper differs. Run with -v to see the figures.
+//
+// Sources: Math-Verify's tests/ (parametrized gold/pred/expected, with precision mapped onto
+// abs_tolerance), hendrycks/math's math_equivalence_test.py, open-instruct's GSM8KVerifier tests.
+// Qwen2.5-Math's cases are the pairs its grader.py prints in _test_math_equal (printed, not
+// asserted: the expected verdicts follow that grader's rules, rel_tol 1e-4 mapped onto
+// tolerance); prm800k ships no test file, so its cases exercise the rules its grader.py states.
 func TestPeerAgreement(t *testing.T) {
 	agreeN, inScope, falseAccepts := 0, 0, 0
 	for _, c := range peerCases {
