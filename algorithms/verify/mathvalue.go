@@ -334,6 +334,9 @@ func parseElement(s string, d int) value {
 	if s == "" || d > maxValueDepth {
 		return text
 	}
+	if s[0] == '\x01' && closing(s, 0) == len(s)-1 { // a set inside a union or tuple
+		return parseList(s, false, d+1)
+	}
 	if m := outerMatrixRE.FindStringSubmatch(s); m != nil {
 		s = m[1]
 	}
@@ -348,12 +351,20 @@ func parseElement(s string, d int) value {
 	}
 	if strings.Contains(s, "∪") {
 		v := value{kind: vUnion}
+		finite := value{kind: vSet} // {1,3} ∪ {2,4} is the set {1,2,3,4}
 		for _, p := range strings.Split(s, "∪") {
-			e := parseElement(strings.TrimSpace(p), d+1)
-			if e.kind != vTuple && e.kind != vSet {
+			p = strings.TrimSpace(p)
+			e := parseElement(p, d+1)
+			switch {
+			case e.kind == vSet || e.kind == vList && strings.HasPrefix(p, "{"):
+				finite.items = append(finite.items, e.items...)
+			case e.kind != vTuple:
 				return text
 			}
 			v.items = append(v.items, e)
+		}
+		if allFinite(v.items) {
+			return finite
 		}
 		return v
 	}
@@ -712,6 +723,15 @@ func equalValues(g, w value, p MathParams) bool {
 		return true
 	}
 	return false
+}
+
+func allFinite(parts []value) bool {
+	for _, p := range parts {
+		if p.kind != vSet && p.kind != vList {
+			return false
+		}
+	}
+	return true
 }
 
 func allTuples(v value) bool {
