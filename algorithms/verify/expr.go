@@ -622,6 +622,9 @@ func (p *xparser) apply(name string) (*node, error) {
 			continue
 		}
 	}
+	if isMinusOne(pow) && (name == "sin" || name == "cos" || name == "tan") {
+		name, pow = "arc"+name, nil // \sin^{-1} x is arcsin x, not 1/sin x
+	}
 	p.space()
 	var arg *node
 	if p.i < len(p.s) && (p.s[p.i] == '(' || p.s[p.i] == '{' || p.s[p.i] == '[') {
@@ -853,3 +856,14 @@ func symbolValue(name string, k int) complex128 {
 
 // samplePoints is the number of points at which symbolic expressions are compared.
 const samplePoints = 7
+
+func isMinusOne(n *node) bool {
+	if n == nil {
+		return false
+	}
+	if n.kind == nNeg {
+		n = n.kids[0]
+		return n.kind == nNum && n.val.Cmp(big.NewRat(1, 1)) == 0
+	}
+	return n.kind == nNum && n.val.Cmp(big.NewRat(-1, 1)) == 0
+}

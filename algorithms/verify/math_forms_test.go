@@ -55,6 +55,8 @@ func TestMathForms(t *testing.T) {
 		{`3, 5`, `\boxed{5, 3}`, false},
 		{`7425000`, `\boxed{7,425,001}`, false},
 		{`\frac{1}{3}`, `\boxed{0.\overline{3}}`, true},
+		{`\arcsin(x)`, `\boxed{\sin^{-1}(x)}`, true},
+		{`\sin^{-1}(x)`, `\boxed{\csc(x)}`, false},
 		{`\{1, 3\} \cup \{2, 4\}`, `\boxed{\{1, 2, 3, 4\}}`, true},
 		{`\{1, 3\} \cup \{2, 4\}`, `\boxed{\{1, 2, 3\}}`, false},
 		{`\frac{1}{6}`, `\boxed{0.1\overline{6}}`, true},
