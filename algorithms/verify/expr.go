@@ -631,6 +631,14 @@ func (p *xparser) apply(name string) (*node, error) {
 		arg, err = p.primary()
 	} else {
 		arg, err = p.power() // \sin x, \ln 2
+		// \sin 2x is sin(2x): plain digits and letters glued on stay in the argument; a
+		// command, bracket or operator ends it (\sin x \cos x is a product of two functions).
+		for err == nil && p.i < len(p.s) && (isLetterAt(p.s, p.i) && !p.funcWordAt() || digitAt(p.s, p.i) && !digitAt(p.s, p.i-1)) {
+			var r *node
+			if r, err = p.power(); err == nil {
+				arg = &node{kind: nMul, kids: []*node{arg, r}}
+			}
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -866,4 +874,14 @@ func isMinusOne(n *node) bool {
 		return n.kind == nNum && n.val.Cmp(big.NewRat(1, 1)) == 0
 	}
 	return n.kind == nNum && n.val.Cmp(big.NewRat(-1, 1)) == 0
+}
+
+// funcWordAt reports whether a function name written without a backslash starts at the cursor.
+func (p *xparser) funcWordAt() bool {
+	j := p.i
+	for j < len(p.s) && isLetterAt(p.s, j) {
+		j++
+	}
+	_, ok := funcs[p.s[p.i:j]]
+	return ok && j-p.i > 1
 }
