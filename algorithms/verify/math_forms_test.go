@@ -57,6 +57,8 @@ func TestMathForms(t *testing.T) {
 		{`\frac{1}{3}`, `\boxed{0.\overline{3}}`, true},
 		{`\arcsin(x)`, `\boxed{\sin^{-1}(x)}`, true},
 		{`\sin(2x)`, `\boxed{\sin 2x}`, true},
+		{`x^2 + 1`, `\boxed{x² + 1}`, true},
+		{`x^3`, `\boxed{x²}`, false},
 		{`\sin(x)\cos(x)`, `\boxed{\sin x \cos x}`, true},
 		{`\sin(2x)`, `\boxed{x\sin 2}`, false},
 		{`\sin^{-1}(x)`, `\boxed{\csc(x)}`, false},
