@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -48,73 +47,16 @@ func hasFoldPrefix(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
-// boxedContents returns the argument of every \boxed{…} (or \fbox{…}), matching nested braces and
-// skipping escaped ones. An unbalanced box is an error.
+// boxedContents returns the argument of every \boxed{…} (or \fbox{…}, or the one-token
+// \boxed 5), matching nested braces and skipping escaped ones. An unbalanced box is an error.
 func boxedContents(text string) ([]string, error) {
-	var out []string
-	// Next known positions of each command (absolute; -1 = none left), searched again only once
-	// passed, so a text full of one command costs linear time, not quadratic.
-	nextBoxed, nextFbox := -2, -2
-	find := func(pos *int, cmd string, from int) int {
-		if *pos == -1 || (*pos >= from) {
-			return *pos
-		}
-		if k := strings.Index(text[from:], cmd); k >= 0 {
-			*pos = from + k
-		} else {
-			*pos = -1
-		}
-		return *pos
+	spans, err := boxSpans(text)
+	if err != nil {
+		return nil, err
 	}
-	for i := 0; i < len(text); {
-		b, f := find(&nextBoxed, `\boxed`, i), find(&nextFbox, `\fbox`, i)
-		j, n := b, len(`\boxed`)
-		if j < 0 || (f >= 0 && f < j) {
-			j, n = f, len(`\fbox`)
-		}
-		if j < 0 {
-			break
-		}
-		j -= i // relative to i, as below
-		p := i + j + n
-		for p < len(text) && text[p] == ' ' {
-			p++
-		}
-		if p >= len(text) || text[p] != '{' {
-			// \boxed 5: one token.
-			q := p
-			for q < len(text) && !strings.ContainsRune(" \n\t$", rune(text[q])) {
-				q++
-			}
-			if q > p {
-				out = append(out, text[p:q])
-			}
-			i = max(q, i+j+n)
-			continue
-		}
-		depth := 0
-		end := -1
-		for q := p; q < len(text); q++ {
-			switch text[q] {
-			case '\\':
-				q++ // skip the escaped character
-			case '{':
-				depth++
-			case '}':
-				depth--
-				if depth == 0 {
-					end = q
-				}
-			}
-			if end >= 0 {
-				break
-			}
-		}
-		if end < 0 {
-			return nil, errors.New(`unbalanced braces in \boxed{…}`)
-		}
-		out = append(out, text[p+1:end])
-		i = end + 1
+	out := make([]string, len(spans))
+	for i, s := range spans {
+		out[i] = s.content
 	}
 	return out, nil
 }
@@ -134,45 +76,6 @@ func hashAnswers(text string) []string {
 		}
 		text = rest
 	}
-}
-
-// numberRE finds numbers in free text: \frac{a}{b}, 1,234.5, 3/4, -2, .5, 6.02e23.
-var numberRE = regexp.MustCompile(`\\[dt]?frac\{[^{}]{1,40}\}\{[^{}]{1,40}\}|-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d{1,4})?(?:\s*/\s*\d+(?:\.\d+)?)?|-?\.\d+`)
-
-// numbersIn returns the number-like substrings of s in order. A '-' right after a letter, digit
-// or closing bracket is subtraction, not a sign, and is dropped.
-func numbersIn(s string) []string {
-	locs := numberRE.FindAllStringIndex(s, -1)
-	out := make([]string, 0, len(locs))
-	for _, l := range locs {
-		m := s[l[0]:l[1]]
-		if m[0] == '-' && l[0] > 0 {
-			if c := s[l[0]-1]; isAlnum(c) || c == ')' || c == '}' || c == ']' {
-				m = m[1:]
-			}
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-// lastNumber returns the last number-like substring of s.
-func lastNumber(s string) (string, bool) {
-	// Scan only the tail: the last number of a huge text is near its end, and regexp cost is
-	// linear in what it reads.
-	const tail = 4096
-	if len(s) > tail {
-		cut := len(s) - tail
-		for cut < len(s) && !utf8Start(s[cut]) {
-			cut++
-		}
-		s = s[cut:]
-	}
-	nums := numbersIn(s)
-	if len(nums) == 0 {
-		return "", false
-	}
-	return nums[len(nums)-1], true
 }
 
 func isAlnum(c byte) bool {

@@ -121,8 +121,12 @@ func (f *formatVerifier) Verify(ctx context.Context, s Sample) (Verdict, error) 
 		case strings.TrimSpace(c[0]) == "":
 			check(false, fmt.Sprintf("<%s> is empty", t))
 		default:
-			check(true, "")
 			positions[i] = indexFold(text, "<"+t+">")
+			if outer := enclosingTag(text, t, p.Tags); outer != "" {
+				check(false, fmt.Sprintf("<%s> is inside <%s>", t, outer))
+				break
+			}
+			check(true, "")
 		}
 	}
 	if p.Ordered && len(p.Tags) > 1 {
@@ -136,7 +140,8 @@ func (f *formatVerifier) Verify(ctx context.Context, s Sample) (Verdict, error) 
 	for _, sec := range p.Sections {
 		found := false
 		for _, l := range lines {
-			if strings.HasPrefix(strings.TrimLeft(l, " \t"), sec) {
+			// "## Planning" is not the section "## Plan".
+			if h := strings.TrimLeft(l, " \t"); strings.HasPrefix(h, sec) && (len(h) == len(sec) || !isWordByte(h[len(sec)]) || !isWordByte(sec[len(sec)-1])) {
 				found = true
 				break
 			}
@@ -294,6 +299,10 @@ func (j *jsonVerifier) Verify(ctx context.Context, s Sample) (Verdict, error) {
 		return v, nil
 	}
 	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err == nil {
+		// {"a": "x", "a": 1} means different things to different readers; refuse it.
+		err = duplicateKey(text)
+	}
 	if err != nil {
 		v := fail("output is not valid JSON: %v", err)
 		v.Partial = partial
@@ -346,4 +355,67 @@ func schemaFeedback(err error) string {
 		return "does not match the schema"
 	}
 	return "does not match the schema: " + listFeedback(msgs)
+}
+
+// duplicateKey reports the first object key that appears twice in the same object.
+func duplicateKey(text string) error {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	type frame struct {
+		obj    bool
+		keys   map[string]bool
+		expect bool // the next string token in this object is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // end of input (or an error the parser above already judged)
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if top != nil && top.obj {
+					top.expect = true
+				}
+				stack = append(stack, &frame{obj: t == '{', keys: map[string]bool{}, expect: t == '{'})
+				continue
+			case '}', ']':
+				stack = stack[:len(stack)-1]
+				continue
+			}
+		case string:
+			if top != nil && top.obj && top.expect {
+				if top.keys[t] {
+					return fmt.Errorf("duplicate key %s", quote(t))
+				}
+				top.keys[t] = true
+				top.expect = false
+				continue
+			}
+		}
+		if top != nil && top.obj {
+			top.expect = true // a value was read; a key comes next
+		}
+	}
+}
+
+// enclosingTag returns another of the listed tags whose single pair encloses <t>, or "".
+func enclosingTag(text, t string, tags []string) string {
+	at := indexFold(text, "<"+t+">")
+	for _, o := range tags {
+		if strings.EqualFold(o, t) {
+			continue
+		}
+		open, close := indexFold(text, "<"+o+">"), indexFold(text, "</"+o+">")
+		if open >= 0 && close > open && at > open && at < close {
+			return o
+		}
+	}
+	return ""
 }

@@ -24,7 +24,7 @@ func watchdog(input string) (stop func()) {
 }
 
 // The fuzz targets check that no parser panics or runs away on model output, and that verdicts
-// stay in range. Run longer with: go test -fuzz FuzzMath ./algorithms/verify/
+// stay in range. Run longer with: go test -run XXX -fuzz FuzzVerifiers ./algorithms/verify/
 
 var fuzzSeeds = []string{
 	"", "42", "<answer>1/2</answer>", `\boxed{\frac{1}{2}}`, "#### 3", "1e999999", "10^10^10",
@@ -46,11 +46,12 @@ func FuzzEvalExpr(f *testing.F) {
 				t.Fatalf("evalExpr(%q) exceeded the bit bound", s)
 			}
 		}
-		_, _ = readAnswer(s)
+		_ = parseValue(s, false)
+		_, _ = readReference(s)
 		_, _ = boxedContents(s)
 		_, _ = tagContents(s, "answer")
 		_ = hashAnswers(s)
-		_, _ = lastNumber(s)
+		_, _ = proseAnswer(s, MathParams{Tolerance: 1e-6})
 		_, _ = jsonText(s, "")
 	})
 }

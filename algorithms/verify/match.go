@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Normalize says how text is compared by "exact" and "contains". The defaults are safe for short
@@ -43,10 +44,19 @@ func (n Normalize) apply(s string) string {
 		words = kept
 	}
 	s = strings.Join(words, " ")
-	return strings.TrimFunc(s, func(r rune) bool {
-		return unicode.IsPunct(r) || unicode.IsSpace(r) || r == '`'
-	})
+	s = strings.TrimRightFunc(s, trimmable)
+	// A leading sign or decimal point of a number stays: "-12" is not "12".
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		if !trimmable(r) || (r == '-' || r == '+' || r == '.') && len(s) > 1 && s[1] >= '0' && s[1] <= '9' {
+			break
+		}
+		s = s[n:]
+	}
+	return s
 }
+
+func trimmable(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) || r == '`' }
 
 // MatchParams configures "exact" and "contains".
 type MatchParams struct {
@@ -166,8 +176,8 @@ func containsToken(got, want string, any bool) bool {
 		if any {
 			return true
 		}
-		before := j == 0 || !isWordByte(got[j-1])
-		after := j+len(want) == len(got) || !isWordByte(got[j+len(want)])
+		before := j == 0 || !isWordByte(got[j-1]) && !numberGlue(got, j-1, want[0], -1)
+		after := j+len(want) == len(got) || !isWordByte(got[j+len(want)]) && !numberGlue(got, j+len(want), want[len(want)-1], 1)
 		// A boundary only matters where want itself starts or ends with a word character.
 		if (before || !isWordByte(want[0])) && (after || !isWordByte(want[len(want)-1])) {
 			return true
@@ -233,6 +243,7 @@ func (p *ChoiceParams) validate(needAnswer bool) error {
 
 var (
 	choiceAloneRE = regexp.MustCompile(`^\(?([A-Za-z])\)?(?:[.:)]|\s|$)`)
+	choiceMoreRE  = regexp.MustCompile(`^\s*(?:(?i:or|and)|[,/&;])\s*\(?([A-Za-z])\)?(?:[\s.,;:)]|$)`)
 	answerIsRE    = regexp.MustCompile(`(?i:answer)(?:\s+(?i:is))?\s*[:：]?\s*(?:\*\*)?\s*\(?([A-Z])\)?(?:\*\*)?(?:[\s.,;:!)]|$)`)
 )
 
@@ -275,6 +286,9 @@ func (c *choiceVerifier) extract(text string, p ChoiceParams) (string, string) {
 			if m == nil {
 				return "", fmt.Sprintf("answer %s is not a single choice letter (%s)", quote(strings.TrimSpace(t)), p.Choices)
 			}
+			if second := choiceMoreRE.FindStringSubmatch(strings.TrimSpace(t)[len(m[0]):]); second != nil && !strings.EqualFold(second[1], m[1]) {
+				return "", "several different choices given; give exactly one" // "B or C", "B, C"
+			}
 			l := strings.ToUpper(m[1])
 			if letter != "" && l != letter {
 				return "", "several different choices given; give exactly one"
@@ -303,4 +317,21 @@ func (c *choiceVerifier) valid(letter string, p ChoiceParams) (string, string) {
 		return "", fmt.Sprintf("%s is not one of the choices %s", letter, p.Choices)
 	}
 	return letter, ""
+}
+
+// numberGlue reports whether got[i], next to a match whose edge character is edge, continues a
+// number: "12" is not in "12.5", "-12", "12,000", "1/12" or "3.12".
+func numberGlue(got string, i int, edge byte, dir int) bool {
+	if edge < '0' || edge > '9' {
+		return false
+	}
+	c := got[i]
+	if dir < 0 && (c == '-' || c == '+') {
+		return true
+	}
+	if c == '.' || c == ',' || c == '/' {
+		k := i + dir
+		return k >= 0 && k < len(got) && got[k] >= '0' && got[k] <= '9'
+	}
+	return false
 }

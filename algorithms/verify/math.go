@@ -6,28 +6,32 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"regexp"
 	"strings"
 )
 
 // MathParams configures the "math" verifier. Every field may also be set per sample in the
 // reference (usually just "answer").
 type MathParams struct {
-	// Answer is the reference answer: a number, fraction, \frac, simple expression, percentage,
-	// or, when it is none of those, a string compared after LaTeX normalisation.
+	// Answer is the reference answer: a number, expression, equation, inequality, interval,
+	// tuple, set, matrix or text (see the package doc); a worked solution is read through its
+	// \boxed answer.
 	Answer Text `json:"answer,omitempty"`
 	// Tolerance is relative: |got-want| <= max(AbsTolerance, Tolerance*|want|). Default 1e-6;
-	// a negative value means exact.
+	// a negative value means exact. Two integers are compared exactly unless Tolerance is
+	// above 1e-6 or AbsTolerance is set: the default absorbs rounding, and integers have none.
 	Tolerance float64 `json:"tolerance,omitempty"`
 	// AbsTolerance is an absolute tolerance, default 0.
 	AbsTolerance float64 `json:"abs_tolerance,omitempty"`
 	// Tag names the answer tag, default "answer" (<answer>…</answer>).
 	Tag string `json:"tag,omitempty"`
-	// Strict requires an explicit final answer (tag, "####" or \boxed); without it the last
-	// number in the text is taken.
+	// Strict requires an explicit final answer (tag, "####" or \boxed); without it a "final
+	// answer is" phrase, the whole completion or its last formula or number is taken.
 	Strict bool `json:"strict,omitempty"`
-	// Percent says what a trailing % means: "either" (default: 50% matches 50 and 0.5) or
-	// "value" (50% is 0.5 only).
+	// Percent says what a trailing % means. "either" (default): a reference written with %
+	// matches the number and the fraction (50% matches 50 and 0.5), while a completion's %
+	// always means /100, so appending % never buys a completion two readings. "value": 50% is
+	// 0.5 on both sides. "lenient": a % on either side matches both readings (the completion
+	// "50%" then passes for 50 and for 0.5; it is a hedge a policy can learn).
 	Percent string `json:"percent,omitempty"`
 }
 
@@ -36,9 +40,12 @@ type mathVerifier struct{ p MathParams }
 // NewMath builds the "math" verifier.
 //
 // The final answer is, in order of precedence: the content of <tag>…</tag> (a \boxed{} inside
-// it wins), the text after "####", the argument of \boxed{…}, and unless Strict the last number
-// in the text. When several of the chosen kind are present they must all be equal, otherwise the
-// sample fails: hedging ("<answer>3</answer> <answer>4</answer>") earns nothing.
+// it wins), the text after "####", the argument of \boxed{…} or, unless Strict, the answer after
+// the last "final answer is" phrase, then unless Strict the whole completion when it is nothing
+// but an answer, else its last LaTeX span or stand-alone number or formula (after </think> when
+// there is one). When several of the chosen kind are present they must all be equal, otherwise
+// the sample fails: hedging ("<answer>3</answer> <answer>4</answer>") earns nothing; boxes joined
+// by "and" or commas form one list answer; a self-correction ("no, wait") keeps the last.
 func NewMath(params json.RawMessage) (Verifier, error) {
 	m := &mathVerifier{}
 	if err := DecodeParams("math", params, &m.p); err != nil {
@@ -66,9 +73,9 @@ func (p *MathParams) validate(needAnswer bool) error {
 	switch p.Percent {
 	case "":
 		p.Percent = "either"
-	case "either", "value":
+	case "either", "value", "lenient":
 	default:
-		return fmt.Errorf("verify: math params: percent=%q: allowed values: either, value", p.Percent)
+		return fmt.Errorf("verify: math params: percent=%q: allowed values: either, value, lenient", p.Percent)
 	}
 	if !validTagName(p.Tag) {
 		return fmt.Errorf("verify: math params: tag=%q: want letters, digits, '_' or '-'", p.Tag)
@@ -87,110 +94,59 @@ func (m *mathVerifier) Verify(ctx context.Context, s Sample) (Verdict, error) {
 	if err := p.validate(true); err != nil {
 		return Verdict{}, err
 	}
-	want, err := readAnswer(string(p.Answer))
+	want, err := readReference(string(p.Answer))
 	if err != nil {
 		return Verdict{}, fmt.Errorf("verify: math: reference answer %q: %w", clip(string(p.Answer), 60), err)
 	}
-	got, fb := finalAnswer(s.Completion, p.Tag, p.Strict)
+	got, fb := finalAnswer(s.Completion, p)
 	if fb != "" {
 		return fail("%s", fb), nil
 	}
-	g, err := readAnswer(got)
-	if err != nil {
+	g := parseValue(got, false)
+	if err := valueError(g); err != nil {
 		return fail("could not read the final answer %s: %v", quote(got), err), nil
 	}
-	if want.num == nil && g.num == nil {
-		if g.key() == want.key() {
-			return pass(), nil
-		}
-		return fail("final answer %s is not correct", quote(got)), nil
-	}
-	if want.num != nil && g.num == nil {
-		return fail("could not read a number from the final answer %s", quote(got)), nil
-	}
-	if want.num == nil && g.num != nil {
-		return fail("final answer %s is not correct", quote(got)), nil
-	}
-	if matchNumbers(g, want, p) {
+	if equalValues(g, want, p) {
 		return pass(), nil
 	}
 	return fail("final answer %s is not correct", quote(got)), nil
 }
 
-// answer is a parsed final answer: a number (num != nil) or normalised text.
-type answer struct {
-	num     *big.Rat
-	percent bool // written with a trailing %; num is already divided by 100
-	text    string
+// readReference parses the reference answer. A reference written as a worked solution is read
+// through its \boxed answer.
+func readReference(raw string) (value, error) {
+	if strings.TrimSpace(raw) == "" {
+		return value{}, errNotNumber
+	}
+	v := parseValue(raw, true)
+	if hasText(v) || strings.Contains(raw, `\boxed`) {
+		// A reference written as a worked solution: its \boxed or "final answer is" answer.
+		if a, fb, ok := explicitAnswer(raw, MathParams{Tolerance: -1}); ok && fb == "" && a != "" {
+			v = parseValue(a, true)
+		}
+	}
+	if v.key == "" {
+		return value{}, errNotNumber
+	}
+	return v, valueError(v)
 }
 
-// readAnswer parses a final answer. A string that is not a number or expression is returned as
-// normalised text (err == nil); err is reserved for numbers that are too large or divide by zero.
-func readAnswer(raw string) (answer, error) {
-	s := normalizeMath(raw)
-	if s == "" {
-		return answer{}, errNotNumber
+// valueError reports a number that is too large or divides by zero anywhere in v.
+func valueError(v value) error {
+	if v.err != nil {
+		return v.err
 	}
-	a := answer{text: s}
-	body := s
-	for _, suf := range []string{`\%`, "%"} {
-		if strings.HasSuffix(body, suf) {
-			body = strings.TrimSpace(strings.TrimSuffix(body, suf))
-			a.percent = true
-			break
+	if v.x != nil {
+		if _, _, err := v.x.exact(v.mask); err != nil {
+			return err
 		}
 	}
-	v, _, err := evalExpr(body, modeMath)
-	if err != nil {
-		if err == errTooBig || err == errDivZero {
-			return answer{}, err
-		}
-		// "5 cm", "x = 5", "$5.00 total": a single number inside words still counts; two
-		// different numbers ("3 or 4") are ambiguous and leave it as text.
-		nums := numbersIn(body)
-		if len(nums) == 0 {
-			return a, nil
-		}
-		var only *big.Rat
-		for _, n := range nums {
-			nv, _, err := evalExpr(normalizeMath(n), modeMath)
-			if err != nil {
-				return a, nil
-			}
-			if only != nil && only.Cmp(nv) != 0 {
-				return a, nil
-			}
-			only = nv
-		}
-		v = only
-	}
-	if a.percent {
-		v = new(big.Rat).Quo(v, big.NewRat(100, 1))
-	}
-	a.num = v
-	return a, nil
-}
-
-// key is the text form compared when an answer is not a number: spaces do not matter.
-func (a answer) key() string { return strings.ReplaceAll(a.text, " ", "") }
-
-// candidates lists the values an answer may stand for under the percent rule.
-func (a answer) candidates(mode string) []*big.Rat {
-	if !a.percent || mode == "value" {
-		return []*big.Rat{a.num}
-	}
-	return []*big.Rat{a.num, new(big.Rat).Mul(a.num, big.NewRat(100, 1))}
-}
-
-func matchNumbers(got, want answer, p MathParams) bool {
-	for _, g := range got.candidates(p.Percent) {
-		for _, w := range want.candidates(p.Percent) {
-			if withinTolerance(g, w, p.Tolerance, p.AbsTolerance) {
-				return true
-			}
+	for _, it := range v.items {
+		if err := valueError(it); err != nil {
+			return err
 		}
 	}
-	return false
+	return nil
 }
 
 // withinTolerance compares exactly: |g-w| <= max(abs, rel*|w|), tolerances taken as exact
@@ -215,7 +171,11 @@ func withinTolerance(g, w *big.Rat, rel, abs float64) bool {
 }
 
 // finalAnswer extracts the final answer, or returns feedback saying why there is none usable.
-func finalAnswer(text, tag string, strict bool) (string, string) {
+// Precedence: <tag> (a \boxed inside it wins), "####", then \boxed answers and "final answer
+// is" phrases (explicitAnswer), then, unless Strict, the last LaTeX span or stand-alone number
+// of the text (proseAnswer).
+func finalAnswer(text string, p MathParams) (string, string) {
+	tag := p.Tag
 	if strings.TrimSpace(text) == "" {
 		return "", "empty output; give a final answer in <" + tag + ">…</" + tag + ">"
 	}
@@ -226,85 +186,60 @@ func finalAnswer(text, tag string, strict bool) (string, string) {
 	if len(tagged) > 0 {
 		var inner []string
 		for _, t := range tagged {
-			if b, err := boxedContents(t); err == nil && len(b) > 0 {
-				inner = append(inner, b...)
+			if a, fb, ok := explicitAnswer(t, p); ok {
+				if fb != "" {
+					return "", fb
+				}
+				inner = append(inner, a)
 			} else {
 				inner = append(inner, t)
 			}
 		}
-		return agree(inner, "<"+tag+"> answers")
+		return agree(inner, "<"+tag+"> answers", p)
 	}
 	if h := hashAnswers(text); len(h) > 0 {
-		return agree(h, `"####" answers`)
+		return agree(h, `"####" answers`, p)
 	}
-	boxed, err := boxedContents(text)
-	if err != nil {
-		return "", err.Error()
+	if _, after, ok := cutLast(text, "</think>"); ok && strings.TrimSpace(after) != "" {
+		text = after // the reasoning before </think> is a draft, not the answer
 	}
-	if len(boxed) > 0 {
-		return agree(boxed, `\boxed answers`)
+	if a, fb, ok := explicitAnswer(text, p); ok {
+		return a, fb
 	}
-	if strict {
+	if p.Strict {
 		return "", "no final answer found; give it in <" + tag + ">…</" + tag + ">"
 	}
-	if n, ok := lastNumber(text); ok {
-		return n, ""
+	if t := strings.TrimSpace(text); len(t) <= 2*maxExprBytes {
+		// A completion that is nothing but an answer ("\frac{1+\sqrt{5}}{2}", "1 000") is read whole.
+		if v := parseValue(t, false); !hasText(v) {
+			return t, ""
+		}
+	}
+	if a, fb := proseAnswer(text, p); a != "" || fb != "" {
+		return a, fb
 	}
 	return "", "no final answer found; give it in <" + tag + ">…</" + tag + ">"
 }
 
 // agree returns the common answer of several, or feedback when they differ or are empty.
-func agree(all []string, what string) (string, string) {
+func agree(all []string, what string, p MathParams) (string, string) {
 	first := strings.TrimSpace(all[0])
-	if first == "" {
+	if first == "" || normalizeAnswer(first) == "" {
 		return "", "empty final answer"
 	}
-	fa, _ := readAnswer(first)
+	fa := parseValue(first, false)
+	seen := map[string]bool{first: true}
 	for _, o := range all[1:] {
-		oa, _ := readAnswer(o)
-		same := fa.key() == oa.key()
-		if fa.num != nil && oa.num != nil {
-			same = fa.num.Cmp(oa.num) == 0
+		if o = strings.TrimSpace(o); seen[o] {
+			continue // the same text again: no need to parse it
 		}
-		if !same {
-			return "", fmt.Sprintf("%d different %s (%s, %s); give exactly one final answer", len(all), what, quote(first), quote(strings.TrimSpace(o)))
+		seen[o] = true
+		oa := parseValue(o, false)
+		if fa.key != oa.key && !equalValues(oa, fa, p) {
+			return "", fmt.Sprintf("%d different %s (%s, %s); give exactly one final answer", len(all), what, quote(first), quote(o))
 		}
 	}
 	return first, ""
-}
-
-var (
-	textCmdRE  = regexp.MustCompile(`\\(?:text|textbf|textrm|mathrm|mathbf|mbox|displaystyle|boxed)\s*\{([^{}]*)\}`)
-	degreeRE   = regexp.MustCompile(`\^\s*\{?\\circ\}?|°`)
-	assignRE   = regexp.MustCompile(`^[^=]{0,24}=`)
-	spacingCmd = strings.NewReplacer(`\left`, "", `\right`, "", `\!`, "", `\,`, "", `\;`, "", `\:`, "", `\ `, " ", "~", " ",
-		"{,}", "", `\dfrac`, `\frac`, `\tfrac`, `\frac`, "−", "-", "–", "-", "×", `*`, "÷", "/", "·", "*", "⋅", "*",
-		`\$`, "", "$", "", `\(`, "", `\)`, "", `\[`, "", `\]`, "")
-)
-
-// normalizeMath strips LaTeX decoration that does not change a value.
-func normalizeMath(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > 4*maxExprBytes {
-		return s[:4*maxExprBytes]
-	}
-	s = spacingCmd.Replace(s)
-	for i := 0; i < 4 && textCmdRE.MatchString(s); i++ {
-		s = textCmdRE.ReplaceAllString(s, " $1 ")
-	}
-	s = degreeRE.ReplaceAllString(s, "")
-	// "x = 5", "2+3 = 5": the value is what follows the last '='.
-	for {
-		loc := assignRE.FindStringIndex(s)
-		if loc == nil || !strings.Contains(s, "=") {
-			break
-		}
-		s = s[loc[1]:]
-	}
-	s = strings.TrimSpace(s)
-	s = strings.TrimRight(s, ".,;: ")
-	s = strings.Join(strings.Fields(s), " ")
-	return s
 }
 
 func validTagName(s string) bool {
@@ -317,4 +252,12 @@ func validTagName(s string) bool {
 		}
 	}
 	return true
+}
+
+// cutLast splits s around the last occurrence of sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if k := strings.LastIndex(s, sep); k >= 0 {
+		return s[:k], s[k+len(sep):], true
+	}
+	return s, "", false
 }

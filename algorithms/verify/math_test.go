@@ -102,6 +102,10 @@ func TestMath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lenient, err := NewMath(json.RawMessage(`{"percent": "lenient"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name       string
 		v          Verifier
@@ -127,7 +131,12 @@ func TestMath(t *testing.T) {
 		{"nested boxed", v, "1/2", `\boxed{\frac{1}{\boxed{2}}}`, true, ""},
 		{"boxed in tag", v, "9", `<answer>so \boxed{9}</answer>`, true, ""},
 		{"percent either", v, "0.25", "<answer>25%</answer>", true, ""},
-		{"percent either 2", v, "25", `<answer>25\%</answer>`, true, ""},
+		// A completion's % means /100: "25%" cannot pass for both 25 and 0.25.
+		{"percent either 2", v, "25", `<answer>25\%</answer>`, false, "not correct"},
+		{"percent reference", v, `25\%`, `<answer>25</answer>`, true, ""},
+		{"percent reference fraction", v, `25\%`, `<answer>0.25</answer>`, true, ""},
+		{"percent both", v, `25\%`, `<answer>25\%</answer>`, true, ""},
+		{"percent lenient", lenient, "25", `<answer>25\%</answer>`, true, ""},
 		{"percent value", valueOnly, "25", "<answer>25%</answer>", false, "not correct"},
 		{"percent value ok", valueOnly, "0.25", "<answer>25%</answer>", true, ""},
 		{"sci", v, "1500", "<answer>1.5e3</answer>", true, ""},
@@ -152,14 +161,14 @@ func TestMath(t *testing.T) {
 		{"hedged tags", v, "3", "<answer>3</answer><answer>4</answer>", false, "different"},
 		{"hedged boxed", v, "3", `\boxed{3} or \boxed{4}`, false, "different"},
 		{"hedged hashes", v, "3", "#### 3\n#### 4", false, "different"},
-		{"or inside tag", v, "3", "<answer>3 or 4</answer>", false, "could not read a number"},
+		{"or inside tag", v, "3", "<answer>3 or 4</answer>", false, "not correct"},
 		{"empty", v, "3", "", false, "empty output"},
 		{"whitespace", v, "3", "  \n ", false, "empty output"},
 		{"empty tag", v, "3", "<answer> </answer>", false, "empty final answer"},
 		{"unclosed tag", v, "3", "<answer>3", false, "never closed"},
 		{"nested tags", v, "3", "<answer><answer>3</answer></answer>", false, "opened twice"},
-		{"nan", v, "3", "<answer>NaN</answer>", false, "could not read a number"},
-		{"inf", v, "3", "<answer>Inf</answer>", false, "could not read a number"},
+		{"nan", v, "3", "<answer>NaN</answer>", false, "not correct"},
+		{"inf", v, "3", "<answer>Inf</answer>", false, "not correct"},
 		{"huge", v, "3", "<answer>1" + strings.Repeat("0", 100000) + "</answer>", false, ""},
 		{"huge exponent", v, "3", "<answer>1e99999999</answer>", false, "too large"},
 		{"huge power", v, "3", "<answer>10^10^10</answer>", false, "too large"},
@@ -169,7 +178,10 @@ func TestMath(t *testing.T) {
 		{"strict needs tag", strict, "42", "the answer is 42", false, "no final answer"},
 		{"strict with boxed", strict, "42", `\boxed{42}`, true, ""},
 		{"last number wins", v, "7", "3 apples and then 7", true, ""},
-		{"last number subtraction", v, "4", "pages 3-4", true, ""},
+		// "3-4" is one formula (or a range), not the number 4.
+		{"last number subtraction", v, "4", "pages 3-4", false, "not correct"},
+		{"last formula", v, "2x+1", "so we get 2x+1", true, ""},
+		{"not the last number of a formula", v, "1", "so we get 2x+1", false, "not correct"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
