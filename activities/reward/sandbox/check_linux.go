@@ -51,7 +51,7 @@ func (s *Sandbox) runCases(ctx context.Context, cases []TestCase, compare bool, 
 	timedOut := false
 	for _, tc := range cases {
 		if timedOut {
-			rep.Cases = append(rep.Cases, CaseResult{Reason: "not run: an earlier case timed out"})
+			rep.Cases = append(rep.Cases, CaseResult{Reason: "not run: an earlier case timed out or hit the CPU time limit"})
 			continue
 		}
 		r, err := s.Run(ctx, cmd(tc))
@@ -72,7 +72,7 @@ func (s *Sandbox) runCases(ctx context.Context, cases []TestCase, compare bool, 
 		if cr.Passed {
 			rep.Passed++
 		}
-		timedOut = r.TimedOut
+		timedOut = r.TimedOut || r.Limit == LimitCPU
 		rep.Cases = append(rep.Cases, cr)
 	}
 	rep.Verdict = VerdictFailed
