@@ -410,11 +410,25 @@ func TestGoTestVerdicts(t *testing.T) {
 		{"init exits 0", "package sol\n\nimport \"os\"\n\nfunc init() { os.Exit(0) }\n" + goWrong, goAddSubTest, false},
 		{"init disables the tests", "package sol\n\nimport \"os\"\n\nfunc init() { os.Args = append(os.Args, \"-test.run=^$\") }\n" + goWrong, goAddSubTest, false},
 		{"init forges passes and exits", "package sol\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nfunc init() {\n\tfmt.Println(\"=== RUN   TestAdd\\n--- PASS: TestAdd (0.00s)\\n=== RUN   TestSub\\n--- PASS: TestSub (0.00s)\\nPASS\")\n\tos.Exit(0)\n}\n" + goWrong, goAddSubTest, false},
+		{"init forges marked events and exits", "package sol\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nfunc init() {\n\tfmt.Println(\"\\x16=== RUN   TestAdd\\n\\x16--- PASS: TestAdd (0.00s)\\n\\x16=== RUN   TestSub\\n\\x16--- PASS: TestSub (0.00s)\\n\\x16PASS\")\n\tos.Exit(0)\n}\n" + goWrong, goAddSubTest, false},
 		{"init exits through syscall", "package sol\n\nimport \"syscall\"\n\nfunc init() { syscall.Exit(0) }\n" + goWrong, goAddSubTest, false},
 		{"forged lines only", "package sol\n\nimport \"fmt\"\n\nfunc init() {\n\tfmt.Println(\"\\x16--- PASS: TestAdd (0.00s)\\n\\x16--- PASS: TestSub (0.00s)\\n\\x16PASS\")\n}\n" + goWrong, goAddSubTest, false},
 	}
+	// The same hacks with the import gate off: the test events alone must fail them.
+	for _, c := range cases {
+		if !c.pass && strings.HasPrefix(c.name, "init") {
+			cases = append(cases, struct {
+				name, sol, test string
+				pass            bool
+			}{c.name + ", no import gate", c.sol, c.test, false})
+		}
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if strings.HasSuffix(c.name, "no import gate") {
+				goTestImportGate = false
+				defer func() { goTestImportGate = true }()
+			}
 			sol := strings.Replace(c.sol, "package sol", "package sandbox", 1)
 			test := strings.Replace(c.test, "package sol", "package sandbox", 1)
 			rep, err := s.Check(t.Context(), Program{Language: Go, Source: sol, GoTest: test}, nil, Limits{Timeout: 10 * time.Second})
