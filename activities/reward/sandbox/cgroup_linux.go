@@ -257,6 +257,14 @@ func (rc *runCgroup) pidsHit() bool {
 	return n > 0
 }
 
+// kill ends every task of the run at once where the kernel can (cgroup v2's cgroup.kill); v1
+// relies on the PID namespace or the uid sweep.
+func (rc *runCgroup) kill() {
+	if rc.c.v2 {
+		_ = os.WriteFile(filepath.Join(rc.dirs[0], "cgroup.kill"), []byte("1"), 0)
+	}
+}
+
 // remove deletes the run's cgroup(s), waiting briefly for exiting tasks to leave; a cgroup still
 // busy after that is left for New's sweep.
 func (rc *runCgroup) remove() error {

@@ -473,3 +473,78 @@ func TestRestrictedGoWork(t *testing.T) {
 		t.Errorf("a planted go.work broke the build: %+v", rep)
 	}
 }
+
+// TestMoreHostilePrograms: what else an attacker tries once the holes above are closed.
+func TestMoreHostilePrograms(t *testing.T) {
+	s := newSandbox(t, Config{})
+	needPython(t, s)
+	py := func(t *testing.T, s *Sandbox, src string, lim Limits) Result {
+		t.Helper()
+		r, err := s.Run(t.Context(), Command{Path: s.Config().Python, Args: []string{"-c", src}, Limits: lim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%q: %q %q", r.Failure(), head(string(r.Stdout), 200), head(lastLine(string(r.Stderr)), 200))
+		return r
+	}
+	noneLeft := func(t *testing.T, s *Sandbox) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Second)
+		for len(slotProcesses(s)) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("sandbox processes outlived the run: %v", slotProcesses(s))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	t.Run("thread bomb", func(t *testing.T) {
+		src := "import threading, time\nts = []\nfor _ in range(1000):\n    t = threading.Thread(target=time.sleep, args=(2,))\n    t.start()\n    ts.append(t)\nprint('started', len(ts))\n"
+		// 2 GiB of address space: glibc reserves 64 MiB per thread, which would stop it first.
+		r := py(t, s, src, Limits{Timeout: 3 * time.Second, Procs: 16, Memory: 2 << 30})
+		if r.Failure() == "" || r.Limit != LimitProcs && s.cg != nil {
+			t.Errorf("1000 threads under a 16-task limit: failure %q, limit %q", r.Failure(), r.Limit)
+		}
+		noneLeft(t, s)
+	})
+
+	t.Run("setsid and double fork, parent exits 0", func(t *testing.T) {
+		src := "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        while True:\n            time.sleep(0.05)\n    os._exit(0)\nprint('bye')\n"
+		py(t, s, src, Limits{Timeout: 5 * time.Second})
+		noneLeft(t, s)
+	})
+
+	t.Run("stderr flood", func(t *testing.T) {
+		src := "import os\nb = b'e' * (1 << 20)\nfor _ in range(200):\n    os.write(2, b)\nprint('ok')\n"
+		start := time.Now()
+		r := py(t, s, src, Limits{Timeout: 10 * time.Second})
+		if len(r.Stderr) > stderrCap {
+			t.Errorf("kept %d bytes of stderr, cap %d", len(r.Stderr), stderrCap)
+		}
+		if r.TimedOut || time.Since(start) > 8*time.Second {
+			t.Errorf("a 200 MiB stderr stalled the run: %v", time.Since(start))
+		}
+	})
+
+	t.Run("signal the worker, restricted", func(t *testing.T) {
+		rs := newSandbox(t, Config{Mode: ModeRestricted})
+		src := fmt.Sprintf("import os, signal\nres = []\nfor pid in (os.getppid(), %d, 1):\n    try:\n        os.kill(pid, signal.SIGKILL)\n        res.append('killed %%d' %% pid)\n    except OSError as e:\n        res.append('refused %%d' %% pid)\nprint(res)\n", os.Getpid())
+		r := py(t, rs, src, Limits{Timeout: 5 * time.Second})
+		if strings.Contains(string(r.Stdout), "killed") {
+			t.Errorf("a restricted program signalled a host process: %s", r.Stdout)
+		}
+	})
+
+	t.Run("shared memory left behind, restricted", func(t *testing.T) {
+		rs := newSandbox(t, Config{Mode: ModeRestricted})
+		name := "temper-hoard-" + randomName(t)
+		src := fmt.Sprintf("import os\nfor d in ('/dev/shm', '/tmp'):\n    try:\n        open(os.path.join(d, %q), 'wb').write(b'x' * (8 << 20))\n    except OSError:\n        pass\nprint('left')\n", name)
+		py(t, rs, src, Limits{Timeout: 5 * time.Second})
+		for _, d := range []string{"/dev/shm", "/tmp"} {
+			if _, err := os.Stat(filepath.Join(d, name)); err == nil {
+				_ = os.Remove(filepath.Join(d, name))
+				t.Errorf("%s/%s outlived the run", d, name)
+			}
+		}
+	})
+}

@@ -340,6 +340,12 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 	}
 	env := mergeEnv([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + dir, "LANG=C.UTF-8"}, j.env)
 	cpu := uint64((j.limits.CPUTime + time.Second - 1) / time.Second)
+	// With a cgroup, pids.max is the limit the tree meets first (so the verdict can name it);
+	// RLIMIT_NPROC stays as a backstop a little above it.
+	nproc := uint64(j.limits.Procs)
+	if s.cg != nil {
+		nproc += 2
+	}
 	sp := helperSpec{
 		Isolated: isolated,
 		Dir:      dir,
@@ -351,7 +357,7 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 		Rlimits: []rlimit{
 			{rlimitCPU, cpu, cpu + 1},
 			{rlimitAS, uint64(j.limits.Memory), uint64(j.limits.Memory)},
-			{rlimitNPROC, uint64(j.limits.Procs), uint64(j.limits.Procs)},
+			{rlimitNPROC, nproc, nproc},
 			{rlimitFSIZE, uint64(j.limits.FileSize), uint64(j.limits.FileSize)},
 			{rlimitNOFILE, uint64(j.limits.OpenFiles), uint64(j.limits.OpenFiles)},
 			{rlimitCORE, 0, 0},
@@ -437,6 +443,9 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 		// os.Process signals through a pidfd: never a recycled pid. In isolated mode this is the
 		// namespace's init, and the kernel takes every descendant along.
 		_ = proc.Kill()
+		if rc != nil {
+			rc.kill()
+		}
 		if !isolated {
 			s.killAll(j.uid)
 		}
@@ -497,6 +506,7 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 	close(stopWatch)
 	if !isolated {
 		s.killAll(j.uid) // descendants that left the process group
+		sweepShared(j.uid)
 	}
 	// Every writer is dead now (the namespace is gone, or the uid was swept); give the readers
 	// a moment to drain, then cut the pipes.
@@ -619,6 +629,28 @@ func capped(r io.Reader, buf *bytes.Buffer, limit int) bool {
 		}
 		if err != nil {
 			return false
+		}
+	}
+}
+
+// sharedDirs are the world-writable places of the host a restricted run can leave files in;
+// /dev/shm and /dev/mqueue hold host memory.
+var sharedDirs = []string{"/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue"}
+
+// sweepShared removes what uid left at the top of the shared directories (restricted mode, after
+// the uid's processes are gone): files there would hold host memory or disk after the run and
+// could feed later runs. RemoveAll does not follow symlinks.
+func sweepShared(uid int) {
+	for _, d := range sharedDirs {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			fi, err := e.Info()
+			if err != nil {
+				continue
+			}
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid {
+				_ = os.RemoveAll(filepath.Join(d, e.Name()))
+			}
 		}
 	}
 }

@@ -44,8 +44,8 @@ type Limits struct {
 	// SysV and POSIX shared memory, memfd and tmpfs pages); over it the kernel kills a process
 	// of the run and the run fails with Limit "memory".
 	Memory int64 `json:"memory,omitempty"`
-	// Procs is RLIMIT_NPROC for the slot's uid and the task limit (pids.max) of the run's
-	// cgroup (threads count; at least 8).
+	// Procs is the task limit (pids.max) of the run's cgroup and, 2 higher where there is one,
+	// RLIMIT_NPROC for the slot's uid (threads count; at least 8).
 	Procs int `json:"procs,omitempty"`
 	// FileSize is RLIMIT_FSIZE in bytes.
 	FileSize int64 `json:"file_size,omitempty"`
