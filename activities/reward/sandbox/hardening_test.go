@@ -81,23 +81,32 @@ time.sleep(%g)
 // slot uid, nor by a concurrent run on another slot.
 func TestKeyringsDoNotLeak(t *testing.T) {
 	needAmd64(t)
-	t.Run("same slot, later run", func(t *testing.T) {
-		s := newSandbox(t, Config{Slots: 1})
-		needPython(t, s)
-		secret, desc := "key-"+randomName(t), "temper-leak-"+randomName(t)
-		r, err := s.Run(t.Context(), Command{Path: s.Config().Python, Args: []string{"-c", keyPlanter(desc, secret, 0)}})
-		if err != nil {
-			t.Fatal(err)
+	for _, filtered := range []bool{true, false} {
+		name := "same slot, later run"
+		if !filtered {
+			name += ", no seccomp" // the keyrings alone must hold
 		}
-		t.Logf("planter: %q %q", r.Stdout, lastLine(string(r.Stderr)))
-		r, err = s.Run(t.Context(), Command{Path: s.Config().Python, Args: []string{"-c", keyStealer(desc)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(r.Stdout), secret) {
-			t.Errorf("a later run on the same slot read the key: %q", r.Stdout)
-		}
-	})
+		t.Run(name, func(t *testing.T) {
+			s := newSandbox(t, Config{Slots: 1})
+			needPython(t, s)
+			if !filtered {
+				s.filter = nil
+			}
+			secret, desc := "key-"+randomName(t), "temper-leak-"+randomName(t)
+			r, err := s.Run(t.Context(), Command{Path: s.Config().Python, Args: []string{"-c", keyPlanter(desc, secret, 0)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("planter: %q %q", r.Stdout, lastLine(string(r.Stderr)))
+			r, err = s.Run(t.Context(), Command{Path: s.Config().Python, Args: []string{"-c", keyStealer(desc)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(r.Stdout), secret) {
+				t.Errorf("a later run on the same slot read the key: %q", r.Stdout)
+			}
+		})
+	}
 	t.Run("other slot, concurrent run", func(t *testing.T) {
 		s := newSandbox(t, Config{Slots: 2})
 		needPython(t, s)
