@@ -557,3 +557,39 @@ func TestMoreHostilePrograms(t *testing.T) {
 		}
 	})
 }
+
+// TestOrdinaryProgramsStillWork: the filter and limits must not break what honest programs do:
+// threads, fork, subprocesses (libc falls back from clone3 to clone), pipes, socketpair,
+// asyncio, memory-mapped files.
+func TestOrdinaryProgramsStillWork(t *testing.T) {
+	s := newSandbox(t, Config{})
+	needPython(t, s)
+	src := `import asyncio, mmap, os, socket, subprocess, sys, threading
+out = []
+t = threading.Thread(target=lambda: out.append("thread")); t.start(); t.join()
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+out.append("fork %d" % os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+out.append("subprocess %d" % subprocess.run([sys.executable, "-c", "pass"]).returncode)
+r, w = os.pipe(); os.write(w, b"p"); out.append("pipe " + os.read(r, 1).decode())
+a, b = socket.socketpair(); a.send(b"s"); out.append("socketpair " + b.recv(1).decode())
+async def main():
+    await asyncio.sleep(0)
+    return "asyncio"
+out.append(asyncio.run(main()))
+with open("f", "wb") as f:
+    f.write(b"m" * 4096)
+with open("f", "r+b") as f:
+    out.append("mmap " + mmap.mmap(f.fileno(), 0)[:1].decode())
+print(", ".join(out))
+`
+	r, err := s.Run(t.Context(), Command{Path: s.Config().Python, Args: []string{"-c", src}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "thread, fork 7, subprocess 0, pipe p, socketpair s, asyncio, mmap m"
+	if got := strings.TrimSpace(string(r.Stdout)); got != want || r.Failure() != "" {
+		t.Errorf("got %q (%s), want %q: %s", got, r.Failure(), want, r.Stderr)
+	}
+}
