@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -310,17 +309,7 @@ func TestHostUnixSocketUnreachable(t *testing.T) {
 			if err := os.Chmod(sock, 0o777); err != nil {
 				t.Fatal(err)
 			}
-			var accepted atomic.Int32
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					accepted.Add(1)
-					c.Close()
-				}
-			}()
+			accepted := countAccepts(ln)
 			s := newSandbox(t, Config{Mode: mode, ReadOnly: []string{"/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc", dir}})
 			needPython(t, s)
 			src := fmt.Sprintf("import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect(%q)\ns.sendall(b'hi')\nprint('connected')\n", sock)

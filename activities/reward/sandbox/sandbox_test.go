@@ -289,17 +289,7 @@ func TestHostileProgramsFail(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		var accepted atomic.Int32
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				accepted.Add(1)
-				c.Close()
-			}
-		}()
+		accepted := countAccepts(ln)
 		port := ln.Addr().(*net.TCPAddr).Port
 		src := fmt.Sprintf("import socket\ns = socket.create_connection(('127.0.0.1', %d), timeout=2)\ns.sendall(b'hi')\nprint('connected')\n", port)
 		rep := check(t, src, TestCase{Stdout: "connected"}, Limits{Timeout: 5 * time.Second})
@@ -465,6 +455,22 @@ func TestGoPrograms(t *testing.T) {
 	if rep.Verdict != VerdictFailed {
 		t.Fatalf("harness, wrong: %+v", rep)
 	}
+}
+
+// countAccepts accepts and closes connections on ln until it is closed, counting them.
+func countAccepts(ln net.Listener) *atomic.Int32 {
+	var n atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return &n
 }
 
 func str(n int) string { return strconv.Itoa(n) }
