@@ -209,7 +209,9 @@ func (s *Sandbox) runGoTest(ctx context.Context, plan goTestPlan, bin []byte, en
 	}
 	if len(rep.Cases) > 0 {
 		c := &rep.Cases[0]
-		c.Stdout, c.Stderr, c.ExitCode, c.Elapsed = head(string(r.Stdout), 512), tail(string(r.Stderr), 1024), r.ExitCode, r.Elapsed
+		// The framing markers mean nothing to a reader of the feedback.
+		out := strings.ReplaceAll(string(r.Stdout), testMarker, "")
+		c.Stdout, c.Stderr, c.ExitCode, c.Elapsed = head(out, 512), tail(string(r.Stderr), 1024), r.ExitCode, r.Elapsed
 	}
 	return rep, nil
 }

@@ -42,7 +42,7 @@
 //     No /tmp, /dev/shm or /sys; nothing reaches the host disk.
 //   - R    a private 0700 work directory on the host as cwd and HOME, its own process group,
 //     then a sweep that kills every process of the slot's uid and removes what it left at the
-//     top of /tmp, /var/tmp, /dev/shm and /dev/mqueue. World-readable host files and the
+//     top of /tmp, /var/tmp, /dev/shm, /dev/mqueue and /run/lock. World-readable host files and the
 //     host's /proc (other processes' command lines) remain readable: use it only where
 //     ModeIsolated is impossible and programs are semi-trusted.
 //   - I+R  Go programs are built by the builder uid that alone writes the shared GOCACHE

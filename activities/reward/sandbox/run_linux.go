@@ -633,9 +633,9 @@ func capped(r io.Reader, buf *bytes.Buffer, limit int) bool {
 	}
 }
 
-// sharedDirs are the world-writable places of the host a restricted run can leave files in;
-// /dev/shm and /dev/mqueue hold host memory.
-var sharedDirs = []string{"/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue"}
+// sharedDirs are the usual world-writable places of the host a restricted run can leave files
+// in; /dev/shm and /dev/mqueue hold host memory.
+var sharedDirs = []string{"/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run/lock", "/var/lock"}
 
 // sweepShared removes what uid left at the top of the shared directories (restricted mode, after
 // the uid's processes are gone): files there would hold host memory or disk after the run and
