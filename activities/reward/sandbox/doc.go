@@ -42,9 +42,9 @@
 //     No /tmp, /dev/shm or /sys; nothing reaches the host disk.
 //   - R    a private 0700 work directory on the host as cwd and HOME, its own process group,
 //     then a sweep that kills every process of the slot's uid and removes what it left at the
-//     top of /tmp, /var/tmp, /dev/shm, /dev/mqueue and /run/lock. World-readable host files and the
-//     host's /proc (other processes' command lines) remain readable: use it only where
-//     ModeIsolated is impossible and programs are semi-trusted.
+//     top of /tmp, /var/tmp, /dev/shm, /dev/mqueue and /run/lock. World-readable host files
+//     and the host's /proc (other processes' command lines) remain readable: use it only
+//     where ModeIsolated is impossible and programs are semi-trusted.
 //   - I+R  Go programs are built by the builder uid that alone writes the shared GOCACHE
 //     (GOTOOLCHAIN=local, GOFLAGS=-mod=mod, GOWORK=off, GOPROXY=off, CGO_ENABLED=0), then run as
 //     a slot uid: a program can never poison the cache, nor a go.work break later builds.

@@ -20,9 +20,10 @@ const (
 	// processes, file size, open files), the seccomp filter (no sockets), fresh keyrings, the
 	// run's cgroup where one is writable, a private 0700 work directory as cwd and HOME, its own
 	// process group, and a sweep that kills every process of the slot's uid afterwards and
-	// removes its files from /tmp, /var/tmp, /dev/shm, /dev/mqueue and /run/lock. The host filesystem
-	// (world-readable files, world-writable /tmp during the run) remains reachable: use it only
-	// where ModeIsolated is impossible and programs are semi-trusted. See the package doc.
+	// removes its files from /tmp, /var/tmp, /dev/shm, /dev/mqueue and /run/lock. The host
+	// filesystem (world-readable files, world-writable /tmp during the run) remains reachable:
+	// use it only where ModeIsolated is impossible and programs are semi-trusted. See the
+	// package doc.
 	ModeRestricted Mode = "restricted"
 )
 
