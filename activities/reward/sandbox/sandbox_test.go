@@ -38,6 +38,13 @@ func newSandbox(t *testing.T, cfg Config) *Sandbox {
 	if cfg.GoCache == "" {
 		cfg.GoCache = testGoCache
 	}
+	if cfg.Mode == ModeRestricted && cfg.UIDBase == 0 {
+		// A restricted sandbox ends its runs with kill(-1) as the slot uid: its own uids keep it
+		// from killing the runs of sandboxes with the default uids in other test processes
+		// (go test runs packages in parallel), and its own cache from taking theirs over.
+		cfg.UIDBase = 1700000
+		cfg.GoCache = testGoCache + "-restricted"
+	}
 	if cfg.Slots == 0 {
 		cfg.Slots = 4
 	}
