@@ -51,7 +51,7 @@ func (s *Sandbox) runCases(ctx context.Context, cases []TestCase, compare bool, 
 	timedOut := false
 	for _, tc := range cases {
 		if timedOut {
-			rep.Cases = append(rep.Cases, CaseResult{Reason: "not run: an earlier case timed out"})
+			rep.Cases = append(rep.Cases, CaseResult{Reason: "not run: an earlier case timed out or hit the CPU time limit"})
 			continue
 		}
 		r, err := s.Run(ctx, cmd(tc))
@@ -72,7 +72,7 @@ func (s *Sandbox) runCases(ctx context.Context, cases []TestCase, compare bool, 
 		if cr.Passed {
 			rep.Passed++
 		}
-		timedOut = r.TimedOut
+		timedOut = r.TimedOut || r.Limit == LimitCPU
 		rep.Cases = append(rep.Cases, cr)
 	}
 	rep.Verdict = VerdictFailed
@@ -149,9 +149,22 @@ func (s *Sandbox) checkGo(ctx context.Context, p Program, cases []TestCase, lim 
 	}
 	files := map[string][]byte{"go.mod": []byte("module sandbox\n\ngo " + s.goVer + "\n")}
 	args := []string{"build", "-o", "prog", "."}
+	var plan goTestPlan
 	if p.GoTest != "" {
+		var reject string
+		var err error
+		plan, reject, err = planGoTest(p.Source, p.GoTest)
+		if err != nil {
+			return Report{}, err
+		}
+		if reject != "" {
+			return Report{Verdict: VerdictFailed, Reason: reject, Total: max(len(plan.expected), 1), Mode: s.mode}, nil
+		}
 		files["solution.go"] = []byte(p.Source)
 		files["solution_test.go"] = []byte(p.GoTest)
+		if plan.sentinelFile != "" {
+			files[plan.sentinelFile] = plan.sentinelSrc
+		}
 		args = []string{"test", "-c", "-o", "prog", "."}
 	} else {
 		files["main.go"] = []byte(p.Source)
@@ -161,22 +174,46 @@ func (s *Sandbox) checkGo(ctx context.Context, p Program, cases []TestCase, lim 
 		return Report{}, err
 	}
 	if bin == nil {
-		return Report{Verdict: VerdictFailed, Reason: "build failed", Build: tail(out, 2048), Total: max(len(cases), 1), Mode: s.mode}, nil
+		return Report{Verdict: VerdictFailed, Reason: "build failed", Build: tail(out, 2048), Total: max(len(cases), len(plan.expected), 1), Mode: s.mode}, nil
 	}
 	runLim := lim
 	runLim.Memory += GoAddressReserve
 	env := []string{"GOMAXPROCS=2", "GOTRACEBACK=single"}
 	if p.GoTest != "" {
-		// One case: the test binary; it passes by exiting 0.
-		return s.runCases(ctx, []TestCase{{}}, false, func(TestCase) Command {
-			return Command{Path: "./prog", Args: []string{"-test.count=1", "-test.timeout=" + lim.Timeout.String()},
-				Env: env, Files: map[string][]byte{"prog": bin}, Exec: []string{"prog"}, Limits: runLim}
-		})
+		return s.runGoTest(ctx, plan, bin, env, lim, runLim)
 	}
 	return s.runCases(ctx, cases, true, func(tc TestCase) Command {
 		return Command{Path: "./prog", Stdin: []byte(tc.Stdin), Env: env,
-			Files: map[string][]byte{"prog": bin}, Exec: []string{"prog"}, Limits: runLim}
+			Files: map[string][]byte{"prog": bin}, Exec: []string{"prog"}, Limits: runLim, treeMemory: lim.Memory + lim.Disk}
 	})
+}
+
+// runGoTest runs the test binary once and judges it from its test events (see gotest.go).
+func (s *Sandbox) runGoTest(ctx context.Context, plan goTestPlan, bin []byte, env []string, lim, runLim Limits) (Report, error) {
+	r, err := s.Run(ctx, Command{Path: "./prog",
+		Args: []string{"-test.v=test2json", "-test.count=1", "-test.paniconexit0", "-test.timeout=" + lim.Timeout.String()},
+		Env:  env, Files: map[string][]byte{"prog": bin}, Exec: []string{"prog"}, Limits: runLim,
+		treeMemory: lim.Memory + lim.Disk})
+	if err != nil {
+		return Report{}, err
+	}
+	cases, reason := judgeGoTest(plan, r)
+	rep := Report{Verdict: VerdictFailed, Reason: reason, Total: len(cases), Cases: cases, Mode: s.mode}
+	for _, c := range cases {
+		if c.Passed {
+			rep.Passed++
+		}
+	}
+	if reason == "" {
+		rep.Verdict = VerdictPassed
+	}
+	if len(rep.Cases) > 0 {
+		c := &rep.Cases[0]
+		// The framing markers mean nothing to a reader of the feedback.
+		out := strings.ReplaceAll(string(r.Stdout), testMarker, "")
+		c.Stdout, c.Stderr, c.ExitCode, c.Elapsed = head(out, 512), tail(string(r.Stderr), 1024), r.ExitCode, r.Elapsed
+	}
+	return rep, nil
 }
 
 // goBuild compiles files with `go <args>` and returns the binary "prog", or nil and the
@@ -214,14 +251,15 @@ func (s *Sandbox) goBuild(ctx context.Context, files map[string][]byte, args []s
 	}
 	env := []string{
 		"GOROOT=" + s.cfg.GoRoot, "GOCACHE=" + cache, "GOPATH=" + work + "/.gopath",
-		"GOTOOLCHAIN=local", "GOFLAGS=-mod=mod -buildvcs=false", "GOPROXY=off", "GOSUMDB=off",
+		"GOTOOLCHAIN=local", "GOFLAGS=-mod=mod -buildvcs=false", "GOWORK=off", "GOPROXY=off", "GOSUMDB=off",
 		"CGO_ENABLED=0", "GOENV=off", "GOTELEMETRY=off", "PATH=" + s.cfg.GoRoot + "/bin:/usr/bin:/bin",
 		"TMPDIR=" + work + "/.tmp",
 	}
 	buildLim := s.cfg.BuildLimits
 	buildLim.Disk = 0 // the build directory is bound, not copied: the binary must come back
+	// The tree's CPU time is not bounded: the compiler runs in parallel; the wall clock bounds it.
 	r, err := s.spawn(ctx, job{uid: builder, workDir: dir, binds: binds, path: filepath.Join(s.cfg.GoRoot, "bin", "go"),
-		args: args, env: env, limits: buildLim})
+		args: args, env: env, limits: buildLim, memory: buildLim.Memory})
 	if err != nil {
 		return nil, "", fmt.Errorf("sandbox: go build: %w", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // helperEnv carries the helper spec. A binary that links this package turns into the sandbox
@@ -67,6 +69,11 @@ type helperSpec struct {
 	Path     string      `json:"path"`
 	Argv     []string    `json:"argv"`
 	Env      []string    `json:"env"`
+	// Cgroups are the run's cgroup.procs files: the helper joins them first, so that everything
+	// the program does is counted.
+	Cgroups []string `json:"cgroups,omitempty"`
+	// Filter is the seccomp program installed last before exec (none when empty).
+	Filter []sockFilter `json:"filter,omitempty"`
 	// KillAll: become UID and kill every process it can signal, then exit.
 	KillAll bool `json:"kill_all,omitempty"`
 }
@@ -97,6 +104,14 @@ func runHelper(raw string) {
 	if sp.KillAll {
 		killAll(sp.UID, sp.GID)
 	}
+	for _, f := range sp.Cgroups {
+		if err := os.WriteFile(f, []byte("0"), 0); err != nil {
+			die("sandbox helper: join cgroup: %v", err)
+		}
+	}
+	// A fresh anonymous session keyring (a NULL name never joins an existing one): the program
+	// must not reach the worker's. Kernels without keys fail here; there is nothing to leak then.
+	_, _, _ = syscall.RawSyscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
 	if sp.Isolated {
 		if err := buildRoot(sp); err != nil {
 			die("sandbox helper: %v", err)
@@ -119,6 +134,7 @@ func runHelper(raw string) {
 	if os.Getuid() != sp.UID || os.Geteuid() != sp.UID {
 		die("sandbox helper: uid is still %d/%d, want %d", os.Getuid(), os.Geteuid(), sp.UID)
 	}
+	clearKeyrings()
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); e != 0 {
 		die("sandbox helper: no_new_privs: %v", e)
 	}
@@ -138,6 +154,15 @@ func runHelper(raw string) {
 	envv, err := syscall.SlicePtrFromStrings(sp.Env)
 	if err != nil {
 		die("sandbox helper: env: %v", err)
+	}
+	if len(sp.Filter) > 0 {
+		prog := make([]unix.SockFilter, len(sp.Filter))
+		for i, f := range sp.Filter {
+			prog[i] = unix.SockFilter{Code: f.Code, Jt: f.Jt, Jf: f.Jf, K: f.K}
+		}
+		if e := loadFilter(prog); e != 0 {
+			die("sandbox helper: seccomp: %v", e)
+		}
 	}
 	lims := make([]syscall.Rlimit, len(sp.Rlimits))
 	for i, l := range sp.Rlimits {
@@ -163,6 +188,22 @@ var (
 	execFailed   = [...]byte{'s', 'a', 'n', 'd', 'b', 'o', 'x', ' ', 'h', 'e', 'l', 'p', 'e', 'r', ':', ' ', 'e', 'x', 'e', 'c', ' ', 'f', 'a', 'i', 'l', 'e', 'd'}
 	execNotFound = [...]byte{'s', 'a', 'n', 'd', 'b', 'o', 'x', ' ', 'h', 'e', 'l', 'p', 'e', 'r', ':', ' ', 'e', 'x', 'e', 'c', ':', ' ', 'n', 'o', ' ', 's', 'u', 'c', 'h', ' ', 'f', 'i', 'l', 'e'}
 )
+
+// clearKeyrings empties the keyrings that belong to the uid rather than to a process (user,
+// user-session and persistent keyrings): they outlive a run, and the next run of the slot must
+// not find what an earlier one stored there, even where seccomp is unavailable to deny keyctl.
+func clearKeyrings() {
+	for _, ring := range []int{unix.KEY_SPEC_USER_KEYRING, unix.KEY_SPEC_USER_SESSION_KEYRING} {
+		_, _, _ = syscall.RawSyscall(unix.SYS_KEYCTL, unix.KEYCTL_CLEAR, uintptr(ring), 0)
+	}
+	// The persistent keyring is reached by linking it into the (fresh) session keyring.
+	session := unix.KEY_SPEC_SESSION_KEYRING
+	id, _, e := syscall.RawSyscall(unix.SYS_KEYCTL, unix.KEYCTL_GET_PERSISTENT, ^uintptr(0), uintptr(session))
+	if e == 0 {
+		_, _, _ = syscall.RawSyscall(unix.SYS_KEYCTL, unix.KEYCTL_CLEAR, id, 0)
+		_, _, _ = syscall.RawSyscall(unix.SYS_KEYCTL, unix.KEYCTL_UNLINK, id, uintptr(session))
+	}
+}
 
 func killAll(uid, gid int) {
 	if syscall.Setgroups([]int{}) != nil || syscall.Setresgid(gid, gid, gid) != nil || syscall.Setresuid(uid, uid, uid) != nil {

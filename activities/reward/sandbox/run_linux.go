@@ -32,7 +32,11 @@ type Sandbox struct {
 	reason string // why a better mode was not available
 	exe    string
 	slots  chan int
-	seq    atomic.Uint64
+	// filter is the seccomp program every sandboxed process gets (nil: no seccomp here).
+	filter []sockFilter
+	// cg makes the per-run cgroups (nil: none writable here; rlimits only).
+	cg  *cgroups
+	seq atomic.Uint64
 
 	goOnce sync.Once
 	goErr  error
@@ -111,6 +115,23 @@ func New(cfg Config) (*Sandbox, error) {
 	for i := range cfg.Slots {
 		s.slots <- i
 	}
+	// Missing protections are named in ModeReason, after the mode.
+	var missing []string
+	if seccompSupported() {
+		f, err := buildFilter()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: new: %w", err)
+		}
+		s.filter = f
+	} else {
+		missing = append(missing, "no seccomp in this kernel: syscalls are not filtered")
+	}
+	if cg, err := probeCgroups(); err == nil {
+		cg.sweep()
+		s.cg = cg
+	} else {
+		missing = append(missing, fmt.Sprintf("no writable cgroup (%v): memory, processes and CPU time are bounded per process by rlimits only, shared memory not at all", err))
+	}
 	var reasons []string
 	for _, m := range []Mode{ModeIsolated, ModeRestricted} {
 		if cfg.Mode != "" && cfg.Mode != m {
@@ -125,7 +146,7 @@ func New(cfg Config) (*Sandbox, error) {
 		s.mode = m
 		err := s.probe()
 		if err == nil {
-			s.reason = strings.Join(reasons, "; ")
+			s.reason = strings.Join(append(reasons, missing...), "; ")
 			return s, nil
 		}
 		reasons = append(reasons, fmt.Sprintf("%s: %v", m, err))
@@ -136,7 +157,8 @@ func New(cfg Config) (*Sandbox, error) {
 // Mode reports the isolation achieved.
 func (s *Sandbox) Mode() Mode { return s.mode }
 
-// ModeReason says why better modes were not available ("" when the mode is isolated).
+// ModeReason says why better modes were not available and which protections of the mode are
+// missing on this machine (no seccomp, no writable cgroup); "" when everything is in force.
 func (s *Sandbox) ModeReason() string { return s.reason }
 
 // Config returns the configuration with defaults filled in.
@@ -205,6 +227,10 @@ type job struct {
 	env     []string
 	stdin   []byte
 	limits  Limits
+	// memory bounds the run's cgroup (the whole tree, shared memory included); cpu is the CPU
+	// time of the whole tree (0: RLIMIT_CPU per process only).
+	memory int64
+	cpu    time.Duration
 }
 
 func (s *Sandbox) acquire(ctx context.Context) (int, error) {
@@ -286,8 +312,13 @@ func (s *Sandbox) Run(ctx context.Context, c Command) (Result, error) {
 			return Result{}, err
 		}
 	}
+	lim := c.Limits.withDefaults(s.cfg.Limits)
+	mem := c.treeMemory
+	if mem == 0 {
+		mem = lim.Memory + lim.Disk
+	}
 	return s.spawn(ctx, job{uid: uid, workDir: dir, path: c.Path, args: c.Args, env: c.Env, stdin: c.Stdin,
-		limits: c.Limits.withDefaults(s.cfg.Limits)})
+		limits: lim, memory: mem, cpu: lim.CPUTime})
 }
 
 func contains(list []string, s string) bool {
@@ -309,6 +340,12 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 	}
 	env := mergeEnv([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + dir, "LANG=C.UTF-8"}, j.env)
 	cpu := uint64((j.limits.CPUTime + time.Second - 1) / time.Second)
+	// With a cgroup, pids.max is the limit the tree meets first (so the verdict can name it);
+	// RLIMIT_NPROC stays as a backstop a little above it.
+	nproc := uint64(j.limits.Procs)
+	if s.cg != nil {
+		nproc += 2
+	}
 	sp := helperSpec{
 		Isolated: isolated,
 		Dir:      dir,
@@ -320,7 +357,7 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 		Rlimits: []rlimit{
 			{rlimitCPU, cpu, cpu + 1},
 			{rlimitAS, uint64(j.limits.Memory), uint64(j.limits.Memory)},
-			{rlimitNPROC, uint64(j.limits.Procs), uint64(j.limits.Procs)},
+			{rlimitNPROC, nproc, nproc},
 			{rlimitFSIZE, uint64(j.limits.FileSize), uint64(j.limits.FileSize)},
 			{rlimitNOFILE, uint64(j.limits.OpenFiles), uint64(j.limits.OpenFiles)},
 			{rlimitCORE, 0, 0},
@@ -331,6 +368,17 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 		sp.ReadOnly = s.cfg.ReadOnly
 		// Runs get a private tmpfs; builds (Disk 0) a bind, since the binary must come back.
 		sp.Binds = append([]bindMount{{Src: j.workDir, Dst: insideWork, TmpfsSize: j.limits.Disk}}, j.binds...)
+	}
+	sp.Filter = s.filter
+	var rc *runCgroup
+	if s.cg != nil {
+		var err error
+		rc, err = s.cg.create(fmt.Sprintf("run-%d-%d", os.Getpid(), s.seq.Add(1)), j.memory, j.limits.Procs)
+		if err != nil {
+			return Result{}, fmt.Errorf("sandbox: %w", err)
+		}
+		defer rc.remove()
+		sp.Cgroups = rc.procsFiles()
 	}
 	raw, err := json.Marshal(sp)
 	if err != nil {
@@ -395,13 +443,37 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 		// os.Process signals through a pidfd: never a recycled pid. In isolated mode this is the
 		// namespace's init, and the kernel takes every descendant along.
 		_ = proc.Kill()
+		if rc != nil {
+			rc.kill()
+		}
 		if !isolated {
 			s.killAll(j.uid)
 		}
 	}
-	var timedOut atomic.Bool
+	var timedOut, cpuOver atomic.Bool
 	timer := time.AfterFunc(j.limits.Timeout, func() { timedOut.Store(true); kill() })
 	defer timer.Stop()
+	// RLIMIT_CPU is per process: a chain of children each under it adds up. The cgroup's usage
+	// is the whole tree's, polled.
+	stopWatch := make(chan struct{})
+	if rc != nil && j.cpu > 0 {
+		go func() {
+			tick := time.NewTicker(min(max(j.cpu/20, 10*time.Millisecond), 100*time.Millisecond))
+			defer tick.Stop()
+			for {
+				select {
+				case <-stopWatch:
+					return
+				case <-tick.C:
+					if u, err := rc.cpuUsage(); err == nil && u > j.cpu {
+						cpuOver.Store(true)
+						kill()
+						return
+					}
+				}
+			}
+		}()
+	}
 	stopCtx := context.AfterFunc(ctx, kill)
 	defer stopCtx()
 
@@ -431,8 +503,10 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 	elapsed := time.Since(start)
 	timer.Stop()
 	stopCtx()
+	close(stopWatch)
 	if !isolated {
 		s.killAll(j.uid) // descendants that left the process group
+		sweepShared(j.uid)
 	}
 	// Every writer is dead now (the namespace is gone, or the uid was swept); give the readers
 	// a moment to drain, then cut the pipes.
@@ -473,7 +547,26 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 	default:
 		return Result{}, fmt.Errorf("sandbox: wait %s: %w", j.path, waitErr)
 	}
+	switch {
+	case cpuOver.Load():
+		res.Limit = LimitCPU
+	case rc != nil && j.cpu > 0 && cpuOverAfter(rc, j.cpu):
+		res.Limit = LimitCPU
+	case res.Signal == syscall.SIGXCPU.String():
+		res.Limit = LimitCPU
+	case res.Failure() == "":
+	case rc != nil && rc.memoryHit():
+		res.Limit = LimitMemory
+	case rc != nil && rc.pidsHit():
+		res.Limit = LimitProcs
+	}
 	return res, nil
+}
+
+// cpuOverAfter checks the tree's CPU time once the run is over (it may have ended between polls).
+func cpuOverAfter(rc *runCgroup, limit time.Duration) bool {
+	u, err := rc.cpuUsage()
+	return err == nil && u > limit
 }
 
 // forker starts every helper from one OS thread that is locked and never exits. The parent-death
@@ -536,6 +629,28 @@ func capped(r io.Reader, buf *bytes.Buffer, limit int) bool {
 		}
 		if err != nil {
 			return false
+		}
+	}
+}
+
+// sharedDirs are the usual world-writable places of the host a restricted run can leave files
+// in; /dev/shm and /dev/mqueue hold host memory.
+var sharedDirs = []string{"/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run/lock", "/var/lock"}
+
+// sweepShared removes what uid left at the top of the shared directories (restricted mode, after
+// the uid's processes are gone): files there would hold host memory or disk after the run and
+// could feed later runs. RemoveAll does not follow symlinks.
+func sweepShared(uid int) {
+	for _, d := range sharedDirs {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			fi, err := e.Info()
+			if err != nil {
+				continue
+			}
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid {
+				_ = os.RemoveAll(filepath.Join(d, e.Name()))
+			}
 		}
 	}
 }

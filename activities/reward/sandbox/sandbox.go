@@ -17,10 +17,13 @@ const (
 	// Network: loopback only, and down. Killing the namespace's init kills every descendant.
 	ModeIsolated Mode = "isolated"
 	// ModeRestricted: a dedicated unprivileged uid/gid per slot, rlimits (CPU, address space,
-	// processes, file size, open files), a private 0700 work directory as cwd and HOME, its own
-	// process group, and a sweep that kills every process of the slot's uid afterwards. The
-	// network and the host filesystem (world-readable files, world-writable /tmp) remain
-	// reachable: use it only where ModeIsolated is impossible and programs are semi-trusted.
+	// processes, file size, open files), the seccomp filter (no sockets), fresh keyrings, the
+	// run's cgroup where one is writable, a private 0700 work directory as cwd and HOME, its own
+	// process group, and a sweep that kills every process of the slot's uid afterwards and
+	// removes its files from /tmp, /var/tmp, /dev/shm, /dev/mqueue and /run/lock. The host
+	// filesystem (world-readable files, world-writable /tmp during the run) remains reachable:
+	// use it only where ModeIsolated is impossible and programs are semi-trusted. See the
+	// package doc.
 	ModeRestricted Mode = "restricted"
 )
 
@@ -34,12 +37,18 @@ const (
 type Limits struct {
 	// Timeout is the wall-clock limit; the whole process tree is killed when it expires.
 	Timeout time.Duration `json:"timeout,omitempty"`
-	// CPUTime is RLIMIT_CPU, rounded up to whole seconds; default Timeout + 1s.
+	// CPUTime bounds the CPU time of the whole process tree (the run's cgroup, polled every
+	// CPUTime/20 within 10-100 ms; the run is killed and fails with Limit "cpu time") and of
+	// each process (RLIMIT_CPU, rounded up to whole seconds); default Timeout + 1s.
 	CPUTime time.Duration `json:"cpu_time,omitempty"`
 	// Memory is RLIMIT_AS in bytes. Go programs get GoAddressReserve more, because the Go
-	// runtime reserves ~800 MiB of address space at start-up.
+	// runtime reserves ~800 MiB of address space at start-up. Memory + Disk also bounds the
+	// memory of the whole run (the run's cgroup: resident pages of every process, page cache,
+	// SysV and POSIX shared memory, memfd and tmpfs pages); over it the kernel kills a process
+	// of the run and the run fails with Limit "memory".
 	Memory int64 `json:"memory,omitempty"`
-	// Procs is RLIMIT_NPROC for the slot's uid (threads count; at least 8).
+	// Procs is the task limit (pids.max) of the run's cgroup and, 2 higher where there is one,
+	// RLIMIT_NPROC for the slot's uid (threads count; at least 8).
 	Procs int `json:"procs,omitempty"`
 	// FileSize is RLIMIT_FSIZE in bytes.
 	FileSize int64 `json:"file_size,omitempty"`
@@ -195,7 +204,17 @@ type Command struct {
 	// Exec lists the Files that get mode 0755.
 	Exec   []string
 	Limits Limits
+	// treeMemory overrides the run's cgroup memory limit (default Limits.Memory + Limits.Disk);
+	// Go runs set it so that their address-space reserve does not raise it.
+	treeMemory int64
 }
+
+// Limits a run can hit (Result.Limit).
+const (
+	LimitCPU    = "cpu time"
+	LimitMemory = "memory"
+	LimitProcs  = "processes"
+)
 
 // Result is what one sandboxed process did.
 type Result struct {
@@ -204,20 +223,33 @@ type Result struct {
 	Stdout   []byte `json:"-"`
 	Stderr   []byte `json:"-"`
 	// OutputExceeded: stdout went over Limits.Output; the process was killed.
-	OutputExceeded bool          `json:"output_exceeded,omitempty"`
-	TimedOut       bool          `json:"timed_out,omitempty"`
-	Elapsed        time.Duration `json:"elapsed"`
-	Mode           Mode          `json:"mode"`
+	OutputExceeded bool `json:"output_exceeded,omitempty"`
+	TimedOut       bool `json:"timed_out,omitempty"`
+	// Limit names the limit a failed run hit: LimitCPU (the tree's CPU time, or RLIMIT_CPU),
+	// LimitMemory or LimitProcs (of the run's cgroup); "" otherwise.
+	Limit   string        `json:"limit,omitempty"`
+	Elapsed time.Duration `json:"elapsed"`
+	Mode    Mode          `json:"mode"`
 }
 
-// Failure returns why a run failed ("timeout", "output limit exceeded", "exit status 1",
-// "killed by signal ..."), or "" when it exited with status 0 in time.
+// Failure returns why a run failed ("output limit exceeded", "cpu time limit exceeded",
+// "memory limit exceeded", "timeout", "timeout at the process limit", "process limit reached",
+// "killed by signal ...",
+// "exit status 1"), or "" when it exited with status 0 in time within its limits.
 func (r Result) Failure() string {
 	switch {
-	case r.TimedOut:
-		return "timeout"
 	case r.OutputExceeded:
 		return "output limit exceeded"
+	case r.Limit == LimitCPU:
+		return "cpu time limit exceeded"
+	case r.Limit == LimitMemory:
+		return "memory limit exceeded"
+	case r.TimedOut && r.Limit == LimitProcs: // a fork bomb: it stalled at the task limit
+		return "timeout at the process limit"
+	case r.TimedOut:
+		return "timeout"
+	case r.Limit == LimitProcs:
+		return "process limit reached"
 	case r.Signal != "":
 		return "killed by signal: " + r.Signal
 	case r.ExitCode != 0:
