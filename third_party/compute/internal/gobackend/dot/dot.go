@@ -145,7 +145,6 @@ func (d *NodeData) Recompute(backend *gobackend.Backend, resolvedNodes []*goback
 	return newData, nil
 }
 
-
 // DotGeneral takes as input lhs (left-hand-side) and rhs (right-hand-side) specifications
 // for a general vector product -- a generalized "Einsum". Each axis can be:
 //   - Just aligned (batch axes), so the output has the same axes as the inputs. The dimensions

@@ -88,8 +88,8 @@ func fusedSoftmaxComputeAxisStrides(shape shapes.Shape, axis int) (outerSize, ax
 func fusedSoftmax[T float32 | float64](input, output []T, axis int, shape shapes.Shape, expFn func(T) T) {
 	outerSize, axisSize, innerSize := fusedSoftmaxComputeAxisStrides(shape, axis)
 	if in32, ok := any(input).([]float32); ok && innerSize == 1 {
-		// Temper fork: the last-axis float32 case with a direct exp call (the function value cost
-		// an indirect call per element); same arithmetic, same results.
+		// Temper fork: the last-axis float32 case with vectorised exp (the function value cost an
+		// indirect call per element).
 		softmaxLastAxisFloat32(in32, any(output).([]float32), outerSize, axisSize)
 		return
 	}
@@ -134,10 +134,12 @@ func softmaxLastAxisFloat32(input, output []float32, rows, n int) {
 				maxVal = v
 			}
 		}
-		var sum float32
 		for i, v := range in {
-			e := fastmath.Exp32(v - maxVal)
-			out[i] = e
+			out[i] = v - maxVal
+		}
+		fastmath.Exp32Slice(out, out)
+		var sum float32
+		for _, e := range out {
 			sum += e
 		}
 		invSum := 1.0 / sum

@@ -9,35 +9,31 @@ import (
 	"github.com/gomlx/compute/internal/fastmath"
 )
 
-// exp32 is e^x in float32: fastmath's polynomial (relative error < 1e-7) inside the range where
-// it applies; below e^-104 the float32 result is 0 (masked attention scores land there by the
-// million, so this must be cheap); the subnormal band, overflow (+Inf) and NaN go to math.Exp.
-func exp32(x float32) float32 {
-	if x >= -87 && x <= 88 {
-		return fastmath.Exp32(x)
-	}
-	if x < -104 {
-		return 0
-	}
-	return float32(math.Exp(float64(x)))
-}
+// exp32 is e^x in float32 (fastmath.Exp32Exact: Cephes' polynomial in float32 inside [-87, 88], 0
+// below e^-104, math.Exp for the rest so ±Inf, subnormals and NaN behave as before).
+func exp32(x float32) float32 { return fastmath.Exp32Exact(x) }
 
+// execExpFloat32 runs whole vectors of the polynomial (same bits as exp32 per element).
 func execExpFloat32(inputs, outputs []float32) {
-	outputs = outputs[:len(inputs)]
-	for i, x := range inputs {
-		outputs[i] = exp32(x)
-	}
+	fastmath.Exp32Slice(outputs[:len(inputs)], inputs)
 }
 
-// execLogisticFloat32 is 1/(1+e^-x), written so that e^t never overflows (t ≤ 0).
+// execLogisticFloat32 is 1/(1+e^-x), written so that e^t never overflows (t = -|x| ≤ 0): the
+// exponentials run as one vectorised pass, the combination as a second.
 func execLogisticFloat32(inputs, outputs []float32) {
 	outputs = outputs[:len(inputs)]
 	for i, x := range inputs {
+		outputs[i] = -abs32(x)
+	}
+	fastmath.Exp32Slice(outputs, outputs)
+	for i, x := range inputs {
+		e := outputs[i]
 		if x >= 0 {
-			outputs[i] = 1 / (1 + exp32(-x))
+			outputs[i] = 1 / (1 + e)
 		} else {
-			e := exp32(x)
 			outputs[i] = e / (1 + e)
 		}
 	}
 }
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
