@@ -127,13 +127,15 @@ const (
 
 // kvState carries the cache through the layers.
 //
-//	k[l], v[l]: [batch, kv_heads, cache, head_dim]; scores use the "transposed" matmul layout
-//	            (contracting the last axis of both sides), which the Go backend runs natively
-//	slotIdx:    [batch, kv_heads, 3] int32 (b, kv, slot) scatter indices of this step (decode only)
+//	k[l]:       [batch·kv_heads, head_dim, cache] (keys transposed: decode scores are a plain matmul)
+//	v[l]:       [batch·kv_heads, cache, head_dim]
+//	slotIdxK:   [batch·kv_heads, head_dim, 3] int32 (row, h, slot) scatter indices into k (decode only)
+//	slotIdx:    [batch·kv_heads, 2] int32 (row, slot) scatter indices into v (decode only)
 type kvState struct {
 	mode     kvMode
 	cacheLen int
 	slotIdx  *Node
+	slotIdxK *Node
 	k, v     []*Node
 }
 
@@ -247,8 +249,10 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, attnBias *Node, 
 	// q: [batch, seq, kv, grp, hd] → [batch·kv, grp·seq, hd]
 	q = TransposeAllAxes(Reshape(q, batch, seq, nkv, grp, hd), 0, 2, 3, 1, 4)
 	q = Reshape(q, batch*nkv, grp*seq, hd)
-	kk := TransposeAllAxes(k, 0, 2, 1, 3) // [batch, kv, seq, hd]
-	vv := TransposeAllAxes(v, 0, 2, 1, 3) // [batch, kv, seq, hd]
+	// K/V as [batch·kv, seq, hd], the layout the cache keeps, so decode reads the cache without a
+	// reshape (a reshape of a buffer that is also a graph output is a full copy on the Go backend).
+	kk := Reshape(TransposeAllAxes(k, 0, 2, 1, 3), batch*nkv, seq, hd)
+	vv := Reshape(TransposeAllAxes(v, 0, 2, 1, 3), batch*nkv, seq, hd)
 
 	keys := seq
 	if kv != nil {
@@ -256,22 +260,37 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, attnBias *Node, 
 		case kvPrefill:
 			pad := compute.PadAxis{End: kv.cacheLen - seq}
 			zero := ScalarZero(g, dtypes.Float32)
-			kv.k[l] = Pad(kk, zero, compute.PadAxis{}, compute.PadAxis{}, pad, compute.PadAxis{})
-			kv.v[l] = Pad(vv, zero, compute.PadAxis{}, compute.PadAxis{}, pad, compute.PadAxis{})
+			kv.k[l] = Pad(TransposeAllAxes(kk, 0, 2, 1), zero, compute.PadAxis{}, compute.PadAxis{}, pad)
+			kv.v[l] = Pad(vv, zero, compute.PadAxis{}, pad, compute.PadAxis{})
 		case kvDecode:
 			// seq == 1: add this step's key/value into the (still zero) slot column. With the cache
 			// buffers donated, the Go backend scatters in place: O(batch·kv·hd), not O(cache).
-			kk = ScatterSum(kv.k[l], kv.slotIdx, Reshape(k, batch, nkv, hd), true, true)
-			vv = ScatterSum(kv.v[l], kv.slotIdx, Reshape(v, batch, nkv, hd), true, true)
-			kv.k[l], kv.v[l] = kk, vv
+			kt := ScatterSum(kv.k[l], kv.slotIdxK, Reshape(k, batch*nkv, hd), true, true)
+			vv = ScatterSum(kv.v[l], kv.slotIdx, Reshape(v, batch*nkv, hd), true, true)
+			kv.k[l], kv.v[l] = kt, vv
 			keys = kv.cacheLen
+			// Keys cached as [batch·kv, hd, cache]: one decode query against every cached key is then
+			// a plain matmul vectorised over the cache, instead of a short dot product (and a
+			// horizontal sum) per key.
+			scores := DotGeneral(q, []int{2}, []int{0}, kt, []int{1}, []int{0}) // [batch·kv, grp, cache]
+			return attentionOut(scope, cfg, l, scores, vv, attnBias, batch, seq, keys)
 		}
 	}
-	kk = Reshape(kk, batch*nkv, keys, hd)
-	vv = Reshape(vv, batch*nkv, keys, hd)
 	// Contracting the last axis of both (the backend's native "transposed" layout) measured as fast
-	// as pre-transposed keys here, and lets the cache keep one layout for K and V.
+	// as pre-transposed keys here.
 	scores := DotGeneral(q, []int{2}, []int{0}, kk, []int{2}, []int{0}) // [batch·kv, grp·seq, keys]
+	return attentionOut(scope, cfg, l, scores, vv, attnBias, batch, seq, keys)
+}
+
+// attentionOut finishes attention from the raw scores: bias, softmax, the weighted sum of values
+// and the output projection.
+//
+//	scores: [batch·kv, grp·seq, keys]; vv: [batch·kv, keys, hd]; attnBias: [batch, 1, seq, keys]
+//	output: [batch, seq, d]
+func attentionOut(scope *gm.Scope, cfg Config, l int, scores, vv, attnBias *Node, batch, seq, keys int) *Node {
+	g := scores.Graph()
+	d, nh, nkv, hd := cfg.DModel, cfg.Heads, cfg.KVHeads, cfg.HeadDim
+	grp := nh / nkv
 	scores = Add(Reshape(scores, batch, nh, seq, keys), attnBias)
 	probs := Reshape(softmax(scores), batch*nkv, grp*seq, keys)
 	out := DotGeneral(probs, []int{2}, []int{0}, vv, []int{1}, []int{0}) // [batch·kv, grp·seq, hd]

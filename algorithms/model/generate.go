@@ -91,7 +91,7 @@ func biasFromMask(mask *Node) *Node {
 //
 //	tokens, positions: [b, p] int32 (left-padded); cacheMask: [b, s] Bool whose first p columns are
 //	the prompt mask (s only sets the cache length)
-//	out: logits [b, vocab], k[l] ×layers, v[l] ×layers, each [b, kv, s, hd] (zero beyond p)
+//	out: logits [b, vocab], k[l] ×layers ([b·kv, hd, s]), v[l] ×layers ([b·kv, s, hd]), zero beyond p
 func (gen *Generator) prefillGraph(tokens, positions, cacheMask *Node) []*Node {
 	cfg := gen.cfg
 	b, p, s := tokens.Shape().Dim(0), tokens.Shape().Dim(1), cacheMask.Shape().Dim(1)
@@ -119,10 +119,14 @@ func (gen *Generator) decodeGraph(token, position, slot, cacheMask *Node, k, v [
 	g := token.Graph()
 	b, s := cacheMask.Shape().Dim(0), cacheMask.Shape().Dim(1)
 	nkv := cfg.KVHeads
-	idxShape := shapes.Make(dtypes.Int32, b, nkv, 1)
-	slotIdx := Concatenate([]*Node{Iota(g, idxShape, 0), Iota(g, idxShape, 1),
-		BroadcastToDims(Reshape(ConvertDType(slot, dtypes.Int32), 1, 1, 1), b, nkv, 1)}, -1)
-	kv := &kvState{mode: kvDecode, cacheLen: s, slotIdx: slotIdx,
+	idxShape := shapes.Make(dtypes.Int32, b*nkv, 1)
+	slotIdx := Concatenate([]*Node{Iota(g, idxShape, 0),
+		BroadcastToDims(Reshape(ConvertDType(slot, dtypes.Int32), 1, 1), b*nkv, 1)}, -1)
+	hd := cfg.HeadDim
+	idxShapeK := shapes.Make(dtypes.Int32, b*nkv, hd, 1)
+	slotIdxK := Concatenate([]*Node{Iota(g, idxShapeK, 0), Iota(g, idxShapeK, 1),
+		BroadcastToDims(Reshape(ConvertDType(slot, dtypes.Int32), 1, 1, 1), b*nkv, hd, 1)}, -1)
+	kv := &kvState{mode: kvDecode, cacheLen: s, slotIdx: slotIdx, slotIdxK: slotIdxK,
 		k: append([]*Node(nil), k...), v: append([]*Node(nil), v...)}
 	h := trunk(gen.scope, cfg, token, position, biasFromMask(cacheMask), kv)
 	logits := Reshape(lmHead(gen.scope, cfg, h), b, cfg.Vocab)

@@ -215,10 +215,12 @@ func TestLoRADropout(t *testing.T) {
 	if err := ImportLoRA(store0.RootScope(), cfg, randomAdapters(t, cfg, l, 5, 0.3)); err != nil {
 		t.Fatal(err)
 	}
-	eval0 := runForward(t, cfg, store0, tok, pos, mask)
+	// Compared within one formulation: explicit and merged differ by float reassociation, which is
+	// not what this checks.
 	for _, mode := range []string{loraExplicit, loraMerged} {
 		withMode(t, mode)
-		if d := maxAbs(loraForward(t, cfg, store0, tok, pos, mask, 3), eval0); d > 1e-5 {
+		eval0 := runForward(t, cfg, store0, tok, pos, mask)
+		if d := maxAbs(loraForward(t, cfg, store0, tok, pos, mask, 3), eval0); d > 1e-6 {
 			t.Fatalf("dropout 0, %s: training logits differ from evaluation by %.2e", mode, d)
 		}
 	}

@@ -3,6 +3,7 @@
 package gobackend
 
 import (
+	"github.com/gomlx/compute/internal/simdstate"
 	"sync"
 	"sync/atomic"
 
@@ -557,6 +558,7 @@ func (fe *FunctionExecutable) executeNode(backend *Backend, node *Node, execBuf 
 		}
 
 		outputBuffers, err := multiExecutor(backend, node, inputBuffers, inputsOwned)
+		simdstate.ClearUpper() // Temper fork
 		if err != nil {
 			return errors.WithMessagef(err, "executing multi-output %s", node.OpType)
 		}
@@ -591,6 +593,7 @@ func (fe *FunctionExecutable) executeNode(backend *Backend, node *Node, execBuf 
 		}
 
 		result, err := executor(backend, node, inputBuffers, inputsOwned)
+		simdstate.ClearUpper() // Temper fork: kernels may leave AVX upper halves dirty
 		if err != nil {
 			return errors.WithMessagef(err, "executing %s", node.OpType)
 		}

@@ -5,6 +5,7 @@ package ops
 
 import (
 	"math"
+	"sync"
 
 	"github.com/gomlx/compute/internal/fastmath"
 )
@@ -19,19 +20,38 @@ func execExpFloat32(inputs, outputs []float32) {
 }
 
 // execLogisticFloat32 is 1/(1+e^-x), written so that e^t never overflows (t = -|x| ≤ 0): the
-// exponentials run as one vectorised pass, the combination as a second.
+// exponentials of a block run as one vectorised pass into a scratch buffer, then the combination;
+// outputs may alias inputs (each x is read before its result is written).
 func execLogisticFloat32(inputs, outputs []float32) {
 	outputs = outputs[:len(inputs)]
-	for i, x := range inputs {
-		outputs[i] = -abs32(x)
+	scratch := logisticScratch.Get().(*[512]float32)
+	defer logisticScratch.Put(scratch)
+	for lo := 0; lo < len(inputs); lo += len(scratch) {
+		in := inputs[lo:min(lo+len(scratch), len(inputs))]
+		e := scratch[:len(in)]
+		negAbs(in, e)
+		fastmath.Exp32Slice(e, e)
+		logisticCombine(in, e, outputs[lo:lo+len(in)])
 	}
-	fastmath.Exp32Slice(outputs, outputs)
-	for i, x := range inputs {
-		e := outputs[i]
+}
+
+var logisticScratch = sync.Pool{New: func() any { return new([512]float32) }}
+
+func negAbs(in, out []float32) {
+	out = out[:len(in)]
+	for i, x := range in {
+		out[i] = -abs32(x)
+	}
+}
+
+// logisticCombine: out = 1/(1+e) where x ≥ 0, e/(1+e) elsewhere (e = e^-|x|).
+func logisticCombine(in, e, out []float32) {
+	e, out = e[:len(in)], out[:len(in)]
+	for i, x := range in {
 		if x >= 0 {
-			outputs[i] = 1 / (1 + e)
+			out[i] = 1 / (1 + e[i])
 		} else {
-			outputs[i] = e / (1 + e)
+			out[i] = e[i] / (1 + e[i])
 		}
 	}
 }

@@ -3,6 +3,7 @@
 package workerspool
 
 import (
+	"github.com/gomlx/compute/internal/simdstate"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -87,7 +88,7 @@ func (w *Pool) lockedIsFull() bool {
 // Avoid using this function if the parallelism is disabled.
 func (w *Pool) WaitToStart(task func()) {
 	if w.IsUnlimited() {
-		go task()
+		go func() { task(); simdstate.ClearUpper() }() // Temper fork
 		return
 
 	} else if w.maxParallelism == 0 {
@@ -111,6 +112,7 @@ func (w *Pool) lockedRunTaskInGoroutine(task func()) {
 	w.numRunning++
 	go func() {
 		task()
+		simdstate.ClearUpper() // Temper fork: the thread runs other goroutines next
 		w.mu.Lock()
 		w.numRunning--
 		w.cond.Signal()
@@ -124,7 +126,7 @@ func (w *Pool) lockedRunTaskInGoroutine(task func()) {
 // It's up to the client to synchronize the end of the function execution.
 func (w *Pool) StartIfAvailable(task func()) bool {
 	if w.IsUnlimited() {
-		go task()
+		go func() { task(); simdstate.ClearUpper() }() // Temper fork
 		return true
 	}
 	w.mu.Lock()

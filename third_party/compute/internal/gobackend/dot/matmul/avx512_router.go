@@ -51,7 +51,7 @@ func avx512RouterFloat32( //alt:f32
 		//alt:f64 const vecWidth = 8
 
 		if layout == dot.LayoutNonTransposed {
-			if rhsCrossSize > vecWidth {
+			if rhsCrossSize >= vecWidth { // Temper fork: one whole vector already pays (was >)
 				avx512SmallFloat32Parallel( //alt:f32
 					//alt:bf16 avx512SmallBFloat16Parallel(
 					//alt:f16 avx512SmallFloat16Parallel(
