@@ -28,16 +28,14 @@ func init() {
 			seed := fs.Uint64("seed", 1, "sampling seed: same seed, same text")
 			bos := fs.Bool("bos", true, "prepend BOS (models trained by temper expect it)")
 			executor := fs.String("executor", tpu.ExecutorSequential, "Go backend executor: sequential or parallel")
-			backend := fs.String("backend", tpu.BackendGo, "compute backend: go, or xla (a binary built with -tags xla and a PJRT plugin)")
+			backend := fs.String("backend", "", "compute backend: go, or xla (a binary built with -tags xla, and a PJRT plugin); default go, or xla when --plugin is set")
 			plugin := fs.String("plugin", "", "PJRT plugin of --backend xla: cpu (default), cuda, tpu, or the path of a plugin .so")
 			return func(ctx context.Context, args []string) error {
 				if len(args) != 1 || len(prompts) == 0 {
 					return usageErr("usage: temper generate MODEL_DIR --prompt TEXT [--prompt TEXT ...]")
 				}
-				o := tpu.Options{Executor: *executor, Backend: *backend, Plugin: xlaPlugin(*backend, *plugin)}
-				if *backend == tpu.BackendXLA {
-					o.Executor = ""
-				}
+				o := tpu.Options{Executor: *executor}
+				o.Backend, o.Plugin = backendFlags(*backend, *plugin)
 				rt, err := tpu.NewFromDir(args[0], o)
 				if err != nil {
 					return err
@@ -79,7 +77,7 @@ func init() {
 			genPrompts := fs.Int("gen-prompts", 64, "prompts per generation call (negative: skip generation)")
 			genTokens := fs.Int("gen-tokens", 64, "new tokens per prompt")
 			mode := fs.String("executor", tpu.ExecutorSequential, "Go backend executor: sequential or parallel (with --peer the default is "+peerDefaultExecutor+")")
-			backend := fs.String("backend", tpu.BackendGo, "bench model: compute backend: go, or xla (a binary built with -tags xla and a PJRT plugin)")
+			backend := fs.String("backend", "", "bench model: compute backend: go, or xla (a binary built with -tags xla, and a PJRT plugin); default go, or xla when --plugin is set")
 			plugin := fs.String("plugin", "", "bench model: PJRT plugin of --backend xla: cpu (default), cuda, tpu, or the path of a plugin .so (e.g. a TPU VM's libtpu.so)")
 			var pf peerFlags
 			pf.register(fs)
@@ -112,7 +110,7 @@ func init() {
 				if len(args) != 1 || args[0] != "model" {
 					return usageErr("usage: temper bench model|rl|rl-vs-sft [flags]")
 				}
-				*plugin = xlaPlugin(*backend, *plugin)
+				*backend, *plugin = backendFlags(*backend, *plugin)
 				bo := tpu.BenchOptions{
 					Presets: strings.Split(*presets, ","), Batch: *batch, Seq: *seq, Steps: *steps,
 					GenPrompts: *genPrompts, GenTokens: *genTokens, Mode: *mode, Backend: *backend, Plugin: *plugin,
@@ -137,11 +135,18 @@ func init() {
 	})
 }
 
-// xlaPlugin is the --plugin value to use: the CPU plugin when --backend xla names none, so that a
-// missing plugin is reported as such (with what to install) rather than as a missing flag.
-func xlaPlugin(backend, plugin string) string {
-	if backend == tpu.BackendXLA && plugin == "" {
-		return "cpu"
+// backendFlags resolves --backend and --plugin: the backend is go unless xla is asked for or a
+// plugin is named; xla without a plugin means the CPU plugin, so that a missing plugin is reported
+// as such (with what to install) rather than as a missing flag.
+func backendFlags(backend, plugin string) (string, string) {
+	if backend == "" {
+		backend = tpu.BackendGo
+		if plugin != "" {
+			backend = tpu.BackendXLA
+		}
 	}
-	return plugin
+	if backend == tpu.BackendXLA && plugin == "" {
+		plugin = "cpu"
+	}
+	return backend, plugin
 }
