@@ -355,6 +355,21 @@ def blas_library():
     return sorted(libs)
 
 
+def openblas_core():
+    """The kernel family OpenBLAS runs (e.g. Haswell, SkylakeX, Cooperlake): OPENBLAS_CORETYPE, when set,
+    forces it, and AVX2 kernels on an AVX-512 machine are about half as fast."""
+    import ctypes
+    for lib in blas_library():
+        if "libopenblas" in lib:
+            try:
+                fn = ctypes.CDLL(lib).openblas_get_corename
+                fn.restype = ctypes.c_char_p
+                return fn().decode()
+            except (OSError, AttributeError):
+                pass
+    return ""
+
+
 def matmul_gflops():
     """GFLOP/s of a 512x512 fp32 matmul, by wall time and per CPU-second (the latter tells OpenBLAS, tens
     of GFLOP per CPU-second, from the reference BLAS, ~3, even on a busy machine)."""
@@ -381,6 +396,7 @@ def main():
         "torch_version": torch.__version__,
         "python": sys.executable,
         "blas_libraries": blas_library(),
+        "openblas_core": openblas_core(),
         "matmul512_gflops": wall,
         "matmul512_gflops_per_cpu_second": per_cpu,
         "threads": {"torch": torch.get_num_threads(), "interop": torch.get_num_interop_threads(),

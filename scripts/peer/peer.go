@@ -91,6 +91,7 @@ type Report struct {
 	TorchVersion  string         `json:"torch_version"`
 	Python        string         `json:"python"`
 	BLASLibraries []string       `json:"blas_libraries"`
+	OpenBLASCore  string         `json:"openblas_core"`
 	MatmulGFLOPS  float64        `json:"matmul512_gflops"`
 	MatmulPerCPU  float64        `json:"matmul512_gflops_per_cpu_second"`
 	Threads       map[string]any `json:"threads"`
@@ -160,6 +161,9 @@ func (r Report) Row(preset string) (Row, bool) {
 func (r Report) BLAS() string {
 	for _, l := range r.BLASLibraries {
 		if strings.Contains(l, "libopenblas") {
+			if r.OpenBLASCore != "" {
+				return filepath.Base(l) + " (" + r.OpenBLASCore + " kernels)"
+			}
 			return filepath.Base(l)
 		}
 	}

@@ -102,7 +102,7 @@ func TestCompare(t *testing.T) {
 const fakeOutput = `{"peer": "pytorch", "torch_version": "1.13.0a0", "python": "/usr/bin/python3",
  "blas_libraries": ["/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3",
    "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblasp-r0.3.21.so"],
- "matmul512_gflops": 40.9, "threads": {"torch": 1, "interop": 1, "OPENBLAS_NUM_THREADS": "2"},
+ "openblas_core": "Haswell", "matmul512_gflops": 40.9, "threads": {"torch": 1, "interop": 1, "OPENBLAS_NUM_THREADS": "2"},
  "decode_attend": "filled",
  "rows": [{"preset": "tiny", "params": 90944, "batch": 16, "seq": 128, "step_seconds": [0.1, 0.1],
    "train_tokens_per_sec": 20480, "gen_prompts": 64, "gen_tokens": 64, "gen_seconds": [0.3],
@@ -120,7 +120,7 @@ func TestParse(t *testing.T) {
 	if _, ok := r.Row("base"); ok {
 		t.Fatal("Row(base) found a row that is not there")
 	}
-	if r.BLAS() != "libopenblasp-r0.3.21.so" || r.SlowBLAS() != "" {
+	if r.BLAS() != "libopenblasp-r0.3.21.so (Haswell kernels)" || r.SlowBLAS() != "" {
 		t.Fatalf("BLAS %q, SlowBLAS %q", r.BLAS(), r.SlowBLAS())
 	}
 	for _, tc := range []struct{ name, from, to, want string }{
