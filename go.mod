@@ -8,6 +8,7 @@ require (
 	github.com/eliben/go-sentencepiece v0.6.0
 	github.com/fsouza/fake-gcs-server v1.56.1
 	github.com/gomlx/compute v0.1.2
+	github.com/gomlx/go-xla v0.4.1
 	github.com/gomlx/gomlx v0.28.2
 	github.com/googleapis/gax-go/v2 v2.26.2
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
@@ -110,7 +111,6 @@ require (
 	github.com/golang/mock v1.6.0 // indirect
 	github.com/golang/snappy v1.0.0 // indirect
 	github.com/gomarkdown/markdown v0.0.0-20260411013819-759bbc3e3207 // indirect
-	github.com/gomlx/go-xla v0.4.1 // indirect
 	github.com/google/gnostic-models v0.7.1 // indirect
 	github.com/google/renameio/v2 v2.0.0 // indirect
 	github.com/google/s2a-go v0.1.11 // indirect

@@ -30,6 +30,8 @@ type BenchOptions struct {
 	UncachedTokens int `json:"uncached_tokens"`
 
 	Mode        string        `json:"mode"`         // Go executor: "sequential" (default) or "parallel"
+	Backend     string        `json:"backend"`      // "go" (default) or "xla" (see Options.Backend)
+	Plugin      string        `json:"plugin"`       // PJRT plugin of the xla backend (see Options.Plugin)
 	PeakGFLOPS  float64       `json:"peak_gflops"`  // MFU reference; default 180
 	ExecTimeout time.Duration `json:"exec_timeout"` // watchdog per execution; default 30m
 	Seed        uint64        `json:"seed"`         // weights and data; default 1
@@ -213,8 +215,8 @@ func benchPreset(ctx context.Context, o BenchOptions, preset string) (BenchRow, 
 	if need := o.GenPromptLen + max(o.GenTokens, o.UncachedTokens); o.GenPrompts > 0 && need > cfg.MaxSeq {
 		cfg.MaxSeq = need
 	}
-	r, err := New(Options{Model: cfg, Seed: o.Seed, Executor: o.Mode, PeakGFLOPS: o.PeakGFLOPS, ExecTimeout: o.ExecTimeout,
-		Optimizer: AdamW{WeightDecay: 0.01}})
+	r, err := New(Options{Model: cfg, Seed: o.Seed, Backend: o.Backend, Plugin: o.Plugin, Executor: o.Mode,
+		PeakGFLOPS: o.PeakGFLOPS, ExecTimeout: o.ExecTimeout, Optimizer: AdamW{WeightDecay: 0.01}})
 	if err != nil {
 		return BenchRow{}, "", fmt.Errorf("tpu: bench %s: %w", preset, err)
 	}

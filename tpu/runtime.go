@@ -3,7 +3,6 @@ package tpu
 import (
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -273,23 +272,6 @@ func setUnboundedParallelism(b compute.Backend) error {
 		return fmt.Errorf("backend %T did not take parallelism -1: %s", b, b.Description())
 	}
 	return nil
-}
-
-// newXLABackend returns the PJRT backend for plugin, or an error naming what is missing.
-func newXLABackend(plugin string) (compute.Backend, error) {
-	registered := compute.List()
-	slices.Sort(registered)
-	if strings.ContainsRune(plugin, os.PathSeparator) {
-		if _, err := os.Stat(plugin); err != nil {
-			return nil, fmt.Errorf("tpu: new backend xla: plugin %q: %w", plugin, err)
-		}
-	}
-	if !slices.Contains(registered, BackendXLA) {
-		return nil, fmt.Errorf("tpu: new backend xla (plugin %q): the XLA/PJRT backend is not linked into this binary "+
-			"(it needs github.com/gomlx/go-xla/compute/xla imported and a PJRT plugin such as pjrt_c_api_%s_plugin.so "+
-			"installed); backends available: %q", plugin, plugin, registered)
-	}
-	return compute.NewWithConfig(BackendXLA + ":" + plugin)
 }
 
 // Config returns the model configuration.

@@ -56,6 +56,15 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
+// xlaWant is the error a request for the xla backend must contain: the build tag when the binary
+// lacks it, else linked (what a build with the tag says when the plugin is missing).
+func xlaWant(linked string) string {
+	if !xlaLinked {
+		return "built without -tags xla"
+	}
+	return linked
+}
+
 func TestBackends(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -65,10 +74,12 @@ func TestBackends(t *testing.T) {
 	}{
 		{"go default", Options{}, "", "go (sequential)"},
 		{"go parallel", Options{Executor: ExecutorParallel}, "", "go (parallel)"},
-		{"xla cuda", Options{Backend: BackendXLA, Plugin: "cuda"}, "XLA/PJRT backend is not linked into this binary", ""},
-		{"plugin implies xla", Options{Plugin: "cpu"}, `backend xla (plugin "cpu")`, ""},
-		{"xla tpu", Options{Backend: BackendXLA, Plugin: "tpu"}, "pjrt_c_api_tpu_plugin.so", ""},
-		{"xla missing path", Options{Backend: BackendXLA, Plugin: "/nonexistent/pjrt_c_api_cpu_plugin.so"}, "no such file", ""},
+		// Without -tags xla every xla request names the build tag; with it, these machines have no
+		// plugin, so each must say which one is missing and how to install one.
+		{"xla cuda", Options{Backend: BackendXLA, Plugin: "cuda"}, xlaWant(`no PJRT plugin "cuda"`), ""},
+		{"plugin implies xla", Options{Plugin: "cpu"}, xlaWant(`no PJRT plugin "cpu"`), ""},
+		{"xla tpu", Options{Backend: BackendXLA, Plugin: "tpu"}, xlaWant("pjrt_c_api_tpu_plugin.so"), ""},
+		{"xla missing path", Options{Backend: BackendXLA, Plugin: "/nonexistent/pjrt_c_api_cpu_plugin.so"}, xlaWant("no such file"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.Model = tinyCfg()
@@ -76,6 +87,9 @@ func TestBackends(t *testing.T) {
 			if tc.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "tpu: new backend xla") {
 					t.Fatalf("err %v, want %q", err, tc.want)
+				}
+				if xlaLinked && !strings.Contains(err.Error(), "install a PJRT plugin") {
+					t.Fatalf("err %v: does not say what to install", err)
 				}
 				return
 			}

@@ -28,11 +28,15 @@ func init() {
 			seed := fs.Uint64("seed", 1, "sampling seed: same seed, same text")
 			bos := fs.Bool("bos", true, "prepend BOS (models trained by temper expect it)")
 			executor := fs.String("executor", tpu.ExecutorSequential, "Go backend executor: sequential or parallel")
+			backend := fs.String("backend", "", "compute backend: go, or xla (a binary built with -tags xla, and a PJRT plugin); default go, or xla when --plugin is set")
+			plugin := fs.String("plugin", "", "PJRT plugin of --backend xla: cpu (default), cuda, tpu, or the path of a plugin .so")
 			return func(ctx context.Context, args []string) error {
 				if len(args) != 1 || len(prompts) == 0 {
 					return usageErr("usage: temper generate MODEL_DIR --prompt TEXT [--prompt TEXT ...]")
 				}
-				rt, err := tpu.NewFromDir(args[0], tpu.Options{Executor: *executor})
+				o := tpu.Options{Executor: *executor}
+				o.Backend, o.Plugin = backendFlags(*backend, *plugin)
+				rt, err := tpu.NewFromDir(args[0], o)
 				if err != nil {
 					return err
 				}
@@ -63,7 +67,7 @@ func init() {
 	})
 	register(&command{
 		name:    "bench",
-		summary: "benchmarks: `bench model` (train tok/s, GFLOP/s, MFU, memory, cached vs uncached generation); `bench rl` (async vs sync GRPO); `bench rl-vs-sft` (RL vs continued SFT, same training time)",
+		summary: "benchmarks: `bench model` (train tok/s, GFLOP/s, MFU, memory, cached vs uncached generation; --peer: Temper/PyTorch ratios); `bench rl` (async vs sync GRPO); `bench rl-vs-sft` (RL vs continued SFT, same training time)",
 		usage:   "model | rl | rl-vs-sft",
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			presets := fs.String("presets", "tiny,small,base", "model presets, comma-separated")
@@ -72,7 +76,11 @@ func init() {
 			steps := fs.Int("steps", 5, "timed training steps after the first")
 			genPrompts := fs.Int("gen-prompts", 64, "prompts per generation call (negative: skip generation)")
 			genTokens := fs.Int("gen-tokens", 64, "new tokens per prompt")
-			mode := fs.String("executor", tpu.ExecutorSequential, "Go backend executor: sequential or parallel")
+			mode := fs.String("executor", tpu.ExecutorSequential, "Go backend executor: sequential or parallel (with --peer the default is "+peerDefaultExecutor+")")
+			backend := fs.String("backend", "", "bench model: compute backend: go, or xla (a binary built with -tags xla, and a PJRT plugin); default go, or xla when --plugin is set")
+			plugin := fs.String("plugin", "", "bench model: PJRT plugin of --backend xla: cpu (default), cuda, tpu, or the path of a plugin .so (e.g. a TPU VM's libtpu.so)")
+			var pf peerFlags
+			pf.register(fs)
 			peak := fs.Float64("peak-gflops", tpu.DefaultPeakGFLOPS, "machine peak for MFU")
 			asJSON := fs.Bool("json", false, "print JSON instead of a table")
 			iterations := fs.Int("iterations", 12, "bench rl: GRPO iterations per mode")
@@ -102,11 +110,16 @@ func init() {
 				if len(args) != 1 || args[0] != "model" {
 					return usageErr("usage: temper bench model|rl|rl-vs-sft [flags]")
 				}
-				rep, err := tpu.BenchModel(ctx, tpu.BenchOptions{
+				*backend, *plugin = backendFlags(*backend, *plugin)
+				bo := tpu.BenchOptions{
 					Presets: strings.Split(*presets, ","), Batch: *batch, Seq: *seq, Steps: *steps,
-					GenPrompts: *genPrompts, GenTokens: *genTokens, Mode: *mode, PeakGFLOPS: *peak,
-					Progress: func(line string) { fmt.Fprintln(os.Stderr, line) },
-				})
+					GenPrompts: *genPrompts, GenTokens: *genTokens, Mode: *mode, Backend: *backend, Plugin: *plugin,
+					GenPromptLen: pf.genPromptLen, PeakGFLOPS: *peak, Progress: func(line string) { fmt.Fprintln(os.Stderr, line) },
+				}
+				if pf.on {
+					return runBenchPeer(ctx, bo, pf, flagSet(fs, "executor"), *asJSON)
+				}
+				rep, err := tpu.BenchModel(ctx, bo)
 				if err != nil {
 					return err
 				}
@@ -120,4 +133,20 @@ func init() {
 			}
 		},
 	})
+}
+
+// backendFlags resolves --backend and --plugin: the backend is go unless xla is asked for or a
+// plugin is named; xla without a plugin means the CPU plugin, so that a missing plugin is reported
+// as such (with what to install) rather than as a missing flag.
+func backendFlags(backend, plugin string) (string, string) {
+	if backend == "" {
+		backend = tpu.BackendGo
+		if plugin != "" {
+			backend = tpu.BackendXLA
+		}
+	}
+	if backend == tpu.BackendXLA && plugin == "" {
+		plugin = "cpu"
+	}
+	return backend, plugin
 }
