@@ -331,9 +331,10 @@ func activate(name string, x *Node) *Node {
 // splitLinear is x·w (+ bias) for a fused projection whose output columns split at cuts into
 // parts (q|k|v, gate|up): x [n, in], w [in, width], bias [width] or nil → parts [n, width_i].
 //
-// Each part is its own matmul with a column slice of the weight, so the backward pass pads and
-// sums weight-sized gradients rather than activation-sized ones (slicing the fused output costs a
-// zero-filled Pad per part plus their sum, each as large as the activation). Adapters attached
+// With more rows than the weight has inputs (training), each part is its own matmul with a column
+// slice of the weight, so the backward pass pads and sums weight-sized gradients rather than
+// activation-sized ones (slicing the fused output costs a zero-filled Pad per part plus their sum,
+// each as large as the activation); with fewer (decoding) the product is sliced. Adapters attached
 // to the projection address its fused columns: a merged weight is sliced like w, an explicit
 // delta is sliced and added per part.
 func splitLinear(scope *gm.Scope, kind string, l int, x, w, bias *Node, cuts ...int) []*Node {
@@ -344,6 +345,21 @@ func splitLinear(scope *gm.Scope, kind string, l int, x, w, bias *Node, cuts ...
 		w = merged
 	}
 	parts := make([]*Node, len(bounds)-1)
+	if x.Shape().Dim(0) < w.Shape().Dim(0) {
+		// Fewer rows than the weight has (decoding): slicing the product copies less than
+		// slicing the weight would, every step.
+		y := Dot(x, w).Product()
+		if delta != nil {
+			y = Add(y, delta)
+		}
+		if bias != nil {
+			y = Add(y, Reshape(bias, 1, width))
+		}
+		for i := range parts {
+			parts[i] = SliceAxis(y, 1, AxisRange(bounds[i], bounds[i+1]))
+		}
+		return parts
+	}
 	for i := range parts {
 		lo, hi := bounds[i], bounds[i+1]
 		parts[i] = Dot(x, SliceAxis(w, 1, AxisRange(lo, hi))).Product()
