@@ -39,7 +39,7 @@ func avx512SmallFloat32Parallel( //alt:f32
 
 	if maxWorkers <= 1 || batchSize <= 1 {
 		if layout == dot.LayoutNonTransposed {
-			avx512SmallFloat32( //alt:f32
+			avx512SmallRegFloat32( //alt:f32 Temper fork: register-blocked
 				//alt:bf16 avx512SmallBFloat16(
 				//alt:f16 avx512SmallFloat16(
 				//alt:f64 avx512SmallFloat64(
@@ -69,7 +69,7 @@ func avx512SmallFloat32Parallel( //alt:f32
 	backend.Workers.Saturate(func() {
 		for chunk := range work {
 			if layout == dot.LayoutNonTransposed {
-				avx512SmallFloat32( //alt:f32
+				avx512SmallRegFloat32( //alt:f32 Temper fork: register-blocked
 					//alt:bf16 avx512SmallBFloat16(
 					//alt:f16 avx512SmallFloat16(
 					//alt:f64 avx512SmallFloat64(
