@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,7 +30,9 @@ var rules = []rule{
 		deny: []string{"go.temporal.io/", "cloud.google.com/", "net"}},
 	{layer: "activities", allow: []string{"std", module + "algorithms/", module + "internal/", module + "activities/",
 		"go.temporal.io/sdk/activity", "go.temporal.io/sdk/temporal", "go.temporal.io/sdk/log", "go.temporal.io/api/",
-		"cloud.google.com/go/storage", "google.golang.org/api/", "google.golang.org/grpc", "github.com/gomlx/", "github.com/googleapis/"},
+		"cloud.google.com/go/storage", "google.golang.org/api/", "google.golang.org/grpc", "github.com/gomlx/", "github.com/googleapis/",
+		// the code sandbox's isolation: system calls, the seccomp filter and its BPF program
+		"golang.org/x/sys/unix", "github.com/elastic/go-seccomp-bpf", "golang.org/x/net/bpf"},
 		deny: []string{module + "tpu", module + "workflows", module + "workers", module + "cmd", "go.temporal.io/sdk/workflow", "go.temporal.io/sdk/client", "go.temporal.io/sdk/worker"}},
 	{layer: "workflows", allow: []string{"std", module + "activities/", module + "algorithms/", module + "internal/config", module + "workflows/",
 		"go.temporal.io/sdk/workflow", "go.temporal.io/sdk/temporal", "go.temporal.io/sdk/log", "go.temporal.io/api/"},
@@ -99,6 +102,9 @@ func repoFiles(t *testing.T) []goFile {
 		if d.IsDir() {
 			if p != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "bin" || name == "vendor") {
 				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(p, "go.mod")); p != root && err == nil {
+				return filepath.SkipDir // a nested module (third_party/compute) is not part of this one
 			}
 			return nil
 		}
