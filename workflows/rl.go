@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -91,7 +90,7 @@ func defaultRLConfig(algo string) *RLConfig {
 		Loss:      loss.DefaultPolicyConfig(algo),
 		Optimizer: train.Optim{LR: 1e-4, MinLRRatio: 1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
 		Epochs:    1, DynamicSampling: algo == loss.AlgoDAPO, Mode: "sync", MaxStaleness: 1, EvalEvery: 10,
-		Eval:             EvalSpec{Before: true, Examples: 200, MaxNewTokens: 8, PassK: 1, Temperature: 1},
+		Eval:             EvalSpec{EvalCadence: EvalCadence{Before: true}, Examples: 200, MaxNewTokens: 8, PassK: 1, Temperature: 1},
 		Backtrack:        BacktrackSpec{Tolerance: 0.1, Budget: 3, LRFactor: 0.5, KLFactor: 2},
 		SelfCorrect:      SelfCorrectSpec{MaxSamples: 64},
 		HeartbeatTimeout: config.Duration(30 * time.Second),
@@ -202,8 +201,8 @@ type Branch struct {
 	KLScale     float64 `json:"kl_scale"`
 }
 
-// rlState is the RL loop's state; it travels in PhaseInput.Resume across continue-as-new.
-type rlState struct {
+// RLState is the RL loop's state; it travels in PhaseInput.RL across continue-as-new.
+type RLState struct {
 	Iter           int                     `json:"iter"`
 	Version        int                     `json:"version"`
 	Policy         string                  `json:"policy"`
@@ -252,11 +251,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		return PhaseOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
 	}
 	seed := uint64(in.Seed)
-	var st rlState
-	if len(in.Resume) > 0 {
-		if err := json.Unmarshal(in.Resume, &st); err != nil {
-			return PhaseOutput{}, temporal.NewNonRetryableApplicationError("rl: bad resume state", "InvalidInput", err)
-		}
+	var st RLState
+	if in.RL != nil {
+		st = *in.RL
 	}
 	retry := &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
 		NonRetryableErrorTypes: []string{"InvalidInput"}}
@@ -330,7 +327,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		return nil
 	}
 	if !st.Started {
-		st = rlState{Started: true, Policy: in.From, Reference: in.From, Dir: in.Phase, LRScale: 1, KLScale: 1, FreshOptimizer: true,
+		st = RLState{Started: true, Policy: in.From, Reference: in.From, Dir: in.Phase, LRScale: 1, KLScale: 1, FreshOptimizer: true,
 			Good: in.From}
 		if cfg.Eval.Before {
 			if st.Before, err = evaluate(in.From); err != nil {
@@ -500,7 +497,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				}
 				st.Pending, st.PendingVersion = &pend, nextVersion
 			}
-			return PhaseOutput{}, continueAsNew(ctx, in, st)
+			next := in
+			next.RL = &st
+			return PhaseOutput{}, workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, next)
 		}
 	}
 	if st.Last == nil { // ended on a back-track: report the restored checkpoint

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"path"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/safetensors"
-	"github.com/temperml/temper/algorithms/schedule"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/internal/config"
@@ -308,150 +306,53 @@ func LoadRewardEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine,
 	return eng, cfg, err
 }
 
-// RewardChunkInput trains Steps Bradley–Terry steps from From.
+// RewardChunkInput trains Steps Bradley–Terry steps from From (Cursor: the position in the
+// training pairs).
 type RewardChunkInput struct {
-	Store string `json:"store"`
-	Run   string `json:"run"`
-	Phase string `json:"phase"`
-	From  string `json:"from"`
-	// Step is the phase's step count at From; the chunk commits step Step+Steps.
-	Step       int                `json:"step"`
-	Steps      int                `json:"steps"`
-	TotalSteps int                `json:"total_steps"`
-	Cursor     Cursor             `json:"cursor"` // position in the training pairs
-	Data       RewardData         `json:"data"`
-	Batch      RewardBatch        `json:"batch"`
-	Optim      Optim              `json:"optim"`
-	Loss       objective.BTConfig `json:"loss"`
-	// FreshOptimizer ignores From's optimizer state.
-	FreshOptimizer bool `json:"fresh_optimizer"`
+	ChunkHead
+	Data  RewardData         `json:"data"`
+	Batch RewardBatch        `json:"batch"`
+	Loss  objective.BTConfig `json:"loss"`
 }
 
-// RewardChunkOutput is the committed checkpoint and the chunk's training metrics (means over its
-// finite steps).
-type RewardChunkOutput struct {
-	Checkpoint string  `json:"checkpoint"`
-	Step       int     `json:"step"`
-	Cursor     Cursor  `json:"cursor"`
-	Loss       float64 `json:"loss"`
-	LastLoss   float64 `json:"last_loss"`
-	Accuracy   float64 `json:"accuracy"` // training pairwise accuracy (before each step's update)
-	Margin     float64 `json:"margin"`   // mean r_c − r_r
-	LMLoss     float64 `json:"lm_loss"`  // chosen completions' cross-entropy (lm_coef > 0)
-	GradNorm   float64 `json:"grad_norm"`
-	LR         float64 `json:"lr"` // of the last step
-	Pairs      int     `json:"pairs"`
-	PairsPerS  float64 `json:"pairs_per_s"`
-	NonFinite  int     `json:"non_finite"`
-	Resumed    bool    `json:"resumed"`
-}
-
-// RewardChunk trains in.Steps steps of the Bradley–Terry objective from in.From and commits step
-// in.Step+in.Steps. Like Chunk it is idempotent: a committed step is returned as is, and a chunk
-// whose attempt died recomputes the same weights from From (seeded data order, deterministic
-// engine).
-func (a *Activities) RewardChunk(ctx context.Context, in RewardChunkInput) (RewardChunkOutput, error) {
-	if in.Steps <= 0 {
-		return RewardChunkOutput{}, badInput(fmt.Errorf("train: reward chunk %s/%s: steps %d: want > 0", in.Run, in.Phase, in.Steps))
-	}
+// RewardChunk trains in.Steps steps of the Bradley–Terry objective from in.From (runChunk does the
+// rest); its metrics are objective.BTMetrics' chunk means, and pairs / pairs_per_s.
+func (a *Activities) RewardChunk(ctx context.Context, in RewardChunkInput) (ChunkOutput, error) {
+	op := fmt.Sprintf("train: reward chunk %s/%s", in.Run, in.Phase)
 	if err := in.Batch.Validate(); err != nil {
-		return RewardChunkOutput{}, badInput(fmt.Errorf("train: reward chunk %s/%s: %w", in.Run, in.Phase, err))
+		return ChunkOutput{}, badInput(fmt.Errorf("%s: %w", op, err))
 	}
 	if err := in.Loss.Validate(); err != nil {
-		return RewardChunkOutput{}, badInput(fmt.Errorf("train: reward chunk %s/%s: loss.%w", in.Run, in.Phase, err))
+		return ChunkOutput{}, badInput(fmt.Errorf("%s: loss.%w", op, err))
 	}
-	end := in.Step + in.Steps
-	if ref, err := a.Ckpt.Lookup(ctx, in.Store, in.Run, in.Phase, int64(end)); err == nil {
-		return a.committedRewardChunk(ctx, ref.URI)
-	} else if !errors.Is(err, ckpt.ErrNotExist) {
-		return RewardChunkOutput{}, err
-	}
-	trainPairs, _, err := rewardPairs(ctx, in.Data, in.Cursor.Seed)
-	if err != nil {
-		return RewardChunkOutput{}, err
-	}
-	enc, err := encodePairs(trainPairs, in.Batch.MaxSeq)
-	if err != nil {
-		return RewardChunkOutput{}, err
-	}
-	eng, cfg, err := LoadRewardEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, !in.FreshOptimizer)
-	if err != nil {
-		return RewardChunkOutput{}, err
-	}
-	defer eng.Close()
-	obj := objective.BradleyTerry(in.Loss)
-	sched := schedule.WarmupCosine{Peak: in.Optim.LR, Warmup: in.Optim.WarmupSteps, Total: in.TotalSteps, MinRatio: in.Optim.MinLRRatio}
-	out := RewardChunkOutput{Step: end, Cursor: in.Cursor}
-	var lossSum, accSum, marginSum, normSum, lmSum, secs float64
-	for i := 0; i < in.Steps; i++ {
-		if err := ctx.Err(); err != nil {
-			return RewardChunkOutput{}, fmt.Errorf("train: reward chunk %s/%s at step %d: %w", in.Run, in.Phase, in.Step+i, err)
-		}
-		idx, next := nextPairs(len(enc), in.Batch.Rows, out.Cursor)
-		out.Cursor = next
-		out.LR = sched.At(in.Step + i)
-		m, err := eng.StepObjective(obj, pairInputs(enc, idx, in.Batch.Rows, in.Batch.MaxSeq), float32(out.LR))
+	return runChunk(ctx, a, in.ChunkHead, op, func() (*chunkObjective[[]int], error) {
+		trainPairs, _, err := rewardPairs(ctx, in.Data, in.Cursor.Seed)
 		if err != nil {
-			return RewardChunkOutput{}, fmt.Errorf("train: reward chunk %s/%s step %d: %w", in.Run, in.Phase, in.Step+i, err)
+			return nil, err
 		}
-		loss, norm := float64(m["loss"]), float64(m["grad_norm"])
-		if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(norm) || math.IsInf(norm, 0) {
-			out.NonFinite++
-		} else {
-			lossSum += loss
-			normSum += norm
-			accSum += float64(m["accuracy"])
-			lmSum += float64(m["lm_loss"])
-			marginSum += float64(m["margin"])
+		enc, err := encodePairs(trainPairs, in.Batch.MaxSeq)
+		if err != nil {
+			return nil, err
 		}
-		out.LastLoss = loss
-		out.Pairs += len(idx)
-		secs += float64(m["seconds"])
-		activity.RecordHeartbeat(ctx, Progress{Step: in.Step + i + 1, Total: in.TotalSteps, Loss: loss})
-	}
-	if ok := float64(in.Steps - out.NonFinite); ok > 0 {
-		out.Loss, out.GradNorm, out.Accuracy, out.Margin, out.LMLoss = lossSum/ok, normSum/ok, accSum/ok, marginSum/ok, lmSum/ok
-	} else {
-		out.Loss, out.GradNorm, out.Accuracy, out.Margin, out.LMLoss = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
-	}
-	if secs > 0 {
-		out.PairsPerS = float64(out.Pairs) / secs
-	}
-	st := ckpt.State{
-		Step:       int64(end),
-		Cursor:     ckpt.Cursor{Epoch: int64(out.Cursor.Epoch), Index: int64(out.Cursor.Index), Seed: out.Cursor.Seed},
-		ConfigHash: configHash(cfg),
-		Scalars: map[string]float64{"loss": out.Loss, "last_loss": out.LastLoss, "accuracy": out.Accuracy, "margin": out.Margin, "lm_loss": out.LMLoss,
-			"grad_norm": out.GradNorm, "lr": out.LR, "pairs": float64(out.Pairs), "pairs_per_s": out.PairsPerS,
-			"non_finite": float64(out.NonFinite)},
-	}
-	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(end), func(w *ckpt.Writer) error {
-		return writeModel(ctx, w, eng, cfg, st, true)
+		eng, cfg, err := LoadRewardEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, !in.FreshOptimizer)
+		if err != nil {
+			return nil, err
+		}
+		obj := objective.BradleyTerry(in.Loss)
+		return &chunkObjective[[]int]{eng: eng, cfg: cfg, unit: "pairs",
+			next: func(cur Cursor) ([]int, Cursor, error) {
+				idx, next := nextRows(len(enc), in.Batch.Rows, cur)
+				return idx, next, nil
+			},
+			step: func(idx []int, lr float32) (stepResult, error) {
+				m, err := eng.StepObjective(obj, pairInputs(enc, idx, in.Batch.Rows, in.Batch.MaxSeq), lr)
+				return objectiveStep(obj, m, len(idx)), err
+			},
+			write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
+				return writeModel(ctx, w, eng, cfg, st, true)
+			},
+		}, nil
 	})
-	if err != nil {
-		return RewardChunkOutput{}, fmt.Errorf("train: reward chunk %s/%s commit step %d: %w", in.Run, in.Phase, end, err)
-	}
-	out.Checkpoint = ref.URI
-	return out, nil
-}
-
-// committedRewardChunk rebuilds a RewardChunkOutput from a checkpoint an earlier attempt committed.
-func (a *Activities) committedRewardChunk(ctx context.Context, uri string) (RewardChunkOutput, error) {
-	ck, err := a.Ckpt.Read(ctx, uri)
-	if err != nil {
-		return RewardChunkOutput{}, err
-	}
-	st, err := ck.ReadState(ctx)
-	if err != nil {
-		return RewardChunkOutput{}, err
-	}
-	s := st.Scalars
-	return RewardChunkOutput{
-		Checkpoint: uri, Step: int(st.Step), Resumed: true,
-		Cursor: Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
-		Loss:   s["loss"], LastLoss: s["last_loss"], Accuracy: s["accuracy"], Margin: s["margin"], LMLoss: s["lm_loss"], GradNorm: s["grad_norm"],
-		LR: s["lr"], Pairs: int(s["pairs"]), PairsPerS: s["pairs_per_s"], NonFinite: int(s["non_finite"]),
-	}, nil
 }
 
 // RewardEvalInput evaluates a reward model on held-out pairs.
@@ -647,25 +548,6 @@ func encodePairs(pairs []tasks.PrefExample, maxSeq int) ([]encodedPair, error) {
 		}
 	}
 	return out, nil
-}
-
-// nextPairs returns the indices of the next rows pairs from cur (a seeded permutation per epoch, as
-// data.Packer walks examples) and the cursor after them.
-func nextPairs(n, rows int, cur Cursor) ([]int, Cursor) {
-	idx := make([]int, 0, rows)
-	var order []int
-	for len(idx) < rows {
-		if order == nil || cur.Index == 0 {
-			order = data.Order(n, cur.Seed, cur.Epoch)
-		}
-		idx = append(idx, order[cur.Index])
-		cur.Index++
-		if cur.Index >= n {
-			cur.Epoch++
-			cur.Index = 0
-		}
-	}
-	return idx, cur
 }
 
 // rewardSeq is the padded length of a batch whose longest sequence has n tokens: the next power of

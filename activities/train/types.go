@@ -105,39 +105,13 @@ type InitOutput struct {
 	Checkpoint string `json:"checkpoint"`
 }
 
-// ChunkInput trains Steps steps from From.
+// ChunkInput trains Steps next-token steps from From.
 type ChunkInput struct {
-	Store string `json:"store"`
-	Run   string `json:"run"`
-	Phase string `json:"phase"`
-	From  string `json:"from"`
-	// Step is the phase's step count at From; the chunk commits step Step+Steps.
-	Step       int       `json:"step"`
-	Steps      int       `json:"steps"`
-	TotalSteps int       `json:"total_steps"`
-	Cursor     Cursor    `json:"cursor"`
-	Data       DataSpec  `json:"data"`
-	Batch      BatchSpec `json:"batch"`
-	Optim      Optim     `json:"optim"`
-	// FreshOptimizer ignores From's optimizer state (a phase starting from another phase's model).
-	FreshOptimizer bool `json:"fresh_optimizer"`
+	ChunkHead
+	Data  DataSpec  `json:"data"`
+	Batch BatchSpec `json:"batch"`
 	// LoRA, when set, trains adapters on a frozen base instead of every weight (see lora.go).
 	LoRA *model.LoRA `json:"lora,omitempty"`
-}
-
-// ChunkOutput is the committed checkpoint and what happened on the way.
-type ChunkOutput struct {
-	Checkpoint string  `json:"checkpoint"`
-	Step       int     `json:"step"`
-	Cursor     Cursor  `json:"cursor"`
-	Loss       float64 `json:"loss"`      // mean over the chunk's steps
-	LastLoss   float64 `json:"last_loss"` // the final step's
-	GradNorm   float64 `json:"grad_norm"` // mean
-	LR         float64 `json:"lr"`        // of the last step
-	Tokens     int     `json:"tokens"`    // trained targets
-	TokensPerS float64 `json:"tokens_per_s"`
-	NonFinite  int     `json:"non_finite"` // steps whose loss or gradient was NaN/Inf (skipped by the engine)
-	Resumed    bool    `json:"resumed"`    // the checkpoint was already committed by an earlier attempt
 }
 
 // EvalInput evaluates a checkpoint on held-out data.
