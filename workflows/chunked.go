@@ -20,10 +20,14 @@ type ChunkSpec struct {
 	KeepLast         int             `json:"keep_last" default:"3" help:"checkpoints kept besides the best"`
 	HeartbeatTimeout config.Duration `json:"heartbeat_timeout" default:"30s" help:"a trainer silent this long is presumed dead; its chunk is retried elsewhere"`
 	InjectNaNAt      int             `json:"inject_nan_at,omitempty" help:"testing: step N (1-based) is treated as non-finite, as the engine treats a NaN loss"`
+	Optimizer        train.Optim     `json:"optimizer"`
 }
 
 // Validate names the bad field.
 func (c ChunkSpec) Validate() error {
+	if err := c.Optimizer.Validate(); err != nil {
+		return err
+	}
 	switch {
 	case c.Steps < 1:
 		return &config.FieldError{Path: "steps", Msg: "must be >= 1"}
@@ -41,9 +45,9 @@ func (c ChunkSpec) Validate() error {
 	return nil
 }
 
-// defaultChunkSpec is every kind's default but for the step counts.
-func defaultChunkSpec(steps, chunk int) ChunkSpec {
-	return ChunkSpec{Steps: steps, ChunkSteps: chunk, KeepLast: 3, HeartbeatTimeout: config.Duration(30 * time.Second)}
+// defaultChunkSpec is every kind's default but for the step counts and the optimizer.
+func defaultChunkSpec(steps, chunk int, optim train.Optim) ChunkSpec {
+	return ChunkSpec{Steps: steps, ChunkSteps: chunk, KeepLast: 3, HeartbeatTimeout: config.Duration(30 * time.Second), Optimizer: optim}
 }
 
 // EvalCadence says when a chunked phase evaluates; kinds embed it in their eval section.
@@ -113,7 +117,6 @@ func (r *chunkedRun) exec(long bool, name string, input, out any) error {
 type chunkedKind struct {
 	spec     ChunkSpec
 	cadence  EvalCadence
-	optim    train.Optim
 	dataSeed uint64 // the data seed the config sets (0: the pipeline seed)
 	// start makes the first checkpoint (fresh: chunks must not load its optimizer state) and fills
 	// r.st.Setup with whatever else the kind's chunks need.
@@ -184,7 +187,7 @@ func runChunked(ctx workflow.Context, in PhaseInput, k chunkedKind) (PhaseOutput
 	for st.Step < k.spec.Steps && !outOfTime() {
 		n := min(k.spec.ChunkSteps, k.spec.Steps-st.Step)
 		name, input := k.chunk(r, train.ChunkHead{Store: in.Store, Run: in.RunID, Phase: in.Phase, From: st.Checkpoint,
-			Step: st.Step, Steps: n, TotalSteps: k.spec.Steps, Cursor: st.Cursor, Optim: k.optim, FreshOptimizer: st.FreshOptimizer,
+			Step: st.Step, Steps: n, TotalSteps: k.spec.Steps, Cursor: st.Cursor, Optim: k.spec.Optimizer, FreshOptimizer: st.FreshOptimizer,
 			InjectNaNAt: k.spec.InjectNaNAt})
 		chunkStart := workflow.Now(ctx)
 		var out train.ChunkOutput

@@ -29,8 +29,7 @@ type PrefConfig struct {
 	Data          train.PrefDataSpec `json:"data"`
 	Batch         train.BatchSpec    `json:"batch" help:"rows: pairs (kto: labelled completions) per step; seq: tokens per sequence (prompt + completion), fixed"`
 	ChunkSpec
-	Optimizer train.Optim  `json:"optimizer"`
-	Eval      PrefEvalSpec `json:"eval"`
+	Eval PrefEvalSpec `json:"eval"`
 
 	kind string // the phase kind, set by NewConfig: loss.kind must match it
 }
@@ -41,8 +40,7 @@ func defaultPrefConfig(kind string) *PrefConfig {
 		Reference: train.RefPrecomputed,
 		Data:      train.PrefDataSpec{TrainExamples: 2000, HeldoutExamples: 200},
 		Batch:     train.BatchSpec{Rows: 16, Seq: 64},
-		ChunkSpec: defaultChunkSpec(200, 50),
-		Optimizer: train.Optim{LR: 1e-3, WarmupSteps: 10, MinLRRatio: 0.1, WeightDecay: 0, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
+		ChunkSpec: defaultChunkSpec(200, 50, train.Optim{LR: 1e-3, WarmupSteps: 10, MinLRRatio: 0.1, WeightDecay: 0, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}),
 		Eval:      PrefEvalSpec{EvalCadence: EvalCadence{Before: true}, Examples: 200, ExactMatch: true, MaxNewTokens: 16, KLTokens: 16},
 		kind:      kind,
 	}
@@ -62,17 +60,13 @@ func (c *PrefConfig) Validate() error {
 	if err := c.Data.Validate(); err != nil {
 		return err
 	}
-	if err := c.Optimizer.Validate(); err != nil {
-		return err
-	}
 	if err := c.ChunkSpec.Validate(); err != nil {
 		return err
 	}
+	if err := c.Batch.Validate(); err != nil {
+		return err
+	}
 	switch {
-	case c.Batch.Rows < 1 || c.Batch.Rows > 4096:
-		return &config.FieldError{Path: "batch.rows", Msg: fmt.Sprintf("%d: want 1..4096", c.Batch.Rows)}
-	case c.Batch.Seq < 2 || c.Batch.Seq > 8192:
-		return &config.FieldError{Path: "batch.seq", Msg: fmt.Sprintf("%d: want 2..8192", c.Batch.Seq)}
 	case c.Eval.Examples < 0 || c.Eval.EveryChunks < 0 || c.Eval.KLTokens < 0:
 		return &config.FieldError{Path: "eval", Msg: "examples, every_chunks and kl_tokens must be >= 0"}
 	case c.Eval.MaxNewTokens < 1:
@@ -127,7 +121,7 @@ func Preference(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		return d
 	}
 	return runChunked(ctx, in, chunkedKind{
-		spec: cfg.ChunkSpec, cadence: cfg.Eval.EvalCadence, optim: cfg.Optimizer, dataSeed: cfg.Data.Seed,
+		spec: cfg.ChunkSpec, cadence: cfg.Eval.EvalCadence, dataSeed: cfg.Data.Seed,
 		start: func(r *chunkedRun) (string, bool, error) {
 			s := &r.st.Setup
 			s.Reference = cfg.RefCheckpoint

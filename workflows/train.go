@@ -45,9 +45,8 @@ type TrainConfig struct {
 	Data  train.DataSpec  `json:"data"`
 	Batch train.BatchSpec `json:"batch"`
 	ChunkSpec
-	Optimizer train.Optim `json:"optimizer"`
-	Eval      EvalSpec    `json:"eval"`
-	LoRA      *model.LoRA `json:"lora,omitempty" help:"train LoRA adapters on the frozen starting model instead of every weight; checkpoints hold the adapters and the base URI"`
+	Eval EvalSpec    `json:"eval"`
+	LoRA *model.LoRA `json:"lora,omitempty" help:"train LoRA adapters on the frozen starting model instead of every weight; checkpoints hold the adapters and the base URI"`
 }
 
 func defaultTrainConfig(text bool) *TrainConfig {
@@ -55,8 +54,7 @@ func defaultTrainConfig(text bool) *TrainConfig {
 		Model:     ModelSpec{Preset: "tiny"},
 		Data:      train.DataSpec{TrainExamples: 2000, HeldoutExamples: 200, Text: text},
 		Batch:     train.BatchSpec{Rows: 16, Seq: 64},
-		ChunkSpec: defaultChunkSpec(200, 50),
-		Optimizer: train.Optim{LR: 3e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
+		ChunkSpec: defaultChunkSpec(200, 50, train.Optim{LR: 3e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}),
 		Eval:      EvalSpec{EvalCadence: EvalCadence{Before: true}, Examples: 200, MaxNewTokens: 16, PassK: 1, Temperature: 1},
 	}
 }
@@ -69,10 +67,10 @@ func (c *TrainConfig) Validate() error {
 	if err := c.Data.Validate(); err != nil {
 		return err
 	}
-	if err := c.Optimizer.Validate(); err != nil {
+	if err := c.ChunkSpec.Validate(); err != nil {
 		return err
 	}
-	if err := c.ChunkSpec.Validate(); err != nil {
+	if err := c.Batch.Validate(); err != nil {
 		return err
 	}
 	if err := c.Eval.EvalCadence.Validate(); err != nil {
@@ -84,10 +82,6 @@ func (c *TrainConfig) Validate() error {
 		}
 	}
 	switch {
-	case c.Batch.Rows < 1 || c.Batch.Rows > 4096:
-		return &config.FieldError{Path: "batch.rows", Msg: fmt.Sprintf("%d: want 1..4096", c.Batch.Rows)}
-	case c.Batch.Seq < 2 || c.Batch.Seq > 8192:
-		return &config.FieldError{Path: "batch.seq", Msg: fmt.Sprintf("%d: want 2..8192", c.Batch.Seq)}
 	case c.Eval.PassK < 1:
 		return &config.FieldError{Path: "eval.pass_k", Msg: "must be >= 1"}
 	}
@@ -134,7 +128,7 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		return PhaseOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
 	}
 	return runChunked(ctx, in, chunkedKind{
-		spec: cfg.ChunkSpec, cadence: cfg.Eval.EvalCadence, optim: cfg.Optimizer, dataSeed: cfg.Data.Seed,
+		spec: cfg.ChunkSpec, cadence: cfg.Eval.EvalCadence, dataSeed: cfg.Data.Seed,
 		start: func(r *chunkedRun) (string, bool, error) {
 			if in.From != "" {
 				return in.From, true, nil

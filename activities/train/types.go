@@ -59,6 +59,17 @@ type BatchSpec struct {
 	Seq  int `json:"seq" default:"64" help:"tokens per row (examples are packed)"`
 }
 
+// Validate names the bad field.
+func (b BatchSpec) Validate() error {
+	switch {
+	case b.Rows < 1 || b.Rows > 4096:
+		return &config.FieldError{Path: "batch.rows", Msg: fmt.Sprintf("%d: want 1..4096", b.Rows)}
+	case b.Seq < 2 || b.Seq > 8192:
+		return &config.FieldError{Path: "batch.seq", Msg: fmt.Sprintf("%d: want 2..8192", b.Seq)}
+	}
+	return nil
+}
+
 // Optim configures AdamW and the learning-rate schedule.
 type Optim struct {
 	LR          float64 `json:"lr" default:"0.003" help:"peak learning rate"`
