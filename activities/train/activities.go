@@ -159,7 +159,7 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (ChunkOutput, err
 		return ChunkOutput{}, badInput(fmt.Errorf("%s: steps %d, batch %dx%d: want > 0", op, in.Steps, in.Batch.Rows, in.Batch.Seq))
 	}
 	return runChunk(ctx, a, in.ChunkHead, op, func() (*chunkObjective[data.Batch], error) {
-		trainEx, _, err := examples(ctx, in.Data, in.Cursor.Seed)
+		trainEx, _, err := examples(ctx, a.Ckpt, in.Data, in.Cursor.Seed)
 		if err != nil {
 			return nil, err
 		}

@@ -132,7 +132,7 @@ func (d PrefDataSpec) TaskSpec() (spec DataSpec, ok bool) {
 
 // PrefExamples returns the train and held-out preference examples of spec (seed used when spec.Seed is
 // 0), as read: pairs, or unpaired examples from files.
-func PrefExamples(ctx context.Context, spec PrefDataSpec, seed uint64) (train, heldout []tasks.PrefExample, err error) {
+func PrefExamples(ctx context.Context, cl *ckpt.Client, spec PrefDataSpec, seed uint64) (train, heldout []tasks.PrefExample, err error) {
 	if spec.Seed != 0 {
 		seed = spec.Seed
 	}
@@ -151,12 +151,12 @@ func PrefExamples(ctx context.Context, spec PrefDataSpec, seed uint64) (train, h
 		}
 	}
 	if spec.Train != "" {
-		if train, err = readPrefJSONL(ctx, spec.Train); err != nil {
+		if train, err = readPrefJSONL(ctx, cl, spec.Train); err != nil {
 			return nil, nil, err
 		}
 	}
 	if spec.Heldout != "" {
-		if heldout, err = readPrefJSONL(ctx, spec.Heldout); err != nil {
+		if heldout, err = readPrefJSONL(ctx, cl, spec.Heldout); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -164,8 +164,8 @@ func PrefExamples(ctx context.Context, spec PrefDataSpec, seed uint64) (train, h
 }
 
 // readPrefJSONL reads a preference dataset; a malformed line is a non-retryable error naming file and line.
-func readPrefJSONL(ctx context.Context, uri string) ([]tasks.PrefExample, error) {
-	b, err := readObject(ctx, uri)
+func readPrefJSONL(ctx context.Context, cl *ckpt.Client, uri string) ([]tasks.PrefExample, error) {
+	b, err := readObject(ctx, cl, uri)
 	if err != nil {
 		return nil, err
 	}
@@ -180,31 +180,21 @@ func readPrefJSONL(ctx context.Context, uri string) ([]tasks.PrefExample, error)
 }
 
 // putObject writes body at key of the store root and returns its URI.
-func putObject(ctx context.Context, root, key string, body []byte) (string, error) {
-	st, err := ckpt.Open(ctx, root, ckpt.Options{})
+func putObject(ctx context.Context, cl *ckpt.Client, root, key string, body []byte) (string, error) {
+	uri, err := cl.PutObject(ctx, root, key, bytes.NewReader(body))
 	if err != nil {
-		return "", badInput(fmt.Errorf("train: open store %s: %w", root, err))
+		return "", fmt.Errorf("train: %w", err)
 	}
-	defer st.Close()
-	if _, err := st.Put(ctx, key, bytes.NewReader(body)); err != nil {
-		return "", fmt.Errorf("train: write %s: %w", st.URI(key), err)
-	}
-	return st.URI(key), nil
+	return uri, nil
 }
 
 // existingObject returns the URI of key when it already exists (an earlier attempt wrote it).
-func existingObject(ctx context.Context, root, key string) (string, bool, error) {
-	st, err := ckpt.Open(ctx, root, ckpt.Options{})
+func existingObject(ctx context.Context, cl *ckpt.Client, root, key string) (string, bool, error) {
+	uri, ok, err := cl.StatObject(ctx, root, key)
 	if err != nil {
-		return "", false, badInput(fmt.Errorf("train: open store %s: %w", root, err))
+		return "", false, fmt.Errorf("train: %w", err)
 	}
-	defer st.Close()
-	if _, err := st.Stat(ctx, key); err == nil {
-		return st.URI(key), true, nil
-	} else if !errors.Is(err, ckpt.ErrNotExist) {
-		return "", false, fmt.Errorf("train: stat %s: %w", st.URI(key), err)
-	}
-	return st.URI(key), false, nil
+	return uri, ok, nil
 }
 
 func inputHash(v any) string {
@@ -289,8 +279,8 @@ func (it prefItem) line() RefLine {
 }
 
 // readRefItems reads a precomputed reference object (RefLogProbs' output) back into rows.
-func readRefItems(ctx context.Context, uri string) ([]prefItem, error) {
-	b, err := readObject(ctx, uri)
+func readRefItems(ctx context.Context, cl *ckpt.Client, uri string) ([]prefItem, error) {
+	b, err := readObject(ctx, cl, uri)
 	if err != nil {
 		return nil, err
 	}
@@ -553,16 +543,16 @@ func (a *Activities) RefLogProbs(ctx context.Context, in RefLogProbsInput) (RefL
 		Kind string
 		Seed uint64
 	}{in.Reference, in.Data, in.Kind, in.Seed}))
-	if uri, ok, err := existingObject(ctx, in.Store, key); err != nil {
+	if uri, ok, err := existingObject(ctx, a.Ckpt, in.Store, key); err != nil {
 		return RefLogProbsOutput{}, err
 	} else if ok {
-		items, err := readRefItems(ctx, uri)
+		items, err := readRefItems(ctx, a.Ckpt, uri)
 		if err != nil {
 			return RefLogProbsOutput{}, err
 		}
 		return RefLogProbsOutput{RefData: uri, Examples: len(items), Resumed: true}, nil
 	}
-	trainEx, _, err := PrefExamples(ctx, in.Data, in.Seed)
+	trainEx, _, err := PrefExamples(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {
 		return RefLogProbsOutput{}, err
 	}
@@ -598,7 +588,7 @@ func (a *Activities) RefLogProbs(ctx context.Context, in RefLogProbsInput) (RefL
 			return RefLogProbsOutput{}, fmt.Errorf("%s: %w", op, err)
 		}
 	}
-	uri, err := putObject(ctx, in.Store, key, buf.Bytes())
+	uri, err := putObject(ctx, a.Ckpt, in.Store, key, buf.Bytes())
 	if err != nil {
 		return RefLogProbsOutput{}, err
 	}
@@ -668,10 +658,10 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in PrefFromModelI
 	trainKey, heldKey := PrefFromModelKey(in.Run, in.Phase, hash, "train"), PrefFromModelKey(in.Run, in.Phase, hash, "heldout")
 	statsKey := strings.TrimSuffix(trainKey, ".jsonl") + ".stats.json"
 	// The stats object is written last: when it exists, so do the pairs.
-	if uri, ok, err := existingObject(ctx, in.Store, statsKey); err != nil {
+	if uri, ok, err := existingObject(ctx, a.Ckpt, in.Store, statsKey); err != nil {
 		return PrefFromModelOutput{}, err
 	} else if ok {
-		b, err := readObject(ctx, uri)
+		b, err := readObject(ctx, a.Ckpt, uri)
 		if err != nil {
 			return PrefFromModelOutput{}, err
 		}
@@ -708,7 +698,7 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in PrefFromModelI
 		return PrefFromModelOutput{}, badInput(fmt.Errorf("%s: no pairs: %d of %d prompts had only correct samples", op, st.AllCorrect, len(trainPrompts)))
 	}
 	out := st
-	if out.Train, err = writePairs(ctx, in.Store, trainKey, pairs); err != nil {
+	if out.Train, err = writePairs(ctx, a.Ckpt, in.Store, trainKey, pairs); err != nil {
 		return PrefFromModelOutput{}, err
 	}
 	if !s.SyntheticHeldout && len(heldPrompts) > 0 {
@@ -720,23 +710,23 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in PrefFromModelI
 			return PrefFromModelOutput{}, badInput(fmt.Errorf("%s: no held-out pairs: every sample of the %d held-out prompts is correct (set synthetic_heldout)", op, len(heldPrompts)))
 		}
 		out.HeldoutPairs = len(held)
-		if out.Heldout, err = writePairs(ctx, in.Store, heldKey, held); err != nil {
+		if out.Heldout, err = writePairs(ctx, a.Ckpt, in.Store, heldKey, held); err != nil {
 			return PrefFromModelOutput{}, err
 		}
 	}
 	b, _ := json.Marshal(out)
-	if _, err := putObject(ctx, in.Store, statsKey, b); err != nil {
+	if _, err := putObject(ctx, a.Ckpt, in.Store, statsKey, b); err != nil {
 		return PrefFromModelOutput{}, err
 	}
 	return out, nil
 }
 
-func writePairs(ctx context.Context, root, key string, pairs []tasks.PrefExample) (string, error) {
+func writePairs(ctx context.Context, cl *ckpt.Client, root, key string, pairs []tasks.PrefExample) (string, error) {
 	var buf bytes.Buffer
 	if err := tasks.WritePrefJSONL(&buf, pairs); err != nil {
 		return "", err
 	}
-	return putObject(ctx, root, key, buf.Bytes())
+	return putObject(ctx, cl, root, key, buf.Bytes())
 }
 
 // samplePairs samples s.Samples completions per prompt (seeded by seed, split, prompt and sample) and pairs

@@ -108,7 +108,7 @@ func objectiveStep(obj objective.Objective, m map[string]float32, units int) ste
 // prefTrainingItems returns the chunk's rows: the precomputed reference object's, or the data's.
 func (a *Activities) prefTrainingItems(ctx context.Context, in PrefChunkInput) ([]prefItem, error) {
 	if in.RefData != "" {
-		items, err := readRefItems(ctx, in.RefData)
+		items, err := readRefItems(ctx, a.Ckpt, in.RefData)
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +119,7 @@ func (a *Activities) prefTrainingItems(ctx context.Context, in PrefChunkInput) (
 		}
 		return items, nil
 	}
-	trainEx, _, err := PrefExamples(ctx, in.Data, in.Cursor.Seed)
+	trainEx, _, err := PrefExamples(ctx, a.Ckpt, in.Data, in.Cursor.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +244,7 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in PrefEvalInput) (EvalOu
 	if err := in.Loss.Validate(); err != nil {
 		return EvalOutput{}, badInput(fmt.Errorf("%s: %w", op, err))
 	}
-	_, heldout, err := PrefExamples(ctx, in.Data, in.Seed)
+	_, heldout, err := PrefExamples(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {
 		return EvalOutput{}, err
 	}

@@ -262,11 +262,11 @@ func TestPreferencesFromModel(t *testing.T) {
 	if out.Pairs == 0 || out.Prompts != 12 || out.Pairs+out.AllCorrect > 12 {
 		t.Fatalf("%+v", out)
 	}
-	pairs, err := readPrefJSONL(context.Background(), out.Train)
+	pairs, err := readPrefJSONL(context.Background(), ckpt.New(ckpt.Options{}), out.Train)
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := readPrefJSONL(context.Background(), out.Heldout)
+	held, err := readPrefJSONL(context.Background(), ckpt.New(ckpt.Options{}), out.Heldout)
 	if err != nil || len(held) != out.HeldoutPairs || len(held) == 0 {
 		t.Fatalf("held-out pairs: %d read (%v), %d reported", len(held), err, out.HeldoutPairs)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"path"
 	"strings"
 
 	"github.com/gomlx/gomlx/core/tensors"
@@ -326,7 +325,7 @@ func (a *Activities) RewardChunk(ctx context.Context, in RewardChunkInput) (Chun
 		return ChunkOutput{}, badInput(fmt.Errorf("%s: loss.%w", op, err))
 	}
 	return runChunk(ctx, a, in.ChunkHead, op, func() (*chunkObjective[[]int], error) {
-		trainPairs, _, err := rewardPairs(ctx, in.Data, in.Cursor.Seed)
+		trainPairs, _, err := rewardPairs(ctx, a.Ckpt, in.Data, in.Cursor.Seed)
 		if err != nil {
 			return nil, err
 		}
@@ -383,7 +382,7 @@ func (a *Activities) RewardEvaluate(ctx context.Context, in RewardEvalInput) (Re
 	if in.Batch.MaxSeq == 0 {
 		in.Batch.MaxSeq = 64
 	}
-	_, heldout, err := rewardPairs(ctx, in.Data, in.Seed)
+	_, heldout, err := rewardPairs(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {
 		return RewardEvalOutput{}, err
 	}
@@ -452,7 +451,7 @@ func (a *Activities) RewardEvaluate(ctx context.Context, in RewardEvalInput) (Re
 
 // rewardPairs returns the train and held-out preference pairs of spec; seed is used when spec.Seed
 // is 0.
-func rewardPairs(ctx context.Context, spec RewardData, seed uint64) (train, heldout []tasks.PrefExample, err error) {
+func rewardPairs(ctx context.Context, cl *ckpt.Client, spec RewardData, seed uint64) (train, heldout []tasks.PrefExample, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, nil, badInput(err)
 	}
@@ -470,11 +469,11 @@ func rewardPairs(ctx context.Context, spec RewardData, seed uint64) (train, held
 		}
 		return train, heldout, nil
 	}
-	if train, err = readPairsJSONL(ctx, spec.Train); err != nil {
+	if train, err = readPairsJSONL(ctx, cl, spec.Train); err != nil {
 		return nil, nil, err
 	}
 	if spec.Heldout != "" {
-		if heldout, err = readPairsJSONL(ctx, spec.Heldout); err != nil {
+		if heldout, err = readPairsJSONL(ctx, cl, spec.Heldout); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -483,16 +482,10 @@ func rewardPairs(ctx context.Context, spec RewardData, seed uint64) (train, held
 
 // readPairsJSONL reads preference pairs from a store URI; unpaired lines are paired up by prompt
 // (tasks.PairUp). A malformed line is a non-retryable error naming the file and line.
-func readPairsJSONL(ctx context.Context, uri string) ([]tasks.PrefExample, error) {
-	dir, name := path.Split(strings.TrimSuffix(uri, "/"))
-	st, err := ckpt.Open(ctx, strings.TrimSuffix(dir, "/"), ckpt.Options{})
+func readPairsJSONL(ctx context.Context, cl *ckpt.Client, uri string) ([]tasks.PrefExample, error) {
+	rc, err := cl.OpenObject(ctx, uri)
 	if err != nil {
-		return nil, badInput(fmt.Errorf("train: open pairs %s: %w", uri, err))
-	}
-	defer st.Close()
-	rc, err := st.Get(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("train: read pairs %s: %w", uri, err)
+		return nil, fmt.Errorf("train: pairs: %w", err)
 	}
 	defer rc.Close()
 	exs, err := tasks.ReadPrefAll(rc, uri)
