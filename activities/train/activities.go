@@ -109,32 +109,9 @@ func LoadEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri s
 	if err != nil {
 		return nil, model.Config{}, nil, badInput(fmt.Errorf("train: %s/%s: %w", uri, ConfigFile, err))
 	}
-	eng, err := newEngine(EngineOptions{Model: cfg, Optim: optim})
+	eng, err := loadInto(ctx, ck, newEngine, cfg, optim, withOptimizer)
 	if err != nil {
 		return nil, cfg, nil, err
-	}
-	load := func(name string, fn func(io.Reader) error) error {
-		rc, err := ck.Open(ctx, name)
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		if err := fn(rc); err != nil {
-			return fmt.Errorf("train: load %s from %s: %w", name, uri, err)
-		}
-		return rc.Close() // surfaces a checksum mismatch found at the end of the stream
-	}
-	if err := load(ModelFile, eng.LoadWeights); err != nil {
-		eng.Close()
-		return nil, cfg, nil, err
-	}
-	if withOptimizer {
-		if _, ok := ck.Manifest.File(OptimizerFile); ok {
-			if err := load(OptimizerFile, eng.LoadOptimizer); err != nil {
-				eng.Close()
-				return nil, cfg, nil, err
-			}
-		}
 	}
 	return eng, cfg, ck, nil
 }

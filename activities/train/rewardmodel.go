@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"strings"
 
@@ -256,29 +255,18 @@ func readModelConfig(ctx context.Context, cl *ckpt.Client, uri string) (*ckpt.Ch
 }
 
 // loadInto builds an engine for cfg and loads a checkpoint's weights (and optimizer state when
-// asked and present).
+// asked and present): the one loader under LoadEngine, LoadRewardEngine and the value-head paths.
 func loadInto(ctx context.Context, ck *ckpt.Checkpoint, newEngine NewEngine, cfg model.Config, optim Optim, withOptimizer bool) (Engine, error) {
 	eng, err := newEngine(EngineOptions{Model: cfg, Optim: optim})
 	if err != nil {
 		return nil, err
 	}
-	load := func(name string, fn func(io.Reader) error) error {
-		rc, err := ck.Open(ctx, name)
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		if err := fn(rc); err != nil {
-			return fmt.Errorf("train: load %s from %s: %w", name, ck.Ref.URI, err)
-		}
-		return rc.Close()
-	}
-	if err := load(ModelFile, eng.LoadWeights); err != nil {
+	if err := loadFile(ctx, ck, ModelFile, eng.LoadWeights); err != nil {
 		eng.Close()
 		return nil, err
 	}
 	if _, ok := ck.Manifest.File(OptimizerFile); ok && withOptimizer {
-		if err := load(OptimizerFile, eng.LoadOptimizer); err != nil {
+		if err := loadFile(ctx, ck, OptimizerFile, eng.LoadOptimizer); err != nil {
 			eng.Close()
 			return nil, err
 		}
