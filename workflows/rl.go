@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,13 +25,17 @@ type Branch struct {
 	KLScale     float64 `json:"kl_scale"`
 }
 
+// errInPlace tells the loop to go on in this workflow: the history predates branch child workflows.
+var errInPlace = errors.New("rl: back-track in place")
+
 // RLState is the RL loop's state; it travels in PhaseInput.RL across continue-as-new.
 type RLState struct {
 	Iter           int                     `json:"iter"`
 	Version        int                     `json:"version"`
 	Policy         string                  `json:"policy"`
 	Reference      string                  `json:"reference"`
-	Dir            string                  `json:"dir"` // checkpoint phase directory of the current branch
+	Dir            string                  `json:"dir"`  // checkpoint phase directory of the current branch
+	Root           string                  `json:"root"` // workflow ID of the phase's first execution; branches are Root.b1, Root.b2, ...
 	LRScale        float64                 `json:"lr_scale"`
 	KLScale        float64                 `json:"kl_scale"`
 	FreshOptimizer bool                    `json:"fresh_optimizer"`
@@ -150,7 +155,8 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		return nil
 	}
 	if !st.Started {
-		st = RLState{Started: true, Policy: in.From, Reference: in.From, Dir: in.Phase, LRScale: 1, KLScale: 1, FreshOptimizer: true,
+		st = RLState{Started: true, Policy: in.From, Reference: in.From, Dir: in.Phase, Root: workflow.GetInfo(ctx).WorkflowExecution.ID,
+			LRScale: 1, KLScale: 1, FreshOptimizer: true,
 			Good: in.From}
 		if cfg.Eval.Before {
 			if st.Before, err = evaluate(in.From); err != nil {
@@ -186,6 +192,21 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		return workflow.UpsertMemo(ctx, map[string]any{"branches": len(st.Branches), "last_branch": reason})
 	}
 	outOfTime := func() bool { return cfg.MaxSeconds > 0 && st.Seconds >= cfg.MaxSeconds }
+	// branch runs the rest of the phase, from the restored checkpoint, as a child workflow
+	// Root.bN of the same type (the Web UI shows the branch tree; each branch has its own history)
+	// and returns its result; the parent has recorded why (a marker and the memo).
+	branch := func() (PhaseOutput, error) {
+		// Runs that back-tracked in place before branches were child workflows replay as they ran.
+		if workflow.GetVersion(ctx, "rl-branch-child", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			return PhaseOutput{}, errInPlace
+		}
+		next := in
+		next.RL = &st
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: fmt.Sprintf("%s.b%d", st.Root, len(st.Branches))})
+		var out PhaseOutput
+		err := workflow.ExecuteChildWorkflow(cctx, workflow.GetInfo(ctx).WorkflowType.Name, next).Get(ctx, &out)
+		return out, err
+	}
 	for st.Iter < cfg.Iterations && !outOfTime() {
 		iterStart := workflow.Now(ctx)
 		var gen rollout.GenerateOutput
@@ -263,6 +284,11 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			if err := backtrack(fmt.Sprintf("non-finite loss or gradient at iteration %d", st.Iter)); err != nil {
 				return PhaseOutput{}, err
 			}
+			if st.Iter < cfg.Iterations && !outOfTime() {
+				if out, err := branch(); err != errInPlace {
+					return out, err
+				}
+			}
 			continue
 		}
 		st.Policy, st.Version, st.FreshOptimizer = step.Checkpoint, step.Version, false
@@ -289,6 +315,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				if last { // the budget of iterations is spent: finish from the restored checkpoint
 					st.Last = nil
 					break
+				}
+				if out, err := branch(); err != errInPlace {
+					return out, err
 				}
 				continue
 			}

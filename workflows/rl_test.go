@@ -64,17 +64,25 @@ func TestRLBacktracksOnNaN(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.GetMarkerRecordedEventAttributes() != nil {
+		if a := e.GetMarkerRecordedEventAttributes(); a != nil && a.GetMarkerName() == "SideEffect" {
 			markers++
 		}
 	}
-	// The child may have continued as new; the branch marker is in the run that back-tracked, so
-	// look through every run of the child.
+	// The phase may have continued as new before back-tracking; the branch marker is in the run that
+	// back-tracked, so look through every run of the phase.
 	if markers == 0 {
 		markers = countMarkersAllRuns(t, env, run.GetID()+".grpo")
 	}
 	if markers != 1 {
 		t.Fatalf("want 1 branch marker, got %d", markers)
+	}
+	// The rest of the phase ran as the child workflow .grpo.b1, started from the last good checkpoint.
+	b1, err := env.Client.DescribeWorkflowExecution(context.Background(), run.GetID()+".grpo.b1", "")
+	if err != nil {
+		t.Fatalf("branch workflow: %v", err)
+	}
+	if p := b1.GetWorkflowExecutionInfo().GetParentExecution(); p.GetWorkflowId() != run.GetID()+".grpo" {
+		t.Errorf("branch's parent %v, want the phase %s.grpo", p, run.GetID())
 	}
 	replayAll(t, env.Client, run.GetID())
 }
@@ -131,7 +139,7 @@ func countMarkersAllRuns(t *testing.T, env *testenv.Env, id string) int {
 	n := 0
 	for _, ex := range resp.Executions {
 		for _, e := range history(t, env.Client, id, ex.Execution.RunId).Events {
-			if e.GetMarkerRecordedEventAttributes() != nil {
+			if a := e.GetMarkerRecordedEventAttributes(); a != nil && a.GetMarkerName() == "SideEffect" {
 				n++
 			}
 		}
