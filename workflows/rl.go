@@ -305,6 +305,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				RewardMean: st.PointReward / float64(max(1, st.PointIters))})
 			st.PointReward, st.PointIters = 0, 0
 			memo["heldout_exact_match"] = score
+			if cfg.InjectRegressionAt == st.Iter && len(st.Branches) == 0 {
+				score = st.GoodScore - cfg.Backtrack.Tolerance - 1
+			}
 			if score < st.GoodScore-cfg.Backtrack.Tolerance {
 				if next != nil {
 					_ = next.Get(ctx, nil)

@@ -60,8 +60,11 @@ type RLConfig struct {
 	Backtrack       BacktrackSpec     `json:"backtrack"`
 	SelfCorrect     SelfCorrectSpec   `json:"self_correct"`
 	// InjectNaNAt poisons the advantages of this iteration (1-based; tests of back-tracking).
-	InjectNaNAt      int             `json:"inject_nan_at,omitempty" help:"testing: make iteration N's update non-finite"`
-	HeartbeatTimeout config.Duration `json:"heartbeat_timeout" default:"30s"`
+	InjectNaNAt int `json:"inject_nan_at,omitempty" help:"testing: make iteration N's update non-finite"`
+	// InjectRegressionAt reads the evaluation after this iteration (1-based) as a regression below
+	// the tolerance (tests of back-tracking on regression).
+	InjectRegressionAt int             `json:"inject_regression_at,omitempty" help:"testing: read the evaluation after iteration N as a regression"`
+	HeartbeatTimeout   config.Duration `json:"heartbeat_timeout" default:"30s"`
 	// PPO is set for the ppo kind only (its defaults: train.DefaultPPOConfig).
 	PPO *train.PPOConfig `json:"ppo,omitempty" help:"ppo phase only: GAE γ/λ, KL in the reward, value-head seed (value_coef, value_clip, entropy_coef are under loss)"`
 

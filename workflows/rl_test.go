@@ -221,3 +221,28 @@ func selfCorrectionRun(t *testing.T, env *testenv.Env, in workflows.PipelineInpu
 	}
 	replayAll(t, env.Client, run.GetID())
 }
+
+// TestRLBacktracksOnRegression: an evaluation read as a regression (inject_regression_at) branches
+// like a NaN does: the rest of the phase runs as the child workflow .grpo.b1 from the last good
+// checkpoint (version 1, evaluated after iteration 1), so 4 iterations end on version 3.
+func TestRLBacktracksOnRegression(t *testing.T) {
+	env := testenv.Get(t)
+	env.Roles(t)
+	run := start(t, env.Client, rlPipeline(t, `{"eval_every": 1, "inject_regression_at": 2}`))
+	var out workflows.PipelineOutput
+	if err := run.Get(context.Background(), &out); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	m := out.Phases[1].Metrics
+	if m["backtracks"] != 1 || m["iterations"] != 4 || m["version"] != 3 || !contains(out.Phases[1].Checkpoint, "/grpo.b1/step-000003/") {
+		t.Fatalf("ended at %s with %v: want one back-track over 4 iterations, version 3 in grpo.b1", out.Phases[1].Checkpoint, m)
+	}
+	b1, err := env.Client.DescribeWorkflowExecution(context.Background(), run.GetID()+".grpo.b1", "")
+	if err != nil {
+		t.Fatalf("branch workflow: %v", err)
+	}
+	if p := b1.GetWorkflowExecutionInfo().GetParentExecution(); p.GetWorkflowId() != run.GetID()+".grpo" {
+		t.Errorf("branch's parent %v, want the phase %s.grpo", p, run.GetID())
+	}
+	replayAll(t, env.Client, run.GetID())
+}
