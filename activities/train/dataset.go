@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -61,11 +62,18 @@ func examples(ctx context.Context, cl *ckpt.Client, spec DataSpec, seed uint64) 
 // readJSONL reads a dataset from a store URI. A malformed line is a non-retryable error naming the
 // file and line: retrying cannot fix data.
 func readJSONL(ctx context.Context, cl *ckpt.Client, uri string) ([]tasks.Example, error) {
+	return readLines(ctx, cl, uri, tasks.ReadAll)
+}
+
+// readLines is the one JSONL reader of the trainer's data (examples, preference examples, pairs):
+// it reads the object through the worker's client and parses it with read; a malformed line and an
+// empty file are non-retryable errors naming the file (and line).
+func readLines[T any](ctx context.Context, cl *ckpt.Client, uri string, read func(io.Reader, string) ([]T, error)) ([]T, error) {
 	b, err := readObject(ctx, cl, uri)
 	if err != nil {
 		return nil, err
 	}
-	exs, err := tasks.ReadAll(bytes.NewReader(b), uri)
+	exs, err := read(bytes.NewReader(b), uri)
 	if err != nil {
 		return nil, badInput(err)
 	}

@@ -158,18 +158,7 @@ func PrefExamples(ctx context.Context, cl *ckpt.Client, spec PrefDataSpec, seed 
 
 // readPrefJSONL reads a preference dataset; a malformed line is a non-retryable error naming file and line.
 func readPrefJSONL(ctx context.Context, cl *ckpt.Client, uri string) ([]tasks.PrefExample, error) {
-	b, err := readObject(ctx, cl, uri)
-	if err != nil {
-		return nil, err
-	}
-	exs, err := tasks.ReadPrefAll(bytes.NewReader(b), uri)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	if len(exs) == 0 {
-		return nil, badInput(fmt.Errorf("train: %s has no examples", uri))
-	}
-	return exs, nil
+	return readLines(ctx, cl, uri, tasks.ReadPrefAll)
 }
 
 // putObject writes body at key of the store root and returns its URI.

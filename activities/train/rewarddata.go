@@ -2,7 +2,6 @@ package train
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/gomlx/gomlx/core/tensors"
@@ -47,18 +46,9 @@ func rewardPairs(ctx context.Context, cl *ckpt.Client, spec RewardData, seed uin
 // readPairsJSONL reads preference pairs from a store URI; unpaired lines are paired up by prompt
 // (tasks.PairUp). A malformed line is a non-retryable error naming the file and line.
 func readPairsJSONL(ctx context.Context, cl *ckpt.Client, uri string) ([]tasks.PrefExample, error) {
-	rc, err := cl.OpenObject(ctx, uri)
+	exs, err := readLines(ctx, cl, uri, tasks.ReadPrefAll)
 	if err != nil {
-		return nil, fmt.Errorf("train: pairs: %w", err)
-	}
-	defer rc.Close()
-	exs, err := tasks.ReadPrefAll(rc, uri)
-	if err != nil {
-		var le *tasks.LineError
-		if errors.As(err, &le) {
-			return nil, badInput(err)
-		}
-		return nil, fmt.Errorf("train: read pairs %s: %w", uri, err)
+		return nil, err
 	}
 	pairs := tasks.PairUp(exs)
 	if len(pairs) == 0 {
