@@ -77,13 +77,7 @@ func TestRLBacktracksOnNaN(t *testing.T) {
 		t.Fatalf("want 1 branch marker, got %d", markers)
 	}
 	// The rest of the phase ran as the child workflow .grpo.b1, started from the last good checkpoint.
-	b1, err := env.Client.DescribeWorkflowExecution(context.Background(), run.GetID()+".grpo.b1", "")
-	if err != nil {
-		t.Fatalf("branch workflow: %v", err)
-	}
-	if p := b1.GetWorkflowExecutionInfo().GetParentExecution(); p.GetWorkflowId() != run.GetID()+".grpo" {
-		t.Errorf("branch's parent %v, want the phase %s.grpo", p, run.GetID())
-	}
+	assertBranchChild(t, env, run.GetID()+".grpo", 1)
 	replayAll(t, env.Client, run.GetID())
 }
 
@@ -237,12 +231,18 @@ func TestRLBacktracksOnRegression(t *testing.T) {
 	if m["backtracks"] != 1 || m["iterations"] != 4 || m["version"] != 3 || !contains(out.Phases[1].Checkpoint, "/grpo.b1/step-000003/") {
 		t.Fatalf("ended at %s with %v: want one back-track over 4 iterations, version 3 in grpo.b1", out.Phases[1].Checkpoint, m)
 	}
-	b1, err := env.Client.DescribeWorkflowExecution(context.Background(), run.GetID()+".grpo.b1", "")
+	assertBranchChild(t, env, run.GetID()+".grpo", 1)
+	replayAll(t, env.Client, run.GetID())
+}
+
+// assertBranchChild checks that branch n of the phase workflow ran as its child workflow phase.bN.
+func assertBranchChild(t *testing.T, env *testenv.Env, phase string, n int) {
+	t.Helper()
+	b, err := env.Client.DescribeWorkflowExecution(context.Background(), fmt.Sprintf("%s.b%d", phase, n), "")
 	if err != nil {
 		t.Fatalf("branch workflow: %v", err)
 	}
-	if p := b1.GetWorkflowExecutionInfo().GetParentExecution(); p.GetWorkflowId() != run.GetID()+".grpo" {
-		t.Errorf("branch's parent %v, want the phase %s.grpo", p, run.GetID())
+	if p := b.GetWorkflowExecutionInfo().GetParentExecution(); p.GetWorkflowId() != phase {
+		t.Errorf("branch's parent %v, want the phase %s", p, phase)
 	}
-	replayAll(t, env.Client, run.GetID())
 }
