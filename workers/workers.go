@@ -72,7 +72,7 @@ func Register(role string, r worker.Registry, opts Options) error {
 	case workflows.QueueReward:
 		ra := reward.NewActivities(rewardSandbox())
 		// The learned critic: a reward model trained by a "reward" phase, usable as a verifier.
-		if err := ra.Registry().Register(reward.CriticVerifier, reward.NewCriticFactory(ckpt.New(ckpt.Options{}), NewTrainEngine(opts.Engine))); err != nil {
+		if err := ra.Registry().Register(reward.CriticVerifier, reward.NewCriticFactory(ra.Ckpt, NewTrainEngine(opts.Engine))); err != nil {
 			return fmt.Errorf("workers: register critic verifier: %w", err)
 		}
 		r.RegisterActivityWithOptions(ra.Score, activity.RegisterOptions{Name: reward.ScoreName})

@@ -6,4 +6,11 @@
 //
 // Pipeline runs an ordered list of phases, each a child workflow whose kind registered itself with
 // RegisterPhase, so later kinds (pretrain, sft, dpo, grpo, ...) need no change to Pipeline.
+//
+// The chunked training kinds (pretrain, sft, the preference kinds, reward) are one driver, runChunked
+// (chunked.go), which owns start / evaluate / chunk / keep-best / retain / continue-as-new and the typed
+// LoopState; a kind describes only its activities (start, chunk, evaluate) and its score.
+//
+// The replay tests replay the histories the tests just made and the stored histories under
+// testdata/histories (runs recorded by an earlier version of this code).
 package workflows

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,16 +10,6 @@ import (
 
 	"github.com/temperml/temper/activities/train"
 )
-
-// continueAsNew restarts the running phase workflow with st as its resume state.
-func continueAsNew(ctx workflow.Context, in PhaseInput, st any) error {
-	next := in
-	var err error
-	if next.Resume, err = json.Marshal(st); err != nil {
-		return err
-	}
-	return workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, next)
-}
 
 // retainAndMemo marks the best checkpoint, prunes older ones beyond keepLast and shows memo in the UI;
 // every chunked training phase ends each chunk with it.

@@ -86,8 +86,10 @@ type PhaseInput struct {
 	Seed   int64           `json:"seed"`
 	From   string          `json:"from,omitempty"`
 	Config json.RawMessage `json:"config,omitempty"`
-	// Resume carries a phase's own loop state across its continue-as-new; empty on first start.
-	Resume json.RawMessage `json:"resume,omitempty"`
+	// Loop carries a chunked phase's loop state across its continue-as-new; nil on first start.
+	Loop *LoopState `json:"loop,omitempty"`
+	// RL carries an RL phase's loop state across its continue-as-new; nil on first start.
+	RL *RLState `json:"rl,omitempty"`
 }
 
 // PhaseOutput is what every phase workflow returns.
@@ -108,6 +110,9 @@ type CurvePoint struct {
 	// RewardMean is an RL phase's mean sampled reward over the iterations since the previous point
 	// (on fresh prompts, so it tracks sampled accuracy while exact match tracks greedy decoding).
 	RewardMean float64 `json:"reward_mean,omitempty"`
+	// Score is the phase's headline held-out metric when it is not exact match (held-out preference
+	// accuracy of a preference phase, pairwise accuracy of a reward phase).
+	Score float64 `json:"score,omitempty"`
 }
 
 // Validate checks the pipeline and every phase's config with its kind's type.

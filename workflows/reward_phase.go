@@ -1,11 +1,8 @@
 package workflows
 
 import (
-	"encoding/json"
 	"fmt"
-	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temperml/temper/activities/train"
@@ -15,25 +12,20 @@ import (
 
 // RewardModelEval says when and how a reward phase evaluates.
 type RewardModelEval struct {
-	EveryChunks int  `json:"every_chunks" default:"0" help:"also evaluate every N chunks (0: only before and after)"`
-	Before      bool `json:"before" default:"true" help:"evaluate the starting checkpoint first (reported as *_before)"`
-	Pairs       int  `json:"pairs" default:"400" help:"held-out pairs used (0: all)"`
+	EvalCadence
+	Pairs int `json:"pairs" default:"400" help:"held-out pairs used (0: all)"`
 }
 
 // RewardModelConfig configures the "reward" phase kind: a reward model (the decoder with a value
 // head) trained with the Bradley–Terry pairwise loss on preference pairs.
 type RewardModelConfig struct {
-	Model            ModelSpec          `json:"model" help:"architecture when the phase has no from (a value head is added)"`
-	Data             train.RewardData   `json:"data"`
-	Batch            train.RewardBatch  `json:"batch"`
-	Loss             objective.BTConfig `json:"loss"`
-	LogProbReward    bool               `json:"logprob_reward" default:"true" help:"a new value head also scores with the LM: reward = value + α·log π(completion), α learned from 1 (model.Config.RewardLogProb); false: the value head alone"`
-	Steps            int                `json:"steps" default:"600" help:"optimizer steps in the phase"`
-	ChunkSteps       int                `json:"chunk_steps" default:"200" help:"steps per trainer activity; a checkpoint is committed after each"`
-	Optimizer        train.Optim        `json:"optimizer"`
-	Eval             RewardModelEval    `json:"eval"`
-	KeepLast         int                `json:"keep_last" default:"3" help:"checkpoints kept besides the best"`
-	HeartbeatTimeout config.Duration    `json:"heartbeat_timeout" default:"30s" help:"a trainer silent this long is presumed dead; its chunk is retried elsewhere"`
+	Model         ModelSpec          `json:"model" help:"architecture when the phase has no from (a value head is added)"`
+	Data          train.RewardData   `json:"data"`
+	Batch         train.RewardBatch  `json:"batch"`
+	Loss          objective.BTConfig `json:"loss"`
+	LogProbReward bool               `json:"logprob_reward" default:"true" help:"a new value head also scores with the LM: reward = value + α·log π(completion), α learned from 1 (model.Config.RewardLogProb); false: the value head alone"`
+	ChunkSpec
+	Eval RewardModelEval `json:"eval"`
 }
 
 func defaultRewardModelConfig() *RewardModelConfig {
@@ -43,13 +35,10 @@ func defaultRewardModelConfig() *RewardModelConfig {
 		Batch:         train.RewardBatch{Rows: 32, MaxSeq: 64},
 		Loss:          objective.DefaultBT(),
 		LogProbReward: true,
-		Steps:         600,
-		ChunkSteps:    200,
 		// Weight decay 0.1: with 0.01 a small reward model memorises its training prompts (issue 6's
 		// acceptance run: 0.880 vs 0.962 held-out pairwise accuracy).
-		Optimizer: train.Optim{LR: 1e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
-		Eval:      RewardModelEval{Before: true, Pairs: 400},
-		KeepLast:  3, HeartbeatTimeout: config.Duration(30 * time.Second),
+		ChunkSpec: defaultChunkSpec(600, 200, train.Optim{LR: 1e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}),
+		Eval:      RewardModelEval{EvalCadence: EvalCadence{Before: true}, Pairs: 400},
 	}
 }
 
@@ -70,18 +59,10 @@ func (c *RewardModelConfig) Validate() error {
 		}
 		return err
 	}
-	if err := c.Optimizer.Validate(); err != nil {
+	if err := c.ChunkSpec.Validate(); err != nil {
 		return err
 	}
 	switch {
-	case c.Steps < 1:
-		return &config.FieldError{Path: "steps", Msg: "must be >= 1"}
-	case c.ChunkSteps < 1:
-		return &config.FieldError{Path: "chunk_steps", Msg: "must be >= 1"}
-	case c.KeepLast < 1:
-		return &config.FieldError{Path: "keep_last", Msg: "must be >= 1"}
-	case c.HeartbeatTimeout.D() < time.Second:
-		return &config.FieldError{Path: "heartbeat_timeout", Msg: "want at least 1s"}
 	case c.Eval.Pairs < 0 || c.Eval.EveryChunks < 0:
 		return &config.FieldError{Path: "eval", Msg: "pairs and every_chunks must be >= 0"}
 	}
@@ -97,117 +78,47 @@ func init() {
 		NewConfig: func() PhaseConfig { return defaultRewardModelConfig() }})
 }
 
-// rewardModelState is the RewardModel loop's state; it travels in PhaseInput.Resume across
-// continue-as-new.
-type rewardModelState struct {
-	Step           int                `json:"step"`
-	Chunks         int                `json:"chunks"`
-	Checkpoint     string             `json:"checkpoint"`
-	Cursor         train.Cursor       `json:"cursor"`
-	FreshOptimizer bool               `json:"fresh_optimizer"`
-	NewHead        bool               `json:"new_head"`
-	Before         map[string]float64 `json:"before,omitempty"`
-	Last           map[string]float64 `json:"last,omitempty"`
-	Best           string             `json:"best,omitempty"`
-	BestScore      float64            `json:"best_score"`
-	LossSum        float64            `json:"loss_sum"`
-	LastLoss       float64            `json:"last_loss"`
-	TrainAccuracy  float64            `json:"train_accuracy"`
-	TrainLMLoss    float64            `json:"train_lm_loss,omitempty"`
-	PairsPerS      float64            `json:"pairs_per_s"`
-	NonFinite      int                `json:"non_finite"`
-}
-
-// RewardModel runs a reward phase: RewardInit (the `from` checkpoint with a value head added when
-// it has none, or a fresh model), evaluations before, every K chunks and at the end, Bradley–Terry
-// chunks on the trainer queue, the best checkpoint (by held-out pairwise accuracy) marked, old ones
-// pruned. It returns the final checkpoint: a reward model usable by the "critic" verifier.
+// RewardModel runs a reward phase (runChunked): RewardInit (the `from` checkpoint with a value head
+// added when it has none, or a fresh model), RewardChunk's Bradley–Terry steps, RewardEvaluate's
+// held-out pairwise accuracy (the score; ties go to the lower held-out loss). It returns the final
+// checkpoint: a reward model usable by the "critic" verifier.
 func RewardModel(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
-	c, err := DecodePhaseConfig(in.Kind, in.Config, "config")
+	cfg, err := decodeKindConfig[*RewardModelConfig](in)
 	if err != nil {
-		return PhaseOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
+		return PhaseOutput{}, err
 	}
-	cfg := c.(*RewardModelConfig)
-	seed := uint64(in.Seed)
-	var st rewardModelState
-	if len(in.Resume) > 0 {
-		if err := json.Unmarshal(in.Resume, &st); err != nil {
-			return PhaseOutput{}, temporal.NewNonRetryableApplicationError("reward: bad resume state", "InvalidInput", err)
-		}
-	}
-	actx, shortCtx := trainerContexts(ctx, cfg.HeartbeatTimeout.D())
-	evaluate := func(uri string) (map[string]float64, error) {
-		var out train.RewardEvalOutput
-		err := workflow.ExecuteActivity(actx, train.RewardEvaluateName, train.RewardEvalInput{
-			Store: in.Store, Checkpoint: uri, Data: cfg.Data, Batch: cfg.Batch, Pairs: cfg.Eval.Pairs, Loss: cfg.Loss, Seed: seed,
-		}).Get(ctx, &out)
-		return out.Metrics, err
-	}
-	if st.Checkpoint == "" {
-		st.Cursor = train.Cursor{Seed: seed}
-		if cfg.Data.Seed != 0 {
-			st.Cursor.Seed = cfg.Data.Seed
-		}
-		mc, _ := cfg.Model.Resolve() // validated
-		var out train.RewardInitOutput
-		if err := workflow.ExecuteActivity(shortCtx, train.RewardInitName, train.RewardInitInput{
-			Store: in.Store, Run: in.RunID, Phase: in.Phase, From: in.From, Model: mc, Seed: seed, LogProb: cfg.LogProbReward,
-		}).Get(ctx, &out); err != nil {
-			return PhaseOutput{}, fmt.Errorf("%s %s: init: %w", in.Kind, in.Phase, err)
-		}
-		st.Checkpoint, st.NewHead, st.FreshOptimizer = out.Checkpoint, out.NewHead, true
-		if cfg.Eval.Before {
-			if st.Before, err = evaluate(st.Checkpoint); err != nil {
-				return PhaseOutput{}, fmt.Errorf("%s %s: evaluate start: %w", in.Kind, in.Phase, err)
+	return runChunked(ctx, in, chunkedKind{
+		spec: cfg.ChunkSpec, cadence: cfg.Eval.EvalCadence, dataSeed: cfg.Data.Seed,
+		start: func(r *chunkedRun) (string, bool, error) {
+			mc, _ := cfg.Model.Resolve() // validated
+			var out train.RewardInitOutput
+			if err := r.exec(false, train.RewardInitName, train.RewardInitInput{
+				Store: in.Store, Run: in.RunID, Phase: in.Phase, From: in.From, Model: mc, Seed: r.seed, LogProb: cfg.LogProbReward,
+			}, &out); err != nil {
+				return "", false, fmt.Errorf("%s %s: init: %w", in.Kind, in.Phase, err)
 			}
-		}
-	}
-	for st.Step < cfg.Steps {
-		n := min(cfg.ChunkSteps, cfg.Steps-st.Step)
-		var out train.RewardChunkOutput
-		if err := workflow.ExecuteActivity(actx, train.RewardChunkName, train.RewardChunkInput{
-			Store: in.Store, Run: in.RunID, Phase: in.Phase, From: st.Checkpoint, Step: st.Step, Steps: n, TotalSteps: cfg.Steps,
-			Cursor: st.Cursor, Data: cfg.Data, Batch: cfg.Batch, Optim: cfg.Optimizer, Loss: cfg.Loss, FreshOptimizer: st.FreshOptimizer,
-		}).Get(ctx, &out); err != nil {
-			return PhaseOutput{}, fmt.Errorf("%s %s: chunk at step %d: %w", in.Kind, in.Phase, st.Step, err)
-		}
-		st.Step, st.Checkpoint, st.Cursor, st.FreshOptimizer = out.Step, out.Checkpoint, out.Cursor, false
-		st.Chunks++
-		st.LossSum += out.Loss * float64(n)
-		st.LastLoss, st.TrainAccuracy, st.TrainLMLoss, st.PairsPerS, st.NonFinite = out.LastLoss, out.Accuracy, out.LMLoss, out.PairsPerS, st.NonFinite+out.NonFinite
-		memo := map[string]any{"step": st.Step, "steps": cfg.Steps, "loss": out.Loss, "train_pair_accuracy": out.Accuracy}
-		last := st.Step >= cfg.Steps
-		if last || (cfg.Eval.EveryChunks > 0 && st.Chunks%cfg.Eval.EveryChunks == 0) {
-			m, err := evaluate(st.Checkpoint)
-			if err != nil {
-				return PhaseOutput{}, fmt.Errorf("%s %s: evaluate step %d: %w", in.Kind, in.Phase, st.Step, err)
+			if out.NewHead {
+				r.st.Setup.Metrics = map[string]float64{"new_head": 1}
 			}
-			st.Last = m
-			memo["heldout_pair_accuracy"] = m["heldout_pair_accuracy"]
-			// Best by held-out pairwise accuracy, ties broken by the lower held-out loss.
-			score := m["heldout_pair_accuracy"] - 1e-6*m["heldout_bt_loss"]
-			if st.Best == "" || score > st.BestScore {
-				st.Best, st.BestScore = st.Checkpoint, score
+			return out.Checkpoint, true, nil
+		},
+		chunk: func(r *chunkedRun, head train.ChunkHead) (string, any) {
+			return train.RewardChunkName, train.RewardChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, Loss: cfg.Loss}
+		},
+		evaluate: func(r *chunkedRun, uri string) (map[string]float64, error) {
+			var out train.RewardEvalOutput
+			err := r.exec(true, train.RewardEvaluateName, train.RewardEvalInput{
+				Store: in.Store, Checkpoint: uri, Data: cfg.Data, Batch: cfg.Batch, Pairs: cfg.Eval.Pairs, Loss: cfg.Loss, Seed: r.seed,
+			}, &out)
+			return out.Metrics, err
+		},
+		headline: "heldout_pair_accuracy",
+		score:    func(m map[string]float64) float64 { return m["heldout_pair_accuracy"] - 1e-6*m["heldout_bt_loss"] },
+		report: func(st *LoopState, metrics map[string]float64) {
+			metrics["train_pair_accuracy"], metrics["pairs_per_s"] = st.Train["accuracy"], st.Train["pairs_per_s"]
+			if cfg.Loss.LMCoef > 0 {
+				metrics["train_lm_loss"] = st.Train["lm_loss"]
 			}
-		}
-		if err := retainAndMemo(ctx, shortCtx, in, cfg.KeepLast, st.Best, memo); err != nil {
-			return PhaseOutput{}, err
-		}
-		if !last && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			return PhaseOutput{}, continueAsNew(ctx, in, st)
-		}
-	}
-	metrics := map[string]float64{
-		"steps": float64(st.Step), "loss": st.LossSum / float64(max(1, st.Step)), "last_loss": st.LastLoss,
-		"train_pair_accuracy": st.TrainAccuracy, "pairs_per_s": st.PairsPerS, "non_finite_steps": float64(st.NonFinite),
-	}
-	if st.NewHead {
-		metrics["new_head"] = 1
-	}
-	if cfg.Loss.LMCoef > 0 {
-		metrics["train_lm_loss"] = st.TrainLMLoss
-	}
-	copyMetrics(metrics, st.Last, "")
-	copyMetrics(metrics, st.Before, "_before")
-	return PhaseOutput{Checkpoint: st.Checkpoint, Metrics: metrics}, nil
+		},
+	})
 }

@@ -1,7 +1,7 @@
 package workflows
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,185 +11,8 @@ import (
 	"github.com/temperml/temper/activities/reward"
 	"github.com/temperml/temper/activities/rollout"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/algorithms/loss"
-	"github.com/temperml/temper/algorithms/schedule"
-	"github.com/temperml/temper/algorithms/verify"
 	"github.com/temperml/temper/internal/config"
 )
-
-// BacktrackSpec configures back-tracking: when held-out exact match falls more than Tolerance below the
-// best so far, or a loss or gradient is NaN/Inf, the loop restores the last good checkpoint, scales the
-// learning rate and the KL coefficient, records the branch, and goes on, at most Budget times.
-type BacktrackSpec struct {
-	Tolerance float64 `json:"tolerance" default:"0.1" help:"allowed drop of held-out exact match below the best before back-tracking"`
-	Budget    int     `json:"budget" default:"3" help:"back-tracks allowed in the phase; one more fails it"`
-	LRFactor  float64 `json:"lr_factor" default:"0.5" help:"learning rate multiplier at each back-track"`
-	KLFactor  float64 `json:"kl_factor" default:"2" help:"KL coefficient multiplier at each back-track (when kl_beta > 0)"`
-}
-
-// SelfCorrectSpec configures sample-level self-correction: after scoring, up to MaxSamples failed
-// samples (the first in file order) are regenerated with the verifier's feedback appended to their
-// prompt, for up to Retries rounds (a round retries the previous round's failures); those that then
-// pass are kept as data (with Resample, the retry is a fresh sample of the original prompt):
-// runs/RUN/PHASE/corrections/iter-N-retryR.jsonl, original prompt → corrected
-// completion, a data.train file for an SFT phase. The policy update uses first attempts only: a
-// correction was sampled under another prompt, so its log-probs are not the policy's for the original.
-type SelfCorrectSpec struct {
-	Retries    int `json:"retries" default:"0" help:"regeneration rounds for failed samples, with the verifier's feedback (0: off)"`
-	MaxSamples int `json:"max_samples" default:"64" help:"failed samples retried per iteration at most"`
-	// Resample retries with the original prompt instead: a model never trained to read feedback
-	// (the tiny demo models) answers the feedback prompt with nothing.
-	Resample bool `json:"resample" help:"retry with the original prompt (a fresh sample) instead of appending the verifier's feedback"`
-}
-
-// RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp, ppo).
-type RLConfig struct {
-	Data            train.DataSpec    `json:"data"`
-	Reward          verify.Spec       `json:"reward" help:"verifiers and weights; empty: the task's own exact checker"`
-	Iterations      int               `json:"iterations" default:"40" help:"rollout → reward → train iterations"`
-	Prompts         int               `json:"prompts" default:"16" help:"prompts per iteration (fresh draws of the task, never held-out ones)"`
-	Group           int               `json:"group" default:"8" help:"samples per prompt (G)"`
-	MaxNewTokens    int               `json:"max_new_tokens" default:"8" help:"generation budget per sample"`
-	Temperature     float64           `json:"temperature" default:"1" help:"sampling temperature of rollouts"`
-	Loss            loss.PolicyConfig `json:"loss"`
-	Optimizer       train.Optim       `json:"optimizer"`
-	Epochs          int               `json:"epochs" default:"1" help:"optimizer passes over each iteration's rollouts"`
-	Minibatch       int               `json:"minibatch" default:"0" help:"rows per optimizer step; 0: all rollouts in one step"`
-	DynamicSampling bool              `json:"dynamic_sampling" help:"drop groups whose rewards are all equal (DAPO); default on for dapo"`
-	Mode            string            `json:"mode" default:"sync" help:"sync | async: async generates iteration k+1 with policy v while step k trains"`
-	MaxStaleness    int               `json:"max_staleness" default:"1" help:"async: rollouts may lag the trained policy by this many versions (1 supported)"`
-	EvalEvery       int               `json:"eval_every" default:"10" help:"evaluate held-out exact match every N iterations (and at the end)"`
-	MaxSeconds      float64           `json:"max_seconds" default:"0" help:"also stop after the iteration that reaches this much training wall time (0: no limit)"`
-	KeepLast        int               `json:"keep_last" default:"3" help:"policy checkpoints kept per branch besides the best (the last good one back-tracking returns to)"`
-	Eval            EvalSpec          `json:"eval"`
-	Backtrack       BacktrackSpec     `json:"backtrack"`
-	SelfCorrect     SelfCorrectSpec   `json:"self_correct"`
-	// InjectNaNAt poisons the advantages of this iteration (1-based; tests of back-tracking).
-	InjectNaNAt      int             `json:"inject_nan_at,omitempty" help:"testing: make iteration N's update non-finite"`
-	HeartbeatTimeout config.Duration `json:"heartbeat_timeout" default:"30s"`
-	// PPO is set for the ppo kind only (its defaults: train.DefaultPPOConfig).
-	PPO *train.PPOConfig `json:"ppo,omitempty" help:"ppo phase only: GAE γ/λ, KL in the reward, value-head seed (value_coef, value_clip, entropy_coef are under loss)"`
-
-	kind string // the phase kind, set by defaultRLConfig: loss.algorithm must match it
-}
-
-// rlLR is the learning rate of iteration iter (0-based) before back-tracking's scale: linear warmup
-// over optimizer.warmup_steps iterations, then cosine decay to lr·min_lr_ratio at the last
-// iteration (min_lr_ratio 1, the RL default: constant). Warmup matters here because every RL phase
-// starts with a fresh optimizer: AdamW's first updates move every weight by about lr whatever its
-// gradient, and an RL gradient is mostly noise, which shows as a dip in held-out exact match over
-// the first iterations.
-func rlLR(cfg *RLConfig, iter int) float64 {
-	return schedule.WarmupCosine{Peak: cfg.Optimizer.LR, Warmup: cfg.Optimizer.WarmupSteps, Total: cfg.Iterations,
-		MinRatio: cfg.Optimizer.MinLRRatio}.At(iter)
-}
-
-func defaultRLConfig(algo string) *RLConfig {
-	c := &RLConfig{
-		Data:       train.DataSpec{TrainExamples: 1, HeldoutExamples: 200},
-		Iterations: 40, Prompts: 16, Group: 8, MaxNewTokens: 8, Temperature: 1,
-		Loss:      loss.DefaultPolicyConfig(algo),
-		Optimizer: train.Optim{LR: 1e-4, MinLRRatio: 1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
-		Epochs:    1, DynamicSampling: algo == loss.AlgoDAPO, Mode: "sync", MaxStaleness: 1, EvalEvery: 10,
-		Eval:             EvalSpec{Before: true, Examples: 200, MaxNewTokens: 8, PassK: 1, Temperature: 1},
-		Backtrack:        BacktrackSpec{Tolerance: 0.1, Budget: 3, LRFactor: 0.5, KLFactor: 2},
-		SelfCorrect:      SelfCorrectSpec{MaxSamples: 64},
-		HeartbeatTimeout: config.Duration(30 * time.Second),
-		KeepLast:         3,
-		kind:             algo,
-	}
-	if algo == loss.AlgoPPO {
-		ppo := train.DefaultPPOConfig()
-		c.PPO = &ppo
-	}
-	return c
-}
-
-// Validate names the bad field and its allowed values.
-func (c *RLConfig) Validate() error {
-	if err := c.Data.Validate(); err != nil {
-		return err
-	}
-	if err := c.Loss.Validate(); err != nil {
-		return &config.FieldError{Path: "loss", Msg: err.Error()}
-	}
-	ppo := c.kind == loss.AlgoPPO
-	switch {
-	case c.Loss.Algorithm == loss.AlgoPPO && !ppo:
-		return &config.FieldError{Path: "loss.algorithm", Msg: "ppo needs a critic and is its own phase kind (kind: ppo); allowed here: grpo, dr_grpo, dapo, gspo, rloo, reinforce_pp"}
-	case ppo && c.Loss.Algorithm != loss.AlgoPPO:
-		return &config.FieldError{Path: "loss.algorithm", Msg: fmt.Sprintf("%q: a ppo phase trains ppo (leave loss.algorithm unset)", c.Loss.Algorithm)}
-	case c.PPO != nil && !ppo:
-		return &config.FieldError{Path: "ppo", Msg: "only the ppo phase kind has a critic to configure"}
-	case ppo && c.PPO == nil:
-		return &config.FieldError{Path: "ppo", Msg: "the ppo phase needs its settings (null is not allowed)"}
-	case ppo && c.Loss.ValueCoef <= 0:
-		return &config.FieldError{Path: "loss.value_coef", Msg: fmt.Sprintf("%g: ppo trains its critic with the value loss: want > 0 (default 0.5)", c.Loss.ValueCoef)}
-	case ppo && c.DynamicSampling:
-		return &config.FieldError{Path: "dynamic_sampling", Msg: "ppo's advantages come from its critic, not from groups: leave it off"}
-	}
-	if ppo {
-		if err := c.PPO.Validate(); err != nil {
-			return err
-		}
-	}
-	if err := c.Optimizer.Validate(); err != nil {
-		return err
-	}
-	if len(c.Reward.Verifiers) > 0 {
-		if err := c.Reward.Validate(); err != nil {
-			return &config.FieldError{Path: "reward", Msg: err.Error()}
-		}
-	}
-	switch {
-	case c.Iterations < 1:
-		return &config.FieldError{Path: "iterations", Msg: "must be >= 1"}
-	case c.Prompts < 1:
-		return &config.FieldError{Path: "prompts", Msg: "must be >= 1"}
-	case c.Group < 1 || (c.Group < 2 && !ppo):
-		return &config.FieldError{Path: "group", Msg: "must be >= 2 (advantages compare samples of a prompt; ppo: >= 1)"}
-	case c.Prompts*c.Group > reward.MaxItems:
-		return &config.FieldError{Path: "prompts", Msg: fmt.Sprintf("prompts × group = %d: at most %d", c.Prompts*c.Group, reward.MaxItems)}
-	case c.MaxNewTokens < 1:
-		return &config.FieldError{Path: "max_new_tokens", Msg: "must be >= 1"}
-	case c.Temperature <= 0:
-		return &config.FieldError{Path: "temperature", Msg: "must be > 0 (rollouts sample)"}
-	case c.SelfCorrect.Retries < 0 || c.SelfCorrect.Retries > 5:
-		return &config.FieldError{Path: "self_correct.retries", Msg: fmt.Sprintf("%d: want 0 (off) to 5", c.SelfCorrect.Retries)}
-	case c.SelfCorrect.Retries > 0 && c.SelfCorrect.MaxSamples < 1:
-		return &config.FieldError{Path: "self_correct.max_samples", Msg: "must be >= 1 when retries > 0"}
-	case c.Epochs < 1:
-		return &config.FieldError{Path: "epochs", Msg: "must be >= 1"}
-	case c.Mode != "sync" && c.Mode != "async":
-		return &config.FieldError{Path: "mode", Msg: fmt.Sprintf("%q: allowed values: sync, async", c.Mode)}
-	case c.Mode == "async" && c.MaxStaleness != 1:
-		return &config.FieldError{Path: "max_staleness", Msg: "async mode supports 1"}
-	case !(c.MaxSeconds >= 0):
-		return &config.FieldError{Path: "max_seconds", Msg: "must be >= 0"}
-	case c.KeepLast < 1:
-		return &config.FieldError{Path: "keep_last", Msg: "must be >= 1"}
-	case c.EvalEvery < 0:
-		return &config.FieldError{Path: "eval_every", Msg: "must be >= 0"}
-	case c.Backtrack.Budget < 0 || c.Backtrack.LRFactor <= 0 || c.Backtrack.KLFactor <= 0:
-		return &config.FieldError{Path: "backtrack", Msg: "budget >= 0, lr_factor > 0 and kl_factor > 0"}
-	case c.HeartbeatTimeout.D() < time.Second:
-		return &config.FieldError{Path: "heartbeat_timeout", Msg: "want at least 1s"}
-	}
-	return nil
-}
-
-func init() {
-	for _, algo := range []string{loss.AlgoGRPO, loss.AlgoDAPO, loss.AlgoDrGRPO, loss.AlgoGSPO, loss.AlgoRLOO, loss.AlgoReinforcePP, loss.AlgoPPO} {
-		algo := algo
-		doc := fmt.Sprintf("RL with verifier rewards, %s loss and advantages; rollout, reward and trainer queues", algo)
-		if algo == loss.AlgoPPO {
-			doc = "RL with verifier rewards, PPO: a value-head critic on the policy's trunk, GAE(γ, λ) advantages, clipped value loss, entropy bonus; rollout, reward and trainer queues"
-		}
-		RegisterPhase(PhaseKind{Kind: algo, WorkflowName: "RL-" + algo, Workflow: RL,
-			Doc:       doc,
-			NewConfig: func() PhaseConfig { return defaultRLConfig(algo) }})
-	}
-}
 
 // Branch records one back-track (visible as a marker in the history and in the memo).
 type Branch struct {
@@ -202,13 +25,17 @@ type Branch struct {
 	KLScale     float64 `json:"kl_scale"`
 }
 
-// rlState is the RL loop's state; it travels in PhaseInput.Resume across continue-as-new.
-type rlState struct {
+// errInPlace tells the loop to go on in this workflow: the history predates branch child workflows.
+var errInPlace = errors.New("rl: back-track in place")
+
+// RLState is the RL loop's state; it travels in PhaseInput.RL across continue-as-new.
+type RLState struct {
 	Iter           int                     `json:"iter"`
 	Version        int                     `json:"version"`
 	Policy         string                  `json:"policy"`
 	Reference      string                  `json:"reference"`
-	Dir            string                  `json:"dir"` // checkpoint phase directory of the current branch
+	Dir            string                  `json:"dir"`  // checkpoint phase directory of the current branch
+	Root           string                  `json:"root"` // workflow ID of the phase's first execution; branches are Root.b1, Root.b2, ...
 	LRScale        float64                 `json:"lr_scale"`
 	KLScale        float64                 `json:"kl_scale"`
 	FreshOptimizer bool                    `json:"fresh_optimizer"`
@@ -252,11 +79,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		return PhaseOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
 	}
 	seed := uint64(in.Seed)
-	var st rlState
-	if len(in.Resume) > 0 {
-		if err := json.Unmarshal(in.Resume, &st); err != nil {
-			return PhaseOutput{}, temporal.NewNonRetryableApplicationError("rl: bad resume state", "InvalidInput", err)
-		}
+	var st RLState
+	if in.RL != nil {
+		st = *in.RL
 	}
 	retry := &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
 		NonRetryableErrorTypes: []string{"InvalidInput"}}
@@ -330,7 +155,8 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		return nil
 	}
 	if !st.Started {
-		st = rlState{Started: true, Policy: in.From, Reference: in.From, Dir: in.Phase, LRScale: 1, KLScale: 1, FreshOptimizer: true,
+		st = RLState{Started: true, Policy: in.From, Reference: in.From, Dir: in.Phase, Root: workflow.GetInfo(ctx).WorkflowExecution.ID,
+			LRScale: 1, KLScale: 1, FreshOptimizer: true,
 			Good: in.From}
 		if cfg.Eval.Before {
 			if st.Before, err = evaluate(in.From); err != nil {
@@ -366,6 +192,21 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		return workflow.UpsertMemo(ctx, map[string]any{"branches": len(st.Branches), "last_branch": reason})
 	}
 	outOfTime := func() bool { return cfg.MaxSeconds > 0 && st.Seconds >= cfg.MaxSeconds }
+	// branch runs the rest of the phase, from the restored checkpoint, as a child workflow
+	// Root.bN of the same type (the Web UI shows the branch tree; each branch has its own history)
+	// and returns its result; the parent has recorded why (a marker and the memo).
+	branch := func() (PhaseOutput, error) {
+		// Runs that back-tracked in place before branches were child workflows replay as they ran.
+		if workflow.GetVersion(ctx, "rl-branch-child", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			return PhaseOutput{}, errInPlace
+		}
+		next := in
+		next.RL = &st
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: fmt.Sprintf("%s.b%d", st.Root, len(st.Branches))})
+		var out PhaseOutput
+		err := workflow.ExecuteChildWorkflow(cctx, workflow.GetInfo(ctx).WorkflowType.Name, next).Get(ctx, &out)
+		return out, err
+	}
 	for st.Iter < cfg.Iterations && !outOfTime() {
 		iterStart := workflow.Now(ctx)
 		var gen rollout.GenerateOutput
@@ -443,6 +284,11 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			if err := backtrack(fmt.Sprintf("non-finite loss or gradient at iteration %d", st.Iter)); err != nil {
 				return PhaseOutput{}, err
 			}
+			if st.Iter < cfg.Iterations && !outOfTime() {
+				if out, err := branch(); err != errInPlace {
+					return out, err
+				}
+			}
 			continue
 		}
 		st.Policy, st.Version, st.FreshOptimizer = step.Checkpoint, step.Version, false
@@ -459,6 +305,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				RewardMean: st.PointReward / float64(max(1, st.PointIters))})
 			st.PointReward, st.PointIters = 0, 0
 			memo["heldout_exact_match"] = score
+			if cfg.InjectRegressionAt == st.Iter && len(st.Branches) == 0 {
+				score = st.GoodScore - cfg.Backtrack.Tolerance - 1
+			}
 			if score < st.GoodScore-cfg.Backtrack.Tolerance {
 				if next != nil {
 					_ = next.Get(ctx, nil)
@@ -469,6 +318,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				if last { // the budget of iterations is spent: finish from the restored checkpoint
 					st.Last = nil
 					break
+				}
+				if out, err := branch(); err != errInPlace {
+					return out, err
 				}
 				continue
 			}
@@ -500,7 +352,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				}
 				st.Pending, st.PendingVersion = &pend, nextVersion
 			}
-			return PhaseOutput{}, continueAsNew(ctx, in, st)
+			next := in
+			next.RL = &st
+			return PhaseOutput{}, workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, next)
 		}
 	}
 	if st.Last == nil { // ended on a back-track: report the restored checkpoint

@@ -64,18 +64,20 @@ func TestRLBacktracksOnNaN(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.GetMarkerRecordedEventAttributes() != nil {
+		if a := e.GetMarkerRecordedEventAttributes(); a != nil && a.GetMarkerName() == "SideEffect" {
 			markers++
 		}
 	}
-	// The child may have continued as new; the branch marker is in the run that back-tracked, so
-	// look through every run of the child.
+	// The phase may have continued as new before back-tracking; the branch marker is in the run that
+	// back-tracked, so look through every run of the phase.
 	if markers == 0 {
 		markers = countMarkersAllRuns(t, env, run.GetID()+".grpo")
 	}
 	if markers != 1 {
 		t.Fatalf("want 1 branch marker, got %d", markers)
 	}
+	// The rest of the phase ran as the child workflow .grpo.b1, started from the last good checkpoint.
+	assertBranchChild(t, env, run.GetID()+".grpo", 1)
 	replayAll(t, env.Client, run.GetID())
 }
 
@@ -131,7 +133,7 @@ func countMarkersAllRuns(t *testing.T, env *testenv.Env, id string) int {
 	n := 0
 	for _, ex := range resp.Executions {
 		for _, e := range history(t, env.Client, id, ex.Execution.RunId).Events {
-			if e.GetMarkerRecordedEventAttributes() != nil {
+			if a := e.GetMarkerRecordedEventAttributes(); a != nil && a.GetMarkerName() == "SideEffect" {
 				n++
 			}
 		}
@@ -212,4 +214,35 @@ func selfCorrectionRun(t *testing.T, env *testenv.Env, in workflows.PipelineInpu
 		t.Errorf("kept %d examples in %v, want the %v that passed", kept, files, passed)
 	}
 	replayAll(t, env.Client, run.GetID())
+}
+
+// TestRLBacktracksOnRegression: an evaluation read as a regression (inject_regression_at) branches
+// like a NaN does: the rest of the phase runs as the child workflow .grpo.b1 from the last good
+// checkpoint (version 1, evaluated after iteration 1), so 4 iterations end on version 3.
+func TestRLBacktracksOnRegression(t *testing.T) {
+	env := testenv.Get(t)
+	env.Roles(t)
+	run := start(t, env.Client, rlPipeline(t, `{"eval_every": 1, "inject_regression_at": 2}`))
+	var out workflows.PipelineOutput
+	if err := run.Get(context.Background(), &out); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	m := out.Phases[1].Metrics
+	if m["backtracks"] != 1 || m["iterations"] != 4 || m["version"] != 3 || !contains(out.Phases[1].Checkpoint, "/grpo.b1/step-000003/") {
+		t.Fatalf("ended at %s with %v: want one back-track over 4 iterations, version 3 in grpo.b1", out.Phases[1].Checkpoint, m)
+	}
+	assertBranchChild(t, env, run.GetID()+".grpo", 1)
+	replayAll(t, env.Client, run.GetID())
+}
+
+// assertBranchChild checks that branch n of the phase workflow ran as its child workflow phase.bN.
+func assertBranchChild(t *testing.T, env *testenv.Env, phase string, n int) {
+	t.Helper()
+	b, err := env.Client.DescribeWorkflowExecution(context.Background(), fmt.Sprintf("%s.b%d", phase, n), "")
+	if err != nil {
+		t.Fatalf("branch workflow: %v", err)
+	}
+	if p := b.GetWorkflowExecutionInfo().GetParentExecution(); p.GetWorkflowId() != phase {
+		t.Errorf("branch's parent %v, want the phase %s", p, phase)
+	}
 }

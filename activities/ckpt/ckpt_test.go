@@ -1,3 +1,5 @@
+// Over 500 lines on purpose: the checkpoint store contract tests share one set of helpers.
+
 package ckpt
 
 import (

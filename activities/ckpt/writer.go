@@ -1,3 +1,5 @@
+// Over 500 lines on purpose: the Writer and its two stages (directory, object store) share one commit protocol and read best together.
+
 package ckpt
 
 import (

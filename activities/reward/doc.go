@@ -4,10 +4,10 @@
 // Contract:
 //   - Score runs items on a bounded worker pool, each under its own timeout, heartbeating
 //     Progress{Step, Total} about once a second; a retry rescores everything (idempotent).
-//   - Bad input (unknown verifier, bad params, a rollouts URI before the storage layer exists)
-//     is a non-retryable "InvalidInput" error naming the field; an item that cannot be judged
-//     (bad reference, timeout, sandbox failure, panic) gets ItemVerdict.Error and is left out of
-//     the means, never failing the batch.
+//   - Score takes items inline or a rollouts URI, read through the worker's ckpt.Client.
+//   - Bad input (unknown verifier, bad params) is a non-retryable "InvalidInput" error naming
+//     the field; an item that cannot be judged (bad reference, timeout, sandbox failure, panic)
+//     gets ItemVerdict.Error and is left out of the means, never failing the batch.
 //   - "code" runs programs in the sandbox subpackage (Python 3, Go); it is registered on every
 //     Activities and explains itself when the worker has no sandbox.
 //   - Only go.temporal.io/sdk/activity and sdk/temporal are used from Temporal; ScoreItems is

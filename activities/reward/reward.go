@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/algorithms/verify"
 	"github.com/temperml/temper/internal/config"
@@ -99,7 +100,9 @@ type Activities struct {
 	// Sandbox runs the "code" verifier; nil leaves "code" unavailable (with a clear error).
 	Sandbox *sandbox.Sandbox
 	// Workers is the default number of items judged at once; default GOMAXPROCS.
-	Workers  int
+	Workers int
+	// Ckpt reads rollouts objects from the store (NewActivities makes one; workers may share theirs).
+	Ckpt     *ckpt.Client
 	registry *verify.Registry
 }
 
@@ -109,7 +112,7 @@ func NewActivities(sb *sandbox.Sandbox) *Activities {
 	r := verify.Builtins()
 	_ = r.Register("code", newCodeFactory(sb)) // cannot clash: "code" is not a built-in name
 	_ = r.Register(TaskVerifier, newTaskVerifier)
-	return &Activities{Sandbox: sb, registry: r}
+	return &Activities{Sandbox: sb, Ckpt: ckpt.New(ckpt.Options{}), registry: r}
 }
 
 // Registry returns the verifiers the activities know; callers may Register more before use.
@@ -138,7 +141,7 @@ func (a *Activities) ScoreItems(ctx context.Context, in ScoreInput, progress fun
 	case in.Rollouts != "" && len(in.Items) > 0:
 		return ScoreOutput{}, fmt.Errorf("reward: score: set rollouts or items, not both: %w", ErrInvalidInput)
 	case in.Rollouts != "":
-		items, err := rolloutItems(ctx, in.Rollouts)
+		items, err := rolloutItems(ctx, a.Ckpt, in.Rollouts)
 		if err != nil {
 			return ScoreOutput{}, err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/verify"
@@ -56,8 +57,8 @@ func newTaskVerifier(params json.RawMessage) (verify.Verifier, error) {
 
 // rolloutItems reads a rollouts object into items whose reference is the rollout's own (or, for a
 // built-in task, its task and answer).
-func rolloutItems(ctx context.Context, uri string) ([]Item, error) {
-	rs, err := train.ReadRollouts(ctx, uri)
+func rolloutItems(ctx context.Context, cl *ckpt.Client, uri string) ([]Item, error) {
+	rs, err := train.ReadRollouts(ctx, cl, uri)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/algorithms/rollout"
 )
 
@@ -30,7 +31,7 @@ func TestRetryOfAndKeep(t *testing.T) {
 	}
 	uri := "file://" + dir + "/r.jsonl"
 	ctx := context.Background()
-	got, err := retriesOf(ctx, GenerateInput{RetryOf: uri, RetryIndex: []int{1, 0}, RetryFeedback: []string{"fb1", "fb0"}})
+	got, err := retriesOf(ctx, ckpt.New(ckpt.Options{}), GenerateInput{RetryOf: uri, RetryIndex: []int{1, 0}, RetryFeedback: []string{"fb1", "fb0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,11 +43,11 @@ func TestRetryOfAndKeep(t *testing.T) {
 		{RetryOf: uri, RetryIndex: []int{0, 1}, RetryFeedback: []string{"x"}},
 		{RetryOf: uri},
 	} {
-		if _, err := retriesOf(ctx, bad); err == nil || !strings.Contains(err.Error(), "r.jsonl") {
+		if _, err := retriesOf(ctx, ckpt.New(ckpt.Options{}), bad); err == nil || !strings.Contains(err.Error(), "r.jsonl") {
 			t.Errorf("%+v: got %v, want an error naming the rollouts object", bad, err)
 		}
 	}
-	out, err := (&Activities{}).Keep(ctx, KeepInput{Store: "file://" + dir, Run: "run", Phase: "grpo", Iteration: 3, Round: 1, Rollouts: uri, Index: []int{1}})
+	out, err := (&Activities{Ckpt: ckpt.New(ckpt.Options{})}).Keep(ctx, KeepInput{Store: "file://" + dir, Run: "run", Phase: "grpo", Iteration: 3, Round: 1, Rollouts: uri, Index: []int{1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestRetryOfAndKeep(t *testing.T) {
 	if err := json.Unmarshal(b, &ex); err != nil || out.Count != 1 || ex.ID != "b" || ex.Prompt != "2+2=" || ex.Completion != "4" || ex.Answer != "4" {
 		t.Fatalf("kept %s (%+v, %v)", b, out, err)
 	}
-	if _, err := (&Activities{}).Keep(ctx, KeepInput{Store: "file://" + dir, Rollouts: uri, Index: []int{7}}); err == nil {
+	if _, err := (&Activities{Ckpt: ckpt.New(ckpt.Options{})}).Keep(ctx, KeepInput{Store: "file://" + dir, Rollouts: uri, Index: []int{7}}); err == nil {
 		t.Error("keeping index 7 of 2 rollouts must fail")
 	}
 }

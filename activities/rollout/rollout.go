@@ -85,8 +85,8 @@ func RolloutsKey(run, phase string, iteration int, tag string) string {
 
 // Prompts returns the prompts of an iteration: fresh draws from a built-in task (never a held-out
 // prompt), or a window of the train file.
-func Prompts(ctx context.Context, spec train.DataSpec, seed uint64, iteration, n int) ([]tasks.Example, error) {
-	trainEx, heldout, err := train.Examples(ctx, spec, seed)
+func Prompts(ctx context.Context, cl *ckpt.Client, spec train.DataSpec, seed uint64, iteration, n int) ([]tasks.Example, error) {
+	trainEx, heldout, err := train.Examples(ctx, cl, spec, seed)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func Prompts(ctx context.Context, spec train.DataSpec, seed uint64, iteration, n
 // Generate samples the rollouts and writes them to the store.
 func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOutput, error) {
 	if in.RetryOf != "" {
-		retry, err := retriesOf(ctx, in)
+		retry, err := retriesOf(ctx, a.Ckpt, in)
 		if err != nil {
 			return GenerateOutput{}, err
 		}
@@ -155,7 +155,7 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 			seeds = append(seeds, seedFor(in.Seed, in.Iteration, 1_000_000+i, r.Attempt+1))
 		}
 	} else {
-		exs, err := Prompts(ctx, in.Data, in.Seed, in.Iteration, in.Prompts)
+		exs, err := Prompts(ctx, a.Ckpt, in.Data, in.Seed, in.Iteration, in.Prompts)
 		if err != nil {
 			return GenerateOutput{}, err
 		}
@@ -202,7 +202,7 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 	if err := rollout.Write(&buf, rs); err != nil {
 		return GenerateOutput{}, err
 	}
-	uri, err := put(ctx, in.Store, RolloutsKey(in.Run, in.Phase, in.Iteration, in.Tag), &buf)
+	uri, err := put(ctx, a.Ckpt, in.Store, RolloutsKey(in.Run, in.Phase, in.Iteration, in.Tag), &buf)
 	if err != nil {
 		return GenerateOutput{}, err
 	}
@@ -216,12 +216,12 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 
 // retriesOf reads the rollouts in.RetryOf names and returns those in.RetryIndex picks, each with its
 // feedback.
-func retriesOf(ctx context.Context, in GenerateInput) ([]rollout.Rollout, error) {
+func retriesOf(ctx context.Context, cl *ckpt.Client, in GenerateInput) ([]rollout.Rollout, error) {
 	if len(in.RetryIndex) == 0 || len(in.RetryIndex) != len(in.RetryFeedback) {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollout: retry of %s: %d indices and %d feedbacks: want the same number, at least one",
 			in.RetryOf, len(in.RetryIndex), len(in.RetryFeedback)), "InvalidInput", nil)
 	}
-	out, err := pick(ctx, in.RetryOf, in.RetryIndex)
+	out, err := pick(ctx, cl, in.RetryOf, in.RetryIndex)
 	for i := range out {
 		out[i].Feedback = in.RetryFeedback[i]
 	}
@@ -229,8 +229,8 @@ func retriesOf(ctx context.Context, in GenerateInput) ([]rollout.Rollout, error)
 }
 
 // pick reads the rollouts object at uri and returns its rollouts idx (file order), in idx's order.
-func pick(ctx context.Context, uri string, idx []int) ([]rollout.Rollout, error) {
-	rs, err := train.ReadRollouts(ctx, uri)
+func pick(ctx context.Context, cl *ckpt.Client, uri string, idx []int) ([]rollout.Rollout, error) {
+	rs, err := train.ReadRollouts(ctx, cl, uri)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +274,7 @@ func CorrectionsKey(run, phase string, iteration, round int) string {
 // regenerated with) and the corrected completion, so an SFT phase can train on what the verifier
 // accepted. Rewriting the same iteration and round replaces the object (retries are idempotent).
 func (a *Activities) Keep(ctx context.Context, in KeepInput) (KeepOutput, error) {
-	rs, err := pick(ctx, in.Rollouts, in.Index)
+	rs, err := pick(ctx, a.Ckpt, in.Rollouts, in.Index)
 	if err != nil {
 		return KeepOutput{}, err
 	}
@@ -286,7 +286,7 @@ func (a *Activities) Keep(ctx context.Context, in KeepInput) (KeepOutput, error)
 			return KeepOutput{}, err
 		}
 	}
-	uri, err := put(ctx, in.Store, CorrectionsKey(in.Run, in.Phase, in.Iteration, in.Round), &buf)
+	uri, err := put(ctx, a.Ckpt, in.Store, CorrectionsKey(in.Run, in.Phase, in.Iteration, in.Round), &buf)
 	if err != nil {
 		return KeepOutput{}, err
 	}
@@ -294,16 +294,12 @@ func (a *Activities) Keep(ctx context.Context, in KeepInput) (KeepOutput, error)
 }
 
 // put writes one object of the store and returns its URI.
-func put(ctx context.Context, store, key string, buf *bytes.Buffer) (string, error) {
-	st, err := ckpt.Open(ctx, store, ckpt.Options{})
+func put(ctx context.Context, cl *ckpt.Client, store, key string, buf *bytes.Buffer) (string, error) {
+	uri, err := cl.PutObject(ctx, store, key, buf)
 	if err != nil {
-		return "", fmt.Errorf("rollout: open store %s: %w", store, err)
+		return "", fmt.Errorf("rollout: %w", err)
 	}
-	defer st.Close()
-	if _, err := st.Put(ctx, key, buf); err != nil {
-		return "", fmt.Errorf("rollout: write %s: %w", st.URI(key), err)
-	}
-	return st.URI(key), nil
+	return uri, nil
 }
 
 // seedFor gives every sample its own seed, independent of batching.

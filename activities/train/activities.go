@@ -6,17 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math"
-
-	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
-	"github.com/temperml/temper/algorithms/schedule"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
 
@@ -114,32 +109,9 @@ func LoadEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri s
 	if err != nil {
 		return nil, model.Config{}, nil, badInput(fmt.Errorf("train: %s/%s: %w", uri, ConfigFile, err))
 	}
-	eng, err := newEngine(EngineOptions{Model: cfg, Optim: optim})
+	eng, err := loadInto(ctx, ck, newEngine, cfg, optim, withOptimizer)
 	if err != nil {
 		return nil, cfg, nil, err
-	}
-	load := func(name string, fn func(io.Reader) error) error {
-		rc, err := ck.Open(ctx, name)
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		if err := fn(rc); err != nil {
-			return fmt.Errorf("train: load %s from %s: %w", name, uri, err)
-		}
-		return rc.Close() // surfaces a checksum mismatch found at the end of the stream
-	}
-	if err := load(ModelFile, eng.LoadWeights); err != nil {
-		eng.Close()
-		return nil, cfg, nil, err
-	}
-	if withOptimizer {
-		if _, ok := ck.Manifest.File(OptimizerFile); ok {
-			if err := load(OptimizerFile, eng.LoadOptimizer); err != nil {
-				eng.Close()
-				return nil, cfg, nil, err
-			}
-		}
 	}
 	return eng, cfg, ck, nil
 }
@@ -157,104 +129,43 @@ func readAll(ctx context.Context, ck *ckpt.Checkpoint, name string) ([]byte, err
 	return b, rc.Close()
 }
 
-// Chunk trains in.Steps steps from in.From and commits step in.Step+in.Steps.
+// Chunk trains in.Steps next-token steps from in.From on packed examples (runChunk does the rest).
 func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (ChunkOutput, error) {
-	if in.Steps <= 0 || in.Batch.Rows <= 0 || in.Batch.Seq < 2 {
-		return ChunkOutput{}, badInput(fmt.Errorf("train: chunk %s/%s: steps %d, batch %dx%d: want > 0", in.Run, in.Phase, in.Steps, in.Batch.Rows, in.Batch.Seq))
+	op := fmt.Sprintf("train: chunk %s/%s", in.Run, in.Phase)
+	if in.Batch.Rows <= 0 || in.Batch.Seq < 2 {
+		return ChunkOutput{}, badInput(fmt.Errorf("%s: steps %d, batch %dx%d: want > 0", op, in.Steps, in.Batch.Rows, in.Batch.Seq))
 	}
-	end := in.Step + in.Steps
-	if ref, err := a.Ckpt.Lookup(ctx, in.Store, in.Run, in.Phase, int64(end)); err == nil {
-		return a.committedChunk(ctx, ref.URI)
-	} else if !errors.Is(err, ckpt.ErrNotExist) {
-		return ChunkOutput{}, err
-	}
-	trainEx, _, err := examples(ctx, in.Data, in.Cursor.Seed)
-	if err != nil {
-		return ChunkOutput{}, err
-	}
-	enc := encoder()
-	encoded, err := enc.EncodeAll(trainEx)
-	if err != nil {
-		return ChunkOutput{}, badInput(err)
-	}
-	eng, cfg, ad, err := LoadTrainEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, in.LoRA, !in.FreshOptimizer)
-	if err != nil {
-		return ChunkOutput{}, err
-	}
-	defer eng.Close()
-	packer := &data.Packer{Data: encoded, Rows: in.Batch.Rows, Seq: in.Batch.Seq + 1, PAD: tokenize.BytePAD}
-	sched := schedule.WarmupCosine{Peak: in.Optim.LR, Warmup: in.Optim.WarmupSteps, Total: in.TotalSteps, MinRatio: in.Optim.MinLRRatio}
-	out := ChunkOutput{Step: end, Cursor: in.Cursor}
-	var lossSum, normSum, secs float64
-	for i := 0; i < in.Steps; i++ {
-		if err := ctx.Err(); err != nil {
-			return ChunkOutput{}, fmt.Errorf("train: chunk %s/%s at step %d: %w", in.Run, in.Phase, in.Step+i, err)
-		}
-		b, next, err := packer.Next(out.Cursor)
+	return runChunk(ctx, a, in.ChunkHead, op, func() (*chunkObjective[data.Batch], error) {
+		trainEx, _, err := examples(ctx, a.Ckpt, in.Data, in.Cursor.Seed)
 		if err != nil {
-			return ChunkOutput{}, badInput(err)
+			return nil, err
 		}
-		out.Cursor = next
-		out.LR = sched.At(in.Step + i)
-		m, err := eng.TrainStep(engineBatch(b), float32(out.LR))
+		encoded, err := encoder().EncodeAll(trainEx)
 		if err != nil {
-			return ChunkOutput{}, fmt.Errorf("train: chunk %s/%s step %d: %w", in.Run, in.Phase, in.Step+i, err)
+			return nil, badInput(err)
 		}
-		loss := float64(m.Loss)
-		if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(float64(m.GradNorm)) || math.IsInf(float64(m.GradNorm), 0) {
-			out.NonFinite++
-		} else {
-			lossSum += loss
-			normSum += float64(m.GradNorm)
+		eng, cfg, ad, err := LoadTrainEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, in.LoRA, !in.FreshOptimizer)
+		if err != nil {
+			return nil, err
 		}
-		out.LastLoss = loss
-		out.Tokens += m.Tokens
-		secs += m.Seconds
-		activity.RecordHeartbeat(ctx, Progress{Step: in.Step + i + 1, Total: in.TotalSteps, Loss: loss})
-	}
-	if ok := in.Steps - out.NonFinite; ok > 0 {
-		out.Loss, out.GradNorm = lossSum/float64(ok), normSum/float64(ok)
-	}
-	if math.IsNaN(out.LastLoss) || math.IsInf(out.LastLoss, 0) {
-		out.LastLoss = 0 // JSON payloads cannot carry NaN; NonFinite counts such steps
-	}
-	if secs > 0 {
-		out.TokensPerS = float64(out.Tokens) / secs
-	}
-	st := ckpt.State{
-		Step:       int64(end),
-		Cursor:     ckpt.Cursor{Epoch: int64(out.Cursor.Epoch), Index: int64(out.Cursor.Index), Seed: out.Cursor.Seed},
-		ConfigHash: configHash(cfg),
-		Scalars: map[string]float64{"loss": out.Loss, "last_loss": out.LastLoss, "grad_norm": out.GradNorm, "lr": out.LR,
-			"tokens": float64(out.Tokens), "tokens_per_s": out.TokensPerS, "non_finite": float64(out.NonFinite)},
-	}
-	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(end), func(w *ckpt.Writer) error {
-		return WriteTrained(ctx, w, eng, cfg, ad, st)
+		packer := &data.Packer{Data: encoded, Rows: in.Batch.Rows, Seq: in.Batch.Seq + 1, PAD: tokenize.BytePAD}
+		return &chunkObjective[data.Batch]{eng: eng, cfg: cfg, unit: "tokens",
+			next: func(cur Cursor) (data.Batch, Cursor, error) {
+				b, next, err := packer.Next(cur)
+				if err != nil {
+					return b, next, badInput(err)
+				}
+				return b, next, nil
+			},
+			step: func(b data.Batch, lr float32) (stepResult, error) {
+				m, err := eng.TrainStep(engineBatch(b), lr)
+				return stepResult{Loss: float64(m.Loss), GradNorm: float64(m.GradNorm), Seconds: m.Seconds, Units: m.Tokens}, err
+			},
+			write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
+				return WriteTrained(ctx, w, eng, cfg, ad, st)
+			},
+		}, nil
 	})
-	if err != nil {
-		return ChunkOutput{}, fmt.Errorf("train: chunk %s/%s commit step %d: %w", in.Run, in.Phase, end, err)
-	}
-	out.Checkpoint = ref.URI
-	return out, nil
-}
-
-// committedChunk rebuilds a ChunkOutput from a checkpoint an earlier attempt committed.
-func (a *Activities) committedChunk(ctx context.Context, uri string) (ChunkOutput, error) {
-	ck, err := a.Ckpt.Read(ctx, uri)
-	if err != nil {
-		return ChunkOutput{}, err
-	}
-	st, err := ck.ReadState(ctx)
-	if err != nil {
-		return ChunkOutput{}, err
-	}
-	s := st.Scalars
-	return ChunkOutput{
-		Checkpoint: uri, Step: int(st.Step), Resumed: true,
-		Cursor: Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
-		Loss:   s["loss"], LastLoss: s["last_loss"], GradNorm: s["grad_norm"], LR: s["lr"],
-		Tokens: int(s["tokens"]), TokensPerS: s["tokens_per_s"], NonFinite: int(s["non_finite"]),
-	}, nil
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path"
-	"strings"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -21,8 +19,8 @@ import (
 func Encoder() data.Encoder { return encoder() }
 
 // Examples returns the train and held-out examples of a data spec (exported for the rollout role).
-func Examples(ctx context.Context, spec DataSpec, seed uint64) (train, heldout []tasks.Example, err error) {
-	return examples(ctx, spec, seed)
+func Examples(ctx context.Context, cl *ckpt.Client, spec DataSpec, seed uint64) (train, heldout []tasks.Example, err error) {
+	return examples(ctx, cl, spec, seed)
 }
 
 // encoder is the tokenizer and template every built-in model uses: bytes, BOS first, EOS last.
@@ -31,7 +29,7 @@ func encoder() data.Encoder {
 }
 
 // examples returns the train and held-out examples of spec; seed is used when spec.Seed is 0.
-func examples(ctx context.Context, spec DataSpec, seed uint64) (train, heldout []tasks.Example, err error) {
+func examples(ctx context.Context, cl *ckpt.Client, spec DataSpec, seed uint64) (train, heldout []tasks.Example, err error) {
 	if spec.Seed != 0 {
 		seed = spec.Seed
 	}
@@ -42,11 +40,11 @@ func examples(ctx context.Context, spec DataSpec, seed uint64) (train, heldout [
 		}
 		train, heldout = tasks.Split(task, spec.TrainExamples, spec.HeldoutExamples, seed)
 	} else {
-		if train, err = readJSONL(ctx, spec.Train); err != nil {
+		if train, err = readJSONL(ctx, cl, spec.Train); err != nil {
 			return nil, nil, err
 		}
 		if spec.Heldout != "" {
-			if heldout, err = readJSONL(ctx, spec.Heldout); err != nil {
+			if heldout, err = readJSONL(ctx, cl, spec.Heldout); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -63,12 +61,19 @@ func examples(ctx context.Context, spec DataSpec, seed uint64) (train, heldout [
 
 // readJSONL reads a dataset from a store URI. A malformed line is a non-retryable error naming the
 // file and line: retrying cannot fix data.
-func readJSONL(ctx context.Context, uri string) ([]tasks.Example, error) {
-	b, err := readObject(ctx, uri)
+func readJSONL(ctx context.Context, cl *ckpt.Client, uri string) ([]tasks.Example, error) {
+	return readLines(ctx, cl, uri, tasks.ReadAll)
+}
+
+// readLines is the one JSONL reader of the trainer's data (examples, preference examples, pairs):
+// it reads the object through the worker's client and parses it with read; a malformed line and an
+// empty file are non-retryable errors naming the file (and line).
+func readLines[T any](ctx context.Context, cl *ckpt.Client, uri string, read func(io.Reader, string) ([]T, error)) ([]T, error) {
+	b, err := readObject(ctx, cl, uri)
 	if err != nil {
 		return nil, err
 	}
-	exs, err := tasks.ReadAll(bytes.NewReader(b), uri)
+	exs, err := read(bytes.NewReader(b), uri)
 	if err != nil {
 		return nil, badInput(err)
 	}
@@ -103,8 +108,8 @@ func badInput(err error) error {
 }
 
 // ReadRollouts loads a rollouts object by URI (the rollout and reward roles use it too).
-func ReadRollouts(ctx context.Context, uri string) ([]rollout.Rollout, error) {
-	b, err := readObject(ctx, uri)
+func ReadRollouts(ctx context.Context, cl *ckpt.Client, uri string) ([]rollout.Rollout, error) {
+	b, err := readObject(ctx, cl, uri)
 	if err != nil {
 		return nil, err
 	}
@@ -112,21 +117,10 @@ func ReadRollouts(ctx context.Context, uri string) ([]rollout.Rollout, error) {
 }
 
 // readObject reads a whole object of a store by its URI (file:///dir/name or gs://bucket/dir/name).
-func readObject(ctx context.Context, uri string) ([]byte, error) {
-	dir, name := path.Split(strings.TrimSuffix(uri, "/"))
-	st, err := ckpt.Open(ctx, strings.TrimSuffix(dir, "/"), ckpt.Options{})
+func readObject(ctx context.Context, cl *ckpt.Client, uri string) ([]byte, error) {
+	b, err := cl.ReadObject(ctx, uri)
 	if err != nil {
-		return nil, badInput(fmt.Errorf("train: open %s: %w", uri, err))
-	}
-	defer st.Close()
-	rc, err := st.Get(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("train: read %s: %w", uri, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		return nil, fmt.Errorf("train: read %s: %w", uri, err)
+		return nil, fmt.Errorf("train: %w", err)
 	}
 	return b, nil
 }

@@ -20,7 +20,7 @@ const evalRows = 64
 // completions, exact match of greedy completions (checked by the example's task when it has one, else
 // by equality of the first line with the reference), and pass@k with k sampled completions.
 func (a *Activities) Evaluate(ctx context.Context, in EvalInput) (EvalOutput, error) {
-	_, heldout, err := examples(ctx, in.Data, in.Seed)
+	_, heldout, err := examples(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {
 		return EvalOutput{}, err
 	}

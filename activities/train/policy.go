@@ -236,7 +236,7 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 	if in.Loss.Algorithm == loss.AlgoPPO { // token-level advantages from a critic: ppo.go
 		return a.ppoStep(ctx, in)
 	}
-	rs, err := ReadRollouts(ctx, in.Rollouts)
+	rs, err := ReadRollouts(ctx, a.Ckpt, in.Rollouts)
 	if err != nil {
 		return PolicyStepOutput{}, err
 	}

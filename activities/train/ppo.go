@@ -68,7 +68,7 @@ func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicySte
 	if err := pc.Validate(); err != nil {
 		return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s/%s: %w", in.Run, in.Phase, err))
 	}
-	rs, err := ReadRollouts(ctx, in.Rollouts)
+	rs, err := ReadRollouts(ctx, a.Ckpt, in.Rollouts)
 	if err != nil {
 		return PolicyStepOutput{}, err
 	}

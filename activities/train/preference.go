@@ -2,7 +2,6 @@ package train
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -15,7 +14,6 @@ import (
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/sample"
-	"github.com/temperml/temper/algorithms/schedule"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
@@ -28,155 +26,89 @@ const (
 
 // PrefChunkInput trains Steps steps of a preference objective from From and commits step Step+Steps.
 type PrefChunkInput struct {
-	Store string `json:"store"`
-	Run   string `json:"run"`
-	Phase string `json:"phase"`
-	From  string `json:"from"`
-	// Step is the phase's step count at From; the chunk commits step Step+Steps.
-	Step       int          `json:"step"`
-	Steps      int          `json:"steps"`
-	TotalSteps int          `json:"total_steps"`
-	Cursor     Cursor       `json:"cursor"`
-	Data       PrefDataSpec `json:"data"`
+	ChunkHead
+	Data PrefDataSpec `json:"data"`
 	// RefData is the object RefLogProbs wrote (data with reference log-probs). When set, its rows are
 	// the training data; when empty, the data comes from Data and, if the loss needs a reference,
 	// Reference is loaded and scored on the fly.
 	RefData   string          `json:"ref_data,omitempty"`
 	Reference string          `json:"reference,omitempty"`
 	Batch     BatchSpec       `json:"batch"` // rows: pairs (kto: labelled completions) per step; seq: tokens per sequence
-	Optim     Optim           `json:"optim"`
 	Loss      loss.Preference `json:"loss"`
-	// FreshOptimizer ignores From's optimizer state (the phase starts from another phase's model).
-	FreshOptimizer bool `json:"fresh_optimizer"`
 }
 
-// PrefChunkOutput is the committed checkpoint and the chunk's means.
-type PrefChunkOutput struct {
-	Checkpoint string  `json:"checkpoint"`
-	Step       int     `json:"step"`
-	Cursor     Cursor  `json:"cursor"`
-	Loss       float64 `json:"loss"`      // mean over the chunk's finite steps
-	LastLoss   float64 `json:"last_loss"` // the final step's
-	GradNorm   float64 `json:"grad_norm"` // mean
-	LR         float64 `json:"lr"`        // of the last step
-	NonFinite  int     `json:"non_finite"`
-	Seconds    float64 `json:"seconds"` // engine time
-	// Metrics are the chunk means of the objective's metrics (rewards/accuracy, rewards/margin, ...).
-	Metrics map[string]float64 `json:"metrics,omitempty"`
-	Resumed bool               `json:"resumed"` // the checkpoint was already committed by an earlier attempt
-}
-
-// metricPrefix marks objective metrics among a checkpoint's state scalars.
-const metricPrefix = "metric/"
-
-// PrefChunk trains in.Steps steps of the preference loss in.Loss (warmup-cosine LR, AdamW as Chunk)
-// from in.From, one example per row, and commits step in.Step+in.Steps with the optimizer state and the
-// data cursor. Like Chunk it is idempotent (a committed step is returned as is) and deterministic, so a
-// retry recomputes the same checkpoint bit for bit.
-func (a *Activities) PrefChunk(ctx context.Context, in PrefChunkInput) (PrefChunkOutput, error) {
+// PrefChunk trains in.Steps steps of the preference loss in.Loss from in.From, one example per row
+// (runChunk does the rest); its metrics are the objective's (rewards/accuracy, rewards/margin, ...).
+func (a *Activities) PrefChunk(ctx context.Context, in PrefChunkInput) (ChunkOutput, error) {
 	op := fmt.Sprintf("train: %s chunk %s/%s", in.Loss.Kind, in.Run, in.Phase)
 	if in.Steps <= 0 || in.Batch.Rows <= 0 || in.Batch.Seq < 2 {
-		return PrefChunkOutput{}, badInput(fmt.Errorf("%s: steps %d, batch %dx%d: want > 0 and seq ≥ 2", op, in.Steps, in.Batch.Rows, in.Batch.Seq))
+		return ChunkOutput{}, badInput(fmt.Errorf("%s: steps %d, batch %dx%d: want > 0 and seq ≥ 2", op, in.Steps, in.Batch.Rows, in.Batch.Seq))
 	}
 	obj, err := objective.Preference(in.Loss)
 	if err != nil {
-		return PrefChunkOutput{}, badInput(fmt.Errorf("%s: %w", op, err))
+		return ChunkOutput{}, badInput(fmt.Errorf("%s: %w", op, err))
 	}
-	end := in.Step + in.Steps
-	if ref, err := a.Ckpt.Lookup(ctx, in.Store, in.Run, in.Phase, int64(end)); err == nil {
-		return a.committedPrefChunk(ctx, ref.URI, obj)
-	} else if !errors.Is(err, ckpt.ErrNotExist) {
-		return PrefChunkOutput{}, err
-	}
-	items, err := a.prefTrainingItems(ctx, in)
-	if err != nil {
-		return PrefChunkOutput{}, err
-	}
-	enc, err := encodeItems(encoder(), items, in.Batch.Seq)
-	if err != nil {
-		return PrefChunkOutput{}, badInput(err)
-	}
-	eng, cfg, _, err := a.loadEngine(ctx, in.From, in.Optim, !in.FreshOptimizer)
-	if err != nil {
-		return PrefChunkOutput{}, err
-	}
-	defer eng.Close()
-	var refEng Engine
-	if in.Loss.UsesReference() && in.RefData == "" {
-		if in.Reference == "" {
-			return PrefChunkOutput{}, badInput(fmt.Errorf("%s: %s needs a reference: set ref_data (precomputed) or reference (on the fly)", op, in.Loss.Kind))
-		}
-		if refEng, _, _, err = a.loadEngine(ctx, in.Reference, Optim{}, false); err != nil {
-			return PrefChunkOutput{}, err
-		}
-		defer refEng.Close()
-	}
-	sched := schedule.WarmupCosine{Peak: in.Optim.LR, Warmup: in.Optim.WarmupSteps, Total: in.TotalSteps, MinRatio: in.Optim.MinLRRatio}
-	out := PrefChunkOutput{Step: end, Cursor: in.Cursor, Metrics: map[string]float64{}}
-	var lossSum, normSum float64
-	sums := make([]float64, len(obj.Metrics))
-	for i := 0; i < in.Steps; i++ {
-		if err := ctx.Err(); err != nil {
-			return PrefChunkOutput{}, fmt.Errorf("%s at step %d: %w", op, in.Step+i, err)
-		}
-		var idx []int
-		idx, out.Cursor = nextRows(len(items), in.Batch.Rows, out.Cursor)
-		inputs, err := prefInputs(in.Loss, items, enc, idx, in.Batch.Seq, refEng)
+	return runChunk(ctx, a, in.ChunkHead, op, func() (*chunkObjective[[]int], error) {
+		items, err := a.prefTrainingItems(ctx, in)
 		if err != nil {
-			return PrefChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
+			return nil, err
 		}
-		out.LR = sched.At(in.Step + i)
-		m, err := eng.StepObjective(obj, inputs, float32(out.LR))
+		enc, err := encodeItems(encoder(), items, in.Batch.Seq)
 		if err != nil {
-			return PrefChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
+			return nil, badInput(err)
 		}
-		l, g := float64(m["loss"]), float64(m["grad_norm"])
-		if math.IsNaN(l) || math.IsInf(l, 0) || math.IsNaN(g) || math.IsInf(g, 0) {
-			out.NonFinite++
-		} else {
-			lossSum += l
-			normSum += g
-			for k, name := range obj.Metrics {
-				sums[k] += float64(m[name])
+		if in.Loss.UsesReference() && in.RefData == "" && in.Reference == "" {
+			return nil, badInput(fmt.Errorf("%s: %s needs a reference: set ref_data (precomputed) or reference (on the fly)", op, in.Loss.Kind))
+		}
+		eng, cfg, _, err := a.loadEngine(ctx, in.From, in.Optim, !in.FreshOptimizer)
+		if err != nil {
+			return nil, err
+		}
+		var refEng Engine
+		if in.Loss.UsesReference() && in.RefData == "" {
+			if refEng, _, _, err = a.loadEngine(ctx, in.Reference, Optim{}, false); err != nil {
+				eng.Close()
+				return nil, err
 			}
 		}
-		out.LastLoss = l
-		out.Seconds += float64(m["seconds"])
-		activity.RecordHeartbeat(ctx, Progress{Step: in.Step + i + 1, Total: in.TotalSteps, Loss: l})
-	}
-	if ok := in.Steps - out.NonFinite; ok > 0 {
-		out.Loss, out.GradNorm = lossSum/float64(ok), normSum/float64(ok)
-		for k, name := range obj.Metrics {
-			out.Metrics[name] = sums[k] / float64(ok)
+		c := &chunkObjective[[]int]{eng: eng, cfg: cfg, unit: "rows",
+			next: func(cur Cursor) ([]int, Cursor, error) {
+				idx, next := nextRows(len(items), in.Batch.Rows, cur)
+				return idx, next, nil
+			},
+			step: func(idx []int, lr float32) (stepResult, error) {
+				inputs, err := prefInputs(in.Loss, items, enc, idx, in.Batch.Seq, refEng)
+				if err != nil {
+					return stepResult{}, err
+				}
+				m, err := eng.StepObjective(obj, inputs, lr)
+				return objectiveStep(obj, m, len(idx)), err
+			},
+			write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
+				return writeModel(ctx, w, eng, cfg, st, true)
+			},
 		}
-	}
-	if math.IsNaN(out.LastLoss) || math.IsInf(out.LastLoss, 0) {
-		out.LastLoss = 0 // JSON payloads cannot carry NaN; NonFinite counts such steps
-	}
-	st := ckpt.State{
-		Step:       int64(end),
-		Cursor:     ckpt.Cursor{Epoch: int64(out.Cursor.Epoch), Index: int64(out.Cursor.Index), Seed: out.Cursor.Seed},
-		ConfigHash: configHash(cfg),
-		Scalars: map[string]float64{"loss": out.Loss, "last_loss": out.LastLoss, "grad_norm": out.GradNorm, "lr": out.LR,
-			"non_finite": float64(out.NonFinite), "seconds": out.Seconds},
-	}
-	for name, v := range out.Metrics {
-		st.Scalars[metricPrefix+name] = v
-	}
-	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(end), func(w *ckpt.Writer) error {
-		return writeModel(ctx, w, eng, cfg, st, true)
+		if refEng != nil {
+			c.close = func() { refEng.Close() }
+		}
+		return c, nil
 	})
-	if err != nil {
-		return PrefChunkOutput{}, fmt.Errorf("%s commit step %d: %w", op, end, err)
+}
+
+// objectiveStep reads a custom objective's step metrics (engine.StepObjective's map) as a stepResult.
+func objectiveStep(obj objective.Objective, m map[string]float32, units int) stepResult {
+	r := stepResult{Loss: float64(m["loss"]), GradNorm: float64(m["grad_norm"]), Seconds: float64(m["seconds"]), Units: units,
+		Metrics: make(map[string]float64, len(obj.Metrics))}
+	for _, name := range obj.Metrics {
+		r.Metrics[name] = float64(m[name])
 	}
-	out.Checkpoint = ref.URI
-	return out, nil
+	return r
 }
 
 // prefTrainingItems returns the chunk's rows: the precomputed reference object's, or the data's.
 func (a *Activities) prefTrainingItems(ctx context.Context, in PrefChunkInput) ([]prefItem, error) {
 	if in.RefData != "" {
-		items, err := readRefItems(ctx, in.RefData)
+		items, err := readRefItems(ctx, a.Ckpt, in.RefData)
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +119,7 @@ func (a *Activities) prefTrainingItems(ctx context.Context, in PrefChunkInput) (
 		}
 		return items, nil
 	}
-	trainEx, _, err := PrefExamples(ctx, in.Data, in.Cursor.Seed)
+	trainEx, _, err := PrefExamples(ctx, a.Ckpt, in.Data, in.Cursor.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -274,31 +206,6 @@ func zeros(rows, cols int) [][]float32 {
 	return out
 }
 
-// committedPrefChunk rebuilds a PrefChunkOutput from a checkpoint an earlier attempt committed.
-func (a *Activities) committedPrefChunk(ctx context.Context, uri string, obj objective.Objective) (PrefChunkOutput, error) {
-	ck, err := a.Ckpt.Read(ctx, uri)
-	if err != nil {
-		return PrefChunkOutput{}, err
-	}
-	st, err := ck.ReadState(ctx)
-	if err != nil {
-		return PrefChunkOutput{}, err
-	}
-	s := st.Scalars
-	out := PrefChunkOutput{
-		Checkpoint: uri, Step: int(st.Step), Resumed: true,
-		Cursor: Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
-		Loss:   s["loss"], LastLoss: s["last_loss"], GradNorm: s["grad_norm"], LR: s["lr"],
-		NonFinite: int(s["non_finite"]), Seconds: s["seconds"], Metrics: map[string]float64{},
-	}
-	for _, name := range obj.Metrics {
-		if v, ok := s[metricPrefix+name]; ok {
-			out.Metrics[name] = v
-		}
-	}
-	return out, nil
-}
-
 // PrefEvalInput evaluates a checkpoint on held-out preference pairs.
 type PrefEvalInput struct {
 	Store      string `json:"store"`
@@ -337,7 +244,7 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in PrefEvalInput) (EvalOu
 	if err := in.Loss.Validate(); err != nil {
 		return EvalOutput{}, badInput(fmt.Errorf("%s: %w", op, err))
 	}
-	_, heldout, err := PrefExamples(ctx, in.Data, in.Seed)
+	_, heldout, err := PrefExamples(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {
 		return EvalOutput{}, err
 	}

@@ -120,12 +120,11 @@ func prefTestOptim() Optim {
 	return Optim{LR: 3e-3, WarmupSteps: 1, MinLRRatio: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
 }
 
-func (e *prefEnv) chunk(phase, from string, step, steps, total int, cur Cursor, kind, refData, reference string) PrefChunkOutput {
+func (e *prefEnv) chunk(phase, from string, step, steps, total int, cur Cursor, kind, refData, reference string) ChunkOutput {
 	e.t.Helper()
-	var out PrefChunkOutput
-	e.must(PrefChunkName, PrefChunkInput{Store: e.store, Run: "r", Phase: phase, From: from, Step: step, Steps: steps, TotalSteps: total,
-		Cursor: cur, Data: prefTestData(), RefData: refData, Reference: reference, Batch: BatchSpec{Rows: 8, Seq: 16},
-		Optim: prefTestOptim(), Loss: loss.DefaultPreference(kind), FreshOptimizer: step == 0}, &out)
+	var out ChunkOutput
+	e.must(PrefChunkName, PrefChunkInput{ChunkHead: ChunkHead{Store: e.store, Run: "r", Phase: phase, From: from, Step: step, Steps: steps, TotalSteps: total, Cursor: cur, Optim: prefTestOptim(), FreshOptimizer: step == 0},
+		Data: prefTestData(), RefData: refData, Reference: reference, Batch: BatchSpec{Rows: 8, Seq: 16}, Loss: loss.DefaultPreference(kind)}, &out)
 	return out
 }
 
@@ -263,11 +262,11 @@ func TestPreferencesFromModel(t *testing.T) {
 	if out.Pairs == 0 || out.Prompts != 12 || out.Pairs+out.AllCorrect > 12 {
 		t.Fatalf("%+v", out)
 	}
-	pairs, err := readPrefJSONL(context.Background(), out.Train)
+	pairs, err := readPrefJSONL(context.Background(), ckpt.New(ckpt.Options{}), out.Train)
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := readPrefJSONL(context.Background(), out.Heldout)
+	held, err := readPrefJSONL(context.Background(), ckpt.New(ckpt.Options{}), out.Heldout)
 	if err != nil || len(held) != out.HeldoutPairs || len(held) == 0 {
 		t.Fatalf("held-out pairs: %d read (%v), %d reported", len(held), err, out.HeldoutPairs)
 	}
@@ -322,20 +321,18 @@ func TestPrefDataErrors(t *testing.T) {
 		{"long.jsonl", good, loss.PrefDPO, `has 7 tokens, more than batch.seq 6`, 6},
 	}
 	for _, c := range cases {
-		var out PrefChunkOutput
-		err := e.run(PrefChunkName, PrefChunkInput{Store: e.store, Run: "r", Phase: "bad-" + c.name, From: from, Steps: 1, TotalSteps: 1,
-			Cursor: Cursor{Seed: 1}, Data: PrefDataSpec{Train: write(c.name, c.body)}, Reference: from, Batch: BatchSpec{Rows: 2, Seq: c.seq},
-			Optim: prefTestOptim(), Loss: loss.DefaultPreference(c.kind), FreshOptimizer: true}, &out)
+		var out ChunkOutput
+		err := e.run(PrefChunkName, PrefChunkInput{ChunkHead: ChunkHead{Store: e.store, Run: "r", Phase: "bad-" + c.name, From: from, Steps: 1, TotalSteps: 1, Cursor: Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
+			Data: PrefDataSpec{Train: write(c.name, c.body)}, Reference: from, Batch: BatchSpec{Rows: 2, Seq: c.seq}, Loss: loss.DefaultPreference(c.kind)}, &out)
 		var app *temporal.ApplicationError
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &app) || !app.NonRetryable() {
 			t.Errorf("%s: got %v, want a non-retryable error containing %q", c.name, err, c.want)
 		}
 	}
 	// kto accepts unpaired lines (and pairs, which it splits).
-	var out PrefChunkOutput
-	e.must(PrefChunkName, PrefChunkInput{Store: e.store, Run: "r", Phase: "kto-file", From: from, Steps: 1, TotalSteps: 1,
-		Cursor: Cursor{Seed: 1}, Data: PrefDataSpec{Train: write("kto.jsonl", good+`{"prompt":"1+2=","completion":"3","label":true}`+"\n")},
-		Reference: from, Batch: BatchSpec{Rows: 2, Seq: 16}, Optim: prefTestOptim(), Loss: loss.DefaultPreference(loss.PrefKTO), FreshOptimizer: true}, &out)
+	var out ChunkOutput
+	e.must(PrefChunkName, PrefChunkInput{ChunkHead: ChunkHead{Store: e.store, Run: "r", Phase: "kto-file", From: from, Steps: 1, TotalSteps: 1, Cursor: Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
+		Data: PrefDataSpec{Train: write("kto.jsonl", good+`{"prompt":"1+2=","completion":"3","label":true}`+"\n")}, Reference: from, Batch: BatchSpec{Rows: 2, Seq: 16}, Loss: loss.DefaultPreference(loss.PrefKTO)}, &out)
 }
 
 // TestNextRowsAndScatter checks the data order across epochs and the reference layout helpers.

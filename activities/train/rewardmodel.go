@@ -3,25 +3,17 @@ package train
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"math"
 	"math/rand/v2"
-	"path"
 	"strings"
 
-	"github.com/gomlx/gomlx/core/tensors"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/safetensors"
-	"github.com/temperml/temper/algorithms/schedule"
 	"github.com/temperml/temper/algorithms/tasks"
-	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -263,29 +255,18 @@ func readModelConfig(ctx context.Context, cl *ckpt.Client, uri string) (*ckpt.Ch
 }
 
 // loadInto builds an engine for cfg and loads a checkpoint's weights (and optimizer state when
-// asked and present).
+// asked and present): the one loader under LoadEngine, LoadRewardEngine and the value-head paths.
 func loadInto(ctx context.Context, ck *ckpt.Checkpoint, newEngine NewEngine, cfg model.Config, optim Optim, withOptimizer bool) (Engine, error) {
 	eng, err := newEngine(EngineOptions{Model: cfg, Optim: optim})
 	if err != nil {
 		return nil, err
 	}
-	load := func(name string, fn func(io.Reader) error) error {
-		rc, err := ck.Open(ctx, name)
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		if err := fn(rc); err != nil {
-			return fmt.Errorf("train: load %s from %s: %w", name, ck.Ref.URI, err)
-		}
-		return rc.Close()
-	}
-	if err := load(ModelFile, eng.LoadWeights); err != nil {
+	if err := loadFile(ctx, ck, ModelFile, eng.LoadWeights); err != nil {
 		eng.Close()
 		return nil, err
 	}
 	if _, ok := ck.Manifest.File(OptimizerFile); ok && withOptimizer {
-		if err := load(OptimizerFile, eng.LoadOptimizer); err != nil {
+		if err := loadFile(ctx, ck, OptimizerFile, eng.LoadOptimizer); err != nil {
 			eng.Close()
 			return nil, err
 		}
@@ -308,150 +289,53 @@ func LoadRewardEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine,
 	return eng, cfg, err
 }
 
-// RewardChunkInput trains Steps Bradley–Terry steps from From.
+// RewardChunkInput trains Steps Bradley–Terry steps from From (Cursor: the position in the
+// training pairs).
 type RewardChunkInput struct {
-	Store string `json:"store"`
-	Run   string `json:"run"`
-	Phase string `json:"phase"`
-	From  string `json:"from"`
-	// Step is the phase's step count at From; the chunk commits step Step+Steps.
-	Step       int                `json:"step"`
-	Steps      int                `json:"steps"`
-	TotalSteps int                `json:"total_steps"`
-	Cursor     Cursor             `json:"cursor"` // position in the training pairs
-	Data       RewardData         `json:"data"`
-	Batch      RewardBatch        `json:"batch"`
-	Optim      Optim              `json:"optim"`
-	Loss       objective.BTConfig `json:"loss"`
-	// FreshOptimizer ignores From's optimizer state.
-	FreshOptimizer bool `json:"fresh_optimizer"`
+	ChunkHead
+	Data  RewardData         `json:"data"`
+	Batch RewardBatch        `json:"batch"`
+	Loss  objective.BTConfig `json:"loss"`
 }
 
-// RewardChunkOutput is the committed checkpoint and the chunk's training metrics (means over its
-// finite steps).
-type RewardChunkOutput struct {
-	Checkpoint string  `json:"checkpoint"`
-	Step       int     `json:"step"`
-	Cursor     Cursor  `json:"cursor"`
-	Loss       float64 `json:"loss"`
-	LastLoss   float64 `json:"last_loss"`
-	Accuracy   float64 `json:"accuracy"` // training pairwise accuracy (before each step's update)
-	Margin     float64 `json:"margin"`   // mean r_c − r_r
-	LMLoss     float64 `json:"lm_loss"`  // chosen completions' cross-entropy (lm_coef > 0)
-	GradNorm   float64 `json:"grad_norm"`
-	LR         float64 `json:"lr"` // of the last step
-	Pairs      int     `json:"pairs"`
-	PairsPerS  float64 `json:"pairs_per_s"`
-	NonFinite  int     `json:"non_finite"`
-	Resumed    bool    `json:"resumed"`
-}
-
-// RewardChunk trains in.Steps steps of the Bradley–Terry objective from in.From and commits step
-// in.Step+in.Steps. Like Chunk it is idempotent: a committed step is returned as is, and a chunk
-// whose attempt died recomputes the same weights from From (seeded data order, deterministic
-// engine).
-func (a *Activities) RewardChunk(ctx context.Context, in RewardChunkInput) (RewardChunkOutput, error) {
-	if in.Steps <= 0 {
-		return RewardChunkOutput{}, badInput(fmt.Errorf("train: reward chunk %s/%s: steps %d: want > 0", in.Run, in.Phase, in.Steps))
-	}
+// RewardChunk trains in.Steps steps of the Bradley–Terry objective from in.From (runChunk does the
+// rest); its metrics are objective.BTMetrics' chunk means, and pairs / pairs_per_s.
+func (a *Activities) RewardChunk(ctx context.Context, in RewardChunkInput) (ChunkOutput, error) {
+	op := fmt.Sprintf("train: reward chunk %s/%s", in.Run, in.Phase)
 	if err := in.Batch.Validate(); err != nil {
-		return RewardChunkOutput{}, badInput(fmt.Errorf("train: reward chunk %s/%s: %w", in.Run, in.Phase, err))
+		return ChunkOutput{}, badInput(fmt.Errorf("%s: %w", op, err))
 	}
 	if err := in.Loss.Validate(); err != nil {
-		return RewardChunkOutput{}, badInput(fmt.Errorf("train: reward chunk %s/%s: loss.%w", in.Run, in.Phase, err))
+		return ChunkOutput{}, badInput(fmt.Errorf("%s: loss.%w", op, err))
 	}
-	end := in.Step + in.Steps
-	if ref, err := a.Ckpt.Lookup(ctx, in.Store, in.Run, in.Phase, int64(end)); err == nil {
-		return a.committedRewardChunk(ctx, ref.URI)
-	} else if !errors.Is(err, ckpt.ErrNotExist) {
-		return RewardChunkOutput{}, err
-	}
-	trainPairs, _, err := rewardPairs(ctx, in.Data, in.Cursor.Seed)
-	if err != nil {
-		return RewardChunkOutput{}, err
-	}
-	enc, err := encodePairs(trainPairs, in.Batch.MaxSeq)
-	if err != nil {
-		return RewardChunkOutput{}, err
-	}
-	eng, cfg, err := LoadRewardEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, !in.FreshOptimizer)
-	if err != nil {
-		return RewardChunkOutput{}, err
-	}
-	defer eng.Close()
-	obj := objective.BradleyTerry(in.Loss)
-	sched := schedule.WarmupCosine{Peak: in.Optim.LR, Warmup: in.Optim.WarmupSteps, Total: in.TotalSteps, MinRatio: in.Optim.MinLRRatio}
-	out := RewardChunkOutput{Step: end, Cursor: in.Cursor}
-	var lossSum, accSum, marginSum, normSum, lmSum, secs float64
-	for i := 0; i < in.Steps; i++ {
-		if err := ctx.Err(); err != nil {
-			return RewardChunkOutput{}, fmt.Errorf("train: reward chunk %s/%s at step %d: %w", in.Run, in.Phase, in.Step+i, err)
-		}
-		idx, next := nextPairs(len(enc), in.Batch.Rows, out.Cursor)
-		out.Cursor = next
-		out.LR = sched.At(in.Step + i)
-		m, err := eng.StepObjective(obj, pairInputs(enc, idx, in.Batch.Rows, in.Batch.MaxSeq), float32(out.LR))
+	return runChunk(ctx, a, in.ChunkHead, op, func() (*chunkObjective[[]int], error) {
+		trainPairs, _, err := rewardPairs(ctx, a.Ckpt, in.Data, in.Cursor.Seed)
 		if err != nil {
-			return RewardChunkOutput{}, fmt.Errorf("train: reward chunk %s/%s step %d: %w", in.Run, in.Phase, in.Step+i, err)
+			return nil, err
 		}
-		loss, norm := float64(m["loss"]), float64(m["grad_norm"])
-		if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(norm) || math.IsInf(norm, 0) {
-			out.NonFinite++
-		} else {
-			lossSum += loss
-			normSum += norm
-			accSum += float64(m["accuracy"])
-			lmSum += float64(m["lm_loss"])
-			marginSum += float64(m["margin"])
+		enc, err := encodePairs(trainPairs, in.Batch.MaxSeq)
+		if err != nil {
+			return nil, err
 		}
-		out.LastLoss = loss
-		out.Pairs += len(idx)
-		secs += float64(m["seconds"])
-		activity.RecordHeartbeat(ctx, Progress{Step: in.Step + i + 1, Total: in.TotalSteps, Loss: loss})
-	}
-	if ok := float64(in.Steps - out.NonFinite); ok > 0 {
-		out.Loss, out.GradNorm, out.Accuracy, out.Margin, out.LMLoss = lossSum/ok, normSum/ok, accSum/ok, marginSum/ok, lmSum/ok
-	} else {
-		out.Loss, out.GradNorm, out.Accuracy, out.Margin, out.LMLoss = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
-	}
-	if secs > 0 {
-		out.PairsPerS = float64(out.Pairs) / secs
-	}
-	st := ckpt.State{
-		Step:       int64(end),
-		Cursor:     ckpt.Cursor{Epoch: int64(out.Cursor.Epoch), Index: int64(out.Cursor.Index), Seed: out.Cursor.Seed},
-		ConfigHash: configHash(cfg),
-		Scalars: map[string]float64{"loss": out.Loss, "last_loss": out.LastLoss, "accuracy": out.Accuracy, "margin": out.Margin, "lm_loss": out.LMLoss,
-			"grad_norm": out.GradNorm, "lr": out.LR, "pairs": float64(out.Pairs), "pairs_per_s": out.PairsPerS,
-			"non_finite": float64(out.NonFinite)},
-	}
-	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(end), func(w *ckpt.Writer) error {
-		return writeModel(ctx, w, eng, cfg, st, true)
+		eng, cfg, err := LoadRewardEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, !in.FreshOptimizer)
+		if err != nil {
+			return nil, err
+		}
+		obj := objective.BradleyTerry(in.Loss)
+		return &chunkObjective[[]int]{eng: eng, cfg: cfg, unit: "pairs",
+			next: func(cur Cursor) ([]int, Cursor, error) {
+				idx, next := nextRows(len(enc), in.Batch.Rows, cur)
+				return idx, next, nil
+			},
+			step: func(idx []int, lr float32) (stepResult, error) {
+				m, err := eng.StepObjective(obj, pairInputs(enc, idx, in.Batch.Rows, in.Batch.MaxSeq), lr)
+				return objectiveStep(obj, m, len(idx)), err
+			},
+			write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
+				return writeModel(ctx, w, eng, cfg, st, true)
+			},
+		}, nil
 	})
-	if err != nil {
-		return RewardChunkOutput{}, fmt.Errorf("train: reward chunk %s/%s commit step %d: %w", in.Run, in.Phase, end, err)
-	}
-	out.Checkpoint = ref.URI
-	return out, nil
-}
-
-// committedRewardChunk rebuilds a RewardChunkOutput from a checkpoint an earlier attempt committed.
-func (a *Activities) committedRewardChunk(ctx context.Context, uri string) (RewardChunkOutput, error) {
-	ck, err := a.Ckpt.Read(ctx, uri)
-	if err != nil {
-		return RewardChunkOutput{}, err
-	}
-	st, err := ck.ReadState(ctx)
-	if err != nil {
-		return RewardChunkOutput{}, err
-	}
-	s := st.Scalars
-	return RewardChunkOutput{
-		Checkpoint: uri, Step: int(st.Step), Resumed: true,
-		Cursor: Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
-		Loss:   s["loss"], LastLoss: s["last_loss"], Accuracy: s["accuracy"], Margin: s["margin"], LMLoss: s["lm_loss"], GradNorm: s["grad_norm"],
-		LR: s["lr"], Pairs: int(s["pairs"]), PairsPerS: s["pairs_per_s"], NonFinite: int(s["non_finite"]),
-	}, nil
 }
 
 // RewardEvalInput evaluates a reward model on held-out pairs.
@@ -482,7 +366,7 @@ func (a *Activities) RewardEvaluate(ctx context.Context, in RewardEvalInput) (Re
 	if in.Batch.MaxSeq == 0 {
 		in.Batch.MaxSeq = 64
 	}
-	_, heldout, err := rewardPairs(ctx, in.Data, in.Seed)
+	_, heldout, err := rewardPairs(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {
 		return RewardEvalOutput{}, err
 	}
@@ -547,193 +431,4 @@ func (a *Activities) RewardEvaluate(ctx context.Context, in RewardEvalInput) (Re
 		metrics[key] = v / total
 	}
 	return RewardEvalOutput{Metrics: metrics}, nil
-}
-
-// rewardPairs returns the train and held-out preference pairs of spec; seed is used when spec.Seed
-// is 0.
-func rewardPairs(ctx context.Context, spec RewardData, seed uint64) (train, heldout []tasks.PrefExample, err error) {
-	if err := spec.Validate(); err != nil {
-		return nil, nil, badInput(err)
-	}
-	if spec.Seed != 0 {
-		seed = spec.Seed
-	}
-	if spec.Task != "" {
-		t, err := tasks.Lookup(spec.Task)
-		if err != nil {
-			return nil, nil, badInput(err)
-		}
-		train, heldout, err = tasks.PrefSplit(t, spec.TrainPairs, spec.HeldoutPairs, seed)
-		if err != nil {
-			return nil, nil, badInput(err)
-		}
-		return train, heldout, nil
-	}
-	if train, err = readPairsJSONL(ctx, spec.Train); err != nil {
-		return nil, nil, err
-	}
-	if spec.Heldout != "" {
-		if heldout, err = readPairsJSONL(ctx, spec.Heldout); err != nil {
-			return nil, nil, err
-		}
-	}
-	return train, heldout, nil
-}
-
-// readPairsJSONL reads preference pairs from a store URI; unpaired lines are paired up by prompt
-// (tasks.PairUp). A malformed line is a non-retryable error naming the file and line.
-func readPairsJSONL(ctx context.Context, uri string) ([]tasks.PrefExample, error) {
-	dir, name := path.Split(strings.TrimSuffix(uri, "/"))
-	st, err := ckpt.Open(ctx, strings.TrimSuffix(dir, "/"), ckpt.Options{})
-	if err != nil {
-		return nil, badInput(fmt.Errorf("train: open pairs %s: %w", uri, err))
-	}
-	defer st.Close()
-	rc, err := st.Get(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("train: read pairs %s: %w", uri, err)
-	}
-	defer rc.Close()
-	exs, err := tasks.ReadPrefAll(rc, uri)
-	if err != nil {
-		var le *tasks.LineError
-		if errors.As(err, &le) {
-			return nil, badInput(err)
-		}
-		return nil, fmt.Errorf("train: read pairs %s: %w", uri, err)
-	}
-	pairs := tasks.PairUp(exs)
-	if len(pairs) == 0 {
-		return nil, badInput(fmt.Errorf("train: %s has no preference pairs", uri))
-	}
-	return pairs, nil
-}
-
-// encodedPair is a pair as token ids: [BOS] prompt completion EOS for each side.
-type encodedPair struct {
-	chosen, rejected         []int
-	chosenLoss, rejectedLoss []bool // each side's completion tokens and EOS
-	kind                     string // tasks.MistakeKind for arithmetic pairs
-}
-
-// encodePairs tokenizes pairs with the built-in template; a side longer than maxSeq tokens is a
-// non-retryable error naming the pair.
-func encodePairs(pairs []tasks.PrefExample, maxSeq int) ([]encodedPair, error) {
-	enc := encoder()
-	out := make([]encodedPair, len(pairs))
-	for i, p := range pairs {
-		side := func(completion string) (data.Encoded, error) {
-			e, err := enc.Encode(tasks.Example{Prompt: p.Prompt, Completion: completion})
-			if err != nil {
-				return e, badInput(fmt.Errorf("train: encode pair %d (%s): %w", i, p.ID, err))
-			}
-			if len(e.IDs) > maxSeq {
-				return e, badInput(fmt.Errorf("train: pair %d (%s) has %d tokens, batch.max_seq is %d: raise max_seq or shorten the data", i, p.ID, len(e.IDs), maxSeq))
-			}
-			return e, nil
-		}
-		c, err := side(p.Chosen)
-		if err != nil {
-			return nil, err
-		}
-		r, err := side(p.Rejected)
-		if err != nil {
-			return nil, err
-		}
-		out[i].chosen, out[i].chosenLoss, out[i].rejected, out[i].rejectedLoss = c.IDs, c.Loss, r.IDs, r.Loss
-		out[i].kind = ""
-		if p.Answer != "" {
-			out[i].kind = tasks.MistakeKind(p.Prompt, p.Answer, p.Rejected)
-		}
-	}
-	return out, nil
-}
-
-// nextPairs returns the indices of the next rows pairs from cur (a seeded permutation per epoch, as
-// data.Packer walks examples) and the cursor after them.
-func nextPairs(n, rows int, cur Cursor) ([]int, Cursor) {
-	idx := make([]int, 0, rows)
-	var order []int
-	for len(idx) < rows {
-		if order == nil || cur.Index == 0 {
-			order = data.Order(n, cur.Seed, cur.Epoch)
-		}
-		idx = append(idx, order[cur.Index])
-		cur.Index++
-		if cur.Index >= n {
-			cur.Epoch++
-			cur.Index = 0
-		}
-	}
-	return idx, cur
-}
-
-// rewardSeq is the padded length of a batch whose longest sequence has n tokens: the next power of
-// two from 8, capped at maxSeq (few shapes, so few compilations).
-func rewardSeq(n, maxSeq int) int {
-	s := 8
-	for s < n {
-		s *= 2
-	}
-	return min(s, maxSeq)
-}
-
-// pairInputs builds objective.BradleyTerry's inputs for the pairs idx, padded to rows rows
-// (padding rows have weight 0) and to a common sequence length.
-func pairInputs(enc []encodedPair, idx []int, rows, maxSeq int) []*tensors.Tensor {
-	longest := 1
-	for _, i := range idx {
-		longest = max(longest, len(enc[i].chosen), len(enc[i].rejected))
-	}
-	seq := rewardSeq(longest, maxSeq)
-	side := func(get func(encodedPair) ([]int, []bool)) []*tensors.Tensor {
-		seqs, completion := make([][]int, len(idx)), make([][]bool, len(idx))
-		for r, i := range idx {
-			seqs[r], completion[r] = get(enc[i])
-		}
-		return SequenceInputs(seqs, completion, rows, seq)
-	}
-	c := side(func(p encodedPair) ([]int, []bool) { return p.chosen, p.chosenLoss })
-	r := side(func(p encodedPair) ([]int, []bool) { return p.rejected, p.rejectedLoss })
-	w := make([]float32, rows)
-	for r := range idx {
-		w[r] = 1
-	}
-	return []*tensors.Tensor{c[0], c[1], c[2], c[3], r[0], r[1], r[2], r[3], tensors.FromFlatDataAndDimensions(w, rows), c[4], r[4]}
-}
-
-// SequenceInputs lays token sequences out as objective.SequenceRewards' inputs: tokens and
-// positions int32 [rows, seq], valid bool [rows, seq], last int32 [rows], completion float32
-// [rows, seq] (1 where completion[r][t] is true, except at t = 0, the BOS). Sequences are
-// right-padded with PAD (rows beyond len(seqs) are all padding, last 0); each must be 1..seq long.
-// completion[r] (data.Encoded.Loss) may be shorter than seqs[r]; the rest counts as prompt.
-func SequenceInputs(seqs [][]int, completion [][]bool, rows, seq int) []*tensors.Tensor {
-	tok, pos := make([]int32, rows*seq), make([]int32, rows*seq)
-	valid, last := make([]bool, rows*seq), make([]int32, rows)
-	comp := make([]float32, rows*seq)
-	for r := range rows {
-		for t := range seq {
-			tok[r*seq+t], pos[r*seq+t] = tokenize.BytePAD, int32(t)
-		}
-		if r >= len(seqs) {
-			continue
-		}
-		for t, id := range seqs[r] {
-			tok[r*seq+t], valid[r*seq+t] = int32(id), true
-			if t > 0 && r < len(completion) && t < len(completion[r]) && completion[r][t] {
-				comp[r*seq+t] = 1
-			}
-		}
-		last[r] = int32(len(seqs[r]) - 1)
-	}
-	return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(tok, rows, seq), tensors.FromFlatDataAndDimensions(pos, rows, seq),
-		tensors.FromFlatDataAndDimensions(valid, rows, seq), tensors.FromFlatDataAndDimensions(last, rows),
-		tensors.FromFlatDataAndDimensions(comp, rows, seq)}
-}
-
-func rewardFlag(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -228,10 +228,9 @@ func TestRewardInit(t *testing.T) {
 		t.Fatalf("a reward model with the generative term lost it: %+v", lpKeep)
 	}
 	data := train.RewardData{Task: "add2", TrainPairs: 64, HeldoutPairs: 16}
-	var lc train.RewardChunkOutput
-	e.must(train.RewardChunkName, train.RewardChunkInput{Store: e.store, Run: "r", Phase: "lp", From: lp.Checkpoint, Steps: 2, TotalSteps: 2,
-		Cursor: train.Cursor{Seed: 1}, Data: data, Batch: train.RewardBatch{Rows: 8, MaxSeq: 32},
-		Optim: train.Optim{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8}, Loss: objective.DefaultBT(), FreshOptimizer: true}, &lc)
+	var lc train.ChunkOutput
+	e.must(train.RewardChunkName, train.RewardChunkInput{ChunkHead: train.ChunkHead{Store: e.store, Run: "r", Phase: "lp", From: lp.Checkpoint, Steps: 2, TotalSteps: 2, Cursor: train.Cursor{Seed: 1}, Optim: train.Optim{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8}, FreshOptimizer: true},
+		Data: data, Batch: train.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT()}, &lc)
 	if a := weightsOf(t, lc.Checkpoint)["score.logprob_weight"]; len(a) != 1 || a[0] == 1 || !(lc.Loss > 0) {
 		t.Fatalf("after 2 steps: α %v, loss %g (α must be trained)", a, lc.Loss)
 	}
@@ -256,16 +255,15 @@ func TestRewardChunkAndEvaluate(t *testing.T) {
 	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: "r", Phase: "rm", Model: tinyModel(t), Seed: 1}, &init)
 	data := train.RewardData{Task: "add2", TrainPairs: 200, HeldoutPairs: 70}
 	optim := train.Optim{LR: 3e-3, WarmupSteps: 2, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
-	chunk := func(phase, from string, step int, cur train.Cursor, fresh bool) train.RewardChunkOutput {
-		var out train.RewardChunkOutput
-		e.must(train.RewardChunkName, train.RewardChunkInput{Store: e.store, Run: "r", Phase: phase, From: from, Step: step, Steps: 3,
-			TotalSteps: 6, Cursor: cur, Data: data, Batch: train.RewardBatch{Rows: 8, MaxSeq: 32}, Optim: optim,
-			Loss: objective.DefaultBT(), FreshOptimizer: fresh}, &out)
+	chunk := func(phase, from string, step int, cur train.Cursor, fresh bool) train.ChunkOutput {
+		var out train.ChunkOutput
+		e.must(train.RewardChunkName, train.RewardChunkInput{ChunkHead: train.ChunkHead{Store: e.store, Run: "r", Phase: phase, From: from, Step: step, Steps: 3, TotalSteps: 6, Cursor: cur, Optim: optim, FreshOptimizer: fresh},
+			Data: data, Batch: train.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT()}, &out)
 		return out
 	}
 	c1 := chunk("rm", init.Checkpoint, 0, train.Cursor{Seed: 5}, true)
 	c2 := chunk("rm", c1.Checkpoint, 3, c1.Cursor, false)
-	if c1.Step != 3 || c2.Step != 6 || c2.Pairs != 24 || c2.Cursor.Index != 48 || c1.Resumed || !(c2.Loss > 0) || c2.NonFinite != 0 {
+	if c1.Step != 3 || c2.Step != 6 || c2.Metrics["pairs"] != 24 || c2.Cursor.Index != 48 || c1.Resumed || !(c2.Loss > 0) || c2.NonFinite != 0 {
 		t.Fatalf("chunks: %+v / %+v", c1, c2)
 	}
 	if !strings.HasSuffix(c2.Checkpoint, "/rm/step-000006/") {
@@ -299,8 +297,8 @@ func TestRewardChunkAndEvaluate(t *testing.T) {
 		t.Errorf("want accuracy for several kinds of mistakes, got %v", m)
 	}
 	// Bad batch config is non-retryable and names the field.
-	err := e.run(train.RewardChunkName, train.RewardChunkInput{Store: e.store, Run: "r", Phase: "bad", From: init.Checkpoint, Steps: 1,
-		TotalSteps: 1, Data: data, Batch: train.RewardBatch{Rows: 8, MaxSeq: 4}, Optim: optim, Loss: objective.DefaultBT()}, &train.RewardChunkOutput{})
+	err := e.run(train.RewardChunkName, train.RewardChunkInput{ChunkHead: train.ChunkHead{Store: e.store, Run: "r", Phase: "bad", From: init.Checkpoint, Steps: 1, TotalSteps: 1, Optim: optim},
+		Data: data, Batch: train.RewardBatch{Rows: 8, MaxSeq: 4}, Loss: objective.DefaultBT()}, &train.ChunkOutput{})
 	if err == nil || !isInvalidInput(err) || !strings.Contains(err.Error(), "max_seq") {
 		t.Fatalf("too short max_seq: %v", err)
 	}
@@ -374,10 +372,10 @@ func TestRewardModelAcceptance(t *testing.T) {
 		var c train.ChunkOutput
 		c.Checkpoint, c.Cursor = from, train.Cursor{Seed: seed}
 		for step := 0; step < steps; step += chunk {
-			e.must(train.ChunkName, train.ChunkInput{Store: e.store, Run: run, Phase: phase, From: c.Checkpoint, Step: step, Steps: min(chunk, steps-step),
-				TotalSteps: steps, Cursor: c.Cursor, Data: ds, Batch: bs, Optim: o, FreshOptimizer: step == 0}, &c)
+			e.must(train.ChunkName, train.ChunkInput{ChunkHead: train.ChunkHead{Store: e.store, Run: run, Phase: phase, From: c.Checkpoint, Step: step, Steps: min(chunk, steps-step), TotalSteps: steps, Cursor: c.Cursor, Optim: o, FreshOptimizer: step == 0},
+				Data: ds, Batch: bs}, &c)
 		}
-		t.Logf("%s: %d steps, loss %.3f, %.0f tokens/s (%.0fs)", phase, steps, c.Loss, c.TokensPerS, time.Since(start).Seconds())
+		t.Logf("%s: %d steps, loss %.3f, %.0f tokens/s (%.0fs)", phase, steps, c.Loss, c.Metrics["tokens_per_s"], time.Since(start).Seconds())
 		return c
 	}
 	// Held-out prompts are Generate(seed, stream 1)'s first N in every phase (tasks.Split), so
@@ -424,16 +422,15 @@ func TestRewardModelAcceptance(t *testing.T) {
 	before := eval(init.Checkpoint)
 	rmOptim := optim(lr, 20)
 	rmOptim.WeightDecay = wd
-	var rc train.RewardChunkOutput
+	var rc train.ChunkOutput
 	rc.Checkpoint, rc.Cursor = init.Checkpoint, train.Cursor{Seed: seed}
 	var after map[string]float64
 	const chunkSteps = 250
 	for step := 0; step < steps; step += chunkSteps {
-		e.must(train.RewardChunkName, train.RewardChunkInput{Store: e.store, Run: run, Phase: phase, From: rc.Checkpoint, Step: step,
-			Steps: min(chunkSteps, steps-step), TotalSteps: steps, Cursor: rc.Cursor, Data: data, Batch: batch, Optim: rmOptim,
-			Loss: lossCfg, FreshOptimizer: step == 0}, &rc)
+		e.must(train.RewardChunkName, train.RewardChunkInput{ChunkHead: train.ChunkHead{Store: e.store, Run: run, Phase: phase, From: rc.Checkpoint, Step: step, Steps: min(chunkSteps, steps-step), TotalSteps: steps, Cursor: rc.Cursor, Optim: rmOptim, FreshOptimizer: step == 0},
+			Data: data, Batch: batch, Loss: lossCfg}, &rc)
 		after = eval(rc.Checkpoint)
-		t.Logf("reward step %d: train loss %.4f acc %.3f lm %.3f | held-out acc %.3f bt_loss %.4f units %.3f carry %.3f (%.0fs)", rc.Step, rc.Loss, rc.Accuracy, rc.LMLoss,
+		t.Logf("reward step %d: train loss %.4f acc %.3f lm %.3f | held-out acc %.3f bt_loss %.4f units %.3f carry %.3f (%.0fs)", rc.Step, rc.Loss, rc.Metrics["accuracy"], rc.Metrics["lm_loss"],
 			after["heldout_pair_accuracy"], after["heldout_bt_loss"], after["heldout_pair_accuracy_units"], after["heldout_pair_accuracy_carry"],
 			time.Since(rmStart).Seconds())
 	}

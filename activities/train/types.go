@@ -59,6 +59,17 @@ type BatchSpec struct {
 	Seq  int `json:"seq" default:"64" help:"tokens per row (examples are packed)"`
 }
 
+// Validate names the bad field.
+func (b BatchSpec) Validate() error {
+	switch {
+	case b.Rows < 1 || b.Rows > 4096:
+		return &config.FieldError{Path: "batch.rows", Msg: fmt.Sprintf("%d: want 1..4096", b.Rows)}
+	case b.Seq < 2 || b.Seq > 8192:
+		return &config.FieldError{Path: "batch.seq", Msg: fmt.Sprintf("%d: want 2..8192", b.Seq)}
+	}
+	return nil
+}
+
 // Optim configures AdamW and the learning-rate schedule.
 type Optim struct {
 	LR          float64 `json:"lr" default:"0.003" help:"peak learning rate"`
@@ -105,39 +116,13 @@ type InitOutput struct {
 	Checkpoint string `json:"checkpoint"`
 }
 
-// ChunkInput trains Steps steps from From.
+// ChunkInput trains Steps next-token steps from From.
 type ChunkInput struct {
-	Store string `json:"store"`
-	Run   string `json:"run"`
-	Phase string `json:"phase"`
-	From  string `json:"from"`
-	// Step is the phase's step count at From; the chunk commits step Step+Steps.
-	Step       int       `json:"step"`
-	Steps      int       `json:"steps"`
-	TotalSteps int       `json:"total_steps"`
-	Cursor     Cursor    `json:"cursor"`
-	Data       DataSpec  `json:"data"`
-	Batch      BatchSpec `json:"batch"`
-	Optim      Optim     `json:"optim"`
-	// FreshOptimizer ignores From's optimizer state (a phase starting from another phase's model).
-	FreshOptimizer bool `json:"fresh_optimizer"`
+	ChunkHead
+	Data  DataSpec  `json:"data"`
+	Batch BatchSpec `json:"batch"`
 	// LoRA, when set, trains adapters on a frozen base instead of every weight (see lora.go).
 	LoRA *model.LoRA `json:"lora,omitempty"`
-}
-
-// ChunkOutput is the committed checkpoint and what happened on the way.
-type ChunkOutput struct {
-	Checkpoint string  `json:"checkpoint"`
-	Step       int     `json:"step"`
-	Cursor     Cursor  `json:"cursor"`
-	Loss       float64 `json:"loss"`      // mean over the chunk's steps
-	LastLoss   float64 `json:"last_loss"` // the final step's
-	GradNorm   float64 `json:"grad_norm"` // mean
-	LR         float64 `json:"lr"`        // of the last step
-	Tokens     int     `json:"tokens"`    // trained targets
-	TokensPerS float64 `json:"tokens_per_s"`
-	NonFinite  int     `json:"non_finite"` // steps whose loss or gradient was NaN/Inf (skipped by the engine)
-	Resumed    bool    `json:"resumed"`    // the checkpoint was already committed by an earlier attempt
 }
 
 // EvalInput evaluates a checkpoint on held-out data.

@@ -1,3 +1,5 @@
+// Over 500 lines on purpose: spawn (start one helper, enforce its wall clock and output cap, collect the result) reads best in one piece beside the slot and work-dir code it uses.
+
 package sandbox
 
 import (

@@ -1,5 +1,7 @@
 //go:build linux
 
+// Over 500 lines on purpose: the sandbox tests (isolation, hostile programs, languages, worker death) share one fixture.
+
 package sandbox
 
 import (

@@ -1,0 +1,103 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+
+	"go.temporal.io/sdk/activity"
+)
+
+// RefLogProbsInput asks for the reference log-probs of a preference phase's training data.
+type RefLogProbsInput struct {
+	Store     string       `json:"store"`
+	Run       string       `json:"run"`
+	Phase     string       `json:"phase"`
+	Reference string       `json:"reference"` // reference checkpoint URI
+	Data      PrefDataSpec `json:"data"`
+	Kind      string       `json:"kind"` // loss kind: kto reads unpaired rows with mismatched KL completions
+	Seq       int          `json:"seq"`  // longest sequence allowed (batch.seq)
+	Seed      uint64       `json:"seed"`
+}
+
+// RefLogProbsOutput names the object that holds the data with its reference log-probs.
+type RefLogProbsOutput struct {
+	RefData  string `json:"ref_data"`
+	Examples int    `json:"examples"`
+	Resumed  bool   `json:"resumed"` // an earlier attempt had written it
+}
+
+// RefLogProbsKey is where a phase's precomputed reference object lives, relative to the store root; hash
+// identifies the reference checkpoint and data.
+func RefLogProbsKey(run, phase, hash string) string {
+	return path.Join("runs", run, phase, "ref", "train-"+hash+".jsonl")
+}
+
+// RefLogProbs computes the reference model's log-probs of every training sequence once (they hold for
+// every pass over the data), and writes them with the data as one JSONL object of RefLines in the store,
+// so that training never holds the reference model. The object's key derives from run, phase, reference
+// and data, so a retry finds the object an earlier attempt wrote.
+func (a *Activities) RefLogProbs(ctx context.Context, in RefLogProbsInput) (RefLogProbsOutput, error) {
+	op := fmt.Sprintf("train: reference log-probs %s/%s", in.Run, in.Phase)
+	if in.Reference == "" {
+		return RefLogProbsOutput{}, badInput(fmt.Errorf("%s: no reference checkpoint", op))
+	}
+	key := RefLogProbsKey(in.Run, in.Phase, inputHash(struct {
+		Ref  string
+		Data PrefDataSpec
+		Kind string
+		Seed uint64
+	}{in.Reference, in.Data, in.Kind, in.Seed}))
+	if uri, ok, err := existingObject(ctx, a.Ckpt, in.Store, key); err != nil {
+		return RefLogProbsOutput{}, err
+	} else if ok {
+		items, err := readRefItems(ctx, a.Ckpt, uri)
+		if err != nil {
+			return RefLogProbsOutput{}, err
+		}
+		return RefLogProbsOutput{RefData: uri, Examples: len(items), Resumed: true}, nil
+	}
+	trainEx, _, err := PrefExamples(ctx, a.Ckpt, in.Data, in.Seed)
+	if err != nil {
+		return RefLogProbsOutput{}, err
+	}
+	items, err := prefTrainItems(trainEx, in.Kind)
+	if err != nil {
+		return RefLogProbsOutput{}, badInput(fmt.Errorf("%s: %w", op, err))
+	}
+	enc, err := encodeItems(encoder(), items, in.Seq)
+	if err != nil {
+		return RefLogProbsOutput{}, badInput(err)
+	}
+	eng, _, _, err := a.loadEngine(ctx, in.Reference, Optim{}, false)
+	if err != nil {
+		return RefLogProbsOutput{}, err
+	}
+	defer eng.Close()
+	done := 0
+	lps, err := seqLogProbs(ctx, eng, enc, func(n int) {
+		done += n
+		if activity.IsActivity(ctx) { // also called outside activities (temper data gen --from)
+			activity.RecordHeartbeat(ctx, Progress{Step: done, Total: len(items)})
+		}
+	})
+	if err != nil {
+		return RefLogProbsOutput{}, fmt.Errorf("%s: %w", op, err)
+	}
+	var buf bytes.Buffer
+	je := json.NewEncoder(&buf)
+	je.SetEscapeHTML(false)
+	for i := range items {
+		items[i].Ref = lps[i]
+		if err := je.Encode(items[i].line()); err != nil {
+			return RefLogProbsOutput{}, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	uri, err := putObject(ctx, a.Ckpt, in.Store, key, buf.Bytes())
+	if err != nil {
+		return RefLogProbsOutput{}, err
+	}
+	return RefLogProbsOutput{RefData: uri, Examples: len(items)}, nil
+}

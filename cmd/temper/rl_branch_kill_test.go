@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/workers/testenv"
+	"github.com/temperml/temper/workflows"
+)
+
+// TestRLBranchExactResumeAfterSIGKILL: a sync GRPO phase forced to back-track (a non-finite update at
+// iteration 2) runs the rest of the phase as the child workflow .grpo.b1 from the last good
+// checkpoint. Run twice, once undisturbed and once with the trainer worker killed by SIGKILL during a
+// policy step inside the branch, both must end with one back-track, in the branch's directory, on
+// byte-identical weights and optimizer state.
+func TestRLBranchExactResumeAfterSIGKILL(t *testing.T) {
+	if testing.Short() && os.Getenv("CI") == "" {
+		t.Skip("subprocess test; runs in CI and without -short")
+	}
+	env := testenv.Get(t)
+	env.Roles(t, workflows.QueueTemper, workflows.QueueReward, workflows.QueueRollout)
+	dir := t.TempDir()
+	store := "file://" + dir
+	trainer := &workerProcess{t: t, role: workflows.QueueTrainer, addr: env.Server.FrontendAddr(), logs: filepath.Join(dir, "trainer.log")}
+	trainer.start()
+	t.Cleanup(trainer.kill)
+	run := func(id string, in workflows.PipelineInput) client.WorkflowRun {
+		r, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.QueueTemper},
+			workflows.PipelineName, in)
+		if err != nil {
+			t.Fatalf("start %s: %v", id, err)
+		}
+		return r
+	}
+	ids := fmt.Sprintf("rl-branch-kill-%d", time.Now().UnixNano())
+	from := waitRun(t, run(ids+"-base", rlSFTPipeline(store))).Phases[0].Checkpoint
+	branched := func(name string) workflows.PipelineInput {
+		in := rlGRPOPipeline(store, from)
+		in.Name = name
+		in.Phases[0].Config = json.RawMessage(strings.Replace(rlGRPOConfig, `"mode":"sync"`, `"mode":"sync","inject_nan_at":2`, 1))
+		return in
+	}
+	clean := waitRun(t, run(ids+"-clean", branched("rl-branch-clean")))
+	r := run(ids+"-killed", branched("rl-branch-killed"))
+	branch := ids + "-killed.grpo.b1"
+	deadline := time.Now().Add(3 * time.Minute)
+	landed := false
+	for iter := 3; !landed; {
+		if iter >= 7 || time.Now().After(deadline) {
+			t.Fatalf("no kill of the trainer landed during a %s of the branch", train.PolicyStepName)
+		}
+		id, done := rlRunning(env.Client, branch, train.PolicyStepName)
+		if done > iter {
+			iter = done
+			continue
+		}
+		if done < iter || id == "" {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		trainer.kill()
+		trainer.start()
+		if landed = rlAwaitRetry(t, env.Client, branch, id); !landed {
+			iter++
+		}
+		t.Logf("SIGKILL of the trainer during %s of iteration %d in %s: retried %v", train.PolicyStepName, iter, branch, landed)
+	}
+	killed := waitRun(t, r)
+	if n := rlRetried(t, env.Client, branch)[train.PolicyStepName]; n < 1 {
+		t.Errorf("want %s retried in the branch after the kill, got %d", train.PolicyStepName, n)
+	}
+	for _, out := range []workflows.PipelineOutput{clean, killed} {
+		ph := out.Phases[0]
+		if m := ph.Metrics; m["backtracks"] != 1 || m["iterations"] != 7 || !strings.Contains(ph.Checkpoint, "/grpo.b1/") {
+			t.Fatalf("run %s ended at %s with %v: want one back-track, 7 iterations, in grpo.b1", out.RunID, ph.Checkpoint, m)
+		}
+	}
+	a, b := clean.Phases[0].Checkpoint, killed.Phases[0].Checkpoint
+	if fileHash(t, from, train.ModelFile) == fileHash(t, a, train.ModelFile) {
+		t.Fatal("the branch did not change the weights: the comparison would prove nothing")
+	}
+	for _, name := range []string{train.ModelFile, train.OptimizerFile} {
+		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
+			t.Errorf("%s differs after the kill in the branch: %s vs %s", name, ha, hb)
+		}
+	}
+}

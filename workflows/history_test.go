@@ -1,0 +1,155 @@
+package workflows_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temperml/temper/workers"
+	"github.com/temperml/temper/workers/testenv"
+	"github.com/temperml/temper/workflows"
+)
+
+// Stored histories: testdata/histories/<case>/ holds the event histories of every execution (the
+// pipeline, its phases, their continue-as-new runs) of a representative run, recorded by
+// TestRecordHistories, and index.json lists them with their workflow and run IDs (workflow code
+// derives child IDs from its own, so a replay needs the original ones). TestStoredHistories replays
+// them with the current workflow code: a change that would break a run in flight fails it.
+//
+// Re-record (after a deliberate, versioned or pre-release change of workflow code):
+//
+//	TEMPER_RECORD_HISTORIES=1 go test -short -run TestRecordHistories ./workflows/
+const historiesDir = "testdata/histories"
+
+type storedExecution struct {
+	File       string `json:"file"`
+	WorkflowID string `json:"workflow_id"`
+	RunID      string `json:"run_id"`
+	Type       string `json:"type"`
+}
+
+// TestStoredHistories replays every stored history with the worker's current workflow code.
+func TestStoredHistories(t *testing.T) {
+	cases, err := filepath.Glob(filepath.Join(historiesDir, "*", "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) == 0 {
+		t.Fatalf("no stored histories under %s (record them: TEMPER_RECORD_HISTORIES=1 go test -run TestRecordHistories ./workflows/)", historiesDir)
+	}
+	r := worker.NewWorkflowReplayer()
+	workers.RegisterWorkflows(r)
+	for _, index := range cases {
+		dir := filepath.Dir(index)
+		var execs []storedExecution
+		b, err := os.ReadFile(index)
+		if err == nil {
+			err = json.Unmarshal(b, &execs)
+		}
+		if err != nil || len(execs) == 0 {
+			t.Fatalf("%s: %v (%d executions)", index, err, len(execs))
+		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			for _, ex := range execs {
+				f, err := os.Open(filepath.Join(dir, ex.File))
+				if err != nil {
+					t.Fatal(err)
+				}
+				h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+				f.Close()
+				if err != nil {
+					t.Fatalf("%s: %v", ex.File, err)
+				}
+				opts := worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: ex.WorkflowID, RunID: ex.RunID}}
+				if err := r.ReplayWorkflowHistoryWithOptions(nil, h, opts); err != nil {
+					t.Errorf("replay %s (%s %s): %v", ex.File, ex.Type, ex.WorkflowID, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRecordHistories runs the representative pipelines and stores their histories (set
+// TEMPER_RECORD_HISTORIES=1; it replaces testdata/histories/<case>/ for every case it runs).
+func TestRecordHistories(t *testing.T) {
+	if os.Getenv("TEMPER_RECORD_HISTORIES") == "" {
+		t.Skip("records test data: set TEMPER_RECORD_HISTORIES=1")
+	}
+	env := testenv.Get(t)
+	env.Roles(t)
+	sft := `{"model":{"preset":"tiny"},"data":{"task":"add2","train_examples":300,"heldout_examples":16},
+		"batch":{"rows":8,"seq":32},"steps":4,"chunk_steps":2,"eval":{"examples":16,"max_new_tokens":4,"before":false}}`
+	dpo := `{"data":{"task":"add2","train_examples":64,"heldout_examples":16},"batch":{"rows":8,"seq":16},
+		"steps":4,"chunk_steps":2,"eval":{"examples":16,"max_new_tokens":4,"kl_tokens":4}}`
+	rm := `{"data":{"task":"add2","train_pairs":100,"heldout_pairs":16},"batch":{"rows":8,"max_seq":32},
+		"steps":4,"chunk_steps":2,"eval":{"pairs":16}}`
+	rl := `{"data":{"task":"add2","heldout_examples":16},"iterations":4,"prompts":4,"group":4,"max_new_tokens":4,
+		"eval_every":0,"eval":{"examples":16,"max_new_tokens":4,"before":false},"heartbeat_timeout":"10s"%s}`
+	for _, c := range []struct {
+		name   string
+		phases []workflows.PhaseSpec
+	}{
+		{"sft-dpo", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)}, {Name: "dpo", Kind: "dpo", Config: json.RawMessage(dpo)}}},
+		{"sft-reward", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)}, {Name: "rm", Kind: "reward", Config: json.RawMessage(rm)}}},
+		{"grpo-sync-backtrack", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
+			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(fmt.Sprintf(rl, `,"inject_nan_at":2`))}}},
+		{"grpo-async-backtrack", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
+			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(fmt.Sprintf(rl, `,"mode":"async","inject_nan_at":2`))}}},
+		{"ppo", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
+			{Name: "ppo", Kind: "ppo", Config: json.RawMessage(fmt.Sprintf(rl, ""))}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := workflows.PipelineInput{Name: c.name, Store: "file://" + t.TempDir(), Seed: 3, Phases: c.phases}
+			_, id := runPipeline(t, env, in, 10*time.Minute)
+			record(t, env.Client, id, filepath.Join(historiesDir, c.name))
+		})
+	}
+}
+
+// record writes the history of every execution of run id (and its children) under dir.
+func record(t *testing.T, c client.Client, id, dir string) {
+	t.Helper()
+	resp, err := c.ListWorkflow(context.Background(), workflowListRequest{query: fmt.Sprintf("WorkflowId = '%s' OR WorkflowId STARTS_WITH '%s.'", id, id)}.build())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var execs []storedExecution
+	for i, ex := range resp.Executions {
+		h := history(t, c, ex.Execution.WorkflowId, ex.Execution.RunId)
+		b, err := temporalproto.CustomJSONMarshalOptions{Indent: " "}.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		suffix := strings.TrimPrefix(strings.TrimPrefix(ex.Execution.WorkflowId, id), ".")
+		if suffix == "" {
+			suffix = "pipeline"
+		}
+		name := fmt.Sprintf("%02d-%s.json", i, suffix)
+		if err := os.WriteFile(filepath.Join(dir, name), append(bytes.TrimSpace(b), '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		execs = append(execs, storedExecution{File: name, WorkflowID: ex.Execution.WorkflowId, RunID: ex.Execution.RunId, Type: ex.Type.GetName()})
+	}
+	b, _ := json.MarshalIndent(execs, "", " ")
+	if err := os.WriteFile(filepath.Join(dir, "index.json"), append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d executions recorded", dir, len(execs))
+}
