@@ -59,6 +59,8 @@ func TestRunRejectsBadPipelinesBeforeStarting(t *testing.T) {
 		{"bad value", "phases:\n- {name: a, kind: demo, config: {steps: 0}}\n", `phases[0].config.steps: 0: want 1..1000000`},
 		{"bad store", "store: /tmp/x\nphases:\n- {name: a, kind: demo}\n", `store: "/tmp/x": want file:///abs/dir or gs://bucket/prefix`},
 		{"duplicate names", "phases:\n- {name: a, kind: demo}\n- {name: a, kind: demo}\n", `phases[1].name: "a" already names phases[0]`},
+		{"nan learning rate", "phases:\n- {name: s, kind: sft, config: {data: {task: add2}, optimizer: {lr: .nan}}}\n", `phases[0].config.optimizer.lr: NaN is not a finite number`},
+		{"infinite top-level number", "seed: .inf\nphases:\n- {name: a, kind: demo}\n", `seed: +Inf is not a finite number`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
