@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -234,4 +235,28 @@ func TestRLTrialsPipelineIsValid(t *testing.T) {
 func jsonEqual(a, b json.RawMessage) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// TestPrintResultDigits: text output rounds metrics to 4 significant digits (whole numbers stay whole,
+// non-finite values stay readable); --json keeps every digit.
+func TestPrintResultDigits(t *testing.T) {
+	r := result{RunID: "r", Status: "completed", ElapsedSeconds: 1, Phases: []phaseResult{{Name: "sft", Kind: "sft",
+		Metrics: map[string]float64{"heldout_loss": 1.8422898054122925, "steps": 1500, "lr": 0.00012345678, "tokens_per_s": 12345.678, "bad": math.NaN()}}}}
+	var text bytes.Buffer
+	printResult(&text, r, false)
+	for _, want := range []string{"heldout_loss             1.842\n", "steps                    1500\n", "lr                       0.0001235\n", "tokens_per_s             12346\n", "bad                      NaN\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, text.String())
+		}
+	}
+	delete(r.Phases[0].Metrics, "bad") // JSON has no NaN
+	var js bytes.Buffer
+	printResult(&js, r, true)
+	var back result
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Phases[0].Metrics["heldout_loss"]; got != 1.8422898054122925 {
+		t.Errorf("json heldout_loss %v, want full precision", got)
+	}
 }
