@@ -62,6 +62,9 @@ func parsePipeline(name string, data []byte, sets []string, home string) (workfl
 	if err := in.Validate(); err != nil {
 		return in, usageErr("%s: %v", name, err)
 	}
+	if err := checkDataFiles(in); err != nil {
+		return in, usageErr("%s: %v", name, err)
+	}
 	return in, nil
 }
 
