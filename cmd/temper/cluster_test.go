@@ -78,6 +78,14 @@ func TestClusterModeRL(t *testing.T) {
 	}
 	t.Logf("%s completed in %.1fs: grpo %v", id, r.ElapsedSeconds, r.Phases[1].Metrics)
 
+	// The samples of the last iteration, read where the rollout workers wrote them (the store named in
+	// the run's input, found through the server).
+	samples, err := cli(t, "samples", id, "grpo", "--temporal", addr)
+	if err != nil || !strings.Contains(samples, "iteration 3 (of 0..3)") || !strings.Contains(samples, "/runs/"+id+"/grpo/rollouts/iter-000003.jsonl: ") ||
+		!strings.Contains(samples, "policy v3") {
+		t.Errorf("temper samples: %v\n%s", err, samples)
+	}
+
 	c, err := workers.Dial(addr, workers.DefaultNamespace)
 	if err != nil {
 		t.Fatal(err)

@@ -210,26 +210,32 @@ func progressLine(s snapshot, eta time.Duration, frac float64) string {
 	return line
 }
 
-// phaseMaxSeconds reads each phase's max_seconds from the run's input (the first event of its current
-// history), so the ETA can follow it; nil when the input cannot be read.
+// phaseMaxSeconds reads each phase's max_seconds from the run's input, so the ETA can follow it; nil
+// when the input cannot be read.
 func phaseMaxSeconds(ctx context.Context, c client.Client, id string) map[string]float64 {
-	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	if !it.HasNext() {
-		return nil
-	}
-	ev, err := it.Next()
-	if err != nil {
-		return nil
-	}
-	payloads := ev.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()
-	if len(payloads) == 0 {
-		return nil
-	}
-	var in workflows.PipelineInput
-	if json.Unmarshal(payloads[0].GetData(), &in) != nil {
+	in, ok := runInput(ctx, c, id)
+	if !ok {
 		return nil
 	}
 	return maxSecondsOf(in)
+}
+
+// runInput reads a run's pipeline input from the first event of its current history.
+func runInput(ctx context.Context, c client.Client, id string) (workflows.PipelineInput, bool) {
+	var in workflows.PipelineInput
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return in, false
+	}
+	ev, err := it.Next()
+	if err != nil {
+		return in, false
+	}
+	payloads := ev.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()
+	if len(payloads) == 0 || json.Unmarshal(payloads[0].GetData(), &in) != nil {
+		return in, false
+	}
+	return in, true
 }
 
 func maxSecondsOf(in workflows.PipelineInput) map[string]float64 {
