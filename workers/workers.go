@@ -136,6 +136,8 @@ type Options struct {
 	TrainerSlots int
 	// Engine configures the tpu runtimes of the trainer's activities.
 	Engine EngineOptions
+	// Metrics, when set, records Temper's series for every activity these workers run.
+	Metrics *Metrics
 }
 
 // Start creates, registers and starts one worker per role on c. The caller stops them with StopAll.
@@ -143,6 +145,9 @@ func Start(c client.Client, roles []string, opts Options) ([]worker.Worker, erro
 	var ws []worker.Worker
 	for _, role := range roles {
 		wo := worker.Options{}
+		if ic := opts.Metrics.interceptor(); ic != nil {
+			wo.Interceptors = append(wo.Interceptors, ic)
+		}
 		if role == workflows.QueueTrainer {
 			wo.MaxConcurrentActivityExecutionSize = max(1, opts.TrainerSlots)
 		}

@@ -23,6 +23,7 @@ type stackFlags struct {
 	uiPort   int
 	roles    string
 	verbose  bool
+	metrics  string
 	prepared bool
 }
 
@@ -35,6 +36,7 @@ func (s *stackFlags) bind(fs *flag.FlagSet, command string) {
 	fs.IntVar(&s.uiPort, "ui-port", workers.DefaultUIPort, "embedded Web UI port (-1: no UI)")
 	fs.StringVar(&s.roles, "roles", "all", "worker roles to run: temper,trainer,rollout,reward, all, or none (server and UI only: cluster mode, where temper worker processes do the work)")
 	fs.BoolVar(&s.verbose, "v", false, "show the embedded server's warnings")
+	fs.StringVar(&s.metrics, "metrics", "", "serve Prometheus metrics (the Temporal SDK's and Temper's) on this address, e.g. :9090 (path /metrics)")
 }
 
 // prepare applies TEMPORAL_ADDRESS (see applyTemporalEnv) once, saying what it does on w.
@@ -68,9 +70,19 @@ func (s *stackFlags) start(w io.Writer) (*devStack, error) {
 	if s.verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	var m *workers.Metrics
+	if s.metrics != "" {
+		if m, err = workers.StartMetrics(s.metrics); err != nil {
+			return nil, usageErr("--metrics: %v", err)
+		}
+	}
 	st, err := workers.StartStack(workers.StackOptions{
 		Home: s.home, Temporal: s.temporal, IP: s.ip, Port: s.port, UIPort: s.uiPort, Roles: roles, Logger: logger,
+		Workers: workers.Options{Metrics: m},
 	})
+	if err != nil {
+		m.Close()
+	}
 	if pe, ok := workers.IsPortInUse(err); ok {
 		flagName := "--port"
 		if pe.What == "ui" {
@@ -81,7 +93,7 @@ func (s *stackFlags) start(w io.Writer) (*devStack, error) {
 	if err != nil {
 		return nil, err
 	}
-	ds := &devStack{Stack: st}
+	ds := &devStack{Stack: st, metrics: m}
 	if st.Server != nil {
 		if ds.statePath, err = writeDevState(s.home, st); err != nil {
 			ds.Close()
@@ -115,6 +127,9 @@ func init() {
 				} else {
 					fmt.Fprintf(stdout, "Temporal  %s (external, --temporal: no server started here)\n", st.Address)
 				}
+				if st.metrics != nil {
+					fmt.Fprintf(stdout, "Metrics   http://%s/metrics\n", st.metrics.Addr)
+				}
 				if ws := mustRoles(s.roles); len(ws) > 0 {
 					fmt.Fprintf(stdout, "Workers   %s\nCtrl-C stops.\n", strings.Join(ws, ", "))
 				} else {
@@ -134,6 +149,7 @@ func init() {
 			c.bind(fs)
 			roles := fs.String("roles", "all", "worker roles: temper,trainer,rollout,reward or all")
 			slots := fs.Int("trainer-slots", 1, "concurrent trainer activities (one per accelerator)")
+			metricsAddr := fs.String("metrics", "", "serve Prometheus metrics (the Temporal SDK's and Temper's) on this address, e.g. :9090 (path /metrics)")
 			return func(ctx context.Context, args []string) error {
 				rs, err := workers.ParseRoles(*roles)
 				if err != nil {
@@ -142,13 +158,23 @@ func init() {
 				if len(args) > 0 {
 					return usageErr("worker takes no arguments, got %q", args)
 				}
+				var m *workers.Metrics
+				if *metricsAddr != "" {
+					if m, err = workers.StartMetrics(*metricsAddr); err != nil {
+						return usageErr("--metrics: %v", err)
+					}
+					defer m.Close()
+				}
 				st, err := workers.StartStack(workers.StackOptions{Temporal: c.temporal, Namespace: c.namespace, Roles: rs,
-					Workers: workers.Options{TrainerSlots: *slots}})
+					Workers: workers.Options{TrainerSlots: *slots, Metrics: m}})
 				if err != nil {
 					return err
 				}
 				defer st.Close()
 				fmt.Fprintf(stdout, "workers %s polling %s (namespace %s); Ctrl-C stops\n", strings.Join(rs, ","), c.temporal, c.namespace)
+				if m != nil {
+					fmt.Fprintf(stdout, "metrics http://%s/metrics\n", m.Addr)
+				}
 				<-ctx.Done()
 				return nil
 			}

@@ -27,6 +27,7 @@ func devStatePath(home string) string { return filepath.Join(home, "dev.json") }
 type devStack struct {
 	*workers.Stack
 	statePath string
+	metrics   *workers.Metrics // nil without --metrics
 }
 
 func (d *devStack) Close() {
@@ -34,6 +35,7 @@ func (d *devStack) Close() {
 		os.Remove(d.statePath)
 	}
 	d.Stack.Close()
+	d.metrics.Close()
 }
 
 func writeDevState(home string, st *workers.Stack) (string, error) {
