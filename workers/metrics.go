@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
@@ -56,7 +57,7 @@ func StartMetrics(addr string) (*Metrics, error) {
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
 		if err := m.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Printf("temper: metrics server: %v\n", err)
+			fmt.Fprintf(os.Stderr, "temper: metrics server: %v\n", err)
 		}
 	}()
 	return m, nil
