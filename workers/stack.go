@@ -88,7 +88,7 @@ func StartStack(opts StackOptions) (*Stack, error) {
 		}
 		s.Server, s.Address, s.UIURL = srv, srv.FrontendAddr(), srv.UIURL()
 	}
-	c, err := Dial(s.Address, opts.Namespace)
+	c, err := DialWithMetrics(s.Address, opts.Namespace, opts.Workers.Metrics)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -117,11 +117,20 @@ func (s *Stack) Close() {
 
 // Dial connects to a Temporal frontend, waiting up to 20 s for it to answer.
 func Dial(addr, namespace string) (client.Client, error) {
+	return DialWithMetrics(addr, namespace, nil)
+}
+
+// DialWithMetrics is Dial whose client (and the workers built on it) report the SDK's metrics to m.
+func DialWithMetrics(addr, namespace string, m *Metrics) (client.Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	opts := client.Options{HostPort: addr, Namespace: namespace, Logger: quietLogger()}
+	if m != nil {
+		opts.MetricsHandler = m.Handler
+	}
 	var last error
 	for ctx.Err() == nil {
-		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: namespace, Logger: quietLogger()})
+		c, err := client.DialContext(ctx, opts)
 		if err == nil {
 			return c, nil
 		}

@@ -70,10 +70,9 @@ func Register(role string, r worker.Registry, opts Options) error {
 		r.RegisterActivityWithOptions(ta.RefLogProbs, activity.RegisterOptions{Name: train.RefLogProbsName})
 		r.RegisterActivityWithOptions(ta.PreferencesFromModel, activity.RegisterOptions{Name: train.PreferencesFromModelName})
 	case workflows.QueueReward:
-		ra := reward.NewActivities(rewardSandbox())
-		// The learned critic: a reward model trained by a "reward" phase, usable as a verifier.
-		if err := ra.Registry().Register(reward.CriticVerifier, reward.NewCriticFactory(ra.Ckpt, NewTrainEngine(opts.Engine))); err != nil {
-			return fmt.Errorf("workers: register critic verifier: %w", err)
+		ra, err := NewRewardActivities(opts, true)
+		if err != nil {
+			return err
 		}
 		r.RegisterActivityWithOptions(ra.Score, activity.RegisterOptions{Name: reward.ScoreName})
 	case workflows.QueueRollout:
@@ -93,6 +92,23 @@ func RegisterWorkflows(r worker.WorkflowRegistry) {
 	for _, k := range workflows.PhaseKinds() {
 		r.RegisterWorkflowWithOptions(k.Workflow, workflow.RegisterOptions{Name: k.WorkflowName})
 	}
+}
+
+// NewRewardActivities builds the reward activities as a reward worker runs them: the built-in verifiers,
+// "task", "code" on this process's sandbox (withSandbox; without it "code" explains why it is
+// unavailable) and the learned critic. `temper score` uses it so that a spec tried there behaves as in a
+// run.
+func NewRewardActivities(opts Options, withSandbox bool) (*reward.Activities, error) {
+	var sb *sandbox.Sandbox
+	if withSandbox {
+		sb = rewardSandbox()
+	}
+	ra := reward.NewActivities(sb)
+	// The learned critic: a reward model trained by a "reward" phase, usable as a verifier.
+	if err := ra.Registry().Register(reward.CriticVerifier, reward.NewCriticFactory(ra.Ckpt, NewTrainEngine(opts.Engine))); err != nil {
+		return nil, fmt.Errorf("workers: register critic verifier: %w", err)
+	}
+	return ra, nil
 }
 
 var (
@@ -120,6 +136,8 @@ type Options struct {
 	TrainerSlots int
 	// Engine configures the tpu runtimes of the trainer's activities.
 	Engine EngineOptions
+	// Metrics, when set, records Temper's series for every activity these workers run.
+	Metrics *Metrics
 }
 
 // Start creates, registers and starts one worker per role on c. The caller stops them with StopAll.
@@ -127,6 +145,9 @@ func Start(c client.Client, roles []string, opts Options) ([]worker.Worker, erro
 	var ws []worker.Worker
 	for _, role := range roles {
 		wo := worker.Options{}
+		if ic := opts.Metrics.interceptor(); ic != nil {
+			wo.Interceptors = append(wo.Interceptors, ic)
+		}
 		if role == workflows.QueueTrainer {
 			wo.MaxConcurrentActivityExecutionSize = max(1, opts.TrainerSlots)
 		}

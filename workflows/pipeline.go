@@ -141,8 +141,14 @@ func (in *PipelineInput) Validate() error {
 				return &config.FieldError{Path: path + ".from", Msg: fmt.Sprintf("%q is neither a URI nor an earlier phase", p.From)}
 			}
 		}
-		if _, err := DecodePhaseConfig(p.Kind, p.Config, path+".config"); err != nil {
+		cfg, err := DecodePhaseConfig(p.Kind, p.Config, path+".config")
+		if err != nil {
 			return err
+		}
+		if n, ok := cfg.(startsFromCheckpoint); ok && i == 0 && p.From == "" {
+			if why := n.NeedsFrom(); why != "" {
+				return &config.FieldError{Path: path + ".from", Msg: fmt.Sprintf("%s phase %q: %s", p.Kind, p.Name, why)}
+			}
 		}
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -52,6 +54,17 @@ func writeFile(t *testing.T, name, body string) string {
 }
 
 func TestRunRejectsBadPipelinesBeforeStarting(t *testing.T) {
+	dataDir := t.TempDir()
+	good, bad, empty := filepath.Join(dataDir, "good.jsonl"), filepath.Join(dataDir, "bad.jsonl"), filepath.Join(dataDir, "empty.jsonl")
+	for name, body := range map[string]string{
+		good:  `{"prompt":"1+2=","completion":"3"}` + "\n",
+		bad:   `{"prompt":"1+2=","completion":"3"}` + "\n" + `{"prompt":"1+2=","completoin":"3"}` + "\n",
+		empty: "\n",
+	} {
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct{ name, body, want string }{
 		{"misspelled phase field", "phases:\n- name: a\n  kind: demo\n  config: {stepz: 3}\n", `phases[0].config.stepz: unknown field; did you mean "steps"?`},
 		{"misspelled top field", "name: x\nphase:\n- {name: a, kind: demo}\n", `phase: unknown field; did you mean "phases"?`},
@@ -59,19 +72,51 @@ func TestRunRejectsBadPipelinesBeforeStarting(t *testing.T) {
 		{"bad value", "phases:\n- {name: a, kind: demo, config: {steps: 0}}\n", `phases[0].config.steps: 0: want 1..1000000`},
 		{"bad store", "store: /tmp/x\nphases:\n- {name: a, kind: demo}\n", `store: "/tmp/x": want file:///abs/dir or gs://bucket/prefix`},
 		{"duplicate names", "phases:\n- {name: a, kind: demo}\n- {name: a, kind: demo}\n", `phases[1].name: "a" already names phases[0]`},
+		{"nan learning rate", "phases:\n- {name: s, kind: sft, config: {data: {task: add2}, optimizer: {lr: .nan}}}\n", `phases[0].config.optimizer.lr: NaN is not a finite number`},
+		{"infinite top-level number", "seed: .inf\nphases:\n- {name: a, kind: demo}\n", `seed: +Inf is not a finite number`},
+		{"rl first without from", "phases:\n- {name: g, kind: grpo, config: {data: {task: add2}}}\n", `phases[0].from: grpo phase "g": an RL phase starts from a checkpoint`},
+		{"preference first without from", "phases:\n- {name: d, kind: dpo, config: {data: {task: add2}}}\n", `phases[0].from: dpo phase "d": a preference phase starts from a checkpoint`},
+		{"lora first without from", "phases:\n- {name: s, kind: sft, config: {data: {task: add2}, lora: {rank: 4}}}\n", `phases[0].from: sft phase "s": LoRA trains adapters`},
+		{"from names a later phase", "phases:\n- {name: a, kind: demo, from: b}\n- {name: b, kind: demo}\n", `phases[0].from: "b" is neither a URI nor an earlier phase`},
+		{"from names no phase", "phases:\n- {name: a, kind: demo}\n- {name: g, kind: grpo, from: sftt, config: {data: {task: add2}}}\n", `phases[1].from: "sftt" is neither a URI nor an earlier phase`},
+		{"missing data file", "phases:\n- {name: s, kind: sft, config: {data: {train: file://" + dataDir + "/nope.jsonl}}}\n", `phases[0].config.data.train: open ` + dataDir + `/nope.jsonl: no such file`},
+		{"malformed data line", "phases:\n- {name: s, kind: sft, config: {data: {train: file://" + good + ", heldout: file://" + bad + "}}}\n", bad + `:2: `},
+		{"empty data file", "phases:\n- {name: s, kind: sft, config: {data: {train: file://" + empty + "}}}\n", `phases[0].config.data.train: ` + empty + ` has no examples`},
+		{"malformed preference line", "phases:\n- {name: s, kind: sft, config: {data: {task: add2}}}\n- {name: d, kind: dpo, config: {data: {train: file://" + good + "}}}\n", `phases[1].config.data.train: ` + good + `:1: "completion" without "label"`},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			// An unreachable server proves nothing was started: validation fails first.
-			out, err := cli(t, "run", writeFile(t, "p.yaml", c.body), "--temporal", "127.0.0.1:1")
-			var ee *exitError
-			if !errors.As(err, &ee) || ee.code != 2 {
-				t.Fatalf("want exit code 2, got %v (output %q)", err, out)
-			}
-			if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "p.yaml") {
-				t.Fatalf("error %q should name the file and contain %q", err, c.want)
-			}
-		})
+		for _, dry := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/dry=%v", c.name, dry), func(t *testing.T) {
+				// An unreachable server proves nothing was started: validation fails first.
+				args := []string{"run", writeFile(t, "p.yaml", c.body), "--temporal", "127.0.0.1:1"}
+				if dry {
+					args = append(args, "--dry-run")
+				}
+				out, err := cli(t, args...)
+				var ee *exitError
+				if !errors.As(err, &ee) || ee.code != 2 {
+					t.Fatalf("want exit code 2, got %v (output %q)", err, out)
+				}
+				if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "p.yaml") {
+					t.Fatalf("error %q should name the file and contain %q", err, c.want)
+				}
+			})
+		}
+	}
+}
+
+// TestRunChecksGoodDataFiles: valid local data files pass the pre-start check (the check is not a
+// blanket refusal of files).
+func TestRunChecksGoodDataFiles(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.jsonl")
+	pairs := filepath.Join(dir, "pairs.jsonl")
+	os.WriteFile(good, []byte(`{"prompt":"1+2=","completion":"3"}`+"\n"), 0o644)
+	os.WriteFile(pairs, []byte(`{"prompt":"1+2=","chosen":"3","rejected":"4"}`+"\n"), 0o644)
+	body := "phases:\n- {name: s, kind: sft, config: {data: {train: file://" + good + ", heldout: file://" + good + "}}}\n" +
+		"- {name: d, kind: dpo, config: {data: {train: file://" + pairs + "}}}\n"
+	if out, err := cli(t, "run", writeFile(t, "p.yaml", body), "--dry-run"); err != nil {
+		t.Fatalf("valid data files rejected: %v\n%s", err, out)
 	}
 }
 
@@ -232,4 +277,28 @@ func TestRLTrialsPipelineIsValid(t *testing.T) {
 func jsonEqual(a, b json.RawMessage) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// TestPrintResultDigits: text output rounds metrics to 4 significant digits (whole numbers stay whole,
+// non-finite values stay readable); --json keeps every digit.
+func TestPrintResultDigits(t *testing.T) {
+	r := result{RunID: "r", Status: "completed", ElapsedSeconds: 1, Phases: []phaseResult{{Name: "sft", Kind: "sft",
+		Metrics: map[string]float64{"heldout_loss": 1.8422898054122925, "steps": 1500, "lr": 0.00012345678, "tokens_per_s": 12345.678, "bad": math.NaN()}}}}
+	var text bytes.Buffer
+	printResult(&text, r, false)
+	for _, want := range []string{"heldout_loss             1.842\n", "steps                    1500\n", "lr                       0.0001235\n", "tokens_per_s             12346\n", "bad                      NaN\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, text.String())
+		}
+	}
+	delete(r.Phases[0].Metrics, "bad") // JSON has no NaN
+	var js bytes.Buffer
+	printResult(&js, r, true)
+	var back result
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Phases[0].Metrics["heldout_loss"]; got != 1.8422898054122925 {
+		t.Errorf("json heldout_loss %v, want full precision", got)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,9 +51,13 @@ func TestClusterModeRL(t *testing.T) {
 		}
 	}
 
+	rewardMetrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	procs := map[string]*workerProcess{}
 	for _, role := range workflows.Roles {
 		p := &workerProcess{t: t, role: role, addr: addr, logs: filepath.Join(home, role+".log")}
+		if role == workflows.QueueReward {
+			p.args = []string{"--metrics", rewardMetrics}
+		}
 		p.start()
 		t.Cleanup(p.kill)
 		procs[role] = p
@@ -77,6 +83,29 @@ func TestClusterModeRL(t *testing.T) {
 		t.Fatalf("unexpected result %+v", r)
 	}
 	t.Logf("%s completed in %.1fs: grpo %v", id, r.ElapsedSeconds, r.Phases[1].Metrics)
+
+	// The reward worker's metrics: its verdicts and reward means, beside the SDK's own series.
+	time.Sleep(1500 * time.Millisecond) // the tally scope reports every second
+	if resp, err := http.Get("http://" + rewardMetrics + "/metrics"); err != nil {
+		t.Errorf("scrape reward worker: %v", err)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range []string{`temper_verdicts_total{activity="reward_Score",sandbox="`, `verdict="pass"} `, `temper_reward_mean{activity="reward_Score",task_queue="reward"} `,
+			`temporal_activity_execution_latency_seconds_count{activity_type="reward_Score"`} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("reward worker /metrics lacks %q:\n%s", want, body)
+			}
+		}
+	}
+
+	// The samples of the last iteration, read where the rollout workers wrote them (the store named in
+	// the run's input, found through the server).
+	samples, err := cli(t, "samples", id, "grpo", "--temporal", addr)
+	if err != nil || !strings.Contains(samples, "iteration 3 (of 0..3)") || !strings.Contains(samples, "/runs/"+id+"/grpo/rollouts/iter-000003.jsonl: ") ||
+		!strings.Contains(samples, "policy v3") {
+		t.Errorf("temper samples: %v\n%s", err, samples)
+	}
 
 	c, err := workers.Dial(addr, workers.DefaultNamespace)
 	if err != nil {

@@ -20,9 +20,17 @@ type clientFlags struct {
 }
 
 func (c *clientFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&c.temporal, "temporal", envOr("TEMPORAL_ADDRESS", fmt.Sprintf("127.0.0.1:%d", workers.DefaultTemporalPort)), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	fs.StringVar(&c.temporal, "temporal", envOr("TEMPORAL_ADDRESS", defaultTemporal()), "Temporal frontend host:port (env TEMPORAL_ADDRESS; default: the running `temper dev`'s, else 127.0.0.1:7233)")
 	fs.StringVar(&c.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", workers.DefaultNamespace), "Temporal namespace (env TEMPORAL_NAMESPACE)")
-	fs.StringVar(&c.ui, "ui", envOr("TEMPER_UI_URL", fmt.Sprintf("http://127.0.0.1:%d", workers.DefaultUIPort)), "Web UI base URL used in printed links (env TEMPER_UI_URL)")
+	fs.StringVar(&c.ui, "ui", os.Getenv("TEMPER_UI_URL"), "Web UI base URL used in printed links (env TEMPER_UI_URL; default: the one the `temper dev` serving --temporal runs, else http://127.0.0.1:8233)")
+}
+
+// defaultTemporal is the address of the `temper dev` running on $TEMPER_HOME, or the default port.
+func defaultTemporal() string {
+	if ds, ok := readDevState(workers.Home()); ok {
+		return ds.Temporal
+	}
+	return fmt.Sprintf("127.0.0.1:%d", workers.DefaultTemporalPort)
 }
 
 func (c *clientFlags) dial() (client.Client, error) {
@@ -32,8 +40,25 @@ func (c *clientFlags) dial() (client.Client, error) {
 	return workers.Dial(c.temporal, c.namespace)
 }
 
+// uiBase is the Web UI base URL for links: --ui, else the UI of the `temper dev` serving c.temporal (""
+// when it runs without one), else the default port.
+func (c *clientFlags) uiBase() string {
+	if c.ui != "" {
+		return c.ui
+	}
+	if ds, ok := readDevState(workers.Home()); ok && ds.Temporal == c.temporal {
+		return ds.UI
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", workers.DefaultUIPort)
+}
+
+// runURL is the run's page in the Web UI, or a note when the server has no UI.
 func (c *clientFlags) runURL(id string) string {
-	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", strings.TrimSuffix(c.ui, "/"), c.namespace, id)
+	base := c.uiBase()
+	if base == "" {
+		return "(no Web UI: the server runs with --ui-port -1)"
+	}
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", strings.TrimSuffix(base, "/"), c.namespace, id)
 }
 
 func envOr(key, def string) string {

@@ -19,7 +19,7 @@ func init() {
 		summary: "run the built-in demo pipeline on the embedded stack (started if none runs) and print its result",
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			var s stackFlags
-			s.bind(fs)
+			s.bind(fs, "demo")
 			asJSON := fs.Bool("json", false, "end with one JSON line: run ID, elapsed seconds, per-phase results")
 			keep := fs.Bool("keep", false, "keep the embedded server and Web UI up after the run until Ctrl-C")
 			var sets multiFlag
@@ -32,20 +32,26 @@ func init() {
 				if err != nil {
 					return err
 				}
+				if err := s.prepare(os.Stderr); err != nil {
+					return err
+				}
 				addr := fmt.Sprintf("%s:%d", s.ip, s.port)
 				if s.temporal == "" && workers.Reachable(addr) {
 					// A `temper dev` is already up: use its server; our workers join its own.
 					s.temporal = addr
 					fmt.Fprintf(os.Stderr, "using the Temporal server already running at %s\n", addr)
 				}
-				st, err := s.start()
+				st, err := s.start(os.Stderr)
 				if err != nil {
 					return err
 				}
 				defer st.Close()
 				ui := st.UIURL
-				if ui == "" {
-					ui = fmt.Sprintf("http://%s:%d", s.ip, s.uiPort)
+				if st.Server == nil {
+					// Attached to a running `temper dev`: link to the UI it serves, if any.
+					if ds, ok := readDevState(s.home); ok && ds.Temporal == st.Address {
+						ui = ds.UI
+					}
 				}
 				cf := clientFlags{temporal: st.Address, namespace: workers.DefaultNamespace, ui: ui}
 				run, err := startPipeline(ctx, st.Client, newRunID(in.Name), in)

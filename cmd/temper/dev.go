@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -13,6 +14,8 @@ import (
 
 // stackFlags configure the embedded stack of `temper dev` and `temper demo`.
 type stackFlags struct {
+	command  string // "dev" or "demo", for messages
+	fs       *flag.FlagSet
 	home     string
 	temporal string
 	ip       string
@@ -20,22 +23,45 @@ type stackFlags struct {
 	uiPort   int
 	roles    string
 	verbose  bool
+	metrics  string
+	prepared bool
 }
 
-func (s *stackFlags) bind(fs *flag.FlagSet) {
+func (s *stackFlags) bind(fs *flag.FlagSet, command string) {
+	s.fs, s.command = fs, command
 	fs.StringVar(&s.home, "home", workers.Home(), "state directory: SQLite file, local store (env TEMPER_HOME)")
-	fs.StringVar(&s.temporal, "temporal", os.Getenv("TEMPORAL_ADDRESS"), "use this Temporal server (host:port) instead of starting one (env TEMPORAL_ADDRESS)")
+	fs.StringVar(&s.temporal, "temporal", "", "attach to this Temporal server (host:port) instead of starting one; an exported TEMPORAL_ADDRESS is not used for this (a loopback one is where the embedded server listens)")
 	fs.StringVar(&s.ip, "ip", "127.0.0.1", "address the embedded server and UI bind to")
-	fs.IntVar(&s.port, "port", workers.DefaultTemporalPort, "embedded Temporal gRPC port")
+	fs.IntVar(&s.port, "port", workers.DefaultTemporalPort, "embedded Temporal gRPC port (default: TEMPORAL_ADDRESS's port when it is a loopback address)")
 	fs.IntVar(&s.uiPort, "ui-port", workers.DefaultUIPort, "embedded Web UI port (-1: no UI)")
 	fs.StringVar(&s.roles, "roles", "all", "worker roles to run: temper,trainer,rollout,reward, all, or none (server and UI only: cluster mode, where temper worker processes do the work)")
 	fs.BoolVar(&s.verbose, "v", false, "show the embedded server's warnings")
+	fs.StringVar(&s.metrics, "metrics", "", "serve Prometheus metrics (the Temporal SDK's and Temper's) on this address, e.g. :9090 (path /metrics)")
 }
 
-func (s *stackFlags) start() (*workers.Stack, error) {
+// prepare applies TEMPORAL_ADDRESS (see applyTemporalEnv) once, saying what it does on w.
+func (s *stackFlags) prepare(w io.Writer) error {
+	if s.prepared {
+		return nil
+	}
+	s.prepared = true
+	explicit := map[string]bool{}
+	if s.fs != nil {
+		s.fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	}
+	return s.applyTemporalEnv(w, explicit)
+}
+
+func (s *stackFlags) start(w io.Writer) (*devStack, error) {
 	roles, err := stackRoles(s.roles)
 	if err != nil {
 		return nil, usageErr("--roles: %v", err)
+	}
+	if err := s.prepare(w); err != nil {
+		return nil, err
+	}
+	if s.temporal != "" && !workers.Reachable(s.temporal) {
+		return nil, fmt.Errorf("no Temporal server at %s (--temporal): start one there, or drop --temporal and temper %s serves its own", s.temporal, s.command)
 	}
 	if err := os.MkdirAll(s.home, 0o755); err != nil {
 		return nil, fmt.Errorf("create home %s: %w", s.home, err)
@@ -44,17 +70,37 @@ func (s *stackFlags) start() (*workers.Stack, error) {
 	if s.verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	var m *workers.Metrics
+	if s.metrics != "" {
+		if m, err = workers.StartMetrics(s.metrics); err != nil {
+			return nil, usageErr("--metrics: %v", err)
+		}
+	}
 	st, err := workers.StartStack(workers.StackOptions{
 		Home: s.home, Temporal: s.temporal, IP: s.ip, Port: s.port, UIPort: s.uiPort, Roles: roles, Logger: logger,
+		Workers: workers.Options{Metrics: m},
 	})
+	if err != nil {
+		m.Close()
+	}
 	if pe, ok := workers.IsPortInUse(err); ok {
 		flagName := "--port"
 		if pe.What == "ui" {
 			flagName = "--ui-port"
 		}
-		return nil, usageErr("%s is already in use: is `temper dev` already running? Otherwise pick another port with %s", pe.Addr, flagName)
+		return nil, usageErr("%s is already in use: is `temper dev` already running? Otherwise pick another port with %s, or attach to that server with --temporal %s", pe.Addr, flagName, pe.Addr)
 	}
-	return st, err
+	if err != nil {
+		return nil, err
+	}
+	ds := &devStack{Stack: st, metrics: m}
+	if st.Server != nil {
+		if ds.statePath, err = writeDevState(s.home, st); err != nil {
+			ds.Close()
+			return nil, err
+		}
+	}
+	return ds, nil
 }
 
 func init() {
@@ -63,12 +109,12 @@ func init() {
 		summary: "run the embedded Temporal server, Web UI and workers for every role until Ctrl-C",
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			var s stackFlags
-			s.bind(fs)
+			s.bind(fs, "dev")
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usageErr("dev takes no arguments, got %q", args)
 				}
-				st, err := s.start()
+				st, err := s.start(stdout)
 				if err != nil {
 					return err
 				}
@@ -79,7 +125,10 @@ func init() {
 						fmt.Fprintf(stdout, "Web UI    %s\n", st.UIURL)
 					}
 				} else {
-					fmt.Fprintf(stdout, "Temporal  %s (external)\n", st.Address)
+					fmt.Fprintf(stdout, "Temporal  %s (external, --temporal: no server started here)\n", st.Address)
+				}
+				if st.metrics != nil {
+					fmt.Fprintf(stdout, "Metrics   http://%s/metrics\n", st.metrics.Addr)
 				}
 				if ws := mustRoles(s.roles); len(ws) > 0 {
 					fmt.Fprintf(stdout, "Workers   %s\nCtrl-C stops.\n", strings.Join(ws, ", "))
@@ -100,6 +149,7 @@ func init() {
 			c.bind(fs)
 			roles := fs.String("roles", "all", "worker roles: temper,trainer,rollout,reward or all")
 			slots := fs.Int("trainer-slots", 1, "concurrent trainer activities (one per accelerator)")
+			metricsAddr := fs.String("metrics", "", "serve Prometheus metrics (the Temporal SDK's and Temper's) on this address, e.g. :9090 (path /metrics)")
 			return func(ctx context.Context, args []string) error {
 				rs, err := workers.ParseRoles(*roles)
 				if err != nil {
@@ -108,13 +158,23 @@ func init() {
 				if len(args) > 0 {
 					return usageErr("worker takes no arguments, got %q", args)
 				}
+				var m *workers.Metrics
+				if *metricsAddr != "" {
+					if m, err = workers.StartMetrics(*metricsAddr); err != nil {
+						return usageErr("--metrics: %v", err)
+					}
+					defer m.Close()
+				}
 				st, err := workers.StartStack(workers.StackOptions{Temporal: c.temporal, Namespace: c.namespace, Roles: rs,
-					Workers: workers.Options{TrainerSlots: *slots}})
+					Workers: workers.Options{TrainerSlots: *slots, Metrics: m}})
 				if err != nil {
 					return err
 				}
 				defer st.Close()
 				fmt.Fprintf(stdout, "workers %s polling %s (namespace %s); Ctrl-C stops\n", strings.Join(rs, ","), c.temporal, c.namespace)
+				if m != nil {
+					fmt.Fprintf(stdout, "metrics http://%s/metrics\n", m.Addr)
+				}
 				<-ctx.Done()
 				return nil
 			}

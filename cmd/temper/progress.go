@@ -24,6 +24,9 @@ type snapshot struct {
 	Step     demo.Progress // of the current phase's running activity, if any
 	Activity string
 	Attempt  int32
+	// ChildStart is when the current phase's workflow run started (the latest run after a
+	// continue-as-new).
+	ChildStart time.Time
 }
 
 // observe queries the pipeline and describes the current phase's child workflow for heartbeats.
@@ -43,6 +46,9 @@ func observe(ctx context.Context, c client.Client, id string) (snapshot, error) 
 	if err != nil {
 		return s, nil
 	}
+	if st := desc.GetWorkflowExecutionInfo().GetStartTime(); st != nil {
+		s.ChildStart = st.AsTime()
+	}
 	for _, pa := range desc.PendingActivities {
 		s.Activity = pa.ActivityType.GetName()
 		s.Attempt = pa.Attempt
@@ -61,7 +67,7 @@ func follow(ctx context.Context, c client.Client, run client.WorkflowRun, w io.W
 	go func() { done <- run.Get(ctx, &out) }()
 	tty := isTTY(w)
 	var last string
-	eta := etaEstimator{}
+	eta := etaEstimator{maxSeconds: phaseMaxSeconds(ctx, c, run.GetID())}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -84,61 +90,165 @@ func follow(ctx context.Context, c client.Client, run client.WorkflowRun, w io.W
 			if err != nil {
 				continue
 			}
-			left := eta.update(s, time.Now())
+			left, frac := eta.update(s, time.Now())
 			if tty {
-				line := progressLine(s, left)
+				line := progressLine(s, left, frac)
 				fmt.Fprintf(w, "\r%-100s", line)
 				last = line
 				continue
 			}
 			// Logs get one line per observed step, without the ticking ETA.
-			if line := progressLine(s, -1); line != last {
-				fmt.Fprintln(w, progressLine(s, left))
+			if line := progressLine(s, -1, -1); line != last {
+				fmt.Fprintln(w, progressLine(s, left, -1))
 				last = line
 			}
 		}
 	}
 }
 
-// etaEstimator derives a rate from the steps observed within the current phase. Heartbeats reach the
-// server in batches, so the rate is measured between observed changes and the ETA counts down in between.
+// etaEstimator turns the observed steps of the current phase into a smooth ETA. Heartbeats reach the
+// server in batches (every ~25 s), so the step seen jumps; the rate is measured between observed changes,
+// the remaining time counts down in between, and a new estimate is blended in over etaBlend instead of
+// replacing the shown one at once. When the phase has max_seconds and that ends it before its steps, the
+// ETA is the time left of it.
 type etaEstimator struct {
-	phase               string
+	maxSeconds map[string]float64 // per phase name; from the pipeline input (0 or absent: no limit)
+
+	phase      string
+	phaseStart time.Time
+	rates      map[string]*stepRate // per activity type and total: training chunks and evaluations differ
+
+	shown   time.Duration // -1: nothing shown yet
+	shownAt time.Time
+	source  string // what shown was estimated from: an activity's steps, or max_seconds
+}
+
+// stepRate is what one activity's heartbeats said: the first and the latest step seen, and when.
+type stepRate struct {
 	firstStep, lastStep int
 	firstAt, lastAt     time.Time
 }
 
-func (e *etaEstimator) update(s snapshot, now time.Time) time.Duration {
-	if s.Progress.Phase != e.phase || s.Step.Step < e.lastStep {
-		*e = etaEstimator{phase: s.Progress.Phase, firstStep: s.Step.Step, lastStep: s.Step.Step, firstAt: now, lastAt: now}
-		return -1
+const etaBlend = 10 * time.Second
+
+// update returns the ETA to show (-1: unknown) and the fraction of the phase's steps done, interpolated
+// between heartbeats at the measured rate (-1: unknown).
+func (e *etaEstimator) update(s snapshot, now time.Time) (time.Duration, float64) {
+	if s.Progress.Phase != e.phase || e.rates == nil {
+		*e = etaEstimator{maxSeconds: e.maxSeconds, phase: s.Progress.Phase, phaseStart: now, rates: map[string]*stepRate{}, shown: -1}
 	}
-	if s.Step.Step != e.lastStep {
-		e.lastStep, e.lastAt = s.Step.Step, now
+	if !s.ChildStart.IsZero() && s.ChildStart.Before(e.phaseStart) {
+		e.phaseStart = s.ChildStart // the phase began before we looked
 	}
-	done := e.lastStep - e.firstStep
-	if done <= 0 || s.Step.Total == 0 {
-		return -1
+	raw, frac, source := time.Duration(-1), -1.0, ""
+	if s.Step.Total > 0 {
+		key := fmt.Sprintf("%s/%d", s.Activity, s.Step.Total)
+		source = key
+		r := e.rates[key]
+		if r == nil || s.Step.Step < r.lastStep {
+			r = &stepRate{firstStep: s.Step.Step, lastStep: s.Step.Step, firstAt: now, lastAt: now}
+			e.rates[key] = r
+		}
+		if s.Step.Step != r.lastStep {
+			r.lastStep, r.lastAt = s.Step.Step, now
+		}
+		frac = float64(s.Step.Step) / float64(s.Step.Total)
+		if done := r.lastStep - r.firstStep; done > 0 {
+			perStep := r.lastAt.Sub(r.firstAt) / time.Duration(done)
+			raw = max(0, perStep*time.Duration(s.Step.Total-r.lastStep)-now.Sub(r.lastAt))
+			if perStep > 0 {
+				est := float64(r.lastStep) + float64(now.Sub(r.lastAt))/float64(perStep)
+				frac = min(est, float64(s.Step.Total)) / float64(s.Step.Total)
+			}
+		}
 	}
-	perStep := e.lastAt.Sub(e.firstAt) / time.Duration(done)
-	return max(0, perStep*time.Duration(s.Step.Total-e.lastStep)-now.Sub(e.lastAt))
+	if limit := e.maxSeconds[e.phase]; limit > 0 {
+		left := max(0, time.Duration(limit*float64(time.Second))-now.Sub(e.phaseStart))
+		if raw < 0 || left < raw {
+			raw, source = left, "max_seconds"
+		}
+	}
+	if raw < 0 {
+		return -1, frac
+	}
+	if e.shown < 0 || source != e.source {
+		// A first estimate, or one of another kind (the time limit now binds, an evaluation runs):
+		// blending the two would show neither.
+		e.shown, e.shownAt, e.source = raw, now, source
+		return raw, frac
+	}
+	dt := now.Sub(e.shownAt)
+	predicted := max(0, e.shown-dt)
+	w := min(1, float64(dt)/float64(etaBlend))
+	// Beyond counting down, the shown ETA moves by at most max(1 s, 2% of itself) per second: a new
+	// batch of heartbeats never makes it jump.
+	limit := time.Duration(float64(dt) * max(1, 0.02*predicted.Seconds()))
+	e.shown = max(0, predicted+min(limit, max(-limit, time.Duration(w*float64(raw-predicted)))))
+	e.shownAt = now
+	return e.shown, frac
 }
 
-func progressLine(s snapshot, eta time.Duration) string {
+// progressLine renders the phase, a bar filled to frac (the reported step's fraction when frac < 0),
+// the reported step and the ETA (when eta >= 0).
+func progressLine(s snapshot, eta time.Duration, frac float64) string {
 	p := s.Progress
 	line := fmt.Sprintf("phase %d/%d %s (%s)", p.Index+1, p.Total, p.Phase, p.Kind)
 	if s.Step.Total > 0 {
 		const width = 24
-		filled := width * s.Step.Step / s.Step.Total
-		line += fmt.Sprintf(" [%s%s] step %d/%d", strings.Repeat("#", filled), strings.Repeat(".", width-filled), s.Step.Step, s.Step.Total)
-		if eta >= 0 {
-			line += " ETA " + eta.Round(time.Second).String()
+		if frac < 0 {
+			frac = float64(s.Step.Step) / float64(s.Step.Total)
 		}
+		filled := min(width, max(0, int(frac*width)))
+		line += fmt.Sprintf(" [%s%s] step %d/%d", strings.Repeat("#", filled), strings.Repeat(".", width-filled), s.Step.Step, s.Step.Total)
+	}
+	if eta >= 0 {
+		line += " ETA " + eta.Round(time.Second).String()
 	}
 	if s.Attempt > 1 {
 		line += fmt.Sprintf(" (attempt %d)", s.Attempt)
 	}
 	return line
+}
+
+// phaseMaxSeconds reads each phase's max_seconds from the run's input, so the ETA can follow it; nil
+// when the input cannot be read.
+func phaseMaxSeconds(ctx context.Context, c client.Client, id string) map[string]float64 {
+	in, ok := runInput(ctx, c, id)
+	if !ok {
+		return nil
+	}
+	return maxSecondsOf(in)
+}
+
+// runInput reads a run's pipeline input from the first event of its current history.
+func runInput(ctx context.Context, c client.Client, id string) (workflows.PipelineInput, bool) {
+	var in workflows.PipelineInput
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return in, false
+	}
+	ev, err := it.Next()
+	if err != nil {
+		return in, false
+	}
+	payloads := ev.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()
+	if len(payloads) == 0 || json.Unmarshal(payloads[0].GetData(), &in) != nil {
+		return in, false
+	}
+	return in, true
+}
+
+func maxSecondsOf(in workflows.PipelineInput) map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range in.Phases {
+		var c struct {
+			MaxSeconds float64 `json:"max_seconds"`
+		}
+		if json.Unmarshal(p.Config, &c) == nil && c.MaxSeconds > 0 {
+			out[p.Name] = c.MaxSeconds
+		}
+	}
+	return out
 }
 
 func isTTY(w io.Writer) bool {
@@ -205,7 +315,7 @@ func printStatus(ctx context.Context, c client.Client, cf *clientFlags, id strin
 			fmt.Fprintln(stdout, string(b))
 			return nil
 		}
-		fmt.Fprintf(stdout, "%s running since %s\n  %s\n  %s\n", id, info.StartTime.AsTime().UTC().Format(time.RFC3339), progressLine(s, -1), cf.runURL(id))
+		fmt.Fprintf(stdout, "%s running since %s\n  %s\n  %s\n", id, info.StartTime.AsTime().UTC().Format(time.RFC3339), progressLine(s, -1, -1), cf.runURL(id))
 		if line := phaseMemo(ctx, c, s.Progress.ChildID); line != "" {
 			fmt.Fprintf(stdout, "  now: %s\n", line)
 		}

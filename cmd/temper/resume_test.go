@@ -29,12 +29,13 @@ type workerProcess struct {
 	role string
 	addr string
 	logs string
+	args []string // extra flags
 	cmd  *exec.Cmd
 }
 
 func (p *workerProcess) start() {
 	p.t.Helper()
-	p.cmd = exec.Command(os.Args[0], "worker", "--roles", p.role, "--temporal", p.addr)
+	p.cmd = exec.Command(os.Args[0], append([]string{"worker", "--roles", p.role, "--temporal", p.addr}, p.args...)...)
 	p.cmd.Env = append(os.Environ(), "TEMPER_TEST_MAIN=1")
 	f, err := os.OpenFile(p.logs, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {

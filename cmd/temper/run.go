@@ -9,8 +9,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +60,9 @@ func parsePipeline(name string, data []byte, sets []string, home string) (workfl
 		in.Store = defaultStore(home)
 	}
 	if err := in.Validate(); err != nil {
+		return in, usageErr("%s: %v", name, err)
+	}
+	if err := checkDataFiles(in); err != nil {
 		return in, usageErr("%s: %v", name, err)
 	}
 	return in, nil
@@ -235,7 +240,7 @@ func printResult(w io.Writer, r result, asJSON bool) {
 	for _, p := range r.Phases {
 		fmt.Fprintf(w, "  %-12s %-8s %6.1fs  %s\n", p.Name, p.Kind, p.Seconds, p.Checkpoint)
 		for _, k := range sortedKeys(p.Metrics) {
-			fmt.Fprintf(w, "      %-24s %g\n", k, p.Metrics[k])
+			fmt.Fprintf(w, "      %-24s %s\n", k, fmtMetric(p.Metrics[k]))
 		}
 	}
 	if line := exactMatchLine(r.Phases); line != "" {
@@ -244,6 +249,16 @@ func printResult(w io.Writer, r result, asJSON bool) {
 	if r.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", r.Error)
 	}
+}
+
+// fmtMetric prints a metric for people: whole numbers (steps) and large ones (tokens/s) as integers,
+// others with 4 significant digits, since a float64's 16 digits are noise to a reader. JSON output keeps
+// full precision.
+func fmtMetric(v float64) string {
+	if a := math.Abs(v); a < 1e15 && (v == math.Trunc(v) || a >= 1000) {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
 // exactMatchLine summarises held-out exact match along the pipeline ("held-out exact match: start

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -124,6 +125,9 @@ func Set(tree any, assignment string) (any, error) {
 // Fields of type json.RawMessage are not checked here: their owner checks them with its own type.
 // prefix is prepended to error paths.
 func Decode(tree any, out any, prefix string) error {
+	if err := checkFinite(tree, prefix); err != nil {
+		return err
+	}
 	if err := check(tree, reflect.TypeOf(out), prefix); err != nil {
 		return err
 	}
@@ -149,6 +153,36 @@ func DecodeBytes(data []byte, out any, prefix string) error {
 		return err
 	}
 	return Decode(tree, out, prefix)
+}
+
+// checkFinite rejects NaN and ±Inf anywhere in the tree (YAML's .nan and .inf), raw sub-configs
+// included: encoding/json cannot carry them, and its error ("json: unsupported value: NaN") names no
+// field.
+func checkFinite(v any, path string) error {
+	switch t := v.(type) {
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return &FieldError{Path: orRoot(path), Msg: fmt.Sprintf("%v is not a finite number", t)}
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // the first error is deterministic
+		for _, k := range keys {
+			if err := checkFinite(t[k], join(path, k)); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, x := range t {
+			if err := checkFinite(x, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func asTypeError(err error, te **json.UnmarshalTypeError) bool {

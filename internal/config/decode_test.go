@@ -35,6 +35,9 @@ func TestDecodeStrict(t *testing.T) {
 		{"no suggestion", "inner: {zzzzzzzzzz: 3}\n", "inner.zzzzzzzzzz", "unknown field (valid: steps, learning_rate)"},
 		{"wrong type", "inner: {steps: many}\n", "inner.steps", "want int"},
 		{"want map", "inner: 3\n", "inner", "want a map"},
+		{"nan", "inner: {learning_rate: .nan}\n", "inner.learning_rate", "NaN is not a finite number"},
+		{"inf in list", "list: [{steps: 1}, {learning_rate: -.inf}]\n", "list[1].learning_rate", "-Inf is not a finite number"},
+		{"nan in raw", "raw: {optimizer: {lr: .NaN}}\n", "raw.optimizer.lr", "not a finite number"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
