@@ -58,7 +58,7 @@ func (p *workerProcess) kill() {
 
 func resumePipeline(store string) workflows.PipelineInput {
 	cfg := `{"model":{"preset":"tiny"},"data":{"task":"add2","train_examples":500,"heldout_examples":16},
-	"batch":{"rows":16,"seq":64},"steps":60,"chunk_steps":10,"heartbeat_timeout":"2s",
+	"batch":{"rows":32,"seq":128},"steps":60,"chunk_steps":10,"heartbeat_timeout":"2s",
 	"eval":{"examples":16,"max_new_tokens":4,"before":false}}`
 	return workflows.PipelineInput{Name: "resume", Store: store, Seed: 7, Phases: []workflows.PhaseSpec{
 		{Name: "sft", Kind: "sft", Config: []byte(cfg)},
@@ -97,7 +97,9 @@ func TestSFTExactResumeAfterSIGKILL(t *testing.T) {
 	}
 	// Kill in three random chunks (of the six) at a random moment: wait until the chunk has reported
 	// its first step (heartbeats reach the server in batches, so later steps may never show), wait a
-	// random 0-400 ms more, then SIGKILL the worker and start a new one.
+	// random 0-400 ms more, then SIGKILL the worker and start a new one. The batch is sized so that a
+	// chunk lasts long enough to be seen pending: with 16×64 rows the faster engine finished whole
+	// chunks between two polls on a loaded machine, and the test waited for a step it had missed.
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	chunks := rng.Perm(6)[:3]
 	slices.Sort(chunks)
