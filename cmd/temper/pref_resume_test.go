@@ -138,12 +138,7 @@ func TestPreferenceExactResumeAfterSIGKILL(t *testing.T) {
 // prefRun runs a pipeline to the end.
 func prefRun(t *testing.T, c client.Client, id string, in workflows.PipelineInput) workflows.PipelineOutput {
 	t.Helper()
-	r, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.QueueTemper},
-		workflows.PipelineName, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return waitRun(t, r)
+	return waitRun(t, mustStart(t, c, id, in))
 }
 
 // prefChunkStep is the heartbeat step of the phase's running preference chunk, or -1.

@@ -81,12 +81,7 @@ func TestSFTExactResumeAfterSIGKILL(t *testing.T) {
 	t.Cleanup(p.kill)
 
 	run := func(id string) workflows.PipelineOutput {
-		r, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.QueueTemper},
-			workflows.PipelineName, resumePipeline(store))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return waitRun(t, r)
+		return waitRun(t, mustStart(t, env.Client, id, resumePipeline(store)))
 	}
 	clean := run("resume-clean")
 
@@ -133,6 +128,16 @@ func TestSFTExactResumeAfterSIGKILL(t *testing.T) {
 		}
 	}
 	t.Logf("final checkpoints %s and %s match", a, b)
+}
+
+// mustStart starts the pipeline workflow id the way `temper run` does.
+func mustStart(t *testing.T, c client.Client, id string, in workflows.PipelineInput) client.WorkflowRun {
+	t.Helper()
+	r, err := startPipeline(context.Background(), c, id, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func waitRun(t *testing.T, r client.WorkflowRun) workflows.PipelineOutput {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -34,12 +33,7 @@ func TestRLBranchExactResumeAfterSIGKILL(t *testing.T) {
 	trainer.start()
 	t.Cleanup(trainer.kill)
 	run := func(id string, in workflows.PipelineInput) client.WorkflowRun {
-		r, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.QueueTemper},
-			workflows.PipelineName, in)
-		if err != nil {
-			t.Fatalf("start %s: %v", id, err)
-		}
-		return r
+		return mustStart(t, env.Client, id, in)
 	}
 	ids := fmt.Sprintf("rl-branch-kill-%d", time.Now().UnixNano())
 	from := waitRun(t, run(ids+"-base", rlSFTPipeline(store))).Phases[0].Checkpoint

@@ -65,12 +65,7 @@ func TestRLExactResumeAfterSIGKILL(t *testing.T) {
 	t.Cleanup(roll.kill)
 
 	run := func(id string, in workflows.PipelineInput) client.WorkflowRun {
-		r, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.QueueTemper},
-			workflows.PipelineName, in)
-		if err != nil {
-			t.Fatalf("start %s: %v", id, err)
-		}
-		return r
+		return mustStart(t, env.Client, id, in)
 	}
 	// IDs unique per invocation: with -count=N the shared server still holds the earlier runs, and a
 	// describe of a child not started yet would answer with the old one.

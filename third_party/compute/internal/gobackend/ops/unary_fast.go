@@ -10,11 +10,8 @@ import (
 	"github.com/gomlx/compute/internal/fastmath"
 )
 
-// exp32 is e^x in float32 (fastmath.Exp32Exact: Cephes' polynomial in float32 inside [-87, 88], 0
-// below e^-104, math.Exp for the rest so ±Inf, subnormals and NaN behave as before).
-func exp32(x float32) float32 { return fastmath.Exp32Exact(x) }
-
-// execExpFloat32 runs whole vectors of the polynomial (same bits as exp32 per element).
+// execExpFloat32 is e^x in float32 (fastmath.Exp32Slice: Cephes' polynomial in float32 inside
+// [-87, 88], 0 below e^-104, math.Exp for the rest so ±Inf, subnormals and NaN behave as before).
 func execExpFloat32(inputs, outputs []float32) {
 	fastmath.Exp32Slice(outputs[:len(inputs)], inputs)
 }
