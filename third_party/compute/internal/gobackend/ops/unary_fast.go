@@ -26,13 +26,21 @@ func execLogisticFloat32(inputs, outputs []float32) {
 	for lo := 0; lo < len(inputs); lo += len(scratch) {
 		in := inputs[lo:min(lo+len(scratch), len(inputs))]
 		e := scratch[:len(in)]
-		negAbs(in, e)
+		negAbsKernel(in, e)
 		fastmath.Exp32Slice(e, e)
-		logisticCombine(in, e, outputs[lo:lo+len(in)])
+		logisticCombineKernel(in, e, outputs[lo:lo+len(in)])
 	}
 }
 
 var logisticScratch = sync.Pool{New: func() any { return new([512]float32) }}
+
+// negAbsKernel and logisticCombineKernel are the scalar loops below unless a vector ISA replaces
+// them (unary_simd_amd64.go): the vector versions give the same bits (sign-bit set; IEEE add and
+// divide), and the scalar combine's data-dependent branch mispredicted on every other element.
+var (
+	negAbsKernel          = negAbs
+	logisticCombineKernel = logisticCombine
+)
 
 func negAbs(in, out []float32) {
 	out = out[:len(in)]

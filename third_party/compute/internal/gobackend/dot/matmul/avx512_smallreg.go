@@ -16,87 +16,183 @@ import (
 // element is the same fused multiply-add chain over k = 0…K-1 in order as before (vector lanes
 // and the scalar tail alike), so results do not change.
 func avx512SmallRegFloat32(lhs, rhs []float32, batchStart, batchCount, M, N, K int, output []float32) {
-	if M < 4 {
-		// No 4-row tile to hold in registers (decode attention: one or two query rows per head
-		// group): the previous kernel measured faster there.
-		avx512SmallFloat32(lhs, rhs, batchStart, batchCount, M, N, K, output)
-		return
-	}
 	defer archsimd.ClearAVXUpperBits()
+	M4 := M - M%4
 	for b := batchStart; b < batchStart+batchCount; b++ {
 		l := lhs[b*M*K : (b+1)*M*K]
 		r := rhs[b*K*N : (b+1)*K*N]
 		o := output[b*M*N : (b+1)*M*N]
-		i := 0
-		for ; i+4 <= M; i += 4 {
-			l0, l1, l2, l3 := l[i*K:(i+1)*K], l[(i+1)*K:(i+2)*K], l[(i+2)*K:(i+3)*K], l[(i+3)*K:(i+4)*K]
-			j := 0
-			for ; j+32 <= N; j += 32 {
-				var a00, a01, a10, a11, a20, a21, a30, a31 archsimd.Float32x16
-				for k := range K {
-					rk := r[k*N+j : k*N+j+32]
-					r0 := archsimd.LoadFloat32x16((*[16]float32)(rk[:16]))
-					r1 := archsimd.LoadFloat32x16((*[16]float32)(rk[16:32]))
-					b0 := archsimd.BroadcastFloat32x16(l0[k])
-					a00, a01 = b0.MulAdd(r0, a00), b0.MulAdd(r1, a01)
-					b1 := archsimd.BroadcastFloat32x16(l1[k])
-					a10, a11 = b1.MulAdd(r0, a10), b1.MulAdd(r1, a11)
-					b2 := archsimd.BroadcastFloat32x16(l2[k])
-					a20, a21 = b2.MulAdd(r0, a20), b2.MulAdd(r1, a21)
-					b3 := archsimd.BroadcastFloat32x16(l3[k])
-					a30, a31 = b3.MulAdd(r0, a30), b3.MulAdd(r1, a31)
-				}
-				a00.Store((*[16]float32)(o[i*N+j : i*N+j+16]))
-				a01.Store((*[16]float32)(o[i*N+j+16 : i*N+j+32]))
-				a10.Store((*[16]float32)(o[(i+1)*N+j : (i+1)*N+j+16]))
-				a11.Store((*[16]float32)(o[(i+1)*N+j+16 : (i+1)*N+j+32]))
-				a20.Store((*[16]float32)(o[(i+2)*N+j : (i+2)*N+j+16]))
-				a21.Store((*[16]float32)(o[(i+2)*N+j+16 : (i+2)*N+j+32]))
-				a30.Store((*[16]float32)(o[(i+3)*N+j : (i+3)*N+j+16]))
-				a31.Store((*[16]float32)(o[(i+3)*N+j+16 : (i+3)*N+j+32]))
-			}
-			for ; j+16 <= N; j += 16 {
-				var a0, a1, a2, a3 archsimd.Float32x16
-				for k := range K {
-					r0 := archsimd.LoadFloat32x16((*[16]float32)(r[k*N+j : k*N+j+16]))
-					a0 = archsimd.BroadcastFloat32x16(l0[k]).MulAdd(r0, a0)
-					a1 = archsimd.BroadcastFloat32x16(l1[k]).MulAdd(r0, a1)
-					a2 = archsimd.BroadcastFloat32x16(l2[k]).MulAdd(r0, a2)
-					a3 = archsimd.BroadcastFloat32x16(l3[k]).MulAdd(r0, a3)
-				}
-				a0.Store((*[16]float32)(o[i*N+j : i*N+j+16]))
-				a1.Store((*[16]float32)(o[(i+1)*N+j : (i+1)*N+j+16]))
-				a2.Store((*[16]float32)(o[(i+2)*N+j : (i+2)*N+j+16]))
-				a3.Store((*[16]float32)(o[(i+3)*N+j : (i+3)*N+j+16]))
-			}
-			for ri := range 4 {
-				smallRegTail(l[(i+ri)*K:(i+ri+1)*K], r, o[(i+ri)*N:(i+ri+1)*N], j, N, K)
+		// Column strips outside, row tiles inside: a strip of rhs (K × 32) stays in L1 while every
+		// row tile uses it, so a weight larger than the caches is read from memory once, not once
+		// per row tile (decode's 64-row products with base-sized weights).
+		j := 0
+		for ; j+32 <= N; j += 32 {
+			for i := 0; i < M4; i += 4 {
+				smallRegTile4x32(l[i*K:(i+4)*K], r, o[i*N:(i+4)*N], j, N, K)
 			}
 		}
-		for ; i < M; i++ {
-			li := l[i*K : (i+1)*K]
-			j := 0
-			for ; j+16 <= N; j += 16 {
-				var a archsimd.Float32x16
-				for k := range K {
-					a = archsimd.BroadcastFloat32x16(li[k]).MulAdd(archsimd.LoadFloat32x16((*[16]float32)(r[k*N+j:k*N+j+16])), a)
-				}
-				a.Store((*[16]float32)(o[i*N+j : i*N+j+16]))
+		for ; j+16 <= N; j += 16 {
+			for i := 0; i < M4; i += 4 {
+				smallRegTile4x16(l[i*K:(i+4)*K], r, o[i*N:(i+4)*N], j, N, K)
 			}
-			smallRegTail(li, r, o[i*N:(i+1)*N], j, N, K)
+		}
+		for i := range M4 {
+			smallRegTail(l[i*K:(i+1)*K], r, o[i*N:(i+1)*N], j, N, K, N)
+		}
+		i := M4
+		for ; i+2 <= M; i += 2 {
+			smallRegRowPair(l[i*K:(i+1)*K], l[(i+1)*K:(i+2)*K], r, o[i*N:(i+1)*N], o[(i+1)*N:(i+2)*N], N, K)
+		}
+		for ; i < M; i++ {
+			smallRegRow(l[i*K:(i+1)*K], r, o[i*N:(i+1)*N], N, K, N)
 		}
 	}
 }
 
+// smallRegTile4x32 computes output rows 0–3 (of o, row stride N), columns j…j+31: l holds the four
+// lhs rows (K each).
+func smallRegTile4x32(l, r, o []float32, j, N, K int) {
+	l0, l1, l2, l3 := l[:K], l[K:2*K], l[2*K:3*K], l[3*K:4*K]
+	var a00, a01, a10, a11, a20, a21, a30, a31 archsimd.Float32x16
+	for k := range K {
+		rk := r[k*N+j : k*N+j+32]
+		r0 := archsimd.LoadFloat32x16((*[16]float32)(rk[:16]))
+		r1 := archsimd.LoadFloat32x16((*[16]float32)(rk[16:32]))
+		b0 := archsimd.BroadcastFloat32x16(l0[k])
+		a00, a01 = b0.MulAdd(r0, a00), b0.MulAdd(r1, a01)
+		b1 := archsimd.BroadcastFloat32x16(l1[k])
+		a10, a11 = b1.MulAdd(r0, a10), b1.MulAdd(r1, a11)
+		b2 := archsimd.BroadcastFloat32x16(l2[k])
+		a20, a21 = b2.MulAdd(r0, a20), b2.MulAdd(r1, a21)
+		b3 := archsimd.BroadcastFloat32x16(l3[k])
+		a30, a31 = b3.MulAdd(r0, a30), b3.MulAdd(r1, a31)
+	}
+	a00.Store((*[16]float32)(o[j : j+16]))
+	a01.Store((*[16]float32)(o[j+16 : j+32]))
+	a10.Store((*[16]float32)(o[N+j : N+j+16]))
+	a11.Store((*[16]float32)(o[N+j+16 : N+j+32]))
+	a20.Store((*[16]float32)(o[2*N+j : 2*N+j+16]))
+	a21.Store((*[16]float32)(o[2*N+j+16 : 2*N+j+32]))
+	a30.Store((*[16]float32)(o[3*N+j : 3*N+j+16]))
+	a31.Store((*[16]float32)(o[3*N+j+16 : 3*N+j+32]))
+}
+
+// smallRegTile4x16 is smallRegTile4x32 for one vector of columns.
+func smallRegTile4x16(l, r, o []float32, j, N, K int) {
+	l0, l1, l2, l3 := l[:K], l[K:2*K], l[2*K:3*K], l[3*K:4*K]
+	var a0, a1, a2, a3 archsimd.Float32x16
+	for k := range K {
+		r0 := archsimd.LoadFloat32x16((*[16]float32)(r[k*N+j : k*N+j+16]))
+		a0 = archsimd.BroadcastFloat32x16(l0[k]).MulAdd(r0, a0)
+		a1 = archsimd.BroadcastFloat32x16(l1[k]).MulAdd(r0, a1)
+		a2 = archsimd.BroadcastFloat32x16(l2[k]).MulAdd(r0, a2)
+		a3 = archsimd.BroadcastFloat32x16(l3[k]).MulAdd(r0, a3)
+	}
+	a0.Store((*[16]float32)(o[j : j+16]))
+	a1.Store((*[16]float32)(o[N+j : N+j+16]))
+	a2.Store((*[16]float32)(o[2*N+j : 2*N+j+16]))
+	a3.Store((*[16]float32)(o[3*N+j : 3*N+j+16]))
+}
+
+// smallRegRowPair computes two output rows 64, then 32 columns at a time (eight or four
+// accumulators; decode attention's weighted sum of values has only head_dim columns), then the rest
+// row by row.
+func smallRegRowPair(l0, l1, r, o0, o1 []float32, N, K int) {
+	j := 0
+	for ; j+64 <= N; j += 64 {
+		var a00, a01, a02, a03, a10, a11, a12, a13 archsimd.Float32x16
+		for k := range K {
+			rk := r[k*N+j : k*N+j+64]
+			r0 := archsimd.LoadFloat32x16((*[16]float32)(rk[:16]))
+			r1 := archsimd.LoadFloat32x16((*[16]float32)(rk[16:32]))
+			r2 := archsimd.LoadFloat32x16((*[16]float32)(rk[32:48]))
+			r3 := archsimd.LoadFloat32x16((*[16]float32)(rk[48:64]))
+			b0 := archsimd.BroadcastFloat32x16(l0[k])
+			a00, a01, a02, a03 = b0.MulAdd(r0, a00), b0.MulAdd(r1, a01), b0.MulAdd(r2, a02), b0.MulAdd(r3, a03)
+			b1 := archsimd.BroadcastFloat32x16(l1[k])
+			a10, a11, a12, a13 = b1.MulAdd(r0, a10), b1.MulAdd(r1, a11), b1.MulAdd(r2, a12), b1.MulAdd(r3, a13)
+		}
+		a00.Store((*[16]float32)(o0[j : j+16]))
+		a01.Store((*[16]float32)(o0[j+16 : j+32]))
+		a02.Store((*[16]float32)(o0[j+32 : j+48]))
+		a03.Store((*[16]float32)(o0[j+48 : j+64]))
+		a10.Store((*[16]float32)(o1[j : j+16]))
+		a11.Store((*[16]float32)(o1[j+16 : j+32]))
+		a12.Store((*[16]float32)(o1[j+32 : j+48]))
+		a13.Store((*[16]float32)(o1[j+48 : j+64]))
+	}
+	for ; j+32 <= N; j += 32 {
+		var a00, a01, a10, a11 archsimd.Float32x16
+		for k := range K {
+			rk := r[k*N+j : k*N+j+32]
+			r0 := archsimd.LoadFloat32x16((*[16]float32)(rk[:16]))
+			r1 := archsimd.LoadFloat32x16((*[16]float32)(rk[16:32]))
+			b0 := archsimd.BroadcastFloat32x16(l0[k])
+			a00, a01 = b0.MulAdd(r0, a00), b0.MulAdd(r1, a01)
+			b1 := archsimd.BroadcastFloat32x16(l1[k])
+			a10, a11 = b1.MulAdd(r0, a10), b1.MulAdd(r1, a11)
+		}
+		a00.Store((*[16]float32)(o0[j : j+16]))
+		a01.Store((*[16]float32)(o0[j+16 : j+32]))
+		a10.Store((*[16]float32)(o1[j : j+16]))
+		a11.Store((*[16]float32)(o1[j+16 : j+32]))
+	}
+	if j < N {
+		smallRegRow(l0, r[j:], o0[j:], N-j, K, N)
+		smallRegRow(l1, r[j:], o1[j:], N-j, K, N)
+	}
+}
+
+// smallRegRow computes one output row (fewer than 4 rows left, or decode attention's one or two
+// query rows per head group) with four accumulators per 64 columns, so the fused multiply-adds of
+// a column block overlap instead of waiting on one accumulator's latency at every k.
+func smallRegRow(li, r, out []float32, n, K, stride int) {
+	j := 0
+	for ; j+64 <= n; j += 64 {
+		var a0, a1, a2, a3 archsimd.Float32x16
+		for k := range K {
+			rk := r[k*stride+j : k*stride+j+64]
+			b := archsimd.BroadcastFloat32x16(li[k])
+			a0 = b.MulAdd(archsimd.LoadFloat32x16((*[16]float32)(rk[:16])), a0)
+			a1 = b.MulAdd(archsimd.LoadFloat32x16((*[16]float32)(rk[16:32])), a1)
+			a2 = b.MulAdd(archsimd.LoadFloat32x16((*[16]float32)(rk[32:48])), a2)
+			a3 = b.MulAdd(archsimd.LoadFloat32x16((*[16]float32)(rk[48:64])), a3)
+		}
+		a0.Store((*[16]float32)(out[j : j+16]))
+		a1.Store((*[16]float32)(out[j+16 : j+32]))
+		a2.Store((*[16]float32)(out[j+32 : j+48]))
+		a3.Store((*[16]float32)(out[j+48 : j+64]))
+	}
+	for ; j+32 <= n; j += 32 {
+		var a0, a1 archsimd.Float32x16
+		for k := range K {
+			rk := r[k*stride+j : k*stride+j+32]
+			b := archsimd.BroadcastFloat32x16(li[k])
+			a0 = b.MulAdd(archsimd.LoadFloat32x16((*[16]float32)(rk[:16])), a0)
+			a1 = b.MulAdd(archsimd.LoadFloat32x16((*[16]float32)(rk[16:32])), a1)
+		}
+		a0.Store((*[16]float32)(out[j : j+16]))
+		a1.Store((*[16]float32)(out[j+16 : j+32]))
+	}
+	for ; j+16 <= n; j += 16 {
+		var a archsimd.Float32x16
+		for k := range K {
+			a = archsimd.BroadcastFloat32x16(li[k]).MulAdd(archsimd.LoadFloat32x16((*[16]float32)(r[k*stride+j:k*stride+j+16])), a)
+		}
+		a.Store((*[16]float32)(out[j : j+16]))
+	}
+	smallRegTail(li, r, out, j, n, K, stride)
+}
+
 // smallRegTail computes out[j0:N] (fewer than 16 columns) of one row with a partial vector, so
 // the tail's fused multiply-adds are the vector lanes' own.
-func smallRegTail(li, r, out []float32, j0, N, K int) {
-	if j0 >= N {
+func smallRegTail(li, r, out []float32, j0, n, K, stride int) {
+	if j0 >= n {
 		return
 	}
 	var a archsimd.Float32x16
 	for k := range K {
-		a = archsimd.BroadcastFloat32x16(li[k]).MulAdd(archsimd.LoadFloat32x16SlicePart(r[k*N+j0:k*N+N]), a)
+		a = archsimd.BroadcastFloat32x16(li[k]).MulAdd(archsimd.LoadFloat32x16SlicePart(r[k*stride+j0:k*stride+n]), a)
 	}
-	a.StoreSlicePart(out[j0:N])
+	a.StoreSlicePart(out[j0:n])
 }
