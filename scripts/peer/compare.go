@@ -14,6 +14,21 @@ type ISA struct {
 	Model  string `json:"model"`
 	Vector string `json:"vector"` // best of "avx512f", "avx2", "avx", or "none" (non-x86: "unknown")
 	CPUs   int    `json:"cpus"`   // logical CPUs Go sees
+	// Kernels is the vector ISA each side's kernels were told to use, when the environment narrows
+	// it below Vector (GOMLX_SIMD_AVX512=false for Temper; ATEN_CPU_CAPABILITY and OPENBLAS_CORETYPE
+	// for PyTorch): the way to measure the AVX2 paths on an AVX-512 machine. Empty: the best of Vector.
+	Kernels string `json:"kernels,omitempty"`
+}
+
+// kernelEnv lists the environment settings that narrow the kernels' ISA, as "NAME=value" pairs.
+func kernelEnv() string {
+	var set []string
+	for _, name := range []string{"GOMLX_SIMD_AVX512", "GOMLX_SIMD_AVX2", "ATEN_CPU_CAPABILITY", "OPENBLAS_CORETYPE"} {
+		if v, ok := os.LookupEnv(name); ok {
+			set = append(set, name+"="+v)
+		}
+	}
+	return strings.Join(set, " ")
 }
 
 // ParseISA reads /proc/cpuinfo text: the first processor's model name and flags.
@@ -50,6 +65,7 @@ func DetectISA() ISA {
 	b, _ := os.ReadFile("/proc/cpuinfo") // absent off Linux: "unknown"
 	isa := ParseISA(string(b))
 	isa.CPUs = runtime.NumCPU()
+	isa.Kernels = kernelEnv()
 	return isa
 }
 
@@ -176,6 +192,9 @@ func (c *Comparison) SetPeer(r Report) {
 func (c Comparison) String() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "CPU: %s, vector ISA %s, %d logical CPUs\n", c.ISA.Model, c.ISA.Vector, c.ISA.CPUs)
+	if c.ISA.Kernels != "" {
+		fmt.Fprintf(&sb, "kernels narrowed by: %s\n", c.ISA.Kernels)
+	}
 	fmt.Fprintf(&sb, "Temper: backend %s (%s), GOMAXPROCS %d, %s\n", c.Temper.Backend, c.Temper.ExecutorChoice, c.Temper.GOMAXPROCS, c.Temper.GoVersion)
 	fmt.Fprintf(&sb, "PyTorch %s (%s): threads %s, BLAS %s (512² fp32 matmul %.1f GFLOP/s, %.1f per CPU-second), decode attends over the %s cache\n",
 		c.Peer.TorchVersion, c.Peer.Python, threadString(c.Peer.Threads), c.Peer.BLAS, c.Peer.MatmulGFLOPS, c.Peer.MatmulPerCPU, c.Peer.DecodeAttend)

@@ -5,11 +5,17 @@
 
 package fastmath
 
-import "simd/archsimd"
+import (
+	"simd/archsimd"
+
+	"github.com/gomlx/compute/support/envutil"
+)
 
 var (
-	hasAVX512 = archsimd.X86.AVX512()
-	hasAVX2   = archsimd.X86.AVX2()
+	// Temper fork: GOMLX_SIMD_AVX512=false selects the AVX2 loops on an AVX-512 machine, as it does
+	// for matmul, so the AVX2 path can be measured anywhere.
+	hasAVX512 = archsimd.X86.AVX512() && envutil.MustReadBool(envutil.SIMD_AVX512_Env, true)
+	hasAVX2   = archsimd.X86.AVX2() && envutil.MustReadBool(envutil.SIMD_AVX2_Env, true)
 )
 
 // expSliceVector fills dst with e^src in whole vectors (ExpPoly32 lane by lane, in the same float32

@@ -9,16 +9,18 @@ package ops
 
 import (
 	"simd/archsimd"
+
+	"github.com/gomlx/compute/support/envutil"
 )
 
 func init() {
 	switch {
-	case archsimd.X86.AVX512():
+	case archsimd.X86.AVX512() && envutil.MustReadBool(envutil.SIMD_AVX512_Env, true): // GOMLX_SIMD_AVX512=false: AVX2 loops
 		f32Kernels[binaryAdd] = binaryKernels[float32]{vv: addVV512, vs: addVS512, sv: addSV512}
 		f32Kernels[binarySub] = binaryKernels[float32]{vv: subVV512, vs: subVS512, sv: subSV512}
 		f32Kernels[binaryMul] = binaryKernels[float32]{vv: mulVV512, vs: mulVS512, sv: mulSV512}
 		f32Kernels[binaryDiv] = binaryKernels[float32]{vv: divVV512, vs: divVS512, sv: divSV512}
-	case archsimd.X86.AVX2():
+	case archsimd.X86.AVX2() && envutil.MustReadBool(envutil.SIMD_AVX2_Env, true):
 		f32Kernels[binaryAdd] = binaryKernels[float32]{vv: addVV256, vs: addVS256, sv: addSV256}
 		f32Kernels[binarySub] = binaryKernels[float32]{vv: subVV256, vs: subVS256, sv: subSV256}
 		f32Kernels[binaryMul] = binaryKernels[float32]{vv: mulVV256, vs: mulVS256, sv: mulSV256}

@@ -7,13 +7,17 @@
 
 package ops
 
-import "simd/archsimd"
+import (
+	"simd/archsimd"
+
+	"github.com/gomlx/compute/support/envutil"
+)
 
 func init() {
 	switch {
-	case archsimd.X86.AVX512():
+	case archsimd.X86.AVX512() && envutil.MustReadBool(envutil.SIMD_AVX512_Env, true): // GOMLX_SIMD_AVX512=false: AVX2 loops
 		negAbsKernel, logisticCombineKernel = negAbs512, logisticCombine512
-	case archsimd.X86.AVX2():
+	case archsimd.X86.AVX2() && envutil.MustReadBool(envutil.SIMD_AVX2_Env, true):
 		negAbsKernel, logisticCombineKernel = negAbs256, logisticCombine256
 	}
 }

@@ -1,0 +1,181 @@
+// Copyright 2023-2026 The GoMLX Authors. SPDX-License-Identifier: Apache-2.0
+// Temper fork: see third_party/README.md.
+
+//go:build amd64 && goexperiment.simd
+
+package matmul
+
+import (
+	"simd/archsimd"
+)
+
+// avx2SmallRegFloat32 is the AVX2 (8-lane) twin of avx512SmallRegFloat32: the non-transposed small
+// matmul (lhs [M, K], rhs [K, N], output [M, N] per batch item) with each output tile summed over
+// all of K in registers and stored once. The kernel it replaces loaded and stored the tile at every
+// k. Each output element is the same fused multiply-add chain over k = 0…K-1 in order (starting from
+// zero) as before, so whole vectors of columns give the same bits. AVX2 has 16 vector registers:
+// tiles hold at most eight accumulators.
+func avx2SmallRegFloat32(lhs, rhs []float32, batchStart, batchCount, M, N, K int, output []float32) {
+	defer archsimd.ClearAVXUpperBits()
+	M4 := M - M%4
+	for b := batchStart; b < batchStart+batchCount; b++ {
+		l := lhs[b*M*K : (b+1)*M*K]
+		r := rhs[b*K*N : (b+1)*K*N]
+		o := output[b*M*N : (b+1)*M*N]
+		// Column strips outside, row tiles inside, so a strip of rhs stays in L1 across row tiles.
+		j := 0
+		for ; j+16 <= N; j += 16 {
+			for i := 0; i < M4; i += 4 {
+				avx2RegTile4x16(l[i*K:(i+4)*K], r, o[i*N:(i+4)*N], j, N, K)
+			}
+		}
+		for ; j+8 <= N; j += 8 {
+			for i := 0; i < M4; i += 4 {
+				avx2RegTile4x8(l[i*K:(i+4)*K], r, o[i*N:(i+4)*N], j, N, K)
+			}
+		}
+		for i := range M4 {
+			avx2RegTail(l[i*K:(i+1)*K], r, o[i*N:(i+1)*N], j, N, K, N)
+		}
+		i := M4
+		for ; i+2 <= M; i += 2 {
+			avx2RegRowPair(l[i*K:(i+1)*K], l[(i+1)*K:(i+2)*K], r, o[i*N:(i+1)*N], o[(i+1)*N:(i+2)*N], N, K)
+		}
+		for ; i < M; i++ {
+			avx2RegRow(l[i*K:(i+1)*K], r, o[i*N:(i+1)*N], N, K, N)
+		}
+	}
+}
+
+// avx2RegTile4x16 computes output rows 0–3 (of o, row stride N), columns j…j+15.
+func avx2RegTile4x16(l, r, o []float32, j, N, K int) {
+	l0, l1, l2, l3 := l[:K], l[K:2*K], l[2*K:3*K], l[3*K:4*K]
+	var a00, a01, a10, a11, a20, a21, a30, a31 archsimd.Float32x8
+	for k := range K {
+		rk := r[k*N+j : k*N+j+16]
+		r0 := archsimd.LoadFloat32x8((*[8]float32)(rk[:8]))
+		r1 := archsimd.LoadFloat32x8((*[8]float32)(rk[8:16]))
+		b0 := archsimd.BroadcastFloat32x8(l0[k])
+		a00, a01 = b0.MulAdd(r0, a00), b0.MulAdd(r1, a01)
+		b1 := archsimd.BroadcastFloat32x8(l1[k])
+		a10, a11 = b1.MulAdd(r0, a10), b1.MulAdd(r1, a11)
+		b2 := archsimd.BroadcastFloat32x8(l2[k])
+		a20, a21 = b2.MulAdd(r0, a20), b2.MulAdd(r1, a21)
+		b3 := archsimd.BroadcastFloat32x8(l3[k])
+		a30, a31 = b3.MulAdd(r0, a30), b3.MulAdd(r1, a31)
+	}
+	a00.Store((*[8]float32)(o[j : j+8]))
+	a01.Store((*[8]float32)(o[j+8 : j+16]))
+	a10.Store((*[8]float32)(o[N+j : N+j+8]))
+	a11.Store((*[8]float32)(o[N+j+8 : N+j+16]))
+	a20.Store((*[8]float32)(o[2*N+j : 2*N+j+8]))
+	a21.Store((*[8]float32)(o[2*N+j+8 : 2*N+j+16]))
+	a30.Store((*[8]float32)(o[3*N+j : 3*N+j+8]))
+	a31.Store((*[8]float32)(o[3*N+j+8 : 3*N+j+16]))
+}
+
+// avx2RegTile4x8 is avx2RegTile4x16 for one vector of columns.
+func avx2RegTile4x8(l, r, o []float32, j, N, K int) {
+	l0, l1, l2, l3 := l[:K], l[K:2*K], l[2*K:3*K], l[3*K:4*K]
+	var a0, a1, a2, a3 archsimd.Float32x8
+	for k := range K {
+		r0 := archsimd.LoadFloat32x8((*[8]float32)(r[k*N+j : k*N+j+8]))
+		a0 = archsimd.BroadcastFloat32x8(l0[k]).MulAdd(r0, a0)
+		a1 = archsimd.BroadcastFloat32x8(l1[k]).MulAdd(r0, a1)
+		a2 = archsimd.BroadcastFloat32x8(l2[k]).MulAdd(r0, a2)
+		a3 = archsimd.BroadcastFloat32x8(l3[k]).MulAdd(r0, a3)
+	}
+	a0.Store((*[8]float32)(o[j : j+8]))
+	a1.Store((*[8]float32)(o[N+j : N+j+8]))
+	a2.Store((*[8]float32)(o[2*N+j : 2*N+j+8]))
+	a3.Store((*[8]float32)(o[3*N+j : 3*N+j+8]))
+}
+
+// avx2RegRowPair computes two output rows 32, then 16 columns at a time (eight or four
+// accumulators), then the rest row by row.
+func avx2RegRowPair(l0, l1, r, o0, o1 []float32, N, K int) {
+	j := 0
+	for ; j+32 <= N; j += 32 {
+		var a00, a01, a02, a03, a10, a11, a12, a13 archsimd.Float32x8
+		for k := range K {
+			rk := r[k*N+j : k*N+j+32]
+			r0 := archsimd.LoadFloat32x8((*[8]float32)(rk[:8]))
+			r1 := archsimd.LoadFloat32x8((*[8]float32)(rk[8:16]))
+			r2 := archsimd.LoadFloat32x8((*[8]float32)(rk[16:24]))
+			r3 := archsimd.LoadFloat32x8((*[8]float32)(rk[24:32]))
+			b0 := archsimd.BroadcastFloat32x8(l0[k])
+			a00, a01, a02, a03 = b0.MulAdd(r0, a00), b0.MulAdd(r1, a01), b0.MulAdd(r2, a02), b0.MulAdd(r3, a03)
+			b1 := archsimd.BroadcastFloat32x8(l1[k])
+			a10, a11, a12, a13 = b1.MulAdd(r0, a10), b1.MulAdd(r1, a11), b1.MulAdd(r2, a12), b1.MulAdd(r3, a13)
+		}
+		a00.Store((*[8]float32)(o0[j : j+8]))
+		a01.Store((*[8]float32)(o0[j+8 : j+16]))
+		a02.Store((*[8]float32)(o0[j+16 : j+24]))
+		a03.Store((*[8]float32)(o0[j+24 : j+32]))
+		a10.Store((*[8]float32)(o1[j : j+8]))
+		a11.Store((*[8]float32)(o1[j+8 : j+16]))
+		a12.Store((*[8]float32)(o1[j+16 : j+24]))
+		a13.Store((*[8]float32)(o1[j+24 : j+32]))
+	}
+	for ; j+16 <= N; j += 16 {
+		var a00, a01, a10, a11 archsimd.Float32x8
+		for k := range K {
+			rk := r[k*N+j : k*N+j+16]
+			r0 := archsimd.LoadFloat32x8((*[8]float32)(rk[:8]))
+			r1 := archsimd.LoadFloat32x8((*[8]float32)(rk[8:16]))
+			b0 := archsimd.BroadcastFloat32x8(l0[k])
+			a00, a01 = b0.MulAdd(r0, a00), b0.MulAdd(r1, a01)
+			b1 := archsimd.BroadcastFloat32x8(l1[k])
+			a10, a11 = b1.MulAdd(r0, a10), b1.MulAdd(r1, a11)
+		}
+		a00.Store((*[8]float32)(o0[j : j+8]))
+		a01.Store((*[8]float32)(o0[j+8 : j+16]))
+		a10.Store((*[8]float32)(o1[j : j+8]))
+		a11.Store((*[8]float32)(o1[j+8 : j+16]))
+	}
+	if j < N {
+		avx2RegRow(l0, r[j:], o0[j:], N-j, K, N)
+		avx2RegRow(l1, r[j:], o1[j:], N-j, K, N)
+	}
+}
+
+// avx2RegRow computes one output row of n columns (rhs row stride stride), four accumulators per
+// 32 columns.
+func avx2RegRow(li, r, out []float32, n, K, stride int) {
+	j := 0
+	for ; j+32 <= n; j += 32 {
+		var a0, a1, a2, a3 archsimd.Float32x8
+		for k := range K {
+			rk := r[k*stride+j : k*stride+j+32]
+			b := archsimd.BroadcastFloat32x8(li[k])
+			a0 = b.MulAdd(archsimd.LoadFloat32x8((*[8]float32)(rk[:8])), a0)
+			a1 = b.MulAdd(archsimd.LoadFloat32x8((*[8]float32)(rk[8:16])), a1)
+			a2 = b.MulAdd(archsimd.LoadFloat32x8((*[8]float32)(rk[16:24])), a2)
+			a3 = b.MulAdd(archsimd.LoadFloat32x8((*[8]float32)(rk[24:32])), a3)
+		}
+		a0.Store((*[8]float32)(out[j : j+8]))
+		a1.Store((*[8]float32)(out[j+8 : j+16]))
+		a2.Store((*[8]float32)(out[j+16 : j+24]))
+		a3.Store((*[8]float32)(out[j+24 : j+32]))
+	}
+	for ; j+8 <= n; j += 8 {
+		var a archsimd.Float32x8
+		for k := range K {
+			a = archsimd.BroadcastFloat32x8(li[k]).MulAdd(archsimd.LoadFloat32x8((*[8]float32)(r[k*stride+j:k*stride+j+8])), a)
+		}
+		a.Store((*[8]float32)(out[j : j+8]))
+	}
+	avx2RegTail(li, r, out, j, n, K, stride)
+}
+
+// avx2RegTail computes out[j0:n] (fewer than 8 columns) of one row with a partial vector.
+func avx2RegTail(li, r, out []float32, j0, n, K, stride int) {
+	if j0 >= n {
+		return
+	}
+	var a archsimd.Float32x8
+	for k := range K {
+		a = archsimd.BroadcastFloat32x8(li[k]).MulAdd(archsimd.LoadFloat32x8SlicePart(r[k*stride+j0:k*stride+n]), a)
+	}
+	a.StoreSlicePart(out[j0:n])
+}
