@@ -32,9 +32,14 @@ type Generator struct {
 	scope   *gm.Scope
 	cfg     Config
 
-	mu                    sync.Mutex
-	prefill, decode, full *gm.Exec
+	mu                          sync.Mutex
+	prefill, decode, grow, full *gm.Exec
 }
+
+// cacheStep is the granularity of the KV cache's length: decode attends over the cache columns
+// written so far rounded up to it (as an inference engine attends over the filled part), and the
+// cache grows by this many columns when the next slot would not fit.
+const cacheStep = 32
 
 // NewGenerator prepares generation for the model cfg whose variables live under scope.
 func NewGenerator(backend compute.Backend, scope *gm.Scope, cfg Config) (*Generator, error) {
@@ -58,6 +63,13 @@ func NewGenerator(backend compute.Backend, scope *gm.Scope, cfg Config) (*Genera
 	if err != nil {
 		return nil, fmt.Errorf("model: new generator: %w", err)
 	}
+	// grow: k…, v… (cache length s) → the same, cacheStep columns longer, zero-filled
+	gen.grow, err = gm.NewExec(backend, store, func(_ *gm.Scope, in []*Node) []*Node {
+		return growGraph(in, cfg.Layers)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("model: new generator: %w", err)
+	}
 	// full (uncached reference): tokens, positions, mask [b, s] → logits [b, s, vocab]
 	gen.full, err = gm.NewExec(backend, store, func(_ *gm.Scope, tok, pos, mask *Node) *Node {
 		return Forward(gen.scope, cfg, tok, pos, mask)
@@ -65,7 +77,7 @@ func NewGenerator(backend compute.Backend, scope *gm.Scope, cfg Config) (*Genera
 	if err != nil {
 		return nil, fmt.Errorf("model: new generator: %w", err)
 	}
-	for _, e := range []*gm.Exec{gen.prefill, gen.decode, gen.full} {
+	for _, e := range []*gm.Exec{gen.prefill, gen.decode, gen.grow, gen.full} {
 		e.SetMaxCache(64)
 	}
 	return gen, nil
@@ -132,6 +144,26 @@ func (gen *Generator) decodeGraph(token, position, slot, cacheMask *Node, k, v [
 	logits := Reshape(lmHead(gen.scope, cfg, h), b, cfg.Vocab)
 	return append(append([]*Node{logits}, kv.k...), kv.v...)
 }
+
+// growGraph pads every cache tensor by cacheStep zero columns on its cache axis.
+//
+//	in: k[l] ×layers ([b·kv, hd, s]), v[l] ×layers ([b·kv, s, hd]) → the same with s + cacheStep
+func growGraph(in []*Node, layers int) []*Node {
+	out := make([]*Node, len(in))
+	zero := ScalarZero(in[0].Graph(), dtypes.Float32)
+	more := compute.PadAxis{End: cacheStep}
+	for i, t := range in {
+		if i < layers {
+			out[i] = Pad(t, zero, compute.PadAxis{}, compute.PadAxis{}, more)
+		} else {
+			out[i] = Pad(t, zero, compute.PadAxis{}, more, compute.PadAxis{})
+		}
+	}
+	return out
+}
+
+// roundUp rounds n up to a multiple of step.
+func roundUp(n, step int) int { return (n + step - 1) / step * step }
 
 // bucket rounds n up to a power of two, at least lo.
 func bucket(n, lo int) int {
@@ -249,24 +281,37 @@ func (gen *Generator) Generate(prompts [][]int, opts sample.Options) (out []Comp
 	gen.mu.Lock()
 	defer gen.mu.Unlock()
 	cfg := gen.cfg
-	b, p, s := pl.batch, pl.promptLen, pl.cacheLen
+	b, p := pl.batch, pl.promptLen
+	// The cache starts just long enough for the prompt and the first new token, and grows by
+	// cacheStep columns as tokens fill it, so that decode attends over the filled part only.
+	s := roundUp(p+1, cacheStep)
 	tok := make([]int32, b*p)
 	pos := make([]int32, b*p)
-	cmask := make([]bool, b*s)
+	starts := make([]int, b) // first real prompt column of each row (left padding before it)
 	for i := range b {
 		prompt := []int{0} // dummy rows fill the batch bucket
 		if i < pl.n {
 			prompt = prompts[i]
 		}
 		pad := p - len(prompt)
+		starts[i] = pad
 		for j, t := range prompt {
 			tok[i*p+pad+j] = int32(t)
 			pos[i*p+pad+j] = int32(j)
-			cmask[i*s+pad+j] = true
 		}
 	}
+	// cacheMask [b, s]: the prompt's real columns, then every decode slot up to last.
+	cacheMask := func(s, last int) *tensors.Tensor {
+		m := make([]bool, b*s)
+		for i := range b {
+			for c := starts[i]; c <= last; c++ {
+				m[i*s+c] = true
+			}
+		}
+		return tensors.FromFlatDataAndDimensions(m, b, s)
+	}
 	outs, err := gen.prefill.Call(tensors.FromFlatDataAndDimensions(tok, b, p),
-		tensors.FromFlatDataAndDimensions(pos, b, p), tensors.FromFlatDataAndDimensions(cmask, b, s))
+		tensors.FromFlatDataAndDimensions(pos, b, p), cacheMask(s, p-1))
 	if err != nil {
 		return nil, fmt.Errorf("model: generate: prefill: %w", err)
 	}
@@ -279,8 +324,19 @@ func (gen *Generator) Generate(prompts [][]int, opts sample.Options) (out []Comp
 			break
 		}
 		slot := p + step
+		if slot >= s {
+			cache, err := donateAll(outs[1:], gen.backend)
+			if err != nil {
+				return nil, fmt.Errorf("model: generate: %w", err)
+			}
+			grown, err := gen.grow.Call(cache...)
+			if err != nil {
+				return nil, fmt.Errorf("model: generate: grow cache to %d: %w", s+cacheStep, err)
+			}
+			outs = append(outs[:1], grown...)
+			s += cacheStep
+		}
 		for i := range b {
-			cmask[i*s+slot] = true
 			step1[i], pos1[i] = 0, 0
 			if i < pl.n {
 				step1[i] = int32(rows[i].out.Tokens[len(rows[i].out.Tokens)-1])
@@ -288,15 +344,13 @@ func (gen *Generator) Generate(prompts [][]int, opts sample.Options) (out []Comp
 			}
 		}
 		args := []any{tensors.FromFlatDataAndDimensions(step1, b, 1), tensors.FromFlatDataAndDimensions(pos1, b, 1),
-			tensors.FromScalar(int32(slot)), tensors.FromFlatDataAndDimensions(cmask, b, s)}
-		for _, t := range outs[1:] {
-			// Donate the cache: the decode graph scatters into it in place.
-			d, err := DonateTensorBuffer(t, gen.backend, 0)
-			if err != nil {
-				return nil, fmt.Errorf("model: generate: donate cache: %w", err)
-			}
-			args = append(args, d)
+			tensors.FromScalar(int32(slot)), cacheMask(s, slot)}
+		// Donate the cache: the decode graph scatters into it in place.
+		cache, err := donateAll(outs[1:], gen.backend)
+		if err != nil {
+			return nil, fmt.Errorf("model: generate: %w", err)
 		}
+		args = append(args, cache...)
 		outs[0].FinalizeAll()
 		outs, err = gen.decode.Call(args...)
 		if err != nil {
@@ -307,6 +361,20 @@ func (gen *Generator) Generate(prompts [][]int, opts sample.Options) (out []Comp
 		t.FinalizeAll()
 	}
 	return results(rows), nil
+}
+
+// donateAll hands the tensors' buffers to the next call, which may then write them in place; the
+// tensors must not be used afterwards.
+func donateAll(ts []*tensors.Tensor, backend compute.Backend) ([]any, error) {
+	out := make([]any, len(ts))
+	for i, t := range ts {
+		d, err := DonateTensorBuffer(t, backend, 0)
+		if err != nil {
+			return nil, fmt.Errorf("donate cache: %w", err)
+		}
+		out[i] = d
+	}
+	return out, nil
 }
 
 // GenerateUncached is the reference path: the same sampling, but every step recomputes the full

@@ -37,43 +37,50 @@ func newGenerator(t testing.TB, cfg Config, weightStd float64) *Generator {
 }
 
 // TestKVCacheMatchesUncached: greedy decoding with the KV cache gives exactly the tokens of the
-// recompute-everything path, on 64 prompts of varied length, for each family.
+// recompute-everything path, on prompts of varied length, for each family; the long case grows the
+// cache twice (32 → 64 → 96 columns) while decoding.
 func TestKVCacheMatchesUncached(t *testing.T) {
-	for name, cfg := range tinyConfigs() {
-		t.Run(name, func(t *testing.T) {
-			gen := newGenerator(t, cfg, 0.3)
-			prompts := randomPrompts(64, cfg.Vocab, 1, 21, 5)
-			opts := sample.Options{MaxNewTokens: 12}
-			cached, err := gen.Generate(prompts, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ref, err := gen.GenerateUncached(prompts, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			distinct := map[int]bool{}
-			var maxLP float64
-			for i := range prompts {
-				if !slices.Equal(cached[i].Tokens, ref[i].Tokens) {
-					t.Fatalf("prompt %d (len %d): cached %v != uncached %v", i, len(prompts[i]), cached[i].Tokens, ref[i].Tokens)
+	for _, c := range []struct {
+		name                    string
+		prompts, minLen, maxLen int
+		newTokens               int
+	}{{"short", 64, 1, 21, 12}, {"grows", 16, 1, 6, 60}} {
+		for name, cfg := range tinyConfigs() {
+			t.Run(c.name+"/"+name, func(t *testing.T) {
+				gen := newGenerator(t, cfg, 0.3)
+				prompts := randomPrompts(c.prompts, cfg.Vocab, c.minLen, c.maxLen, 5)
+				opts := sample.Options{MaxNewTokens: c.newTokens}
+				cached, err := gen.Generate(prompts, opts)
+				if err != nil {
+					t.Fatal(err)
 				}
-				if cached[i].StopReason != sample.StopLength || len(cached[i].Tokens) != 12 {
-					t.Fatalf("prompt %d: %d tokens, stop %q", i, len(cached[i].Tokens), cached[i].StopReason)
+				ref, err := gen.GenerateUncached(prompts, opts)
+				if err != nil {
+					t.Fatal(err)
 				}
-				for j, tk := range cached[i].Tokens {
-					distinct[tk] = true
-					maxLP = math.Max(maxLP, math.Abs(float64(cached[i].LogProbs[j]-ref[i].LogProbs[j])))
+				distinct := map[int]bool{}
+				var maxLP float64
+				for i := range prompts {
+					if !slices.Equal(cached[i].Tokens, ref[i].Tokens) {
+						t.Fatalf("prompt %d (len %d): cached %v != uncached %v", i, len(prompts[i]), cached[i].Tokens, ref[i].Tokens)
+					}
+					if cached[i].StopReason != sample.StopLength || len(cached[i].Tokens) != c.newTokens {
+						t.Fatalf("prompt %d: %d tokens, stop %q", i, len(cached[i].Tokens), cached[i].StopReason)
+					}
+					for j, tk := range cached[i].Tokens {
+						distinct[tk] = true
+						maxLP = math.Max(maxLP, math.Abs(float64(cached[i].LogProbs[j]-ref[i].LogProbs[j])))
+					}
 				}
-			}
-			if len(distinct) < 5 {
-				t.Fatalf("degenerate model: only %d distinct tokens generated", len(distinct))
-			}
-			if maxLP > 1e-4 {
-				t.Fatalf("cached vs uncached logprobs differ by %g", maxLP)
-			}
-			t.Logf("64 prompts × 12 tokens identical; %d distinct tokens; max |Δlogp| %.1e", len(distinct), maxLP)
-		})
+				if len(distinct) < 5 {
+					t.Fatalf("degenerate model: only %d distinct tokens generated", len(distinct))
+				}
+				if maxLP > 1e-4 {
+					t.Fatalf("cached vs uncached logprobs differ by %g", maxLP)
+				}
+				t.Logf("%d prompts × %d tokens identical; %d distinct tokens; max |Δlogp| %.1e", c.prompts, c.newTokens, len(distinct), maxLP)
+			})
+		}
 	}
 }
 

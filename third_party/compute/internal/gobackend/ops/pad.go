@@ -175,6 +175,14 @@ func execPad(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobacke
 
 		outOffset := outputOffset + mAxis.config.Start*outStride
 		opOffset := operandOffset
+		if axis == numMerged-1 && mAxis.config.Interior == 0 && mAxis.config.Start >= 0 && mAxis.config.End >= 0 {
+			// Temper fork: the innermost padded axis without interior padding is one contiguous run
+			// in both buffers: copy it at once instead of element by element (a KV cache padded
+			// along its last axis went through a closure call per element).
+			n := mAxis.operandDim * virtualElementSize
+			copy(outputBytes[outOffset:outOffset+n], operandBytes[opOffset:opOffset+n])
+			return
+		}
 
 		for i := 0; i < mAxis.operandDim; i++ {
 			copyND(axis+1, opOffset, outOffset)
