@@ -27,6 +27,9 @@ func avx2RouterFloat32( //alt:f32
 	//alt:f64 output []float64) {
 
 	if !ForceLargeVariant && (ForceSmallVariant || (lhsCrossSize*rhsCrossSize*contractingSize < noSIMDSmallMatMulSizeThreshold)) {
+		if layout == dot.LayoutTransposed && lhsCrossSize >= transposedRowsForRegisterKernel && avx2SmallTransposedViaRegisters(backend, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) { //alt:f32 Temper fork
+			return //alt:f32
+		} //alt:f32
 		avx2SmallFloat32Parallel(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) //alt:f32
 		//alt:bf16 avx2SmallBFloat16Parallel(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
 		//alt:f16 avx2SmallFloat16Parallel(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)

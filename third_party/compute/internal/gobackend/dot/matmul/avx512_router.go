@@ -68,6 +68,9 @@ func avx512RouterFloat32( //alt:f32
 			return
 		} else {
 			// Transposed matmul:
+			if lhsCrossSize >= transposedRowsForRegisterKernel && avx512SmallTransposedViaRegisters(backend, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) { //alt:f32 Temper fork
+				return //alt:f32
+			} //alt:f32
 			if contractingSize >= vecWidth {
 				avx512SmallFloat32Parallel( //alt:f32
 					//alt:bf16 avx512SmallBFloat16Parallel(
