@@ -32,7 +32,7 @@ func (p *peerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.torch, "peer-torch-threads", 1, "bench model --peer: torch.set_num_threads of the peer")
 	fs.IntVar(&p.interop, "peer-interop-threads", 1, "bench model --peer: torch.set_num_interop_threads of the peer")
 	fs.IntVar(&p.blas, "peer-blas-threads", runtime.NumCPU(), "bench model --peer: OPENBLAS_NUM_THREADS of the peer (0: the environment's)")
-	fs.StringVar(&p.decodeAttend, "peer-decode-attend", "filled", "bench model --peer: the peer's decode attends over the filled cache (filled, as inference engines do) or all of it with a mask (full, as Temper's decode graph does)")
+	fs.StringVar(&p.decodeAttend, "peer-decode-attend", "filled", "bench model --peer: the peer's decode attends over the filled cache (filled, as inference engines do) or all of it with a mask (full); Temper attends over the filled part rounded up to 32 columns")
 	fs.IntVar(&p.genPromptLen, "gen-prompt-len", 16, "bench model: tokens per generation prompt")
 }
 

@@ -18,7 +18,7 @@ What is identical to Temper (algorithms/model, tpu/bench.go, tpu/train.go):
     place; each token's log-probability is computed as Temper reports it. One untimed call, then `gen_calls`
     timed calls.
 Decode attends over the filled part of the cache (what an inference engine does); --decode-attend full
-attends over the whole cache with a mask, as Temper's decode graph does today.
+attends over the whole cache with a mask (Temper's decode attends over the filled part rounded up to 32 columns).
 
 Thread settings are explicit: --torch-threads (torch.set_num_threads), --interop-threads and --blas-threads
 (OPENBLAS_NUM_THREADS, set before torch is imported). Prints one JSON object on stdout; progress on stderr.
