@@ -166,6 +166,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			st.Curve = append(st.Curve, CurvePoint{ExactMatch: st.GoodScore})
 		}
 	}
+	if err := upsertSearch(ctx, in.Search, rlIdentity(in, &st)...); err != nil {
+		return PhaseOutput{}, err
+	}
 	async := cfg.Mode == "async"
 	var next workflow.Future // async: rollouts of iteration st.Iter being generated
 	nextVersion := 0
@@ -189,7 +192,10 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		st.FreshOptimizer = st.Good == in.From
 		st.Pending, next = nil, nil
 		workflow.GetLogger(ctx).Warn("back-tracking", "reason", reason, "to_version", st.GoodVersion, "lr_scale", st.LRScale)
-		return workflow.UpsertMemo(ctx, map[string]any{"branches": len(st.Branches), "last_branch": reason})
+		if err := workflow.UpsertMemo(ctx, map[string]any{"branches": len(st.Branches), "last_branch": reason}); err != nil {
+			return err
+		}
+		return upsertSearch(ctx, in.Search, SABacktrack.ValueSet(BacktrackBranched))
 	}
 	outOfTime := func() bool { return cfg.MaxSeconds > 0 && st.Seconds >= cfg.MaxSeconds }
 	// branch runs the rest of the phase, from the restored checkpoint, as a child workflow
@@ -342,6 +348,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			}
 		}
 		if err := workflow.UpsertMemo(ctx, memo); err != nil {
+			return PhaseOutput{}, err
+		}
+		if err := upsertSearch(ctx, in.Search, iterationUpdates(st.Iter, memo)...); err != nil {
 			return PhaseOutput{}, err
 		}
 		if !last && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {

@@ -38,7 +38,8 @@ func Get(t testing.TB) *Env {
 		if os.Getenv("TEMPER_TEST_SERVER_LOGS") != "" {
 			logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 		}
-		srv, err := devserver.Start(devserver.Options{NoUI: true, Logger: logger, LogLevel: slog.LevelWarn, DynamicConfig: DynamicConfig})
+		srv, err := devserver.Start(devserver.Options{NoUI: true, Logger: logger, LogLevel: slog.LevelWarn, DynamicConfig: DynamicConfig,
+			SearchAttributes: workers.SearchAttributes()})
 		if err != nil {
 			startErr = err
 			return
