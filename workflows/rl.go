@@ -96,6 +96,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		err := workflow.ExecuteActivity(trainCtx, train.EvaluateName, train.EvalInput{
 			Store: in.Store, Checkpoint: uri, Data: cfg.Data, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.Eval.MaxNewTokens,
 			PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: seed,
+			Log: &train.LogAt{Run: in.RunID, Phase: st.Dir, Step: st.Iter},
 		}).Get(ctx, &out)
 		return out.Metrics, err
 	}
@@ -271,7 +272,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			Store: in.Store, Run: in.RunID, Phase: st.Dir, Policy: st.Policy, Reference: st.Reference, Version: st.Version,
 			Rollouts: gen.Rollouts, Rewards: rewards, Loss: lc, Optim: cfg.Optimizer, LR: rlLR(cfg, st.Iter) * st.LRScale,
 			Epochs: cfg.Epochs, Minibatch: cfg.Minibatch, DynamicSampling: cfg.DynamicSampling, FreshOptimizer: st.FreshOptimizer,
-			InjectNaN: cfg.InjectNaNAt == st.Iter+1 && len(st.Branches) == 0, PPO: ppo,
+			InjectNaN: cfg.InjectNaNAt == st.Iter+1 && len(st.Branches) == 0, PPO: ppo, Iteration: st.Iter,
 		}).Get(ctx, &step); err != nil {
 			return PhaseOutput{}, fmt.Errorf("%s %s: train iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
 		}
