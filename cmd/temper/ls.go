@@ -84,6 +84,9 @@ func printSearch(rows []searchRow) {
 			attrText(r.Attrs, "TemperKind"), attrText(r.Attrs, "TemperStep"), attrText(r.Attrs, "TemperExactMatch"),
 			attrText(r.Attrs, "TemperRewardMean"), attrText(r.Attrs, "TemperBacktrack"))
 	}
+	if len(rows) == 0 {
+		fmt.Fprintln(stdout, "(no workflow matches)")
+	}
 }
 
 func attrText(m map[string]any, k string) string {

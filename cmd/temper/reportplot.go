@@ -123,8 +123,13 @@ func phaseFigure(phase string, series []branchSeries, byTime bool) ([]byte, []st
 		if n == 0 {
 			continue
 		}
-		if lo == hi {
-			lo, hi = lo-0.5, hi+0.5
+		if lo == hi { // a constant (a flat learning rate): give it a readable scale around its value
+			pad := math.Abs(lo) * 0.5
+			if pad == 0 {
+				pad = 1
+			}
+			lo, hi = lo-pad, hi+pad
+			p.Y.Min, p.Y.Max = lo, hi
 		}
 		for i, b := range series {
 			if b.At == 0 || i == 0 {
