@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
@@ -138,5 +142,32 @@ func TestReportAndSearch(t *testing.T) {
 	}
 	if os.Getenv("TEMPER_KEEP_REPORT") != "" { // to look at the figures: TEMPER_KEEP_REPORT=/dir
 		_ = os.CopyFS(os.Getenv("TEMPER_KEEP_REPORT"), os.DirFS(dir))
+	}
+}
+
+// TestLsNamesMissingSearchAttributes: on a namespace without Temper's search attributes (an external
+// cluster nobody registered them on), `temper ls --kind` fails with the commands that register them.
+func TestLsNamesMissingSearchAttributes(t *testing.T) {
+	env := testenv.Get(t)
+	ns := fmt.Sprintf("nosa-ls-%d", time.Now().UnixNano()%1e6)
+	nc, err := client.NewNamespaceClient(client.Options{HostPort: env.Server.FrontendAddr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if err := nc.Register(context.Background(), &workflowservice.RegisterNamespaceRequest{Namespace: ns,
+		WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	want := "temporal operator search-attribute create --namespace " + ns + " --name TemperKind --type Keyword"
+	var out string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		out, err = cli(t, "ls", "--temporal", env.Server.FrontendAddr(), "--namespace", ns, "--kind", "grpo")
+		if (err != nil && strings.Contains(err.Error(), want)) || time.Now().After(deadline) {
+			break // until the server's namespace cache knows the new namespace
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("ls on a namespace without search attributes: %v\n%s\nwant the registration commands (%s)", err, out, want)
 	}
 }
