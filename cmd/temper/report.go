@@ -48,6 +48,7 @@ type reportPhase struct {
 	Checkpoints []reportCkpt
 	Samples     []rollout.Rollout
 	SamplesFrom string
+	Notes       []string
 }
 
 type kv struct {
@@ -259,9 +260,12 @@ func writeReport(d *reportData, dir string) ([]string, error) {
 	for i := range d.Phases {
 		p := &d.Phases[i]
 		for _, byTime := range []bool{false, true} {
-			png, titles, err := phaseFigure(p.Name, p.Series, byTime)
+			png, titles, notes, err := phaseFigure(p.Name, p.Series, byTime)
 			if err != nil {
 				return nil, err
+			}
+			if !byTime {
+				p.Notes = append(p.Notes, notes...)
 			}
 			if png == nil {
 				continue
@@ -319,6 +323,7 @@ th{background:#f3f3f3}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size
 {{if gt (len .Series) 1}}<h3>Back-tracking branches</h3><table><tr><th>directory</th><th>from step</th><th>why</th></tr>
 {{range .Series}}{{if .At}}<tr><td>{{.Dir}}</td><td>{{.At}}</td><td>{{.Reason}}</td></tr>{{end}}{{end}}</table>
 <p>Branches are drawn as their own lines; a dashed red line marks where each left its parent.</p>{{end}}
+{{range .Notes}}<p class="note">{{.}}</p>{{end}}
 {{range .Figures}}<figure><img src="{{.Data}}" alt="{{.Caption}}"><figcaption>{{.Caption}} (<code>{{.File}}</code>)</figcaption></figure>{{end}}
 {{if .Checkpoints}}<h3>Checkpoints</h3><table><tr><th>directory</th><th>step</th><th>best</th><th>metrics</th><th>URI</th></tr>
 {{range .Checkpoints}}<tr{{if .Best}} class="best"{{end}}><td>{{.Dir}}</td><td>{{.Step}}</td><td>{{if .Best}}best{{end}}</td><td>{{range .Metrics}}{{.K}} {{.V}}<br>{{end}}</td><td><code>{{.URI}}</code></td></tr>{{end}}</table>{{end}}

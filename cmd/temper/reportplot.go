@@ -24,16 +24,19 @@ type curve struct {
 	title string
 	kind  string
 	keys  []string
+	// zeroUnmeasured: a curve of exact zeros means "not measured" (the RL objective reports entropy 0
+	// unless entropy_coef is set), so it is left out and said so rather than drawn.
+	zeroUnmeasured bool
 }
 
 var reportCurves = []curve{
-	{"training loss", ckpt.RecordTrain, []string{"loss"}},
-	{"held-out exact match", ckpt.RecordEval, []string{"heldout_exact_match"}},
-	{"reward mean", ckpt.RecordTrain, []string{"reward_mean"}},
-	{"KL to reference", ckpt.RecordTrain, []string{"kl", "kl_ref"}},
-	{"entropy", ckpt.RecordTrain, []string{"entropy"}},
-	{"learning rate", ckpt.RecordTrain, []string{"lr"}},
-	{"tokens/s", ckpt.RecordTrain, []string{"tokens_per_s", "train_tokens_per_s", "pairs_per_s", "rows_per_s"}},
+	{"training loss", ckpt.RecordTrain, []string{"loss"}, false},
+	{"held-out exact match", ckpt.RecordEval, []string{"heldout_exact_match"}, false},
+	{"reward mean", ckpt.RecordTrain, []string{"reward_mean"}, false},
+	{"KL to reference", ckpt.RecordTrain, []string{"kl", "kl_ref"}, false},
+	{"entropy", ckpt.RecordTrain, []string{"entropy"}, true},
+	{"learning rate", ckpt.RecordTrain, []string{"lr"}, false},
+	{"tokens/s", ckpt.RecordTrain, []string{"tokens_per_s", "train_tokens_per_s", "pairs_per_s", "rows_per_s"}, false},
 }
 
 // branchSeries is one checkpoint directory's records (the phase, or a back-tracking branch of it).
@@ -70,8 +73,9 @@ func (b branchSeries) points(c curve, byTime bool, t0 float64) (plotter.XYs, str
 
 // phaseFigure draws the phase's curves against the step (or, byTime, against wall time since the
 // phase's first record) as a grid of panels, one line per branch, with a dashed vertical line where
-// each branch left its parent; it returns the PNG and the panels' titles. No data: nil.
-func phaseFigure(phase string, series []branchSeries, byTime bool) ([]byte, []string, error) {
+// each branch left its parent; it returns the PNG, the panels' titles and notes on curves left out.
+// No data: nil.
+func phaseFigure(phase string, series []branchSeries, byTime bool) ([]byte, []string, []string, error) {
 	t0 := math.Inf(1)
 	for _, b := range series {
 		for _, r := range b.Records {
@@ -83,8 +87,12 @@ func phaseFigure(phase string, series []branchSeries, byTime bool) ([]byte, []st
 		xlabel = "wall time since the phase's first record (s)"
 	}
 	var panels []*plot.Plot
-	var titles []string
+	var titles, notes []string
 	for _, c := range reportCurves {
+		if c.zeroUnmeasured && allZero(series, c) {
+			notes = append(notes, c.title+" not drawn: every record says 0, i.e. not measured (the objective computes it only with entropy_coef set)")
+			continue
+		}
 		p := plot.New()
 		p.Title.Text = c.title
 		p.X.Label.Text = xlabel
@@ -101,7 +109,7 @@ func phaseFigure(phase string, series []branchSeries, byTime bool) ([]byte, []st
 			n += len(xy)
 			l, err := plotter.NewLine(xy)
 			if err != nil {
-				return nil, nil, fmt.Errorf("report: %s %s: %w", b.Dir, key, err)
+				return nil, nil, nil, fmt.Errorf("report: %s %s: %w", b.Dir, key, err)
 			}
 			l.Color = plotutil.Color(i)
 			l.Width = vg.Points(1.2)
@@ -109,7 +117,7 @@ func phaseFigure(phase string, series []branchSeries, byTime bool) ([]byte, []st
 			if len(xy) <= 40 || c.kind == ckpt.RecordEval { // few points: show each
 				s, err := plotter.NewScatter(xy)
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, nil, err
 				}
 				s.Color, s.Radius = plotutil.Color(i), vg.Points(2)
 				p.Add(s)
@@ -144,7 +152,7 @@ func phaseFigure(phase string, series []branchSeries, byTime bool) ([]byte, []st
 			}
 			v, err := plotter.NewLine(plotter.XYs{{X: x, Y: lo}, {X: x, Y: hi}})
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			v.Color = color.RGBA{R: 200, A: 255}
 			v.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
@@ -156,7 +164,7 @@ func phaseFigure(phase string, series []branchSeries, byTime bool) ([]byte, []st
 		titles = append(titles, c.title)
 	}
 	if len(panels) == 0 {
-		return nil, nil, nil
+		return nil, nil, notes, nil
 	}
 	const cols = 2
 	rows := (len(panels) + cols - 1) / cols
@@ -180,9 +188,9 @@ func phaseFigure(phase string, series []branchSeries, byTime bool) ([]byte, []st
 		XAlign: draw.XCenter, YAlign: draw.YCenter}, vg.Point{X: w / 2, Y: h - 0.18*vg.Inch}, figureTitle(phase, byTime))
 	var buf bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return nil, nil, fmt.Errorf("report: png %s: %w", phase, err)
+		return nil, nil, nil, fmt.Errorf("report: png %s: %w", phase, err)
 	}
-	return buf.Bytes(), titles, nil
+	return buf.Bytes(), titles, notes, nil
 }
 
 func figureTitle(phase string, byTime bool) string {
@@ -200,4 +208,19 @@ func sortedSeries(s []branchSeries) {
 		}
 		return s[i].Dir < s[j].Dir
 	})
+}
+
+// allZero says whether every value of c in the series is exactly 0 (and there is at least one).
+func allZero(series []branchSeries, c curve) bool {
+	n := 0
+	for _, b := range series {
+		xy, _ := b.points(c, false, 0)
+		for _, q := range xy {
+			if q.Y != 0 {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
 }
