@@ -166,7 +166,7 @@ func gatherReport(ctx context.Context, c client.Client, id, storeURI string) (*r
 			d.Notes = append(d.Notes, fmt.Sprintf("phase %s: nothing in the store yet", spec.Name))
 		}
 		for i := len(p.Series) - 1; i >= 0 && p.Samples == nil; i-- {
-			p.Samples, p.SamplesFrom = lastSamples(ctx, st, id, p.Series[i].Dir, 8)
+			p.Samples, p.SamplesFrom = lastSamples(ctx, st, id, p.Series[i].Dir, 12)
 		}
 		d.Phases = append(d.Phases, p)
 	}
@@ -213,7 +213,7 @@ func reportCheckpoints(ctx context.Context, cl *ckpt.Client, root, run, dir stri
 		if ck, err := cl.Read(ctx, ref.URI); err == nil {
 			if s, err := ck.ReadState(ctx); err == nil {
 				for _, k := range []string{"loss", "lr", "reward_mean", "kl", "entropy"} {
-					if v, ok := s.Scalars[k]; ok {
+					if v, ok := s.Scalars[k]; ok && !(k == "entropy" && v == 0) { // 0: not measured (see reportCurves)
 						m[k] = v
 					}
 				}
@@ -232,7 +232,8 @@ func reportCheckpoints(ctx context.Context, cl *ckpt.Client, root, run, dir stri
 	return out, nil
 }
 
-// lastSamples reads up to n rollouts of the newest iteration that dir has rollouts for.
+// lastSamples reads up to n rollouts of the newest iteration that dir has rollouts for: the first two
+// of each prompt's group, so that the page shows several prompts and how a group's samples differ.
 func lastSamples(ctx context.Context, st ckpt.Store, run, dir string, n int) ([]rollout.Rollout, string) {
 	byIter, iters, err := iterationObjects(ctx, st, run, dir)
 	if err != nil || len(iters) == 0 {
@@ -248,7 +249,15 @@ func lastSamples(ctx context.Context, st ckpt.Store, run, dir string, n int) ([]
 	if err != nil {
 		return nil, ""
 	}
-	return rs[:min(n, len(rs))], st.URI(key)
+	var out []rollout.Rollout
+	perGroup := map[int]int{}
+	for _, r := range rs {
+		if perGroup[r.Group] < 2 && len(out) < n {
+			perGroup[r.Group]++
+			out = append(out, r)
+		}
+	}
+	return out, st.URI(key)
 }
 
 // writeReport renders the figures and the page into dir and returns the files written.
