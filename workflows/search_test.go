@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workers/testenv"
@@ -133,16 +132,8 @@ func keys(m map[string]map[string]any) []string {
 // them (what `temper dev` does at start) then makes the namespace complete.
 func TestSearchAttributesUnregistered(t *testing.T) {
 	env := testenv.Get(t)
-	ns := fmt.Sprintf("nosa-%d", time.Now().UnixNano()%1e6)
-	nc, err := client.NewNamespaceClient(client.Options{HostPort: env.Server.FrontendAddr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	ns := env.Namespace(t, "nosa")
 	ctx := context.Background()
-	if err := nc.Register(ctx, &workflowservice.RegisterNamespaceRequest{Namespace: ns, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)}); err != nil {
-		t.Fatalf("register namespace: %v", err)
-	}
 	c, err := workers.Dial(env.Server.FrontendAddr(), ns)
 	if err != nil {
 		t.Fatal(err)

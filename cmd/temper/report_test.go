@@ -13,10 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
-	"google.golang.org/protobuf/types/known/durationpb"
-
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
@@ -149,18 +145,10 @@ func TestReportAndSearch(t *testing.T) {
 // cluster nobody registered them on), `temper ls --kind` fails with the commands that register them.
 func TestLsNamesMissingSearchAttributes(t *testing.T) {
 	env := testenv.Get(t)
-	ns := fmt.Sprintf("nosa-ls-%d", time.Now().UnixNano()%1e6)
-	nc, err := client.NewNamespaceClient(client.Options{HostPort: env.Server.FrontendAddr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if err := nc.Register(context.Background(), &workflowservice.RegisterNamespaceRequest{Namespace: ns,
-		WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
+	ns := env.Namespace(t, "nosa-ls")
 	want := "temporal operator search-attribute create --namespace " + ns + " --name TemperKind --type Keyword"
 	var out string
+	var err error
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 		out, err = cli(t, "ls", "--temporal", env.Server.FrontendAddr(), "--namespace", ns, "--kind", "grpo")
 		if (err != nil && strings.Contains(err.Error(), want)) || time.Now().After(deadline) {
