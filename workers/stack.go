@@ -77,7 +77,7 @@ func StartStack(opts StackOptions) (*Stack, error) {
 	if opts.Temporal == "" {
 		dso := devserver.Options{
 			IP: opts.IP, FrontendPort: opts.Port, UIPort: opts.UIPort, NoUI: opts.UIPort < 0,
-			Namespace: opts.Namespace, Logger: opts.Logger, LogLevel: slog.LevelWarn,
+			Namespace: opts.Namespace, Logger: opts.Logger, LogLevel: slog.LevelWarn, SearchAttributes: SearchAttributes(),
 		}
 		if !opts.Ephemeral {
 			dso.DBFile = filepath.Join(opts.Home, "temporal.db")
@@ -94,6 +94,15 @@ func StartStack(opts StackOptions) (*Stack, error) {
 		return nil, err
 	}
 	s.Client = c
+	if s.Server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := EnsureSearchAttributes(ctx, c, opts.Namespace)
+		cancel()
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	if len(opts.Roles) > 0 {
 		if s.Workers, err = Start(c, opts.Roles, opts.Workers); err != nil {
 			s.Close()

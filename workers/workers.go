@@ -156,6 +156,9 @@ func Start(c client.Client, roles []string, opts Options) ([]worker.Worker, erro
 			StopAll(ws)
 			return nil, err
 		}
+		if role == workflows.QueueTemper {
+			w.RegisterActivityWithOptions(searchAttributesCheck(c), activity.RegisterOptions{Name: workflows.SearchAttributesName})
+		}
 		if err := w.Start(); err != nil {
 			StopAll(ws)
 			return nil, fmt.Errorf("workers: start %s worker: %w", role, err)

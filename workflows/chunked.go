@@ -183,6 +183,13 @@ func runChunked(ctx workflow.Context, in PhaseInput, k chunkedKind) (PhaseOutput
 			st.Curve = append(st.Curve, point(st.Before))
 		}
 	}
+	latest := st.Last
+	if latest == nil {
+		latest = st.Before
+	}
+	if err := upsertSearch(ctx, in.Search, evalUpdates(latest, phaseIdentity(in, st.Step)...)...); err != nil {
+		return PhaseOutput{}, err
+	}
 	outOfTime := func() bool { return k.spec.MaxSeconds > 0 && st.Seconds >= k.spec.MaxSeconds }
 	for st.Step < k.spec.Steps && !outOfTime() {
 		n := min(k.spec.ChunkSteps, k.spec.Steps-st.Step)
@@ -201,12 +208,13 @@ func runChunked(ctx workflow.Context, in PhaseInput, k chunkedKind) (PhaseOutput
 		st.LastLoss, st.NonFinite, st.Train = out.LastLoss, st.NonFinite+out.NonFinite, out.Metrics
 		memo := map[string]any{"step": st.Step, "steps": k.spec.Steps, "loss": out.Loss, "non_finite_steps": st.NonFinite}
 		last := st.Step >= k.spec.Steps || outOfTime()
+		var evaluated map[string]float64
 		if last || (k.cadence.EveryChunks > 0 && st.Chunks%k.cadence.EveryChunks == 0) {
 			m, err := k.evaluate(r, st.Checkpoint)
 			if err != nil {
 				return fail(fmt.Sprintf("evaluate step %d", st.Step), err)
 			}
-			st.Last = m
+			st.Last, evaluated = m, m
 			st.Curve = append(st.Curve, point(m))
 			memo[k.headline] = m[k.headline]
 			if score := k.score(m); st.Best == "" || score > st.BestScore {
@@ -214,6 +222,9 @@ func runChunked(ctx workflow.Context, in PhaseInput, k chunkedKind) (PhaseOutput
 			}
 		}
 		if err := retainAndMemo(ctx, r.short, in, k.spec.KeepLast, st.Best, memo); err != nil {
+			return PhaseOutput{}, err
+		}
+		if err := upsertSearch(ctx, in.Search, evalUpdates(evaluated, SAStep.ValueSet(int64(st.Step)))...); err != nil {
 			return PhaseOutput{}, err
 		}
 		if !last && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {

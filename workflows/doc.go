@@ -11,6 +11,10 @@
 // (chunked.go), which owns start / evaluate / chunk / keep-best / retain / continue-as-new and the typed
 // LoopState; a kind describes only its activities (start, chunk, evaluate) and its score.
 //
+// Every pipeline and phase sets Temper's search attributes (search.go) behind GetVersion, and only where
+// the namespace has them registered (the pipeline asks its workers once; PhaseInput.Search carries the
+// answer), so a run on a cluster without them behaves as before.
+//
 // The replay tests replay the histories the tests just made and the stored histories under
 // testdata/histories (runs recorded by an earlier version of this code).
 package workflows

@@ -86,6 +86,9 @@ type PhaseInput struct {
 	Seed   int64           `json:"seed"`
 	From   string          `json:"from,omitempty"`
 	Config json.RawMessage `json:"config,omitempty"`
+	// Search says the server has Temper's search attributes registered (see search.go); the pipeline
+	// asks, and its phases set them only then.
+	Search bool `json:"search_attributes,omitempty"`
 	// Loop carries a chunked phase's loop state across its continue-as-new; nil on first start.
 	Loop *LoopState `json:"loop,omitempty"`
 	// RL carries an RL phase's loop state across its continue-as-new; nil on first start.
@@ -177,6 +180,10 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
 		return PipelineOutput{}, err
 	}
 	logger := workflow.GetLogger(ctx)
+	search := searchEnabled(ctx)
+	if err := upsertSearch(ctx, search, SARun.ValueSet(runID), SAKind.ValueSet(KindPipeline)); err != nil {
+		return PipelineOutput{}, err
+	}
 	for i := state.Next; i < len(in.Phases); i++ {
 		spec := in.Phases[i]
 		kind, _ := LookupPhase(spec.Kind) // validated above
@@ -184,6 +191,9 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
 		childID := runID + "." + spec.Name
 		progress.Phase, progress.Kind, progress.Index, progress.ChildID = spec.Name, spec.Kind, i, childID
 		if err := workflow.UpsertMemo(ctx, map[string]any{"phase": spec.Name, "phase_kind": spec.Kind, "phase_index": i}); err != nil {
+			return PipelineOutput{}, err
+		}
+		if err := upsertSearch(ctx, search, SAPhase.ValueSet(spec.Name)); err != nil {
 			return PipelineOutput{}, err
 		}
 		logger.Info("phase starting", "phase", spec.Name, "kind", spec.Kind, "from", from)
@@ -196,6 +206,7 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
 		var out PhaseOutput
 		err := workflow.ExecuteChildWorkflow(cctx, kind.WorkflowName, PhaseInput{
 			RunID: runID, Phase: spec.Name, Kind: spec.Kind, Store: in.Store, Seed: in.Seed, From: from, Config: spec.Config,
+			Search: search,
 		}).Get(ctx, &out)
 		if err != nil {
 			return PipelineOutput{}, fmt.Errorf("pipeline %s: phase %s (%s): %w", runID, spec.Name, spec.Kind, err)
@@ -206,6 +217,9 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
 		})
 		state.Next = i + 1
 		progress.Done = state.Results
+		if err := upsertSearch(ctx, search, evalUpdates(out.Metrics)...); err != nil {
+			return PipelineOutput{}, err
+		}
 		if state.Next < len(in.Phases) && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			next := in
 			next.State = &state

@@ -96,6 +96,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		err := workflow.ExecuteActivity(trainCtx, train.EvaluateName, train.EvalInput{
 			Store: in.Store, Checkpoint: uri, Data: cfg.Data, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.Eval.MaxNewTokens,
 			PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: seed,
+			Log: &train.LogAt{Run: in.RunID, Phase: st.Dir, Step: st.Iter},
 		}).Get(ctx, &out)
 		return out.Metrics, err
 	}
@@ -166,6 +167,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			st.Curve = append(st.Curve, CurvePoint{ExactMatch: st.GoodScore})
 		}
 	}
+	if err := upsertSearch(ctx, in.Search, rlIdentity(in, &st)...); err != nil {
+		return PhaseOutput{}, err
+	}
 	async := cfg.Mode == "async"
 	var next workflow.Future // async: rollouts of iteration st.Iter being generated
 	nextVersion := 0
@@ -189,7 +193,10 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		st.FreshOptimizer = st.Good == in.From
 		st.Pending, next = nil, nil
 		workflow.GetLogger(ctx).Warn("back-tracking", "reason", reason, "to_version", st.GoodVersion, "lr_scale", st.LRScale)
-		return workflow.UpsertMemo(ctx, map[string]any{"branches": len(st.Branches), "last_branch": reason})
+		if err := workflow.UpsertMemo(ctx, map[string]any{"branches": len(st.Branches), "last_branch": reason}); err != nil {
+			return err
+		}
+		return upsertSearch(ctx, in.Search, SABacktrack.ValueSet(BacktrackBranched))
 	}
 	outOfTime := func() bool { return cfg.MaxSeconds > 0 && st.Seconds >= cfg.MaxSeconds }
 	// branch runs the rest of the phase, from the restored checkpoint, as a child workflow
@@ -265,7 +272,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			Store: in.Store, Run: in.RunID, Phase: st.Dir, Policy: st.Policy, Reference: st.Reference, Version: st.Version,
 			Rollouts: gen.Rollouts, Rewards: rewards, Loss: lc, Optim: cfg.Optimizer, LR: rlLR(cfg, st.Iter) * st.LRScale,
 			Epochs: cfg.Epochs, Minibatch: cfg.Minibatch, DynamicSampling: cfg.DynamicSampling, FreshOptimizer: st.FreshOptimizer,
-			InjectNaN: cfg.InjectNaNAt == st.Iter+1 && len(st.Branches) == 0, PPO: ppo,
+			InjectNaN: cfg.InjectNaNAt == st.Iter+1 && len(st.Branches) == 0, PPO: ppo, Iteration: st.Iter,
 		}).Get(ctx, &step); err != nil {
 			return PhaseOutput{}, fmt.Errorf("%s %s: train iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
 		}
@@ -342,6 +349,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			}
 		}
 		if err := workflow.UpsertMemo(ctx, memo); err != nil {
+			return PhaseOutput{}, err
+		}
+		if err := upsertSearch(ctx, in.Search, iterationUpdates(st.Iter, memo)...); err != nil {
 			return PhaseOutput{}, err
 		}
 		if !last && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {

@@ -148,6 +148,7 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			err := r.exec(true, train.EvaluateName, train.EvalInput{
 				Store: in.Store, Checkpoint: uri, Data: cfg.Data, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.Eval.MaxNewTokens,
 				PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: r.seed,
+				Log: &train.LogAt{Run: in.RunID, Phase: in.Phase, Step: r.st.Step},
 			}, &out)
 			return out.Metrics, err
 		},

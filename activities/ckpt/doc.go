@@ -21,6 +21,8 @@
 //   - Retain keeps the newest N and every best checkpoint; deletion hides a
 //     checkpoint first (manifest first; locally, rename away). GC removes
 //     uncommitted leftovers older than a given age.
+//   - A phase directory also holds the phase's metrics log, metrics.jsonl (metricslog.go): one record
+//     per step and per evaluation, replaced (never duplicated) when a retried activity writes again.
 //   - Memory: a local save streams through a 32 KiB buffer. A GCS upload holds
 //     about Parallelism*PartSize bytes (default 4*16 MiB) whatever the file
 //     size: parts upload concurrently and are composed server-side. Every GCS

@@ -106,6 +106,7 @@ func runChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 	var lossSum, normSum float64
 	var units int
 	sums := map[string]float64{}
+	var log []ckpt.MetricsRecord // the phase's metrics log, one record per step
 	for i := 0; i < in.Steps; i++ {
 		if err := ctx.Err(); err != nil {
 			return ChunkOutput{}, fmt.Errorf("%s at step %d: %w", op, in.Step+i, err)
@@ -131,6 +132,7 @@ func runChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 		} else {
 			out.NonFinite++
 		}
+		log = append(log, stepRecord(in.Step+i+1, out.LR, r, obj.unit))
 		out.LastLoss = r.Loss
 		out.Seconds += r.Seconds
 		units += r.Units
@@ -166,6 +168,10 @@ func runChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 	}
 	for name, v := range out.Metrics {
 		st.Scalars[metricPrefix+name] = v
+	}
+	// Logged before the commit: a retry after a crash in between recomputes and rewrites the same steps.
+	if err := a.Ckpt.AppendMetrics(ctx, in.Store, in.Run, in.Phase, log); err != nil {
+		return ChunkOutput{}, fmt.Errorf("%s metrics log: %w", op, err)
 	}
 	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(end), func(w *ckpt.Writer) error {
 		return obj.write(ctx, w, st)

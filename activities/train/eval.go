@@ -135,6 +135,9 @@ func (a *Activities) Evaluate(ctx context.Context, in EvalInput) (EvalOutput, er
 		}
 		metrics[fmt.Sprintf("heldout_pass@%d", in.PassK)] = float64(n) / float64(len(prompts))
 	}
+	if err := a.logEval(ctx, in.Store, in.Log, metrics); err != nil {
+		return EvalOutput{}, fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err)
+	}
 	return EvalOutput{Metrics: metrics}, nil
 }
 

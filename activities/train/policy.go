@@ -45,6 +45,9 @@ type PolicyStepInput struct {
 	InjectNaN bool `json:"inject_nan,omitempty"`
 	// PPO tunes GAE and the critic when Loss.Algorithm is ppo (nil: DefaultPPOConfig); see ppo.go.
 	PPO *PPOConfig `json:"ppo,omitempty"`
+	// Iteration is the RL iteration this step trains (0-based); the phase's metrics log records the
+	// step as iteration Iteration+1, as the workflow counts it.
+	Iteration int `json:"iteration,omitempty"`
 }
 
 // PolicyStepOutput is version Version+1 and the step's metrics.
@@ -325,6 +328,11 @@ func (a *Activities) commitPolicy(ctx context.Context, in PolicyStepInput, next 
 	finiteOnly(metrics)
 	metrics["lr"] = in.LR
 	st := ckpt.State{Step: int64(next), PolicyVersion: int64(next), ConfigHash: configHash(cfg), Scalars: metrics}
+	// Logged before the commit: a retry after a crash in between rewrites the same iteration.
+	if err := a.Ckpt.AppendMetrics(ctx, in.Store, in.Run, in.Phase, []ckpt.MetricsRecord{
+		{Kind: ckpt.RecordTrain, Step: in.Iteration + 1, Time: now(), Metrics: metrics}}); err != nil {
+		return PolicyStepOutput{}, fmt.Errorf("train: %s step %s/%s metrics log: %w", in.Loss.Algorithm, in.Run, in.Phase, err)
+	}
 	out, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(next), func(w *ckpt.Writer) error { return write(w, st) })
 	if err != nil {
 		return PolicyStepOutput{}, fmt.Errorf("train: %s step %s/%s commit v%d: %w", in.Loss.Algorithm, in.Run, in.Phase, next, err)

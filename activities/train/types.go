@@ -136,6 +136,8 @@ type EvalInput struct {
 	PassK        int     `json:"pass_k"`
 	Temperature  float64 `json:"temperature"`
 	Seed         uint64  `json:"seed"`
+	// Log, when set, appends the metrics to the phase's metrics log.
+	Log *LogAt `json:"log,omitempty"`
 }
 
 // EvalOutput holds scalar metrics, named as they appear in pipeline results.

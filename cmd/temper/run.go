@@ -176,17 +176,38 @@ func init() {
 	})
 	register(&command{
 		name:    "ls",
-		summary: "list pipeline runs, newest first",
+		summary: "list pipeline runs, newest first; --kind/--where list the pipelines and phases a visibility query finds",
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			var c clientFlags
 			c.bind(fs)
 			n := fs.Int("n", 20, "how many runs")
+			kind := fs.String("kind", "", "only workflows of this kind (a phase kind such as grpo, or pipeline): TemperKind = 'KIND'")
+			where := fs.String("where", "", "a visibility query on Temper's search attributes, e.g. 'TemperExactMatch > 0.5' (TemperRun, TemperPhase, TemperKind, TemperStep, TemperExactMatch, TemperRewardMean, TemperBacktrack)")
 			return func(ctx context.Context, args []string) error {
+				if len(args) > 0 {
+					return usageErr("ls takes no arguments, got %q (filter with --kind and --where)", args)
+				}
+				var query string
+				if *kind != "" || *where != "" {
+					q, err := searchQuery(*kind, *where)
+					if err != nil {
+						return err
+					}
+					query = q
+				}
 				cl, err := c.dial()
 				if err != nil {
 					return err
 				}
 				defer cl.Close()
+				if query != "" {
+					rows, err := listSearch(ctx, cl, &c, query, *n)
+					if err != nil {
+						return err
+					}
+					printSearch(rows)
+					return nil
+				}
 				runs, err := listRuns(ctx, cl, *n)
 				if err != nil {
 					return err

@@ -3,13 +3,18 @@
 package testenv
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
 	"testing"
+	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workers/devserver"
@@ -38,7 +43,8 @@ func Get(t testing.TB) *Env {
 		if os.Getenv("TEMPER_TEST_SERVER_LOGS") != "" {
 			logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 		}
-		srv, err := devserver.Start(devserver.Options{NoUI: true, Logger: logger, LogLevel: slog.LevelWarn, DynamicConfig: DynamicConfig})
+		srv, err := devserver.Start(devserver.Options{NoUI: true, Logger: logger, LogLevel: slog.LevelWarn, DynamicConfig: DynamicConfig,
+			SearchAttributes: workers.SearchAttributes()})
 		if err != nil {
 			startErr = err
 			return
@@ -81,4 +87,30 @@ func (e *Env) Roles(t testing.TB, roles ...string) []worker.Worker {
 	}
 	t.Cleanup(func() { workers.StopAll(ws) })
 	return ws
+}
+
+// Namespace registers a fresh namespace (without Temper's search attributes, as on a cluster nobody
+// prepared) and returns its name once the server answers on it.
+func (e *Env) Namespace(t testing.TB, prefix string) string {
+	t.Helper()
+	ns := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1e9)
+	nc, err := client.NewNamespaceClient(client.Options{HostPort: e.Server.FrontendAddr()})
+	if err != nil {
+		t.Fatalf("testenv: namespace client: %v", err)
+	}
+	defer nc.Close()
+	ctx := context.Background()
+	if err := nc.Register(ctx, &workflowservice.RegisterNamespaceRequest{Namespace: ns,
+		WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)}); err != nil {
+		t.Fatalf("testenv: register namespace %s: %v", ns, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		_, err := nc.Describe(ctx, ns)
+		if err == nil {
+			return ns
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: namespace %s: %v", ns, err)
+		}
+	}
 }
