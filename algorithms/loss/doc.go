@@ -1,6 +1,7 @@
 // Package loss holds Temper's training objectives as GoMLX graph functions: preference losses (DPO, IPO,
-// ORPO, SimPO, KTO) and policy-gradient losses (GRPO family, GSPO, PPO), each with its paper's formula
-// in its doc comment and a plain-Go reference in the tests.
+// ORPO, SimPO, KTO), policy-gradient losses (GRPO family, GSPO, PPO) and distillation divergences
+// (forward and reverse KL, GKD's β-skewed Jensen–Shannon, forward KL against a stored teacher top-k),
+// each with its paper's formula in its doc comment and a plain-Go reference in the tests.
 //
 // Conventions shared by every loss here:
 //   - inputs are per-token log-probabilities [batch, seq] of the tokens actually present, with a
