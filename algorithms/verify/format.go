@@ -419,3 +419,11 @@ func enclosingTag(text, t string, tags []string) string {
 	}
 	return ""
 }
+
+// CompileSchema compiles a JSON Schema (draft 2020-12 unless it says otherwise) the way the json
+// verifier does: external $refs are refused, formats are not asserted. For other layers that
+// check JSON against a schema (tool arguments).
+func CompileSchema(raw json.RawMessage) (*jsonschema.Schema, error) { return compileSchema(raw, false) }
+
+// SchemaFeedback turns a validation error into one line naming each failing instance path.
+func SchemaFeedback(err error) string { return schemaFeedback(err) }

@@ -1,0 +1,235 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"math/big"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCalcHandComputed(t *testing.T) {
+	for _, c := range []struct{ expr, want string }{
+		{"48213*9071", "437340123"},
+		{"123456789012345678901234567890 * 987654321098765432109876543210", "121932631137021795226185032733622923332237463801111263526900"},
+		{"2^64", "18446744073709551616"},
+		{"2^-3", "0.125"},
+		{"-(3 + 4) * 2", "-14"},
+		{"1/3", "1/3"},
+		{"7/4", "1.75"},
+		{"0.1 + 0.2", "0.3"},
+		{"10 - 2 - 3", "5"}, // left-associative
+		{"2^3^2", "512"},    // right-associative
+		{"1_000_000 * 3", "3000000"},
+		{"  ( ( 5 ) )", "5"},
+	} {
+		v, err := Calc(c.expr)
+		if err != nil {
+			t.Errorf("Calc(%q): %v", c.expr, err)
+			continue
+		}
+		if got := FormatRat(v); got != c.want {
+			t.Errorf("Calc(%q) = %s, want %s", c.expr, got, c.want)
+		}
+	}
+}
+
+// TestCalcMatchesBig: random products and sums of 4–6 digit numbers (the agentic multiplication
+// task's range) against math/big.
+func TestCalcMatchesBig(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 500 {
+		a, b, c := rng.Int64N(999_000)+1000, rng.Int64N(999_000)+1000, rng.Int64N(999_000)+1000
+		want := new(big.Int).Mul(big.NewInt(a), big.NewInt(b))
+		want.Sub(want, big.NewInt(c))
+		v, err := Calc(big.NewInt(a).String() + " * " + big.NewInt(b).String() + " - " + big.NewInt(c).String())
+		if err != nil || FormatRat(v) != want.String() {
+			t.Fatalf("%d*%d-%d = %v (%v), want %s", a, b, c, v, err, want)
+		}
+	}
+}
+
+func TestCalcRejects(t *testing.T) {
+	for _, c := range []struct{ expr, want string }{
+		{"1/0", "division by zero"},
+		{"0^-1", "division by zero"},
+		{"2^100", "exponent"},
+		{"2^0.5", "exponent"},
+		{"3 +", "number was expected"},
+		{"(1 + 2", "missing )"},
+		{"1 + x", `unexpected "x"`},
+		{"1.2.3", "bad number"},
+		{"4 4", `unexpected "4"`},
+		{strings.Repeat("9", 600), "at most 512"},
+		{strings.Repeat("99999999999^64*", 30) + "1", "digits"},
+	} {
+		_, err := Calc(c.expr)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Calc(%.40q): %v, want an error containing %q", c.expr, err, c.want)
+		}
+	}
+}
+
+func newTestRegistry(t *testing.T, extra ...Tool) *Registry {
+	t.Helper()
+	r, err := NewRegistry(append([]Tool{CalcTool(), LookupTool(map[string]string{"Capital of Zorbia": "Quell"}),
+		CheckTool(func(_ context.Context, answer string) (bool, string, error) {
+			if strings.TrimSpace(answer) == "42" {
+				return true, "", nil
+			}
+			return false, "expected a different number", nil
+		})}, extra...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestCallSchemaErrors: a call whose arguments break the tool's schema is refused before the tool
+// runs, and the error names the tool and the failing argument.
+func TestCallSchemaErrors(t *testing.T) {
+	ran := false
+	r := newTestRegistry(t, Tool{Name: "spy", Schema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`),
+		Run: func(context.Context, json.RawMessage) (string, error) { ran = true; return "ok", nil }})
+	for _, c := range []struct {
+		call Call
+		kind ErrKind
+		want string
+	}{
+		{Call{Name: "calc", Arguments: json.RawMessage(`{}`)}, ErrArguments, "calc: arguments does not match the schema: at (root)"},
+		{Call{Name: "calc", Arguments: json.RawMessage(`{"expr": 12}`)}, ErrArguments, "at /expr"},
+		{Call{Name: "calc", Arguments: json.RawMessage(`{"expr": "1+1", "mode": "fast"}`)}, ErrArguments, "mode"},
+		{Call{Name: "spy", Arguments: json.RawMessage(`{"n": "three"}`)}, ErrArguments, "at /n"},
+		{Call{Name: "spy", Arguments: json.RawMessage(`{"n": 1.5}`)}, ErrArguments, "at /n"},
+		{Call{Name: "spy", Arguments: json.RawMessage(`{"n": `)}, ErrArguments, "not JSON"},
+		{Call{Name: "nope"}, ErrUnknownTool, `unknown tool "nope": allowed ["calc" "check" "lookup" "spy"]`},
+		{Call{Name: "calc", Arguments: json.RawMessage(`{"expr": "1/0"}`)}, ErrFailed, "calc: calc: division by zero"},
+		{Call{Name: "lookup", Arguments: json.RawMessage(`{"key": "capital of atlantis"}`)}, ErrFailed, "no entry"},
+	} {
+		res := r.Call(context.Background(), c.call)
+		if res.Kind != c.kind || !strings.Contains(res.Err, c.want) || res.Output != "" {
+			t.Errorf("%s %s: %+v, want kind %s and an error containing %q", c.call.Name, c.call.Arguments, res, c.kind, c.want)
+		}
+		if !strings.HasPrefix(res.Message(), "error: ") {
+			t.Errorf("message %q does not say error", res.Message())
+		}
+	}
+	if ran {
+		t.Error("a tool ran on arguments its schema refuses")
+	}
+	if res := r.Call(context.Background(), Call{Name: "spy", Arguments: json.RawMessage(`{"n": 3}`)}); res.Output != "ok" || !ran {
+		t.Errorf("valid call: %+v", res)
+	}
+}
+
+func TestBuiltins(t *testing.T) {
+	r := newTestRegistry(t)
+	for _, c := range []struct {
+		call Call
+		want string
+	}{
+		{Call{"calc", json.RawMessage(`{"expr": "48213 * 9071"}`)}, "437340123"},
+		{Call{"lookup", json.RawMessage(`{"key": " capital OF zorbia "}`)}, "Quell"},
+		{Call{"check", json.RawMessage(`{"answer": "41"}`)}, "fail: expected a different number"},
+		{Call{"check", json.RawMessage(`{"answer": "42"}`)}, "pass"},
+	} {
+		if res := r.Call(context.Background(), c.call); res.Err != "" || res.Output != c.want {
+			t.Errorf("%s %s = %+v, want %q", c.call.Name, c.call.Arguments, res, c.want)
+		}
+	}
+}
+
+// TestCallTimeout: a tool past its timeout is abandoned and reported as timed out, whether or not it
+// honours its context; a tool that panics is an error, not a crash.
+func TestCallTimeout(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	r := newTestRegistry(t,
+		Tool{Name: "polite", Timeout: 50 * time.Millisecond, Run: func(ctx context.Context, _ json.RawMessage) (string, error) {
+			<-ctx.Done()
+			return "", ctx.Err()
+		}},
+		Tool{Name: "stubborn", Timeout: 50 * time.Millisecond, Run: func(context.Context, json.RawMessage) (string, error) {
+			<-release
+			return "late", nil
+		}},
+		Tool{Name: "broken", Run: func(context.Context, json.RawMessage) (string, error) { panic("boom") }},
+	)
+	for _, name := range []string{"polite", "stubborn"} {
+		start := time.Now()
+		res := r.Call(context.Background(), Call{Name: name})
+		if res.Kind != ErrTimeout || !strings.Contains(res.Err, "timed out after 50ms") {
+			t.Errorf("%s: %+v, want a timeout", name, res)
+		}
+		if el := time.Since(start); el > 2*time.Second {
+			t.Errorf("%s: returned after %s", name, el)
+		}
+	}
+	if res := r.Call(context.Background(), Call{Name: "broken"}); res.Kind != ErrFailed || !strings.Contains(res.Err, "panicked: boom") {
+		t.Errorf("broken: %+v", res)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if res := r.Call(ctx, Call{Name: "polite"}); res.Kind != ErrFailed || !strings.Contains(res.Err, "canceled") {
+		t.Errorf("cancelled episode: %+v", res)
+	}
+}
+
+func TestRegisterRejects(t *testing.T) {
+	run := func(context.Context, json.RawMessage) (string, error) { return "", nil }
+	for _, c := range []struct {
+		tools []Tool
+		want  string
+	}{
+		{[]Tool{{Name: "Calc", Run: run}}, "name must match"},
+		{[]Tool{{Name: "x", Run: run}, {Name: "x", Run: run}}, "already registered"},
+		{[]Tool{{Name: "x"}}, "no function"},
+		{[]Tool{{Name: "x", Run: run, Schema: json.RawMessage(`{"type": 3}`)}}, "schema"},
+		{[]Tool{{Name: "x", Run: run, Schema: json.RawMessage(`{"$ref": "http://example.com/s.json"}`)}}, "schema"},
+		{[]Tool{{Name: "x", Run: run, Timeout: -time.Second}}, "timeout"},
+	} {
+		if _, err := NewRegistry(c.tools...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error containing %q", c.tools[len(c.tools)-1].Name, err, c.want)
+		}
+	}
+}
+
+func TestParseCall(t *testing.T) {
+	for _, c := range []struct {
+		text      string
+		found     bool
+		name, arg string
+		err       string
+	}{
+		{"The answer is 12.", false, "", "", ""},
+		{`I will compute. <tool>{"name": "calc", "arguments": {"expr": "3*4"}}</tool>`, true, "calc", `{"expr": "3*4"}`, ""},
+		{`<tool>{"name":"calc","arguments":null}</tool>`, true, "calc", "", ""},
+		{`<tool>{"name":"calc"}</tool> trailing`, true, "calc", "", ""},
+		{`<tool>{"name": "calc", "arguments": {"expr": "3*4"}}`, true, "", "", "without </tool>"},
+		{`<tool>calc(3*4)</tool>`, true, "", "", "not a JSON object"},
+		{`<tool>{"name": "calc", "args": {}}</tool>`, true, "", "", "not a JSON object"},
+		{`<tool>{"arguments": {}}</tool>`, true, "", "", "without a name"},
+		{`<tool>{"name": "calc", "arguments": [1]}</tool>`, true, "", "", "must be a JSON object"},
+		{`<tool>{"name": "a"} {"name": "b"}</tool>`, true, "", "", "more than one"},
+	} {
+		call, found, err := ParseCall(c.text)
+		if found != c.found || (c.err == "" && err != nil) || (c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err))) {
+			t.Errorf("ParseCall(%q) = %+v, %v, %v; want found %v, error %q", c.text, call, found, err, c.found, c.err)
+			continue
+		}
+		if c.err == "" && (call.Name != c.name || string(call.Arguments) != c.arg) {
+			t.Errorf("ParseCall(%q) = %s %s, want %s %s", c.text, call.Name, call.Arguments, c.name, c.arg)
+		}
+	}
+	// Format round-trips through ParseCall.
+	in := Call{Name: "lookup", Arguments: json.RawMessage(`{"key":"k"}`)}
+	out, found, err := ParseCall("x " + Format(in) + " y")
+	if !found || err != nil || out.Name != in.Name || string(out.Arguments) != string(in.Arguments) {
+		t.Errorf("round trip: %+v %v %v", out, found, err)
+	}
+	if _, _, err := ParseCall(Format(Call{Name: "calc"})); err != nil {
+		t.Errorf("a call without arguments does not round-trip: %v", err)
+	}
+}
