@@ -239,7 +239,7 @@ func consume(rows []*rowState, logits []float32, vocab int, opts sample.Options)
 		r.out.Tokens = append(r.out.Tokens, tok)
 		r.out.LogProbs = append(r.out.LogProbs, float32(sample.LogProb(lg, tok)))
 		switch {
-		case opts.IsStop(tok):
+		case opts.IsStop(tok) || opts.EndsWithStop(r.out.Tokens):
 			r.done, r.out.StopReason = true, sample.StopToken
 		case len(r.out.Tokens) >= opts.MaxNewTokens:
 			r.done, r.out.StopReason = true, sample.StopLength

@@ -238,3 +238,51 @@ func TestGenerateErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestStopSequence: a completion ends right after the first occurrence of a stop sequence, with
+// the same tokens as the unstopped run up to there, cached and uncached alike.
+func TestStopSequence(t *testing.T) {
+	cfg := tinyConfigs()["llama"]
+	gen := newGenerator(t, cfg, 0.3)
+	prompts := randomPrompts(8, cfg.Vocab, 2, 9, 7)
+	free, err := gen.Generate(prompts, sample.Options{MaxNewTokens: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := free[0].Tokens[4:6] // a two-token sequence the first prompt produces
+	opts := sample.Options{MaxNewTokens: 12, StopSequences: [][]int{seq}}
+	for _, uncached := range []bool{false, true} {
+		run := gen.Generate
+		if uncached {
+			run = gen.GenerateUncached
+		}
+		got, err := run(prompts, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range prompts {
+			want, reason := free[i].Tokens, free[i].StopReason
+			for j := len(seq); j <= len(free[i].Tokens); j++ {
+				if slices.Equal(free[i].Tokens[j-len(seq):j], seq) {
+					want, reason = free[i].Tokens[:j], sample.StopToken
+					break
+				}
+			}
+			if !slices.Equal(got[i].Tokens, want) || got[i].StopReason != reason {
+				t.Fatalf("uncached=%v prompt %d: %v (%s), want %v (%s)", uncached, i, got[i].Tokens, got[i].StopReason, want, reason)
+			}
+		}
+	}
+	if len(free[0].Tokens) < 12 || got0(t, gen, prompts, opts) > 6 {
+		t.Fatalf("the first prompt did not stop at its own sequence")
+	}
+}
+
+func got0(t *testing.T, gen *Generator, prompts [][]int, opts sample.Options) int {
+	t.Helper()
+	out, err := gen.Generate(prompts, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(out[0].Tokens)
+}

@@ -12,7 +12,8 @@ import (
 type StopReason string
 
 const (
-	// StopToken: a stop token was sampled; it is the last entry of the completion's tokens.
+	// StopToken: a stop token was sampled (it is the last entry of the completion's tokens), or
+	// the tokens ended with a stop sequence (its last entries).
 	StopToken StopReason = "stop"
 	// StopLength: MaxNewTokens tokens were generated.
 	StopLength StopReason = "length"
@@ -25,6 +26,10 @@ type Options struct {
 	TopK         int     `json:"top_k"`          // keep the k most likely tokens; 0 → off
 	TopP         float64 `json:"top_p"`          // keep the smallest set with mass ≥ p; 0 or 1 → off
 	StopTokens   []int   `json:"stop_tokens"`    // sampling one ends the request (it is kept)
+	// StopSequences end the request when its tokens end with one of them (kept, like a stop
+	// token): the close of a tool call in an agentic turn, for tokenizers that spell it in
+	// several tokens.
+	StopSequences [][]int `json:"stop_sequences,omitempty"`
 	Seed         uint64  `json:"seed"`           // base seed; request i uses SeedFor(i)
 	// Seeds, when set, gives each request its own seed (len must equal the number of requests);
 	// use it to get the same text for a request regardless of where it sits in a batch.
@@ -42,6 +47,8 @@ func (o Options) Validate(n int) error {
 		return fmt.Errorf("sample: top_k=%d: must be >= 0 (0 = off)", o.TopK)
 	case o.TopP < 0 || o.TopP > 1 || math.IsNaN(o.TopP):
 		return fmt.Errorf("sample: top_p=%g: must be in [0, 1] (0 or 1 = off)", o.TopP)
+	case slices.ContainsFunc(o.StopSequences, func(q []int) bool { return len(q) == 0 }):
+		return fmt.Errorf("sample: stop_sequences: an empty sequence")
 	case o.Seeds != nil && len(o.Seeds) != n:
 		return fmt.Errorf("sample: seeds has %d entries for %d requests", len(o.Seeds), n)
 	}
@@ -59,6 +66,16 @@ func (o Options) SeedFor(i int) uint64 {
 
 // IsStop reports whether tok is a stop token.
 func (o Options) IsStop(tok int) bool { return slices.Contains(o.StopTokens, tok) }
+
+// EndsWithStop reports whether tokens end with one of the stop sequences.
+func (o Options) EndsWithStop(tokens []int) bool {
+	for _, seq := range o.StopSequences {
+		if len(seq) > 0 && len(tokens) >= len(seq) && slices.Equal(tokens[len(tokens)-len(seq):], seq) {
+			return true
+		}
+	}
+	return false
+}
 
 func splitMix64(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15

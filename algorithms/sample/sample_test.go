@@ -2,6 +2,7 @@ package sample
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -141,5 +142,21 @@ func TestValidate(t *testing.T) {
 	}
 	if !(Options{StopTokens: []int{2, 3}}).IsStop(3) {
 		t.Error("IsStop")
+	}
+}
+
+func TestStopSequences(t *testing.T) {
+	o := Options{MaxNewTokens: 4, StopSequences: [][]int{{7, 8, 9}, {5}}}
+	for _, c := range []struct {
+		toks []int
+		want bool
+	}{{nil, false}, {[]int{9}, false}, {[]int{8, 9}, false}, {[]int{7, 8, 9}, true}, {[]int{1, 7, 8, 9}, true},
+		{[]int{7, 8, 9, 1}, false}, {[]int{5}, true}, {[]int{5, 6}, false}} {
+		if got := o.EndsWithStop(c.toks); got != c.want {
+			t.Errorf("EndsWithStop(%v) = %v, want %v", c.toks, got, c.want)
+		}
+	}
+	if err := (Options{MaxNewTokens: 1, StopSequences: [][]int{{1}, {}}}).Validate(1); err == nil || !strings.Contains(err.Error(), "stop_sequences") {
+		t.Errorf("an empty stop sequence: %v", err)
 	}
 }
