@@ -1,0 +1,204 @@
+package episode
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/tools"
+)
+
+// Generator is batched generation (tpu.Runtime and model.Generator satisfy it).
+type Generator interface {
+	Generate(prompts [][]int, opts sample.Options) ([]model.Completion, error)
+}
+
+// Codec is the tokenizer in both directions.
+type Codec interface {
+	Encode(text string) []int
+	Decode(ids []int) string
+}
+
+// Config bounds episodes and spells tool messages.
+type Config struct {
+	MaxTurns   int `json:"max_turns"`   // policy turns per episode, ≥ 1
+	TurnTokens int `json:"turn_tokens"` // new tokens per policy turn, ≥ 1
+	MaxTokens  int `json:"max_tokens"`  // policy and tool tokens after the prompt, ≥ TurnTokens
+	// ToolOpen and ToolClose wrap a tool result in the conversation; defaults DefaultToolOpen and
+	// DefaultToolClose (the close hands the turn back to the assistant).
+	ToolOpen  string `json:"tool_open,omitempty"`
+	ToolClose string `json:"tool_close,omitempty"`
+	// MaxToolChars truncates a tool result (default 512), so one call cannot flood the context.
+	MaxToolChars int `json:"max_tool_chars,omitempty"`
+}
+
+// Defaults of Config's tool message markers, in the style of tokenize.DefaultChat.
+const (
+	DefaultToolOpen  = "\n<|tool|>\n"
+	DefaultToolClose = "\n<|assistant|>\n"
+)
+
+// Validate names a bad field with its allowed values.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxTurns < 1:
+		return fmt.Errorf("episode: max_turns=%d: must be ≥ 1", c.MaxTurns)
+	case c.TurnTokens < 1:
+		return fmt.Errorf("episode: turn_tokens=%d: must be ≥ 1", c.TurnTokens)
+	case c.MaxTokens < c.TurnTokens:
+		return fmt.Errorf("episode: max_tokens=%d: must be ≥ turn_tokens (%d)", c.MaxTokens, c.TurnTokens)
+	case c.MaxToolChars < 0:
+		return fmt.Errorf("episode: max_tool_chars=%d: must be ≥ 0 (0: 512)", c.MaxToolChars)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.ToolOpen == "" {
+		c.ToolOpen = DefaultToolOpen
+	}
+	if c.ToolClose == "" {
+		c.ToolClose = DefaultToolClose
+	}
+	if c.MaxToolChars == 0 {
+		c.MaxToolChars = 512
+	}
+	return c
+}
+
+// End says why an episode ended.
+type End string
+
+const (
+	EndAnswer End = "answer" // a policy turn without a tool call
+	EndTurns  End = "turns"  // MaxTurns policy turns
+	EndTokens End = "tokens" // MaxTokens spent
+)
+
+// CallRecord is one tool call of an episode.
+type CallRecord struct {
+	Turn   int          `json:"turn"`
+	Name   string       `json:"name"` // "" when the call could not be parsed
+	Args   string       `json:"args,omitempty"`
+	Result tools.Result `json:"result"`
+}
+
+// Episode is one finished episode. Tokens, Policy and LogProbs are parallel.
+type Episode struct {
+	Tokens     []int        `json:"tokens"`   // everything after the prompt
+	Policy     []bool       `json:"policy"`   // true: written by the policy (trained on); false: tool message
+	LogProbs   []float32    `json:"logprobs"` // behaviour log-probability of policy tokens; 0 elsewhere
+	Turns      int          `json:"turns"`    // policy turns
+	Calls      []CallRecord `json:"calls,omitempty"`
+	ToolErrors int          `json:"tool_errors"` // calls that were malformed, refused, failed or timed out
+	// Checked: the episode called the `check` tool; CheckPassed: its last check passed.
+	Checked     bool   `json:"checked"`
+	CheckPassed bool   `json:"check_passed"`
+	End         End    `json:"end"`
+	Final       string `json:"final"` // text of the last policy turn (the answer, if End is EndAnswer)
+}
+
+// Run plays one episode per prompt. opts gives sampling (temperature, top-k/p, stop tokens, seed);
+// its MaxNewTokens is replaced per turn. Tool calls run in turn order, one episode after another,
+// under ctx. An error is returned only for generation failures and bad configuration; tool
+// failures are part of the episode.
+func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, prompts [][]int, opts sample.Options, cfg Config) ([]Episode, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if reg == nil {
+		return nil, fmt.Errorf("episode: no tool registry")
+	}
+	cfg = cfg.withDefaults()
+	closeSeq := codec.Encode(tools.CloseTag)
+	eps := make([]Episode, len(prompts))
+	live := make([]int, len(prompts))
+	for i := range live {
+		live[i] = i
+	}
+	for turn := 0; len(live) > 0; turn++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("episode: turn %d: %w", turn, err)
+		}
+		ctxs := make([][]int, len(live))
+		seeds := make([]uint64, len(live))
+		budget := cfg.TurnTokens
+		for j, i := range live {
+			ctxs[j] = append(append([]int(nil), prompts[i]...), eps[i].Tokens...)
+			seeds[j] = mix(opts.SeedFor(i), uint64(turn))
+			budget = min(budget, cfg.MaxTokens-len(eps[i].Tokens))
+		}
+		// Episodes of a batch share one budget per turn (the smallest left); an episode whose own
+		// budget is larger simply gets another turn later.
+		o := opts
+		o.MaxNewTokens = max(1, budget)
+		o.Seeds = seeds
+		o.StopSequences = append(append([][]int(nil), opts.StopSequences...), closeSeq)
+		outs, err := gen.Generate(ctxs, o)
+		if err != nil {
+			return nil, fmt.Errorf("episode: turn %d: %w", turn, err)
+		}
+		var next []int
+		for j, i := range live {
+			ep := &eps[i]
+			c := outs[j]
+			ep.Turns++
+			ep.Tokens = append(ep.Tokens, c.Tokens...)
+			ep.LogProbs = append(ep.LogProbs, c.LogProbs...)
+			for range c.Tokens {
+				ep.Policy = append(ep.Policy, true)
+			}
+			text := codec.Decode(c.Tokens)
+			ep.Final = text
+			call, found, perr := tools.ParseCall(text)
+			if !found {
+				ep.End = EndAnswer
+				continue
+			}
+			rec := CallRecord{Turn: turn, Name: call.Name, Args: string(call.Arguments)}
+			if perr != nil {
+				rec.Result = tools.Result{Err: perr.Error(), Kind: tools.ErrArguments}
+			} else {
+				rec.Result = reg.Call(ctx, call)
+			}
+			if rec.Result.Err != "" {
+				ep.ToolErrors++
+			}
+			if call.Name == "check" && perr == nil {
+				ep.Checked = true
+				ep.CheckPassed = rec.Result.Err == "" && rec.Result.Output == "pass"
+			}
+			ep.Calls = append(ep.Calls, rec)
+			msg := rec.Result.Message()
+			if len(msg) > cfg.MaxToolChars {
+				msg = msg[:cfg.MaxToolChars] + "…"
+			}
+			toolToks := codec.Encode(cfg.ToolOpen + msg + cfg.ToolClose)
+			ep.Tokens = append(ep.Tokens, toolToks...)
+			for range toolToks {
+				ep.Policy = append(ep.Policy, false)
+				ep.LogProbs = append(ep.LogProbs, 0)
+			}
+			switch {
+			case ep.Turns >= cfg.MaxTurns:
+				ep.End = EndTurns
+			case len(ep.Tokens) >= cfg.MaxTokens:
+				ep.End = EndTokens
+			default:
+				next = append(next, i)
+			}
+		}
+		live = next
+	}
+	return eps, nil
+}
+
+// mix derives a turn's seed from an episode's (SplitMix64 of their combination), so each turn
+// samples from its own stream whatever else is in the batch.
+func mix(seed, turn uint64) uint64 {
+	x := seed ^ (turn+1)*0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
