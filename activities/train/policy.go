@@ -33,7 +33,10 @@ type PolicyStepInput struct {
 	Version   int    `json:"version"`
 	Rollouts  string `json:"rollouts"`
 	// Rewards are per rollout, in file order.
-	Rewards         []float64         `json:"rewards"`
+	Rewards []float64 `json:"rewards"`
+	// Shards replaces Rollouts and Rewards: the iteration's rollouts and verdicts objects, in
+	// prompt order (scored.go), so that nothing per sample travels in workflow history.
+	Shards          []ScoredShard     `json:"shards,omitempty"`
 	Loss            loss.PolicyConfig `json:"loss"`
 	Optim           Optim             `json:"optim"`
 	LR              float64           `json:"lr"`
@@ -236,7 +239,7 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 	if in.Loss.Algorithm == loss.AlgoPPO { // token-level advantages from a critic: ppo.go
 		return a.ppoStep(ctx, in)
 	}
-	rs, err := ReadRollouts(ctx, a.Ckpt, in.Rollouts)
+	rs, err := a.scoredRollouts(ctx, &in)
 	if err != nil {
 		return PolicyStepOutput{}, err
 	}

@@ -68,7 +68,7 @@ func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicySte
 	if err := pc.Validate(); err != nil {
 		return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s/%s: %w", in.Run, in.Phase, err))
 	}
-	rs, err := ReadRollouts(ctx, a.Ckpt, in.Rollouts)
+	rs, err := a.scoredRollouts(ctx, &in)
 	if err != nil {
 		return PolicyStepOutput{}, err
 	}
