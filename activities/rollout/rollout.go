@@ -1,7 +1,9 @@
 // Package rollout holds the rollout role's activity: Generate samples G completions per prompt from a
 // policy checkpoint with the KV cache, records the behaviour log-probs and policy version, and writes
 // them as a rollouts object in the store. Sampling is seeded per (iteration, prompt, sample), so a retried
-// Generate writes the same file. Generate also regenerates failed samples with the verifier's feedback
+// Generate writes the same file; a Generate may be one shard of an iteration (prompts [PromptLo,
+// PromptHi), batched by windows aligned across shards: shard.go), and the shards concatenated are the
+// bytes of one unsharded Generate. A worker reads each data spec's prompts once (prompts.go). Generate also regenerates failed samples with the verifier's feedback
 // (self-correction), and Keep writes the corrections that passed as prompt/completion data.
 package rollout
 

@@ -1,5 +1,6 @@
-// Package devserver runs a real Temporal server (SQLite persistence) and, optionally, the Temporal Web UI
-// inside the current process. It is what `temper dev`, `temper demo` and the integration-test helper use,
+// Package devserver runs a real Temporal server (SQLite persistence, or PostgreSQL with its schema set
+// up by the server's own tool: postgres.go) and, optionally, the Temporal Web UI inside the current
+// process. It is what `temper dev`, `temper demo` and the integration-test helper use,
 // so that a fresh machine needs nothing installed by hand.
 //
 // The wiring follows the Temporal CLI's dev server (MIT licence), adapted to server v1.32.
