@@ -24,7 +24,11 @@ import (
 func TestRLShardsIdentical(t *testing.T) {
 	env := testenv.Get(t)
 	env.Roles(t)
-	in := rlPipeline(t, `{"iterations":1,"prompts":64,"group":4,"rollout":{"shards":1}}`)
+	// 84 prompts × 3: generation batches of 21 prompts (63 samples), which flat 64-sample batches would cut
+	// differently; four shards of 21 prompts. (On the pure-Go backend a row's samples did not depend on
+	// its batch when batches were cut flat, checked by mutation; seeding by the shard's own prompt index
+	// fails this test.)
+	in := rlPipeline(t, `{"iterations":1,"prompts":84,"group":3,"rollout":{"shards":1}}`)
 	g4 := map[string]any{}
 	if err := json.Unmarshal(in.Phases[1].Config, &g4); err != nil {
 		t.Fatal(err)
