@@ -85,6 +85,7 @@ type Activities struct {
 	Ckpt      *ckpt.Client
 	NewEngine train.NewEngine
 	prompts   promptCache // the data specs' prompt sets, read once per worker (prompts.go)
+	engines   engineCache // the last policy's engine, shared by its shards on this worker (engines.go)
 }
 
 // RolloutsKey is where an iteration's rollouts live, relative to the store root.
@@ -120,11 +121,15 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 		return GenerateOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("rollout: generate %s/%s: prompts %d, group %d, max_new_tokens %d: want > 0", in.Run, in.Phase, in.Prompts, in.Group, in.MaxNewTokens), "InvalidInput", nil)
 	}
-	eng, _, _, err := train.LoadEngine(ctx, a.Ckpt, a.NewEngine, in.Checkpoint, train.Optim{}, false)
+	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (train.Engine, error) {
+		eng, _, _, err := train.LoadEngine(ctx, a.Ckpt, a.NewEngine, uri, train.Optim{}, false)
+		return eng, err
+	})
 	if err != nil {
 		return GenerateOutput{}, err
 	}
-	defer eng.Close()
+	defer a.engines.release(shared)
+	eng := shared.eng
 	enc := train.Encoder()
 	var rs []rollout.Rollout
 	var prompts [][]int
