@@ -32,9 +32,10 @@ const clusterGRPOConfig = `{"data":{"task":"add2","heldout_examples":16},"mode":
 // to a URL, as scripts/postgres.sh prints): `temper server --db` runs Temporal on PostgreSQL, and
 // separate processes run one workflow worker, one trainer, one reward and two rollout workers. A
 // sync GRPO phase with four shards per iteration runs once with one rollout worker, then with two,
-// one of which is killed with SIGKILL while it generates a shard: the run completes (the shard is
-// retried alone, on the other worker), both rollout workers took shards, and the final weights and
-// optimizer state are byte-identical to the one-worker run's.
+// one of which is killed with SIGKILL while it generates a shard (a worker caught between two shards is
+// restarted and another kill aimed): the run completes (the shard is retried alone, on the other
+// worker), both rollout workers took shards, and the final weights and optimizer state are
+// byte-identical to the one-worker run's.
 func TestClusterPostgresRolloutKill(t *testing.T) {
 	base := os.Getenv("TEMPER_TEST_POSTGRES")
 	if base == "" || testing.Short() {
@@ -94,12 +95,21 @@ func TestClusterPostgresRolloutKill(t *testing.T) {
 	start = time.Now()
 	wfID := ids + "-two.grpo"
 	r := mustStart(t, c, ids+"-two", pipeline(from))
-	// From iteration 1 on (iteration 0's shards are spread over both workers by then), SIGKILL the
-	// worker that runs a first attempt of a shard, and leave it dead.
+	// Once both workers have completed a shard, SIGKILL one that runs a first attempt of a shard (of
+	// iteration 1 or later), and leave it dead. A warm shard can finish between the describe that saw
+	// it and the kill: then that worker is restarted and a later shard is the target.
 	var victim *workerProcess
+	completed := func() map[string]int {
+		took := map[string]int{}
+		for _, ident := range generateIdentities(t, c, wfID) {
+			took[strings.SplitN(ident, "@", 2)[0]]++
+		}
+		return took
+	}
+poll:
 	for deadline := time.Now().Add(3 * time.Minute); victim == nil; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("no shard of iterations 1-3 was seen running on a rollout worker")
+			t.Fatal("no shard of iterations 1-3 was seen running on a rollout worker after both had completed one")
 		}
 		desc, err := c.DescribeWorkflowExecution(context.Background(), wfID, "")
 		if err != nil {
@@ -110,18 +120,35 @@ func TestClusterPostgresRolloutKill(t *testing.T) {
 			_ = json.Unmarshal(p.Data, &done)
 		}
 		if done >= 3 {
-			t.Fatal("iteration 3 finished before a kill landed")
+			t.Fatalf("iteration 3 finished before a kill landed (shards completed per pid: %v)", completed())
+		}
+		if done < 1 {
+			continue
+		}
+		if took := completed(); took[fmt.Sprint(rolls[0].cmd.Process.Pid)] == 0 || took[fmt.Sprint(rolls[1].cmd.Process.Pid)] == 0 {
+			continue
 		}
 		for _, pa := range desc.PendingActivities {
-			if victim != nil || done < 1 || pa.ActivityType.GetName() != rollout.GenerateName || pa.State != enumspb.PENDING_ACTIVITY_STATE_STARTED || pa.Attempt != 1 {
+			if victim != nil || pa.ActivityType.GetName() != rollout.GenerateName || pa.State != enumspb.PENDING_ACTIVITY_STATE_STARTED || pa.Attempt != 1 {
 				continue
 			}
 			for _, p := range rolls {
 				if victim == nil && strings.HasPrefix(pa.LastWorkerIdentity, fmt.Sprintf("%d@", p.cmd.Process.Pid)) {
 					p.kill()
+					// The worker may have finished that shard and started another before the kill: any
+					// first attempt still started by the dead process is the one the kill interrupted.
+					shard := killedShard(t, c, wfID, p.cmd.Process.Pid)
+					if shard == "" {
+						t.Logf("pid %d was between shards when killed: restarting it", p.cmd.Process.Pid)
+						p.start()
+						continue poll // the describe is stale now
+					}
+					if !rlAwaitRetry(t, c, wfID, shard) {
+						t.Fatalf("shard %s, interrupted by the kill, completed without a retry", shard)
+					}
 					victim = p
-					t.Logf("SIGKILL of rollout worker pid %d during shard %s after %d iterations (%.1fs into the run)",
-						p.cmd.Process.Pid, pa.ActivityId, done, time.Since(start).Seconds())
+					t.Logf("SIGKILL of rollout worker pid %d during shard %s after %d iterations (%.1fs into the run): retried",
+						p.cmd.Process.Pid, shard, done, time.Since(start).Seconds())
 				}
 			}
 		}
@@ -132,10 +159,7 @@ func TestClusterPostgresRolloutKill(t *testing.T) {
 	if retried := rlRetried(t, c, wfID); retried[rollout.GenerateName] != 1 {
 		t.Errorf("want exactly the killed shard retried, got retries %v", retried)
 	}
-	took := map[string]int{}
-	for _, ident := range generateIdentities(t, c, wfID) {
-		took[strings.SplitN(ident, "@", 2)[0]]++
-	}
+	took := completed()
 	for _, p := range rolls {
 		if took[fmt.Sprint(p.cmd.Process.Pid)] == 0 {
 			t.Errorf("rollout worker pid %d took no shard (shards per pid: %v)", p.cmd.Process.Pid, took)
@@ -157,6 +181,23 @@ func TestClusterPostgresRolloutKill(t *testing.T) {
 			t.Errorf("%s: one worker %s, two workers with a kill %s", name, ha, hb)
 		}
 	}
+}
+
+// killedShard returns the ID of the rollout.Generate whose first attempt process pid had started and
+// not finished, or "".
+func killedShard(t *testing.T, c client.Client, wfID string, pid int) string {
+	t.Helper()
+	desc, err := c.DescribeWorkflowExecution(context.Background(), wfID, "")
+	if err != nil {
+		t.Fatalf("describe %s: %v", wfID, err)
+	}
+	for _, pa := range desc.PendingActivities {
+		if pa.ActivityType.GetName() == rollout.GenerateName && pa.State == enumspb.PENDING_ACTIVITY_STATE_STARTED && pa.Attempt == 1 &&
+			strings.HasPrefix(pa.LastWorkerIdentity, fmt.Sprintf("%d@", pid)) {
+			return pa.ActivityId
+		}
+	}
+	return ""
 }
 
 // generateIdentities returns the identity of the worker that completed each rollout.Generate of a
