@@ -6,7 +6,7 @@ export GOFLAGS := -mod=mod
 GO ?= go
 TEST_TIMEOUT ?= 30m
 
-.PHONY: demo dev test test-long test-fork vet fmt build bench
+.PHONY: demo dev test test-long test-cluster test-fork vet fmt build bench
 
 demo:
 	$(GO) run ./cmd/temper demo
@@ -39,3 +39,9 @@ fmt: # the main module only: third_party/compute keeps upstream's files as publi
 # The engine fork's own tests (third_party/compute, a separate module; also part of make test).
 test-fork:
 	cd third_party/compute && $(GO) test ./internal/...
+
+# Scale-out cluster on PostgreSQL (not in `make test`: minutes, and it installs/starts PostgreSQL from
+# Debian packages): Temporal on PostgreSQL via `temper server --db`, one workflow, trainer and reward
+# worker process and two rollout worker processes, one killed mid-shard.
+test-cluster:
+	TEMPER_TEST_POSTGRES=$$(scripts/postgres.sh) $(GO) test -timeout 30m -count=1 -v -run 'TestPostgres|TestClusterPostgres' ./workers/devserver/ ./cmd/temper/

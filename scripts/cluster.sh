@@ -5,7 +5,9 @@
 # process started here is stopped on exit. The state (SQLite file, store, logs) lives in a temporary
 # TEMPER_HOME, removed on exit unless KEEP=1.
 #
-#   scripts/cluster.sh [PIPELINE.yaml]     env: PORT, UI_PORT (default: free ports), KEEP=1, NO_BUILD=1
+#   scripts/cluster.sh [PIPELINE.yaml]     env: PORT, UI_PORT (default: free ports), KEEP=1, NO_BUILD=1,
+#                                          DB=postgres://... (the server's state in PostgreSQL, e.g.
+#                                          DB=$(scripts/postgres.sh)), ROLLOUT_WORKERS=N (default 1)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -67,7 +69,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== temper dev --roles none (server $addr, Web UI http://127.0.0.1:$ui_port, home $TEMPER_HOME)"
-"$bin" dev --roles none --port "$port" --ui-port "$ui_port" --home "$TEMPER_HOME" >"$logs/dev.log" 2>&1 &
+db_flags=()
+if [[ -n ${DB:-} ]]; then db_flags=(--db "$DB"); fi
+"$bin" dev --roles none --port "$port" --ui-port "$ui_port" --home "$TEMPER_HOME" "${db_flags[@]}" >"$logs/dev.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 600); do
 	listening "$port" && break
@@ -76,8 +80,11 @@ for _ in $(seq 600); do
 done
 listening "$port" || { cat "$logs/dev.log"; echo "cluster.sh: temper dev did not listen on $addr" >&2; exit 1; }
 
-for role in temper trainer rollout reward; do
-	"$bin" worker --roles "$role" --temporal "$addr" >"$logs/$role.log" 2>&1 &
+roles=(temper trainer reward)
+for ((i = 0; i < ${ROLLOUT_WORKERS:-1}; i++)); do roles+=(rollout); done
+for i in "${!roles[@]}"; do
+	role=${roles[i]}
+	"$bin" worker --roles "$role" --temporal "$addr" >"$logs/$role-$i.log" 2>&1 &
 	pids+=($!)
 	echo "== temper worker --roles $role (pid $!)"
 done

@@ -148,17 +148,9 @@ func recordResult(s tally.Scope, out any) {
 	case reward.ScoreOutput:
 		s.Gauge("reward_mean").Update(o.Metrics.MeanScore)
 		s.Gauge("reward_pass_rate").Update(o.Metrics.PassRate)
-		var pass, fail, errs int64
-		for _, v := range o.Verdicts {
-			switch {
-			case v.Error != "":
-				errs++
-			case v.Pass:
-				pass++
-			default:
-				fail++
-			}
-		}
+		// From the counts, not the verdicts: those stay in the store when scored by reference.
+		pass, errs := int64(o.Metrics.Passed), int64(o.Metrics.Errors)
+		fail := int64(o.Metrics.Judged) - pass
 		verdicts := s.Tagged(map[string]string{"sandbox": o.Metrics.SandboxMode})
 		verdicts.Tagged(map[string]string{"verdict": "pass"}).Counter("verdicts_total").Inc(pass)
 		verdicts.Tagged(map[string]string{"verdict": "fail"}).Counter("verdicts_total").Inc(fail)

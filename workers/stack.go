@@ -55,8 +55,10 @@ type StackOptions struct {
 	Namespace string
 	Roles     []string // workers to run; empty runs none
 	Ephemeral bool     // in-memory SQLite (tests)
-	Logger    *slog.Logger
-	Workers   Options
+	// DB, a postgres:// URL, keeps the embedded server's state in PostgreSQL instead of SQLite.
+	DB      string
+	Logger  *slog.Logger
+	Workers Options
 }
 
 // Stack is a Temporal client, optionally an embedded server, and workers.
@@ -79,7 +81,10 @@ func StartStack(opts StackOptions) (*Stack, error) {
 			IP: opts.IP, FrontendPort: opts.Port, UIPort: opts.UIPort, NoUI: opts.UIPort < 0,
 			Namespace: opts.Namespace, Logger: opts.Logger, LogLevel: slog.LevelWarn, SearchAttributes: SearchAttributes(),
 		}
-		if !opts.Ephemeral {
+		switch {
+		case opts.DB != "":
+			dso.Postgres = opts.DB
+		case !opts.Ephemeral:
 			dso.DBFile = filepath.Join(opts.Home, "temporal.db")
 		}
 		srv, err := devserver.Start(dso)

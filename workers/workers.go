@@ -134,6 +134,9 @@ func rewardSandbox() *sandbox.Sandbox {
 type Options struct {
 	// TrainerSlots bounds concurrent trainer activities; 1 means one at a time per accelerator.
 	TrainerSlots int
+	// RolloutSlots bounds concurrent rollout activities (default 1: one shard at a time per
+	// accelerator, so that an iteration's shards spread over the rollout workers).
+	RolloutSlots int
 	// Engine configures the tpu runtimes of the trainer's activities.
 	Engine EngineOptions
 	// Metrics, when set, records Temper's series for every activity these workers run.
@@ -148,8 +151,11 @@ func Start(c client.Client, roles []string, opts Options) ([]worker.Worker, erro
 		if ic := opts.Metrics.interceptor(); ic != nil {
 			wo.Interceptors = append(wo.Interceptors, ic)
 		}
-		if role == workflows.QueueTrainer {
+		switch role {
+		case workflows.QueueTrainer:
 			wo.MaxConcurrentActivityExecutionSize = max(1, opts.TrainerSlots)
+		case workflows.QueueRollout:
+			wo.MaxConcurrentActivityExecutionSize = max(1, opts.RolloutSlots)
 		}
 		w := worker.New(c, role, wo)
 		if err := Register(role, w, opts); err != nil {

@@ -108,6 +108,12 @@ func TestRecordHistories(t *testing.T) {
 			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(fmt.Sprintf(rl, `,"mode":"async","inject_nan_at":2`))}}},
 		{"ppo", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
 			{Name: "ppo", Kind: "ppo", Config: json.RawMessage(fmt.Sprintf(rl, ""))}}},
+		// Sharded by reference (rl-sharded): two shards per iteration, async, self-correction over the
+		// shards, a back-track while the next iteration's shards are in flight.
+		{"grpo-sharded-async", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
+			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(strings.Replace(fmt.Sprintf(rl,
+				`,"mode":"async","inject_nan_at":2,"rollout":{"shards":2},"self_correct":{"retries":1,"resample":true}`),
+				`"prompts":4,"group":4`, `"prompts":8,"group":16`, 1))}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := workflows.PipelineInput{Name: c.name, Store: "file://" + t.TempDir(), Seed: 3, Phases: c.phases}

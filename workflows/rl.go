@@ -64,6 +64,8 @@ type RLState struct {
 	CorrTried  int  `json:"corr_tried,omitempty"`
 	CorrPassed int  `json:"corr_passed,omitempty"`
 	Started    bool `json:"started"`
+	// PendingShards are the next iteration's shards (async, sharded runs) across continue-as-new.
+	PendingShards []rollout.GenerateOutput `json:"pending_shards,omitempty"`
 }
 
 // RL is the rollout → reward → train loop over policy versions, in sync or async mode, with held-out
@@ -106,26 +108,25 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			Data: cfg.Data, Seed: seed, Prompts: cfg.Prompts, Group: cfg.Group, MaxNewTokens: cfg.MaxNewTokens, Temperature: cfg.Temperature,
 		})
 	}
-	// selfCorrect regenerates the failed samples of gen (verdicts in file order) with their feedback,
-	// for up to cfg.SelfCorrect.Retries rounds, and keeps the corrections that pass as data.
-	selfCorrect := func(gen rollout.GenerateOutput, verdicts []reward.ItemVerdict) error {
-		src, vs := gen.Rollouts, verdicts
-		var idx []int
+	// failedOf returns the first failed samples of verdicts (file order) and their feedback.
+	failedOf := func(vs []reward.ItemVerdict) (idx []int, fb []string) {
 		for i, v := range vs {
 			if !v.Pass && v.Error == "" && len(idx) < cfg.SelfCorrect.MaxSamples {
-				idx = append(idx, i)
+				idx, fb = append(idx, i), append(fb, v.Feedback)
 			}
 		}
+		return idx, fb
+	}
+	// selfCorrect regenerates the failed samples idx (file order of src, or of the shards srcShards
+	// read as one) with their feedback fb, for up to cfg.SelfCorrect.Retries rounds, and keeps the
+	// corrections that pass as data.
+	selfCorrect := func(src string, srcShards []string, idx []int, fb []string) error {
 		for round := 1; round <= cfg.SelfCorrect.Retries && len(idx) > 0; round++ {
-			fb := make([]string, len(idx))
-			for k, i := range idx {
-				fb[k] = vs[i].Feedback
-			}
 			var rg rollout.GenerateOutput
 			if err := workflow.ExecuteActivity(rolloutCtx, rollout.GenerateName, rollout.GenerateInput{
 				Store: in.Store, Run: in.RunID, Phase: st.Dir, Checkpoint: st.Policy, PolicyVersion: st.Version, Iteration: st.Iter,
 				Data: cfg.Data, Seed: seed, Group: 1, MaxNewTokens: cfg.MaxNewTokens, Temperature: cfg.Temperature,
-				RetryOf: src, RetryIndex: idx, RetryFeedback: fb, RetryResample: cfg.SelfCorrect.Resample, Tag: fmt.Sprintf("retry%d", round),
+				RetryOf: src, RetryOfShards: srcShards, RetryIndex: idx, RetryFeedback: fb, RetryResample: cfg.SelfCorrect.Resample, Tag: fmt.Sprintf("retry%d", round),
 			}).Get(ctx, &rg); err != nil {
 				return fmt.Errorf("self-correction round %d: %w", round, err)
 			}
@@ -134,12 +135,13 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				return fmt.Errorf("self-correction round %d: score: %w", round, err)
 			}
 			var passed, failed []int
+			var failedFb []string
 			for k, v := range rsc.Verdicts {
 				switch {
 				case v.Pass:
 					passed = append(passed, k)
 				case v.Error == "":
-					failed = append(failed, k)
+					failed, failedFb = append(failed, k), append(failedFb, v.Feedback)
 				}
 			}
 			st.CorrTried += len(idx)
@@ -151,7 +153,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 					return fmt.Errorf("self-correction round %d: keep: %w", round, err)
 				}
 			}
-			src, vs, idx = rg.Rollouts, rsc.Verdicts, failed
+			src, srcShards, idx, fb = rg.Rollouts, nil, failed, failedFb
 		}
 		return nil
 	}
@@ -173,6 +175,11 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	async := cfg.Mode == "async"
 	var next workflow.Future // async: rollouts of iteration st.Iter being generated
 	nextVersion := 0
+	// Sharded iterations (rl_shards.go): per-sample data by reference, generation and scoring fanned
+	// out. Runs started before keep one Generate and one Score per iteration with inline verdicts.
+	sharded := workflow.GetVersion(ctx, "rl-sharded", workflow.DefaultVersion, 1) >= 1
+	fan := rlFanOut{rolloutCtx: rolloutCtx, rewardCtx: rewardCtx, in: in, cfg: cfg, seed: seed}
+	var nextShards []workflow.Future // async, sharded: shards of iteration st.Iter being generated
 	backtrack := func(reason string) error {
 		if len(st.Branches) >= cfg.Backtrack.Budget {
 			return temporal.NewNonRetryableApplicationError(
@@ -192,6 +199,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		st.Dir = fmt.Sprintf("%s.b%d", in.Phase, len(st.Branches))
 		st.FreshOptimizer = st.Good == in.From
 		st.Pending, next = nil, nil
+		st.PendingShards, nextShards = nil, nil
 		workflow.GetLogger(ctx).Warn("back-tracking", "reason", reason, "to_version", st.GoodVersion, "lr_scale", st.LRScale)
 		if err := workflow.UpsertMemo(ctx, map[string]any{"branches": len(st.Branches), "last_branch": reason}); err != nil {
 			return err
@@ -217,10 +225,25 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	for st.Iter < cfg.Iterations && !outOfTime() {
 		iterStart := workflow.Now(ctx)
 		var gen rollout.GenerateOutput
+		var batch rlBatch // sharded
 		genVersion := st.Version
 		switch {
 		case st.Pending != nil:
 			gen, genVersion, st.Pending = *st.Pending, st.PendingVersion, nil
+			if sharded { // pending from a run before shards: score it as one shard
+				batch = fan.started([]rollout.GenerateOutput{gen})
+			}
+		case len(st.PendingShards) > 0:
+			batch, genVersion, st.PendingShards = fan.started(st.PendingShards), st.PendingVersion, nil
+		case nextShards != nil:
+			if batch, err = fan.await(ctx, nextShards); err != nil {
+				return PhaseOutput{}, fmt.Errorf("%s %s: generate iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
+			}
+			genVersion, nextShards = nextVersion, nil
+		case sharded:
+			if batch, err = fan.await(ctx, fan.generate(st.Policy, st.Version, st.Iter)); err != nil {
+				return PhaseOutput{}, fmt.Errorf("%s %s: generate iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
+			}
 		case next != nil:
 			if err := next.Get(ctx, &gen); err != nil {
 				return PhaseOutput{}, fmt.Errorf("%s %s: generate iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
@@ -234,17 +257,34 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		st.WaitGenerate += workflow.Now(ctx).Sub(iterStart).Seconds()
 		if async && st.Iter+1 < cfg.Iterations && !(cfg.MaxSeconds > 0 && st.Seconds+workflow.Now(ctx).Sub(iterStart).Seconds() >= cfg.MaxSeconds) {
 			// Generate the next iteration with the current policy while this one trains.
-			next, nextVersion = generate(st.Policy, st.Version, st.Iter+1), st.Version
+			if sharded {
+				nextShards, nextVersion = fan.generate(st.Policy, st.Version, st.Iter+1), st.Version
+			} else {
+				next, nextVersion = generate(st.Policy, st.Version, st.Iter+1), st.Version
+			}
 		}
 		var sc reward.ScoreOutput
+		var scored rlScored // sharded
 		scoreStart := workflow.Now(ctx)
-		if err := workflow.ExecuteActivity(rewardCtx, reward.ScoreName, reward.ScoreInput{Rollouts: gen.Rollouts, Spec: cfg.Reward}).Get(ctx, &sc); err != nil {
+		if sharded {
+			if scored, err = batch.collect(ctx, cfg.SelfCorrect.MaxSamples); err != nil {
+				return PhaseOutput{}, fmt.Errorf("%s %s: score iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
+			}
+			sc.Metrics = scored.metrics
+			gen.Rollouts, gen.TokensPerS = "", scored.tokensPerS() // the shards are the step's rollouts
+		} else if err := workflow.ExecuteActivity(rewardCtx, reward.ScoreName, reward.ScoreInput{Rollouts: gen.Rollouts, Spec: cfg.Reward}).Get(ctx, &sc); err != nil {
 			return PhaseOutput{}, fmt.Errorf("%s %s: score iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
 		}
 		st.WaitScore += workflow.Now(ctx).Sub(scoreStart).Seconds()
 		st.RolloutTokS += gen.TokensPerS
 		if cfg.SelfCorrect.Retries > 0 {
-			if err := selfCorrect(gen, sc.Verdicts); err != nil {
+			src, srcShards, idx, fb := gen.Rollouts, []string(nil), []int(nil), []string(nil)
+			if sharded {
+				src, srcShards, idx, fb = "", scored.sources, scored.failed, scored.feedback
+			} else {
+				idx, fb = failedOf(sc.Verdicts)
+			}
+			if err := selfCorrect(src, srcShards, idx, fb); err != nil {
 				return PhaseOutput{}, fmt.Errorf("%s %s: iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
 			}
 		}
@@ -270,7 +310,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		trainStart := workflow.Now(ctx)
 		if err := workflow.ExecuteActivity(trainCtx, train.PolicyStepName, train.PolicyStepInput{
 			Store: in.Store, Run: in.RunID, Phase: st.Dir, Policy: st.Policy, Reference: st.Reference, Version: st.Version,
-			Rollouts: gen.Rollouts, Rewards: rewards, Loss: lc, Optim: cfg.Optimizer, LR: rlLR(cfg, st.Iter) * st.LRScale,
+			Rollouts: gen.Rollouts, Rewards: rewards, Shards: scored.shards, Loss: lc, Optim: cfg.Optimizer, LR: rlLR(cfg, st.Iter) * st.LRScale,
 			Epochs: cfg.Epochs, Minibatch: cfg.Minibatch, DynamicSampling: cfg.DynamicSampling, FreshOptimizer: st.FreshOptimizer,
 			InjectNaN: cfg.InjectNaNAt == st.Iter+1 && len(st.Branches) == 0, PPO: ppo, Iteration: st.Iter,
 		}).Get(ctx, &step); err != nil {
@@ -288,6 +328,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			if next != nil { // its rollouts come from a policy we are leaving
 				_ = next.Get(ctx, nil)
 			}
+			drain(ctx, nextShards)
 			if err := backtrack(fmt.Sprintf("non-finite loss or gradient at iteration %d", st.Iter)); err != nil {
 				return PhaseOutput{}, err
 			}
@@ -319,6 +360,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				if next != nil {
 					_ = next.Get(ctx, nil)
 				}
+				drain(ctx, nextShards)
 				if err := backtrack(fmt.Sprintf("held-out exact match fell from %.3f to %.3f at iteration %d", st.GoodScore, score, st.Iter)); err != nil {
 					return PhaseOutput{}, err
 				}
@@ -361,6 +403,13 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 					return PhaseOutput{}, err
 				}
 				st.Pending, st.PendingVersion = &pend, nextVersion
+			}
+			if nextShards != nil { // scored by the next run
+				gens, err := awaitGenerated(ctx, nextShards)
+				if err != nil {
+					return PhaseOutput{}, err
+				}
+				st.PendingShards, st.PendingVersion = gens, nextVersion
 			}
 			next := in
 			next.RL = &st

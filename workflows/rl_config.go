@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/temperml/temper/activities/reward"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/schedule"
@@ -67,6 +66,8 @@ type RLConfig struct {
 	HeartbeatTimeout   config.Duration `json:"heartbeat_timeout" default:"30s"`
 	// PPO is set for the ppo kind only (its defaults: train.DefaultPPOConfig).
 	PPO *train.PPOConfig `json:"ppo,omitempty" help:"ppo phase only: GAE γ/λ, KL in the reward, value-head seed (value_coef, value_clip, entropy_coef are under loss)"`
+	// Rollout fans generation and scoring out over workers (rl_shards.go).
+	Rollout RolloutSpec `json:"rollout"`
 
 	kind string // the phase kind, set by defaultRLConfig: loss.algorithm must match it
 }
@@ -94,6 +95,7 @@ func defaultRLConfig(algo string) *RLConfig {
 		SelfCorrect:      SelfCorrectSpec{MaxSamples: 64},
 		HeartbeatTimeout: config.Duration(30 * time.Second),
 		KeepLast:         3,
+		Rollout:          RolloutSpec{Shards: 1},
 		kind:             algo,
 	}
 	if algo == loss.AlgoPPO {
@@ -134,6 +136,9 @@ func (c *RLConfig) Validate() error {
 	if err := c.Optimizer.Validate(); err != nil {
 		return err
 	}
+	if err := c.Rollout.Validate(); err != nil {
+		return err
+	}
 	if len(c.Reward.Verifiers) > 0 {
 		if err := c.Reward.Validate(); err != nil {
 			return &config.FieldError{Path: "reward", Msg: err.Error()}
@@ -146,8 +151,6 @@ func (c *RLConfig) Validate() error {
 		return &config.FieldError{Path: "prompts", Msg: "must be >= 1"}
 	case c.Group < 1 || (c.Group < 2 && !ppo):
 		return &config.FieldError{Path: "group", Msg: "must be >= 2 (advantages compare samples of a prompt; ppo: >= 1)"}
-	case c.Prompts*c.Group > reward.MaxItems:
-		return &config.FieldError{Path: "prompts", Msg: fmt.Sprintf("prompts × group = %d: at most %d", c.Prompts*c.Group, reward.MaxItems)}
 	case c.MaxNewTokens < 1:
 		return &config.FieldError{Path: "max_new_tokens", Msg: "must be >= 1"}
 	case c.Temperature <= 0:

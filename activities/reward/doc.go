@@ -4,7 +4,11 @@
 // Contract:
 //   - Score runs items on a bounded worker pool, each under its own timeout, heartbeating
 //     Progress{Step, Total} about once a second; a retry rescores everything (idempotent).
-//   - Score takes items inline or a rollouts URI, read through the worker's ckpt.Client.
+//   - Score takes items inline or a rollouts URI, read through the worker's ckpt.Client. With
+//     write_verdicts (what RL workflows use) it writes the verdicts beside the rollouts object
+//     (VerdictsURI) and returns counts, means and the first failures only, so nothing per sample
+//     travels in workflow history and a rollouts object of any size can be scored; inline verdicts
+//     are bounded by MaxItems.
 //   - Bad input (unknown verifier, bad params) is a non-retryable "InvalidInput" error naming
 //     the field; an item that cannot be judged (bad reference, timeout, sandbox failure, panic)
 //     gets ItemVerdict.Error and is left out of the means, never failing the batch.

@@ -25,8 +25,9 @@ const ScoreName = "reward.Score"
 // DefaultItemTimeout bounds the judging of one item when ScoreInput.ItemTimeout is zero.
 const DefaultItemTimeout = 60 * time.Second
 
-// MaxItems bounds one ScoreInput: items travel in the Temporal payload until the rollouts store
-// exists, and payloads must stay far below 2 MB (callers must also keep completions short).
+// MaxItems bounds one ScoreInput whose items or verdicts travel inline in the Temporal payload, which
+// must stay far below 2 MB (callers must also keep completions short). A rollouts object scored with
+// WriteVerdicts has no bound: its verdicts go to the store.
 const MaxItems = 1024
 
 // ErrInvalidInput marks bad input or config: retrying cannot help.
@@ -52,6 +53,12 @@ type ScoreInput struct {
 	Workers int `json:"workers,omitempty"`
 	// ItemTimeout bounds one item; default 60s. An item over it gets Error "timeout".
 	ItemTimeout config.Duration `json:"item_timeout,omitempty"`
+	// WriteVerdicts writes the verdicts as a store object beside Rollouts (VerdictsURI) and returns
+	// counts and means only, so that nothing per sample travels in workflow history (byref.go).
+	WriteVerdicts bool `json:"write_verdicts,omitempty"`
+	// MaxFailed, with WriteVerdicts, returns up to this many failed items (index and feedback) for
+	// self-correction; 0 returns none.
+	MaxFailed int `json:"max_failed,omitempty"`
 }
 
 // ItemVerdict is the verdict of one item, in input order. Error is set when the item could not
@@ -78,6 +85,7 @@ type Metrics struct {
 	TimedOut  int              `json:"timed_out"`
 	MeanScore float64          `json:"mean_score"`
 	PassRate  float64          `json:"pass_rate"`
+	Passed    int              `json:"passed,omitempty"` // judged items that passed
 	Verifiers []VerifierMetric `json:"verifiers"`
 	// SandboxMode is the isolation of code verifiers on this worker ("" without a sandbox).
 	SandboxMode string `json:"sandbox_mode,omitempty"`
@@ -87,6 +95,10 @@ type Metrics struct {
 type ScoreOutput struct {
 	Verdicts []ItemVerdict `json:"verdicts"`
 	Metrics  Metrics       `json:"metrics"`
+	// VerdictsURI names the verdicts object when the input set WriteVerdicts (Verdicts is then empty).
+	VerdictsURI string `json:"verdicts_uri,omitempty"`
+	// Failed lists the first failed, judged items (file order), at most MaxFailed of them.
+	Failed []Failed `json:"failed,omitempty"`
 }
 
 // Progress is the heartbeat detail of Score: items judged so far.
@@ -137,6 +149,7 @@ func (a *Activities) ScoreItems(ctx context.Context, in ScoreInput, progress fun
 	if reg == nil {
 		reg = NewActivities(a.Sandbox).registry
 	}
+	rolloutsURI := in.Rollouts
 	switch {
 	case in.Rollouts != "" && len(in.Items) > 0:
 		return ScoreOutput{}, fmt.Errorf("reward: score: set rollouts or items, not both: %w", ErrInvalidInput)
@@ -145,7 +158,13 @@ func (a *Activities) ScoreItems(ctx context.Context, in ScoreInput, progress fun
 		if err != nil {
 			return ScoreOutput{}, err
 		}
+		if !in.WriteVerdicts && len(items) > MaxItems { // inline verdicts travel in the payload
+			return ScoreOutput{}, fmt.Errorf("reward: score %s: %d rollouts: at most %d per call with inline verdicts (set write_verdicts): %w",
+				in.Rollouts, len(items), MaxItems, ErrInvalidInput)
+		}
 		in.Items, in.Rollouts = items, ""
+	case in.WriteVerdicts:
+		return ScoreOutput{}, fmt.Errorf("reward: score: write_verdicts needs a rollouts object: %w", ErrInvalidInput)
 	case len(in.Items) > MaxItems:
 		return ScoreOutput{}, fmt.Errorf("reward: score: %d items: at most %d per call: %w", len(in.Items), MaxItems, ErrInvalidInput)
 	case in.Workers < 0:
@@ -228,6 +247,9 @@ dispatch:
 	if a.Sandbox != nil {
 		out.Metrics.SandboxMode = string(a.Sandbox.Mode())
 	}
+	if in.WriteVerdicts {
+		return a.byReference(ctx, rolloutsURI, out, in.MaxFailed)
+	}
 	return out, nil
 }
 
@@ -298,5 +320,6 @@ func summarize(vs []ItemVerdict, timedOut []bool, labels []string) Metrics {
 		m.MeanScore = score / float64(m.Judged)
 		m.PassRate = float64(passed) / float64(m.Judged)
 	}
+	m.Passed = passed
 	return m
 }

@@ -3,7 +3,6 @@ package reward
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
@@ -69,9 +68,6 @@ func rolloutItems(ctx context.Context, cl *ckpt.Client, uri string) ([]Item, err
 			ref, _ = json.Marshal(taskRef{Task: r.Task, Prompt: r.Prompt, Answer: r.Answer})
 		}
 		items[i] = Item{ID: r.ID, Prompt: r.Prompt, Completion: r.Completion, Reference: ref}
-	}
-	if len(items) > MaxItems {
-		return nil, fmt.Errorf("reward: score %s: %d rollouts: at most %d per call: %w", uri, len(items), MaxItems, ErrInvalidInput)
 	}
 	return items, nil
 }

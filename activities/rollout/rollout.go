@@ -1,7 +1,9 @@
 // Package rollout holds the rollout role's activity: Generate samples G completions per prompt from a
 // policy checkpoint with the KV cache, records the behaviour log-probs and policy version, and writes
 // them as a rollouts object in the store. Sampling is seeded per (iteration, prompt, sample), so a retried
-// Generate writes the same file. Generate also regenerates failed samples with the verifier's feedback
+// Generate writes the same file; a Generate may be one shard of an iteration (prompts [PromptLo,
+// PromptHi), batched by windows aligned across shards: shard.go), and the shards concatenated are the
+// bytes of one unsharded Generate. A worker reads each data spec's prompts once (prompts.go). Generate also regenerates failed samples with the verifier's feedback
 // (self-correction), and Keep writes the corrections that passed as prompt/completion data.
 package rollout
 
@@ -49,14 +51,22 @@ type GenerateInput struct {
 	// RetryOf names a rollouts object instead: its rollouts RetryIndex (file order) are retried, each
 	// with RetryFeedback[i] as its feedback. Workflows use it so that no rollout text passes
 	// through their history.
-	RetryOf       string   `json:"retry_of,omitempty"`
+	RetryOf string `json:"retry_of,omitempty"`
+	// RetryOfShards names several rollouts objects instead, read as one in order (an iteration's
+	// shards): RetryIndex counts across them.
+	RetryOfShards []string `json:"retry_of_shards,omitempty"`
 	RetryIndex    []int    `json:"retry_index,omitempty"`
 	RetryFeedback []string `json:"retry_feedback,omitempty"`
 	// RetryResample retries with the original prompt (a fresh sample) instead of appending the
 	// feedback: for models never trained to read feedback.
 	RetryResample bool `json:"retry_resample,omitempty"`
-	// Tag distinguishes several files of one iteration (e.g. "retry1").
+	// Tag distinguishes several files of one iteration (e.g. "retry1", "s0002").
 	Tag string `json:"tag,omitempty"`
+	// PromptLo and PromptHi make this call one shard of the iteration: the iteration's Prompts
+	// prompts are drawn as always and prompts [PromptLo, PromptHi) are sampled, each seeded by its
+	// index in the iteration (ShardRanges splits an iteration). Both 0: every prompt.
+	PromptLo int `json:"prompt_lo,omitempty"`
+	PromptHi int `json:"prompt_hi,omitempty"`
 }
 
 // GenerateOutput names the rollouts object.
@@ -65,13 +75,17 @@ type GenerateOutput struct {
 	Samples    int     `json:"samples"`
 	MeanLength float64 `json:"mean_length"`
 	TokensPerS float64 `json:"tokens_per_s"`
-	Truncated  float64 `json:"truncated"` // fraction stopped by the length limit
+	Truncated  float64 `json:"truncated"`         // fraction stopped by the length limit
+	Tokens     int     `json:"tokens,omitempty"`  // completion tokens sampled
+	Seconds    float64 `json:"seconds,omitempty"` // sampling time on the worker
 }
 
 // Activities holds the rollout role's dependencies.
 type Activities struct {
 	Ckpt      *ckpt.Client
 	NewEngine train.NewEngine
+	prompts   promptCache // the data specs' prompt sets, read once per worker (prompts.go)
+	engines   engineCache // the last policy's engine, shared by its shards on this worker (engines.go)
 }
 
 // RolloutsKey is where an iteration's rollouts live, relative to the store root.
@@ -85,59 +99,42 @@ func RolloutsKey(run, phase string, iteration int, tag string) string {
 
 // Prompts returns the prompts of an iteration: fresh draws from a built-in task (never a held-out
 // prompt), or a window of the train file.
+// It reads the data afresh; Generate draws through the worker's cache instead.
 func Prompts(ctx context.Context, cl *ckpt.Client, spec train.DataSpec, seed uint64, iteration, n int) ([]tasks.Example, error) {
-	trainEx, heldout, err := train.Examples(ctx, cl, spec, seed)
+	set, err := loadPromptSet(ctx, cl, spec, seed)
 	if err != nil {
 		return nil, err
 	}
-	if spec.Task == "" {
-		out := make([]tasks.Example, n)
-		for i := range out {
-			out[i] = trainEx[(iteration*n+i)%len(trainEx)]
-		}
-		return out, nil
-	}
-	task, _ := tasks.Lookup(spec.Task)
-	held := map[string]bool{}
-	for _, ex := range heldout {
-		held[ex.Prompt] = true
-	}
-	rng := tasks.NewRNG(seed, uint64(1000+iteration))
-	var out []tasks.Example
-	for len(out) < n {
-		ex := task.Example(rng)
-		if held[ex.Prompt] {
-			continue
-		}
-		ex.Task = task.Name()
-		ex.ID = fmt.Sprintf("it%d-%d", iteration, len(out))
-		out = append(out, ex)
-	}
-	return out, nil
+	return set.draw(spec, seed, iteration, n), nil
 }
 
 // Generate samples the rollouts and writes them to the store.
 func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOutput, error) {
-	if in.RetryOf != "" {
+	if in.RetryOf != "" || len(in.RetryOfShards) > 0 {
 		retry, err := retriesOf(ctx, a.Ckpt, in)
 		if err != nil {
 			return GenerateOutput{}, err
 		}
-		in.Retry, in.RetryOf = retry, ""
+		in.Retry, in.RetryOf, in.RetryOfShards = retry, "", nil
 	}
 	if in.Group < 1 || (in.Prompts < 1 && len(in.Retry) == 0) || in.MaxNewTokens < 1 {
 		return GenerateOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("rollout: generate %s/%s: prompts %d, group %d, max_new_tokens %d: want > 0", in.Run, in.Phase, in.Prompts, in.Group, in.MaxNewTokens), "InvalidInput", nil)
 	}
-	eng, _, _, err := train.LoadEngine(ctx, a.Ckpt, a.NewEngine, in.Checkpoint, train.Optim{}, false)
+	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (train.Engine, error) {
+		eng, _, _, err := train.LoadEngine(ctx, a.Ckpt, a.NewEngine, uri, train.Optim{}, false)
+		return eng, err
+	})
 	if err != nil {
 		return GenerateOutput{}, err
 	}
-	defer eng.Close()
+	defer a.engines.release(shared)
+	eng := shared.eng
 	enc := train.Encoder()
 	var rs []rollout.Rollout
 	var prompts [][]int
 	var seeds []uint64
+	var cuts []int // where each generation batch ends
 	if len(in.Retry) > 0 {
 		for i, r := range in.Retry {
 			ex := tasks.Example{Prompt: r.Prompt + r.Completion + "\nfeedback: " + r.Feedback + "\n" + firstPromptLine(r.Prompt)}
@@ -154,12 +151,19 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 			prompts = append(prompts, ids)
 			seeds = append(seeds, seedFor(in.Seed, in.Iteration, 1_000_000+i, r.Attempt+1))
 		}
+		cuts = flatCuts(len(prompts))
 	} else {
-		exs, err := Prompts(ctx, a.Ckpt, in.Data, in.Seed, in.Iteration, in.Prompts)
+		set, err := a.prompts.get(ctx, a.Ckpt, in.Data, in.Seed)
 		if err != nil {
 			return GenerateOutput{}, err
 		}
-		for p, ex := range exs {
+		exs, lo, err := promptRange(in, set.draw(in.Data, in.Seed, in.Iteration, in.Prompts))
+		if err != nil {
+			return GenerateOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
+		}
+		cuts = batchCuts(lo, len(exs), in.Group)
+		for i, ex := range exs {
+			p := lo + i // the prompt's index in the iteration: its group and its samples' seeds
 			ids, err := enc.PromptIDs(ex)
 			if err != nil {
 				return GenerateOutput{}, err
@@ -173,10 +177,12 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 		}
 	}
 	start := time.Now()
-	const batch = 64
 	tokens, truncated := 0, 0
-	for lo := 0; lo < len(prompts); lo += batch {
-		hi := min(lo+batch, len(prompts))
+	for b, hi := range cuts {
+		lo := 0
+		if b > 0 {
+			lo = cuts[b-1]
+		}
 		outs, err := eng.Generate(prompts[lo:hi], sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: in.Temperature, TopP: in.TopP,
 			StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds[lo:hi]})
 		if err != nil {
@@ -207,7 +213,7 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 		return GenerateOutput{}, err
 	}
 	out := GenerateOutput{Rollouts: uri, Samples: len(rs), MeanLength: float64(tokens) / float64(len(rs)),
-		Truncated: float64(truncated) / float64(len(rs))}
+		Truncated: float64(truncated) / float64(len(rs)), Tokens: tokens, Seconds: secs}
 	if secs > 0 {
 		out.TokensPerS = float64(tokens) / secs
 	}
@@ -221,7 +227,16 @@ func retriesOf(ctx context.Context, cl *ckpt.Client, in GenerateInput) ([]rollou
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollout: retry of %s: %d indices and %d feedbacks: want the same number, at least one",
 			in.RetryOf, len(in.RetryIndex), len(in.RetryFeedback)), "InvalidInput", nil)
 	}
-	out, err := pick(ctx, cl, in.RetryOf, in.RetryIndex)
+	var out []rollout.Rollout
+	var err error
+	if len(in.RetryOfShards) > 0 {
+		var rs []rollout.Rollout
+		if rs, err = readShards(ctx, cl, in.RetryOfShards); err == nil {
+			out, err = pickFrom(rs, fmt.Sprint(in.RetryOfShards), in.RetryIndex)
+		}
+	} else {
+		out, err = pick(ctx, cl, in.RetryOf, in.RetryIndex)
+	}
 	for i := range out {
 		out[i].Feedback = in.RetryFeedback[i]
 	}
@@ -230,15 +245,25 @@ func retriesOf(ctx context.Context, cl *ckpt.Client, in GenerateInput) ([]rollou
 
 // pick reads the rollouts object at uri and returns its rollouts idx (file order), in idx's order.
 func pick(ctx context.Context, cl *ckpt.Client, uri string, idx []int) ([]rollout.Rollout, error) {
-	rs, err := train.ReadRollouts(ctx, cl, uri)
+	rs, err := readRollouts(ctx, cl, uri)
 	if err != nil {
 		return nil, err
 	}
+	return pickFrom(rs, uri, idx)
+}
+
+// readRollouts reads one rollouts object.
+func readRollouts(ctx context.Context, cl *ckpt.Client, uri string) ([]rollout.Rollout, error) {
+	return train.ReadRollouts(ctx, cl, uri)
+}
+
+// pickFrom returns rollouts idx of rs (read from name), in idx's order.
+func pickFrom(rs []rollout.Rollout, name string, idx []int) ([]rollout.Rollout, error) {
 	out := make([]rollout.Rollout, len(idx))
 	for i, j := range idx {
 		if j < 0 || j >= len(rs) {
 			return nil, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("rollout: %s: index %d, the file has %d rollouts", uri, j, len(rs)), "InvalidInput", nil)
+				fmt.Sprintf("rollout: %s: index %d, the file has %d rollouts", name, j, len(rs)), "InvalidInput", nil)
 		}
 		out[i] = rs[j]
 	}

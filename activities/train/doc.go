@@ -5,7 +5,9 @@
 //   - preference: PrefChunk, PrefEvaluate, RefLogProbs (reference log-probs computed once and stored
 //     with the data), PreferencesFromModel (pairs made from the model's verified samples);
 //   - reward model: RewardInit (a value head added), RewardChunk (Bradley–Terry), RewardEvaluate;
-//   - policy: PolicyStep (one RL update; PPO's critic in ppo.go);
+//   - policy: PolicyStep (one RL update; PPO's critic in ppo.go). Its rollouts and rewards come
+//     inline, or by reference as an iteration's shards and their verdicts objects (scored.go); by
+//     reference and in minibatches it streams them from the store (stream.go);
 //   - Retain (marks the best checkpoint, prunes old ones).
 //
 // The three chunk activities share one runner (chunkrun.go): it returns the checkpoint an earlier

@@ -33,7 +33,10 @@ type PolicyStepInput struct {
 	Version   int    `json:"version"`
 	Rollouts  string `json:"rollouts"`
 	// Rewards are per rollout, in file order.
-	Rewards         []float64         `json:"rewards"`
+	Rewards []float64 `json:"rewards"`
+	// Shards replaces Rollouts and Rewards: the iteration's rollouts and verdicts objects, in
+	// prompt order (scored.go), so that nothing per sample travels in workflow history.
+	Shards          []ScoredShard     `json:"shards,omitempty"`
 	Loss            loss.PolicyConfig `json:"loss"`
 	Optim           Optim             `json:"optim"`
 	LR              float64           `json:"lr"`
@@ -239,7 +242,10 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 	if in.Loss.Algorithm == loss.AlgoPPO { // token-level advantages from a critic: ppo.go
 		return a.ppoStep(ctx, in)
 	}
-	rs, err := ReadRollouts(ctx, a.Ckpt, in.Rollouts)
+	if len(in.Shards) > 0 && in.Minibatch > 0 { // by reference, in minibatches: read as it trains (stream.go)
+		return a.streamedStep(ctx, in, next)
+	}
+	rs, err := a.scoredRollouts(ctx, &in)
 	if err != nil {
 		return PolicyStepOutput{}, err
 	}
@@ -257,20 +263,7 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 		}
 	}
 	// Rows: every rollout, or (dynamic sampling) those of groups whose rewards differ.
-	var idx []int
-	groups := rollout.Groups(rs)
-	dropped := 0
-	for _, g := range groups {
-		same := true
-		for _, j := range g[1:] {
-			same = same && in.Rewards[j] == in.Rewards[g[0]]
-		}
-		if in.DynamicSampling && same {
-			dropped++
-			continue
-		}
-		idx = append(idx, g...)
-	}
+	idx, dropped := keptRows(rs, in.Rewards, in.DynamicSampling)
 	metrics["groups_dropped"] = float64(dropped)
 	rewardStats(metrics, rs, in.Rewards)
 
@@ -306,8 +299,8 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 			}
 		}
 		obj := objective.Policy(in.Loss)
-		inputs := func(c int) []*tensors.Tensor {
-			return append(rows[c].inputs(old[c], ref[c]), tensors.FromFlatDataAndDimensions(rows[c].adv, len(rows[c].adv)))
+		inputs := func(c int) ([]*tensors.Tensor, error) {
+			return append(rows[c].inputs(old[c], ref[c]), tensors.FromFlatDataAndDimensions(rows[c].adv, len(rows[c].adv))), nil
 		}
 		if nonFinite, err = optimizeEpochs(ctx, eng, obj, inputs, len(chunks), in, metrics); err != nil {
 			return PolicyStepOutput{}, err
@@ -354,7 +347,7 @@ func finiteOnly(m map[string]float64) {
 // minibatch c of n), heartbeating each step, and adds to metrics the objective's metrics averaged
 // over the steps, optimizer_steps and train_tokens_per_s (the objective's "tokens" per second of
 // optimization). nonFinite reports a NaN/Inf loss or gradient norm in any step.
-func optimizeEpochs(ctx context.Context, eng Engine, obj objective.Objective, inputs func(c int) []*tensors.Tensor, n int,
+func optimizeEpochs(ctx context.Context, eng Engine, obj objective.Objective, inputs func(c int) ([]*tensors.Tensor, error), n int,
 	in PolicyStepInput, metrics map[string]float64) (nonFinite bool, err error) {
 	start := time.Now()
 	epochs := max(1, in.Epochs)
@@ -362,7 +355,11 @@ func optimizeEpochs(ctx context.Context, eng Engine, obj objective.Objective, in
 	sums := map[string]float64{}
 	for e := 0; e < epochs; e++ {
 		for c := 0; c < n; c++ {
-			m, err := eng.StepObjective(obj, inputs(c), float32(in.LR))
+			ins, err := inputs(c) // a streamed step reads the minibatch from the store
+			if err != nil {
+				return false, fmt.Errorf("train: %s step %s/%s v%d: %w", in.Loss.Algorithm, in.Run, in.Phase, in.Version, err)
+			}
+			m, err := eng.StepObjective(obj, ins, float32(in.LR))
 			if err != nil {
 				return false, fmt.Errorf("train: %s step %s/%s v%d: %w", in.Loss.Algorithm, in.Run, in.Phase, in.Version, err)
 			}

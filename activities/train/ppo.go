@@ -68,7 +68,7 @@ func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicySte
 	if err := pc.Validate(); err != nil {
 		return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s/%s: %w", in.Run, in.Phase, err))
 	}
-	rs, err := ReadRollouts(ctx, a.Ckpt, in.Rollouts)
+	rs, err := a.scoredRollouts(ctx, &in)
 	if err != nil {
 		return PolicyStepOutput{}, err
 	}
@@ -147,8 +147,8 @@ func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicySte
 	}
 
 	obj := objective.PPO(in.Loss)
-	inputs := func(c int) []*tensors.Tensor {
-		return append(rows[c].inputs(old[c], ref[c]), f32Tensor(adv[c]), f32Tensor(vals[c]), f32Tensor(ret[c]))
+	inputs := func(c int) ([]*tensors.Tensor, error) {
+		return append(rows[c].inputs(old[c], ref[c]), f32Tensor(adv[c]), f32Tensor(vals[c]), f32Tensor(ret[c])), nil
 	}
 	nonFinite, err := optimizeEpochs(ctx, eng, obj, inputs, len(chunks), in, metrics)
 	if err != nil {

@@ -102,7 +102,7 @@ func TestClusterModeRL(t *testing.T) {
 	// The samples of the last iteration, read where the rollout workers wrote them (the store named in
 	// the run's input, found through the server).
 	samples, err := cli(t, "samples", id, "grpo", "--temporal", addr)
-	if err != nil || !strings.Contains(samples, "iteration 3 (of 0..3)") || !strings.Contains(samples, "/runs/"+id+"/grpo/rollouts/iter-000003.jsonl: ") ||
+	if err != nil || !strings.Contains(samples, "iteration 3 (of 0..3)") || !strings.Contains(samples, "/runs/"+id+"/grpo/rollouts/iter-000003-s0000.jsonl: ") ||
 		!strings.Contains(samples, "policy v3") {
 		t.Errorf("temper samples: %v\n%s", err, samples)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/temperml/temper/workers"
+	"github.com/temperml/temper/workers/devserver"
 )
 
 // stackFlags configure the embedded stack of `temper dev` and `temper demo`.
@@ -24,6 +25,7 @@ type stackFlags struct {
 	roles    string
 	verbose  bool
 	metrics  string
+	db       string
 	prepared bool
 }
 
@@ -37,6 +39,7 @@ func (s *stackFlags) bind(fs *flag.FlagSet, command string) {
 	fs.StringVar(&s.roles, "roles", "all", "worker roles to run: temper,trainer,rollout,reward, all, or none (server and UI only: cluster mode, where temper worker processes do the work)")
 	fs.BoolVar(&s.verbose, "v", false, "show the embedded server's warnings")
 	fs.StringVar(&s.metrics, "metrics", "", "serve Prometheus metrics (the Temporal SDK's and Temper's) on this address, e.g. :9090 (path /metrics)")
+	fs.StringVar(&s.db, "db", "", "keep the embedded server's state in PostgreSQL (postgres://user:password@host:port/database; its databases and schema are set up at start; scripts/postgres.sh starts one) instead of the SQLite file in --home")
 }
 
 // prepare applies TEMPORAL_ADDRESS (see applyTemporalEnv) once, saying what it does on w.
@@ -60,6 +63,9 @@ func (s *stackFlags) start(w io.Writer) (*devStack, error) {
 	if err := s.prepare(w); err != nil {
 		return nil, err
 	}
+	if s.temporal != "" && s.db != "" {
+		return nil, usageErr("--db configures the embedded server; with --temporal none is started")
+	}
 	if s.temporal != "" && !workers.Reachable(s.temporal) {
 		return nil, fmt.Errorf("no Temporal server at %s (--temporal): start one there, or drop --temporal and temper %s serves its own", s.temporal, s.command)
 	}
@@ -77,7 +83,7 @@ func (s *stackFlags) start(w io.Writer) (*devStack, error) {
 		}
 	}
 	st, err := workers.StartStack(workers.StackOptions{
-		Home: s.home, Temporal: s.temporal, IP: s.ip, Port: s.port, UIPort: s.uiPort, Roles: roles, Logger: logger,
+		Home: s.home, Temporal: s.temporal, IP: s.ip, Port: s.port, UIPort: s.uiPort, Roles: roles, Logger: logger, DB: s.db,
 		Workers: workers.Options{Metrics: m},
 	})
 	if err != nil {
@@ -110,35 +116,18 @@ func init() {
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			var s stackFlags
 			s.bind(fs, "dev")
-			return func(ctx context.Context, args []string) error {
-				if len(args) > 0 {
-					return usageErr("dev takes no arguments, got %q", args)
-				}
-				st, err := s.start(stdout)
-				if err != nil {
-					return err
-				}
-				defer st.Close()
-				if st.Server != nil {
-					fmt.Fprintf(stdout, "Temporal  %s (state in %s)\n", st.Address, s.home)
-					if st.UIURL != "" {
-						fmt.Fprintf(stdout, "Web UI    %s\n", st.UIURL)
-					}
-				} else {
-					fmt.Fprintf(stdout, "Temporal  %s (external, --temporal: no server started here)\n", st.Address)
-				}
-				if st.metrics != nil {
-					fmt.Fprintf(stdout, "Metrics   http://%s/metrics\n", st.metrics.Addr)
-				}
-				if ws := mustRoles(s.roles); len(ws) > 0 {
-					fmt.Fprintf(stdout, "Workers   %s\nCtrl-C stops.\n", strings.Join(ws, ", "))
-				} else {
-					fmt.Fprintf(stdout, "Workers   none here: start `temper worker --roles ROLE --temporal %s` per role\nCtrl-C stops.\n", st.Address)
-				}
-				<-ctx.Done()
-				fmt.Fprintln(stdout, "stopping")
-				return nil
-			}
+			return s.serve
+		},
+	})
+	register(&command{
+		name:    "server",
+		summary: "run only the embedded Temporal server (headless: no workers, no Web UI unless --ui-port) until Ctrl-C",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			var s stackFlags
+			s.bind(fs, "server")
+			s.roles, s.uiPort = "none", -1
+			fs.Lookup("roles").DefValue, fs.Lookup("ui-port").DefValue = "none", "-1"
+			return s.serve
 		},
 	})
 	register(&command{
@@ -149,6 +138,7 @@ func init() {
 			c.bind(fs)
 			roles := fs.String("roles", "all", "worker roles: temper,trainer,rollout,reward or all")
 			slots := fs.Int("trainer-slots", 1, "concurrent trainer activities (one per accelerator)")
+			rolloutSlots := fs.Int("rollout-slots", 1, "concurrent rollout activities (one shard at a time per accelerator)")
 			metricsAddr := fs.String("metrics", "", "serve Prometheus metrics (the Temporal SDK's and Temper's) on this address, e.g. :9090 (path /metrics)")
 			return func(ctx context.Context, args []string) error {
 				rs, err := workers.ParseRoles(*roles)
@@ -166,7 +156,7 @@ func init() {
 					defer m.Close()
 				}
 				st, err := workers.StartStack(workers.StackOptions{Temporal: c.temporal, Namespace: c.namespace, Roles: rs,
-					Workers: workers.Options{TrainerSlots: *slots, Metrics: m}})
+					Workers: workers.Options{TrainerSlots: *slots, RolloutSlots: *rolloutSlots, Metrics: m}})
 				if err != nil {
 					return err
 				}
@@ -194,4 +184,39 @@ func stackRoles(s string) ([]string, error) {
 		return nil, nil
 	}
 	return workers.ParseRoles(s)
+}
+
+// serve runs the stack until ctx ends (temper dev and temper server).
+func (s *stackFlags) serve(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		return usageErr("%s takes no arguments, got %q", s.command, args)
+	}
+	st, err := s.start(stdout)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if st.Server != nil {
+		state := s.home
+		if s.db != "" {
+			state = "PostgreSQL " + devserver.Redact(s.db)
+		}
+		fmt.Fprintf(stdout, "Temporal  %s (state in %s)\n", st.Address, state)
+		if st.UIURL != "" {
+			fmt.Fprintf(stdout, "Web UI    %s\n", st.UIURL)
+		}
+	} else {
+		fmt.Fprintf(stdout, "Temporal  %s (external, --temporal: no server started here)\n", st.Address)
+	}
+	if st.metrics != nil {
+		fmt.Fprintf(stdout, "Metrics   http://%s/metrics\n", st.metrics.Addr)
+	}
+	if ws := mustRoles(s.roles); len(ws) > 0 {
+		fmt.Fprintf(stdout, "Workers   %s\nCtrl-C stops.\n", strings.Join(ws, ", "))
+	} else {
+		fmt.Fprintf(stdout, "Workers   none here: start `temper worker --roles ROLE --temporal %s` per role\nCtrl-C stops.\n", st.Address)
+	}
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "stopping")
+	return nil
 }

@@ -67,7 +67,7 @@ func init() {
 	})
 	register(&command{
 		name:    "bench",
-		summary: "benchmarks: `bench model` (train tok/s, GFLOP/s, MFU, memory, cached vs uncached generation; --peer: Temper/PyTorch ratios); `bench rl` (async vs sync GRPO); `bench rl-vs-sft` (RL vs continued SFT, same training time)",
+		summary: "benchmarks: `bench model` (train tok/s, GFLOP/s, MFU, memory, cached vs uncached generation; --peer: Temper/PyTorch ratios); `bench rl` (async vs sync GRPO; --rollout-workers 1,2: rollout generation vs worker processes); `bench rl-vs-sft` (RL vs continued SFT, same training time)",
 		usage:   "model | rl | rl-vs-sft",
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			presets := fs.String("presets", "tiny,small,base", "model presets, comma-separated")
@@ -84,6 +84,7 @@ func init() {
 			peak := fs.Float64("peak-gflops", tpu.DefaultPeakGFLOPS, "machine peak for MFU")
 			asJSON := fs.Bool("json", false, "print JSON instead of a table")
 			iterations := fs.Int("iterations", 12, "bench rl: GRPO iterations per mode")
+			rolloutWorkers := fs.String("rollout-workers", "", "bench rl: instead of sync vs async, time an iteration's rollout generation with these numbers of rollout worker processes, each on one core (GOMAXPROCS=1, taskset), e.g. 1,2")
 			var rs rlVsSFTOptions
 			fs.StringVar(&rs.Task, "task", "add2", "bench rl-vs-sft: built-in task")
 			fs.IntVar(&rs.SFTExamples, "sft-examples", 500, "bench rl-vs-sft: labelled examples (base and continued SFT train on these only)")
@@ -98,6 +99,13 @@ func init() {
 			fs.StringVar(&rs.RLConfig, "rl-config", "", "bench rl, rl-vs-sft: JSON merged into the RL phases' config")
 			fs.StringVar(&rs.SFTConfig, "sft-config", "", "bench rl-vs-sft: JSON merged into the continued-SFT arm's config")
 			return func(ctx context.Context, args []string) error {
+				if len(args) == 1 && args[0] == "rl" && *rolloutWorkers != "" {
+					counts, err := parseCounts(*rolloutWorkers)
+					if err != nil {
+						return err
+					}
+					return runBenchRolloutWorkers(ctx, counts, *iterations, rs.RLConfig, *asJSON)
+				}
 				if len(args) == 1 && args[0] == "rl" {
 					return runBenchRL(ctx, *iterations, rs.RLConfig, *asJSON)
 				}

@@ -142,8 +142,8 @@ func TestRLExactResumeAfterSIGKILL(t *testing.T) {
 	}
 	// Rollouts are seeded per (iteration, prompt, sample): the retried Generate rewrote the same bytes.
 	for i := 0; i < 7; i++ {
-		a := rlHashKey(t, dir, rollout.RolloutsKey(clean.RunID, "grpo", i, ""))
-		b := rlHashKey(t, dir, rollout.RolloutsKey(killed.RunID, "grpo", i, ""))
+		a := rlHashKey(t, dir, rollout.RolloutsKey(clean.RunID, "grpo", i, rollout.ShardTag(0)))
+		b := rlHashKey(t, dir, rollout.RolloutsKey(killed.RunID, "grpo", i, rollout.ShardTag(0)))
 		if a != b {
 			t.Errorf("rollouts of iteration %d differ: %s vs %s", i, a, b)
 		}

@@ -18,8 +18,8 @@ import (
 )
 
 // rolloutName matches the objects activities/rollout writes (RolloutsKey): iter-NNNNNN.jsonl, or with a
-// tag (self-correction rounds) iter-NNNNNN-TAG.jsonl.
-var rolloutName = regexp.MustCompile(`^iter-(\d+)(?:-[^/]+)?\.jsonl$`)
+// tag (shards, self-correction rounds) iter-NNNNNN-TAG.jsonl; not the verdicts beside them (TAG.verdicts).
+var rolloutName = regexp.MustCompile(`^iter-(\d+)(?:-[^/.]+)?\.jsonl$`)
 
 // iterationObjects lists the rollouts objects of a phase by iteration.
 func iterationObjects(ctx context.Context, st ckpt.Store, run, phase string) (map[int][]string, []int, error) {

@@ -38,6 +38,11 @@ func TestSamples(t *testing.T) {
 	put(1, "", []rollout.Rollout{ro("i1-0", 0, "46", 1), ro("i1-1", 0, "47", 1)})
 	put(1, "retry1", []rollout.Rollout{{ID: "i1-1r", Group: 0, Task: "add2", Prompt: "12+34=", Answer: "46", Completion: "46", StopReason: "eos",
 		PolicyVersion: 1, Attempt: 1, Feedback: "task: 47 is wrong"}})
+	// The verdicts the reward role writes beside a shard are not rollouts.
+	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(actrollout.RolloutsKey("r1", "grpo", 1, "s0000.verdicts"))),
+		[]byte(`{"id":"i1-0","score":1,"pass":true}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	base := []string{"samples", "r1", "grpo", "--store", store, "--temporal", "127.0.0.1:1"}
 
 	out, err := cli(t, base...)
@@ -49,6 +54,9 @@ func TestSamples(t *testing.T) {
 		if !strings.Contains(out, w) {
 			t.Errorf("latest iteration: output lacks %q:\n%s", w, out)
 		}
+	}
+	if strings.Contains(out, "verdicts") {
+		t.Errorf("printed a verdicts object as rollouts:\n%s", out)
 	}
 	if strings.Contains(out, "i0-0") {
 		t.Errorf("latest iteration printed iteration 0:\n%s", out)

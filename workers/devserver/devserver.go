@@ -1,5 +1,6 @@
-// Package devserver runs a real Temporal server (SQLite persistence) and, optionally, the Temporal Web UI
-// inside the current process. It is what `temper dev`, `temper demo` and the integration-test helper use,
+// Package devserver runs a real Temporal server (SQLite persistence, or PostgreSQL with its schema set
+// up by the server's own tool: postgres.go) and, optionally, the Temporal Web UI inside the current
+// process. It is what `temper dev`, `temper demo` and the integration-test helper use,
 // so that a fresh machine needs nothing installed by hand.
 //
 // The wiring follows the Temporal CLI's dev server (MIT licence), adapted to server v1.32.
@@ -46,6 +47,9 @@ type Options struct {
 	NoUI bool
 	// DBFile is the SQLite file; empty means in-memory (state lost on exit).
 	DBFile string
+	// Postgres, a postgres:// URL, stores the server's state in PostgreSQL instead of SQLite
+	// (postgres.go): its databases and schemas are set up at start when missing.
+	Postgres string
 	// Namespace registered at start; default "default".
 	Namespace string
 	// SearchAttributes registered on the namespace at start.
@@ -158,6 +162,31 @@ func (s *Server) Stop() {
 }
 
 func buildServer(o Options) (temporal.Server, error) {
+	ns, err := sqliteschema.NewNamespaceConfig("active", o.Namespace, false, o.SearchAttributes)
+	if err != nil {
+		return nil, fmt.Errorf("devserver: namespace %s: %w", o.Namespace, err)
+	}
+	logger := slogLogger{log: o.Logger, level: o.LogLevel}
+	var conf config.Config
+	if o.Postgres != "" {
+		store, vis, err := PostgresConfig(o.Postgres)
+		if err != nil {
+			return nil, err
+		}
+		if err := setupPostgres(store, vis, ns, logger); err != nil {
+			return nil, err
+		}
+		conf.Persistence.DefaultStore = "postgres-default"
+		conf.Persistence.VisibilityStore = "postgres-visibility"
+		conf.Persistence.DataStores = map[string]config.DataStore{"postgres-default": {SQL: &store}, "postgres-visibility": {SQL: &vis}}
+	} else if err := sqliteStores(o, ns, &conf); err != nil {
+		return nil, err
+	}
+	return newServer(o, &conf, logger)
+}
+
+// sqliteStores sets up the SQLite file (or memory) store and its namespace in conf.
+func sqliteStores(o Options, ns *sqliteschema.NamespaceConfig, conf *config.Config) error {
 	sqlConf := config.SQL{PluginName: sqliteplugin.PluginName}
 	if o.DBFile == "" {
 		sqlConf.ConnectAttributes = map[string]string{"mode": "memory", "cache": "shared"}
@@ -167,32 +196,32 @@ func buildServer(o Options) (temporal.Server, error) {
 		sqlConf.DatabaseName = o.DBFile
 		if _, err := os.Stat(o.DBFile); errors.Is(err, os.ErrNotExist) {
 			if err := os.MkdirAll(filepath.Dir(o.DBFile), 0o755); err != nil {
-				return nil, fmt.Errorf("devserver: create %s: %w", filepath.Dir(o.DBFile), err)
+				return fmt.Errorf("devserver: create %s: %w", filepath.Dir(o.DBFile), err)
 			}
 			if err := sqliteschema.SetupSchema(&sqlConf); err != nil {
-				return nil, fmt.Errorf("devserver: set up schema in %s: %w", o.DBFile, err)
+				return fmt.Errorf("devserver: set up schema in %s: %w", o.DBFile, err)
 			}
 		}
 	}
-	ns, err := sqliteschema.NewNamespaceConfig("active", o.Namespace, false, o.SearchAttributes)
-	if err != nil {
-		return nil, fmt.Errorf("devserver: namespace %s: %w", o.Namespace, err)
-	}
 	if err := sqliteschema.CreateNamespaces(&sqlConf, ns); err != nil {
-		return nil, fmt.Errorf("devserver: create namespace %s: %w", o.Namespace, err)
+		return fmt.Errorf("devserver: create namespace %s: %w", o.Namespace, err)
 	}
+	conf.Persistence.DefaultStore = "sqlite-default"
+	conf.Persistence.VisibilityStore = "sqlite-default"
+	conf.Persistence.DataStores = map[string]config.DataStore{"sqlite-default": {SQL: &sqlConf}}
+	return nil
+}
 
+// newServer completes conf (one history shard, static hosts, ports) and builds the server.
+func newServer(o Options, confp *config.Config, logger slogLogger) (temporal.Server, error) {
+	conf := confp
 	httpPort, err := FreePort(o.IP)
 	if err != nil {
 		return nil, err
 	}
-	var conf config.Config
 	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
 	conf.Global.Membership.BroadcastAddress = o.IP
-	conf.Persistence.DefaultStore = "sqlite-default"
-	conf.Persistence.VisibilityStore = "sqlite-default"
 	conf.Persistence.NumHistoryShards = 1
-	conf.Persistence.DataStores = map[string]config.DataStore{"sqlite-default": {SQL: &sqlConf}}
 	conf.ClusterMetadata = &cluster.Config{
 		FailoverVersionIncrement: 10,
 		MasterClusterName:        "active",
@@ -230,7 +259,6 @@ func buildServer(o Options) (temporal.Server, error) {
 	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
 	conf.PublicClient.HostPort = hostPort(o.IP, o.FrontendPort)
 
-	logger := slogLogger{log: o.Logger, level: o.LogLevel}
 	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
 	if err != nil {
 		return nil, fmt.Errorf("devserver: authorizer: %w", err)
@@ -255,7 +283,7 @@ func buildServer(o Options) (temporal.Server, error) {
 		primitives.WorkerService:   static.SingleLocalHost(hostPort(o.IP, ports["worker"])),
 	}
 	srv, err := temporal.NewServer(
-		temporal.WithConfig(&conf),
+		temporal.WithConfig(conf),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithStaticHosts(hosts),
 		temporal.WithLogger(logger),

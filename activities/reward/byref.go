@@ -1,0 +1,53 @@
+package reward
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Failed is one item that was judged and did not pass, by its index in the rollouts object.
+type Failed struct {
+	Index    int    `json:"index"`
+	Feedback string `json:"feedback,omitempty"`
+}
+
+// VerdictsURI is where the verdicts of a rollouts object live: beside it, ".verdicts.jsonl" for
+// ".jsonl". Workflows derive it too (a pure string function), so it is the one naming rule.
+func VerdictsURI(rollouts string) string {
+	return strings.TrimSuffix(rollouts, ".jsonl") + ".verdicts.jsonl"
+}
+
+// byReference writes out's verdicts as JSON lines (one ItemVerdict per rollout, file order) beside
+// the rollouts object and returns the output without them: metrics, the object's URI and the first
+// maxFailed failures. Writing the same verdicts again replaces the object, so a retried Score is
+// idempotent.
+func (a *Activities) byReference(ctx context.Context, rollouts string, out ScoreOutput, maxFailed int) (ScoreOutput, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for i := range out.Verdicts {
+		if err := enc.Encode(&out.Verdicts[i]); err != nil {
+			return ScoreOutput{}, fmt.Errorf("reward: verdicts of %s: %w", rollouts, err)
+		}
+	}
+	uri := VerdictsURI(rollouts)
+	dir, name := path.Split(uri)
+	got, err := a.Ckpt.PutObject(ctx, strings.TrimSuffix(dir, "/"), name, &buf)
+	if err != nil {
+		return ScoreOutput{}, fmt.Errorf("reward: verdicts of %s: %w", rollouts, err)
+	}
+	res := ScoreOutput{Metrics: out.Metrics, VerdictsURI: got}
+	for i, v := range out.Verdicts {
+		if len(res.Failed) >= maxFailed {
+			break
+		}
+		if !v.Pass && v.Error == "" {
+			res.Failed = append(res.Failed, Failed{Index: i, Feedback: v.Feedback})
+		}
+	}
+	return res, nil
+}

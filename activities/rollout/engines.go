@@ -1,0 +1,68 @@
+package rollout
+
+import (
+	"context"
+	"sync"
+
+	"github.com/temperml/temper/activities/train"
+)
+
+// engineCache keeps the engine of the policy checkpoint a rollout worker last sampled from, so that
+// the shards of an iteration (and self-correction rounds) that land on one worker load and compile
+// the policy once, not once per activity. A checkpoint URI names immutable weights. The engine of an
+// older checkpoint is closed when its last user releases it.
+type engineCache struct {
+	mu  sync.Mutex
+	cur *sharedEngine
+}
+
+type sharedEngine struct {
+	uri     string
+	eng     train.Engine
+	refs    int
+	retired bool // replaced by a newer checkpoint's engine: close at the last release
+}
+
+// acquire returns the engine of checkpoint uri, loading it with load unless it is the current one;
+// release it after use.
+func (c *engineCache) acquire(ctx context.Context, uri string, load func(context.Context, string) (train.Engine, error)) (*sharedEngine, error) {
+	c.mu.Lock()
+	if c.cur != nil && c.cur.uri == uri {
+		c.cur.refs++
+		e := c.cur
+		c.mu.Unlock()
+		return e, nil
+	}
+	c.mu.Unlock()
+	eng, err := load(ctx, uri) // outside the lock: loading compiles
+	if err != nil {
+		return nil, err
+	}
+	e := &sharedEngine{uri: uri, eng: eng, refs: 1}
+	c.mu.Lock()
+	old := c.cur
+	c.cur = e
+	var closing train.Engine
+	if old != nil {
+		old.retired = true
+		if old.refs == 0 {
+			closing = old.eng
+		}
+	}
+	c.mu.Unlock()
+	if closing != nil {
+		_ = closing.Close() // nothing is left to save in a sampling engine
+	}
+	return e, nil
+}
+
+// release ends one use of e, closing it if it was retired and this was its last user.
+func (c *engineCache) release(e *sharedEngine) {
+	c.mu.Lock()
+	e.refs--
+	closing := e.retired && e.refs == 0
+	c.mu.Unlock()
+	if closing {
+		_ = e.eng.Close()
+	}
+}
