@@ -17,6 +17,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/algorithms/sample"
@@ -95,7 +96,7 @@ func rewardModels(t *testing.T, seeds ...uint64) (rms []string, lm string) {
 	}
 	cfg.MaxSeq = 32
 	for i, s := range seeds {
-		v, err := env.ExecuteActivity(train.RewardInitName, train.RewardInitInput{Store: store, Run: "c", Phase: fmt.Sprintf("rm%d", i), Model: cfg, Seed: s,
+		v, err := env.ExecuteActivity(train.RewardInitName, train.RewardInitInput{Store: store, Run: "c", Phase: fmt.Sprintf("rm%d", i), Model: modelcfg.Config(cfg), Seed: s,
 			LogProb: i == 1}) // the second with the generative term: the critic must score it as the reward phase does
 		if err != nil {
 			t.Fatal(err)
@@ -106,7 +107,7 @@ func rewardModels(t *testing.T, seeds ...uint64) (rms []string, lm string) {
 		}
 		rms = append(rms, out.Checkpoint)
 	}
-	v, err := env.ExecuteActivity(train.InitName, train.InitInput{Store: store, Run: "c", Phase: "lm", Model: cfg, Seed: 1})
+	v, err := env.ExecuteActivity(train.InitName, train.InitInput{Store: store, Run: "c", Phase: "lm", Model: modelcfg.Config(cfg), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,13 +15,6 @@ import (
 	"github.com/temperml/temper/algorithms/tokenize"
 )
 
-// Checkpoint file names.
-const (
-	ModelFile     = "model.safetensors"
-	OptimizerFile = "optimizer.safetensors"
-	ConfigFile    = "config.json" // Hugging Face config of the model
-)
-
 // Activities holds the trainer's dependencies; workers build it.
 type Activities struct {
 	Ckpt      *ckpt.Client
@@ -30,16 +23,17 @@ type Activities struct {
 
 // Init commits a seeded fresh model as step 0 of the phase (or returns the one already committed).
 func (a *Activities) Init(ctx context.Context, in InitInput) (InitOutput, error) {
-	if err := in.Model.Validate(); err != nil {
+	cfg := model.Config(in.Model)
+	if err := cfg.Validate(); err != nil {
 		return InitOutput{}, badInput(fmt.Errorf("train: init %s/%s: %w", in.Run, in.Phase, err))
 	}
 	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, 0, func(w *ckpt.Writer) error {
-		eng, err := a.NewEngine(EngineOptions{Model: in.Model, Seed: in.Seed})
+		eng, err := a.NewEngine(EngineOptions{Model: cfg, Seed: in.Seed})
 		if err != nil {
 			return err
 		}
 		defer eng.Close()
-		return writeModel(ctx, w, eng, in.Model, ckpt.State{Step: 0, ConfigHash: configHash(in.Model)}, false)
+		return writeModel(ctx, w, eng, cfg, ckpt.State{Step: 0, ConfigHash: configHash(cfg)}, false)
 	})
 	if err != nil {
 		return InitOutput{}, fmt.Errorf("train: init %s/%s: %w", in.Run, in.Phase, err)
@@ -144,7 +138,7 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (ChunkOutput, err
 		if err != nil {
 			return nil, badInput(err)
 		}
-		eng, cfg, ad, err := LoadTrainEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, in.LoRA, !in.FreshOptimizer)
+		eng, cfg, ad, err := LoadTrainEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, (*model.LoRA)(in.LoRA), !in.FreshOptimizer)
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/algorithms/sample"
@@ -104,7 +105,7 @@ func TestLoRACheckpoints(t *testing.T) {
 	cfg := model.Config{Family: model.FamilyLlama, Vocab: 40, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2,
 		HeadDim: 8, FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: model.ActSiLU, TiedEmbeddings: true}
 	a := &train.Activities{Ckpt: cl, NewEngine: newLoRATestEngine}
-	init, err := a.Init(ctx, train.InitInput{Store: store, Run: "r", Phase: "pretrain", Model: cfg, Seed: 1})
+	init, err := a.Init(ctx, train.InitInput{Store: store, Run: "r", Phase: "pretrain", Model: modelcfg.Config(cfg), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

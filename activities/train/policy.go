@@ -19,43 +19,6 @@ import (
 	"github.com/temperml/temper/algorithms/tokenize"
 )
 
-// PolicyStepName is the RL trainer activity.
-const PolicyStepName = "train.PolicyStep"
-
-// PolicyStepInput trains policy version Version on one iteration's scored rollouts.
-type PolicyStepInput struct {
-	Store string `json:"store"`
-	Run   string `json:"run"`
-	// Phase names the checkpoint directory; a back-tracked branch uses its own ("grpo.b1").
-	Phase     string `json:"phase"`
-	Policy    string `json:"policy"`    // checkpoint of version Version
-	Reference string `json:"reference"` // reference model (needed when kl_beta > 0)
-	Version   int    `json:"version"`
-	Rollouts  string `json:"rollouts"`
-	// Rewards are per rollout, in file order.
-	Rewards         []float64         `json:"rewards"`
-	Loss            loss.PolicyConfig `json:"loss"`
-	Optim           Optim             `json:"optim"`
-	LR              float64           `json:"lr"`
-	Epochs          int               `json:"epochs"`           // passes over the rollouts
-	Minibatch       int               `json:"minibatch"`        // rows per optimizer step (0: all)
-	DynamicSampling bool              `json:"dynamic_sampling"` // drop groups whose rewards are all equal (DAPO)
-	FreshOptimizer  bool              `json:"fresh_optimizer"`
-	// InjectNaN poisons the advantages (tests of the non-finite back-tracking branch).
-	InjectNaN bool `json:"inject_nan,omitempty"`
-	// PPO tunes GAE and the critic when Loss.Algorithm is ppo (nil: DefaultPPOConfig); see ppo.go.
-	PPO *PPOConfig `json:"ppo,omitempty"`
-}
-
-// PolicyStepOutput is version Version+1 and the step's metrics.
-type PolicyStepOutput struct {
-	Checkpoint string             `json:"checkpoint"`
-	Version    int                `json:"version"`
-	NonFinite  bool               `json:"non_finite"` // a loss or gradient was NaN/Inf: the update was skipped
-	Metrics    map[string]float64 `json:"metrics"`
-	Resumed    bool               `json:"resumed"`
-}
-
 // advantages computes per-rollout advantages for the algorithm from rewards grouped by prompt.
 func advantages(algo string, rs []rollout.Rollout, rewards []float64) ([]float64, error) {
 	groups := rollout.Groups(rs)

@@ -14,39 +14,7 @@ import (
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/safetensors"
-	"github.com/temperml/temper/internal/config"
 )
-
-// CriticFile holds a PPO policy's value head (score.weight [1, d], score.bias [1]) beside its
-// model.safetensors. The head lives in its own file so that model.safetensors stays a plain causal
-// LM: rollout, evaluation, later phases and Hugging Face export read a PPO checkpoint like any other,
-// and only the PPO trainer puts the critic back on the trunk.
-const CriticFile = "critic.safetensors"
-
-// PPOConfig tunes PPO's advantages and its critic's start; the loss's knobs (clip range, value_coef,
-// value_clip, entropy_coef, kl_beta) are in loss.PolicyConfig.
-type PPOConfig struct {
-	Gamma  float64 `json:"gamma" default:"1" help:"GAE discount γ; 1 for outcome rewards on finite responses"`
-	Lambda float64 `json:"lambda" default:"0.95" help:"GAE λ: 0 = one-step TD (low variance, biased by the critic), 1 = Monte Carlo return minus V"`
-	KLCoef float64 `json:"kl_coef" default:"0" help:"β of the per-token KL penalty −β·(log π_old − log π_ref) folded into the token rewards (InstructGPT-style); 0 = off. loss.kl_beta is a KL term in the loss instead"`
-	Seed   uint64  `json:"seed,omitempty" help:"seeds the value head added to a starting checkpoint that has none; 0: the pipeline seed"`
-}
-
-// DefaultPPOConfig returns γ = 1, λ = 0.95, no KL in the reward.
-func DefaultPPOConfig() PPOConfig { return PPOConfig{Gamma: 1, Lambda: 0.95} }
-
-// Validate names the bad field (paths under "ppo").
-func (c PPOConfig) Validate() error {
-	switch {
-	case !(c.Gamma >= 0 && c.Gamma <= 1):
-		return &config.FieldError{Path: "ppo.gamma", Msg: fmt.Sprintf("%g: want a value in [0, 1]", c.Gamma)}
-	case !(c.Lambda >= 0 && c.Lambda <= 1):
-		return &config.FieldError{Path: "ppo.lambda", Msg: fmt.Sprintf("%g: want a value in [0, 1]", c.Lambda)}
-	case !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 0):
-		return &config.FieldError{Path: "ppo.kl_coef", Msg: fmt.Sprintf("%g: want a finite value >= 0 (0 = off)", c.KLCoef)}
-	}
-	return nil
-}
 
 // ppoStep is PolicyStep for loss.algorithm ppo (Schulman et al. 2017) with a value-head critic on the
 // policy's trunk:

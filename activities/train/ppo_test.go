@@ -16,6 +16,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/algorithms/sample"
@@ -92,7 +93,7 @@ func TestPPOStepLearnsToyTask(t *testing.T) {
 	e.a.NewEngine = newPPOTestEngine
 	e.env.RegisterActivityWithOptions(e.a.PolicyStep, activity.RegisterOptions{Name: train.PolicyStepName})
 	var init train.InitOutput
-	e.must(train.InitName, train.InitInput{Store: e.store, Run: "ppo", Phase: "sft", Model: tinyModel(t), Seed: 11}, &init)
+	e.must(train.InitName, train.InitInput{Store: e.store, Run: "ppo", Phase: "sft", Model: modelcfg.Config(tinyModel(t)), Seed: 11}, &init)
 
 	dir := t.TempDir()
 	const iters, n = 8, 64

@@ -18,25 +18,6 @@ import (
 	"github.com/temperml/temper/algorithms/tokenize"
 )
 
-// Reference modes of a preference phase.
-const (
-	RefPrecomputed = "precomputed" // train.RefLogProbs once, stored with the data; training never holds πref
-	RefOnTheFly    = "on_the_fly"  // a second engine holds πref during each chunk
-)
-
-// PrefChunkInput trains Steps steps of a preference objective from From and commits step Step+Steps.
-type PrefChunkInput struct {
-	ChunkHead
-	Data PrefDataSpec `json:"data"`
-	// RefData is the object RefLogProbs wrote (data with reference log-probs). When set, its rows are
-	// the training data; when empty, the data comes from Data and, if the loss needs a reference,
-	// Reference is loaded and scored on the fly.
-	RefData   string          `json:"ref_data,omitempty"`
-	Reference string          `json:"reference,omitempty"`
-	Batch     BatchSpec       `json:"batch"` // rows: pairs (kto: labelled completions) per step; seq: tokens per sequence
-	Loss      loss.Preference `json:"loss"`
-}
-
 // PrefChunk trains in.Steps steps of the preference loss in.Loss from in.From, one example per row
 // (runChunk does the rest); its metrics are the objective's (rewards/accuracy, rewards/margin, ...).
 func (a *Activities) PrefChunk(ctx context.Context, in PrefChunkInput) (ChunkOutput, error) {
@@ -204,23 +185,6 @@ func zeros(rows, cols int) [][]float32 {
 		out[i] = make([]float32, cols)
 	}
 	return out
-}
-
-// PrefEvalInput evaluates a checkpoint on held-out preference pairs.
-type PrefEvalInput struct {
-	Store      string `json:"store"`
-	Checkpoint string `json:"checkpoint"`
-	// Reference is the reference checkpoint of the implicit rewards (dpo, ipo, kto) and of the KL
-	// estimates; empty skips what needs it.
-	Reference string          `json:"reference,omitempty"`
-	Data      PrefDataSpec    `json:"data"`
-	Loss      loss.Preference `json:"loss"`
-	// Examples caps the held-out pairs used (0: all).
-	Examples int `json:"examples"`
-	// KLTokens > 0 also estimates KL(πθ‖πref) from one completion of up to KLTokens tokens sampled
-	// from the checkpoint for each held-out prompt.
-	KLTokens int    `json:"kl_tokens"`
-	Seed     uint64 `json:"seed"`
 }
 
 // PrefEvaluate measures a checkpoint on held-out preference pairs (unpaired held-out examples are paired

@@ -20,6 +20,7 @@ import (
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/algorithms/sample"
@@ -108,7 +109,7 @@ func (e *prefEnv) start(seed uint64) string {
 	}
 	cfg.MaxSeq = 64
 	var out InitOutput
-	e.must(InitName, InitInput{Store: e.store, Run: "r", Phase: "sft", Model: cfg, Seed: seed}, &out)
+	e.must(InitName, InitInput{Store: e.store, Run: "r", Phase: "sft", Model: modelcfg.Config(cfg), Seed: seed}, &out)
 	return out.Checkpoint
 }
 

@@ -16,32 +16,6 @@ import (
 	"github.com/temperml/temper/algorithms/tokenize"
 )
 
-// PrefFromModelInput asks for preference pairs made from a checkpoint's verified samples.
-type PrefFromModelInput struct {
-	Store      string       `json:"store"`
-	Run        string       `json:"run"`
-	Phase      string       `json:"phase"`
-	Checkpoint string       `json:"checkpoint"`
-	Data       PrefDataSpec `json:"data"` // Task (prompts and checker), held-out size and seed
-	Sampling   PrefSampling `json:"sampling"`
-	Seed       uint64       `json:"seed"`
-}
-
-// PrefFromModelOutput names the pairs objects and says how the prompts fared.
-type PrefFromModelOutput struct {
-	Train   string `json:"train"`             // URI of the training pairs JSONL
-	Heldout string `json:"heldout,omitempty"` // URI of the held-out pairs JSONL (unless SyntheticHeldout)
-	// Stats of the training prompts.
-	Pairs       int     `json:"pairs"`
-	Prompts     int     `json:"prompts"`
-	AllCorrect  int     `json:"all_correct"`  // prompts dropped: every sample correct
-	NoneCorrect int     `json:"none_correct"` // prompts with no correct sample
-	SampleRate  float64 `json:"sample_rate"`  // fraction of all samples that were correct
-	// HeldoutPairs is the number of held-out pairs (held-out prompts with a wrong sample).
-	HeldoutPairs int  `json:"heldout_pairs"`
-	Resumed      bool `json:"resumed"`
-}
-
 // PrefFromModelKey is where the pairs of PreferencesFromModel live, relative to the store root; split is
 // "train" or "heldout".
 func PrefFromModelKey(run, phase, hash, split string) string {

@@ -10,25 +10,6 @@ import (
 	"go.temporal.io/sdk/activity"
 )
 
-// RefLogProbsInput asks for the reference log-probs of a preference phase's training data.
-type RefLogProbsInput struct {
-	Store     string       `json:"store"`
-	Run       string       `json:"run"`
-	Phase     string       `json:"phase"`
-	Reference string       `json:"reference"` // reference checkpoint URI
-	Data      PrefDataSpec `json:"data"`
-	Kind      string       `json:"kind"` // loss kind: kto reads unpaired rows with mismatched KL completions
-	Seq       int          `json:"seq"`  // longest sequence allowed (batch.seq)
-	Seed      uint64       `json:"seed"`
-}
-
-// RefLogProbsOutput names the object that holds the data with its reference log-probs.
-type RefLogProbsOutput struct {
-	RefData  string `json:"ref_data"`
-	Examples int    `json:"examples"`
-	Resumed  bool   `json:"resumed"` // an earlier attempt had written it
-}
-
 // RefLogProbsKey is where a phase's precomputed reference object lives, relative to the store root; hash
 // identifies the reference checkpoint and data.
 func RefLogProbsKey(run, phase, hash string) string {

@@ -14,14 +14,6 @@ import (
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/algorithms/tasks"
-	"github.com/temperml/temper/internal/config"
-)
-
-// Reward-model activity names, registered by workers on the trainer queue.
-const (
-	RewardInitName     = "train.RewardInit"
-	RewardChunkName    = "train.RewardChunk"
-	RewardEvaluateName = "train.RewardEvaluate"
 )
 
 // Hugging Face names of the value head (LlamaForSequenceClassification's score layer with one
@@ -36,87 +28,6 @@ const (
 // Hugging Face initializer_range that model.InitWeights uses for every linear layer.
 const HeadInitStd = 0.02
 
-// RewardData says where preference pairs come from: a built-in task's synthetic pairs (its
-// correct answer chosen, a plausible mistake rejected; tasks.PrefSplit) or JSONL files of
-// tasks.PrefExample lines in the store (unpaired completion/label lines are paired up by prompt).
-type RewardData struct {
-	Task         string `json:"task,omitempty" help:"built-in task whose synthetic pairs to use (correct answer vs a plausible mistake): add2, add, addsub, mul, expr, router"`
-	TrainPairs   int    `json:"train_pairs,omitempty" default:"4000" help:"training pairs drawn (built-in task)"`
-	HeldoutPairs int    `json:"heldout_pairs,omitempty" default:"400" help:"held-out pairs, prompts disjoint from training (built-in task)"`
-	Train        string `json:"train,omitempty" help:"JSONL URI (file:///... or gs://...) of {prompt, chosen, rejected} lines instead of a task"`
-	Heldout      string `json:"heldout,omitempty" help:"held-out JSONL URI"`
-	Seed         uint64 `json:"seed,omitempty" help:"data seed; 0 uses the pipeline seed"`
-}
-
-// Validate names the bad field.
-func (d RewardData) Validate() error {
-	switch {
-	case d.Task == "" && d.Train == "":
-		return &config.FieldError{Path: "data", Msg: "set task (one of " + strings.Join(tasks.Names(), ", ") + ") or train (a JSONL URI)"}
-	case d.Task != "" && d.Train != "":
-		return &config.FieldError{Path: "data", Msg: "set task or train, not both"}
-	case d.Task != "":
-		t, err := tasks.Lookup(d.Task)
-		if err != nil {
-			return &config.FieldError{Path: "data.task", Msg: err.Error()}
-		}
-		if _, ok := t.(tasks.Mistaker); !ok {
-			return &config.FieldError{Path: "data.task", Msg: fmt.Sprintf("%q has no synthetic preference pairs (it cannot write wrong answers)", d.Task)}
-		}
-		if d.TrainPairs <= 0 || d.HeldoutPairs < 0 {
-			return &config.FieldError{Path: "data.train_pairs", Msg: fmt.Sprintf("%d train / %d held-out: want > 0 and >= 0", d.TrainPairs, d.HeldoutPairs)}
-		}
-	default:
-		for _, f := range []struct{ path, uri string }{{"data.train", d.Train}, {"data.heldout", d.Heldout}} {
-			if f.uri != "" && !strings.HasPrefix(f.uri, "file:///") && !strings.HasPrefix(f.uri, "gs://") {
-				return &config.FieldError{Path: f.path, Msg: fmt.Sprintf("%q: want file:///abs/file.jsonl or gs://bucket/file.jsonl", f.uri)}
-			}
-		}
-	}
-	return nil
-}
-
-// RewardBatch is the shape of a reward-model step.
-type RewardBatch struct {
-	Rows   int `json:"rows" default:"32" help:"preference pairs per step (2×rows sequences run through the model)"`
-	MaxSeq int `json:"max_seq" default:"64" help:"longest tokenized prompt+completion; a longer pair is an error. Batches pad to the next power of two (>= 8)"`
-}
-
-// Validate names the bad field.
-func (b RewardBatch) Validate() error {
-	switch {
-	case b.Rows < 1 || b.Rows > 4096:
-		return &config.FieldError{Path: "batch.rows", Msg: fmt.Sprintf("%d: want 1..4096", b.Rows)}
-	case b.MaxSeq < 2 || b.MaxSeq > 8192:
-		return &config.FieldError{Path: "batch.max_seq", Msg: fmt.Sprintf("%d: want 2..8192", b.MaxSeq)}
-	}
-	return nil
-}
-
-// RewardInitInput asks for step 0 of a reward phase: From with a value head, or a fresh seeded
-// model with one when From is empty.
-type RewardInitInput struct {
-	Store string `json:"store"`
-	Run   string `json:"run"`
-	Phase string `json:"phase"`
-	// From is the starting checkpoint (an SFT or pretrained model, or a reward model); "" starts
-	// from scratch with Model.
-	From  string       `json:"from,omitempty"`
-	Model model.Config `json:"model"`
-	// Seed initialises the fresh model, or the value head when From has none.
-	Seed uint64 `json:"seed"`
-	// LogProb gives a new head the generative term (model.Config.RewardLogProb: reward = value +
-	// α·Σ log π(completion), α learned from 1). A From that is already a reward model keeps its head.
-	LogProb bool `json:"logprob,omitempty"`
-}
-
-// RewardInitOutput is the phase's step-0 checkpoint.
-type RewardInitOutput struct {
-	Checkpoint string `json:"checkpoint"`
-	// NewHead is true when the value head was initialised here (From had none, or no From).
-	NewHead bool `json:"new_head"`
-}
-
 // RewardInit commits step 0 of a reward phase: the weights of in.From with a value head added
 // when it has none (valueHeadTensors; the trunk and LM head are copied unchanged), or a fresh
 // seeded model with a value head. No optimizer state: the
@@ -127,7 +38,7 @@ func (a *Activities) RewardInit(ctx context.Context, in RewardInitInput) (Reward
 		var eng Engine
 		var cfg model.Config
 		if in.From == "" {
-			cfg = in.Model
+			cfg = model.Config(in.Model)
 			cfg.ValueHead, cfg.RewardLogProb = true, in.LogProb
 			if err := cfg.Validate(); err != nil {
 				return badInput(err)
@@ -289,15 +200,6 @@ func LoadRewardEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine,
 	return eng, cfg, err
 }
 
-// RewardChunkInput trains Steps Bradley–Terry steps from From (Cursor: the position in the
-// training pairs).
-type RewardChunkInput struct {
-	ChunkHead
-	Data  RewardData         `json:"data"`
-	Batch RewardBatch        `json:"batch"`
-	Loss  objective.BTConfig `json:"loss"`
-}
-
 // RewardChunk trains in.Steps steps of the Bradley–Terry objective from in.From (runChunk does the
 // rest); its metrics are objective.BTMetrics' chunk means, and pairs / pairs_per_s.
 func (a *Activities) RewardChunk(ctx context.Context, in RewardChunkInput) (ChunkOutput, error) {
@@ -336,23 +238,6 @@ func (a *Activities) RewardChunk(ctx context.Context, in RewardChunkInput) (Chun
 			},
 		}, nil
 	})
-}
-
-// RewardEvalInput evaluates a reward model on held-out pairs.
-type RewardEvalInput struct {
-	Store      string      `json:"store"`
-	Checkpoint string      `json:"checkpoint"`
-	Data       RewardData  `json:"data"`
-	Batch      RewardBatch `json:"batch"` // MaxSeq applies; rows per evaluation batch is fixed (64)
-	// Pairs caps how many held-out pairs are used (0: all).
-	Pairs int                `json:"pairs"`
-	Loss  objective.BTConfig `json:"loss"`
-	Seed  uint64             `json:"seed"`
-}
-
-// RewardEvalOutput holds scalar metrics, named as they appear in pipeline results.
-type RewardEvalOutput struct {
-	Metrics map[string]float64 `json:"metrics"`
 }
 
 // rewardEvalRows is how many held-out pairs go through the engine at once.

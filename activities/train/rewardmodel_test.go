@@ -21,6 +21,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/algorithms/sample"
@@ -161,7 +162,7 @@ func TestRewardInit(t *testing.T) {
 	e := newRMEnv(t)
 	cfg := tinyModel(t)
 	var base train.InitOutput
-	e.must(train.InitName, train.InitInput{Store: e.store, Run: "r", Phase: "base", Model: cfg, Seed: 3}, &base)
+	e.must(train.InitName, train.InitInput{Store: e.store, Run: "r", Phase: "base", Model: modelcfg.Config(cfg), Seed: 3}, &base)
 	var rm train.RewardInitOutput
 	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: "r", Phase: "rm", From: base.Checkpoint, Seed: 9}, &rm)
 	if !rm.NewHead {
@@ -210,7 +211,7 @@ func TestRewardInit(t *testing.T) {
 	}
 	// From scratch.
 	var fresh train.RewardInitOutput
-	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: "r", Phase: "fresh", Model: cfg, Seed: 4}, &fresh)
+	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: "r", Phase: "fresh", Model: modelcfg.Config(cfg), Seed: 4}, &fresh)
 	if w := weightsOf(t, fresh.Checkpoint); !fresh.NewHead || len(w["score.weight"]) != cfg.DModel {
 		t.Fatalf("from scratch: %+v", fresh)
 	}
@@ -252,7 +253,7 @@ func TestRewardInit(t *testing.T) {
 func TestRewardChunkAndEvaluate(t *testing.T) {
 	e := newRMEnv(t)
 	var init train.RewardInitOutput
-	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: "r", Phase: "rm", Model: tinyModel(t), Seed: 1}, &init)
+	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: "r", Phase: "rm", Model: modelcfg.Config(tinyModel(t)), Seed: 1}, &init)
 	data := train.RewardData{Task: "add2", TrainPairs: 200, HeldoutPairs: 70}
 	optim := train.Optim{LR: 3e-3, WarmupSteps: 2, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
 	chunk := func(phase, from string, step int, cur train.Cursor, fresh bool) train.ChunkOutput {
@@ -367,7 +368,7 @@ func TestRewardModelAcceptance(t *testing.T) {
 	}
 	// 1. Pretrain on add2 as plain text, then SFT on add2 (the demo pipeline's phases).
 	var base train.InitOutput
-	e.must(train.InitName, train.InitInput{Store: e.store, Run: run, Phase: "pretrain", Model: cfg, Seed: seed}, &base)
+	e.must(train.InitName, train.InitInput{Store: e.store, Run: run, Phase: "pretrain", Model: modelcfg.Config(cfg), Seed: seed}, &base)
 	lm := func(phase, from string, steps, chunk int, ds train.DataSpec, bs train.BatchSpec, o train.Optim) train.ChunkOutput {
 		var c train.ChunkOutput
 		c.Checkpoint, c.Cursor = from, train.Cursor{Seed: seed}

@@ -1,11 +1,11 @@
-package train
+package contract
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/temperml/temper/algorithms/data"
-	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/internal/config"
 )
@@ -104,11 +104,11 @@ type Cursor = data.Cursor
 
 // InitInput asks for a fresh, seeded model committed as step 0 of a phase.
 type InitInput struct {
-	Store string       `json:"store"`
-	Run   string       `json:"run"`
-	Phase string       `json:"phase"`
-	Model model.Config `json:"model"`
-	Seed  uint64       `json:"seed"`
+	Store string          `json:"store"`
+	Run   string          `json:"run"`
+	Phase string          `json:"phase"`
+	Model modelcfg.Config `json:"model"`
+	Seed  uint64          `json:"seed"`
 }
 
 // InitOutput is the step-0 checkpoint.
@@ -122,7 +122,7 @@ type ChunkInput struct {
 	Data  DataSpec  `json:"data"`
 	Batch BatchSpec `json:"batch"`
 	// LoRA, when set, trains adapters on a frozen base instead of every weight (see lora.go).
-	LoRA *model.LoRA `json:"lora,omitempty"`
+	LoRA *modelcfg.LoRA `json:"lora,omitempty"`
 }
 
 // EvalInput evaluates a checkpoint on held-out data.
