@@ -48,6 +48,9 @@ func (e engine) Close() error                    { return e.rt.Close() }
 func (e engine) SaveAdapters(w io.Writer) error  { return e.rt.SaveAdapters(w) }
 func (e engine) LoadAdapters(r io.Reader) error  { return e.rt.LoadAdapters(r) }
 
+// LoRA reports the adapters attached to the runtime (tests tell an adapter engine from a merged one).
+func (e engine) LoRA() (model.LoRA, bool) { return e.rt.LoRA() }
+
 func (e engine) TrainStep(b train.Batch, lr float32) (train.StepMetrics, error) {
 	m, err := e.rt.TrainStep(tpu.Batch(b), lr)
 	return train.StepMetrics(m), err

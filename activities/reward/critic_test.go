@@ -11,11 +11,12 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/core/tensors"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	trainlm "github.com/temperml/temper/activities/train/lm"
+	"github.com/temperml/temper/activities/train/rewardmodel"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective"
@@ -86,9 +87,9 @@ func rewardModels(t *testing.T, seeds ...uint64) (rms []string, lm string) {
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
 	ec := &engineCounter{}
-	a := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: ec.new}
-	env.RegisterActivityWithOptions(a.RewardInit, activity.RegisterOptions{Name: train.RewardInitName})
-	env.RegisterActivityWithOptions(a.Init, activity.RegisterOptions{Name: train.InitName})
+	deps := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: ec.new}
+	trainlm.Register(env, deps)
+	rewardmodel.Register(env, deps)
 	store := "file://" + t.TempDir()
 	cfg, err := model.Preset("tiny")
 	if err != nil {

@@ -14,24 +14,24 @@ import (
 	"github.com/temperml/temper/algorithms/schedule"
 )
 
-// stepResult is one optimizer step of an objective.
-type stepResult struct {
+// StepResult is one optimizer step of an objective.
+type StepResult struct {
 	Loss, GradNorm, Seconds float64
 	Units                   int                // what the objective counts: trained tokens, pairs, rows
 	Metrics                 map[string]float64 // averaged over the chunk's finite steps
 }
 
-// chunkObjective is all an objective supplies to the chunk runner: its engine (loaded with From's
+// ChunkObjective is all an objective supplies to the chunk runner: its engine (loaded with From's
 // weights and, unless FreshOptimizer, optimizer state), how to take the next batch from a cursor,
 // one step on a batch, and how to write the trained model into the checkpoint.
-type chunkObjective[B any] struct {
-	eng   Engine
-	cfg   model.Config
-	unit  string // names the throughput metrics: unit and unit_per_s
-	next  func(cur Cursor) (B, Cursor, error)
-	step  func(b B, lr float32) (stepResult, error)
-	write func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error
-	close func() // releases what open loaded besides eng (a reference engine); may be nil
+type ChunkObjective[B any] struct {
+	Eng   Engine
+	Cfg   model.Config
+	Unit  string // names the throughput metrics: unit and unit_per_s
+	Next  func(cur Cursor) (B, Cursor, error)
+	Step  func(b B, lr float32) (StepResult, error)
+	Write func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error
+	Close func() // releases what open loaded besides eng (a reference engine); may be nil
 }
 
 // metricPrefix marks objective metrics among a checkpoint's state scalars.
@@ -39,14 +39,14 @@ const metricPrefix = "metric/"
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// runChunk is the one chunk runner: it returns the checkpoint of step in.Step+in.Steps if an earlier
+// RunChunk is the one chunk runner: it returns the checkpoint of step in.Step+in.Steps if an earlier
 // attempt committed it, else opens the objective, trains in.Steps steps on the warmup-cosine
 // schedule (heartbeating after each), counts non-finite steps without averaging them, and commits
 // weights, optimizer state and state.json (step, cursor, config hash, the output's scalars). Given
 // the same input it recomputes the same checkpoint bit for bit, so a retry is safe.
-func runChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string, open func() (*chunkObjective[B], error)) (ChunkOutput, error) {
+func RunChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string, open func() (*ChunkObjective[B], error)) (ChunkOutput, error) {
 	if in.Steps <= 0 {
-		return ChunkOutput{}, badInput(fmt.Errorf("%s: steps %d: want > 0", op, in.Steps))
+		return ChunkOutput{}, BadInput(fmt.Errorf("%s: steps %d: want > 0", op, in.Steps))
 	}
 	end := in.Step + in.Steps
 	if ref, err := a.Ckpt.Lookup(ctx, in.Store, in.Run, in.Phase, int64(end)); err == nil {
@@ -58,9 +58,9 @@ func runChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 	if err != nil {
 		return ChunkOutput{}, err
 	}
-	defer obj.eng.Close()
-	if obj.close != nil {
-		defer obj.close()
+	defer obj.Eng.Close()
+	if obj.Close != nil {
+		defer obj.Close()
 	}
 	sched := schedule.WarmupCosine{Peak: in.Optim.LR, Warmup: in.Optim.WarmupSteps, Total: in.TotalSteps, MinRatio: in.Optim.MinLRRatio}
 	out := ChunkOutput{Step: end, Cursor: in.Cursor, Metrics: map[string]float64{}}
@@ -71,16 +71,16 @@ func runChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 		if err := ctx.Err(); err != nil {
 			return ChunkOutput{}, fmt.Errorf("%s at step %d: %w", op, in.Step+i, err)
 		}
-		b, next, err := obj.next(out.Cursor)
+		b, next, err := obj.Next(out.Cursor)
 		if err != nil {
 			return ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
 		}
 		out.Cursor = next
 		out.LR = sched.At(in.Step + i)
-		var r stepResult
+		var r StepResult
 		if in.InjectNaNAt == in.Step+i+1 {
-			r = stepResult{Loss: math.NaN(), GradNorm: math.NaN()}
-		} else if r, err = obj.step(b, float32(out.LR)); err != nil {
+			r = StepResult{Loss: math.NaN(), GradNorm: math.NaN()}
+		} else if r, err = obj.Step(b, float32(out.LR)); err != nil {
 			return ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
 		}
 		if finite(r.Loss) && finite(r.GradNorm) {
@@ -112,16 +112,16 @@ func runChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 	if !finite(out.LastLoss) {
 		out.LastLoss = 0 // JSON payloads cannot carry NaN; NonFinite counts such steps
 	}
-	if obj.unit != "" {
-		out.Metrics[obj.unit] = float64(units)
+	if obj.Unit != "" {
+		out.Metrics[obj.Unit] = float64(units)
 		if out.Seconds > 0 {
-			out.Metrics[obj.unit+"_per_s"] = float64(units) / out.Seconds
+			out.Metrics[obj.Unit+"_per_s"] = float64(units) / out.Seconds
 		}
 	}
 	st := ckpt.State{
 		Step:       int64(end),
 		Cursor:     ckpt.Cursor{Epoch: int64(out.Cursor.Epoch), Index: int64(out.Cursor.Index), Seed: out.Cursor.Seed},
-		ConfigHash: configHash(obj.cfg),
+		ConfigHash: ConfigHash(obj.Cfg),
 		Scalars: map[string]float64{"loss": out.Loss, "last_loss": out.LastLoss, "grad_norm": out.GradNorm, "lr": out.LR,
 			"non_finite": float64(out.NonFinite), "seconds": out.Seconds},
 	}
@@ -129,7 +129,7 @@ func runChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 		st.Scalars[metricPrefix+name] = v
 	}
 	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(end), func(w *ckpt.Writer) error {
-		return obj.write(ctx, w, st)
+		return obj.Write(ctx, w, st)
 	})
 	if err != nil {
 		return ChunkOutput{}, fmt.Errorf("%s commit step %d: %w", op, end, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/preference"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/workers"
 )
@@ -140,7 +141,7 @@ func writeModelPairs(ctx context.Context, task tasks.Task, from string, n, sampl
 		return err
 	}
 	defer os.RemoveAll(scratch)
-	a := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}
+	a := &preference.Activities{Activities: &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}}
 	res, err := a.PreferencesFromModel(ctx, train.PrefFromModelInput{
 		Store: "file://" + scratch, Run: "data", Phase: "gen", Checkpoint: uri, Seed: seed,
 		Data:     train.PrefDataSpec{Task: task.Name(), HeldoutExamples: heldout},

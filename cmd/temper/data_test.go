@@ -9,6 +9,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/lm"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -24,7 +25,7 @@ func TestDataGenPairsFromModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}
+	a := &lm.Activities{Activities: &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}}
 	init, err := a.Init(context.Background(), train.InitInput{Store: "file://" + dir, Run: "r", Phase: "p", Model: modelcfg.Config(cfg), Seed: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -44,10 +44,8 @@ func (d DataSpec) Validate() error {
 			return &config.FieldError{Path: "data.train_examples", Msg: fmt.Sprintf("%d train / %d held-out: want > 0 and >= 0", d.TrainExamples, d.HeldoutExamples)}
 		}
 	default:
-		for _, f := range []struct{ path, uri string }{{"data.train", d.Train}, {"data.heldout", d.Heldout}} {
-			if f.uri != "" && !strings.HasPrefix(f.uri, "file:///") && !strings.HasPrefix(f.uri, "gs://") {
-				return &config.FieldError{Path: f.path, Msg: fmt.Sprintf("%q: want file:///abs/file.jsonl or gs://bucket/file.jsonl", f.uri)}
-			}
+		if err := checkDataURIs(d.Train, d.Heldout); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -160,4 +158,15 @@ type RetainInput struct {
 	Phase    string `json:"phase"`
 	KeepLast int    `json:"keep_last"`
 	Best     string `json:"best,omitempty"` // marked best first, so it survives
+}
+
+// checkDataURIs names data.train or data.heldout when it is set to something other than a file:// or
+// gs:// URI (whether the object exists is the precheck's and the reader's business).
+func checkDataURIs(trainURI, heldoutURI string) error {
+	for _, f := range []struct{ path, uri string }{{"data.train", trainURI}, {"data.heldout", heldoutURI}} {
+		if f.uri != "" && !strings.HasPrefix(f.uri, "file:///") && !strings.HasPrefix(f.uri, "gs://") {
+			return &config.FieldError{Path: f.path, Msg: fmt.Sprintf("%q: want file:///abs/file.jsonl or gs://bucket/file.jsonl", f.uri)}
+		}
+	}
+	return nil
 }

@@ -85,10 +85,8 @@ func (d PrefDataSpec) Validate() error {
 			return &config.FieldError{Path: "data.train_examples", Msg: fmt.Sprintf("%d train / %d held-out: want > 0 and >= 0", d.TrainExamples, d.HeldoutExamples)}
 		}
 	}
-	for _, f := range []struct{ path, uri string }{{"data.train", d.Train}, {"data.heldout", d.Heldout}} {
-		if f.uri != "" && !strings.HasPrefix(f.uri, "file:///") && !strings.HasPrefix(f.uri, "gs://") {
-			return &config.FieldError{Path: f.path, Msg: fmt.Sprintf("%q: want file:///abs/file.jsonl or gs://bucket/file.jsonl", f.uri)}
-		}
+	if err := checkDataURIs(d.Train, d.Heldout); err != nil {
+		return err
 	}
 	if s := d.FromModel; s != nil {
 		s2 := s.WithDefaults()

@@ -1,4 +1,4 @@
-package train
+package preference
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/objective"
@@ -18,76 +20,79 @@ import (
 	"github.com/temperml/temper/algorithms/tokenize"
 )
 
+// Activities are the preference activities; they share the trainer's dependencies (store client,
+// engine factory) and kernel (chunk runner, engine loaders, data readers) with the other families.
+type Activities struct{ *train.Activities }
+
+// Register registers the preference activities under their contract names on the trainer queue's worker.
+func Register(r train.Registrar, deps *train.Activities) {
+	a := &Activities{deps}
+	r.RegisterActivityWithOptions(a.PrefChunk, activity.RegisterOptions{Name: contract.PrefChunkName})
+	r.RegisterActivityWithOptions(a.PrefEvaluate, activity.RegisterOptions{Name: contract.PrefEvaluateName})
+	r.RegisterActivityWithOptions(a.RefLogProbs, activity.RegisterOptions{Name: contract.RefLogProbsName})
+	r.RegisterActivityWithOptions(a.PreferencesFromModel, activity.RegisterOptions{Name: contract.PreferencesFromModelName})
+}
+
 // PrefChunk trains in.Steps steps of the preference loss in.Loss from in.From, one example per row
-// (runChunk does the rest); its metrics are the objective's (rewards/accuracy, rewards/margin, ...).
-func (a *Activities) PrefChunk(ctx context.Context, in PrefChunkInput) (ChunkOutput, error) {
+// (train.RunChunk does the rest); its metrics are the objective's (rewards/accuracy, rewards/margin, ...).
+func (a *Activities) PrefChunk(ctx context.Context, in contract.PrefChunkInput) (contract.ChunkOutput, error) {
 	op := fmt.Sprintf("train: %s chunk %s/%s", in.Loss.Kind, in.Run, in.Phase)
 	if in.Steps <= 0 || in.Batch.Rows <= 0 || in.Batch.Seq < 2 {
-		return ChunkOutput{}, badInput(fmt.Errorf("%s: steps %d, batch %dx%d: want > 0 and seq ≥ 2", op, in.Steps, in.Batch.Rows, in.Batch.Seq))
+		return contract.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: steps %d, batch %dx%d: want > 0 and seq ≥ 2", op, in.Steps, in.Batch.Rows, in.Batch.Seq))
 	}
 	obj, err := objective.Preference(in.Loss)
 	if err != nil {
-		return ChunkOutput{}, badInput(fmt.Errorf("%s: %w", op, err))
+		return contract.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
 	}
-	return runChunk(ctx, a, in.ChunkHead, op, func() (*chunkObjective[[]int], error) {
+	return train.RunChunk(ctx, a.Activities, in.ChunkHead, op, func() (*train.ChunkObjective[[]int], error) {
 		items, err := a.prefTrainingItems(ctx, in)
 		if err != nil {
 			return nil, err
 		}
-		enc, err := encodeItems(encoder(), items, in.Batch.Seq)
+		enc, err := encodeItems(train.Encoder(), items, in.Batch.Seq)
 		if err != nil {
-			return nil, badInput(err)
+			return nil, train.BadInput(err)
 		}
 		if in.Loss.UsesReference() && in.RefData == "" && in.Reference == "" {
-			return nil, badInput(fmt.Errorf("%s: %s needs a reference: set ref_data (precomputed) or reference (on the fly)", op, in.Loss.Kind))
+			return nil, train.BadInput(fmt.Errorf("%s: %s needs a reference: set ref_data (precomputed) or reference (on the fly)", op, in.Loss.Kind))
 		}
-		eng, cfg, _, err := a.loadEngine(ctx, in.From, in.Optim, !in.FreshOptimizer)
+		eng, cfg, _, err := a.LoadEngine(ctx, in.From, in.Optim, !in.FreshOptimizer)
 		if err != nil {
 			return nil, err
 		}
-		var refEng Engine
+		var refEng train.Engine
 		if in.Loss.UsesReference() && in.RefData == "" {
-			if refEng, _, _, err = a.loadEngine(ctx, in.Reference, Optim{}, false); err != nil {
+			if refEng, _, _, err = a.LoadEngine(ctx, in.Reference, contract.Optim{}, false); err != nil {
 				eng.Close()
 				return nil, err
 			}
 		}
-		c := &chunkObjective[[]int]{eng: eng, cfg: cfg, unit: "rows",
-			next: func(cur Cursor) ([]int, Cursor, error) {
-				idx, next := nextRows(len(items), in.Batch.Rows, cur)
+		c := &train.ChunkObjective[[]int]{Eng: eng, Cfg: cfg, Unit: "rows",
+			Next: func(cur contract.Cursor) ([]int, contract.Cursor, error) {
+				idx, next := train.NextRows(len(items), in.Batch.Rows, cur)
 				return idx, next, nil
 			},
-			step: func(idx []int, lr float32) (stepResult, error) {
+			Step: func(idx []int, lr float32) (train.StepResult, error) {
 				inputs, err := prefInputs(in.Loss, items, enc, idx, in.Batch.Seq, refEng)
 				if err != nil {
-					return stepResult{}, err
+					return train.StepResult{}, err
 				}
 				m, err := eng.StepObjective(obj, inputs, lr)
-				return objectiveStep(obj, m, len(idx)), err
+				return train.ObjectiveStep(obj, m, len(idx)), err
 			},
-			write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
-				return writeModel(ctx, w, eng, cfg, st, true)
+			Write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
+				return train.WriteModel(ctx, w, eng, cfg, st, true)
 			},
 		}
 		if refEng != nil {
-			c.close = func() { refEng.Close() }
+			c.Close = func() { refEng.Close() }
 		}
 		return c, nil
 	})
 }
 
-// objectiveStep reads a custom objective's step metrics (engine.StepObjective's map) as a stepResult.
-func objectiveStep(obj objective.Objective, m map[string]float32, units int) stepResult {
-	r := stepResult{Loss: float64(m["loss"]), GradNorm: float64(m["grad_norm"]), Seconds: float64(m["seconds"]), Units: units,
-		Metrics: make(map[string]float64, len(obj.Metrics))}
-	for _, name := range obj.Metrics {
-		r.Metrics[name] = float64(m[name])
-	}
-	return r
-}
-
 // prefTrainingItems returns the chunk's rows: the precomputed reference object's, or the data's.
-func (a *Activities) prefTrainingItems(ctx context.Context, in PrefChunkInput) ([]prefItem, error) {
+func (a *Activities) prefTrainingItems(ctx context.Context, in contract.PrefChunkInput) ([]prefItem, error) {
 	if in.RefData != "" {
 		items, err := readRefItems(ctx, a.Ckpt, in.RefData)
 		if err != nil {
@@ -95,7 +100,7 @@ func (a *Activities) prefTrainingItems(ctx context.Context, in PrefChunkInput) (
 		}
 		for i, it := range items {
 			if it.Ex.Paired() != in.Loss.Paired() {
-				return nil, badInput(fmt.Errorf("train: %s line %d does not have the form %s trains on (made for another kind?)", in.RefData, i+1, in.Loss.Kind))
+				return nil, train.BadInput(fmt.Errorf("train: %s line %d does not have the form %s trains on (made for another kind?)", in.RefData, i+1, in.Loss.Kind))
 			}
 		}
 		return items, nil
@@ -105,38 +110,19 @@ func (a *Activities) prefTrainingItems(ctx context.Context, in PrefChunkInput) (
 		return nil, err
 	}
 	if len(trainEx) == 0 {
-		return nil, badInput(fmt.Errorf("train: %s/%s: no training examples", in.Run, in.Phase))
+		return nil, train.BadInput(fmt.Errorf("train: %s/%s: no training examples", in.Run, in.Phase))
 	}
 	items, err := prefTrainItems(trainEx, in.Loss.Kind)
 	if err != nil {
-		return nil, badInput(fmt.Errorf("train: %s/%s: %w", in.Run, in.Phase, err))
+		return nil, train.BadInput(fmt.Errorf("train: %s/%s: %w", in.Run, in.Phase, err))
 	}
 	return items, nil
-}
-
-// nextRows takes rows example indices from cur in the seeded per-epoch order (data.Order), crossing
-// into the next epoch as needed, and returns the cursor after them.
-func nextRows(n, rows int, cur Cursor) ([]int, Cursor) {
-	idx := make([]int, rows)
-	order := data.Order(n, cur.Seed, cur.Epoch)
-	for r := range idx {
-		if cur.Index >= n {
-			cur.Epoch, cur.Index = cur.Epoch+1, 0
-			order = data.Order(n, cur.Seed, cur.Epoch)
-		}
-		idx[r] = order[cur.Index]
-		cur.Index++
-	}
-	if cur.Index >= n {
-		cur.Epoch, cur.Index = cur.Epoch+1, 0
-	}
-	return idx, cur
 }
 
 // prefInputs builds one step's objective inputs (objective.Pref* or objective.KTO*) for the rows idx,
 // with reference log-probs from refEng when given, else from the items' precomputed ones (zeros for
 // the reference-free kinds).
-func prefInputs(cfg loss.Preference, items []prefItem, enc []encodedItem, idx []int, seq int, refEng Engine) ([]*tensors.Tensor, error) {
+func prefInputs(cfg loss.Preference, items []prefItem, enc []encodedItem, idx []int, seq int, refEng train.Engine) ([]*tensors.Tensor, error) {
 	var sides [2]prefSide
 	var refs [2][][]float32
 	for s := 0; s < 2; s++ {
@@ -147,7 +133,7 @@ func prefInputs(cfg loss.Preference, items []prefItem, enc []encodedItem, idx []
 		sides[s] = layoutSide(seqs, seq)
 		switch {
 		case !cfg.UsesReference():
-			refs[s] = zeros(len(idx), seq)
+			refs[s] = train.Zeros(len(idx), seq)
 		case refEng != nil:
 			lp, err := refEng.LogProbs(sides[s].batch())
 			if err != nil {
@@ -161,13 +147,13 @@ func prefInputs(cfg loss.Preference, items []prefItem, enc []encodedItem, idx []
 			}
 			var err error
 			if refs[s], err = sides[s].scatter(vals); err != nil {
-				return nil, badInput(fmt.Errorf("precomputed reference log-probs do not match the data: %w", err))
+				return nil, train.BadInput(fmt.Errorf("precomputed reference log-probs do not match the data: %w", err))
 			}
 		}
 	}
 	if cfg.Paired() {
 		in := append(sides[0].tensors(), sides[1].tensors()...)
-		return append(in, prefF32(refs[0]), prefF32(refs[1])), nil
+		return append(in, train.F32(refs[0]), train.F32(refs[1])), nil
 	}
 	des := make([]float32, len(idx))
 	for r, i := range idx {
@@ -175,16 +161,8 @@ func prefInputs(cfg loss.Preference, items []prefItem, enc []encodedItem, idx []
 			des[r] = 1
 		}
 	}
-	in := append(sides[0].tensors(), prefF32(refs[0]), tensors.FromFlatDataAndDimensions(des, len(des)))
-	return append(append(in, sides[1].tensors()...), prefF32(refs[1])), nil
-}
-
-func zeros(rows, cols int) [][]float32 {
-	out := make([][]float32, rows)
-	for i := range out {
-		out[i] = make([]float32, cols)
-	}
-	return out
+	in := append(sides[0].tensors(), train.F32(refs[0]), tensors.FromFlatDataAndDimensions(des, len(des)))
+	return append(append(in, sides[1].tensors()...), train.F32(refs[1])), nil
 }
 
 // PrefEvaluate measures a checkpoint on held-out preference pairs (unpaired held-out examples are paired
@@ -203,29 +181,29 @@ func zeros(rows, cols int) [][]float32 {
 //	heldout_pairs               number of pairs
 //
 // The policy and the reference are loaded one after the other, never together.
-func (a *Activities) PrefEvaluate(ctx context.Context, in PrefEvalInput) (EvalOutput, error) {
+func (a *Activities) PrefEvaluate(ctx context.Context, in contract.PrefEvalInput) (contract.EvalOutput, error) {
 	op := fmt.Sprintf("train: preference evaluate %s", in.Checkpoint)
 	if err := in.Loss.Validate(); err != nil {
-		return EvalOutput{}, badInput(fmt.Errorf("%s: %w", op, err))
+		return contract.EvalOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
 	}
 	_, heldout, err := PrefExamples(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {
-		return EvalOutput{}, err
+		return contract.EvalOutput{}, err
 	}
 	pairs := tasks.PairUp(heldout)
 	if in.Examples > 0 && in.Examples < len(pairs) {
 		pairs = pairs[:in.Examples]
 	}
 	if len(pairs) == 0 {
-		return EvalOutput{}, badInput(fmt.Errorf("%s: no held-out pairs (set data.heldout_examples or data.heldout)", op))
+		return contract.EvalOutput{}, train.BadInput(fmt.Errorf("%s: no held-out pairs (set data.heldout_examples or data.heldout)", op))
 	}
 	items := make([]prefItem, len(pairs))
 	for i, p := range pairs {
 		items[i] = prefItem{Ex: p}
 	}
-	enc, err := encodeItems(encoder(), items, 0)
+	enc, err := encodeItems(train.Encoder(), items, 0)
 	if err != nil {
-		return EvalOutput{}, badInput(err)
+		return contract.EvalOutput{}, train.BadInput(err)
 	}
 	useRef := in.Reference != ""
 	sampleKL := useRef && in.KLTokens > 0
@@ -236,28 +214,28 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in PrefEvalInput) (EvalOu
 	done := 0
 	beat := func(n int) {
 		done += n
-		activity.RecordHeartbeat(ctx, Progress{Step: done, Total: total})
+		activity.RecordHeartbeat(ctx, contract.Progress{Step: done, Total: total})
 	}
 
-	eng, _, _, err := a.loadEngine(ctx, in.Checkpoint, Optim{}, false)
+	eng, _, _, err := a.LoadEngine(ctx, in.Checkpoint, contract.Optim{}, false)
 	if err != nil {
-		return EvalOutput{}, err
+		return contract.EvalOutput{}, err
 	}
 	pol, err := seqLogProbs(ctx, eng, enc, beat)
 	if err != nil {
 		eng.Close()
-		return EvalOutput{}, fmt.Errorf("%s: %w", op, err)
+		return contract.EvalOutput{}, fmt.Errorf("%s: %w", op, err)
 	}
 	var samples []data.Encoded
 	var polSamples [][]float32
 	if sampleKL {
-		if samples, err = sampleCompletions(eng, encoder(), pairs, in.KLTokens, in.Seed); err != nil {
+		if samples, err = sampleCompletions(eng, train.Encoder(), pairs, in.KLTokens, in.Seed); err != nil {
 			eng.Close()
-			return EvalOutput{}, fmt.Errorf("%s: %w", op, err)
+			return contract.EvalOutput{}, fmt.Errorf("%s: %w", op, err)
 		}
 		if polSamples, err = countedLogProbs(ctx, eng, samples, beat); err != nil {
 			eng.Close()
-			return EvalOutput{}, fmt.Errorf("%s: %w", op, err)
+			return contract.EvalOutput{}, fmt.Errorf("%s: %w", op, err)
 		}
 	}
 	eng.Close()
@@ -265,17 +243,17 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in PrefEvalInput) (EvalOu
 	var ref [][2][]float32
 	var refSamples [][]float32
 	if useRef {
-		reng, _, _, err := a.loadEngine(ctx, in.Reference, Optim{}, false)
+		reng, _, _, err := a.LoadEngine(ctx, in.Reference, contract.Optim{}, false)
 		if err != nil {
-			return EvalOutput{}, err
+			return contract.EvalOutput{}, err
 		}
 		defer reng.Close()
 		if ref, err = seqLogProbs(ctx, reng, enc, beat); err != nil {
-			return EvalOutput{}, fmt.Errorf("%s: reference: %w", op, err)
+			return contract.EvalOutput{}, fmt.Errorf("%s: reference: %w", op, err)
 		}
 		if sampleKL {
 			if refSamples, err = countedLogProbs(ctx, reng, samples, beat); err != nil {
-				return EvalOutput{}, fmt.Errorf("%s: reference: %w", op, err)
+				return contract.EvalOutput{}, fmt.Errorf("%s: reference: %w", op, err)
 			}
 		}
 	}
@@ -285,7 +263,7 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in PrefEvalInput) (EvalOu
 			delete(m, k) // JSON payloads cannot carry NaN or Inf
 		}
 	}
-	return EvalOutput{Metrics: m}, nil
+	return contract.EvalOutput{Metrics: m}, nil
 }
 
 // prefMetrics computes PrefEvaluate's metrics from the counted-token log-probs of each pair under the
@@ -376,12 +354,12 @@ func mean32(x []float32) float64 {
 	return sum32(x) / float64(len(x))
 }
 
-// countedLogProbs scores sequences one per row (batches of evalRows) and returns the log-probs of each
+// countedLogProbs scores sequences one per row (batches of train.EvalRows) and returns the log-probs of each
 // one's counted tokens.
-func countedLogProbs(ctx context.Context, eng Engine, seqs []data.Encoded, beat func(n int)) ([][]float32, error) {
+func countedLogProbs(ctx context.Context, eng train.Engine, seqs []data.Encoded, beat func(n int)) ([][]float32, error) {
 	out := make([][]float32, 0, len(seqs))
-	for lo := 0; lo < len(seqs); lo += evalRows {
-		hi := min(lo+evalRows, len(seqs))
+	for lo := 0; lo < len(seqs); lo += train.EvalRows {
+		hi := min(lo+train.EvalRows, len(seqs))
 		side := layoutSide(seqs[lo:hi], longest(seqs[lo:hi]))
 		lp, err := eng.LogProbs(side.batch())
 		if err != nil {
@@ -400,7 +378,7 @@ func countedLogProbs(ctx context.Context, eng Engine, seqs []data.Encoded, beat 
 
 // sampleCompletions draws one completion (temperature 1, seeded per prompt) for each pair's prompt and
 // returns prompt+completion with the completion's tokens counted.
-func sampleCompletions(eng Engine, enc data.Encoder, pairs []tasks.PrefExample, maxNew int, seed uint64) ([]data.Encoded, error) {
+func sampleCompletions(eng train.Engine, enc data.Encoder, pairs []tasks.PrefExample, maxNew int, seed uint64) ([]data.Encoded, error) {
 	prompts := make([][]int, len(pairs))
 	seeds := make([]uint64, len(pairs))
 	for i, p := range pairs {
@@ -411,8 +389,8 @@ func sampleCompletions(eng Engine, enc data.Encoder, pairs []tasks.PrefExample, 
 		prompts[i], seeds[i] = ids, seed*1_000_003+uint64(i)+11
 	}
 	var out []data.Encoded
-	for lo := 0; lo < len(prompts); lo += evalRows {
-		hi := min(lo+evalRows, len(prompts))
+	for lo := 0; lo < len(prompts); lo += train.EvalRows {
+		hi := min(lo+train.EvalRows, len(prompts))
 		outs, err := eng.Generate(prompts[lo:hi], sample.Options{MaxNewTokens: maxNew, Temperature: 1,
 			StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds[lo:hi]})
 		if err != nil {

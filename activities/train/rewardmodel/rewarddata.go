@@ -1,4 +1,4 @@
-package train
+package rewardmodel
 
 import (
 	"context"
@@ -7,16 +7,17 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/tasks"
-	"github.com/temperml/temper/algorithms/tokenize"
 )
 
 // rewardPairs returns the train and held-out preference pairs of spec; seed is used when spec.Seed
 // is 0.
-func rewardPairs(ctx context.Context, cl *ckpt.Client, spec RewardData, seed uint64) (train, heldout []tasks.PrefExample, err error) {
+func rewardPairs(ctx context.Context, cl *ckpt.Client, spec contract.RewardData, seed uint64) (trainEx, heldout []tasks.PrefExample, err error) {
 	if err := spec.Validate(); err != nil {
-		return nil, nil, badInput(err)
+		return nil, nil, train.BadInput(err)
 	}
 	if spec.Seed != 0 {
 		seed = spec.Seed
@@ -24,15 +25,15 @@ func rewardPairs(ctx context.Context, cl *ckpt.Client, spec RewardData, seed uin
 	if spec.Task != "" {
 		t, err := tasks.Lookup(spec.Task)
 		if err != nil {
-			return nil, nil, badInput(err)
+			return nil, nil, train.BadInput(err)
 		}
-		train, heldout, err = tasks.PrefSplit(t, spec.TrainPairs, spec.HeldoutPairs, seed)
+		trainEx, heldout, err = tasks.PrefSplit(t, spec.TrainPairs, spec.HeldoutPairs, seed)
 		if err != nil {
-			return nil, nil, badInput(err)
+			return nil, nil, train.BadInput(err)
 		}
-		return train, heldout, nil
+		return trainEx, heldout, nil
 	}
-	if train, err = readPairsJSONL(ctx, cl, spec.Train); err != nil {
+	if trainEx, err = readPairsJSONL(ctx, cl, spec.Train); err != nil {
 		return nil, nil, err
 	}
 	if spec.Heldout != "" {
@@ -40,19 +41,19 @@ func rewardPairs(ctx context.Context, cl *ckpt.Client, spec RewardData, seed uin
 			return nil, nil, err
 		}
 	}
-	return train, heldout, nil
+	return trainEx, heldout, nil
 }
 
 // readPairsJSONL reads preference pairs from a store URI; unpaired lines are paired up by prompt
 // (tasks.PairUp). A malformed line is a non-retryable error naming the file and line.
 func readPairsJSONL(ctx context.Context, cl *ckpt.Client, uri string) ([]tasks.PrefExample, error) {
-	exs, err := readLines(ctx, cl, uri, tasks.ReadPrefAll)
+	exs, err := train.ReadLines(ctx, cl, uri, tasks.ReadPrefAll)
 	if err != nil {
 		return nil, err
 	}
 	pairs := tasks.PairUp(exs)
 	if len(pairs) == 0 {
-		return nil, badInput(fmt.Errorf("train: %s has no preference pairs", uri))
+		return nil, train.BadInput(fmt.Errorf("train: %s has no preference pairs", uri))
 	}
 	return pairs, nil
 }
@@ -67,16 +68,16 @@ type encodedPair struct {
 // encodePairs tokenizes pairs with the built-in template; a side longer than maxSeq tokens is a
 // non-retryable error naming the pair.
 func encodePairs(pairs []tasks.PrefExample, maxSeq int) ([]encodedPair, error) {
-	enc := encoder()
+	enc := train.Encoder()
 	out := make([]encodedPair, len(pairs))
 	for i, p := range pairs {
 		side := func(completion string) (data.Encoded, error) {
 			e, err := enc.Encode(tasks.Example{Prompt: p.Prompt, Completion: completion})
 			if err != nil {
-				return e, badInput(fmt.Errorf("train: encode pair %d (%s): %w", i, p.ID, err))
+				return e, train.BadInput(fmt.Errorf("train: encode pair %d (%s): %w", i, p.ID, err))
 			}
 			if len(e.IDs) > maxSeq {
-				return e, badInput(fmt.Errorf("train: pair %d (%s) has %d tokens, batch.max_seq is %d: raise max_seq or shorten the data", i, p.ID, len(e.IDs), maxSeq))
+				return e, train.BadInput(fmt.Errorf("train: pair %d (%s) has %d tokens, batch.max_seq is %d: raise max_seq or shorten the data", i, p.ID, len(e.IDs), maxSeq))
 			}
 			return e, nil
 		}
@@ -120,7 +121,7 @@ func pairInputs(enc []encodedPair, idx []int, rows, maxSeq int) []*tensors.Tenso
 		for r, i := range idx {
 			seqs[r], completion[r] = get(enc[i])
 		}
-		return SequenceInputs(seqs, completion, rows, seq)
+		return train.SequenceInputs(seqs, completion, rows, seq)
 	}
 	c := side(func(p encodedPair) ([]int, []bool) { return p.chosen, p.chosenLoss })
 	r := side(func(p encodedPair) ([]int, []bool) { return p.rejected, p.rejectedLoss })
@@ -129,40 +130,4 @@ func pairInputs(enc []encodedPair, idx []int, rows, maxSeq int) []*tensors.Tenso
 		w[r] = 1
 	}
 	return []*tensors.Tensor{c[0], c[1], c[2], c[3], r[0], r[1], r[2], r[3], tensors.FromFlatDataAndDimensions(w, rows), c[4], r[4]}
-}
-
-// SequenceInputs lays token sequences out as objective.SequenceRewards' inputs: tokens and
-// positions int32 [rows, seq], valid bool [rows, seq], last int32 [rows], completion float32
-// [rows, seq] (1 where completion[r][t] is true, except at t = 0, the BOS). Sequences are
-// right-padded with PAD (rows beyond len(seqs) are all padding, last 0); each must be 1..seq long.
-// completion[r] (data.Encoded.Loss) may be shorter than seqs[r]; the rest counts as prompt.
-func SequenceInputs(seqs [][]int, completion [][]bool, rows, seq int) []*tensors.Tensor {
-	tok, pos := make([]int32, rows*seq), make([]int32, rows*seq)
-	valid, last := make([]bool, rows*seq), make([]int32, rows)
-	comp := make([]float32, rows*seq)
-	for r := range rows {
-		for t := range seq {
-			tok[r*seq+t], pos[r*seq+t] = tokenize.BytePAD, int32(t)
-		}
-		if r >= len(seqs) {
-			continue
-		}
-		for t, id := range seqs[r] {
-			tok[r*seq+t], valid[r*seq+t] = int32(id), true
-			if t > 0 && r < len(completion) && t < len(completion[r]) && completion[r][t] {
-				comp[r*seq+t] = 1
-			}
-		}
-		last[r] = int32(len(seqs[r]) - 1)
-	}
-	return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(tok, rows, seq), tensors.FromFlatDataAndDimensions(pos, rows, seq),
-		tensors.FromFlatDataAndDimensions(valid, rows, seq), tensors.FromFlatDataAndDimensions(last, rows),
-		tensors.FromFlatDataAndDimensions(comp, rows, seq)}
-}
-
-func rewardFlag(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -1,4 +1,4 @@
-package train
+package preference
 
 import (
 	"bufio"
@@ -11,32 +11,34 @@ import (
 	"fmt"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/tasks"
 )
 
 // PrefExamples returns the train and held-out preference examples of spec (seed used when spec.Seed is
 // 0), as read: pairs, or unpaired examples from files.
-func PrefExamples(ctx context.Context, cl *ckpt.Client, spec PrefDataSpec, seed uint64) (train, heldout []tasks.PrefExample, err error) {
+func PrefExamples(ctx context.Context, cl *ckpt.Client, spec contract.PrefDataSpec, seed uint64) (trainEx, heldout []tasks.PrefExample, err error) {
 	if spec.Seed != 0 {
 		seed = spec.Seed
 	}
 	if spec.Task != "" && (spec.Train == "" || spec.Heldout == "") {
 		task, err := tasks.Lookup(spec.Task)
 		if err != nil {
-			return nil, nil, badInput(err)
+			return nil, nil, train.BadInput(err)
 		}
 		if spec.Train == "" {
-			train, heldout, err = tasks.PrefSplit(task, spec.TrainExamples, spec.HeldoutExamples, seed)
+			trainEx, heldout, err = tasks.PrefSplit(task, spec.TrainExamples, spec.HeldoutExamples, seed)
 		} else {
 			_, heldout, err = tasks.PrefSplit(task, 0, spec.HeldoutExamples, seed)
 		}
 		if err != nil {
-			return nil, nil, badInput(err)
+			return nil, nil, train.BadInput(err)
 		}
 	}
 	if spec.Train != "" {
-		if train, err = readPrefJSONL(ctx, cl, spec.Train); err != nil {
+		if trainEx, err = readPrefJSONL(ctx, cl, spec.Train); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -45,12 +47,12 @@ func PrefExamples(ctx context.Context, cl *ckpt.Client, spec PrefDataSpec, seed 
 			return nil, nil, err
 		}
 	}
-	return train, heldout, nil
+	return trainEx, heldout, nil
 }
 
 // readPrefJSONL reads a preference dataset; a malformed line is a non-retryable error naming file and line.
 func readPrefJSONL(ctx context.Context, cl *ckpt.Client, uri string) ([]tasks.PrefExample, error) {
-	return readLines(ctx, cl, uri, tasks.ReadPrefAll)
+	return train.ReadLines(ctx, cl, uri, tasks.ReadPrefAll)
 }
 
 // putObject writes body at key of the store root and returns its URI.
@@ -154,7 +156,7 @@ func (it prefItem) line() RefLine {
 
 // readRefItems reads a precomputed reference object (RefLogProbs' output) back into rows.
 func readRefItems(ctx context.Context, cl *ckpt.Client, uri string) ([]prefItem, error) {
-	b, err := readObject(ctx, cl, uri)
+	b, err := train.ReadObject(ctx, cl, uri)
 	if err != nil {
 		return nil, err
 	}
@@ -167,25 +169,25 @@ func readRefItems(ctx context.Context, cl *ckpt.Client, uri string) ([]prefItem,
 		}
 		var l RefLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return nil, badInput(&tasks.LineError{File: uri, Line: n, Err: err})
+			return nil, train.BadInput(&tasks.LineError{File: uri, Line: n, Err: err})
 		}
 		if err := l.Check(); err != nil {
-			return nil, badInput(&tasks.LineError{File: uri, Line: n, Err: err})
+			return nil, train.BadInput(&tasks.LineError{File: uri, Line: n, Err: err})
 		}
 		it := prefItem{Ex: l.PrefExample, KL: l.KLCompletion, Ref: [2][]float32{l.RefChosen, l.RefRejected}}
 		if !l.Paired() {
 			it.Ref = [2][]float32{l.RefCompletion, l.RefKL}
 		}
 		if it.Ref[0] == nil || it.Ref[1] == nil {
-			return nil, badInput(&tasks.LineError{File: uri, Line: n, Err: errors.New("no reference log-probs")})
+			return nil, train.BadInput(&tasks.LineError{File: uri, Line: n, Err: errors.New("no reference log-probs")})
 		}
 		items = append(items, it)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, badInput(fmt.Errorf("train: read %s: %w", uri, err))
+		return nil, train.BadInput(fmt.Errorf("train: read %s: %w", uri, err))
 	}
 	if len(items) == 0 {
-		return nil, badInput(fmt.Errorf("train: %s has no examples", uri))
+		return nil, train.BadInput(fmt.Errorf("train: %s has no examples", uri))
 	}
 	return items, nil
 }

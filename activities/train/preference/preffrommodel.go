@@ -1,4 +1,4 @@
-package train
+package preference
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
@@ -30,15 +32,15 @@ func PrefFromModelKey(run, phase, hash, split string) string {
 // same seed held out) get pairs the same way, so that evaluation asks how often the model prefers the
 // verified-correct answer over its own mistakes. Sampling is seeded per (split, prompt, sample), so a
 // retry writes the same objects, at keys derived from the input.
-func (a *Activities) PreferencesFromModel(ctx context.Context, in PrefFromModelInput) (PrefFromModelOutput, error) {
+func (a *Activities) PreferencesFromModel(ctx context.Context, in contract.PrefFromModelInput) (contract.PrefFromModelOutput, error) {
 	op := fmt.Sprintf("train: preferences from %s", in.Checkpoint)
 	s := in.Sampling.WithDefaults()
 	task, err := tasks.Lookup(in.Data.Task)
 	if err != nil {
-		return PrefFromModelOutput{}, badInput(fmt.Errorf("%s: %w", op, err))
+		return contract.PrefFromModelOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
 	}
 	if s.Samples < 2 || s.Prompts < 1 {
-		return PrefFromModelOutput{}, badInput(fmt.Errorf("%s: %d prompts × %d samples: want ≥ 1 × ≥ 2", op, s.Prompts, s.Samples))
+		return contract.PrefFromModelOutput{}, train.BadInput(fmt.Errorf("%s: %d prompts × %d samples: want ≥ 1 × ≥ 2", op, s.Prompts, s.Samples))
 	}
 	seed := in.Seed
 	if in.Data.Seed != 0 {
@@ -46,32 +48,32 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in PrefFromModelI
 	}
 	hash := inputHash(struct {
 		C string
-		D PrefDataSpec
-		S PrefSampling
+		D contract.PrefDataSpec
+		S contract.PrefSampling
 		N uint64
 	}{in.Checkpoint, in.Data, s, seed})
 	trainKey, heldKey := PrefFromModelKey(in.Run, in.Phase, hash, "train"), PrefFromModelKey(in.Run, in.Phase, hash, "heldout")
 	statsKey := strings.TrimSuffix(trainKey, ".jsonl") + ".stats.json"
 	// The stats object is written last: when it exists, so do the pairs.
 	if uri, ok, err := existingObject(ctx, a.Ckpt, in.Store, statsKey); err != nil {
-		return PrefFromModelOutput{}, err
+		return contract.PrefFromModelOutput{}, err
 	} else if ok {
-		b, err := readObject(ctx, a.Ckpt, uri)
+		b, err := train.ReadObject(ctx, a.Ckpt, uri)
 		if err != nil {
-			return PrefFromModelOutput{}, err
+			return contract.PrefFromModelOutput{}, err
 		}
-		var out PrefFromModelOutput
+		var out contract.PrefFromModelOutput
 		if err := json.Unmarshal(b, &out); err != nil {
-			return PrefFromModelOutput{}, fmt.Errorf("%s: %s: %w", op, uri, err)
+			return contract.PrefFromModelOutput{}, fmt.Errorf("%s: %s: %w", op, uri, err)
 		}
 		out.Resumed = true
 		return out, nil
 	}
 	// Training prompts come from the training split only: never a held-out prompt.
 	trainPrompts, heldPrompts := tasks.Split(task, s.Prompts, in.Data.HeldoutExamples, seed)
-	eng, _, _, err := a.loadEngine(ctx, in.Checkpoint, Optim{}, false)
+	eng, _, _, err := a.LoadEngine(ctx, in.Checkpoint, contract.Optim{}, false)
 	if err != nil {
-		return PrefFromModelOutput{}, err
+		return contract.PrefFromModelOutput{}, err
 	}
 	defer eng.Close()
 	total := len(trainPrompts)
@@ -82,36 +84,36 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in PrefFromModelI
 	beat := func(n int) {
 		done += n
 		if activity.IsActivity(ctx) { // also called outside activities (temper data gen --from)
-			activity.RecordHeartbeat(ctx, Progress{Step: done, Total: total})
+			activity.RecordHeartbeat(ctx, contract.Progress{Step: done, Total: total})
 		}
 	}
 	pairs, st, err := samplePairs(ctx, eng, trainPrompts, s, seed, 0, beat)
 	if err != nil {
-		return PrefFromModelOutput{}, fmt.Errorf("%s: %w", op, err)
+		return contract.PrefFromModelOutput{}, fmt.Errorf("%s: %w", op, err)
 	}
 	if len(pairs) == 0 {
-		return PrefFromModelOutput{}, badInput(fmt.Errorf("%s: no pairs: %d of %d prompts had only correct samples", op, st.AllCorrect, len(trainPrompts)))
+		return contract.PrefFromModelOutput{}, train.BadInput(fmt.Errorf("%s: no pairs: %d of %d prompts had only correct samples", op, st.AllCorrect, len(trainPrompts)))
 	}
 	out := st
 	if out.Train, err = writePairs(ctx, a.Ckpt, in.Store, trainKey, pairs); err != nil {
-		return PrefFromModelOutput{}, err
+		return contract.PrefFromModelOutput{}, err
 	}
 	if !s.SyntheticHeldout && len(heldPrompts) > 0 {
 		held, _, err := samplePairs(ctx, eng, heldPrompts, s, seed, 1, beat)
 		if err != nil {
-			return PrefFromModelOutput{}, fmt.Errorf("%s: held-out: %w", op, err)
+			return contract.PrefFromModelOutput{}, fmt.Errorf("%s: held-out: %w", op, err)
 		}
 		if len(held) == 0 {
-			return PrefFromModelOutput{}, badInput(fmt.Errorf("%s: no held-out pairs: every sample of the %d held-out prompts is correct (set synthetic_heldout)", op, len(heldPrompts)))
+			return contract.PrefFromModelOutput{}, train.BadInput(fmt.Errorf("%s: no held-out pairs: every sample of the %d held-out prompts is correct (set synthetic_heldout)", op, len(heldPrompts)))
 		}
 		out.HeldoutPairs = len(held)
 		if out.Heldout, err = writePairs(ctx, a.Ckpt, in.Store, heldKey, held); err != nil {
-			return PrefFromModelOutput{}, err
+			return contract.PrefFromModelOutput{}, err
 		}
 	}
 	b, _ := json.Marshal(out)
 	if _, err := putObject(ctx, a.Ckpt, in.Store, statsKey, b); err != nil {
-		return PrefFromModelOutput{}, err
+		return contract.PrefFromModelOutput{}, err
 	}
 	return out, nil
 }
@@ -126,12 +128,12 @@ func writePairs(ctx context.Context, cl *ckpt.Client, root, key string, pairs []
 
 // samplePairs samples s.Samples completions per prompt (seeded by seed, split, prompt and sample) and pairs
 // a verified-correct completion with a wrong one; it returns the pairs and the stats of the prompts.
-func samplePairs(ctx context.Context, eng Engine, prompts []tasks.Example, s PrefSampling, seed uint64, split int, beat func(int)) ([]tasks.PrefExample, PrefFromModelOutput, error) {
-	enc := encoder()
-	st := PrefFromModelOutput{Prompts: len(prompts)}
+func samplePairs(ctx context.Context, eng train.Engine, prompts []tasks.Example, s contract.PrefSampling, seed uint64, split int, beat func(int)) ([]tasks.PrefExample, contract.PrefFromModelOutput, error) {
+	enc := train.Encoder()
+	st := contract.PrefFromModelOutput{Prompts: len(prompts)}
 	var pairs []tasks.PrefExample
 	correct, total := 0, 0
-	per := max(1, evalRows/s.Samples)
+	per := max(1, train.EvalRows/s.Samples)
 	for lo := 0; lo < len(prompts); lo += per {
 		if err := ctx.Err(); err != nil {
 			return nil, st, err
@@ -142,7 +144,7 @@ func samplePairs(ctx context.Context, eng Engine, prompts []tasks.Example, s Pre
 		for i := lo; i < hi; i++ {
 			ids, err := enc.PromptIDs(prompts[i])
 			if err != nil {
-				return nil, st, badInput(err)
+				return nil, st, train.BadInput(err)
 			}
 			for k := 0; k < s.Samples; k++ {
 				batch = append(batch, ids)
@@ -159,9 +161,9 @@ func samplePairs(ctx context.Context, eng Engine, prompts []tasks.Example, s Pre
 			var good, bad string
 			var hasGood, hasBad bool
 			for k := 0; k < s.Samples; k++ {
-				text := enc.Tok.Decode(stripStop(outs[(i-lo)*s.Samples+k].Tokens))
+				text := enc.Tok.Decode(train.StripStop(outs[(i-lo)*s.Samples+k].Tokens))
 				total++
-				if passes(ex, text) {
+				if train.Passes(ex, text) {
 					correct++
 					if !hasGood {
 						good, hasGood = text, true

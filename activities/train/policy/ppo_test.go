@@ -1,4 +1,4 @@
-package train_test
+package policy_test
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/ckpt"
@@ -21,21 +20,8 @@ import (
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tokenize"
-	"github.com/temperml/temper/tpu"
+	"github.com/temperml/temper/workers/traintest"
 )
-
-// ppoTestEngine is tpuEngine with per-token values, as workers' engine is a train.ValueEngine.
-type ppoTestEngine struct{ tpuEngine }
-
-func (e ppoTestEngine) Values(b train.Batch) ([][]float32, error) { return e.rt.Values(tpu.Batch(b)) }
-
-func newPPOTestEngine(o train.EngineOptions) (train.Engine, error) {
-	e, err := newTPUEngine(o)
-	if err != nil {
-		return nil, err
-	}
-	return ppoTestEngine{e.(tpuEngine)}, nil
-}
 
 // ppoToyRollouts samples n completions of up to two tokens from the policy checkpoint for one prompt
 // and scores them on the toy task "the first completion byte is even" (about half of a fresh model's
@@ -43,7 +29,7 @@ func newPPOTestEngine(o train.EngineOptions) (train.Engine, error) {
 func ppoToyRollouts(t *testing.T, policy, dir string, iter, n int) (string, []float64, float64) {
 	t.Helper()
 	ctx := context.Background()
-	eng, _, _, err := train.LoadEngine(ctx, ckpt.New(ckpt.Options{}), newTPUEngine, policy, train.Optim{}, false)
+	eng, _, _, err := train.LoadEngine(ctx, ckpt.New(ckpt.Options{}), traintest.NewEngine, policy, train.Optim{}, false)
 	if err != nil {
 		t.Fatalf("load policy %s: %v", policy, err)
 	}
@@ -89,11 +75,9 @@ func ppoToyRollouts(t *testing.T, policy, dir string, iter, n int) (string, []fl
 // A retried step returns the committed version; an engine that cannot read values is a
 // non-retryable error.
 func TestPPOStepLearnsToyTask(t *testing.T) {
-	e := newRMEnv(t)
-	e.a.NewEngine = newPPOTestEngine
-	e.env.RegisterActivityWithOptions(e.a.PolicyStep, activity.RegisterOptions{Name: train.PolicyStepName})
+	e := traintest.New(t)
 	var init train.InitOutput
-	e.must(train.InitName, train.InitInput{Store: e.store, Run: "ppo", Phase: "sft", Model: modelcfg.Config(tinyModel(t)), Seed: 11}, &init)
+	e.Must(train.InitName, train.InitInput{Store: e.Store, Run: "ppo", Phase: "sft", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 11}, &init)
 
 	dir := t.TempDir()
 	const iters, n = 8, 64
@@ -104,12 +88,12 @@ func TestPPOStepLearnsToyTask(t *testing.T) {
 	_, _, before := ppoToyRollouts(t, policy, dir, 999, 128)
 	for k := range iters {
 		uri, rewards, mean := ppoToyRollouts(t, policy, dir, k, n)
-		in = train.PolicyStepInput{Store: e.store, Run: "ppo", Phase: "ppo", Policy: policy, Reference: init.Checkpoint, Version: k,
+		in = train.PolicyStepInput{Store: e.Store, Run: "ppo", Phase: "ppo", Policy: policy, Reference: init.Checkpoint, Version: k,
 			Rollouts: uri, Rewards: rewards, Loss: lc, LR: 3e-3, Epochs: 2, Minibatch: 32, FreshOptimizer: k == 0,
 			Optim: train.Optim{LR: 3e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
 			PPO:   &train.PPOConfig{Gamma: 1, Lambda: 0.95, Seed: 5}}
 		var out train.PolicyStepOutput
-		e.must(train.PolicyStepName, in, &out)
+		e.Must(train.PolicyStepName, in, &out)
 		m := out.Metrics
 		t.Logf("v%d reward %.3f value_loss %.4f value_mean %.3f entropy %.3f clip_frac %.3f ev %.3f", k, mean,
 			m["value_loss"], m["value_mean"], m["entropy"], m["clip_frac"], m["explained_variance"])
@@ -143,7 +127,7 @@ func TestPPOStepLearnsToyTask(t *testing.T) {
 	}
 
 	// The checkpoint: a plain causal LM in model.safetensors, the value head in critic.safetensors.
-	if w := weightsOf(t, policy); w["score.weight"] != nil || w["model.embed_tokens.weight"] == nil {
+	if w := traintest.WeightsOf(t, policy); w["score.weight"] != nil || w["model.embed_tokens.weight"] == nil {
 		t.Fatalf("model.safetensors should hold the causal LM only: score.weight present %v", w["score.weight"] != nil)
 	}
 	ck, err := ckpt.New(ckpt.Options{}).Read(context.Background(), policy)
@@ -159,21 +143,24 @@ func TestPPOStepLearnsToyTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tw, ok := cf.Tensor("score.weight"); !ok || len(tw.Shape) != 2 || tw.Shape[1] != tinyModel(t).DModel {
+	if tw, ok := cf.Tensor("score.weight"); !ok || len(tw.Shape) != 2 || tw.Shape[1] != traintest.TinyModel(t).DModel {
 		t.Fatalf("critic file: score.weight %v", tw.Shape)
 	}
 
 	// A retried step finds its committed version.
 	var again train.PolicyStepOutput
-	e.must(train.PolicyStepName, in, &again)
+	e.Must(train.PolicyStepName, in, &again)
 	if !again.Resumed || again.Checkpoint != last.Checkpoint {
 		t.Fatalf("retry: %+v, want the committed %s", again, last.Checkpoint)
 	}
 
 	// An engine without per-token values cannot train PPO.
-	e.a.NewEngine = newTPUEngine
+	e.Deps.NewEngine = func(o train.EngineOptions) (train.Engine, error) {
+		eng, err := traintest.NewEngine(o)
+		return noValues{eng}, err
+	}
 	in.Version, in.Phase = 0, "ppo-novalues"
-	err = e.run(train.PolicyStepName, in, &again)
+	err = e.Run(train.PolicyStepName, in, &again)
 	var ae *temporal.ApplicationError
 	if err == nil || !errors.As(err, &ae) || !ae.NonRetryable() || !strings.Contains(err.Error(), "ValueEngine") {
 		t.Fatalf("engine without values: %v", err)
@@ -200,3 +187,6 @@ func TestPPOConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// noValues hides the engine's Values method: an engine that cannot read a value head.
+type noValues struct{ train.Engine }

@@ -1,4 +1,4 @@
-package train
+package preference
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
@@ -71,8 +72,8 @@ func longest(seqs []data.Encoded) int {
 }
 
 // batch is the side as an engine batch for LogProbs: Targets[r][t] = tokens[r][t+1].
-func (s prefSide) batch() Batch {
-	b := Batch{Tokens: s.tokens, LossMask: s.mask, Positions: s.positions, Valid: s.valid}
+func (s prefSide) batch() train.Batch {
+	b := train.Batch{Tokens: s.tokens, LossMask: s.mask, Positions: s.positions, Valid: s.valid}
 	for _, row := range s.tokens {
 		tgt := make([]int, len(row))
 		copy(tgt, row[1:])
@@ -85,7 +86,7 @@ func (s prefSide) batch() Batch {
 // tensors are the side's four objective inputs: tokens, positions [rows, seq] int32, valid bool, mask
 // float32.
 func (s prefSide) tensors() []*tensors.Tensor {
-	return []*tensors.Tensor{prefI32(s.tokens), prefI32(s.positions), prefBool(s.valid), prefF32(s.mask)}
+	return []*tensors.Tensor{train.I32(s.tokens), train.I32(s.positions), train.Bools(s.valid), train.F32(s.mask)}
 }
 
 // counted returns the values of lp at the side's counted positions, row by row.
@@ -138,41 +139,12 @@ func (s prefSide) masked(lp [][]float32) [][]float32 {
 	return out
 }
 
-func prefI32(x [][]int) *tensors.Tensor {
-	rows, cols := len(x), len(x[0])
-	flat := make([]int32, 0, rows*cols)
-	for _, r := range x {
-		for _, v := range r {
-			flat = append(flat, int32(v))
-		}
-	}
-	return tensors.FromFlatDataAndDimensions(flat, rows, cols)
-}
-
-func prefF32(x [][]float32) *tensors.Tensor {
-	rows, cols := len(x), len(x[0])
-	flat := make([]float32, 0, rows*cols)
-	for _, r := range x {
-		flat = append(flat, r...)
-	}
-	return tensors.FromFlatDataAndDimensions(flat, rows, cols)
-}
-
-func prefBool(x [][]bool) *tensors.Tensor {
-	rows, cols := len(x), len(x[0])
-	flat := make([]bool, 0, rows*cols)
-	for _, r := range x {
-		flat = append(flat, r...)
-	}
-	return tensors.FromFlatDataAndDimensions(flat, rows, cols)
-}
-
 // seqLogProbs returns, for each item, the model's log-probs of the counted tokens of its two sequences
-// (each sequence scored on its own row, batches of evalRows), heartbeating progress.
-func seqLogProbs(ctx context.Context, eng Engine, enc []encodedItem, beat func(n int)) ([][2][]float32, error) {
+// (each sequence scored on its own row, batches of train.EvalRows), heartbeating progress.
+func seqLogProbs(ctx context.Context, eng train.Engine, enc []encodedItem, beat func(n int)) ([][2][]float32, error) {
 	out := make([][2][]float32, len(enc))
-	for lo := 0; lo < len(enc); lo += evalRows {
-		hi := min(lo+evalRows, len(enc))
+	for lo := 0; lo < len(enc); lo += train.EvalRows {
+		hi := min(lo+train.EvalRows, len(enc))
 		for s := 0; s < 2; s++ {
 			seqs := make([]data.Encoded, 0, hi-lo)
 			for _, e := range enc[lo:hi] {

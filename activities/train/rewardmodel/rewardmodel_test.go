@@ -1,10 +1,7 @@
-package train_test
+package rewardmodel_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"slices"
@@ -13,162 +10,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomlx/gomlx/core/tensors"
-	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
-
-	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective"
-	"github.com/temperml/temper/algorithms/safetensors"
-	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
-	"github.com/temperml/temper/tpu"
+	"github.com/temperml/temper/workers/traintest"
 )
-
-// tpuEngine adapts *tpu.Runtime to train.Engine as workers/engine.go does (tests may import tpu;
-// the package itself never does).
-type tpuEngine struct{ rt *tpu.Runtime }
-
-func newTPUEngine(o train.EngineOptions) (train.Engine, error) {
-	rt, err := tpu.New(tpu.Options{Model: o.Model, Seed: o.Seed,
-		Optimizer: tpu.AdamW{Beta1: o.Optim.Beta1, Beta2: o.Optim.Beta2, Eps: o.Optim.Eps, WeightDecay: o.Optim.WeightDecay, ClipNorm: o.Optim.ClipNorm}})
-	if err != nil {
-		return nil, err
-	}
-	return tpuEngine{rt}, nil
-}
-
-func (e tpuEngine) LoadWeights(r io.Reader) error   { return e.rt.LoadWeights(r) }
-func (e tpuEngine) SaveWeights(w io.Writer) error   { return e.rt.SaveWeights(w, safetensors.F32) }
-func (e tpuEngine) LoadOptimizer(r io.Reader) error { return e.rt.LoadOptimizer(r) }
-func (e tpuEngine) SaveOptimizer(w io.Writer) error { return e.rt.SaveOptimizer(w) }
-func (e tpuEngine) Close() error                    { return e.rt.Close() }
-func (e tpuEngine) TrainStep(b train.Batch, lr float32) (train.StepMetrics, error) {
-	m, err := e.rt.TrainStep(tpu.Batch(b), lr)
-	return train.StepMetrics(m), err
-}
-func (e tpuEngine) EvalLoss(b train.Batch) (train.StepMetrics, error) {
-	m, err := e.rt.EvalLoss(tpu.Batch(b))
-	return train.StepMetrics(m), err
-}
-func (e tpuEngine) Generate(p [][]int, o sample.Options) ([]model.Completion, error) {
-	return e.rt.Generate(p, o)
-}
-func (e tpuEngine) LogProbs(b train.Batch) ([][]float32, error) { return e.rt.LogProbs(tpu.Batch(b)) }
-func (e tpuEngine) StepObjective(obj objective.Objective, in []*tensors.Tensor, lr float32) (map[string]float32, error) {
-	return e.rt.StepObjective(obj, in, lr)
-}
-func (e tpuEngine) EvalObjective(obj objective.Objective, in []*tensors.Tensor) (map[string]float32, error) {
-	return e.rt.EvalObjective(obj, in)
-}
-
-// rmEnv runs the trainer's activities in Temporal's activity test environment (heartbeats work).
-type rmEnv struct {
-	t     *testing.T
-	a     *train.Activities
-	env   *testsuite.TestActivityEnvironment
-	store string
-}
-
-func newRMEnv(t *testing.T) *rmEnv {
-	var ts testsuite.WorkflowTestSuite
-	a := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: newTPUEngine}
-	env := ts.NewTestActivityEnvironment()
-	for name, fn := range map[string]any{train.InitName: a.Init, train.ChunkName: a.Chunk, train.EvaluateName: a.Evaluate,
-		train.RewardInitName: a.RewardInit, train.RewardChunkName: a.RewardChunk, train.RewardEvaluateName: a.RewardEvaluate} {
-		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
-	}
-	env.SetTestTimeout(time.Hour)
-	return &rmEnv{t: t, a: a, env: env, store: "file://" + t.TempDir()}
-}
-
-func (e *rmEnv) run(name string, in, out any) error {
-	e.t.Helper()
-	v, err := e.env.ExecuteActivity(name, in)
-	if err != nil {
-		return err
-	}
-	return v.Get(out)
-}
-
-func (e *rmEnv) must(name string, in, out any) {
-	e.t.Helper()
-	if err := e.run(name, in, out); err != nil {
-		e.t.Fatalf("%s: %v", name, err)
-	}
-}
-
-func tinyModel(t *testing.T) model.Config {
-	t.Helper()
-	cfg, err := model.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxSeq = 64
-	return cfg
-}
-
-// weightsOf reads a checkpoint's weights by Hugging Face name.
-func weightsOf(t *testing.T, uri string) map[string][]float32 {
-	t.Helper()
-	ck, err := ckpt.New(ckpt.Options{}).Read(context.Background(), uri)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := ck.Open(context.Background(), train.ModelFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	f, err := safetensors.Read(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]float32{}
-	for _, tn := range f.Tensors {
-		if out[tn.Name], err = tn.ToFloat32(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
-}
-
-func sha(t *testing.T, uri, name string) string {
-	t.Helper()
-	ck, err := ckpt.New(ckpt.Options{}).Read(context.Background(), uri)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, ok := ck.Manifest.File(name)
-	if !ok {
-		t.Fatalf("%s has no %s", uri, name)
-	}
-	return f.SHA256
-}
-
-func isInvalidInput(err error) bool {
-	var app *temporal.ApplicationError
-	return errors.As(err, &app) && app.NonRetryable()
-}
 
 // TestRewardInit: a model without a value head gets one (seeded, the rest copied bit for bit), a
 // retried init returns the committed step 0, a reward model keeps its head, from scratch works, and
 // so does a head with the generative term (model.Config.RewardLogProb).
 func TestRewardInit(t *testing.T) {
-	e := newRMEnv(t)
-	cfg := tinyModel(t)
+	e := traintest.New(t)
+	cfg := traintest.TinyModel(t)
 	var base train.InitOutput
-	e.must(train.InitName, train.InitInput{Store: e.store, Run: "r", Phase: "base", Model: modelcfg.Config(cfg), Seed: 3}, &base)
+	e.Must(train.InitName, train.InitInput{Store: e.Store, Run: "r", Phase: "base", Model: modelcfg.Config(cfg), Seed: 3}, &base)
 	var rm train.RewardInitOutput
-	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: "r", Phase: "rm", From: base.Checkpoint, Seed: 9}, &rm)
+	e.Must(train.RewardInitName, train.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", From: base.Checkpoint, Seed: 9}, &rm)
 	if !rm.NewHead {
 		t.Fatalf("a causal LM got no new head: %+v", rm)
 	}
-	src, dst := weightsOf(t, base.Checkpoint), weightsOf(t, rm.Checkpoint)
+	src, dst := traintest.WeightsOf(t, base.Checkpoint), traintest.WeightsOf(t, rm.Checkpoint)
 	if len(dst) != len(src)+2 {
 		t.Fatalf("%d tensors after adding the head to %d", len(dst), len(src))
 	}
@@ -193,57 +56,57 @@ func TestRewardInit(t *testing.T) {
 	}
 	// Retried: the same checkpoint, still reporting the new head.
 	var again train.RewardInitOutput
-	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: "r", Phase: "rm", From: base.Checkpoint, Seed: 9}, &again)
+	e.Must(train.RewardInitName, train.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", From: base.Checkpoint, Seed: 9}, &again)
 	if again != rm {
 		t.Fatalf("retried init: %+v, want %+v", again, rm)
 	}
 	// Deterministic: another phase with the same seed gets the same head.
 	var twin train.RewardInitOutput
-	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: "r", Phase: "twin", From: base.Checkpoint, Seed: 9}, &twin)
-	if sha(t, twin.Checkpoint, train.ModelFile) != sha(t, rm.Checkpoint, train.ModelFile) {
+	e.Must(train.RewardInitName, train.RewardInitInput{Store: e.Store, Run: "r", Phase: "twin", From: base.Checkpoint, Seed: 9}, &twin)
+	if traintest.SHA(t, twin.Checkpoint, train.ModelFile) != traintest.SHA(t, rm.Checkpoint, train.ModelFile) {
 		t.Fatal("the same seed gave a different head")
 	}
 	// A reward model keeps its head.
 	var keep train.RewardInitOutput
-	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: "r", Phase: "keep", From: rm.Checkpoint, Seed: 1}, &keep)
-	if keep.NewHead || sha(t, keep.Checkpoint, train.ModelFile) != sha(t, rm.Checkpoint, train.ModelFile) {
-		t.Fatalf("from a reward model: %+v, weights changed: %v", keep, sha(t, keep.Checkpoint, train.ModelFile) != sha(t, rm.Checkpoint, train.ModelFile))
+	e.Must(train.RewardInitName, train.RewardInitInput{Store: e.Store, Run: "r", Phase: "keep", From: rm.Checkpoint, Seed: 1}, &keep)
+	if keep.NewHead || traintest.SHA(t, keep.Checkpoint, train.ModelFile) != traintest.SHA(t, rm.Checkpoint, train.ModelFile) {
+		t.Fatalf("from a reward model: %+v, weights changed: %v", keep, traintest.SHA(t, keep.Checkpoint, train.ModelFile) != traintest.SHA(t, rm.Checkpoint, train.ModelFile))
 	}
 	// From scratch.
 	var fresh train.RewardInitOutput
-	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: "r", Phase: "fresh", Model: modelcfg.Config(cfg), Seed: 4}, &fresh)
-	if w := weightsOf(t, fresh.Checkpoint); !fresh.NewHead || len(w["score.weight"]) != cfg.DModel {
+	e.Must(train.RewardInitName, train.RewardInitInput{Store: e.Store, Run: "r", Phase: "fresh", Model: modelcfg.Config(cfg), Seed: 4}, &fresh)
+	if w := traintest.WeightsOf(t, fresh.Checkpoint); !fresh.NewHead || len(w["score.weight"]) != cfg.DModel {
 		t.Fatalf("from scratch: %+v", fresh)
 	}
 	// With the generative term: the same seeded head plus α = 1; it is kept when reused, learned by
 	// a chunk, and a chunk and an evaluation run with it.
 	var lp train.RewardInitOutput
-	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: "r", Phase: "lp", From: base.Checkpoint, Seed: 9, LogProb: true}, &lp)
-	lw := weightsOf(t, lp.Checkpoint)
+	e.Must(train.RewardInitName, train.RewardInitInput{Store: e.Store, Run: "r", Phase: "lp", From: base.Checkpoint, Seed: 9, LogProb: true}, &lp)
+	lw := traintest.WeightsOf(t, lp.Checkpoint)
 	if a := lw["score.logprob_weight"]; !lp.NewHead || len(lw) != len(src)+3 || len(a) != 1 || a[0] != 1 || !slices.Equal(lw["score.weight"], hw) {
 		t.Fatalf("head with the generative term: %+v, %d tensors, α %v", lp, len(lw), a)
 	}
 	var lpKeep train.RewardInitOutput
-	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: "r", Phase: "lp-keep", From: lp.Checkpoint, Seed: 1}, &lpKeep)
-	if lpKeep.NewHead || sha(t, lpKeep.Checkpoint, train.ModelFile) != sha(t, lp.Checkpoint, train.ModelFile) {
+	e.Must(train.RewardInitName, train.RewardInitInput{Store: e.Store, Run: "r", Phase: "lp-keep", From: lp.Checkpoint, Seed: 1}, &lpKeep)
+	if lpKeep.NewHead || traintest.SHA(t, lpKeep.Checkpoint, train.ModelFile) != traintest.SHA(t, lp.Checkpoint, train.ModelFile) {
 		t.Fatalf("a reward model with the generative term lost it: %+v", lpKeep)
 	}
 	data := train.RewardData{Task: "add2", TrainPairs: 64, HeldoutPairs: 16}
 	var lc train.ChunkOutput
-	e.must(train.RewardChunkName, train.RewardChunkInput{ChunkHead: train.ChunkHead{Store: e.store, Run: "r", Phase: "lp", From: lp.Checkpoint, Steps: 2, TotalSteps: 2, Cursor: train.Cursor{Seed: 1}, Optim: train.Optim{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8}, FreshOptimizer: true},
+	e.Must(train.RewardChunkName, train.RewardChunkInput{ChunkHead: train.ChunkHead{Store: e.Store, Run: "r", Phase: "lp", From: lp.Checkpoint, Steps: 2, TotalSteps: 2, Cursor: train.Cursor{Seed: 1}, Optim: train.Optim{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8}, FreshOptimizer: true},
 		Data: data, Batch: train.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT()}, &lc)
-	if a := weightsOf(t, lc.Checkpoint)["score.logprob_weight"]; len(a) != 1 || a[0] == 1 || !(lc.Loss > 0) {
+	if a := traintest.WeightsOf(t, lc.Checkpoint)["score.logprob_weight"]; len(a) != 1 || a[0] == 1 || !(lc.Loss > 0) {
 		t.Fatalf("after 2 steps: α %v, loss %g (α must be trained)", a, lc.Loss)
 	}
 	var lev train.RewardEvalOutput
-	e.must(train.RewardEvaluateName, train.RewardEvalInput{Store: e.store, Checkpoint: lc.Checkpoint, Data: data, Loss: objective.DefaultBT(), Seed: 1}, &lev)
+	e.Must(train.RewardEvaluateName, train.RewardEvalInput{Store: e.Store, Checkpoint: lc.Checkpoint, Data: data, Loss: objective.DefaultBT(), Seed: 1}, &lev)
 	if m := lev.Metrics; m["heldout_pairs"] != 16 || !(m["heldout_bt_loss"] > 0) {
 		t.Fatalf("evaluating a reward model with the generative term: %v", m)
 	}
 	// A causal LM is not a reward model: evaluating it is an error naming the missing head.
-	err := e.run(train.RewardEvaluateName, train.RewardEvalInput{Store: e.store, Checkpoint: base.Checkpoint,
+	err := e.Run(train.RewardEvaluateName, train.RewardEvalInput{Store: e.Store, Checkpoint: base.Checkpoint,
 		Data: train.RewardData{Task: "add2", TrainPairs: 10, HeldoutPairs: 10}}, &train.RewardEvalOutput{})
-	if err == nil || !strings.Contains(err.Error(), "value head") || !isInvalidInput(err) {
+	if err == nil || !strings.Contains(err.Error(), "value head") || !traintest.IsInvalidInput(err) {
 		t.Fatalf("evaluating a causal LM as a reward model: %v", err)
 	}
 }
@@ -251,14 +114,14 @@ func TestRewardInit(t *testing.T) {
 // TestRewardChunkAndEvaluate: chunks train, commit, are idempotent when retried and deterministic
 // when recomputed; the evaluation reports pairwise accuracy overall and per kind of mistake.
 func TestRewardChunkAndEvaluate(t *testing.T) {
-	e := newRMEnv(t)
+	e := traintest.New(t)
 	var init train.RewardInitOutput
-	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: "r", Phase: "rm", Model: modelcfg.Config(tinyModel(t)), Seed: 1}, &init)
+	e.Must(train.RewardInitName, train.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 1}, &init)
 	data := train.RewardData{Task: "add2", TrainPairs: 200, HeldoutPairs: 70}
 	optim := train.Optim{LR: 3e-3, WarmupSteps: 2, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
 	chunk := func(phase, from string, step int, cur train.Cursor, fresh bool) train.ChunkOutput {
 		var out train.ChunkOutput
-		e.must(train.RewardChunkName, train.RewardChunkInput{ChunkHead: train.ChunkHead{Store: e.store, Run: "r", Phase: phase, From: from, Step: step, Steps: 3, TotalSteps: 6, Cursor: cur, Optim: optim, FreshOptimizer: fresh},
+		e.Must(train.RewardChunkName, train.RewardChunkInput{ChunkHead: train.ChunkHead{Store: e.Store, Run: "r", Phase: phase, From: from, Step: step, Steps: 3, TotalSteps: 6, Cursor: cur, Optim: optim, FreshOptimizer: fresh},
 			Data: data, Batch: train.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT()}, &out)
 		return out
 	}
@@ -276,12 +139,12 @@ func TestRewardChunkAndEvaluate(t *testing.T) {
 	}
 	// Recomputed in another phase from the same inputs: the same bytes.
 	d2 := chunk("rm2", c1.Checkpoint, 3, c1.Cursor, false)
-	if d2.Resumed || sha(t, d2.Checkpoint, train.ModelFile) != sha(t, c2.Checkpoint, train.ModelFile) ||
-		sha(t, d2.Checkpoint, train.OptimizerFile) != sha(t, c2.Checkpoint, train.OptimizerFile) {
+	if d2.Resumed || traintest.SHA(t, d2.Checkpoint, train.ModelFile) != traintest.SHA(t, c2.Checkpoint, train.ModelFile) ||
+		traintest.SHA(t, d2.Checkpoint, train.OptimizerFile) != traintest.SHA(t, c2.Checkpoint, train.OptimizerFile) {
 		t.Fatal("a recomputed chunk differs from the committed one")
 	}
 	var ev train.RewardEvalOutput
-	e.must(train.RewardEvaluateName, train.RewardEvalInput{Store: e.store, Checkpoint: c2.Checkpoint, Data: data,
+	e.Must(train.RewardEvaluateName, train.RewardEvalInput{Store: e.Store, Checkpoint: c2.Checkpoint, Data: data,
 		Batch: train.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT(), Seed: 5}, &ev)
 	m := ev.Metrics
 	t.Logf("held-out metrics after 6 steps: %v", m)
@@ -298,9 +161,9 @@ func TestRewardChunkAndEvaluate(t *testing.T) {
 		t.Errorf("want accuracy for several kinds of mistakes, got %v", m)
 	}
 	// Bad batch config is non-retryable and names the field.
-	err := e.run(train.RewardChunkName, train.RewardChunkInput{ChunkHead: train.ChunkHead{Store: e.store, Run: "r", Phase: "bad", From: init.Checkpoint, Steps: 1, TotalSteps: 1, Optim: optim},
+	err := e.Run(train.RewardChunkName, train.RewardChunkInput{ChunkHead: train.ChunkHead{Store: e.Store, Run: "r", Phase: "bad", From: init.Checkpoint, Steps: 1, TotalSteps: 1, Optim: optim},
 		Data: data, Batch: train.RewardBatch{Rows: 8, MaxSeq: 4}, Loss: objective.DefaultBT()}, &train.ChunkOutput{})
-	if err == nil || !isInvalidInput(err) || !strings.Contains(err.Error(), "max_seq") {
+	if err == nil || !traintest.IsInvalidInput(err) || !strings.Contains(err.Error(), "max_seq") {
 		t.Fatalf("too short max_seq: %v", err)
 	}
 }
@@ -348,9 +211,9 @@ func TestRewardModelAcceptance(t *testing.T) {
 		preset = "tiny"
 	}
 	start := time.Now()
-	e := newRMEnv(t)
+	e := traintest.New(t)
 	if s := os.Getenv("TEMPER_REWARD_STORE"); s != "" {
-		e.store = s
+		e.Store = s
 	}
 	cfg, err := model.Preset(preset)
 	if err != nil {
@@ -368,12 +231,12 @@ func TestRewardModelAcceptance(t *testing.T) {
 	}
 	// 1. Pretrain on add2 as plain text, then SFT on add2 (the demo pipeline's phases).
 	var base train.InitOutput
-	e.must(train.InitName, train.InitInput{Store: e.store, Run: run, Phase: "pretrain", Model: modelcfg.Config(cfg), Seed: seed}, &base)
+	e.Must(train.InitName, train.InitInput{Store: e.Store, Run: run, Phase: "pretrain", Model: modelcfg.Config(cfg), Seed: seed}, &base)
 	lm := func(phase, from string, steps, chunk int, ds train.DataSpec, bs train.BatchSpec, o train.Optim) train.ChunkOutput {
 		var c train.ChunkOutput
 		c.Checkpoint, c.Cursor = from, train.Cursor{Seed: seed}
 		for step := 0; step < steps; step += chunk {
-			e.must(train.ChunkName, train.ChunkInput{ChunkHead: train.ChunkHead{Store: e.store, Run: run, Phase: phase, From: c.Checkpoint, Step: step, Steps: min(chunk, steps-step), TotalSteps: steps, Cursor: c.Cursor, Optim: o, FreshOptimizer: step == 0},
+			e.Must(train.ChunkName, train.ChunkInput{ChunkHead: train.ChunkHead{Store: e.Store, Run: run, Phase: phase, From: c.Checkpoint, Step: step, Steps: min(chunk, steps-step), TotalSteps: steps, Cursor: c.Cursor, Optim: o, FreshOptimizer: step == 0},
 				Data: ds, Batch: bs}, &c)
 		}
 		t.Logf("%s: %d steps, loss %.3f, %.0f tokens/s (%.0fs)", phase, steps, c.Loss, c.Metrics["tokens_per_s"], time.Since(start).Seconds())
@@ -388,7 +251,7 @@ func TestRewardModelAcceptance(t *testing.T) {
 		sftData := train.DataSpec{Task: "add2", TrainExamples: 2000, HeldoutExamples: heldout}
 		from = lm("sft", from, sftSteps, 300, sftData, train.BatchSpec{Rows: 32, Seq: 32}, optim(0.003, 10)).Checkpoint
 		var ev train.EvalOutput
-		e.must(train.EvaluateName, train.EvalInput{Store: e.store, Checkpoint: from, Data: sftData, Examples: 200, MaxNewTokens: 5, Seed: seed}, &ev)
+		e.Must(train.EvaluateName, train.EvalInput{Store: e.Store, Checkpoint: from, Data: sftData, Examples: 200, MaxNewTokens: 5, Seed: seed}, &ev)
 		t.Logf("sft held-out exact match %.3f", ev.Metrics["heldout_exact_match"])
 	}
 	// 2. The reward model.
@@ -414,10 +277,10 @@ func TestRewardModelAcceptance(t *testing.T) {
 	lossCfg.LMCoef = lmCoef
 	phase := fmt.Sprintf("reward-sft%d-lr%g-s%d-n%d-wd%g-lm%g-lp%v", sftSteps, lr, steps, trainPairs, wd, lmCoef, logProb)
 	var init train.RewardInitOutput
-	e.must(train.RewardInitName, train.RewardInitInput{Store: e.store, Run: run, Phase: phase, From: from, Seed: seed, LogProb: logProb}, &init)
+	e.Must(train.RewardInitName, train.RewardInitInput{Store: e.Store, Run: run, Phase: phase, From: from, Seed: seed, LogProb: logProb}, &init)
 	eval := func(uri string) map[string]float64 {
 		var ev train.RewardEvalOutput
-		e.must(train.RewardEvaluateName, train.RewardEvalInput{Store: e.store, Checkpoint: uri, Data: data, Batch: batch, Loss: lossCfg, Seed: seed}, &ev)
+		e.Must(train.RewardEvaluateName, train.RewardEvalInput{Store: e.Store, Checkpoint: uri, Data: data, Batch: batch, Loss: lossCfg, Seed: seed}, &ev)
 		return ev.Metrics
 	}
 	before := eval(init.Checkpoint)
@@ -428,7 +291,7 @@ func TestRewardModelAcceptance(t *testing.T) {
 	var after map[string]float64
 	const chunkSteps = 250
 	for step := 0; step < steps; step += chunkSteps {
-		e.must(train.RewardChunkName, train.RewardChunkInput{ChunkHead: train.ChunkHead{Store: e.store, Run: run, Phase: phase, From: rc.Checkpoint, Step: step, Steps: min(chunkSteps, steps-step), TotalSteps: steps, Cursor: rc.Cursor, Optim: rmOptim, FreshOptimizer: step == 0},
+		e.Must(train.RewardChunkName, train.RewardChunkInput{ChunkHead: train.ChunkHead{Store: e.Store, Run: run, Phase: phase, From: rc.Checkpoint, Step: step, Steps: min(chunkSteps, steps-step), TotalSteps: steps, Cursor: rc.Cursor, Optim: rmOptim, FreshOptimizer: step == 0},
 			Data: data, Batch: batch, Loss: lossCfg}, &rc)
 		after = eval(rc.Checkpoint)
 		t.Logf("reward step %d: train loss %.4f acc %.3f lm %.3f | held-out acc %.3f bt_loss %.4f units %.3f carry %.3f (%.0fs)", rc.Step, rc.Loss, rc.Metrics["accuracy"], rc.Metrics["lm_loss"],

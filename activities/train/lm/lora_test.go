@@ -1,67 +1,24 @@
-package train_test
+package lm_test
 
 import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
-	"github.com/gomlx/gomlx/core/tensors"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/lm"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
-	"github.com/temperml/temper/algorithms/objective"
-	"github.com/temperml/temper/algorithms/safetensors"
-	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/tpu"
+	"github.com/temperml/temper/workers/traintest"
 )
-
-// loraTestEngine adapts *tpu.Runtime to train.AdapterEngine, as workers/engine.go should.
-type loraTestEngine struct{ rt *tpu.Runtime }
-
-func newLoRATestEngine(o train.EngineOptions) (train.Engine, error) {
-	rt, err := tpu.New(tpu.Options{Model: o.Model, Seed: o.Seed, LoRA: o.LoRA,
-		Optimizer: tpu.AdamW{Beta1: o.Optim.Beta1, Beta2: o.Optim.Beta2, Eps: o.Optim.Eps, WeightDecay: o.Optim.WeightDecay, ClipNorm: o.Optim.ClipNorm}})
-	if err != nil {
-		return nil, err
-	}
-	return loraTestEngine{rt}, nil
-}
-
-func (e loraTestEngine) LoadWeights(r io.Reader) error   { return e.rt.LoadWeights(r) }
-func (e loraTestEngine) SaveWeights(w io.Writer) error   { return e.rt.SaveWeights(w, safetensors.F32) }
-func (e loraTestEngine) LoadOptimizer(r io.Reader) error { return e.rt.LoadOptimizer(r) }
-func (e loraTestEngine) SaveOptimizer(w io.Writer) error { return e.rt.SaveOptimizer(w) }
-func (e loraTestEngine) SaveAdapters(w io.Writer) error  { return e.rt.SaveAdapters(w) }
-func (e loraTestEngine) LoadAdapters(r io.Reader) error  { return e.rt.LoadAdapters(r) }
-func (e loraTestEngine) Close() error                    { return e.rt.Close() }
-func (e loraTestEngine) TrainStep(b train.Batch, lr float32) (train.StepMetrics, error) {
-	m, err := e.rt.TrainStep(tpu.Batch(b), lr)
-	return train.StepMetrics(m), err
-}
-func (e loraTestEngine) EvalLoss(b train.Batch) (train.StepMetrics, error) {
-	m, err := e.rt.EvalLoss(tpu.Batch(b))
-	return train.StepMetrics(m), err
-}
-func (e loraTestEngine) Generate(p [][]int, o sample.Options) ([]model.Completion, error) {
-	return e.rt.Generate(p, o)
-}
-func (e loraTestEngine) LogProbs(b train.Batch) ([][]float32, error) {
-	return e.rt.LogProbs(tpu.Batch(b))
-}
-func (e loraTestEngine) StepObjective(obj objective.Objective, in []*tensors.Tensor, lr float32) (map[string]float32, error) {
-	return e.rt.StepObjective(obj, in, lr)
-}
-func (e loraTestEngine) EvalObjective(obj objective.Objective, in []*tensors.Tensor) (map[string]float32, error) {
-	return e.rt.EvalObjective(obj, in)
-}
 
 func loraBatch(vocab, rows, seq int, seed uint64) train.Batch {
 	rng := rand.New(rand.NewPCG(seed, 5))
@@ -104,7 +61,7 @@ func TestLoRACheckpoints(t *testing.T) {
 	store := "file://" + t.TempDir()
 	cfg := model.Config{Family: model.FamilyLlama, Vocab: 40, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2,
 		HeadDim: 8, FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: model.ActSiLU, TiedEmbeddings: true}
-	a := &train.Activities{Ckpt: cl, NewEngine: newLoRATestEngine}
+	a := &lm.Activities{Activities: &train.Activities{Ckpt: cl, NewEngine: traintest.NewEngine}}
 	init, err := a.Init(ctx, train.InitInput{Store: store, Run: "r", Phase: "pretrain", Model: modelcfg.Config(cfg), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +83,7 @@ func TestLoRACheckpoints(t *testing.T) {
 	}
 	probe := loraBatch(cfg.Vocab, 2, 9, 99)
 
-	full, _, ad, err := train.LoadTrainEngine(ctx, cl, newLoRATestEngine, base, optim, lora, false)
+	full, _, ad, err := train.LoadTrainEngine(ctx, cl, traintest.NewEngine, base, optim, lora, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +91,7 @@ func TestLoRACheckpoints(t *testing.T) {
 	if ad == nil || ad.Base != base {
 		t.Fatalf("adapters %+v, want base %s", ad, base)
 	}
-	plainBase, _, _, err := train.LoadEngine(ctx, cl, newLoRATestEngine, base, optim, false)
+	plainBase, _, _, err := train.LoadEngine(ctx, cl, traintest.NewEngine, base, optim, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,12 +125,12 @@ func TestLoRACheckpoints(t *testing.T) {
 
 	// The LoadEngine hook: evaluation, rollouts and policies read the checkpoint as one plain
 	// (merged) model equal to base + adapters.
-	ev, evCfg, _, err := train.LoadAdapterEngine(ctx, cl, newLoRATestEngine, ck, train.Optim{}, false)
+	ev, evCfg, _, err := train.LoadAdapterEngine(ctx, cl, traintest.NewEngine, ck, train.Optim{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ev.Close()
-	if _, isAdapter := ev.(loraTestEngine).rt.LoRA(); isAdapter || evCfg != cfg {
+	if _, isAdapter := ev.(interface{ LoRA() (model.LoRA, bool) }).LoRA(); isAdapter || evCfg != cfg {
 		t.Fatalf("LoadAdapterEngine: adapters attached %v, config %+v", isAdapter, evCfg)
 	}
 	if d := loraMaxDiff(loraLogProbs(t, ev, probe), atStep3); d > 1e-5 {
@@ -181,7 +138,7 @@ func TestLoRACheckpoints(t *testing.T) {
 	}
 
 	// Resume: a retried or next chunk from the adapter checkpoint continues bit-identically.
-	resumed, _, ad2, err := train.LoadTrainEngine(ctx, cl, newLoRATestEngine, ref.URI, optim, lora, true)
+	resumed, _, ad2, err := train.LoadTrainEngine(ctx, cl, traintest.NewEngine, ref.URI, optim, lora, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,21 +174,25 @@ func TestLoRACheckpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := newLoRATestEngine(train.EngineOptions{Model: mcfg})
+	plain, err := tpu.New(tpu.Options{Model: mcfg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	if err := plain.(loraTestEngine).rt.ImportWeights(merged); err != nil {
+	if err := plain.ImportWeights(merged); err != nil {
 		t.Fatal(err)
 	}
-	d := loraMaxDiff(loraLogProbs(t, plain, probe), atStep3)
+	plainLP, err := plain.LogProbs(tpu.Batch(probe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := loraMaxDiff(slices.Concat(plainLP...), atStep3)
 	t.Logf("max |Δ log-prob| merged checkpoint vs base+adapters: %.2e", d)
 	if d > 1e-5 {
 		t.Fatalf("merged model differs from base + adapters by %.2e", d)
 	}
 	// A chunk without lora from an adapter checkpoint continues from the merged model.
-	mergedEng, _, ad3, err := train.LoadTrainEngine(ctx, cl, newLoRATestEngine, ref.URI, optim, nil, true)
+	mergedEng, _, ad3, err := train.LoadTrainEngine(ctx, cl, traintest.NewEngine, ref.URI, optim, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +201,7 @@ func TestLoRACheckpoints(t *testing.T) {
 		t.Fatalf("full training from an adapter checkpoint: adapters %+v (want nil) or log-probs off", ad3)
 	}
 	// Other adapters than the checkpoint's are refused as bad input.
-	_, _, _, err = train.LoadTrainEngine(ctx, cl, newLoRATestEngine, ref.URI, optim, &model.LoRA{Rank: 8}, true)
+	_, _, _, err = train.LoadTrainEngine(ctx, cl, traintest.NewEngine, ref.URI, optim, &model.LoRA{Rank: 8}, true)
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != "InvalidInput" {
 		t.Fatalf("rank-8 phase on rank-4 adapters: %v", err)

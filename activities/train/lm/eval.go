@@ -1,4 +1,4 @@
-package train
+package lm
 
 import (
 	"context"
@@ -7,38 +7,37 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
 
-// evalRows is how many held-out examples go through the engine at once.
-const evalRows = 64
-
 // Evaluate measures a checkpoint on held-out data: teacher-forced loss and perplexity on the
 // completions, exact match of greedy completions (checked by the example's task when it has one, else
 // by equality of the first line with the reference), and pass@k with k sampled completions.
-func (a *Activities) Evaluate(ctx context.Context, in EvalInput) (EvalOutput, error) {
-	_, heldout, err := examples(ctx, a.Ckpt, in.Data, in.Seed)
+func (a *Activities) Evaluate(ctx context.Context, in contract.EvalInput) (contract.EvalOutput, error) {
+	_, heldout, err := train.Examples(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {
-		return EvalOutput{}, err
+		return contract.EvalOutput{}, err
 	}
 	if in.Examples > 0 && in.Examples < len(heldout) {
 		heldout = heldout[:in.Examples]
 	}
 	if len(heldout) == 0 {
-		return EvalOutput{}, badInput(fmt.Errorf("train: evaluate %s: no held-out examples (set data.heldout_examples or data.heldout)", in.Checkpoint))
+		return contract.EvalOutput{}, train.BadInput(fmt.Errorf("train: evaluate %s: no held-out examples (set data.heldout_examples or data.heldout)", in.Checkpoint))
 	}
 	if in.MaxNewTokens <= 0 {
 		in.MaxNewTokens = 32
 	}
-	eng, _, _, err := a.loadEngine(ctx, in.Checkpoint, Optim{}, false)
+	eng, _, _, err := a.LoadEngine(ctx, in.Checkpoint, contract.Optim{}, false)
 	if err != nil {
-		return EvalOutput{}, err
+		return contract.EvalOutput{}, err
 	}
 	defer eng.Close()
-	enc := encoder()
+	enc := train.Encoder()
 	total := 2 * len(heldout)
 	if in.PassK > 1 {
 		total += len(heldout)
@@ -46,20 +45,20 @@ func (a *Activities) Evaluate(ctx context.Context, in EvalInput) (EvalOutput, er
 	done := 0
 	beat := func(n int) {
 		done += n
-		activity.RecordHeartbeat(ctx, Progress{Step: done, Total: total})
+		activity.RecordHeartbeat(ctx, contract.Progress{Step: done, Total: total})
 	}
 
 	// Loss on the reference completions.
 	var nll, tokens float64
-	for lo := 0; lo < len(heldout); lo += evalRows {
-		hi := min(lo+evalRows, len(heldout))
+	for lo := 0; lo < len(heldout); lo += train.EvalRows {
+		hi := min(lo+train.EvalRows, len(heldout))
 		b, err := lossBatch(enc, heldout[lo:hi])
 		if err != nil {
-			return EvalOutput{}, badInput(err)
+			return contract.EvalOutput{}, train.BadInput(err)
 		}
 		m, err := eng.EvalLoss(b)
 		if err != nil {
-			return EvalOutput{}, fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err)
+			return contract.EvalOutput{}, fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err)
 		}
 		nll += float64(m.Loss) * float64(m.Tokens)
 		tokens += float64(m.Tokens)
@@ -69,19 +68,19 @@ func (a *Activities) Evaluate(ctx context.Context, in EvalInput) (EvalOutput, er
 	prompts := make([][]int, len(heldout))
 	for i, ex := range heldout {
 		if prompts[i], err = enc.PromptIDs(ex); err != nil {
-			return EvalOutput{}, badInput(err)
+			return contract.EvalOutput{}, train.BadInput(err)
 		}
 	}
 	check := func(i int, toks []int) bool {
-		return passes(heldout[i], enc.Tok.Decode(stripStop(toks)))
+		return train.Passes(heldout[i], enc.Tok.Decode(train.StripStop(toks)))
 	}
 	greedy := sample.Options{MaxNewTokens: in.MaxNewTokens, StopTokens: []int{tokenize.ByteEOS}}
 	correct := 0
-	for lo := 0; lo < len(prompts); lo += evalRows {
-		hi := min(lo+evalRows, len(prompts))
+	for lo := 0; lo < len(prompts); lo += train.EvalRows {
+		hi := min(lo+train.EvalRows, len(prompts))
 		outs, err := eng.Generate(prompts[lo:hi], greedy)
 		if err != nil {
-			return EvalOutput{}, fmt.Errorf("train: evaluate %s: generate: %w", in.Checkpoint, err)
+			return contract.EvalOutput{}, fmt.Errorf("train: evaluate %s: generate: %w", in.Checkpoint, err)
 		}
 		for j, o := range outs {
 			if check(lo+j, o.Tokens) {
@@ -104,8 +103,8 @@ func (a *Activities) Evaluate(ctx context.Context, in EvalInput) (EvalOutput, er
 			temp = 1
 		}
 		solved := make([]bool, len(prompts))
-		for lo := 0; lo < len(prompts); lo += evalRows {
-			hi := min(lo+evalRows, len(prompts))
+		for lo := 0; lo < len(prompts); lo += train.EvalRows {
+			hi := min(lo+train.EvalRows, len(prompts))
 			var batch [][]int
 			var seeds []uint64
 			for i := lo; i < hi; i++ {
@@ -117,7 +116,7 @@ func (a *Activities) Evaluate(ctx context.Context, in EvalInput) (EvalOutput, er
 			opts := sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: temp, StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds}
 			outs, err := eng.Generate(batch, opts)
 			if err != nil {
-				return EvalOutput{}, fmt.Errorf("train: evaluate %s: sample: %w", in.Checkpoint, err)
+				return contract.EvalOutput{}, fmt.Errorf("train: evaluate %s: sample: %w", in.Checkpoint, err)
 			}
 			for j, o := range outs {
 				i := lo + j/in.PassK
@@ -135,45 +134,22 @@ func (a *Activities) Evaluate(ctx context.Context, in EvalInput) (EvalOutput, er
 		}
 		metrics[fmt.Sprintf("heldout_pass@%d", in.PassK)] = float64(n) / float64(len(prompts))
 	}
-	return EvalOutput{Metrics: metrics}, nil
-}
-
-// passes checks a generated completion against an example.
-func passes(ex tasks.Example, completion string) bool {
-	if t, err := tasks.Lookup(ex.Task); err == nil && ex.Task != "" {
-		ok, _ := t.Check(ex, completion)
-		return ok
-	}
-	want := ex.Answer
-	if want == "" {
-		want = ex.Completion
-	}
-	if want == "" && len(ex.Messages) > 0 {
-		want = ex.Messages[len(ex.Messages)-1].Content
-	}
-	return tasks.FirstLine(completion) == tasks.FirstLine(want)
-}
-
-func stripStop(toks []int) []int {
-	if n := len(toks); n > 0 && toks[n-1] == tokenize.ByteEOS {
-		return toks[:n-1]
-	}
-	return toks
+	return contract.EvalOutput{Metrics: metrics}, nil
 }
 
 // lossBatch puts one example per row, right-padded, with the loss on its trained tokens.
-func lossBatch(enc data.Encoder, exs []tasks.Example) (Batch, error) {
+func lossBatch(enc data.Encoder, exs []tasks.Example) (train.Batch, error) {
 	var seqs []data.Encoded
 	longest := 2
 	for _, ex := range exs {
 		e, err := enc.Encode(ex)
 		if err != nil {
-			return Batch{}, fmt.Errorf("train: encode %s: %w", ex.ID, err)
+			return train.Batch{}, fmt.Errorf("train: encode %s: %w", ex.ID, err)
 		}
 		seqs = append(seqs, e)
 		longest = max(longest, len(e.IDs))
 	}
-	var b Batch
+	var b train.Batch
 	n := longest - 1
 	for _, e := range seqs {
 		tok, tgt := make([]int, n), make([]int, n)

@@ -1,4 +1,4 @@
-package train
+package preference
 
 import (
 	"context"
@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/gomlx/gomlx/core/tensors"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/lm"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/model"
@@ -28,11 +30,11 @@ import (
 	"github.com/temperml/temper/tpu"
 )
 
-// prefTestEngine adapts *tpu.Runtime to Engine as workers/engine.go does (tests may import tpu; the
+// prefTestEngine adapts *tpu.Runtime to train.Engine as workers/engine.go does (tests may import tpu; the
 // package never does).
 type prefTestEngine struct{ rt *tpu.Runtime }
 
-func newPrefTestEngine(o EngineOptions) (Engine, error) {
+func newPrefTestEngine(o train.EngineOptions) (train.Engine, error) {
 	rt, err := tpu.New(tpu.Options{Model: o.Model, Seed: o.Seed,
 		Optimizer: tpu.AdamW{Beta1: o.Optim.Beta1, Beta2: o.Optim.Beta2, Eps: o.Optim.Eps, WeightDecay: o.Optim.WeightDecay, ClipNorm: o.Optim.ClipNorm}})
 	if err != nil {
@@ -46,18 +48,20 @@ func (e prefTestEngine) SaveWeights(w io.Writer) error   { return e.rt.SaveWeigh
 func (e prefTestEngine) LoadOptimizer(r io.Reader) error { return e.rt.LoadOptimizer(r) }
 func (e prefTestEngine) SaveOptimizer(w io.Writer) error { return e.rt.SaveOptimizer(w) }
 func (e prefTestEngine) Close() error                    { return e.rt.Close() }
-func (e prefTestEngine) TrainStep(b Batch, lr float32) (StepMetrics, error) {
+func (e prefTestEngine) TrainStep(b train.Batch, lr float32) (train.StepMetrics, error) {
 	m, err := e.rt.TrainStep(tpu.Batch(b), lr)
-	return StepMetrics(m), err
+	return train.StepMetrics(m), err
 }
-func (e prefTestEngine) EvalLoss(b Batch) (StepMetrics, error) {
+func (e prefTestEngine) EvalLoss(b train.Batch) (train.StepMetrics, error) {
 	m, err := e.rt.EvalLoss(tpu.Batch(b))
-	return StepMetrics(m), err
+	return train.StepMetrics(m), err
 }
 func (e prefTestEngine) Generate(p [][]int, o sample.Options) ([]model.Completion, error) {
 	return e.rt.Generate(p, o)
 }
-func (e prefTestEngine) LogProbs(b Batch) ([][]float32, error) { return e.rt.LogProbs(tpu.Batch(b)) }
+func (e prefTestEngine) LogProbs(b train.Batch) ([][]float32, error) {
+	return e.rt.LogProbs(tpu.Batch(b))
+}
 func (e prefTestEngine) StepObjective(obj objective.Objective, in []*tensors.Tensor, lr float32) (map[string]float32, error) {
 	return e.rt.StepObjective(obj, in, lr)
 }
@@ -74,12 +78,10 @@ type prefEnv struct {
 
 func newPrefEnv(t *testing.T) *prefEnv {
 	var ts testsuite.WorkflowTestSuite
-	a := &Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: newPrefTestEngine}
+	deps := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: newPrefTestEngine}
 	env := ts.NewTestActivityEnvironment()
-	for name, fn := range map[string]any{InitName: a.Init, PrefChunkName: a.PrefChunk, PrefEvaluateName: a.PrefEvaluate,
-		RefLogProbsName: a.RefLogProbs, PreferencesFromModelName: a.PreferencesFromModel} {
-		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
-	}
+	lm.Register(env, deps)
+	Register(env, deps)
 	env.SetTestTimeout(time.Hour)
 	return &prefEnv{t: t, env: env, store: "file://" + t.TempDir()}
 }
@@ -108,24 +110,24 @@ func (e *prefEnv) start(seed uint64) string {
 		e.t.Fatal(err)
 	}
 	cfg.MaxSeq = 64
-	var out InitOutput
-	e.must(InitName, InitInput{Store: e.store, Run: "r", Phase: "sft", Model: modelcfg.Config(cfg), Seed: seed}, &out)
+	var out contract.InitOutput
+	e.must(contract.InitName, contract.InitInput{Store: e.store, Run: "r", Phase: "sft", Model: modelcfg.Config(cfg), Seed: seed}, &out)
 	return out.Checkpoint
 }
 
-func prefTestData() PrefDataSpec {
-	return PrefDataSpec{Task: "add2", TrainExamples: 48, HeldoutExamples: 16}
+func prefTestData() contract.PrefDataSpec {
+	return contract.PrefDataSpec{Task: "add2", TrainExamples: 48, HeldoutExamples: 16}
 }
 
-func prefTestOptim() Optim {
-	return Optim{LR: 3e-3, WarmupSteps: 1, MinLRRatio: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
+func prefTestOptim() contract.Optim {
+	return contract.Optim{LR: 3e-3, WarmupSteps: 1, MinLRRatio: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
 }
 
-func (e *prefEnv) chunk(phase, from string, step, steps, total int, cur Cursor, kind, refData, reference string) ChunkOutput {
+func (e *prefEnv) chunk(phase, from string, step, steps, total int, cur contract.Cursor, kind, refData, reference string) contract.ChunkOutput {
 	e.t.Helper()
-	var out ChunkOutput
-	e.must(PrefChunkName, PrefChunkInput{ChunkHead: ChunkHead{Store: e.store, Run: "r", Phase: phase, From: from, Step: step, Steps: steps, TotalSteps: total, Cursor: cur, Optim: prefTestOptim(), FreshOptimizer: step == 0},
-		Data: prefTestData(), RefData: refData, Reference: reference, Batch: BatchSpec{Rows: 8, Seq: 16}, Loss: loss.DefaultPreference(kind)}, &out)
+	var out contract.ChunkOutput
+	e.must(contract.PrefChunkName, contract.PrefChunkInput{ChunkHead: contract.ChunkHead{Store: e.store, Run: "r", Phase: phase, From: from, Step: step, Steps: steps, TotalSteps: total, Cursor: cur, Optim: prefTestOptim(), FreshOptimizer: step == 0},
+		Data: prefTestData(), RefData: refData, Reference: reference, Batch: contract.BatchSpec{Rows: 8, Seq: 16}, Loss: loss.DefaultPreference(kind)}, &out)
 	return out
 }
 
@@ -149,35 +151,35 @@ func fileSHA(t *testing.T, uri, name string) string {
 func TestPrefChunkResumesBitIdentical(t *testing.T) {
 	e := newPrefEnv(t)
 	from := e.start(3)
-	for _, c := range []struct{ kind, mode string }{{loss.PrefDPO, RefPrecomputed}, {loss.PrefKTO, RefOnTheFly}, {loss.PrefSimPO, ""}} {
+	for _, c := range []struct{ kind, mode string }{{loss.PrefDPO, contract.RefPrecomputed}, {loss.PrefKTO, contract.RefOnTheFly}, {loss.PrefSimPO, ""}} {
 		t.Run(c.kind, func(t *testing.T) {
 			refData, reference := "", ""
 			switch c.mode {
-			case RefPrecomputed:
-				var ro RefLogProbsOutput
-				e.must(RefLogProbsName, RefLogProbsInput{Store: e.store, Run: "r", Phase: c.kind + "-a", Reference: from, Data: prefTestData(),
+			case contract.RefPrecomputed:
+				var ro contract.RefLogProbsOutput
+				e.must(contract.RefLogProbsName, contract.RefLogProbsInput{Store: e.store, Run: "r", Phase: c.kind + "-a", Reference: from, Data: prefTestData(),
 					Kind: c.kind, Seq: 16, Seed: 5}, &ro)
 				if ro.Examples != 48 || !strings.Contains(ro.RefData, "/runs/r/"+c.kind+"-a/ref/") {
 					t.Fatalf("ref data: %+v", ro)
 				}
-				var again RefLogProbsOutput
-				e.must(RefLogProbsName, RefLogProbsInput{Store: e.store, Run: "r", Phase: c.kind + "-a", Reference: from, Data: prefTestData(),
+				var again contract.RefLogProbsOutput
+				e.must(contract.RefLogProbsName, contract.RefLogProbsInput{Store: e.store, Run: "r", Phase: c.kind + "-a", Reference: from, Data: prefTestData(),
 					Kind: c.kind, Seq: 16, Seed: 5}, &again)
 				if !again.Resumed || again.RefData != ro.RefData {
 					t.Fatalf("retried RefLogProbs: %+v, want the object %s", again, ro.RefData)
 				}
 				refData = ro.RefData
-			case RefOnTheFly:
+			case contract.RefOnTheFly:
 				reference = from
 			}
-			cur := Cursor{Seed: 5}
+			cur := contract.Cursor{Seed: 5}
 			whole := e.chunk(c.kind+"-a", from, 0, 4, 4, cur, c.kind, refData, reference)
 			h1 := e.chunk(c.kind+"-b", from, 0, 2, 4, cur, c.kind, refData, reference)
 			h2 := e.chunk(c.kind+"-b", h1.Checkpoint, 2, 2, 4, h1.Cursor, c.kind, refData, reference)
 			if whole.Step != 4 || h2.Step != 4 || whole.Cursor != h2.Cursor {
 				t.Fatalf("steps %d/%d, cursors %+v/%+v", whole.Step, h2.Step, whole.Cursor, h2.Cursor)
 			}
-			for _, f := range []string{ModelFile, OptimizerFile} {
+			for _, f := range []string{contract.ModelFile, contract.OptimizerFile} {
 				if fileSHA(t, whole.Checkpoint, f) != fileSHA(t, h2.Checkpoint, f) {
 					t.Errorf("%s differs between one chunk of 4 and two of 2", f)
 				}
@@ -203,11 +205,11 @@ func TestPrefReferencePathsAgree(t *testing.T) {
 	e := newPrefEnv(t)
 	from := e.start(4)
 	for _, kind := range []string{loss.PrefDPO, loss.PrefIPO, loss.PrefKTO} {
-		var ro RefLogProbsOutput
-		e.must(RefLogProbsName, RefLogProbsInput{Store: e.store, Run: "r", Phase: kind + "-pre", Reference: from, Data: prefTestData(),
+		var ro contract.RefLogProbsOutput
+		e.must(contract.RefLogProbsName, contract.RefLogProbsInput{Store: e.store, Run: "r", Phase: kind + "-pre", Reference: from, Data: prefTestData(),
 			Kind: kind, Seq: 16, Seed: 5}, &ro)
-		pre := e.chunk(kind+"-pre", from, 0, 1, 2, Cursor{Seed: 5}, kind, ro.RefData, "")
-		fly := e.chunk(kind+"-fly", from, 0, 1, 2, Cursor{Seed: 5}, kind, "", from)
+		pre := e.chunk(kind+"-pre", from, 0, 1, 2, contract.Cursor{Seed: 5}, kind, ro.RefData, "")
+		fly := e.chunk(kind+"-fly", from, 0, 1, 2, contract.Cursor{Seed: 5}, kind, "", from)
 		if math.Abs(pre.Loss-fly.Loss) > 1e-5 || math.Abs(pre.Metrics["rewards/chosen"]-fly.Metrics["rewards/chosen"]) > 1e-5 {
 			t.Errorf("%s: precomputed loss %v (chosen %v), on the fly %v (chosen %v)", kind, pre.Loss, pre.Metrics["rewards/chosen"],
 				fly.Loss, fly.Metrics["rewards/chosen"])
@@ -225,8 +227,8 @@ func TestPrefEvaluate(t *testing.T) {
 	e := newPrefEnv(t)
 	from := e.start(6)
 	eval := func(uri string) map[string]float64 {
-		var out EvalOutput
-		e.must(PrefEvaluateName, PrefEvalInput{Store: e.store, Checkpoint: uri, Reference: from, Data: prefTestData(),
+		var out contract.EvalOutput
+		e.must(contract.PrefEvaluateName, contract.PrefEvalInput{Store: e.store, Checkpoint: uri, Reference: from, Data: prefTestData(),
 			Loss: loss.DefaultPreference(loss.PrefDPO), KLTokens: 4, Seed: 5}, &out)
 		return out.Metrics
 	}
@@ -239,7 +241,7 @@ func TestPrefEvaluate(t *testing.T) {
 	if m["heldout_pairs"] != 16 || m["heldout_pref_accuracy"] < 0 || m["heldout_pref_accuracy"] > 1 {
 		t.Fatalf("metrics %v", m)
 	}
-	out := e.chunk("dpo", from, 0, 6, 6, Cursor{Seed: 5}, loss.PrefDPO, "", from)
+	out := e.chunk("dpo", from, 0, 6, 6, contract.Cursor{Seed: 5}, loss.PrefDPO, "", from)
 	after := eval(out.Checkpoint)
 	t.Logf("before %v\nafter %v", m, after)
 	if !(after["heldout_reward_margin"] > 0) || !(after["heldout_kl_sampled"] != 0) {
@@ -256,10 +258,10 @@ func TestPrefEvaluate(t *testing.T) {
 func TestPreferencesFromModel(t *testing.T) {
 	e := newPrefEnv(t)
 	from := e.start(7)
-	in := PrefFromModelInput{Store: e.store, Run: "r", Phase: "dpo", Checkpoint: from, Data: prefTestData(),
-		Sampling: PrefSampling{Prompts: 12, Samples: 4, MaxNewTokens: 4}, Seed: 5}
-	var out PrefFromModelOutput
-	e.must(PreferencesFromModelName, in, &out)
+	in := contract.PrefFromModelInput{Store: e.store, Run: "r", Phase: "dpo", Checkpoint: from, Data: prefTestData(),
+		Sampling: contract.PrefSampling{Prompts: 12, Samples: 4, MaxNewTokens: 4}, Seed: 5}
+	var out contract.PrefFromModelOutput
+	e.must(contract.PreferencesFromModelName, in, &out)
 	if out.Pairs == 0 || out.Prompts != 12 || out.Pairs+out.AllCorrect > 12 {
 		t.Fatalf("%+v", out)
 	}
@@ -291,8 +293,8 @@ func TestPreferencesFromModel(t *testing.T) {
 			t.Errorf("rejected %q passes for %q", p.Rejected, p.Prompt)
 		}
 	}
-	var again PrefFromModelOutput
-	e.must(PreferencesFromModelName, in, &again)
+	var again contract.PrefFromModelOutput
+	e.must(contract.PreferencesFromModelName, in, &again)
 	if !again.Resumed || again.Train != out.Train || again.Heldout != out.Heldout || again.Pairs != out.Pairs {
 		t.Fatalf("retry: %+v, want %+v", again, out)
 	}
@@ -322,27 +324,27 @@ func TestPrefDataErrors(t *testing.T) {
 		{"long.jsonl", good, loss.PrefDPO, `has 7 tokens, more than batch.seq 6`, 6},
 	}
 	for _, c := range cases {
-		var out ChunkOutput
-		err := e.run(PrefChunkName, PrefChunkInput{ChunkHead: ChunkHead{Store: e.store, Run: "r", Phase: "bad-" + c.name, From: from, Steps: 1, TotalSteps: 1, Cursor: Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
-			Data: PrefDataSpec{Train: write(c.name, c.body)}, Reference: from, Batch: BatchSpec{Rows: 2, Seq: c.seq}, Loss: loss.DefaultPreference(c.kind)}, &out)
+		var out contract.ChunkOutput
+		err := e.run(contract.PrefChunkName, contract.PrefChunkInput{ChunkHead: contract.ChunkHead{Store: e.store, Run: "r", Phase: "bad-" + c.name, From: from, Steps: 1, TotalSteps: 1, Cursor: contract.Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
+			Data: contract.PrefDataSpec{Train: write(c.name, c.body)}, Reference: from, Batch: contract.BatchSpec{Rows: 2, Seq: c.seq}, Loss: loss.DefaultPreference(c.kind)}, &out)
 		var app *temporal.ApplicationError
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &app) || !app.NonRetryable() {
 			t.Errorf("%s: got %v, want a non-retryable error containing %q", c.name, err, c.want)
 		}
 	}
 	// kto accepts unpaired lines (and pairs, which it splits).
-	var out ChunkOutput
-	e.must(PrefChunkName, PrefChunkInput{ChunkHead: ChunkHead{Store: e.store, Run: "r", Phase: "kto-file", From: from, Steps: 1, TotalSteps: 1, Cursor: Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
-		Data: PrefDataSpec{Train: write("kto.jsonl", good+`{"prompt":"1+2=","completion":"3","label":true}`+"\n")}, Reference: from, Batch: BatchSpec{Rows: 2, Seq: 16}, Loss: loss.DefaultPreference(loss.PrefKTO)}, &out)
+	var out contract.ChunkOutput
+	e.must(contract.PrefChunkName, contract.PrefChunkInput{ChunkHead: contract.ChunkHead{Store: e.store, Run: "r", Phase: "kto-file", From: from, Steps: 1, TotalSteps: 1, Cursor: contract.Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
+		Data: contract.PrefDataSpec{Train: write("kto.jsonl", good+`{"prompt":"1+2=","completion":"3","label":true}`+"\n")}, Reference: from, Batch: contract.BatchSpec{Rows: 2, Seq: 16}, Loss: loss.DefaultPreference(loss.PrefKTO)}, &out)
 }
 
 // TestNextRowsAndScatter checks the data order across epochs and the reference layout helpers.
 func TestNextRowsAndScatter(t *testing.T) {
 	seen := map[int]int{}
-	cur := Cursor{Seed: 9}
+	cur := contract.Cursor{Seed: 9}
 	for i := 0; i < 5; i++ {
 		var idx []int
-		idx, cur = nextRows(10, 4, cur)
+		idx, cur = train.NextRows(10, 4, cur)
 		for _, j := range idx {
 			seen[j]++
 		}
@@ -355,7 +357,7 @@ func TestNextRowsAndScatter(t *testing.T) {
 			t.Fatalf("example %d seen %d times in two epochs", j, seen[j])
 		}
 	}
-	enc := encoder()
+	enc := train.Encoder()
 	e1, _ := enc.Encode(tasks.Example{Prompt: "1+2=", Completion: "3"})
 	side := layoutSide([]data.Encoded{e1}, 8)
 	// [BOS 1 + 2 = 3 EOS PAD]: the counted targets are "3" (after "=") and EOS.

@@ -1,4 +1,4 @@
-package train
+package policy
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/advantage"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/model"
@@ -18,6 +20,16 @@ import (
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
+
+// Activities are the policy activities; they share the trainer's dependencies (store client,
+// engine factory) and kernel (chunk runner, engine loaders, data readers) with the other families.
+type Activities struct{ *train.Activities }
+
+// Register registers the policy activities under their contract names on the trainer queue's worker.
+func Register(r train.Registrar, deps *train.Activities) {
+	a := &Activities{deps}
+	r.RegisterActivityWithOptions(a.PolicyStep, activity.RegisterOptions{Name: contract.PolicyStepName})
+}
 
 // advantages computes per-rollout advantages for the algorithm from rewards grouped by prompt.
 func advantages(algo string, rs []rollout.Rollout, rewards []float64) ([]float64, error) {
@@ -90,7 +102,7 @@ func rewardStats(metrics map[string]float64, rs []rollout.Rollout, rewards []flo
 // referenceLogProbs fills ref[c] with the reference model's log-probs of rows[c] (the KL term's
 // π_ref), loading the reference checkpoint once for all chunks.
 func (a *Activities) referenceLogProbs(ctx context.Context, uri string, rows []policyRows, ref [][][]float32) error {
-	refEng, _, _, err := a.loadEngine(ctx, uri, Optim{}, false)
+	refEng, _, _, err := a.LoadEngine(ctx, uri, contract.Optim{}, false)
 	if err != nil {
 		return err
 	}
@@ -106,8 +118,8 @@ func (a *Activities) referenceLogProbs(ctx context.Context, uri string, rows []p
 // inputs are the objective inputs every policy objective starts with: tokens, targets, positions,
 // valid, mask, old log-probs, behaviour log-probs, reference log-probs.
 func (p policyRows) inputs(old, ref [][]float32) []*tensors.Tensor {
-	return []*tensors.Tensor{i32Tensor(p.tokens), i32Tensor(p.targets), i32Tensor(p.positions), boolTensor(p.valid),
-		f32Tensor(p.mask), f32Tensor(old), f32Tensor(p.behaviour), f32Tensor(ref)}
+	return []*tensors.Tensor{train.I32(p.tokens), train.I32(p.targets), train.I32(p.positions), train.Bools(p.valid),
+		train.F32(p.mask), train.F32(old), train.F32(p.behaviour), train.F32(ref)}
 }
 
 func buildPolicyRows(rs []rollout.Rollout, adv []float64, idx []int) policyRows {
@@ -142,74 +154,48 @@ func buildPolicyRows(rs []rollout.Rollout, adv []float64, idx []int) policyRows 
 	return p
 }
 
-func (p policyRows) batch() Batch {
+func (p policyRows) batch() train.Batch {
 	lm := make([][]float32, len(p.mask))
 	copy(lm, p.mask)
-	return Batch{Tokens: p.tokens, Targets: p.targets, LossMask: lm, Positions: p.positions, Valid: p.valid}
-}
-
-func i32Tensor(x [][]int) *tensors.Tensor {
-	flat := make([]int32, 0, len(x)*len(x[0]))
-	for _, row := range x {
-		for _, v := range row {
-			flat = append(flat, int32(v))
-		}
-	}
-	return tensors.FromFlatDataAndDimensions(flat, len(x), len(x[0]))
-}
-
-func f32Tensor(x [][]float32) *tensors.Tensor {
-	flat := make([]float32, 0, len(x)*len(x[0]))
-	for _, row := range x {
-		flat = append(flat, row...)
-	}
-	return tensors.FromFlatDataAndDimensions(flat, len(x), len(x[0]))
-}
-
-func boolTensor(x [][]bool) *tensors.Tensor {
-	flat := make([]bool, 0, len(x)*len(x[0]))
-	for _, row := range x {
-		flat = append(flat, row...)
-	}
-	return tensors.FromFlatDataAndDimensions(flat, len(x), len(x[0]))
+	return train.Batch{Tokens: p.tokens, Targets: p.targets, LossMask: lm, Positions: p.positions, Valid: p.valid}
 }
 
 // PolicyStep trains one RL iteration: advantages from the rewards, old log-probs recomputed by the
 // policy itself, reference log-probs (when KL is on), Epochs passes of the policy objective, and
 // commits version Version+1. Idempotent: a committed version is returned as is.
-func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (PolicyStepOutput, error) {
+func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput) (contract.PolicyStepOutput, error) {
 	next := in.Version + 1
 	if ref, err := a.Ckpt.Lookup(ctx, in.Store, in.Run, in.Phase, int64(next)); err == nil {
 		ck, err := a.Ckpt.Read(ctx, ref.URI)
 		if err != nil {
-			return PolicyStepOutput{}, err
+			return contract.PolicyStepOutput{}, err
 		}
 		st, err := ck.ReadState(ctx)
 		if err != nil {
-			return PolicyStepOutput{}, err
+			return contract.PolicyStepOutput{}, err
 		}
-		return PolicyStepOutput{Checkpoint: ref.URI, Version: next, Metrics: st.Scalars, Resumed: true,
+		return contract.PolicyStepOutput{Checkpoint: ref.URI, Version: next, Metrics: st.Scalars, Resumed: true,
 			NonFinite: st.Scalars["non_finite"] > 0}, nil
 	} else if !errors.Is(err, ckpt.ErrNotExist) {
-		return PolicyStepOutput{}, err
+		return contract.PolicyStepOutput{}, err
 	}
 	if err := in.Loss.Validate(); err != nil {
-		return PolicyStepOutput{}, badInput(fmt.Errorf("train: policy step %s/%s: %w", in.Run, in.Phase, err))
+		return contract.PolicyStepOutput{}, train.BadInput(fmt.Errorf("train: policy step %s/%s: %w", in.Run, in.Phase, err))
 	}
 	if in.Loss.Algorithm == loss.AlgoPPO { // token-level advantages from a critic: ppo.go
 		return a.ppoStep(ctx, in)
 	}
-	rs, err := ReadRollouts(ctx, a.Ckpt, in.Rollouts)
+	rs, err := train.ReadRollouts(ctx, a.Ckpt, in.Rollouts)
 	if err != nil {
-		return PolicyStepOutput{}, err
+		return contract.PolicyStepOutput{}, err
 	}
 	if len(rs) != len(in.Rewards) {
-		return PolicyStepOutput{}, badInput(fmt.Errorf("train: policy step %s: %d rewards for %d rollouts", in.Rollouts, len(in.Rewards), len(rs)))
+		return contract.PolicyStepOutput{}, train.BadInput(fmt.Errorf("train: policy step %s: %d rewards for %d rollouts", in.Rollouts, len(in.Rewards), len(rs)))
 	}
 	metrics := map[string]float64{}
 	adv, err := advantages(in.Loss.Algorithm, rs, in.Rewards)
 	if err != nil {
-		return PolicyStepOutput{}, badInput(err)
+		return contract.PolicyStepOutput{}, train.BadInput(err)
 	}
 	if in.InjectNaN {
 		for i := range adv {
@@ -234,9 +220,9 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 	metrics["groups_dropped"] = float64(dropped)
 	rewardStats(metrics, rs, in.Rewards)
 
-	eng, cfg, _, err := a.loadEngine(ctx, in.Policy, in.Optim, !in.FreshOptimizer)
+	eng, cfg, _, err := a.LoadEngine(ctx, in.Policy, in.Optim, !in.FreshOptimizer)
 	if err != nil {
-		return PolicyStepOutput{}, err
+		return contract.PolicyStepOutput{}, err
 	}
 	defer eng.Close()
 	nonFinite := false
@@ -256,13 +242,13 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 		for c, ch := range chunks {
 			rows[c] = buildPolicyRows(rs, adv, ch)
 			if old[c], err = eng.LogProbs(rows[c].batch()); err != nil {
-				return PolicyStepOutput{}, fmt.Errorf("train: policy step old log-probs: %w", err)
+				return contract.PolicyStepOutput{}, fmt.Errorf("train: policy step old log-probs: %w", err)
 			}
 			ref[c] = old[c]
 		}
 		if in.Loss.KLBeta > 0 && in.Reference != "" && in.Reference != in.Policy {
 			if err := a.referenceLogProbs(ctx, in.Reference, rows, ref); err != nil {
-				return PolicyStepOutput{}, fmt.Errorf("train: policy step: %w", err)
+				return contract.PolicyStepOutput{}, fmt.Errorf("train: policy step: %w", err)
 			}
 		}
 		obj := objective.Policy(in.Loss)
@@ -270,29 +256,29 @@ func (a *Activities) PolicyStep(ctx context.Context, in PolicyStepInput) (Policy
 			return append(rows[c].inputs(old[c], ref[c]), tensors.FromFlatDataAndDimensions(rows[c].adv, len(rows[c].adv)))
 		}
 		if nonFinite, err = optimizeEpochs(ctx, eng, obj, inputs, len(chunks), in, metrics); err != nil {
-			return PolicyStepOutput{}, err
+			return contract.PolicyStepOutput{}, err
 		}
 	}
 	return a.commitPolicy(ctx, in, next, cfg, metrics, nonFinite, func(w *ckpt.Writer, st ckpt.State) error {
-		return writeModel(ctx, w, eng, cfg, st, true)
+		return train.WriteModel(ctx, w, eng, cfg, st, true)
 	})
 }
 
 // commitPolicy commits policy version next with the step's metrics (non-finite values dropped,
 // non_finite and lr added) and returns the step's output; write stores the weights.
-func (a *Activities) commitPolicy(ctx context.Context, in PolicyStepInput, next int, cfg model.Config, metrics map[string]float64,
-	nonFinite bool, write func(*ckpt.Writer, ckpt.State) error) (PolicyStepOutput, error) {
+func (a *Activities) commitPolicy(ctx context.Context, in contract.PolicyStepInput, next int, cfg model.Config, metrics map[string]float64,
+	nonFinite bool, write func(*ckpt.Writer, ckpt.State) error) (contract.PolicyStepOutput, error) {
 	if nonFinite {
 		metrics["non_finite"] = 1
 	}
 	finiteOnly(metrics)
 	metrics["lr"] = in.LR
-	st := ckpt.State{Step: int64(next), PolicyVersion: int64(next), ConfigHash: configHash(cfg), Scalars: metrics}
+	st := ckpt.State{Step: int64(next), PolicyVersion: int64(next), ConfigHash: train.ConfigHash(cfg), Scalars: metrics}
 	out, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(next), func(w *ckpt.Writer) error { return write(w, st) })
 	if err != nil {
-		return PolicyStepOutput{}, fmt.Errorf("train: %s step %s/%s commit v%d: %w", in.Loss.Algorithm, in.Run, in.Phase, next, err)
+		return contract.PolicyStepOutput{}, fmt.Errorf("train: %s step %s/%s commit v%d: %w", in.Loss.Algorithm, in.Run, in.Phase, next, err)
 	}
-	return PolicyStepOutput{Checkpoint: out.URI, Version: next, NonFinite: nonFinite, Metrics: metrics}, nil
+	return contract.PolicyStepOutput{Checkpoint: out.URI, Version: next, NonFinite: nonFinite, Metrics: metrics}, nil
 }
 
 // finiteOnly drops NaN and ±Inf metrics: Temporal payloads are JSON, which has no such numbers (the
@@ -309,8 +295,8 @@ func finiteOnly(m map[string]float64) {
 // minibatch c of n), heartbeating each step, and adds to metrics the objective's metrics averaged
 // over the steps, optimizer_steps and train_tokens_per_s (the objective's "tokens" per second of
 // optimization). nonFinite reports a NaN/Inf loss or gradient norm in any step.
-func optimizeEpochs(ctx context.Context, eng Engine, obj objective.Objective, inputs func(c int) []*tensors.Tensor, n int,
-	in PolicyStepInput, metrics map[string]float64) (nonFinite bool, err error) {
+func optimizeEpochs(ctx context.Context, eng train.Engine, obj objective.Objective, inputs func(c int) []*tensors.Tensor, n int,
+	in contract.PolicyStepInput, metrics map[string]float64) (nonFinite bool, err error) {
 	start := time.Now()
 	epochs := max(1, in.Epochs)
 	steps, total := 0, epochs*n
@@ -328,7 +314,7 @@ func optimizeEpochs(ctx context.Context, eng Engine, obj objective.Objective, in
 				sums[k] += float64(v)
 			}
 			steps++
-			activity.RecordHeartbeat(ctx, Progress{Step: steps, Total: total})
+			activity.RecordHeartbeat(ctx, contract.Progress{Step: steps, Total: total})
 		}
 	}
 	for k, v := range sums {

@@ -1,4 +1,4 @@
-package train
+package policy
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/advantage"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
@@ -19,7 +21,7 @@ import (
 // ppoStep is PolicyStep for loss.algorithm ppo (Schulman et al. 2017) with a value-head critic on the
 // policy's trunk:
 //
-//  1. the policy (with its critic: CriticFile, or a new seeded head) computes, before any update,
+//  1. the policy (with its critic: contract.CriticFile, or a new seeded head) computes, before any update,
 //     log π_old and V_old at every completion token; the reference log π_ref when a KL is on;
 //  2. token rewards: the sequence reward on the last completion token, minus ppo.kl_coef·(log π_old −
 //     log π_ref) on every completion token (advantage.TokenRewards);
@@ -27,43 +29,43 @@ import (
 //  4. epochs × minibatches of objective.PPO, then commit version Version+1 with its critic.
 //
 // The caller (PolicyStep) has checked idempotency and the loss config.
-func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicyStepOutput, error) {
+func (a *Activities) ppoStep(ctx context.Context, in contract.PolicyStepInput) (contract.PolicyStepOutput, error) {
 	next := in.Version + 1
-	pc := DefaultPPOConfig()
+	pc := contract.DefaultPPOConfig()
 	if in.PPO != nil {
 		pc = *in.PPO
 	}
 	if err := pc.Validate(); err != nil {
-		return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s/%s: %w", in.Run, in.Phase, err))
+		return contract.PolicyStepOutput{}, train.BadInput(fmt.Errorf("train: ppo step %s/%s: %w", in.Run, in.Phase, err))
 	}
-	rs, err := ReadRollouts(ctx, a.Ckpt, in.Rollouts)
+	rs, err := train.ReadRollouts(ctx, a.Ckpt, in.Rollouts)
 	if err != nil {
-		return PolicyStepOutput{}, err
+		return contract.PolicyStepOutput{}, err
 	}
 	if len(rs) != len(in.Rewards) {
-		return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s: %d rewards for %d rollouts", in.Rollouts, len(in.Rewards), len(rs)))
+		return contract.PolicyStepOutput{}, train.BadInput(fmt.Errorf("train: ppo step %s: %d rewards for %d rollouts", in.Rollouts, len(in.Rewards), len(rs)))
 	}
 	if len(rs) == 0 {
-		return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s: no rollouts", in.Rollouts))
+		return contract.PolicyStepOutput{}, train.BadInput(fmt.Errorf("train: ppo step %s: no rollouts", in.Rollouts))
 	}
 	metrics := map[string]float64{}
 	for i, r := range in.Rewards {
 		if math.IsNaN(r) || math.IsInf(r, 0) {
-			return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s: reward %d is %g", in.Rollouts, i, r))
+			return contract.PolicyStepOutput{}, train.BadInput(fmt.Errorf("train: ppo step %s: reward %d is %g", in.Rollouts, i, r))
 		}
 	}
 	rewardStats(metrics, rs, in.Rewards)
 
 	eng, cfg, newHead, err := a.ppoEngine(ctx, in.Policy, in.Optim, !in.FreshOptimizer, pc.Seed)
 	if err != nil {
-		return PolicyStepOutput{}, err
+		return contract.PolicyStepOutput{}, err
 	}
 	defer eng.Close()
-	ve, ok := eng.(ValueEngine)
+	ve, ok := eng.(train.ValueEngine)
 	if !ok {
-		return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s/%s: engine %T cannot read per-token values (train.ValueEngine)", in.Run, in.Phase, eng))
+		return contract.PolicyStepOutput{}, train.BadInput(fmt.Errorf("train: ppo step %s/%s: engine %T cannot read per-token values (train.ValueEngine)", in.Run, in.Phase, eng))
 	}
-	metrics["new_value_head"] = rewardFlag(newHead)
+	metrics["new_value_head"] = train.RewardFlag(newHead)
 
 	mb := in.Minibatch
 	if mb <= 0 || mb > len(rs) {
@@ -84,22 +86,22 @@ func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicySte
 	for c, ch := range chunks {
 		rows[c] = buildPolicyRows(rs, zero, ch)
 		if old[c], err = eng.LogProbs(rows[c].batch()); err != nil {
-			return PolicyStepOutput{}, fmt.Errorf("train: ppo step old log-probs: %w", err)
+			return contract.PolicyStepOutput{}, fmt.Errorf("train: ppo step old log-probs: %w", err)
 		}
 		if vals[c], err = ve.Values(rows[c].batch()); err != nil {
-			return PolicyStepOutput{}, fmt.Errorf("train: ppo step old values: %w", err)
+			return contract.PolicyStepOutput{}, fmt.Errorf("train: ppo step old values: %w", err)
 		}
 		ref[c] = old[c]
 	}
 	withRef := (in.Loss.KLBeta > 0 || pc.KLCoef > 0) && in.Reference != "" && in.Reference != in.Policy
 	if withRef {
 		if err := a.referenceLogProbs(ctx, in.Reference, rows, ref); err != nil {
-			return PolicyStepOutput{}, fmt.Errorf("train: ppo step: %w", err)
+			return contract.PolicyStepOutput{}, fmt.Errorf("train: ppo step: %w", err)
 		}
 	}
 	adv, ret, am, err := ppoAdvantages(rows, old, ref, vals, chunks, in.Rewards, pc)
 	if err != nil {
-		return PolicyStepOutput{}, badInput(fmt.Errorf("train: ppo step %s/%s: %w", in.Run, in.Phase, err))
+		return contract.PolicyStepOutput{}, train.BadInput(fmt.Errorf("train: ppo step %s/%s: %w", in.Run, in.Phase, err))
 	}
 	for k, v := range am {
 		metrics[k] = v
@@ -116,11 +118,11 @@ func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicySte
 
 	obj := objective.PPO(in.Loss)
 	inputs := func(c int) []*tensors.Tensor {
-		return append(rows[c].inputs(old[c], ref[c]), f32Tensor(adv[c]), f32Tensor(vals[c]), f32Tensor(ret[c]))
+		return append(rows[c].inputs(old[c], ref[c]), train.F32(adv[c]), train.F32(vals[c]), train.F32(ret[c]))
 	}
 	nonFinite, err := optimizeEpochs(ctx, eng, obj, inputs, len(chunks), in, metrics)
 	if err != nil {
-		return PolicyStepOutput{}, err
+		return contract.PolicyStepOutput{}, err
 	}
 	return a.commitPolicy(ctx, in, next, cfg, metrics, nonFinite, func(w *ckpt.Writer, st ckpt.State) error {
 		return writePolicyWithCritic(ctx, w, eng, cfg, st)
@@ -132,7 +134,7 @@ func (a *Activities) ppoStep(ctx context.Context, in PolicyStepInput) (PolicySte
 // return_mean, value_before_mean (V_old), explained_variance (1 − Var(R − V_old)/Var(R), the critic's
 // fit; ≤ 0 means no better than a constant) and, when a reference was read, kl_ref (token-mean of
 // log π_old − log π_ref).
-func ppoAdvantages(rows []policyRows, old, ref, vals [][][]float32, chunks [][]int, rewards []float64, pc PPOConfig) (adv, ret [][][]float32, m map[string]float64, err error) {
+func ppoAdvantages(rows []policyRows, old, ref, vals [][][]float32, chunks [][]int, rewards []float64, pc contract.PPOConfig) (adv, ret [][][]float32, m map[string]float64, err error) {
 	var mask [][]bool
 	var kl, values [][]float64
 	var rw []float64
@@ -194,19 +196,19 @@ func ppoAdvantages(rows []policyRows, old, ref, vals [][][]float32, chunks [][]i
 }
 
 // ppoEngine loads checkpoint uri into an engine whose model has a value head: the head of a PPO
-// checkpoint (CriticFile) or of a reward model (score.* in model.safetensors), or else a new one
+// checkpoint (contract.CriticFile) or of a reward model (score.* in model.safetensors), or else a new one
 // initialised as RewardInit does (w ~ N(0, HeadInitStd²) from PCG(seed, headStream), b = 0). A LoRA
 // adapter checkpoint is merged first. The optimizer state is loaded only when asked, present, and
 // the head is not new (a new head has no moments). newHead reports whether the head was made here.
-func (a *Activities) ppoEngine(ctx context.Context, uri string, optim Optim, withOptimizer bool, seed uint64) (Engine, model.Config, bool, error) {
+func (a *Activities) ppoEngine(ctx context.Context, uri string, optim contract.Optim, withOptimizer bool, seed uint64) (train.Engine, model.Config, bool, error) {
 	ck, err := a.Ckpt.Read(ctx, uri)
 	if err != nil {
 		return nil, model.Config{}, false, fmt.Errorf("train: read checkpoint %s: %w", uri, err)
 	}
 	var cfg model.Config
 	var raw []byte
-	if IsAdapterCheckpoint(ck) {
-		merged, c, _, err := LoadEngine(ctx, a.Ckpt, a.NewEngine, uri, Optim{}, false)
+	if train.IsAdapterCheckpoint(ck) {
+		merged, c, _, err := train.LoadEngine(ctx, a.Ckpt, a.NewEngine, uri, contract.Optim{}, false)
 		if err != nil {
 			return nil, cfg, false, err
 		}
@@ -218,36 +220,36 @@ func (a *Activities) ppoEngine(ctx context.Context, uri string, optim Optim, wit
 		}
 		cfg, raw, withOptimizer = c, buf.Bytes(), false
 	} else {
-		hf, err := readAll(ctx, ck, ConfigFile)
+		hf, err := train.ReadAll(ctx, ck, contract.ConfigFile)
 		if err != nil {
 			return nil, cfg, false, err
 		}
 		if cfg, err = model.FromHFConfig(hf); err != nil {
-			return nil, cfg, false, badInput(fmt.Errorf("train: %s%s: %w", uri, ConfigFile, err))
+			return nil, cfg, false, train.BadInput(fmt.Errorf("train: %s%s: %w", uri, contract.ConfigFile, err))
 		}
-		if raw, err = readAll(ctx, ck, ModelFile); err != nil {
+		if raw, err = train.ReadAll(ctx, ck, contract.ModelFile); err != nil {
 			return nil, cfg, false, err
 		}
 	}
 	f, err := safetensors.Read(bytes.NewReader(raw))
 	if err != nil {
-		return nil, cfg, false, badInput(fmt.Errorf("train: %s%s: %w", uri, ModelFile, err))
+		return nil, cfg, false, train.BadInput(fmt.Errorf("train: %s%s: %w", uri, contract.ModelFile, err))
 	}
 	ts := f.Tensors
-	_, hasHead := f.Tensor(scoreWeight)
-	if _, ok := ck.Manifest.File(CriticFile); ok && !hasHead {
-		craw, err := readAll(ctx, ck, CriticFile)
+	_, hasHead := f.Tensor(train.ScoreWeight)
+	if _, ok := ck.Manifest.File(contract.CriticFile); ok && !hasHead {
+		craw, err := train.ReadAll(ctx, ck, contract.CriticFile)
 		if err != nil {
 			return nil, cfg, false, err
 		}
 		cf, err := safetensors.Read(bytes.NewReader(craw))
 		if err != nil {
-			return nil, cfg, false, badInput(fmt.Errorf("train: %s%s: %w", uri, CriticFile, err))
+			return nil, cfg, false, train.BadInput(fmt.Errorf("train: %s%s: %w", uri, contract.CriticFile, err))
 		}
 		ts, hasHead = append(ts, cf.Tensors...), true
 	}
 	if !hasHead {
-		head, err := valueHeadTensors(cfg.DModel, seed, false)
+		head, err := train.ValueHeadTensors(cfg.DModel, seed, false)
 		if err != nil {
 			return nil, cfg, false, err
 		}
@@ -258,16 +260,16 @@ func (a *Activities) ppoEngine(ctx context.Context, uri string, optim Optim, wit
 		return nil, cfg, false, fmt.Errorf("train: ppo: weights of %s with a value head: %w", uri, err)
 	}
 	cfg.ValueHead = true
-	eng, err := a.NewEngine(EngineOptions{Model: cfg, Optim: optim, Seed: seed})
+	eng, err := a.NewEngine(train.EngineOptions{Model: cfg, Optim: optim, Seed: seed})
 	if err != nil {
 		return nil, cfg, false, err
 	}
 	if err := eng.LoadWeights(&buf); err != nil {
 		eng.Close()
-		return nil, cfg, false, badInput(fmt.Errorf("train: ppo: load %s with its value head: %w", uri, err))
+		return nil, cfg, false, train.BadInput(fmt.Errorf("train: ppo: load %s with its value head: %w", uri, err))
 	}
-	if _, ok := ck.Manifest.File(OptimizerFile); ok && withOptimizer && hasHead {
-		rc, err := ck.Open(ctx, OptimizerFile)
+	if _, ok := ck.Manifest.File(contract.OptimizerFile); ok && withOptimizer && hasHead {
+		rc, err := ck.Open(ctx, contract.OptimizerFile)
 		if err != nil {
 			eng.Close()
 			return nil, cfg, false, err
@@ -278,31 +280,31 @@ func (a *Activities) ppoEngine(ctx context.Context, uri string, optim Optim, wit
 		}
 		if err != nil {
 			eng.Close()
-			return nil, cfg, false, fmt.Errorf("train: ppo: load %s from %s: %w", OptimizerFile, uri, err)
+			return nil, cfg, false, fmt.Errorf("train: ppo: load %s from %s: %w", contract.OptimizerFile, uri, err)
 		}
 	}
 	return eng, cfg, !hasHead, nil
 }
 
 // writePolicyWithCritic commits a PPO policy: config.json and model.safetensors of the causal LM
-// alone, its value head in CriticFile, the optimizer state (head included) and state.json.
-func writePolicyWithCritic(ctx context.Context, w *ckpt.Writer, eng Engine, cfg model.Config, st ckpt.State) error {
+// alone, its value head in contract.CriticFile, the optimizer state (head included) and state.json.
+func writePolicyWithCritic(ctx context.Context, w *ckpt.Writer, eng train.Engine, cfg model.Config, st ckpt.State) error {
 	lm := cfg
 	lm.ValueHead = false
 	hf, err := lm.ToHFConfig()
 	if err != nil {
 		return err
 	}
-	if err := w.Add(ctx, ConfigFile, bytesReader(hf)); err != nil {
+	if err := w.Add(ctx, contract.ConfigFile, train.BytesReader(hf)); err != nil {
 		return err
 	}
 	var buf bytes.Buffer
 	if err := eng.SaveWeights(&buf); err != nil {
-		return fmt.Errorf("write %s: %w", ModelFile, err)
+		return fmt.Errorf("write %s: %w", contract.ModelFile, err)
 	}
 	f, err := safetensors.Read(bytes.NewReader(buf.Bytes()))
 	if err != nil {
-		return fmt.Errorf("write %s: %w", ModelFile, err)
+		return fmt.Errorf("write %s: %w", contract.ModelFile, err)
 	}
 	var policy, critic []safetensors.Tensor
 	for _, t := range f.Tensors {
@@ -313,12 +315,12 @@ func writePolicyWithCritic(ctx context.Context, w *ckpt.Writer, eng Engine, cfg 
 		}
 	}
 	if len(critic) != 2 {
-		return fmt.Errorf("write %s: the engine saved %d value-head tensors, want %s and %s", CriticFile, len(critic), scoreWeight, scoreBias)
+		return fmt.Errorf("write %s: the engine saved %d value-head tensors, want %s and %s", contract.CriticFile, len(critic), train.ScoreWeight, train.ScoreBias)
 	}
 	for _, part := range []struct {
 		name string
 		ts   []safetensors.Tensor
-	}{{ModelFile, policy}, {CriticFile, critic}} {
+	}{{contract.ModelFile, policy}, {contract.CriticFile, critic}} {
 		var b bytes.Buffer
 		if err := safetensors.Write(&b, part.ts, f.Metadata); err != nil {
 			return fmt.Errorf("write %s: %w", part.name, err)
@@ -327,7 +329,7 @@ func writePolicyWithCritic(ctx context.Context, w *ckpt.Writer, eng Engine, cfg 
 			return err
 		}
 	}
-	if err := stream(ctx, w, OptimizerFile, eng.SaveOptimizer); err != nil {
+	if err := train.Stream(ctx, w, contract.OptimizerFile, eng.SaveOptimizer); err != nil {
 		return err
 	}
 	return w.AddState(ctx, st)
