@@ -28,7 +28,7 @@ func ConfigHash(cfg model.Config) string {
 }
 
 // WriteModel adds config, weights, optionally optimizer state, and state.json to a checkpoint.
-func WriteModel(ctx context.Context, w *ckpt.Writer, eng Engine, cfg model.Config, st ckpt.State, withOptimizer bool) error {
+func WriteModel(ctx context.Context, w *ckpt.Writer, eng WeightIO, cfg model.Config, st ckpt.State, withOptimizer bool) error {
 	hf, err := cfg.ToHFConfig()
 	if err != nil {
 		return err

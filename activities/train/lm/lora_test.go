@@ -182,7 +182,7 @@ func TestLoRACheckpoints(t *testing.T) {
 	if err := plain.ImportWeights(merged); err != nil {
 		t.Fatal(err)
 	}
-	plainLP, err := plain.LogProbs(tpu.Batch(probe))
+	plainLP, err := plain.LogProbs(probe)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -295,7 +295,7 @@ func finiteOnly(m map[string]float64) {
 // minibatch c of n), heartbeating each step, and adds to metrics the objective's metrics averaged
 // over the steps, optimizer_steps and train_tokens_per_s (the objective's "tokens" per second of
 // optimization). nonFinite reports a NaN/Inf loss or gradient norm in any step.
-func optimizeEpochs(ctx context.Context, eng train.Engine, obj objective.Objective, inputs func(c int) []*tensors.Tensor, n int,
+func optimizeEpochs(ctx context.Context, eng objectiveStepper, obj objective.Objective, inputs func(c int) []*tensors.Tensor, n int,
 	in contract.PolicyStepInput, metrics map[string]float64) (nonFinite bool, err error) {
 	start := time.Now()
 	epochs := max(1, in.Epochs)
@@ -325,4 +325,19 @@ func optimizeEpochs(ctx context.Context, eng train.Engine, obj objective.Objecti
 		metrics["train_tokens_per_s"] = sums["tokens"] / d // completion tokens trained, all epochs
 	}
 	return nonFinite, nil
+}
+
+// objectiveStepper is the part of an engine that optimizeEpochs uses.
+type objectiveStepper interface {
+	StepObjective(obj objective.Objective, inputs []*tensors.Tensor, lr float32) (map[string]float32, error)
+}
+
+// ValueReader is an engine that can read its model's value head at every position: PPO's critic
+// (V(s_t) before an iteration's updates, for GAE). PPO asks an engine for it by type assertion, so
+// engines without a value head (test doubles, adapters) still satisfy train.Engine; workers' engine
+// implements it.
+type ValueReader interface {
+	// Values returns the value head's output at every position of b ([rows][seq]; Targets and
+	// LossMask are ignored). The model must have a value head.
+	Values(b train.Batch) ([][]float32, error)
 }

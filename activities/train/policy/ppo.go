@@ -61,9 +61,9 @@ func (a *Activities) ppoStep(ctx context.Context, in contract.PolicyStepInput) (
 		return contract.PolicyStepOutput{}, err
 	}
 	defer eng.Close()
-	ve, ok := eng.(train.ValueEngine)
+	ve, ok := eng.(ValueReader)
 	if !ok {
-		return contract.PolicyStepOutput{}, train.BadInput(fmt.Errorf("train: ppo step %s/%s: engine %T cannot read per-token values (train.ValueEngine)", in.Run, in.Phase, eng))
+		return contract.PolicyStepOutput{}, train.BadInput(fmt.Errorf("train: ppo step %s/%s: engine %T cannot read per-token values (policy.ValueReader)", in.Run, in.Phase, eng))
 	}
 	metrics["new_value_head"] = train.RewardFlag(newHead)
 
@@ -288,7 +288,7 @@ func (a *Activities) ppoEngine(ctx context.Context, uri string, optim contract.O
 
 // writePolicyWithCritic commits a PPO policy: config.json and model.safetensors of the causal LM
 // alone, its value head in contract.CriticFile, the optimizer state (head included) and state.json.
-func writePolicyWithCritic(ctx context.Context, w *ckpt.Writer, eng train.Engine, cfg model.Config, st ckpt.State) error {
+func writePolicyWithCritic(ctx context.Context, w *ckpt.Writer, eng train.WeightIO, cfg model.Config, st ckpt.State) error {
 	lm := cfg
 	lm.ValueHead = false
 	hf, err := lm.ToHFConfig()

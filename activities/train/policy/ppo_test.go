@@ -162,7 +162,7 @@ func TestPPOStepLearnsToyTask(t *testing.T) {
 	in.Version, in.Phase = 0, "ppo-novalues"
 	err = e.Run(train.PolicyStepName, in, &again)
 	var ae *temporal.ApplicationError
-	if err == nil || !errors.As(err, &ae) || !ae.NonRetryable() || !strings.Contains(err.Error(), "ValueEngine") {
+	if err == nil || !errors.As(err, &ae) || !ae.NonRetryable() || !strings.Contains(err.Error(), "ValueReader") {
 		t.Fatalf("engine without values: %v", err)
 	}
 }

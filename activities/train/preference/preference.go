@@ -14,6 +14,7 @@ import (
 	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -122,7 +123,7 @@ func (a *Activities) prefTrainingItems(ctx context.Context, in contract.PrefChun
 // prefInputs builds one step's objective inputs (objective.Pref* or objective.KTO*) for the rows idx,
 // with reference log-probs from refEng when given, else from the items' precomputed ones (zeros for
 // the reference-free kinds).
-func prefInputs(cfg loss.Preference, items []prefItem, enc []encodedItem, idx []int, seq int, refEng train.Engine) ([]*tensors.Tensor, error) {
+func prefInputs(cfg loss.Preference, items []prefItem, enc []encodedItem, idx []int, seq int, refEng scorer) ([]*tensors.Tensor, error) {
 	var sides [2]prefSide
 	var refs [2][][]float32
 	for s := 0; s < 2; s++ {
@@ -356,7 +357,7 @@ func mean32(x []float32) float64 {
 
 // countedLogProbs scores sequences one per row (batches of train.EvalRows) and returns the log-probs of each
 // one's counted tokens.
-func countedLogProbs(ctx context.Context, eng train.Engine, seqs []data.Encoded, beat func(n int)) ([][]float32, error) {
+func countedLogProbs(ctx context.Context, eng scorer, seqs []data.Encoded, beat func(n int)) ([][]float32, error) {
 	out := make([][]float32, 0, len(seqs))
 	for lo := 0; lo < len(seqs); lo += train.EvalRows {
 		hi := min(lo+train.EvalRows, len(seqs))
@@ -378,7 +379,7 @@ func countedLogProbs(ctx context.Context, eng train.Engine, seqs []data.Encoded,
 
 // sampleCompletions draws one completion (temperature 1, seeded per prompt) for each pair's prompt and
 // returns prompt+completion with the completion's tokens counted.
-func sampleCompletions(eng train.Engine, enc data.Encoder, pairs []tasks.PrefExample, maxNew int, seed uint64) ([]data.Encoded, error) {
+func sampleCompletions(eng sampler, enc data.Encoder, pairs []tasks.PrefExample, maxNew int, seed uint64) ([]data.Encoded, error) {
 	prompts := make([][]int, len(pairs))
 	seeds := make([]uint64, len(pairs))
 	for i, p := range pairs {
@@ -415,4 +416,14 @@ func sortedMetricNames(m map[string]float64) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// scorer is the part of an engine that reads log-probs (the policy's and the reference's).
+type scorer interface {
+	LogProbs(b train.Batch) ([][]float32, error)
+}
+
+// sampler is the part of an engine that generates completions.
+type sampler interface {
+	Generate(prompts [][]int, opts sample.Options) ([]model.Completion, error)
 }

@@ -49,18 +49,18 @@ func (e prefTestEngine) LoadOptimizer(r io.Reader) error { return e.rt.LoadOptim
 func (e prefTestEngine) SaveOptimizer(w io.Writer) error { return e.rt.SaveOptimizer(w) }
 func (e prefTestEngine) Close() error                    { return e.rt.Close() }
 func (e prefTestEngine) TrainStep(b train.Batch, lr float32) (train.StepMetrics, error) {
-	m, err := e.rt.TrainStep(tpu.Batch(b), lr)
+	m, err := e.rt.TrainStep(b, lr)
 	return train.StepMetrics(m), err
 }
 func (e prefTestEngine) EvalLoss(b train.Batch) (train.StepMetrics, error) {
-	m, err := e.rt.EvalLoss(tpu.Batch(b))
+	m, err := e.rt.EvalLoss(b)
 	return train.StepMetrics(m), err
 }
 func (e prefTestEngine) Generate(p [][]int, o sample.Options) ([]model.Completion, error) {
 	return e.rt.Generate(p, o)
 }
 func (e prefTestEngine) LogProbs(b train.Batch) ([][]float32, error) {
-	return e.rt.LogProbs(tpu.Batch(b))
+	return e.rt.LogProbs(b)
 }
 func (e prefTestEngine) StepObjective(obj objective.Objective, in []*tensors.Tensor, lr float32) (map[string]float32, error) {
 	return e.rt.StepObjective(obj, in, lr)

@@ -141,7 +141,7 @@ func (s prefSide) masked(lp [][]float32) [][]float32 {
 
 // seqLogProbs returns, for each item, the model's log-probs of the counted tokens of its two sequences
 // (each sequence scored on its own row, batches of train.EvalRows), heartbeating progress.
-func seqLogProbs(ctx context.Context, eng train.Engine, enc []encodedItem, beat func(n int)) ([][2][]float32, error) {
+func seqLogProbs(ctx context.Context, eng scorer, enc []encodedItem, beat func(n int)) ([][2][]float32, error) {
 	out := make([][2][]float32, len(enc))
 	for lo := 0; lo < len(enc); lo += train.EvalRows {
 		hi := min(lo+train.EvalRows, len(enc))
