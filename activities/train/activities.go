@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/model"
 )
 
@@ -33,14 +34,14 @@ func WriteModel(ctx context.Context, w *ckpt.Writer, eng WeightIO, cfg model.Con
 	if err != nil {
 		return err
 	}
-	if err := w.Add(ctx, ConfigFile, BytesReader(hf)); err != nil {
+	if err := w.Add(ctx, contract.ConfigFile, BytesReader(hf)); err != nil {
 		return err
 	}
-	if err := Stream(ctx, w, ModelFile, eng.SaveWeights); err != nil {
+	if err := Stream(ctx, w, contract.ModelFile, eng.SaveWeights); err != nil {
 		return err
 	}
 	if withOptimizer {
-		if err := Stream(ctx, w, OptimizerFile, eng.SaveOptimizer); err != nil {
+		if err := Stream(ctx, w, contract.OptimizerFile, eng.SaveOptimizer); err != nil {
 			return err
 		}
 	}
@@ -61,13 +62,13 @@ func Stream(ctx context.Context, w *ckpt.Writer, name string, save func(io.Write
 }
 
 // loadEngine reads a checkpoint's config and weights (and optimizer state when asked and present).
-func (a *Activities) LoadEngine(ctx context.Context, uri string, optim Optim, withOptimizer bool) (Engine, model.Config, *ckpt.Checkpoint, error) {
+func (a *Activities) LoadEngine(ctx context.Context, uri string, optim contract.Optim, withOptimizer bool) (Engine, model.Config, *ckpt.Checkpoint, error) {
 	return LoadEngine(ctx, a.Ckpt, a.NewEngine, uri, optim, withOptimizer)
 }
 
 // LoadEngine builds an engine holding a checkpoint's model (and optimizer state when asked and
 // present); other roles (rollout) use it too.
-func LoadEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri string, optim Optim, withOptimizer bool) (Engine, model.Config, *ckpt.Checkpoint, error) {
+func LoadEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri string, optim contract.Optim, withOptimizer bool) (Engine, model.Config, *ckpt.Checkpoint, error) {
 	ck, err := cl.Read(ctx, uri)
 	if err != nil {
 		return nil, model.Config{}, nil, fmt.Errorf("train: read checkpoint %s: %w", uri, err)
@@ -75,13 +76,13 @@ func LoadEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri s
 	if IsAdapterCheckpoint(ck) {
 		return LoadAdapterEngine(ctx, cl, newEngine, ck, optim, withOptimizer)
 	}
-	raw, err := ReadAll(ctx, ck, ConfigFile)
+	raw, err := ReadAll(ctx, ck, contract.ConfigFile)
 	if err != nil {
 		return nil, model.Config{}, nil, err
 	}
 	cfg, err := model.FromHFConfig(raw)
 	if err != nil {
-		return nil, model.Config{}, nil, BadInput(fmt.Errorf("train: %s/%s: %w", uri, ConfigFile, err))
+		return nil, model.Config{}, nil, BadInput(fmt.Errorf("train: %s/%s: %w", uri, contract.ConfigFile, err))
 	}
 	eng, err := LoadInto(ctx, ck, newEngine, cfg, optim, withOptimizer)
 	if err != nil {
@@ -106,7 +107,7 @@ func ReadAll(ctx context.Context, ck *ckpt.Checkpoint, name string) ([]byte, err
 func BytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // Retain marks in.Best and deletes older checkpoints beyond in.KeepLast. Both steps are idempotent.
-func (a *Activities) Retain(ctx context.Context, in RetainInput) error {
+func (a *Activities) Retain(ctx context.Context, in contract.RetainInput) error {
 	if in.Best != "" {
 		if err := a.Ckpt.MarkBest(ctx, in.Best); err != nil {
 			return fmt.Errorf("train: retain %s/%s: %w", in.Run, in.Phase, err)
@@ -127,5 +128,5 @@ type Registrar interface {
 // Register registers the activities every training phase shares (Retain) on the trainer queue's
 // worker; each family (lm, preference, rewardmodel, policy) registers its own.
 func Register(r Registrar, deps *Activities) {
-	r.RegisterActivityWithOptions(deps.Retain, activity.RegisterOptions{Name: RetainName})
+	r.RegisterActivityWithOptions(deps.Retain, activity.RegisterOptions{Name: contract.RetainName})
 }

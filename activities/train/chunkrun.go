@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/schedule"
 )
@@ -28,7 +29,7 @@ type ChunkObjective[B any] struct {
 	Eng   Engine
 	Cfg   model.Config
 	Unit  string // names the throughput metrics: unit and unit_per_s
-	Next  func(cur Cursor) (B, Cursor, error)
+	Next  func(cur contract.Cursor) (B, contract.Cursor, error)
 	Step  func(b B, lr float32) (StepResult, error)
 	Write func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error
 	Close func() // releases what open loaded besides eng (a reference engine); may be nil
@@ -44,36 +45,36 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // schedule (heartbeating after each), counts non-finite steps without averaging them, and commits
 // weights, optimizer state and state.json (step, cursor, config hash, the output's scalars). Given
 // the same input it recomputes the same checkpoint bit for bit, so a retry is safe.
-func RunChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string, open func() (*ChunkObjective[B], error)) (ChunkOutput, error) {
+func RunChunk[B any](ctx context.Context, a *Activities, in contract.ChunkHead, op string, open func() (*ChunkObjective[B], error)) (contract.ChunkOutput, error) {
 	if in.Steps <= 0 {
-		return ChunkOutput{}, BadInput(fmt.Errorf("%s: steps %d: want > 0", op, in.Steps))
+		return contract.ChunkOutput{}, BadInput(fmt.Errorf("%s: steps %d: want > 0", op, in.Steps))
 	}
 	end := in.Step + in.Steps
 	if ref, err := a.Ckpt.Lookup(ctx, in.Store, in.Run, in.Phase, int64(end)); err == nil {
 		return a.committedChunk(ctx, ref.URI)
 	} else if !errors.Is(err, ckpt.ErrNotExist) {
-		return ChunkOutput{}, err
+		return contract.ChunkOutput{}, err
 	}
 	obj, err := open()
 	if err != nil {
-		return ChunkOutput{}, err
+		return contract.ChunkOutput{}, err
 	}
 	defer obj.Eng.Close()
 	if obj.Close != nil {
 		defer obj.Close()
 	}
 	sched := schedule.WarmupCosine{Peak: in.Optim.LR, Warmup: in.Optim.WarmupSteps, Total: in.TotalSteps, MinRatio: in.Optim.MinLRRatio}
-	out := ChunkOutput{Step: end, Cursor: in.Cursor, Metrics: map[string]float64{}}
+	out := contract.ChunkOutput{Step: end, Cursor: in.Cursor, Metrics: map[string]float64{}}
 	var lossSum, normSum float64
 	var units int
 	sums := map[string]float64{}
 	for i := 0; i < in.Steps; i++ {
 		if err := ctx.Err(); err != nil {
-			return ChunkOutput{}, fmt.Errorf("%s at step %d: %w", op, in.Step+i, err)
+			return contract.ChunkOutput{}, fmt.Errorf("%s at step %d: %w", op, in.Step+i, err)
 		}
 		b, next, err := obj.Next(out.Cursor)
 		if err != nil {
-			return ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
+			return contract.ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
 		}
 		out.Cursor = next
 		out.LR = sched.At(in.Step + i)
@@ -81,7 +82,7 @@ func RunChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 		if in.InjectNaNAt == in.Step+i+1 {
 			r = StepResult{Loss: math.NaN(), GradNorm: math.NaN()}
 		} else if r, err = obj.Step(b, float32(out.LR)); err != nil {
-			return ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
+			return contract.ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
 		}
 		if finite(r.Loss) && finite(r.GradNorm) {
 			lossSum += r.Loss
@@ -95,7 +96,7 @@ func RunChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 		out.LastLoss = r.Loss
 		out.Seconds += r.Seconds
 		units += r.Units
-		beat := Progress{Step: in.Step + i + 1, Total: in.TotalSteps}
+		beat := contract.Progress{Step: in.Step + i + 1, Total: in.TotalSteps}
 		if finite(r.Loss) {
 			beat.Loss = r.Loss // a NaN would make the heartbeat unencodable (the SDK panics)
 		}
@@ -132,7 +133,7 @@ func RunChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 		return obj.Write(ctx, w, st)
 	})
 	if err != nil {
-		return ChunkOutput{}, fmt.Errorf("%s commit step %d: %w", op, end, err)
+		return contract.ChunkOutput{}, fmt.Errorf("%s commit step %d: %w", op, end, err)
 	}
 	out.Checkpoint = ref.URI
 	return out, nil
@@ -140,19 +141,19 @@ func RunChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 
 // committedChunk rebuilds a ChunkOutput from the state.json of a checkpoint an earlier attempt
 // committed.
-func (a *Activities) committedChunk(ctx context.Context, uri string) (ChunkOutput, error) {
+func (a *Activities) committedChunk(ctx context.Context, uri string) (contract.ChunkOutput, error) {
 	ck, err := a.Ckpt.Read(ctx, uri)
 	if err != nil {
-		return ChunkOutput{}, err
+		return contract.ChunkOutput{}, err
 	}
 	st, err := ck.ReadState(ctx)
 	if err != nil {
-		return ChunkOutput{}, err
+		return contract.ChunkOutput{}, err
 	}
 	s := st.Scalars
-	out := ChunkOutput{
+	out := contract.ChunkOutput{
 		Checkpoint: uri, Step: int(st.Step), Resumed: true,
-		Cursor: Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
+		Cursor: contract.Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
 		Loss:   s["loss"], LastLoss: s["last_loss"], GradNorm: s["grad_norm"], LR: s["lr"],
 		NonFinite: int(s["non_finite"]), Seconds: s["seconds"], Metrics: map[string]float64{},
 	}

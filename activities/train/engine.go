@@ -5,6 +5,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
@@ -29,7 +30,7 @@ type StepMetrics struct {
 type EngineOptions struct {
 	Model model.Config
 	Seed  uint64 // initialises the weights
-	Optim Optim
+	Optim contract.Optim
 	// LoRA, when set, asks for an AdapterEngine: adapters attached (B = 0) and the only trainable
 	// weights; the base weights stay frozen (see lora.go).
 	LoRA *model.LoRA

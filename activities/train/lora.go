@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
 )
@@ -80,13 +81,13 @@ func readBase(ctx context.Context, cl *ckpt.Client, base, from string) (model.Co
 	if IsAdapterCheckpoint(bck) {
 		return model.Config{}, nil, BadInput(fmt.Errorf("train: base %s of %s holds adapters itself; stacked adapters are not supported (merge it first: temper lora merge)", base, from))
 	}
-	raw, err := ReadAll(ctx, bck, ConfigFile)
+	raw, err := ReadAll(ctx, bck, contract.ConfigFile)
 	if err != nil {
 		return model.Config{}, nil, err
 	}
 	cfg, err := model.FromHFConfig(raw)
 	if err != nil {
-		return model.Config{}, nil, BadInput(fmt.Errorf("train: %s%s: %w", base, ConfigFile, err))
+		return model.Config{}, nil, BadInput(fmt.Errorf("train: %s%s: %w", base, contract.ConfigFile, err))
 	}
 	return cfg, bck, nil
 }
@@ -111,7 +112,7 @@ func LoadFile(ctx context.Context, ck *ckpt.Checkpoint, name string, fn func(io.
 // that it may also train and save as a full checkpoint. The adapters' optimizer state does not
 // apply to the merged weights and is never loaded (withOptimizer is ignored). Only LoadTrainEngine
 // with a LoRA config keeps the adapters separate.
-func LoadAdapterEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, ck *ckpt.Checkpoint, optim Optim, _ bool) (Engine, model.Config, *ckpt.Checkpoint, error) {
+func LoadAdapterEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, ck *ckpt.Checkpoint, optim contract.Optim, _ bool) (Engine, model.Config, *ckpt.Checkpoint, error) {
 	cfg, merged, err := mergeAdapterCheckpoint(ctx, cl, ck)
 	if err != nil {
 		return nil, cfg, nil, err
@@ -134,7 +135,7 @@ func LoadAdapterEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine
 // loadAdapterCheckpoint loads base + adapters of ck into an AdapterEngine for training with want
 // (a phase's config): the checkpoint's adapters must have the same modules, rank and scale; want's
 // dropout and seed are the ones used.
-func loadAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, ck *ckpt.Checkpoint, optim Optim, want model.LoRA, withOptimizer bool) (Engine, model.Config, *Adapters, error) {
+func loadAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, ck *ckpt.Checkpoint, optim contract.Optim, want model.LoRA, withOptimizer bool) (Engine, model.Config, *Adapters, error) {
 	l, base, err := readAdapterConfig(ctx, ck)
 	if err != nil {
 		return nil, model.Config{}, nil, err
@@ -157,7 +158,7 @@ func loadAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, newEngine NewEn
 		eng.Close()
 		return nil, cfg, nil, fmt.Errorf("train: load %s: the engine (%T) cannot hold LoRA adapters", ck.Ref.URI, eng)
 	}
-	if err := LoadFile(ctx, bck, ModelFile, eng.LoadWeights); err != nil {
+	if err := LoadFile(ctx, bck, contract.ModelFile, eng.LoadWeights); err != nil {
 		eng.Close()
 		return nil, cfg, nil, err
 	}
@@ -166,8 +167,8 @@ func loadAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, newEngine NewEn
 		return nil, cfg, nil, err
 	}
 	if withOptimizer {
-		if _, ok := ck.Manifest.File(OptimizerFile); ok {
-			if err := LoadFile(ctx, ck, OptimizerFile, eng.LoadOptimizer); err != nil {
+		if _, ok := ck.Manifest.File(contract.OptimizerFile); ok {
+			if err := LoadFile(ctx, ck, contract.OptimizerFile, eng.LoadOptimizer); err != nil {
 				eng.Close()
 				return nil, cfg, nil, err
 			}
@@ -187,7 +188,7 @@ func loadAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, newEngine NewEn
 //     with a fresh optimizer: full fine-tuning continues from base + adapters.
 //
 // Commit with WriteTrained, passing the *Adapters returned here.
-func LoadTrainEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri string, optim Optim, lora *model.LoRA, withOptimizer bool) (Engine, model.Config, *Adapters, error) {
+func LoadTrainEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri string, optim contract.Optim, lora *model.LoRA, withOptimizer bool) (Engine, model.Config, *Adapters, error) {
 	if lora != nil {
 		if err := lora.Validate(); err != nil {
 			return nil, model.Config{}, nil, BadInput(fmt.Errorf("train: lora: %w", err))
@@ -204,13 +205,13 @@ func LoadTrainEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, 
 		eng, cfg, _, err := LoadAdapterEngine(ctx, cl, newEngine, ck, optim, false)
 		return eng, cfg, nil, err
 	case lora != nil:
-		raw, err := ReadAll(ctx, ck, ConfigFile)
+		raw, err := ReadAll(ctx, ck, contract.ConfigFile)
 		if err != nil {
 			return nil, model.Config{}, nil, err
 		}
 		cfg, err := model.FromHFConfig(raw)
 		if err != nil {
-			return nil, cfg, nil, BadInput(fmt.Errorf("train: %s%s: %w", uri, ConfigFile, err))
+			return nil, cfg, nil, BadInput(fmt.Errorf("train: %s%s: %w", uri, contract.ConfigFile, err))
 		}
 		l := lora.WithDefaults()
 		if _, err := l.Modules(cfg); err != nil {
@@ -224,7 +225,7 @@ func LoadTrainEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, 
 			eng.Close()
 			return nil, cfg, nil, fmt.Errorf("train: lora on %s: the engine (%T) cannot hold LoRA adapters", uri, eng)
 		}
-		if err := LoadFile(ctx, ck, ModelFile, eng.LoadWeights); err != nil {
+		if err := LoadFile(ctx, ck, contract.ModelFile, eng.LoadWeights); err != nil {
 			eng.Close()
 			return nil, cfg, nil, err
 		}
@@ -255,7 +256,7 @@ func WriteTrained(ctx context.Context, w *ckpt.Writer, eng Engine, cfg model.Con
 	if err := Stream(ctx, w, AdapterFile, ae.SaveAdapters); err != nil {
 		return err
 	}
-	if err := Stream(ctx, w, OptimizerFile, eng.SaveOptimizer); err != nil {
+	if err := Stream(ctx, w, contract.OptimizerFile, eng.SaveOptimizer); err != nil {
 		return err
 	}
 	return w.AddState(ctx, st)
@@ -293,7 +294,7 @@ func mergeAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, ck *ckpt.Check
 		return cfg, nil, BadInput(fmt.Errorf("train: %s%s: %w", ck.Ref.URI, AdapterConfigFile, err))
 	}
 	var weights, adapters map[string][]float32
-	if err := LoadFile(ctx, bck, ModelFile, func(r io.Reader) error {
+	if err := LoadFile(ctx, bck, contract.ModelFile, func(r io.Reader) error {
 		hf, err := readTensors(r, hfShapes)
 		if err != nil {
 			return err

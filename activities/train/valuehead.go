@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
 )
@@ -55,22 +56,22 @@ func ReadModelConfig(ctx context.Context, cl *ckpt.Client, uri string) (*ckpt.Ch
 	if err != nil {
 		return nil, model.Config{}, false, fmt.Errorf("train: read checkpoint %s: %w", uri, err)
 	}
-	raw, err := ReadAll(ctx, ck, ConfigFile)
+	raw, err := ReadAll(ctx, ck, contract.ConfigFile)
 	if err != nil {
 		return nil, model.Config{}, false, err
 	}
 	cfg, err := model.FromHFConfig(raw)
 	if err != nil {
-		return nil, cfg, false, BadInput(fmt.Errorf("train: %s%s: %w", uri, ConfigFile, err))
+		return nil, cfg, false, BadInput(fmt.Errorf("train: %s%s: %w", uri, contract.ConfigFile, err))
 	}
-	rc, err := ck.Open(ctx, ModelFile)
+	rc, err := ck.Open(ctx, contract.ModelFile)
 	if err != nil {
 		return nil, cfg, false, err
 	}
 	defer rc.Close()
 	h, err := safetensors.ReadHeader(rc)
 	if err != nil {
-		return nil, cfg, false, BadInput(fmt.Errorf("train: %s%s: %w", uri, ModelFile, err))
+		return nil, cfg, false, BadInput(fmt.Errorf("train: %s%s: %w", uri, contract.ModelFile, err))
 	}
 	cfg = cfg.WithHeads(func(name string) bool { _, ok := h.Entry(name); return ok })
 	return ck, cfg, cfg.ValueHead, nil
@@ -78,17 +79,17 @@ func ReadModelConfig(ctx context.Context, cl *ckpt.Client, uri string) (*ckpt.Ch
 
 // LoadInto builds an engine for cfg and loads a checkpoint's weights (and optimizer state when
 // asked and present): the one loader under LoadEngine, LoadRewardEngine and the value-head paths.
-func LoadInto(ctx context.Context, ck *ckpt.Checkpoint, newEngine NewEngine, cfg model.Config, optim Optim, withOptimizer bool) (Engine, error) {
+func LoadInto(ctx context.Context, ck *ckpt.Checkpoint, newEngine NewEngine, cfg model.Config, optim contract.Optim, withOptimizer bool) (Engine, error) {
 	eng, err := newEngine(EngineOptions{Model: cfg, Optim: optim})
 	if err != nil {
 		return nil, err
 	}
-	if err := LoadFile(ctx, ck, ModelFile, eng.LoadWeights); err != nil {
+	if err := LoadFile(ctx, ck, contract.ModelFile, eng.LoadWeights); err != nil {
 		eng.Close()
 		return nil, err
 	}
-	if _, ok := ck.Manifest.File(OptimizerFile); ok && withOptimizer {
-		if err := LoadFile(ctx, ck, OptimizerFile, eng.LoadOptimizer); err != nil {
+	if _, ok := ck.Manifest.File(contract.OptimizerFile); ok && withOptimizer {
+		if err := LoadFile(ctx, ck, contract.OptimizerFile, eng.LoadOptimizer); err != nil {
 			eng.Close()
 			return nil, err
 		}
@@ -99,7 +100,7 @@ func LoadInto(ctx context.Context, ck *ckpt.Checkpoint, newEngine NewEngine, cfg
 // LoadRewardEngine builds an engine holding a reward model checkpoint (one with a value head:
 // score.weight); a checkpoint without one is a non-retryable error. The reward role's "critic"
 // verifier uses it too.
-func LoadRewardEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri string, optim Optim, withOptimizer bool) (Engine, model.Config, error) {
+func LoadRewardEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri string, optim contract.Optim, withOptimizer bool) (Engine, model.Config, error) {
 	ck, cfg, hasHead, err := ReadModelConfig(ctx, cl, uri)
 	if err != nil {
 		return nil, cfg, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/workers"
@@ -79,7 +80,7 @@ func WeightsOf(t *testing.T, uri string) map[string][]float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := ck.Open(context.Background(), train.ModelFile)
+	rc, err := ck.Open(context.Background(), contract.ModelFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/activities/train/lm"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
@@ -62,12 +63,12 @@ func TestLoRACheckpoints(t *testing.T) {
 	cfg := model.Config{Family: model.FamilyLlama, Vocab: 40, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2,
 		HeadDim: 8, FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: model.ActSiLU, TiedEmbeddings: true}
 	a := &lm.Activities{Activities: &train.Activities{Ckpt: cl, NewEngine: traintest.NewEngine}}
-	init, err := a.Init(ctx, train.InitInput{Store: store, Run: "r", Phase: "pretrain", Model: modelcfg.Config(cfg), Seed: 1})
+	init, err := a.Init(ctx, contract.InitInput{Store: store, Run: "r", Phase: "pretrain", Model: modelcfg.Config(cfg), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := init.Checkpoint
-	optim := train.Optim{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
+	optim := contract.Optim{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
 	lora := &model.LoRA{Rank: 4, Alpha: 8, Dropout: 0.1, Seed: 3, Targets: []string{"attn.*", "down_proj"}}
 	var batches []train.Batch
 	for i := range 6 {
@@ -115,7 +116,7 @@ func TestLoRACheckpoints(t *testing.T) {
 	for _, f := range ck.Manifest.Files {
 		names = append(names, f.Name)
 	}
-	if want := []string{train.AdapterConfigFile, train.AdapterFile, train.OptimizerFile, "state.json"}; !slices.Equal(names, want) {
+	if want := []string{train.AdapterConfigFile, train.AdapterFile, contract.OptimizerFile, "state.json"}; !slices.Equal(names, want) {
 		t.Fatalf("LoRA checkpoint files %q, want %q (the base is referenced, not copied)", names, want)
 	}
 	atStep3 := loraLogProbs(t, full, probe)
@@ -125,7 +126,7 @@ func TestLoRACheckpoints(t *testing.T) {
 
 	// The LoadEngine hook: evaluation, rollouts and policies read the checkpoint as one plain
 	// (merged) model equal to base + adapters.
-	ev, evCfg, _, err := train.LoadAdapterEngine(ctx, cl, traintest.NewEngine, ck, train.Optim{}, false)
+	ev, evCfg, _, err := train.LoadAdapterEngine(ctx, cl, traintest.NewEngine, ck, contract.Optim{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
