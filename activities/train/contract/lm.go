@@ -31,24 +31,7 @@ type DataSpec struct {
 
 // Validate names the bad field.
 func (d DataSpec) Validate() error {
-	switch {
-	case d.Task == "" && d.Train == "":
-		return &config.FieldError{Path: "data", Msg: "set task (one of " + strings.Join(tasks.Names(), ", ") + ") or train (a JSONL URI)"}
-	case d.Task != "" && d.Train != "":
-		return &config.FieldError{Path: "data", Msg: "set task or train, not both"}
-	case d.Task != "":
-		if _, err := tasks.Lookup(d.Task); err != nil {
-			return &config.FieldError{Path: "data.task", Msg: err.Error()}
-		}
-		if d.TrainExamples <= 0 || d.HeldoutExamples < 0 {
-			return &config.FieldError{Path: "data.train_examples", Msg: fmt.Sprintf("%d train / %d held-out: want > 0 and >= 0", d.TrainExamples, d.HeldoutExamples)}
-		}
-	default:
-		if err := checkDataURIs(d.Train, d.Heldout); err != nil {
-			return err
-		}
-	}
-	return nil
+	return checkSource(d.Task, d.Train, d.Heldout, d.TrainExamples, d.HeldoutExamples, "data.train_examples", nil)
 }
 
 // BatchSpec is the packed batch shape.
@@ -58,15 +41,7 @@ type BatchSpec struct {
 }
 
 // Validate names the bad field.
-func (b BatchSpec) Validate() error {
-	switch {
-	case b.Rows < 1 || b.Rows > 4096:
-		return &config.FieldError{Path: "batch.rows", Msg: fmt.Sprintf("%d: want 1..4096", b.Rows)}
-	case b.Seq < 2 || b.Seq > 8192:
-		return &config.FieldError{Path: "batch.seq", Msg: fmt.Sprintf("%d: want 2..8192", b.Seq)}
-	}
-	return nil
-}
+func (b BatchSpec) Validate() error { return checkBatch(b.Rows, "batch.seq", b.Seq) }
 
 // Optim configures AdamW and the learning-rate schedule.
 type Optim struct {
@@ -167,6 +142,44 @@ func checkDataURIs(trainURI, heldoutURI string) error {
 		if f.uri != "" && !strings.HasPrefix(f.uri, "file:///") && !strings.HasPrefix(f.uri, "gs://") {
 			return &config.FieldError{Path: f.path, Msg: fmt.Sprintf("%q: want file:///abs/file.jsonl or gs://bucket/file.jsonl", f.uri)}
 		}
+	}
+	return nil
+}
+
+// checkSource validates a data source that is a built-in task or JSONL files, not both: the task
+// must exist (and pass taskOK, when given) and draw trainN > 0 and heldN >= 0 examples (countPath
+// names the field); the files must be file:// or gs:// URIs.
+func checkSource(task, trainURI, heldoutURI string, trainN, heldN int, countPath string, taskOK func(tasks.Task) error) error {
+	switch {
+	case task == "" && trainURI == "":
+		return &config.FieldError{Path: "data", Msg: "set task (one of " + strings.Join(tasks.Names(), ", ") + ") or train (a JSONL URI)"}
+	case task != "" && trainURI != "":
+		return &config.FieldError{Path: "data", Msg: "set task or train, not both"}
+	case task == "":
+		return checkDataURIs(trainURI, heldoutURI)
+	}
+	t, err := tasks.Lookup(task)
+	if err != nil {
+		return &config.FieldError{Path: "data.task", Msg: err.Error()}
+	}
+	if taskOK != nil {
+		if err := taskOK(t); err != nil {
+			return err
+		}
+	}
+	if trainN <= 0 || heldN < 0 {
+		return &config.FieldError{Path: countPath, Msg: fmt.Sprintf("%d train / %d held-out: want > 0 and >= 0", trainN, heldN)}
+	}
+	return nil
+}
+
+// checkBatch validates a batch shape: 1..4096 rows of 2..8192 tokens (seqPath names the field).
+func checkBatch(rows int, seqPath string, seq int) error {
+	switch {
+	case rows < 1 || rows > 4096:
+		return &config.FieldError{Path: "batch.rows", Msg: fmt.Sprintf("%d: want 1..4096", rows)}
+	case seq < 2 || seq > 8192:
+		return &config.FieldError{Path: seqPath, Msg: fmt.Sprintf("%d: want 2..8192", seq)}
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package contract
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective/objectivecfg"
@@ -31,28 +30,12 @@ type RewardData struct {
 
 // Validate names the bad field.
 func (d RewardData) Validate() error {
-	switch {
-	case d.Task == "" && d.Train == "":
-		return &config.FieldError{Path: "data", Msg: "set task (one of " + strings.Join(tasks.Names(), ", ") + ") or train (a JSONL URI)"}
-	case d.Task != "" && d.Train != "":
-		return &config.FieldError{Path: "data", Msg: "set task or train, not both"}
-	case d.Task != "":
-		t, err := tasks.Lookup(d.Task)
-		if err != nil {
-			return &config.FieldError{Path: "data.task", Msg: err.Error()}
-		}
+	return checkSource(d.Task, d.Train, d.Heldout, d.TrainPairs, d.HeldoutPairs, "data.train_pairs", func(t tasks.Task) error {
 		if _, ok := t.(tasks.Mistaker); !ok {
 			return &config.FieldError{Path: "data.task", Msg: fmt.Sprintf("%q has no synthetic preference pairs (it cannot write wrong answers)", d.Task)}
 		}
-		if d.TrainPairs <= 0 || d.HeldoutPairs < 0 {
-			return &config.FieldError{Path: "data.train_pairs", Msg: fmt.Sprintf("%d train / %d held-out: want > 0 and >= 0", d.TrainPairs, d.HeldoutPairs)}
-		}
-	default:
-		if err := checkDataURIs(d.Train, d.Heldout); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // RewardBatch is the shape of a reward-model step.
@@ -62,15 +45,7 @@ type RewardBatch struct {
 }
 
 // Validate names the bad field.
-func (b RewardBatch) Validate() error {
-	switch {
-	case b.Rows < 1 || b.Rows > 4096:
-		return &config.FieldError{Path: "batch.rows", Msg: fmt.Sprintf("%d: want 1..4096", b.Rows)}
-	case b.MaxSeq < 2 || b.MaxSeq > 8192:
-		return &config.FieldError{Path: "batch.max_seq", Msg: fmt.Sprintf("%d: want 2..8192", b.MaxSeq)}
-	}
-	return nil
-}
+func (b RewardBatch) Validate() error { return checkBatch(b.Rows, "batch.max_seq", b.MaxSeq) }
 
 // RewardInitInput asks for step 0 of a reward phase: From with a value head, or a fresh seeded
 // model with one when From is empty.
