@@ -5,32 +5,13 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 )
 
-// Batch is one [batch, seq] batch of host data; every row has the same length.
-type Batch struct {
-	// Tokens are the model inputs.
-	Tokens [][]int `json:"tokens"`
-	// Targets are aligned with Tokens: Targets[b][t] is the token to predict after Tokens[b][t]
-	// (LMBatch shifts sequences for you). Required by TrainStep, EvalLoss and LogProbs.
-	Targets [][]int `json:"targets,omitempty"`
-	// LossMask weighs each target (1 counts, 0 ignores); nil counts every target. The loss is the
-	// weighted mean over the batch.
-	LossMask [][]float32 `json:"loss_mask,omitempty"`
-	// Positions are the RoPE positions; nil means 0..seq-1 on every row (right padding).
-	Positions [][]int `json:"positions,omitempty"`
-	// Valid marks the keys attention may see (false on left padding); nil means all valid.
-	Valid [][]bool `json:"valid,omitempty"`
-}
-
-// Dims returns the batch size and the sequence length of the first row.
-func (b Batch) Dims() (batch, seq int) {
-	if len(b.Tokens) == 0 {
-		return 0, 0
-	}
-	return len(b.Tokens), len(b.Tokens[0])
-}
+// Batch is one [batch, seq] batch of host data (see data.TokenBatch, the one batch type the
+// trainer shares; this alias keeps the runtime's signatures short).
+type Batch = data.TokenBatch
 
 // LMBatch builds a next-token batch from sequences: Tokens = s[:n-1], Targets = s[1:], right-padded
 // to the longest sequence. The loss counts the targets at index >= promptLens[i] of sequence i (its

@@ -6,6 +6,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/policy"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/safetensors"
@@ -35,9 +36,9 @@ func NewTrainEngine(eo EngineOptions) train.NewEngine {
 	}
 }
 
-var _ train.ValueEngine = engine{}
+var _ policy.ValueReader = engine{}
 
-// engine adapts *tpu.Runtime to train.Engine; the batch and metrics types have the same fields.
+// engine adapts *tpu.Runtime to train.Engine: the batch is the same type; the metrics have the same fields.
 type engine struct{ rt *tpu.Runtime }
 
 func (e engine) LoadWeights(r io.Reader) error   { return e.rt.LoadWeights(r) }
@@ -48,13 +49,16 @@ func (e engine) Close() error                    { return e.rt.Close() }
 func (e engine) SaveAdapters(w io.Writer) error  { return e.rt.SaveAdapters(w) }
 func (e engine) LoadAdapters(r io.Reader) error  { return e.rt.LoadAdapters(r) }
 
+// LoRA reports the adapters attached to the runtime (tests tell an adapter engine from a merged one).
+func (e engine) LoRA() (model.LoRA, bool) { return e.rt.LoRA() }
+
 func (e engine) TrainStep(b train.Batch, lr float32) (train.StepMetrics, error) {
-	m, err := e.rt.TrainStep(tpu.Batch(b), lr)
+	m, err := e.rt.TrainStep(b, lr)
 	return train.StepMetrics(m), err
 }
 
 func (e engine) EvalLoss(b train.Batch) (train.StepMetrics, error) {
-	m, err := e.rt.EvalLoss(tpu.Batch(b))
+	m, err := e.rt.EvalLoss(b)
 	return train.StepMetrics(m), err
 }
 
@@ -62,10 +66,10 @@ func (e engine) Generate(prompts [][]int, opts sample.Options) ([]model.Completi
 	return e.rt.Generate(prompts, opts)
 }
 
-func (e engine) LogProbs(b train.Batch) ([][]float32, error) { return e.rt.LogProbs(tpu.Batch(b)) }
+func (e engine) LogProbs(b train.Batch) ([][]float32, error) { return e.rt.LogProbs(b) }
 
-// Values reads the value head at every position (PPO's critic); it makes engine a train.ValueEngine.
-func (e engine) Values(b train.Batch) ([][]float32, error) { return e.rt.Values(tpu.Batch(b)) }
+// Values reads the value head at every position (PPO's critic); it makes engine a policy.ValueReader.
+func (e engine) Values(b train.Batch) ([][]float32, error) { return e.rt.Values(b) }
 
 func (e engine) StepObjective(obj objective.Objective, in []*tensors.Tensor, lr float32) (map[string]float32, error) {
 	return e.rt.StepObjective(obj, in, lr)

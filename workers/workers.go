@@ -19,6 +19,10 @@ import (
 	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/activities/rollout"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/lm"
+	"github.com/temperml/temper/activities/train/policy"
+	"github.com/temperml/temper/activities/train/preference"
+	"github.com/temperml/temper/activities/train/rewardmodel"
 	"github.com/temperml/temper/internal/config"
 	"github.com/temperml/temper/workflows"
 )
@@ -56,19 +60,7 @@ func Register(role string, r worker.Registry, opts Options) error {
 			activity.RegisterOptions{Name: workflows.DefaultStoreName})
 	case workflows.QueueTrainer:
 		r.RegisterActivityWithOptions(acts.Tick, activity.RegisterOptions{Name: demo.TickName})
-		ta := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine)}
-		r.RegisterActivityWithOptions(ta.Init, activity.RegisterOptions{Name: train.InitName})
-		r.RegisterActivityWithOptions(ta.Chunk, activity.RegisterOptions{Name: train.ChunkName})
-		r.RegisterActivityWithOptions(ta.Evaluate, activity.RegisterOptions{Name: train.EvaluateName})
-		r.RegisterActivityWithOptions(ta.Retain, activity.RegisterOptions{Name: train.RetainName})
-		r.RegisterActivityWithOptions(ta.PolicyStep, activity.RegisterOptions{Name: train.PolicyStepName})
-		r.RegisterActivityWithOptions(ta.RewardInit, activity.RegisterOptions{Name: train.RewardInitName})
-		r.RegisterActivityWithOptions(ta.RewardChunk, activity.RegisterOptions{Name: train.RewardChunkName})
-		r.RegisterActivityWithOptions(ta.RewardEvaluate, activity.RegisterOptions{Name: train.RewardEvaluateName})
-		r.RegisterActivityWithOptions(ta.PrefChunk, activity.RegisterOptions{Name: train.PrefChunkName})
-		r.RegisterActivityWithOptions(ta.PrefEvaluate, activity.RegisterOptions{Name: train.PrefEvaluateName})
-		r.RegisterActivityWithOptions(ta.RefLogProbs, activity.RegisterOptions{Name: train.RefLogProbsName})
-		r.RegisterActivityWithOptions(ta.PreferencesFromModel, activity.RegisterOptions{Name: train.PreferencesFromModelName})
+		RegisterTrainer(r, &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine)})
 	case workflows.QueueReward:
 		ra, err := NewRewardActivities(opts, true)
 		if err != nil {
@@ -179,4 +171,14 @@ func StopAll(ws []worker.Worker) {
 	for i := len(ws) - 1; i >= 0; i-- {
 		ws[i].Stop()
 	}
+}
+
+// RegisterTrainer registers the trainer role's activities: the shared kernel's (Retain) and each
+// family's (language model, preference, reward model, policy) under their contract names.
+func RegisterTrainer(r train.Registrar, deps *train.Activities) {
+	train.Register(r, deps)
+	lm.Register(r, deps)
+	preference.Register(r, deps)
+	rewardmodel.Register(r, deps)
+	policy.Register(r, deps)
 }

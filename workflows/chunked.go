@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temperml/temper/activities/train"
+	train "github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/internal/config"
 )
 

@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temperml/temper/activities/demo"
+	demo "github.com/temperml/temper/activities/demo/contract"
 	"github.com/temperml/temper/internal/config"
 )
 

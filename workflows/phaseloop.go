@@ -8,7 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temperml/temper/activities/train"
+	train "github.com/temperml/temper/activities/train/contract"
 )
 
 // retainAndMemo marks the best checkpoint, prunes older ones beyond keepLast and shows memo in the UI;

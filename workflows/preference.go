@@ -6,8 +6,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/algorithms/loss"
+	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -23,7 +23,7 @@ type PrefEvalSpec struct {
 // PrefConfig configures the preference phase kinds (dpo, ipo, orpo, simpo, kto). The phase starts from
 // `from` (an SFT checkpoint), which is also the reference model unless ref_checkpoint is set.
 type PrefConfig struct {
-	Loss          loss.Preference    `json:"loss" help:"the loss's hyperparameters; loss.kind is the phase kind"`
+	Loss          losscfg.Preference `json:"loss" help:"the loss's hyperparameters; loss.kind is the phase kind"`
 	Reference     string             `json:"reference" default:"precomputed" help:"precomputed: reference log-probs computed once (train.RefLogProbs) and stored with the data | on_the_fly: the reference model is held next to the policy during each chunk"`
 	RefCheckpoint string             `json:"ref_checkpoint,omitempty" help:"reference model checkpoint URI; default: the phase's starting checkpoint"`
 	Data          train.PrefDataSpec `json:"data"`
@@ -36,7 +36,7 @@ type PrefConfig struct {
 
 func defaultPrefConfig(kind string) *PrefConfig {
 	return &PrefConfig{
-		Loss:      loss.DefaultPreference(kind),
+		Loss:      losscfg.DefaultPreference(kind),
 		Reference: train.RefPrecomputed,
 		Data:      train.PrefDataSpec{TrainExamples: 2000, HeldoutExamples: 200},
 		Batch:     train.BatchSpec{Rows: 16, Seq: 64},
@@ -76,14 +76,14 @@ func (c *PrefConfig) Validate() error {
 }
 
 // PrefKinds are the preference phase kinds, one per loss; each registers the workflow "Pref-<kind>".
-var PrefKinds = []string{loss.PrefDPO, loss.PrefIPO, loss.PrefORPO, loss.PrefSimPO, loss.PrefKTO}
+var PrefKinds = []string{losscfg.PrefDPO, losscfg.PrefIPO, losscfg.PrefORPO, losscfg.PrefSimPO, losscfg.PrefKTO}
 
 var prefDocs = map[string]string{
-	loss.PrefDPO:   "Direct Preference Optimization on (prompt, chosen, rejected) pairs against a frozen reference",
-	loss.PrefIPO:   "Identity Preference Optimisation (squared-loss DPO that does not overfit deterministic preferences)",
-	loss.PrefORPO:  "ORPO: SFT on the chosen answers plus an odds-ratio penalty; no reference model",
-	loss.PrefSimPO: "SimPO: length-normalised implicit reward with a target margin; no reference model",
-	loss.PrefKTO:   "Kahneman–Tversky Optimization on completions labelled desirable/undesirable (pairs are split)",
+	losscfg.PrefDPO:   "Direct Preference Optimization on (prompt, chosen, rejected) pairs against a frozen reference",
+	losscfg.PrefIPO:   "Identity Preference Optimisation (squared-loss DPO that does not overfit deterministic preferences)",
+	losscfg.PrefORPO:  "ORPO: SFT on the chosen answers plus an odds-ratio penalty; no reference model",
+	losscfg.PrefSimPO: "SimPO: length-normalised implicit reward with a target margin; no reference model",
+	losscfg.PrefKTO:   "Kahneman–Tversky Optimization on completions labelled desirable/undesirable (pairs are split)",
 }
 
 func init() {

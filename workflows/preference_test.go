@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/lm"
+	"github.com/temperml/temper/activities/train/preference"
 	"github.com/temperml/temper/internal/config"
 	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workers/testenv"
@@ -25,18 +26,11 @@ import (
 // here by name, so the test does not depend on what workers.Register lists).
 func prefTrainer(t *testing.T, env *testenv.Env) {
 	t.Helper()
-	ta := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}
+	deps := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}
 	env.Worker(t, workflows.QueueTrainer, func(r worker.Registry) {
-		for _, a := range []struct {
-			name string
-			fn   any
-		}{
-			{train.InitName, ta.Init}, {train.ChunkName, ta.Chunk}, {train.EvaluateName, ta.Evaluate}, {train.RetainName, ta.Retain},
-			{train.PrefChunkName, ta.PrefChunk}, {train.PrefEvaluateName, ta.PrefEvaluate},
-			{train.RefLogProbsName, ta.RefLogProbs}, {train.PreferencesFromModelName, ta.PreferencesFromModel},
-		} {
-			r.RegisterActivityWithOptions(a.fn, activity.RegisterOptions{Name: a.name})
-		}
+		train.Register(r, deps)
+		lm.Register(r, deps)
+		preference.Register(r, deps)
 	})
 }
 

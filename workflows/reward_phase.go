@@ -5,8 +5,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/algorithms/objective"
+	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -19,11 +19,11 @@ type RewardModelEval struct {
 // RewardModelConfig configures the "reward" phase kind: a reward model (the decoder with a value
 // head) trained with the Bradley–Terry pairwise loss on preference pairs.
 type RewardModelConfig struct {
-	Model         ModelSpec          `json:"model" help:"architecture when the phase has no from (a value head is added)"`
-	Data          train.RewardData   `json:"data"`
-	Batch         train.RewardBatch  `json:"batch"`
-	Loss          objective.BTConfig `json:"loss"`
-	LogProbReward bool               `json:"logprob_reward" default:"true" help:"a new value head also scores with the LM: reward = value + α·log π(completion), α learned from 1 (model.Config.RewardLogProb); false: the value head alone"`
+	Model         ModelSpec             `json:"model" help:"architecture when the phase has no from (a value head is added)"`
+	Data          train.RewardData      `json:"data"`
+	Batch         train.RewardBatch     `json:"batch"`
+	Loss          objectivecfg.BTConfig `json:"loss"`
+	LogProbReward bool                  `json:"logprob_reward" default:"true" help:"a new value head also scores with the LM: reward = value + α·log π(completion), α learned from 1 (model.Config.RewardLogProb); false: the value head alone"`
 	ChunkSpec
 	Eval RewardModelEval `json:"eval"`
 }
@@ -33,7 +33,7 @@ func defaultRewardModelConfig() *RewardModelConfig {
 		Model:         ModelSpec{Preset: "tiny"},
 		Data:          train.RewardData{TrainPairs: 4000, HeldoutPairs: 400},
 		Batch:         train.RewardBatch{Rows: 32, MaxSeq: 64},
-		Loss:          objective.DefaultBT(),
+		Loss:          objectivecfg.DefaultBT(),
 		LogProbReward: true,
 		// Weight decay 0.1: with 0.01 a small reward model memorises its training prompts (issue 6's
 		// acceptance run: 0.880 vs 0.962 held-out pairwise accuracy).

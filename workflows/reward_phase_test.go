@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/lm"
+	"github.com/temperml/temper/activities/train/rewardmodel"
 	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
@@ -19,13 +20,10 @@ import (
 // registerRewardTrainer registers the trainer activities a pretrain → reward pipeline uses
 // (explicitly, so the test does not depend on which role registers what).
 func registerRewardTrainer(r worker.Registry) {
-	ta := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}
-	for name, fn := range map[string]any{
-		train.InitName: ta.Init, train.ChunkName: ta.Chunk, train.EvaluateName: ta.Evaluate, train.RetainName: ta.Retain,
-		train.RewardInitName: ta.RewardInit, train.RewardChunkName: ta.RewardChunk, train.RewardEvaluateName: ta.RewardEvaluate,
-	} {
-		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
-	}
+	deps := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}
+	train.Register(r, deps)
+	lm.Register(r, deps)
+	rewardmodel.Register(r, deps)
 }
 
 // TestRewardPhase runs a tiny pretrain → reward pipeline on the real server: the reward phase adds a

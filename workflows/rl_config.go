@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/algorithms/loss"
+	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/schedule"
 	"github.com/temperml/temper/algorithms/verify"
 	"github.com/temperml/temper/internal/config"
@@ -38,26 +38,26 @@ type SelfCorrectSpec struct {
 
 // RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp, ppo).
 type RLConfig struct {
-	Data            train.DataSpec    `json:"data"`
-	Reward          verify.Spec       `json:"reward" help:"verifiers and weights; empty: the task's own exact checker"`
-	Iterations      int               `json:"iterations" default:"40" help:"rollout → reward → train iterations"`
-	Prompts         int               `json:"prompts" default:"16" help:"prompts per iteration (fresh draws of the task, never held-out ones)"`
-	Group           int               `json:"group" default:"8" help:"samples per prompt (G)"`
-	MaxNewTokens    int               `json:"max_new_tokens" default:"8" help:"generation budget per sample"`
-	Temperature     float64           `json:"temperature" default:"1" help:"sampling temperature of rollouts"`
-	Loss            loss.PolicyConfig `json:"loss"`
-	Optimizer       train.Optim       `json:"optimizer"`
-	Epochs          int               `json:"epochs" default:"1" help:"optimizer passes over each iteration's rollouts"`
-	Minibatch       int               `json:"minibatch" default:"0" help:"rows per optimizer step; 0: all rollouts in one step"`
-	DynamicSampling bool              `json:"dynamic_sampling" help:"drop groups whose rewards are all equal (DAPO); default on for dapo"`
-	Mode            string            `json:"mode" default:"sync" help:"sync | async: async generates iteration k+1 with policy v while step k trains"`
-	MaxStaleness    int               `json:"max_staleness" default:"1" help:"async: rollouts may lag the trained policy by this many versions (1 supported)"`
-	EvalEvery       int               `json:"eval_every" default:"10" help:"evaluate held-out exact match every N iterations (and at the end)"`
-	MaxSeconds      float64           `json:"max_seconds" default:"0" help:"also stop after the iteration that reaches this much training wall time (0: no limit)"`
-	KeepLast        int               `json:"keep_last" default:"3" help:"policy checkpoints kept per branch besides the best (the last good one back-tracking returns to)"`
-	Eval            EvalSpec          `json:"eval"`
-	Backtrack       BacktrackSpec     `json:"backtrack"`
-	SelfCorrect     SelfCorrectSpec   `json:"self_correct"`
+	Data            train.DataSpec       `json:"data"`
+	Reward          verify.Spec          `json:"reward" help:"verifiers and weights; empty: the task's own exact checker"`
+	Iterations      int                  `json:"iterations" default:"40" help:"rollout → reward → train iterations"`
+	Prompts         int                  `json:"prompts" default:"16" help:"prompts per iteration (fresh draws of the task, never held-out ones)"`
+	Group           int                  `json:"group" default:"8" help:"samples per prompt (G)"`
+	MaxNewTokens    int                  `json:"max_new_tokens" default:"8" help:"generation budget per sample"`
+	Temperature     float64              `json:"temperature" default:"1" help:"sampling temperature of rollouts"`
+	Loss            losscfg.PolicyConfig `json:"loss"`
+	Optimizer       train.Optim          `json:"optimizer"`
+	Epochs          int                  `json:"epochs" default:"1" help:"optimizer passes over each iteration's rollouts"`
+	Minibatch       int                  `json:"minibatch" default:"0" help:"rows per optimizer step; 0: all rollouts in one step"`
+	DynamicSampling bool                 `json:"dynamic_sampling" help:"drop groups whose rewards are all equal (DAPO); default on for dapo"`
+	Mode            string               `json:"mode" default:"sync" help:"sync | async: async generates iteration k+1 with policy v while step k trains"`
+	MaxStaleness    int                  `json:"max_staleness" default:"1" help:"async: rollouts may lag the trained policy by this many versions (1 supported)"`
+	EvalEvery       int                  `json:"eval_every" default:"10" help:"evaluate held-out exact match every N iterations (and at the end)"`
+	MaxSeconds      float64              `json:"max_seconds" default:"0" help:"also stop after the iteration that reaches this much training wall time (0: no limit)"`
+	KeepLast        int                  `json:"keep_last" default:"3" help:"policy checkpoints kept per branch besides the best (the last good one back-tracking returns to)"`
+	Eval            EvalSpec             `json:"eval"`
+	Backtrack       BacktrackSpec        `json:"backtrack"`
+	SelfCorrect     SelfCorrectSpec      `json:"self_correct"`
 	// InjectNaNAt poisons the advantages of this iteration (1-based; tests of back-tracking).
 	InjectNaNAt int `json:"inject_nan_at,omitempty" help:"testing: make iteration N's update non-finite"`
 	// InjectRegressionAt reads the evaluation after this iteration (1-based) as a regression below
@@ -87,9 +87,9 @@ func defaultRLConfig(algo string) *RLConfig {
 	c := &RLConfig{
 		Data:       train.DataSpec{TrainExamples: 1, HeldoutExamples: 200},
 		Iterations: 40, Prompts: 16, Group: 8, MaxNewTokens: 8, Temperature: 1,
-		Loss:      loss.DefaultPolicyConfig(algo),
+		Loss:      losscfg.DefaultPolicyConfig(algo),
 		Optimizer: train.Optim{LR: 1e-4, MinLRRatio: 1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
-		Epochs:    1, DynamicSampling: algo == loss.AlgoDAPO, Mode: "sync", MaxStaleness: 1, EvalEvery: 10,
+		Epochs:    1, DynamicSampling: algo == losscfg.AlgoDAPO, Mode: "sync", MaxStaleness: 1, EvalEvery: 10,
 		Eval:             EvalSpec{EvalCadence: EvalCadence{Before: true}, Examples: 200, MaxNewTokens: 8, PassK: 1, Temperature: 1},
 		Backtrack:        BacktrackSpec{Tolerance: 0.1, Budget: 3, LRFactor: 0.5, KLFactor: 2},
 		SelfCorrect:      SelfCorrectSpec{MaxSamples: 64},
@@ -98,7 +98,7 @@ func defaultRLConfig(algo string) *RLConfig {
 		Rollout:          RolloutSpec{Shards: 1},
 		kind:             algo,
 	}
-	if algo == loss.AlgoPPO {
+	if algo == losscfg.AlgoPPO {
 		ppo := train.DefaultPPOConfig()
 		c.PPO = &ppo
 	}
@@ -113,11 +113,11 @@ func (c *RLConfig) Validate() error {
 	if err := c.Loss.Validate(); err != nil {
 		return &config.FieldError{Path: "loss", Msg: err.Error()}
 	}
-	ppo := c.kind == loss.AlgoPPO
+	ppo := c.kind == losscfg.AlgoPPO
 	switch {
-	case c.Loss.Algorithm == loss.AlgoPPO && !ppo:
+	case c.Loss.Algorithm == losscfg.AlgoPPO && !ppo:
 		return &config.FieldError{Path: "loss.algorithm", Msg: "ppo needs a critic and is its own phase kind (kind: ppo); allowed here: grpo, dr_grpo, dapo, gspo, rloo, reinforce_pp"}
-	case ppo && c.Loss.Algorithm != loss.AlgoPPO:
+	case ppo && c.Loss.Algorithm != losscfg.AlgoPPO:
 		return &config.FieldError{Path: "loss.algorithm", Msg: fmt.Sprintf("%q: a ppo phase trains ppo (leave loss.algorithm unset)", c.Loss.Algorithm)}
 	case c.PPO != nil && !ppo:
 		return &config.FieldError{Path: "ppo", Msg: "only the ppo phase kind has a critic to configure"}
@@ -180,10 +180,10 @@ func (c *RLConfig) Validate() error {
 }
 
 func init() {
-	for _, algo := range []string{loss.AlgoGRPO, loss.AlgoDAPO, loss.AlgoDrGRPO, loss.AlgoGSPO, loss.AlgoRLOO, loss.AlgoReinforcePP, loss.AlgoPPO} {
+	for _, algo := range []string{losscfg.AlgoGRPO, losscfg.AlgoDAPO, losscfg.AlgoDrGRPO, losscfg.AlgoGSPO, losscfg.AlgoRLOO, losscfg.AlgoReinforcePP, losscfg.AlgoPPO} {
 		algo := algo
 		doc := fmt.Sprintf("RL with verifier rewards, %s loss and advantages; rollout, reward and trainer queues", algo)
-		if algo == loss.AlgoPPO {
+		if algo == losscfg.AlgoPPO {
 			doc = "RL with verifier rewards, PPO: a value-head critic on the policy's trunk, GAE(γ, λ) advantages, clipped value loss, entropy bonus; rollout, reward and trainer queues"
 		}
 		RegisterPhase(PhaseKind{Kind: algo, WorkflowName: "RL-" + algo, Workflow: RL,

@@ -5,9 +5,9 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temperml/temper/activities/reward"
-	"github.com/temperml/temper/activities/rollout"
-	"github.com/temperml/temper/activities/train"
+	reward "github.com/temperml/temper/activities/reward/contract"
+	rollout "github.com/temperml/temper/activities/rollout/contract"
+	train "github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/internal/config"
 )
 

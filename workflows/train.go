@@ -7,23 +7,23 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/algorithms/model"
+	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/internal/config"
 )
 
 // ModelSpec picks the architecture of a phase that starts from scratch (no `from`).
 type ModelSpec struct {
-	Preset string        `json:"preset" default:"tiny" help:"tiny | small | base (or a real shape, not trainable here)"`
-	Config *model.Config `json:"config,omitempty" help:"a full model config instead of a preset"`
+	Preset string           `json:"preset" default:"tiny" help:"tiny | small | base (or a real shape, not trainable here)"`
+	Config *modelcfg.Config `json:"config,omitempty" help:"a full model config instead of a preset"`
 }
 
 // Resolve returns the model config.
-func (m ModelSpec) Resolve() (model.Config, error) {
+func (m ModelSpec) Resolve() (modelcfg.Config, error) {
 	if m.Config != nil {
 		return *m.Config, m.Config.Validate()
 	}
-	c, err := model.Preset(m.Preset)
+	c, err := modelcfg.Preset(m.Preset)
 	if err != nil {
 		return c, &config.FieldError{Path: "model.preset", Msg: err.Error()}
 	}
@@ -45,8 +45,8 @@ type TrainConfig struct {
 	Data  train.DataSpec  `json:"data"`
 	Batch train.BatchSpec `json:"batch"`
 	ChunkSpec
-	Eval EvalSpec    `json:"eval"`
-	LoRA *model.LoRA `json:"lora,omitempty" help:"train LoRA adapters on the frozen starting model instead of every weight; checkpoints hold the adapters and the base URI"`
+	Eval EvalSpec       `json:"eval"`
+	LoRA *modelcfg.LoRA `json:"lora,omitempty" help:"train LoRA adapters on the frozen starting model instead of every weight; checkpoints hold the adapters and the base URI"`
 }
 
 func defaultTrainConfig(text bool) *TrainConfig {

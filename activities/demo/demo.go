@@ -8,43 +8,9 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/temperml/temper/activities/demo/contract"
 )
-
-// Activity names, registered explicitly by workers.
-const (
-	TickName = "demo.Tick"
-)
-
-// PingName returns the name of the health-check activity of a worker role ("trainer.Ping").
-func PingName(role string) string { return role + ".Ping" }
-
-// TickInput asks for Steps steps of StepDuration each, for one phase of one run.
-type TickInput struct {
-	RunID        string        `json:"run_id"`
-	Phase        string        `json:"phase"`
-	Store        string        `json:"store"`
-	From         string        `json:"from,omitempty"`
-	Steps        int           `json:"steps"`
-	StepDuration time.Duration `json:"step_duration"`
-	// FailAtStep makes the attempt that reaches this step fail once (tests of retries); 0 = never.
-	FailAtStep int `json:"fail_at_step,omitempty"`
-}
-
-// TickOutput reports what was done. ResumedFrom > 0 means an earlier attempt's heartbeat was used.
-type TickOutput struct {
-	Checkpoint  string `json:"checkpoint"`
-	From        string `json:"from,omitempty"`
-	Steps       int    `json:"steps"`
-	ResumedFrom int    `json:"resumed_from"`
-	Attempts    int32  `json:"attempts"`
-}
-
-// Progress is the heartbeat detail of every Temper activity that runs steps; `temper run --wait`
-// reads it from the server to draw its progress bar.
-type Progress struct {
-	Step  int `json:"step"`
-	Total int `json:"total"`
-}
 
 // Activities carries the placeholder activities; it has no dependencies.
 type Activities struct{}
@@ -86,3 +52,16 @@ func (Activities) Tick(ctx context.Context, in TickInput) (TickOutput, error) {
 
 // Ping answers a health check on a role's queue with the role name.
 func (Activities) Ping(ctx context.Context, role string) (string, error) { return role, nil }
+
+// The names and I/O types live in contract (what workflows import); these aliases keep callers unchanged.
+type (
+	TickInput  = contract.TickInput
+	TickOutput = contract.TickOutput
+	Progress   = contract.Progress
+)
+
+// TickName is the Tick activity's name (see contract).
+const TickName = contract.TickName
+
+// PingName returns the name of the health-check activity of a worker role (see contract).
+func PingName(role string) string { return contract.PingName(role) }

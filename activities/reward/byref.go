@@ -7,19 +7,15 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/temperml/temper/activities/reward/contract"
 )
 
-// Failed is one item that was judged and did not pass, by its index in the rollouts object.
-type Failed struct {
-	Index    int    `json:"index"`
-	Feedback string `json:"feedback,omitempty"`
-}
+// Failed and VerdictsURI: see contract (workflows derive the verdicts URI too).
+type Failed = contract.Failed
 
-// VerdictsURI is where the verdicts of a rollouts object live: beside it, ".verdicts.jsonl" for
-// ".jsonl". Workflows derive it too (a pure string function), so it is the one naming rule.
-func VerdictsURI(rollouts string) string {
-	return strings.TrimSuffix(rollouts, ".jsonl") + ".verdicts.jsonl"
-}
+// VerdictsURI is contract.VerdictsURI.
+func VerdictsURI(rollouts string) string { return contract.VerdictsURI(rollouts) }
 
 // byReference writes out's verdicts as JSON lines (one ItemVerdict per rollout, file order) beside
 // the rollouts object and returns the output without them: metrics, the object's URI and the first

@@ -11,12 +11,14 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/core/tensors"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	trainlm "github.com/temperml/temper/activities/train/lm"
+	"github.com/temperml/temper/activities/train/rewardmodel"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/algorithms/sample"
@@ -42,18 +44,18 @@ func (e criticEngine) Close() error {
 	return e.rt.Close()
 }
 func (e criticEngine) TrainStep(b train.Batch, lr float32) (train.StepMetrics, error) {
-	m, err := e.rt.TrainStep(tpu.Batch(b), lr)
+	m, err := e.rt.TrainStep(b, lr)
 	return train.StepMetrics(m), err
 }
 func (e criticEngine) EvalLoss(b train.Batch) (train.StepMetrics, error) {
-	m, err := e.rt.EvalLoss(tpu.Batch(b))
+	m, err := e.rt.EvalLoss(b)
 	return train.StepMetrics(m), err
 }
 func (e criticEngine) Generate(p [][]int, o sample.Options) ([]model.Completion, error) {
 	return e.rt.Generate(p, o)
 }
 func (e criticEngine) LogProbs(b train.Batch) ([][]float32, error) {
-	return e.rt.LogProbs(tpu.Batch(b))
+	return e.rt.LogProbs(b)
 }
 func (e criticEngine) StepObjective(obj objective.Objective, in []*tensors.Tensor, lr float32) (map[string]float32, error) {
 	return e.rt.StepObjective(obj, in, lr)
@@ -85,9 +87,9 @@ func rewardModels(t *testing.T, seeds ...uint64) (rms []string, lm string) {
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
 	ec := &engineCounter{}
-	a := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: ec.new}
-	env.RegisterActivityWithOptions(a.RewardInit, activity.RegisterOptions{Name: train.RewardInitName})
-	env.RegisterActivityWithOptions(a.Init, activity.RegisterOptions{Name: train.InitName})
+	deps := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: ec.new}
+	trainlm.Register(env, deps)
+	rewardmodel.Register(env, deps)
 	store := "file://" + t.TempDir()
 	cfg, err := model.Preset("tiny")
 	if err != nil {
@@ -95,7 +97,7 @@ func rewardModels(t *testing.T, seeds ...uint64) (rms []string, lm string) {
 	}
 	cfg.MaxSeq = 32
 	for i, s := range seeds {
-		v, err := env.ExecuteActivity(train.RewardInitName, train.RewardInitInput{Store: store, Run: "c", Phase: fmt.Sprintf("rm%d", i), Model: cfg, Seed: s,
+		v, err := env.ExecuteActivity(train.RewardInitName, train.RewardInitInput{Store: store, Run: "c", Phase: fmt.Sprintf("rm%d", i), Model: modelcfg.Config(cfg), Seed: s,
 			LogProb: i == 1}) // the second with the generative term: the critic must score it as the reward phase does
 		if err != nil {
 			t.Fatal(err)
@@ -106,7 +108,7 @@ func rewardModels(t *testing.T, seeds ...uint64) (rms []string, lm string) {
 		}
 		rms = append(rms, out.Checkpoint)
 	}
-	v, err := env.ExecuteActivity(train.InitName, train.InitInput{Store: store, Run: "c", Phase: "lm", Model: cfg, Seed: 1})
+	v, err := env.ExecuteActivity(train.InitName, train.InitInput{Store: store, Run: "c", Phase: "lm", Model: modelcfg.Config(cfg), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

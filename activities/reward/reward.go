@@ -2,7 +2,6 @@ package reward
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -14,98 +13,16 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/reward/contract"
 	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/algorithms/verify"
-	"github.com/temperml/temper/internal/config"
 )
-
-// ScoreName is the activity that scores rollouts, registered on the "reward" queue.
-const ScoreName = "reward.Score"
 
 // DefaultItemTimeout bounds the judging of one item when ScoreInput.ItemTimeout is zero.
 const DefaultItemTimeout = 60 * time.Second
 
-// MaxItems bounds one ScoreInput whose items or verdicts travel inline in the Temporal payload, which
-// must stay far below 2 MB (callers must also keep completions short). A rollouts object scored with
-// WriteVerdicts has no bound: its verdicts go to the store.
-const MaxItems = 1024
-
 // ErrInvalidInput marks bad input or config: retrying cannot help.
 var ErrInvalidInput = errors.New("invalid input")
-
-// Item is one rollout to score.
-type Item struct {
-	ID         string `json:"id"`
-	Prompt     string `json:"prompt,omitempty"`
-	Completion string `json:"completion"`
-	// Reference is the task's truth, a JSON object (see verify.Sample).
-	Reference json.RawMessage `json:"reference,omitempty"`
-}
-
-// ScoreInput asks for every item to be judged by the composed verifiers of Spec.
-type ScoreInput struct {
-	// Rollouts is the URI of a rollouts object (what RL workflows pass); Items carries the samples
-	// inline instead (tools and tests). Set one.
-	Rollouts string      `json:"rollouts,omitempty"`
-	Items    []Item      `json:"items,omitempty"`
-	Spec     verify.Spec `json:"spec"`
-	// Workers scores this many items at once; default Activities.Workers.
-	Workers int `json:"workers,omitempty"`
-	// ItemTimeout bounds one item; default 60s. An item over it gets Error "timeout".
-	ItemTimeout config.Duration `json:"item_timeout,omitempty"`
-	// WriteVerdicts writes the verdicts as a store object beside Rollouts (VerdictsURI) and returns
-	// counts and means only, so that nothing per sample travels in workflow history (byref.go).
-	WriteVerdicts bool `json:"write_verdicts,omitempty"`
-	// MaxFailed, with WriteVerdicts, returns up to this many failed items (index and feedback) for
-	// self-correction; 0 returns none.
-	MaxFailed int `json:"max_failed,omitempty"`
-}
-
-// ItemVerdict is the verdict of one item, in input order. Error is set when the item could not
-// be judged (bad reference, timeout, sandbox failure): Score is then 0 and the item is left out
-// of the means.
-type ItemVerdict struct {
-	ID string `json:"id"`
-	verify.Verdict
-	Error string `json:"error,omitempty"`
-}
-
-// VerifierMetric is the mean score of one component of the spec over the judged items.
-type VerifierMetric struct {
-	Name      string  `json:"name"`
-	MeanScore float64 `json:"mean_score"`
-}
-
-// Metrics summarise a Score call. Slices, not maps, so that workflows read them in a fixed
-// order.
-type Metrics struct {
-	Items     int              `json:"items"`
-	Judged    int              `json:"judged"`
-	Errors    int              `json:"errors"`
-	TimedOut  int              `json:"timed_out"`
-	MeanScore float64          `json:"mean_score"`
-	PassRate  float64          `json:"pass_rate"`
-	Passed    int              `json:"passed,omitempty"` // judged items that passed
-	Verifiers []VerifierMetric `json:"verifiers"`
-	// SandboxMode is the isolation of code verifiers on this worker ("" without a sandbox).
-	SandboxMode string `json:"sandbox_mode,omitempty"`
-}
-
-// ScoreOutput holds one verdict per item and the metrics.
-type ScoreOutput struct {
-	Verdicts []ItemVerdict `json:"verdicts"`
-	Metrics  Metrics       `json:"metrics"`
-	// VerdictsURI names the verdicts object when the input set WriteVerdicts (Verdicts is then empty).
-	VerdictsURI string `json:"verdicts_uri,omitempty"`
-	// Failed lists the first failed, judged items (file order), at most MaxFailed of them.
-	Failed []Failed `json:"failed,omitempty"`
-}
-
-// Progress is the heartbeat detail of Score: items judged so far.
-type Progress struct {
-	Step  int `json:"step"`
-	Total int `json:"total"`
-}
 
 // Activities holds the reward activities' dependencies; workers/ builds it with NewActivities.
 type Activities struct {
@@ -323,3 +240,21 @@ func summarize(vs []ItemVerdict, timedOut []bool, labels []string) Metrics {
 	m.Passed = passed
 	return m
 }
+
+// The activity name and I/O types live in contract (workflows import it without GoMLX); these
+// aliases keep this package's code and its callers unchanged.
+type (
+	Item           = contract.Item
+	ScoreInput     = contract.ScoreInput
+	ItemVerdict    = contract.ItemVerdict
+	VerifierMetric = contract.VerifierMetric
+	Metrics        = contract.Metrics
+	ScoreOutput    = contract.ScoreOutput
+	Progress       = contract.Progress
+)
+
+// ScoreName and MaxItems: see contract.
+const (
+	ScoreName = contract.ScoreName
+	MaxItems  = contract.MaxItems
+)

@@ -20,65 +20,13 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/rollout/contract"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
-
-// GenerateName is the activity's registered name (queue "rollout").
-const GenerateName = "rollout.Generate"
-
-// GenerateInput asks for Group samples of each of Prompts prompts of iteration Iteration.
-type GenerateInput struct {
-	Store         string         `json:"store"`
-	Run           string         `json:"run"`
-	Phase         string         `json:"phase"`
-	Checkpoint    string         `json:"checkpoint"`
-	PolicyVersion int            `json:"policy_version"`
-	Iteration     int            `json:"iteration"`
-	Data          train.DataSpec `json:"data"`
-	Seed          uint64         `json:"seed"`
-	Prompts       int            `json:"prompts"`
-	Group         int            `json:"group"`
-	MaxNewTokens  int            `json:"max_new_tokens"`
-	Temperature   float64        `json:"temperature"`
-	TopP          float64        `json:"top_p,omitempty"`
-	// Retry, when set, regenerates these rollouts with the verifier's feedback appended to the prompt
-	// (sample-level self-correction) instead of drawing new prompts.
-	Retry []rollout.Rollout `json:"retry,omitempty"`
-	// RetryOf names a rollouts object instead: its rollouts RetryIndex (file order) are retried, each
-	// with RetryFeedback[i] as its feedback. Workflows use it so that no rollout text passes
-	// through their history.
-	RetryOf string `json:"retry_of,omitempty"`
-	// RetryOfShards names several rollouts objects instead, read as one in order (an iteration's
-	// shards): RetryIndex counts across them.
-	RetryOfShards []string `json:"retry_of_shards,omitempty"`
-	RetryIndex    []int    `json:"retry_index,omitempty"`
-	RetryFeedback []string `json:"retry_feedback,omitempty"`
-	// RetryResample retries with the original prompt (a fresh sample) instead of appending the
-	// feedback: for models never trained to read feedback.
-	RetryResample bool `json:"retry_resample,omitempty"`
-	// Tag distinguishes several files of one iteration (e.g. "retry1", "s0002").
-	Tag string `json:"tag,omitempty"`
-	// PromptLo and PromptHi make this call one shard of the iteration: the iteration's Prompts
-	// prompts are drawn as always and prompts [PromptLo, PromptHi) are sampled, each seeded by its
-	// index in the iteration (ShardRanges splits an iteration). Both 0: every prompt.
-	PromptLo int `json:"prompt_lo,omitempty"`
-	PromptHi int `json:"prompt_hi,omitempty"`
-}
-
-// GenerateOutput names the rollouts object.
-type GenerateOutput struct {
-	Rollouts   string  `json:"rollouts"`
-	Samples    int     `json:"samples"`
-	MeanLength float64 `json:"mean_length"`
-	TokensPerS float64 `json:"tokens_per_s"`
-	Truncated  float64 `json:"truncated"`         // fraction stopped by the length limit
-	Tokens     int     `json:"tokens,omitempty"`  // completion tokens sampled
-	Seconds    float64 `json:"seconds,omitempty"` // sampling time on the worker
-}
 
 // Activities holds the rollout role's dependencies.
 type Activities struct {
@@ -270,26 +218,6 @@ func pickFrom(rs []rollout.Rollout, name string, idx []int) ([]rollout.Rollout, 
 	return out, nil
 }
 
-// KeepName is the activity that keeps passing self-corrections as data (queue "rollout").
-const KeepName = "rollout.Keep"
-
-// KeepInput names the rollouts (Rollouts, file order Index) to keep as prompt/completion examples.
-type KeepInput struct {
-	Store     string `json:"store"`
-	Run       string `json:"run"`
-	Phase     string `json:"phase"`
-	Iteration int    `json:"iteration"`
-	Round     int    `json:"round"` // self-correction round (1-based)
-	Rollouts  string `json:"rollouts"`
-	Index     []int  `json:"index"`
-}
-
-// KeepOutput is the JSONL object written (a data.train file for an SFT phase) and its line count.
-type KeepOutput struct {
-	Examples string `json:"examples"`
-	Count    int    `json:"count"`
-}
-
 // CorrectionsKey is where an iteration's kept corrections live, relative to the store root.
 func CorrectionsKey(run, phase string, iteration, round int) string {
 	return path.Join("runs", run, phase, "corrections", fmt.Sprintf("iter-%06d-retry%d.jsonl", iteration, round))
@@ -339,3 +267,18 @@ func firstPromptLine(p string) string {
 	}
 	return p
 }
+
+// The activity names and I/O types live in contract (workflows import it without GoMLX); these
+// aliases keep this package's code and its callers unchanged.
+type (
+	GenerateInput  = contract.GenerateInput
+	GenerateOutput = contract.GenerateOutput
+	KeepInput      = contract.KeepInput
+	KeepOutput     = contract.KeepOutput
+)
+
+// Activity names: see contract.
+const (
+	GenerateName = contract.GenerateName
+	KeepName     = contract.KeepName
+)

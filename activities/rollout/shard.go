@@ -5,43 +5,20 @@ import (
 	"fmt"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/rollout/contract"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/tasks"
 )
 
-// batchSamples is about how many samples one generation batch holds.
-const batchSamples = 64
+// BatchPrompts, ShardRanges and ShardTag are pure and workflows call them: they live in contract.
+var (
+	BatchPrompts = contract.BatchPrompts
+	ShardRanges  = contract.ShardRanges
+	ShardTag     = contract.ShardTag
+)
 
-// BatchPrompts is how many prompts one generation batch holds. Batches are windows of the
-// iteration's prompts aligned to multiples of it, whatever the shard: a batch's padding and shapes,
-// and so its floating-point results, depend only on which prompts it holds.
-func BatchPrompts(group int) int { return max(1, batchSamples/max(1, group)) }
-
-// ShardRanges splits an iteration's prompts [0, prompts) into at most shards contiguous, non-empty
-// ranges [lo, hi) that begin at multiples of BatchPrompts(group), as evenly as that allows. Every
-// sample is seeded by its prompt's index in the iteration and batched by the aligned windows, so
-// the concatenated shards are byte-identical to one shard whatever their number. Workflows call it
-// (it is pure).
-func ShardRanges(prompts, group, shards int) [][2]int {
-	unit := BatchPrompts(group)
-	units := (prompts + unit - 1) / unit
-	shards = max(1, min(shards, units))
-	out := make([][2]int, 0, shards)
-	lo := 0
-	for s := range shards {
-		n := units / shards
-		if s < units%shards {
-			n++
-		}
-		hi := min(prompts, lo+n*unit)
-		out = append(out, [2]int{lo, hi})
-		lo = hi
-	}
-	return out
-}
-
-// ShardTag names shard s's rollouts object (iter-000003-s0001.jsonl).
-func ShardTag(s int) string { return fmt.Sprintf("s%04d", s) }
+// batchSamples: see contract.BatchSamples.
+const batchSamples = contract.BatchSamples
 
 // batchCuts returns the sample index where each generation batch ends for a shard whose first
 // prompt is prompt lo of the iteration, with n prompts of group samples each.

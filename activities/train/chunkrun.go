@@ -10,67 +10,29 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/schedule"
 )
 
-// ChunkHead is what every chunk input shares: the phase's checkpoint to start from, the slice of the
-// phase's steps (and so of its LR schedule) the chunk trains, and the data position.
-type ChunkHead struct {
-	Store string `json:"store"`
-	Run   string `json:"run"`
-	Phase string `json:"phase"`
-	From  string `json:"from"`
-	// Step is the phase's step count at From; the chunk commits step Step+Steps.
-	Step       int    `json:"step"`
-	Steps      int    `json:"steps"`
-	TotalSteps int    `json:"total_steps"`
-	Cursor     Cursor `json:"cursor"`
-	Optim      Optim  `json:"optim"`
-	// FreshOptimizer ignores From's optimizer state (a phase starting from another phase's model).
-	FreshOptimizer bool `json:"fresh_optimizer"`
-	// InjectNaNAt (testing) treats the phase's step N (1-based) as the engine treats a non-finite
-	// step: its batch is consumed and nothing else changes. The engine's own skip is tested in tpu/.
-	InjectNaNAt int `json:"inject_nan_at,omitempty"`
-}
-
-// ChunkOutput is the committed checkpoint of any chunk (language model, preference, reward model)
-// and what happened on the way. Every value is finite, so Temporal's JSON converter can carry it:
-// means are over the chunk's finite steps (0 when there were none) and NonFinite counts the others.
-type ChunkOutput struct {
-	Checkpoint string  `json:"checkpoint"`
-	Step       int     `json:"step"`
-	Cursor     Cursor  `json:"cursor"`
-	Loss       float64 `json:"loss"`      // mean over the chunk's finite steps
-	LastLoss   float64 `json:"last_loss"` // the final step's (0 when it was not finite)
-	GradNorm   float64 `json:"grad_norm"` // mean over the finite steps
-	LR         float64 `json:"lr"`        // of the last step
-	NonFinite  int     `json:"non_finite"`
-	Seconds    float64 `json:"seconds"` // engine time of the chunk's steps
-	// Metrics are the chunk means of the objective's own metrics (rewards/margin, accuracy, ...)
-	// and its throughput (tokens and tokens_per_s, pairs and pairs_per_s, rows and rows_per_s).
-	Metrics map[string]float64 `json:"metrics,omitempty"`
-	Resumed bool               `json:"resumed"` // the checkpoint was already committed by an earlier attempt
-}
-
-// stepResult is one optimizer step of an objective.
-type stepResult struct {
+// StepResult is one optimizer step of an objective.
+type StepResult struct {
 	Loss, GradNorm, Seconds float64
 	Units                   int                // what the objective counts: trained tokens, pairs, rows
 	Metrics                 map[string]float64 // averaged over the chunk's finite steps
 }
 
-// chunkObjective is all an objective supplies to the chunk runner: its engine (loaded with From's
+// ChunkObjective is all an objective supplies to the chunk runner: its engine (loaded with From's
 // weights and, unless FreshOptimizer, optimizer state), how to take the next batch from a cursor,
 // one step on a batch, and how to write the trained model into the checkpoint.
-type chunkObjective[B any] struct {
-	eng   Engine
-	cfg   model.Config
-	unit  string // names the throughput metrics: unit and unit_per_s
-	next  func(cur Cursor) (B, Cursor, error)
-	step  func(b B, lr float32) (stepResult, error)
-	write func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error
-	close func() // releases what open loaded besides eng (a reference engine); may be nil
+type ChunkObjective[B any] struct {
+	Eng   Engine
+	Cfg   model.Config
+	Unit  string // names the throughput metrics: unit and unit_per_s
+	Next  func(cur contract.Cursor) (B, contract.Cursor, error)
+	Step  func(b B, lr float32) (StepResult, error)
+	Write func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error
+	Close func() // releases what open loaded besides eng (a reference engine); may be nil
 }
 
 // metricPrefix marks objective metrics among a checkpoint's state scalars.
@@ -78,50 +40,50 @@ const metricPrefix = "metric/"
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// runChunk is the one chunk runner: it returns the checkpoint of step in.Step+in.Steps if an earlier
+// RunChunk is the one chunk runner: it returns the checkpoint of step in.Step+in.Steps if an earlier
 // attempt committed it, else opens the objective, trains in.Steps steps on the warmup-cosine
 // schedule (heartbeating after each), counts non-finite steps without averaging them, and commits
 // weights, optimizer state and state.json (step, cursor, config hash, the output's scalars). Given
 // the same input it recomputes the same checkpoint bit for bit, so a retry is safe.
-func runChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string, open func() (*chunkObjective[B], error)) (ChunkOutput, error) {
+func RunChunk[B any](ctx context.Context, a *Activities, in contract.ChunkHead, op string, open func() (*ChunkObjective[B], error)) (contract.ChunkOutput, error) {
 	if in.Steps <= 0 {
-		return ChunkOutput{}, badInput(fmt.Errorf("%s: steps %d: want > 0", op, in.Steps))
+		return contract.ChunkOutput{}, BadInput(fmt.Errorf("%s: steps %d: want > 0", op, in.Steps))
 	}
 	end := in.Step + in.Steps
 	if ref, err := a.Ckpt.Lookup(ctx, in.Store, in.Run, in.Phase, int64(end)); err == nil {
 		return a.committedChunk(ctx, ref.URI)
 	} else if !errors.Is(err, ckpt.ErrNotExist) {
-		return ChunkOutput{}, err
+		return contract.ChunkOutput{}, err
 	}
 	obj, err := open()
 	if err != nil {
-		return ChunkOutput{}, err
+		return contract.ChunkOutput{}, err
 	}
-	defer obj.eng.Close()
-	if obj.close != nil {
-		defer obj.close()
+	defer obj.Eng.Close()
+	if obj.Close != nil {
+		defer obj.Close()
 	}
 	sched := schedule.WarmupCosine{Peak: in.Optim.LR, Warmup: in.Optim.WarmupSteps, Total: in.TotalSteps, MinRatio: in.Optim.MinLRRatio}
-	out := ChunkOutput{Step: end, Cursor: in.Cursor, Metrics: map[string]float64{}}
+	out := contract.ChunkOutput{Step: end, Cursor: in.Cursor, Metrics: map[string]float64{}}
 	var lossSum, normSum float64
 	var units int
 	sums := map[string]float64{}
 	var log []ckpt.MetricsRecord // the phase's metrics log, one record per step
 	for i := 0; i < in.Steps; i++ {
 		if err := ctx.Err(); err != nil {
-			return ChunkOutput{}, fmt.Errorf("%s at step %d: %w", op, in.Step+i, err)
+			return contract.ChunkOutput{}, fmt.Errorf("%s at step %d: %w", op, in.Step+i, err)
 		}
-		b, next, err := obj.next(out.Cursor)
+		b, next, err := obj.Next(out.Cursor)
 		if err != nil {
-			return ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
+			return contract.ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
 		}
 		out.Cursor = next
 		out.LR = sched.At(in.Step + i)
-		var r stepResult
+		var r StepResult
 		if in.InjectNaNAt == in.Step+i+1 {
-			r = stepResult{Loss: math.NaN(), GradNorm: math.NaN()}
-		} else if r, err = obj.step(b, float32(out.LR)); err != nil {
-			return ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
+			r = StepResult{Loss: math.NaN(), GradNorm: math.NaN()}
+		} else if r, err = obj.Step(b, float32(out.LR)); err != nil {
+			return contract.ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
 		}
 		if finite(r.Loss) && finite(r.GradNorm) {
 			lossSum += r.Loss
@@ -132,11 +94,11 @@ func runChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 		} else {
 			out.NonFinite++
 		}
-		log = append(log, stepRecord(in.Step+i+1, out.LR, r, obj.unit))
+		log = append(log, stepRecord(in.Step+i+1, out.LR, r, obj.Unit))
 		out.LastLoss = r.Loss
 		out.Seconds += r.Seconds
 		units += r.Units
-		beat := Progress{Step: in.Step + i + 1, Total: in.TotalSteps}
+		beat := contract.Progress{Step: in.Step + i + 1, Total: in.TotalSteps}
 		if finite(r.Loss) {
 			beat.Loss = r.Loss // a NaN would make the heartbeat unencodable (the SDK panics)
 		}
@@ -153,16 +115,16 @@ func runChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 	if !finite(out.LastLoss) {
 		out.LastLoss = 0 // JSON payloads cannot carry NaN; NonFinite counts such steps
 	}
-	if obj.unit != "" {
-		out.Metrics[obj.unit] = float64(units)
+	if obj.Unit != "" {
+		out.Metrics[obj.Unit] = float64(units)
 		if out.Seconds > 0 {
-			out.Metrics[obj.unit+"_per_s"] = float64(units) / out.Seconds
+			out.Metrics[obj.Unit+"_per_s"] = float64(units) / out.Seconds
 		}
 	}
 	st := ckpt.State{
 		Step:       int64(end),
 		Cursor:     ckpt.Cursor{Epoch: int64(out.Cursor.Epoch), Index: int64(out.Cursor.Index), Seed: out.Cursor.Seed},
-		ConfigHash: configHash(obj.cfg),
+		ConfigHash: ConfigHash(obj.Cfg),
 		Scalars: map[string]float64{"loss": out.Loss, "last_loss": out.LastLoss, "grad_norm": out.GradNorm, "lr": out.LR,
 			"non_finite": float64(out.NonFinite), "seconds": out.Seconds},
 	}
@@ -171,13 +133,13 @@ func runChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 	}
 	// Logged before the commit: a retry after a crash in between recomputes and rewrites the same steps.
 	if err := a.Ckpt.AppendMetrics(ctx, in.Store, in.Run, in.Phase, log); err != nil {
-		return ChunkOutput{}, fmt.Errorf("%s metrics log: %w", op, err)
+		return contract.ChunkOutput{}, fmt.Errorf("%s metrics log: %w", op, err)
 	}
 	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(end), func(w *ckpt.Writer) error {
-		return obj.write(ctx, w, st)
+		return obj.Write(ctx, w, st)
 	})
 	if err != nil {
-		return ChunkOutput{}, fmt.Errorf("%s commit step %d: %w", op, end, err)
+		return contract.ChunkOutput{}, fmt.Errorf("%s commit step %d: %w", op, end, err)
 	}
 	out.Checkpoint = ref.URI
 	return out, nil
@@ -185,19 +147,19 @@ func runChunk[B any](ctx context.Context, a *Activities, in ChunkHead, op string
 
 // committedChunk rebuilds a ChunkOutput from the state.json of a checkpoint an earlier attempt
 // committed.
-func (a *Activities) committedChunk(ctx context.Context, uri string) (ChunkOutput, error) {
+func (a *Activities) committedChunk(ctx context.Context, uri string) (contract.ChunkOutput, error) {
 	ck, err := a.Ckpt.Read(ctx, uri)
 	if err != nil {
-		return ChunkOutput{}, err
+		return contract.ChunkOutput{}, err
 	}
 	st, err := ck.ReadState(ctx)
 	if err != nil {
-		return ChunkOutput{}, err
+		return contract.ChunkOutput{}, err
 	}
 	s := st.Scalars
-	out := ChunkOutput{
+	out := contract.ChunkOutput{
 		Checkpoint: uri, Step: int(st.Step), Resumed: true,
-		Cursor: Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
+		Cursor: contract.Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
 		Loss:   s["loss"], LastLoss: s["last_loss"], GradNorm: s["grad_norm"], LR: s["lr"],
 		NonFinite: int(s["non_finite"]), Seconds: s["seconds"], Metrics: map[string]float64{},
 	}

@@ -9,34 +9,27 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
 
-// Encoder is the tokenizer and template of built-in models (exported for the rollout role).
-func Encoder() data.Encoder { return encoder() }
-
-// Examples returns the train and held-out examples of a data spec (exported for the rollout role).
-func Examples(ctx context.Context, cl *ckpt.Client, spec DataSpec, seed uint64) (train, heldout []tasks.Example, err error) {
-	return examples(ctx, cl, spec, seed)
-}
-
-// encoder is the tokenizer and template every built-in model uses: bytes, BOS first, EOS last.
-func encoder() data.Encoder {
+// Encoder is the tokenizer and template every built-in model uses: bytes, BOS first, EOS last.
+func Encoder() data.Encoder {
 	return data.Encoder{Tok: tokenize.Byte{}, Chat: tokenize.DefaultChat(), BOS: true}
 }
 
-// examples returns the train and held-out examples of spec; seed is used when spec.Seed is 0.
-func examples(ctx context.Context, cl *ckpt.Client, spec DataSpec, seed uint64) (train, heldout []tasks.Example, err error) {
+// Examples returns the train and held-out examples of spec; seed is used when spec.Seed is 0.
+func Examples(ctx context.Context, cl *ckpt.Client, spec contract.DataSpec, seed uint64) (train, heldout []tasks.Example, err error) {
 	if spec.Seed != 0 {
 		seed = spec.Seed
 	}
 	if spec.Task != "" {
 		task, err := tasks.Lookup(spec.Task)
 		if err != nil {
-			return nil, nil, badInput(err)
+			return nil, nil, BadInput(err)
 		}
 		train, heldout = tasks.Split(task, spec.TrainExamples, spec.HeldoutExamples, seed)
 	} else {
@@ -62,29 +55,29 @@ func examples(ctx context.Context, cl *ckpt.Client, spec DataSpec, seed uint64) 
 // readJSONL reads a dataset from a store URI. A malformed line is a non-retryable error naming the
 // file and line: retrying cannot fix data.
 func readJSONL(ctx context.Context, cl *ckpt.Client, uri string) ([]tasks.Example, error) {
-	return readLines(ctx, cl, uri, tasks.ReadAll)
+	return ReadLines(ctx, cl, uri, tasks.ReadAll)
 }
 
-// readLines is the one JSONL reader of the trainer's data (examples, preference examples, pairs):
+// ReadLines is the one JSONL reader of the trainer's data (examples, preference examples, pairs):
 // it reads the object through the worker's client and parses it with read; a malformed line and an
 // empty file are non-retryable errors naming the file (and line).
-func readLines[T any](ctx context.Context, cl *ckpt.Client, uri string, read func(io.Reader, string) ([]T, error)) ([]T, error) {
-	b, err := readObject(ctx, cl, uri)
+func ReadLines[T any](ctx context.Context, cl *ckpt.Client, uri string, read func(io.Reader, string) ([]T, error)) ([]T, error) {
+	b, err := ReadObject(ctx, cl, uri)
 	if err != nil {
 		return nil, err
 	}
 	exs, err := read(bytes.NewReader(b), uri)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, BadInput(err)
 	}
 	if len(exs) == 0 {
-		return nil, badInput(fmt.Errorf("train: %s has no examples", uri))
+		return nil, BadInput(fmt.Errorf("train: %s has no examples", uri))
 	}
 	return exs, nil
 }
 
-// engineBatch turns a packed batch of Seq+1 tokens per row into the engine's aligned form.
-func engineBatch(b data.Batch) Batch {
+// EngineBatch turns a packed batch of Seq+1 tokens per row into the engine's aligned form.
+func EngineBatch(b data.Batch) Batch {
 	var out Batch
 	for r := range b.Tokens {
 		n := len(b.Tokens[r]) - 1
@@ -103,21 +96,21 @@ func engineBatch(b data.Batch) Batch {
 	return out
 }
 
-func badInput(err error) error {
+func BadInput(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
 }
 
 // ReadRollouts loads a rollouts object by URI (the rollout and reward roles use it too).
 func ReadRollouts(ctx context.Context, cl *ckpt.Client, uri string) ([]rollout.Rollout, error) {
-	b, err := readObject(ctx, cl, uri)
+	b, err := ReadObject(ctx, cl, uri)
 	if err != nil {
 		return nil, err
 	}
 	return rollout.Read(bytes.NewReader(b), uri)
 }
 
-// readObject reads a whole object of a store by its URI (file:///dir/name or gs://bucket/dir/name).
-func readObject(ctx context.Context, cl *ckpt.Client, uri string) ([]byte, error) {
+// ReadObject reads a whole object of a store by its URI (file:///dir/name or gs://bucket/dir/name).
+func ReadObject(ctx context.Context, cl *ckpt.Client, uri string) ([]byte, error) {
 	b, err := cl.ReadObject(ctx, uri)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)

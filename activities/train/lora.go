@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
 )
@@ -56,16 +57,16 @@ func IsAdapterCheckpoint(ck *ckpt.Checkpoint) bool {
 
 // readAdapterConfig reads ck's adapter_config.json: the adapters' config and their base's URI.
 func readAdapterConfig(ctx context.Context, ck *ckpt.Checkpoint) (model.LoRA, string, error) {
-	raw, err := readAll(ctx, ck, AdapterConfigFile)
+	raw, err := ReadAll(ctx, ck, AdapterConfigFile)
 	if err != nil {
 		return model.LoRA{}, "", err
 	}
 	l, base, err := model.ParsePEFTConfig(raw)
 	if err != nil {
-		return model.LoRA{}, "", badInput(fmt.Errorf("train: %s%s: %w", ck.Ref.URI, AdapterConfigFile, err))
+		return model.LoRA{}, "", BadInput(fmt.Errorf("train: %s%s: %w", ck.Ref.URI, AdapterConfigFile, err))
 	}
 	if base == "" {
-		return model.LoRA{}, "", badInput(fmt.Errorf("train: %s%s: base_model_name_or_path is empty", ck.Ref.URI, AdapterConfigFile))
+		return model.LoRA{}, "", BadInput(fmt.Errorf("train: %s%s: base_model_name_or_path is empty", ck.Ref.URI, AdapterConfigFile))
 	}
 	return l, base, nil
 }
@@ -78,21 +79,21 @@ func readBase(ctx context.Context, cl *ckpt.Client, base, from string) (model.Co
 		return model.Config{}, nil, fmt.Errorf("train: read base checkpoint %s of %s: %w", base, from, err)
 	}
 	if IsAdapterCheckpoint(bck) {
-		return model.Config{}, nil, badInput(fmt.Errorf("train: base %s of %s holds adapters itself; stacked adapters are not supported (merge it first: temper lora merge)", base, from))
+		return model.Config{}, nil, BadInput(fmt.Errorf("train: base %s of %s holds adapters itself; stacked adapters are not supported (merge it first: temper lora merge)", base, from))
 	}
-	raw, err := readAll(ctx, bck, ConfigFile)
+	raw, err := ReadAll(ctx, bck, contract.ConfigFile)
 	if err != nil {
 		return model.Config{}, nil, err
 	}
 	cfg, err := model.FromHFConfig(raw)
 	if err != nil {
-		return model.Config{}, nil, badInput(fmt.Errorf("train: %s%s: %w", base, ConfigFile, err))
+		return model.Config{}, nil, BadInput(fmt.Errorf("train: %s%s: %w", base, contract.ConfigFile, err))
 	}
 	return cfg, bck, nil
 }
 
-// loadFile streams one checkpoint file into fn, surfacing a checksum mismatch found at the end.
-func loadFile(ctx context.Context, ck *ckpt.Checkpoint, name string, fn func(io.Reader) error) error {
+// LoadFile streams one checkpoint file into fn, surfacing a checksum mismatch found at the end.
+func LoadFile(ctx context.Context, ck *ckpt.Checkpoint, name string, fn func(io.Reader) error) error {
 	rc, err := ck.Open(ctx, name)
 	if err != nil {
 		return err
@@ -111,7 +112,7 @@ func loadFile(ctx context.Context, ck *ckpt.Checkpoint, name string, fn func(io.
 // that it may also train and save as a full checkpoint. The adapters' optimizer state does not
 // apply to the merged weights and is never loaded (withOptimizer is ignored). Only LoadTrainEngine
 // with a LoRA config keeps the adapters separate.
-func LoadAdapterEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, ck *ckpt.Checkpoint, optim Optim, _ bool) (Engine, model.Config, *ckpt.Checkpoint, error) {
+func LoadAdapterEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, ck *ckpt.Checkpoint, optim contract.Optim, _ bool) (Engine, model.Config, *ckpt.Checkpoint, error) {
 	cfg, merged, err := mergeAdapterCheckpoint(ctx, cl, ck)
 	if err != nil {
 		return nil, cfg, nil, err
@@ -134,7 +135,7 @@ func LoadAdapterEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine
 // loadAdapterCheckpoint loads base + adapters of ck into an AdapterEngine for training with want
 // (a phase's config): the checkpoint's adapters must have the same modules, rank and scale; want's
 // dropout and seed are the ones used.
-func loadAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, ck *ckpt.Checkpoint, optim Optim, want model.LoRA, withOptimizer bool) (Engine, model.Config, *Adapters, error) {
+func loadAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, ck *ckpt.Checkpoint, optim contract.Optim, want model.LoRA, withOptimizer bool) (Engine, model.Config, *Adapters, error) {
 	l, base, err := readAdapterConfig(ctx, ck)
 	if err != nil {
 		return nil, model.Config{}, nil, err
@@ -144,7 +145,7 @@ func loadAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, newEngine NewEn
 		return nil, model.Config{}, nil, err
 	}
 	if !model.SameAdapters(cfg, l, want) {
-		return nil, cfg, nil, badInput(fmt.Errorf("train: %s holds adapters %+v, the phase asks for %+v: start the phase from the base %s or keep the same rank, alpha and targets",
+		return nil, cfg, nil, BadInput(fmt.Errorf("train: %s holds adapters %+v, the phase asks for %+v: start the phase from the base %s or keep the same rank, alpha and targets",
 			ck.Ref.URI, l, want.WithDefaults(), base))
 	}
 	l = want.WithDefaults()
@@ -157,17 +158,17 @@ func loadAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, newEngine NewEn
 		eng.Close()
 		return nil, cfg, nil, fmt.Errorf("train: load %s: the engine (%T) cannot hold LoRA adapters", ck.Ref.URI, eng)
 	}
-	if err := loadFile(ctx, bck, ModelFile, eng.LoadWeights); err != nil {
+	if err := LoadFile(ctx, bck, contract.ModelFile, eng.LoadWeights); err != nil {
 		eng.Close()
 		return nil, cfg, nil, err
 	}
-	if err := loadFile(ctx, ck, AdapterFile, ae.LoadAdapters); err != nil {
+	if err := LoadFile(ctx, ck, AdapterFile, ae.LoadAdapters); err != nil {
 		eng.Close()
 		return nil, cfg, nil, err
 	}
 	if withOptimizer {
-		if _, ok := ck.Manifest.File(OptimizerFile); ok {
-			if err := loadFile(ctx, ck, OptimizerFile, eng.LoadOptimizer); err != nil {
+		if _, ok := ck.Manifest.File(contract.OptimizerFile); ok {
+			if err := LoadFile(ctx, ck, contract.OptimizerFile, eng.LoadOptimizer); err != nil {
 				eng.Close()
 				return nil, cfg, nil, err
 			}
@@ -187,10 +188,10 @@ func loadAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, newEngine NewEn
 //     with a fresh optimizer: full fine-tuning continues from base + adapters.
 //
 // Commit with WriteTrained, passing the *Adapters returned here.
-func LoadTrainEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri string, optim Optim, lora *model.LoRA, withOptimizer bool) (Engine, model.Config, *Adapters, error) {
+func LoadTrainEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri string, optim contract.Optim, lora *model.LoRA, withOptimizer bool) (Engine, model.Config, *Adapters, error) {
 	if lora != nil {
 		if err := lora.Validate(); err != nil {
-			return nil, model.Config{}, nil, badInput(fmt.Errorf("train: lora: %w", err))
+			return nil, model.Config{}, nil, BadInput(fmt.Errorf("train: lora: %w", err))
 		}
 	}
 	ck, err := cl.Read(ctx, uri)
@@ -204,17 +205,17 @@ func LoadTrainEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, 
 		eng, cfg, _, err := LoadAdapterEngine(ctx, cl, newEngine, ck, optim, false)
 		return eng, cfg, nil, err
 	case lora != nil:
-		raw, err := readAll(ctx, ck, ConfigFile)
+		raw, err := ReadAll(ctx, ck, contract.ConfigFile)
 		if err != nil {
 			return nil, model.Config{}, nil, err
 		}
 		cfg, err := model.FromHFConfig(raw)
 		if err != nil {
-			return nil, cfg, nil, badInput(fmt.Errorf("train: %s%s: %w", uri, ConfigFile, err))
+			return nil, cfg, nil, BadInput(fmt.Errorf("train: %s%s: %w", uri, contract.ConfigFile, err))
 		}
 		l := lora.WithDefaults()
 		if _, err := l.Modules(cfg); err != nil {
-			return nil, cfg, nil, badInput(fmt.Errorf("train: lora on %s: %w", uri, err))
+			return nil, cfg, nil, BadInput(fmt.Errorf("train: lora on %s: %w", uri, err))
 		}
 		eng, err := newEngine(EngineOptions{Model: cfg, Optim: optim, LoRA: &l})
 		if err != nil {
@@ -224,7 +225,7 @@ func LoadTrainEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, 
 			eng.Close()
 			return nil, cfg, nil, fmt.Errorf("train: lora on %s: the engine (%T) cannot hold LoRA adapters", uri, eng)
 		}
-		if err := loadFile(ctx, ck, ModelFile, eng.LoadWeights); err != nil {
+		if err := LoadFile(ctx, ck, contract.ModelFile, eng.LoadWeights); err != nil {
 			eng.Close()
 			return nil, cfg, nil, err
 		}
@@ -235,11 +236,11 @@ func LoadTrainEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, 
 }
 
 // WriteTrained adds what a chunk trained to a checkpoint: with ad nil the full model, config and
-// optimizer state (writeModel); with ad set the adapter files alone (adapter_config.json naming
+// optimizer state (WriteModel); with ad set the adapter files alone (adapter_config.json naming
 // ad.Base, adapter_model.safetensors, optimizer.safetensors) and state.json.
 func WriteTrained(ctx context.Context, w *ckpt.Writer, eng Engine, cfg model.Config, ad *Adapters, st ckpt.State) error {
 	if ad == nil {
-		return writeModel(ctx, w, eng, cfg, st, true)
+		return WriteModel(ctx, w, eng, cfg, st, true)
 	}
 	ae, ok := eng.(AdapterEngine)
 	if !ok {
@@ -249,13 +250,13 @@ func WriteTrained(ctx context.Context, w *ckpt.Writer, eng Engine, cfg model.Con
 	if err != nil {
 		return err
 	}
-	if err := w.Add(ctx, AdapterConfigFile, bytesReader(append(js, '\n'))); err != nil {
+	if err := w.Add(ctx, AdapterConfigFile, BytesReader(append(js, '\n'))); err != nil {
 		return err
 	}
-	if err := stream(ctx, w, AdapterFile, ae.SaveAdapters); err != nil {
+	if err := Stream(ctx, w, AdapterFile, ae.SaveAdapters); err != nil {
 		return err
 	}
-	if err := stream(ctx, w, OptimizerFile, eng.SaveOptimizer); err != nil {
+	if err := Stream(ctx, w, contract.OptimizerFile, eng.SaveOptimizer); err != nil {
 		return err
 	}
 	return w.AddState(ctx, st)
@@ -290,10 +291,10 @@ func mergeAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, ck *ckpt.Check
 	}
 	peftShapes, err := l.PEFTShapes(cfg)
 	if err != nil {
-		return cfg, nil, badInput(fmt.Errorf("train: %s%s: %w", ck.Ref.URI, AdapterConfigFile, err))
+		return cfg, nil, BadInput(fmt.Errorf("train: %s%s: %w", ck.Ref.URI, AdapterConfigFile, err))
 	}
 	var weights, adapters map[string][]float32
-	if err := loadFile(ctx, bck, ModelFile, func(r io.Reader) error {
+	if err := LoadFile(ctx, bck, contract.ModelFile, func(r io.Reader) error {
 		hf, err := readTensors(r, hfShapes)
 		if err != nil {
 			return err
@@ -303,7 +304,7 @@ func mergeAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, ck *ckpt.Check
 	}); err != nil {
 		return cfg, nil, err
 	}
-	if err := loadFile(ctx, ck, AdapterFile, func(r io.Reader) error {
+	if err := LoadFile(ctx, ck, AdapterFile, func(r io.Reader) error {
 		peft, err := readTensors(r, peftShapes)
 		if err != nil {
 			return err

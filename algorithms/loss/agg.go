@@ -1,44 +1,9 @@
 package loss
 
 import (
-	"fmt"
-
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/support/exceptions"
 )
-
-// AggMode says how per-token losses [batch, seq] become one scalar. The choice decides how much
-// each token and each sequence weighs in the gradient, which is where GRPO, DAPO and Dr. GRPO differ.
-type AggMode string
-
-const (
-	// AggTokenMean: Σ_{i,t} m·x / Σ_{i,t} m — every counted token of the batch weighs the same
-	// (DAPO's "token-level policy gradient loss"; PPO as usually implemented).
-	AggTokenMean AggMode = "token-mean"
-	// AggSeqMeanTokenMean: mean over rows of (Σ_t m·x / Σ_t m) — every sequence weighs the same,
-	// and a token weighs 1/|y_i| (the original GRPO objective, and GSPO's).
-	AggSeqMeanTokenMean AggMode = "seq-mean-token-mean"
-	// AggSeqMeanTokenSum: mean over rows of Σ_t m·x — a sequence-level REINFORCE loss.
-	AggSeqMeanTokenSum AggMode = "seq-mean-token-sum"
-	// AggSeqMeanTokenSumNorm: mean over rows of Σ_t m·x / maxLen with a constant maxLen (Dr. GRPO):
-	// no per-row length normalisation, so the loss carries no length bias. This is Dr. GRPO's
-	// objective and its reference code (oat); verl's mode of the same name sums over rows instead
-	// of averaging, a batch-size factor.
-	AggSeqMeanTokenSumNorm AggMode = "seq-mean-token-sum-norm"
-)
-
-// AggModes lists the valid aggregation modes.
-var AggModes = []AggMode{AggTokenMean, AggSeqMeanTokenMean, AggSeqMeanTokenSum, AggSeqMeanTokenSumNorm}
-
-// Validate reports an unknown mode with the allowed values.
-func (m AggMode) Validate() error {
-	for _, a := range AggModes {
-		if m == a {
-			return nil
-		}
-	}
-	return fmt.Errorf("loss: aggregation %q: allowed %q", string(m), AggModes)
-}
 
 // Aggregate reduces per-token values to a scalar under mask with the given mode.
 //

@@ -223,7 +223,7 @@ func TestPreferencePairLossDispatch(t *testing.T) {
 		{DefaultPreference(PrefORPO), func(p PrefPair) (*Node, Metrics) { return ORPO(p, 0.1) }},
 		{DefaultPreference(PrefSimPO), func(p PrefPair) (*Node, Metrics) { return SimPO(p, 2, 1, 0) }},
 	} {
-		got, _ := evalLoss(t, func(in []*Node) (*Node, Metrics) { return c.cfg.PairLoss(pairInputs(in)) }, pc.inputs()...)
+		got, _ := evalLoss(t, func(in []*Node) (*Node, Metrics) { return PairLoss(c.cfg, pairInputs(in)) }, pc.inputs()...)
 		want, _ := evalLoss(t, func(in []*Node) (*Node, Metrics) { return c.direct(pairInputs(in)) }, pc.inputs()...)
 		if got != want {
 			t.Errorf("%+v: PairLoss %v, direct %v", c.cfg, got, want)
@@ -234,7 +234,7 @@ func TestPreferencePairLossDispatch(t *testing.T) {
 			t.Errorf("PairLoss with kind kto did not panic")
 		}
 	}()
-	evalLoss(t, func(in []*Node) (*Node, Metrics) { return DefaultPreference(PrefKTO).PairLoss(pairInputs(in)) }, pc.inputs()...)
+	evalLoss(t, func(in []*Node) (*Node, Metrics) { return PairLoss(DefaultPreference(PrefKTO), pairInputs(in)) }, pc.inputs()...)
 }
 
 // TestPairLossesBoolMasks: Bool masks give the same losses and metrics as 0/1 float masks.

@@ -218,7 +218,7 @@ func TestPreferenceKTOLoss(t *testing.T) {
 	c := ktoCases[1]
 	cfg := DefaultPreference(PrefKTO)
 	cfg.DesirableWeight = 1.33
-	got, _ := evalLoss(t, func(in []*Node) (*Node, Metrics) { return cfg.KTOLoss(ktoInputs(in, false)) }, c.inputs()...)
+	got, _ := evalLoss(t, func(in []*Node) (*Node, Metrics) { return KTOLoss(cfg, ktoInputs(in, false)) }, c.inputs()...)
 	want, _ := refKTO(c, 0.1, 1.33, 1)
 	if !near(got, want, 1e-5) {
 		t.Errorf("KTOLoss = %v, want %v", got, want)

@@ -19,8 +19,8 @@ func TestSFTCoefAddsChosenNLL(t *testing.T) {
 		for _, kind := range []string{PrefDPO, PrefIPO, PrefSimPO} {
 			with, without := DefaultPreference(kind), DefaultPreference(kind)
 			with.SFTCoef = alpha
-			gotWith, mWith := evalLoss(t, func(in []*Node) (*Node, Metrics) { return with.PairLoss(pairInputs(in)) }, pc.inputs()...)
-			gotWithout, mWithout := evalLoss(t, func(in []*Node) (*Node, Metrics) { return without.PairLoss(pairInputs(in)) }, pc.inputs()...)
+			gotWith, mWith := evalLoss(t, func(in []*Node) (*Node, Metrics) { return PairLoss(with, pairInputs(in)) }, pc.inputs()...)
+			gotWithout, mWithout := evalLoss(t, func(in []*Node) (*Node, Metrics) { return PairLoss(without, pairInputs(in)) }, pc.inputs()...)
 			t.Run(fmt.Sprintf("%s/%s", kind, pc.name), func(t *testing.T) {
 				if d := gotWith - gotWithout - alpha*wantNLL; math.Abs(d) > 1e-4*(1+math.Abs(gotWith)) {
 					t.Errorf("loss with α %v, without %v: difference %v, want α·NLL = %v", gotWith, gotWithout, gotWith-gotWithout, alpha*wantNLL)
@@ -46,8 +46,8 @@ func TestSFTCoefAddsChosenNLL(t *testing.T) {
 		wantNLL := s / math.Max(n, 1)
 		with, without := DefaultPreference(PrefKTO), DefaultPreference(PrefKTO)
 		with.SFTCoef = alpha
-		gotWith, mWith := evalLoss(t, func(in []*Node) (*Node, Metrics) { return with.KTOLoss(ktoInputs(in, true)) }, c.inputs()...)
-		gotWithout, _ := evalLoss(t, func(in []*Node) (*Node, Metrics) { return without.KTOLoss(ktoInputs(in, true)) }, c.inputs()...)
+		gotWith, mWith := evalLoss(t, func(in []*Node) (*Node, Metrics) { return KTOLoss(with, ktoInputs(in, true)) }, c.inputs()...)
+		gotWithout, _ := evalLoss(t, func(in []*Node) (*Node, Metrics) { return KTOLoss(without, ktoInputs(in, true)) }, c.inputs()...)
 		t.Run("kto/"+c.name, func(t *testing.T) {
 			if d := gotWith - gotWithout - alpha*wantNLL; math.Abs(d) > 1e-4*(1+math.Abs(gotWith)) {
 				t.Errorf("difference %v, want α·NLL = %v", gotWith-gotWithout, alpha*wantNLL)

@@ -129,7 +129,7 @@ func Preference(cfg loss.Preference) (Objective, error) {
 				checkInputs("kto", in, KTOInputs)
 				lp := SeqLogProbs(scope, mc, in[KTOTokens], in[KTOPositions], in[KTOValid])
 				klp := SeqLogProbs(scope, mc, in[KTOKLTokens], in[KTOKLPositions], in[KTOKLValid])
-				l, m := cfg.KTOLoss(loss.KTOBatch{
+				l, m := loss.KTOLoss(cfg, loss.KTOBatch{
 					LogProbs: lp, RefLogProbs: in[KTORef], Mask: in[KTOMask], Desirable: in[KTODesirable],
 					KLLogProbs: klp, KLRefLogProbs: in[KTOKLRef], KLMask: in[KTOKLMask],
 				})
@@ -145,7 +145,7 @@ func Preference(cfg loss.Preference) (Objective, error) {
 			checkInputs(cfg.Kind, in, PrefInputs)
 			chosen, rejected := pairLogProbs(scope, mc, in)
 			cm, rm := in[PrefChosenMask], in[PrefRejectedMask]
-			l, m := cfg.PairLoss(loss.PrefPair{
+			l, m := loss.PairLoss(cfg, loss.PrefPair{
 				Chosen: chosen, ChosenMask: cm, Rejected: rejected, RejectedMask: rm,
 				RefChosen: in[PrefRefChosen], RefRejected: in[PrefRefRejected],
 			})

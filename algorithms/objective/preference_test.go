@@ -152,7 +152,7 @@ func TestPreferenceObjectiveMatchesLoss(t *testing.T) {
 					}
 					lp, mk, rf := nextTokenRef(scope, in[KTOTokens], in[KTOPositions], in[KTOValid], in[KTOMask], in[KTORef])
 					klp, klm, klr := nextTokenRef(scope, in[KTOKLTokens], in[KTOKLPositions], in[KTOKLValid], in[KTOKLMask], in[KTOKLRef])
-					rl, rm := c.cfg.KTOLoss(loss.KTOBatch{LogProbs: lp, RefLogProbs: rf, Mask: mk, Desirable: in[KTODesirable],
+					rl, rm := loss.KTOLoss(c.cfg, loss.KTOBatch{LogProbs: lp, RefLogProbs: rf, Mask: mk, Desirable: in[KTODesirable],
 						KLLogProbs: klp, KLRefLogProbs: klr, KLMask: klm})
 					outs = append(outs, rl)
 					for _, name := range obj.Metrics {
@@ -174,7 +174,7 @@ func TestPreferenceObjectiveMatchesLoss(t *testing.T) {
 					}
 					lc, mc, rc := nextTokenRef(scope, in[PrefChosenTokens], in[PrefChosenPositions], in[PrefChosenValid], in[PrefChosenMask], in[PrefRefChosen])
 					lr, mr, rr := nextTokenRef(scope, in[PrefRejectedTokens], in[PrefRejectedPositions], in[PrefRejectedValid], in[PrefRejectedMask], in[PrefRefRejected])
-					rl, rm := c.cfg.PairLoss(loss.PrefPair{Chosen: lc, ChosenMask: mc, Rejected: lr, RejectedMask: mr, RefChosen: rc, RefRejected: rr})
+					rl, rm := loss.PairLoss(c.cfg, loss.PrefPair{Chosen: lc, ChosenMask: mc, Rejected: lr, RejectedMask: mr, RefChosen: rc, RefRejected: rr})
 					outs = append(outs, rl)
 					for _, name := range obj.Metrics {
 						if v, ok := rm[name]; ok {

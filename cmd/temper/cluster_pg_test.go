@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/temperml/temper/activities/rollout"
-	"github.com/temperml/temper/activities/train"
+	train "github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workflows"
 )

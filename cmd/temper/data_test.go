@@ -9,7 +9,10 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/lm"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/workers"
 )
@@ -23,8 +26,8 @@ func TestDataGenPairsFromModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}
-	init, err := a.Init(context.Background(), train.InitInput{Store: "file://" + dir, Run: "r", Phase: "p", Model: cfg, Seed: 1})
+	a := &lm.Activities{Activities: &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}}
+	init, err := a.Init(context.Background(), contract.InitInput{Store: "file://" + dir, Run: "r", Phase: "p", Model: modelcfg.Config(cfg), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

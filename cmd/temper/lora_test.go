@@ -11,6 +11,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/tpu"
@@ -35,10 +36,10 @@ func TestLoRAMergeCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	baseRef, err := cl.Save(ctx, store, "r", "pretrain", 0, func(w *ckpt.Writer) error {
-		if err := w.Add(ctx, train.ConfigFile, strings.NewReader(string(cfgJSON))); err != nil {
+		if err := w.Add(ctx, contract.ConfigFile, strings.NewReader(string(cfgJSON))); err != nil {
 			return err
 		}
-		f, err := w.Create(ctx, train.ModelFile)
+		f, err := w.Create(ctx, contract.ModelFile)
 		if err != nil {
 			return err
 		}

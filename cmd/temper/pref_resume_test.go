@@ -15,7 +15,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -123,7 +123,7 @@ func TestPreferenceExactResumeAfterSIGKILL(t *testing.T) {
 			if a == b || !strings.HasSuffix(a, want) || !strings.HasSuffix(b, want) {
 				t.Fatalf("final checkpoints %s and %s: want two distinct ones ending in %s", a, b, want)
 			}
-			for _, name := range []string{train.ModelFile, train.OptimizerFile} {
+			for _, name := range []string{contract.ModelFile, contract.OptimizerFile} {
 				if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
 					t.Errorf("%s differs after kills: %s vs %s", name, ha, hb)
 				}
@@ -148,11 +148,11 @@ func prefChunkStep(c client.Client, wfID string) int {
 		return -1
 	}
 	for _, pa := range desc.PendingActivities {
-		if pa.ActivityType.GetName() != train.PrefChunkName || pa.State != enumspb.PENDING_ACTIVITY_STATE_STARTED ||
+		if pa.ActivityType.GetName() != contract.PrefChunkName || pa.State != enumspb.PENDING_ACTIVITY_STATE_STARTED ||
 			pa.HeartbeatDetails == nil || len(pa.HeartbeatDetails.Payloads) == 0 {
 			continue
 		}
-		var p train.Progress
+		var p contract.Progress
 		if json.Unmarshal(pa.HeartbeatDetails.Payloads[0].Data, &p) == nil {
 			return p.Step
 		}
@@ -173,7 +173,7 @@ func prefChunkDuration(t *testing.T, c client.Client, wfID string) time.Duration
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == train.PrefChunkName {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == contract.PrefChunkName {
 			chunk[e.EventId] = true
 		}
 		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && chunk[a.ScheduledEventId] {

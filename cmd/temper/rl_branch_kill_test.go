@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -50,9 +50,9 @@ func TestRLBranchExactResumeAfterSIGKILL(t *testing.T) {
 	landed := false
 	for iter := 3; !landed; {
 		if iter >= 7 || time.Now().After(deadline) {
-			t.Fatalf("no kill of the trainer landed during a %s of the branch", train.PolicyStepName)
+			t.Fatalf("no kill of the trainer landed during a %s of the branch", contract.PolicyStepName)
 		}
-		id, done := rlRunning(env.Client, branch, train.PolicyStepName)
+		id, done := rlRunning(env.Client, branch, contract.PolicyStepName)
 		if done > iter {
 			iter = done
 			continue
@@ -66,11 +66,11 @@ func TestRLBranchExactResumeAfterSIGKILL(t *testing.T) {
 		if landed = rlAwaitRetry(t, env.Client, branch, id); !landed {
 			iter++
 		}
-		t.Logf("SIGKILL of the trainer during %s of iteration %d in %s: retried %v", train.PolicyStepName, iter, branch, landed)
+		t.Logf("SIGKILL of the trainer during %s of iteration %d in %s: retried %v", contract.PolicyStepName, iter, branch, landed)
 	}
 	killed := waitRun(t, r)
-	if n := rlRetried(t, env.Client, branch)[train.PolicyStepName]; n < 1 {
-		t.Errorf("want %s retried in the branch after the kill, got %d", train.PolicyStepName, n)
+	if n := rlRetried(t, env.Client, branch)[contract.PolicyStepName]; n < 1 {
+		t.Errorf("want %s retried in the branch after the kill, got %d", contract.PolicyStepName, n)
 	}
 	for _, out := range []workflows.PipelineOutput{clean, killed} {
 		ph := out.Phases[0]
@@ -79,10 +79,10 @@ func TestRLBranchExactResumeAfterSIGKILL(t *testing.T) {
 		}
 	}
 	a, b := clean.Phases[0].Checkpoint, killed.Phases[0].Checkpoint
-	if fileHash(t, from, train.ModelFile) == fileHash(t, a, train.ModelFile) {
+	if fileHash(t, from, contract.ModelFile) == fileHash(t, a, contract.ModelFile) {
 		t.Fatal("the branch did not change the weights: the comparison would prove nothing")
 	}
-	for _, name := range []string{train.ModelFile, train.OptimizerFile} {
+	for _, name := range []string{contract.ModelFile, contract.OptimizerFile} {
 		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
 			t.Errorf("%s differs after the kill in the branch: %s vs %s", name, ha, hb)
 		}

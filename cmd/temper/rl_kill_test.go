@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/temperml/temper/activities/rollout"
-	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -90,7 +90,7 @@ func TestRLExactResumeAfterSIGKILL(t *testing.T) {
 		iter     int
 	}{
 		{roll, rollout.GenerateName, 2},
-		{trainer, train.PolicyStepName, 4},
+		{trainer, contract.PolicyStepName, 4},
 	}
 	for _, k := range kills {
 		// A warm activity can finish between the poll that saw it and the kill, or between two polls;
@@ -152,10 +152,10 @@ func TestRLExactResumeAfterSIGKILL(t *testing.T) {
 	if a == b {
 		t.Fatalf("both runs wrote the same checkpoint %s", a)
 	}
-	if m := clean.Phases[0].Metrics; m["reward_mean"] <= 0 || fileHash(t, from, train.ModelFile) == fileHash(t, a, train.ModelFile) {
+	if m := clean.Phases[0].Metrics; m["reward_mean"] <= 0 || fileHash(t, from, contract.ModelFile) == fileHash(t, a, contract.ModelFile) {
 		t.Fatalf("GRPO did not change the weights (reward_mean %v): the comparison would prove nothing", m["reward_mean"])
 	}
-	for _, name := range []string{train.ModelFile, train.OptimizerFile} {
+	for _, name := range []string{contract.ModelFile, contract.OptimizerFile} {
 		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
 			t.Errorf("%s differs after kills: %s vs %s", name, ha, hb)
 		}

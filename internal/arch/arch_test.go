@@ -20,6 +20,9 @@ type rule struct {
 	layer string   // directory prefix ("algorithms/") or exact directory ("tpu")
 	allow []string // prefixes of allowed imports; "std" = any standard library package
 	deny  []string // prefixes that are never allowed, even if allowed above
+	// contractsOnly: of the activities layer, only the roles' contract packages (activity names and
+	// I/O types, no GoMLX, no storage client) may be imported.
+	contractsOnly bool
 }
 
 var rules = []rule{
@@ -36,7 +39,8 @@ var rules = []rule{
 		deny: []string{module + "tpu", module + "workflows", module + "workers", module + "cmd", "go.temporal.io/sdk/workflow", "go.temporal.io/sdk/client", "go.temporal.io/sdk/worker"}},
 	{layer: "workflows", allow: []string{"std", module + "activities/", module + "algorithms/", module + "internal/config", module + "workflows/",
 		"go.temporal.io/sdk/workflow", "go.temporal.io/sdk/temporal", "go.temporal.io/sdk/log", "go.temporal.io/api/"},
-		deny: []string{"os", "net", "math/rand", "crypto/rand", "sync", "syscall", "io/ioutil", "time/tzdata", module + "tpu", "github.com/gomlx/", "cloud.google.com/"}},
+		deny:          []string{"os", "net", "math/rand", "crypto/rand", "sync", "syscall", "io/ioutil", "time/tzdata", module + "tpu", "github.com/gomlx/", "cloud.google.com/"},
+		contractsOnly: true},
 	{layer: "internal", allow: []string{"std", module + "internal/", "gopkg.in/yaml.v3"}, deny: []string{"net", "go.temporal.io/"}},
 	// scripts/peer runs the PyTorch peer of the benchmarks: a subprocess, never a library of the layers.
 	{layer: "scripts", allow: []string{"std"}},
@@ -69,6 +73,9 @@ func violation(dir, path string) string {
 			if hasPrefixPath(path, d) {
 				return fmt.Sprintf("%s must not import %s (denied: %s)", dir, path, d)
 			}
+		}
+		if r.contractsOnly && hasPrefixPath(path, module+"activities/") && !strings.HasSuffix(path, "/contract") {
+			return fmt.Sprintf("%s must not import %s: import the role's contract package (%s/contract) instead", dir, path, strings.TrimPrefix(path, module))
 		}
 		for _, a := range r.allow {
 			if (a == "std" && isStd(path)) || (a != "std" && hasPrefixPath(path, a)) {
@@ -206,6 +213,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"workflows", "math/rand"},
 		{"workflows", "cloud.google.com/go/storage"},
 		{"workflows", "github.com/gomlx/gomlx/core/graph"},
+		{"workflows", module + "activities/train"},
+		{"workflows", module + "activities/rollout"},
+		{"workflows", module + "activities/demo"},
 		{"newlayer", "fmt"},
 	}
 	for _, b := range bad {
@@ -220,7 +230,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"activities/train", "go.temporal.io/sdk/activity"},
 		{"activities/ckpt", "cloud.google.com/go/storage"},
 		{"workflows", "go.temporal.io/sdk/workflow"},
-		{"workflows", module + "activities/demo"},
+		{"workflows", module + "activities/demo/contract"},
+		{"workflows", module + "activities/train/contract"},
 		{"workers", "go.temporal.io/server/temporal"},
 	}
 	for _, g := range good {

@@ -1,0 +1,174 @@
+package lm
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/algorithms/data"
+	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/tasks"
+	"github.com/temperml/temper/algorithms/tokenize"
+)
+
+// Evaluate measures a checkpoint on held-out data: teacher-forced loss and perplexity on the
+// completions, exact match of greedy completions (checked by the example's task when it has one, else
+// by equality of the first line with the reference), and pass@k with k sampled completions.
+func (a *Activities) Evaluate(ctx context.Context, in contract.EvalInput) (contract.EvalOutput, error) {
+	_, heldout, err := train.Examples(ctx, a.Ckpt, in.Data, in.Seed)
+	if err != nil {
+		return contract.EvalOutput{}, err
+	}
+	if in.Examples > 0 && in.Examples < len(heldout) {
+		heldout = heldout[:in.Examples]
+	}
+	if len(heldout) == 0 {
+		return contract.EvalOutput{}, train.BadInput(fmt.Errorf("train: evaluate %s: no held-out examples (set data.heldout_examples or data.heldout)", in.Checkpoint))
+	}
+	if in.MaxNewTokens <= 0 {
+		in.MaxNewTokens = 32
+	}
+	eng, _, _, err := a.LoadEngine(ctx, in.Checkpoint, contract.Optim{}, false)
+	if err != nil {
+		return contract.EvalOutput{}, err
+	}
+	defer eng.Close()
+	enc := train.Encoder()
+	total := 2 * len(heldout)
+	if in.PassK > 1 {
+		total += len(heldout)
+	}
+	done := 0
+	beat := func(n int) {
+		done += n
+		activity.RecordHeartbeat(ctx, contract.Progress{Step: done, Total: total})
+	}
+
+	// Loss on the reference completions.
+	var nll, tokens float64
+	for lo := 0; lo < len(heldout); lo += train.EvalRows {
+		hi := min(lo+train.EvalRows, len(heldout))
+		b, err := lossBatch(enc, heldout[lo:hi])
+		if err != nil {
+			return contract.EvalOutput{}, train.BadInput(err)
+		}
+		m, err := eng.EvalLoss(b)
+		if err != nil {
+			return contract.EvalOutput{}, fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err)
+		}
+		nll += float64(m.Loss) * float64(m.Tokens)
+		tokens += float64(m.Tokens)
+		beat(hi - lo)
+	}
+
+	prompts := make([][]int, len(heldout))
+	for i, ex := range heldout {
+		if prompts[i], err = enc.PromptIDs(ex); err != nil {
+			return contract.EvalOutput{}, train.BadInput(err)
+		}
+	}
+	check := func(i int, toks []int) bool {
+		return train.Passes(heldout[i], enc.Tok.Decode(train.StripStop(toks)))
+	}
+	greedy := sample.Options{MaxNewTokens: in.MaxNewTokens, StopTokens: []int{tokenize.ByteEOS}}
+	correct := 0
+	for lo := 0; lo < len(prompts); lo += train.EvalRows {
+		hi := min(lo+train.EvalRows, len(prompts))
+		outs, err := eng.Generate(prompts[lo:hi], greedy)
+		if err != nil {
+			return contract.EvalOutput{}, fmt.Errorf("train: evaluate %s: generate: %w", in.Checkpoint, err)
+		}
+		for j, o := range outs {
+			if check(lo+j, o.Tokens) {
+				correct++
+			}
+		}
+		beat(hi - lo)
+	}
+	metrics := map[string]float64{
+		"heldout_n":           float64(len(heldout)),
+		"heldout_exact_match": float64(correct) / float64(len(heldout)),
+	}
+	if tokens > 0 {
+		metrics["heldout_loss"] = nll / tokens
+		metrics["heldout_ppl"] = math.Exp(nll / tokens)
+	}
+	if in.PassK > 1 {
+		temp := in.Temperature
+		if temp <= 0 {
+			temp = 1
+		}
+		solved := make([]bool, len(prompts))
+		for lo := 0; lo < len(prompts); lo += train.EvalRows {
+			hi := min(lo+train.EvalRows, len(prompts))
+			var batch [][]int
+			var seeds []uint64
+			for i := lo; i < hi; i++ {
+				for k := 0; k < in.PassK; k++ {
+					batch = append(batch, prompts[i])
+					seeds = append(seeds, in.Seed*1_000_003+uint64(i*in.PassK+k)+1)
+				}
+			}
+			opts := sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: temp, StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds}
+			outs, err := eng.Generate(batch, opts)
+			if err != nil {
+				return contract.EvalOutput{}, fmt.Errorf("train: evaluate %s: sample: %w", in.Checkpoint, err)
+			}
+			for j, o := range outs {
+				i := lo + j/in.PassK
+				if check(i, o.Tokens) {
+					solved[i] = true
+				}
+			}
+			beat(hi - lo)
+		}
+		n := 0
+		for _, s := range solved {
+			if s {
+				n++
+			}
+		}
+		metrics[fmt.Sprintf("heldout_pass@%d", in.PassK)] = float64(n) / float64(len(prompts))
+	}
+	if err := a.LogEval(ctx, in.Store, in.Log, metrics); err != nil {
+		return contract.EvalOutput{}, fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err)
+	}
+	return contract.EvalOutput{Metrics: metrics}, nil
+}
+
+// lossBatch puts one example per row, right-padded, with the loss on its trained tokens.
+func lossBatch(enc data.Encoder, exs []tasks.Example) (train.Batch, error) {
+	var seqs []data.Encoded
+	longest := 2
+	for _, ex := range exs {
+		e, err := enc.Encode(ex)
+		if err != nil {
+			return train.Batch{}, fmt.Errorf("train: encode %s: %w", ex.ID, err)
+		}
+		seqs = append(seqs, e)
+		longest = max(longest, len(e.IDs))
+	}
+	var b train.Batch
+	n := longest - 1
+	for _, e := range seqs {
+		tok, tgt := make([]int, n), make([]int, n)
+		mask, pos, valid := make([]float32, n), make([]int, n), make([]bool, n)
+		for t := 0; t < n; t++ {
+			pos[t] = t
+			tok[t], tgt[t] = tokenize.BytePAD, tokenize.BytePAD
+			if t+1 < len(e.IDs) {
+				tok[t], tgt[t], valid[t] = e.IDs[t], e.IDs[t+1], true
+				if e.Loss[t+1] {
+					mask[t] = 1
+				}
+			}
+		}
+		b.Tokens, b.Targets = append(b.Tokens, tok), append(b.Targets, tgt)
+		b.LossMask, b.Positions, b.Valid = append(b.LossMask, mask), append(b.Positions, pos), append(b.Valid, valid)
+	}
+	return b, nil
+}

@@ -1,0 +1,193 @@
+package policy_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
+	"github.com/temperml/temper/algorithms/rollout"
+	"github.com/temperml/temper/algorithms/safetensors"
+	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/tokenize"
+	"github.com/temperml/temper/workers/traintest"
+)
+
+// ppoToyRollouts samples n completions of up to two tokens from the policy checkpoint for one prompt
+// and scores them on the toy task "the first completion byte is even" (about half of a fresh model's
+// samples). It writes the rollouts file and returns its URI, the rewards and their mean.
+func ppoToyRollouts(t *testing.T, policy, dir string, iter, n int) (string, []float64, float64) {
+	t.Helper()
+	ctx := context.Background()
+	eng, _, _, err := train.LoadEngine(ctx, ckpt.New(ckpt.Options{}), traintest.NewEngine, policy, contract.Optim{}, false)
+	if err != nil {
+		t.Fatalf("load policy %s: %v", policy, err)
+	}
+	defer eng.Close()
+	prompt := []int{tokenize.ByteBOS, 'q', '='}
+	prompts := make([][]int, n)
+	for i := range prompts {
+		prompts[i] = prompt
+	}
+	cs, err := eng.Generate(prompts, sample.Options{MaxNewTokens: 2, Temperature: 1, Seed: uint64(1000 + iter),
+		StopTokens: []int{tokenize.ByteEOS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := make([]rollout.Rollout, n)
+	rewards := make([]float64, n)
+	var sum float64
+	for i, c := range cs {
+		rs[i] = rollout.Rollout{ID: fmt.Sprintf("r%d", i), Group: i / 4, PromptTokens: prompt, Tokens: c.Tokens, LogProbs: c.LogProbs}
+		if len(c.Tokens) > 0 && c.Tokens[0]%2 == 0 {
+			rewards[i] = 1
+		}
+		sum += rewards[i]
+	}
+	path := filepath.Join(dir, fmt.Sprintf("rollouts-%03d.jsonl", iter))
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rollout.Write(f, rs); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return "file://" + path, rewards, sum / float64(n)
+}
+
+// TestPPOStepLearnsToyTask runs PPO iterations of the trainer activity on a toy task from a fresh
+// tiny model: the first step adds a seeded value head; every checkpoint keeps the causal LM in
+// model.safetensors (loadable by rollout and evaluation as before) and the critic in
+// critic.safetensors; the critic's fit improves (value loss falls) and the policy's reward rises.
+// A retried step returns the committed version; an engine that cannot read values is a
+// non-retryable error.
+func TestPPOStepLearnsToyTask(t *testing.T) {
+	e := traintest.New(t)
+	var init contract.InitOutput
+	e.Must(contract.InitName, contract.InitInput{Store: e.Store, Run: "ppo", Phase: "sft", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 11}, &init)
+
+	dir := t.TempDir()
+	const iters, n = 8, 64
+	lc := loss.DefaultPolicyConfig(loss.AlgoPPO)
+	policy := init.Checkpoint
+	var first, last contract.PolicyStepOutput
+	var in contract.PolicyStepInput
+	_, _, before := ppoToyRollouts(t, policy, dir, 999, 128)
+	for k := range iters {
+		uri, rewards, mean := ppoToyRollouts(t, policy, dir, k, n)
+		in = contract.PolicyStepInput{Store: e.Store, Run: "ppo", Phase: "ppo", Policy: policy, Reference: init.Checkpoint, Version: k,
+			Rollouts: uri, Rewards: rewards, Loss: lc, LR: 3e-3, Epochs: 2, Minibatch: 32, FreshOptimizer: k == 0,
+			Optim: contract.Optim{LR: 3e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
+			PPO:   &contract.PPOConfig{Gamma: 1, Lambda: 0.95, Seed: 5}}
+		var out contract.PolicyStepOutput
+		e.Must(contract.PolicyStepName, in, &out)
+		m := out.Metrics
+		t.Logf("v%d reward %.3f value_loss %.4f value_mean %.3f entropy %.3f clip_frac %.3f ev %.3f", k, mean,
+			m["value_loss"], m["value_mean"], m["entropy"], m["clip_frac"], m["explained_variance"])
+		for _, name := range []string{"value_loss", "value_clip_frac", "entropy", "clip_frac", "pg_loss", "loss", "grad_norm", "return_mean"} {
+			if v, ok := m[name]; !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("v%d: metric %s = %v (present %v): want a finite value", k, name, v, ok)
+			}
+		}
+		if out.NonFinite || out.Version != k+1 || m["optimizer_steps"] != 4 {
+			t.Fatalf("v%d: %+v", k, out)
+		}
+		want := 0.0
+		if k == 0 {
+			want = 1
+		}
+		if m["new_value_head"] != want {
+			t.Fatalf("v%d: new_value_head %v, want %v (a head is added to the SFT checkpoint only)", k, m["new_value_head"], want)
+		}
+		if k == 0 {
+			first = out
+		}
+		last, policy = out, out.Checkpoint
+	}
+	_, _, after := ppoToyRollouts(t, policy, dir, 998, 128)
+	t.Logf("reward %.3f → %.3f; value_loss %.4f → %.4f", before, after, first.Metrics["value_loss"], last.Metrics["value_loss"])
+	if !(after >= before+0.2) {
+		t.Errorf("PPO did not raise the toy reward: %.3f → %.3f", before, after)
+	}
+	if !(last.Metrics["value_loss"] < first.Metrics["value_loss"]) {
+		t.Errorf("the critic did not improve: value_loss %.4f → %.4f", first.Metrics["value_loss"], last.Metrics["value_loss"])
+	}
+
+	// The checkpoint: a plain causal LM in model.safetensors, the value head in critic.safetensors.
+	if w := traintest.WeightsOf(t, policy); w["score.weight"] != nil || w["model.embed_tokens.weight"] == nil {
+		t.Fatalf("model.safetensors should hold the causal LM only: score.weight present %v", w["score.weight"] != nil)
+	}
+	ck, err := ckpt.New(ckpt.Options{}).Read(context.Background(), policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := ck.Open(context.Background(), contract.CriticFile)
+	if err != nil {
+		t.Fatalf("critic file: %v", err)
+	}
+	cf, err := safetensors.Read(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tw, ok := cf.Tensor("score.weight"); !ok || len(tw.Shape) != 2 || tw.Shape[1] != traintest.TinyModel(t).DModel {
+		t.Fatalf("critic file: score.weight %v", tw.Shape)
+	}
+
+	// A retried step finds its committed version.
+	var again contract.PolicyStepOutput
+	e.Must(contract.PolicyStepName, in, &again)
+	if !again.Resumed || again.Checkpoint != last.Checkpoint {
+		t.Fatalf("retry: %+v, want the committed %s", again, last.Checkpoint)
+	}
+
+	// An engine without per-token values cannot train PPO.
+	e.Deps.NewEngine = func(o train.EngineOptions) (train.Engine, error) {
+		eng, err := traintest.NewEngine(o)
+		return noValues{eng}, err
+	}
+	in.Version, in.Phase = 0, "ppo-novalues"
+	err = e.Run(contract.PolicyStepName, in, &again)
+	var ae *temporal.ApplicationError
+	if err == nil || !errors.As(err, &ae) || !ae.NonRetryable() || !strings.Contains(err.Error(), "ValueReader") {
+		t.Fatalf("engine without values: %v", err)
+	}
+}
+
+// TestPPOConfigValidate: every bad knob is named.
+func TestPPOConfigValidate(t *testing.T) {
+	for _, c := range []struct {
+		cfg  contract.PPOConfig
+		path string
+	}{
+		{contract.DefaultPPOConfig(), ""},
+		{contract.PPOConfig{Gamma: 0.99, Lambda: 1, KLCoef: 0.05}, ""},
+		{contract.PPOConfig{Gamma: 1.5, Lambda: 0.95}, "ppo.gamma"},
+		{contract.PPOConfig{Gamma: math.NaN(), Lambda: 0.95}, "ppo.gamma"},
+		{contract.PPOConfig{Gamma: 1, Lambda: -0.1}, "ppo.lambda"},
+		{contract.PPOConfig{Gamma: 1, Lambda: 0.95, KLCoef: -1}, "ppo.kl_coef"},
+		{contract.PPOConfig{Gamma: 1, Lambda: 0.95, KLCoef: math.Inf(1)}, "ppo.kl_coef"},
+	} {
+		err := c.cfg.Validate()
+		if (err == nil) != (c.path == "") || (err != nil && !strings.Contains(err.Error(), c.path)) {
+			t.Errorf("%+v: error %v, want one naming %q", c.cfg, err, c.path)
+		}
+	}
+}
+
+// noValues hides the engine's Values method: an engine that cannot read a value head.
+type noValues struct{ train.Engine }

@@ -1,0 +1,231 @@
+package rewardmodel
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/objective"
+	"github.com/temperml/temper/algorithms/safetensors"
+	"github.com/temperml/temper/algorithms/tasks"
+)
+
+// Activities are the reward-model activities; they share the trainer's dependencies (store client,
+// engine factory) and kernel (chunk runner, engine loaders, data readers) with the other families.
+type Activities struct{ *train.Activities }
+
+// Register registers the reward-model activities under their contract names on the trainer queue's worker.
+func Register(r train.Registrar, deps *train.Activities) {
+	a := &Activities{deps}
+	r.RegisterActivityWithOptions(a.RewardInit, activity.RegisterOptions{Name: contract.RewardInitName})
+	r.RegisterActivityWithOptions(a.RewardChunk, activity.RegisterOptions{Name: contract.RewardChunkName})
+	r.RegisterActivityWithOptions(a.RewardEvaluate, activity.RegisterOptions{Name: contract.RewardEvaluateName})
+}
+
+// RewardInit commits step 0 of a reward phase: the weights of in.From with a value head added
+// when it has none (train.ValueHeadTensors; the trunk and LM head are copied unchanged), or a fresh
+// seeded model with a value head. No optimizer state: the
+// first chunk starts a fresh one. Retried, it returns the committed step 0.
+func (a *Activities) RewardInit(ctx context.Context, in contract.RewardInitInput) (contract.RewardInitOutput, error) {
+	newHead := true
+	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, 0, func(w *ckpt.Writer) error {
+		var eng train.Engine
+		var cfg model.Config
+		if in.From == "" {
+			cfg = model.Config(in.Model)
+			cfg.ValueHead, cfg.RewardLogProb = true, in.LogProb
+			if err := cfg.Validate(); err != nil {
+				return train.BadInput(err)
+			}
+			var err error
+			if eng, err = a.NewEngine(train.EngineOptions{Model: cfg, Seed: in.Seed}); err != nil {
+				return err
+			}
+		} else {
+			var err error
+			if eng, cfg, newHead, err = a.engineWithHead(ctx, in.From, in.Seed, in.LogProb); err != nil {
+				return err
+			}
+		}
+		defer eng.Close()
+		st := ckpt.State{Step: 0, ConfigHash: train.ConfigHash(cfg), Scalars: map[string]float64{"new_head": train.RewardFlag(newHead)}}
+		return train.WriteModel(ctx, w, eng, cfg, st, false)
+	})
+	if err != nil {
+		return contract.RewardInitOutput{}, fmt.Errorf("train: reward init %s/%s from %q: %w", in.Run, in.Phase, in.From, err)
+	}
+	ck, err := a.Ckpt.Read(ctx, ref.URI)
+	if err != nil {
+		return contract.RewardInitOutput{}, err
+	}
+	st, err := ck.ReadState(ctx)
+	if err != nil {
+		return contract.RewardInitOutput{}, err
+	}
+	return contract.RewardInitOutput{Checkpoint: ref.URI, NewHead: st.Scalars["new_head"] == 1}, nil
+}
+
+// engineWithHead loads checkpoint uri into an engine whose model has a value head, initialising the
+// head (with the generative term when logProb) when the checkpoint has none; a checkpoint's
+// existing head is kept as it is.
+func (a *Activities) engineWithHead(ctx context.Context, uri string, seed uint64, logProb bool) (train.Engine, model.Config, bool, error) {
+	ck, cfg, hasHead, err := train.ReadModelConfig(ctx, a.Ckpt, uri)
+	if err != nil {
+		return nil, cfg, false, err
+	}
+	if hasHead {
+		eng, err := train.LoadInto(ctx, ck, a.NewEngine, cfg, contract.Optim{}, false)
+		return eng, cfg, false, err
+	}
+	raw, err := train.ReadAll(ctx, ck, contract.ModelFile)
+	if err != nil {
+		return nil, cfg, false, err
+	}
+	f, err := safetensors.Read(bytes.NewReader(raw))
+	if err != nil {
+		return nil, cfg, false, train.BadInput(fmt.Errorf("train: %s%s: %w", uri, contract.ModelFile, err))
+	}
+	head, err := train.ValueHeadTensors(cfg.DModel, seed, logProb)
+	if err != nil {
+		return nil, cfg, false, err
+	}
+	var buf bytes.Buffer
+	if err := safetensors.Write(&buf, append(f.Tensors, head...), f.Metadata); err != nil {
+		return nil, cfg, false, fmt.Errorf("train: add value head to %s: %w", uri, err)
+	}
+	cfg.ValueHead, cfg.RewardLogProb = true, logProb
+	eng, err := a.NewEngine(train.EngineOptions{Model: cfg, Seed: seed})
+	if err != nil {
+		return nil, cfg, false, err
+	}
+	if err := eng.LoadWeights(&buf); err != nil {
+		eng.Close()
+		return nil, cfg, false, train.BadInput(fmt.Errorf("train: load %s with a new value head: %w", uri, err))
+	}
+	return eng, cfg, true, nil
+}
+
+// RewardChunk trains in.Steps steps of the Bradley–Terry objective from in.From (train.RunChunk does the
+// rest); its metrics are objective.BTMetrics' chunk means, and pairs / pairs_per_s.
+func (a *Activities) RewardChunk(ctx context.Context, in contract.RewardChunkInput) (contract.ChunkOutput, error) {
+	op := fmt.Sprintf("train: reward chunk %s/%s", in.Run, in.Phase)
+	if err := in.Batch.Validate(); err != nil {
+		return contract.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
+	}
+	if err := in.Loss.Validate(); err != nil {
+		return contract.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: loss.%w", op, err))
+	}
+	return train.RunChunk(ctx, a.Activities, in.ChunkHead, op, func() (*train.ChunkObjective[[]int], error) {
+		trainPairs, _, err := rewardPairs(ctx, a.Ckpt, in.Data, in.Cursor.Seed)
+		if err != nil {
+			return nil, err
+		}
+		enc, err := encodePairs(trainPairs, in.Batch.MaxSeq)
+		if err != nil {
+			return nil, err
+		}
+		eng, cfg, err := train.LoadRewardEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, !in.FreshOptimizer)
+		if err != nil {
+			return nil, err
+		}
+		obj := objective.BradleyTerry(in.Loss)
+		return &train.ChunkObjective[[]int]{Eng: eng, Cfg: cfg, Unit: "pairs",
+			Next: func(cur contract.Cursor) ([]int, contract.Cursor, error) {
+				idx, next := train.NextRows(len(enc), in.Batch.Rows, cur)
+				return idx, next, nil
+			},
+			Step: func(idx []int, lr float32) (train.StepResult, error) {
+				m, err := eng.StepObjective(obj, pairInputs(enc, idx, in.Batch.Rows, in.Batch.MaxSeq), lr)
+				return train.ObjectiveStep(obj, m, len(idx)), err
+			},
+			Write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
+				return train.WriteModel(ctx, w, eng, cfg, st, true)
+			},
+		}, nil
+	})
+}
+
+// rewardEvalRows is how many held-out pairs go through the engine at once.
+const rewardEvalRows = 64
+
+// RewardEvaluate measures a reward model on held-out pairs: heldout_pair_accuracy (the fraction
+// with r_chosen > r_rejected; the acceptance metric), heldout_bt_loss, heldout_margin, the mean
+// rewards, heldout_pairs, and for arithmetic pairs the accuracy per kind of mistake
+// (heldout_pair_accuracy_<kind>, see tasks.MistakeKind).
+func (a *Activities) RewardEvaluate(ctx context.Context, in contract.RewardEvalInput) (contract.RewardEvalOutput, error) {
+	if in.Batch.MaxSeq == 0 {
+		in.Batch.MaxSeq = 64
+	}
+	_, heldout, err := rewardPairs(ctx, a.Ckpt, in.Data, in.Seed)
+	if err != nil {
+		return contract.RewardEvalOutput{}, err
+	}
+	if in.Pairs > 0 && in.Pairs < len(heldout) {
+		heldout = heldout[:in.Pairs]
+	}
+	if len(heldout) == 0 {
+		return contract.RewardEvalOutput{}, train.BadInput(fmt.Errorf("train: reward evaluate %s: no held-out pairs (set data.heldout_pairs or data.heldout)", in.Checkpoint))
+	}
+	enc, err := encodePairs(heldout, in.Batch.MaxSeq)
+	if err != nil {
+		return contract.RewardEvalOutput{}, err
+	}
+	eng, _, err := train.LoadRewardEngine(ctx, a.Ckpt, a.NewEngine, in.Checkpoint, contract.Optim{}, false)
+	if err != nil {
+		return contract.RewardEvalOutput{}, err
+	}
+	defer eng.Close()
+	// Pairs are evaluated grouped by kind of mistake, so one pass gives every per-kind accuracy.
+	groups := map[string][]int{}
+	for i, p := range enc {
+		groups[p.kind] = append(groups[p.kind], i)
+	}
+	obj := objective.BradleyTerry(in.Loss)
+	sums := map[string]float64{}
+	total, done := 0.0, 0
+	for _, kind := range append(append([]string(nil), tasks.MistakeKinds...), "") {
+		idx := groups[kind]
+		var right, n float64
+		for lo := 0; lo < len(idx); lo += rewardEvalRows {
+			hi := min(lo+rewardEvalRows, len(idx))
+			m, err := eng.EvalObjective(obj, pairInputs(enc, idx[lo:hi], rewardEvalRows, in.Batch.MaxSeq))
+			if err != nil {
+				return contract.RewardEvalOutput{}, fmt.Errorf("train: reward evaluate %s: %w", in.Checkpoint, err)
+			}
+			k := float64(hi - lo)
+			for _, name := range objective.BTMetrics {
+				if name != "pairs" && (name != "lm_loss" || in.Loss.LMCoef > 0) {
+					sums[name] += float64(m[name]) * k
+				}
+			}
+			right += float64(m["accuracy"]) * k
+			n += k
+			done += hi - lo
+			activity.RecordHeartbeat(ctx, contract.Progress{Step: done, Total: len(enc)})
+		}
+		if n > 0 && kind != "" && kind != tasks.MistakeNotArith {
+			sums["accuracy_"+kind] = right / n
+		}
+		total += n
+	}
+	metrics := map[string]float64{"heldout_pairs": total}
+	for name, v := range sums {
+		key := "heldout_" + name
+		switch {
+		case strings.HasPrefix(name, "accuracy_"):
+			metrics["heldout_pair_"+name] = v
+			continue
+		case name == "accuracy":
+			key = "heldout_pair_accuracy"
+		}
+		metrics[key] = v / total
+	}
+	return contract.RewardEvalOutput{Metrics: metrics}, nil
+}

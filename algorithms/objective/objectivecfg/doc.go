@@ -1,0 +1,4 @@
+// Package objectivecfg holds the reward-model objective's configuration (BTConfig) with its defaults
+// and validation. It imports no GoMLX, so workflows can carry it; package objective builds the graph
+// from the same type (an alias).
+package objectivecfg
