@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -110,4 +111,23 @@ func LoadRewardEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine,
 	}
 	eng, err := LoadInto(ctx, ck, newEngine, cfg, optim, withOptimizer)
 	return eng, cfg, err
+}
+
+// LoadTensors builds an engine with opts and loads ts (file metadata meta) as its weights: how a
+// checkpoint's weights are loaded together with a value head that is not in its model file (a new
+// one, or PPO's critic file). what names the weights in errors.
+func LoadTensors(newEngine NewEngine, opts EngineOptions, ts []safetensors.Tensor, meta map[string]string, what string) (Engine, error) {
+	var buf bytes.Buffer
+	if err := safetensors.Write(&buf, ts, meta); err != nil {
+		return nil, fmt.Errorf("train: weights of %s: %w", what, err)
+	}
+	eng, err := newEngine(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := eng.LoadWeights(&buf); err != nil {
+		eng.Close()
+		return nil, BadInput(fmt.Errorf("train: load %s: %w", what, err))
+	}
+	return eng, nil
 }

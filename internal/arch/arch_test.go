@@ -75,7 +75,8 @@ func violation(dir, path string) string {
 			}
 		}
 		if r.contractsOnly && hasPrefixPath(path, module+"activities/") && !strings.HasSuffix(path, "/contract") {
-			return fmt.Sprintf("%s must not import %s: import the role's contract package (%s/contract) instead", dir, path, strings.TrimPrefix(path, module))
+			role, _, _ := strings.Cut(strings.TrimPrefix(path, module+"activities/"), "/")
+			return fmt.Sprintf("%s must not import %s: import the role's contract package (activities/%s/contract) instead", dir, path, role)
 		}
 		for _, a := range r.allow {
 			if (a == "std" && isStd(path)) || (a != "std" && hasPrefixPath(path, a)) {

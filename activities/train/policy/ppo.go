@@ -255,18 +255,10 @@ func (a *Activities) ppoEngine(ctx context.Context, uri string, optim contract.O
 		}
 		ts = append(ts, head...)
 	}
-	var buf bytes.Buffer
-	if err := safetensors.Write(&buf, ts, f.Metadata); err != nil {
-		return nil, cfg, false, fmt.Errorf("train: ppo: weights of %s with a value head: %w", uri, err)
-	}
 	cfg.ValueHead = true
-	eng, err := a.NewEngine(train.EngineOptions{Model: cfg, Optim: optim, Seed: seed})
+	eng, err := train.LoadTensors(a.NewEngine, train.EngineOptions{Model: cfg, Optim: optim, Seed: seed}, ts, f.Metadata, uri+" with its PPO value head")
 	if err != nil {
 		return nil, cfg, false, err
-	}
-	if err := eng.LoadWeights(&buf); err != nil {
-		eng.Close()
-		return nil, cfg, false, train.BadInput(fmt.Errorf("train: ppo: load %s with its value head: %w", uri, err))
 	}
 	if _, ok := ck.Manifest.File(contract.OptimizerFile); ok && withOptimizer && hasHead {
 		rc, err := ck.Open(ctx, contract.OptimizerFile)

@@ -96,18 +96,10 @@ func (a *Activities) engineWithHead(ctx context.Context, uri string, seed uint64
 	if err != nil {
 		return nil, cfg, false, err
 	}
-	var buf bytes.Buffer
-	if err := safetensors.Write(&buf, append(f.Tensors, head...), f.Metadata); err != nil {
-		return nil, cfg, false, fmt.Errorf("train: add value head to %s: %w", uri, err)
-	}
 	cfg.ValueHead, cfg.RewardLogProb = true, logProb
-	eng, err := a.NewEngine(train.EngineOptions{Model: cfg, Seed: seed})
+	eng, err := train.LoadTensors(a.NewEngine, train.EngineOptions{Model: cfg, Seed: seed}, append(f.Tensors, head...), f.Metadata, uri+" with a new value head")
 	if err != nil {
 		return nil, cfg, false, err
-	}
-	if err := eng.LoadWeights(&buf); err != nil {
-		eng.Close()
-		return nil, cfg, false, train.BadInput(fmt.Errorf("train: load %s with a new value head: %w", uri, err))
 	}
 	return eng, cfg, true, nil
 }
