@@ -96,10 +96,27 @@ func TestRLvsSFTPipelineAndReport(t *testing.T) {
 	if s.Winner != "grpo" || math.Abs(s.Margin-0.05) > 1e-12 || s.Start != 0.1 {
 		t.Errorf("summary %+v", s)
 	}
+	// Standard errors by hand: grpo finals 0.4, 0.2 (sd 0.1414, / √2 = 0.1); sft_more 0.3, 0.2
+	// (0.05); paired differences 0.1, 0.0: mean 0.05, standard error 0.05, one standard error from 0.
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"grpo stderr", s.StdErr["grpo"], 0.1}, {"sft_more stderr", s.StdErr["sft_more"], 0.05},
+		{"diff", s.Diff, 0.05}, {"diff stderr", s.DiffStdErr, 0.05}, {"diff t", s.DiffT, 1}} {
+		if math.Abs(c.got-c.want) > 1e-12 {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if s.Paired != 2 {
+		t.Errorf("paired seeds %d, want 2", s.Paired)
+	}
+	if m, se := meanStdErr([]float64{0.5}); m != 0.5 || se != 0 {
+		t.Errorf("one value: mean %v stderr %v, want 0.5, 0", m, se)
+	}
 	if math.Abs(s.LastMinute["grpo"]-0.6) > 1e-12 || math.Abs(s.LastMinute["sft_more"]-0.3) > 1e-12 {
 		t.Errorf("last-minute means %v, want grpo 0.6, sft_more 0.3", s.LastMinute)
 	}
-	if tie := summarizeRLvsSFT(arms[:1], o); tie.Winner != "sft_more" {
+	if tie := summarizeRLvsSFT(arms[:1], o); tie.Winner != "sft_more" || tie.Paired != 0 {
 		t.Errorf("one arm only: %+v", tie)
 	}
 	if tie := summarizeRLvsSFT([]rlVsSFTArm{{Arm: "sft_more", Final: 0.2}, {Arm: "grpo", Final: 0.2}}, o); tie.Winner != "tie" || tie.Margin != 0 {
@@ -107,7 +124,8 @@ func TestRLvsSFTPipelineAndReport(t *testing.T) {
 	}
 	var b bytes.Buffer
 	printRLvsSFT(&b, arms, s, o)
-	if !strings.Contains(b.String(), "grpo 0.300, sft_more 0.250 → grpo by 0.050") || !strings.Contains(b.String(), "evaluations: grpo 0.600, sft_more 0.300") {
+	if !strings.Contains(b.String(), "grpo 0.300 ± 0.100, sft_more 0.250 ± 0.050 (± one standard error) → grpo by 0.050") ||
+		!strings.Contains(b.String(), "paired difference grpo − sft_more over 2 seed(s): +0.050 ± 0.050 (1.0 standard errors from 0)") || !strings.Contains(b.String(), "evaluations: grpo 0.600, sft_more 0.300") {
 		t.Errorf("report:\n%s", b.String())
 	}
 }
