@@ -85,9 +85,18 @@ func rlVsSFTPhases(o rlVsSFTOptions, from string) ([]workflows.PhaseSpec, error)
 	if err != nil {
 		return nil, fmt.Errorf("--sft-config: %w", err)
 	}
-	rl, err := mergeJSONConfig(fmt.Sprintf(`{"data":{"task":%q,"heldout_examples":%d,"seed":%d},"iterations":1000000,"max_seconds":%g,
+	rlBase := fmt.Sprintf(`{"data":{"task":%q,"heldout_examples":%d,"seed":%d},"iterations":1000000,"max_seconds":%g,
 		"prompts":32,"group":8,"max_new_tokens":%d,"optimizer":{"lr":0.001,"warmup_steps":20},"eval_every":20,"eval":%s}`,
-		o.Task, o.Heldout, benchDataSeed, o.Seconds, longest+1, eval), o.RLConfig)
+		o.Task, o.Heldout, benchDataSeed, o.Seconds, longest+1, eval)
+	if o.Algo == "ppo" {
+		// PPO's critic is a value head on the policy's own trunk: at the kind's default value
+		// coefficient (0.5, no KL term) the value loss reshaped the trunk and exact match fell
+		// (README, bench rl-vs-sft); 0.1 with a KL term at half GRPO's lr is what beat continued SFT.
+		if rlBase, err = mergeJSONConfigString(rlBase, `{"optimizer":{"lr":0.0005},"loss":{"value_coef":0.1,"kl_beta":0.04}}`); err != nil {
+			return nil, err
+		}
+	}
+	rl, err := mergeJSONConfig(rlBase, o.RLConfig)
 	if err != nil {
 		return nil, fmt.Errorf("--rl-config: %w", err)
 	}
@@ -95,6 +104,12 @@ func rlVsSFTPhases(o rlVsSFTOptions, from string) ([]workflows.PhaseSpec, error)
 		workflows.PhaseSpec{Name: "sft_more", Kind: "sft", From: from, Config: more},
 		workflows.PhaseSpec{Name: o.Algo, Kind: o.Algo, From: from, Config: rl},
 	), nil
+}
+
+// mergeJSONConfigString is mergeJSONConfig returning a string.
+func mergeJSONConfigString(base, extra string) (string, error) {
+	b, err := mergeJSONConfig(base, extra)
+	return string(b), err
 }
 
 // mergeJSONConfig merges the JSON object extra (may be empty) into base, recursively.

@@ -53,6 +53,23 @@ func TestRLvsSFTPipelineAndReport(t *testing.T) {
 			}
 		}
 	}
+	// PPO gets the settings that beat continued SFT (value coefficient 0.1, a KL term, lr 5e-4);
+	// --rl-config still wins over them.
+	po := o
+	po.Algo, po.RLConfig = "ppo", `{"loss":{"kl_beta":0.02}}`
+	pp, err := rlVsSFTPhases(po, "file:///tmp/x/step-000001/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := string(pp[1].Config); !strings.Contains(c, `"value_coef":0.1`) || !strings.Contains(c, `"kl_beta":0.02`) || !strings.Contains(c, `"lr":0.0005`) {
+		t.Errorf("ppo arm config %s", c)
+	}
+	if err := (&workflows.PipelineInput{Name: "b", Phases: pp}).Validate(); err != nil {
+		t.Errorf("ppo phases: %v", err)
+	}
+	if c := string(phasesOf(t, o)[1].Config); strings.Contains(c, "value_coef") {
+		t.Errorf("grpo arm got ppo settings: %s", c)
+	}
 	// Sampling budgets follow the task's longest answer (split: "99+99" and EOS), and the
 	// pretraining text can come from another task.
 	so := o
@@ -160,4 +177,13 @@ func TestBenchRLPipelineIsValid(t *testing.T) {
 	if _, err := benchRLPipeline(3, `{"prompts":`); err == nil {
 		t.Error("a malformed override must be an error")
 	}
+}
+
+func phasesOf(t *testing.T, o rlVsSFTOptions) []workflows.PhaseSpec {
+	t.Helper()
+	p, err := rlVsSFTPhases(o, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
