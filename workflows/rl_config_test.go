@@ -7,7 +7,7 @@ import (
 )
 
 // TestRLLearningRateSchedule: optimizer.warmup_steps and min_lr_ratio shape the RL learning rate per
-// iteration (they were accepted and ignored before), and the defaults keep it constant.
+// iteration (they were accepted and ignored before); the default warms up over 20 iterations, then stays constant.
 func TestRLLearningRateSchedule(t *testing.T) {
 	c, err := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"add2"},"iterations":10,"optimizer":{"lr":0.001,"warmup_steps":4}}`), "config")
 	if err != nil {
@@ -26,11 +26,19 @@ func TestRLLearningRateSchedule(t *testing.T) {
 	if got := rlLR(cfg, 10); math.Abs(got-0.0001) > 1e-12 {
 		t.Errorf("cosine to 0.1 at the last iteration: lr %g, want 1e-4", got)
 	}
+	// The default schedule: a 20-iteration linear warmup (every RL phase starts with a fresh AdamW),
+	// then constant.
 	d, _ := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"add2"},"optimizer":{"lr":0.001}}`), "config")
-	for _, it := range []int{0, 20, 39} {
-		if got := rlLR(d.(*RLConfig), it); got != 0.001 {
-			t.Errorf("default schedule, iteration %d: lr %g, want constant 0.001", it, got)
+	for _, tc := range []struct {
+		iter int
+		want float64
+	}{{0, 0.00005}, {9, 0.0005}, {19, 0.001}, {20, 0.001}, {39, 0.001}} {
+		if got := rlLR(d.(*RLConfig), tc.iter); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("default schedule, iteration %d: lr %g, want %g", tc.iter, got, tc.want)
 		}
+	}
+	if w := d.(*RLConfig).Optimizer.WarmupSteps; w != 20 {
+		t.Errorf("default optimizer.warmup_steps %d, want 20", w)
 	}
 }
 

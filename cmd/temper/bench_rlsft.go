@@ -85,9 +85,18 @@ func rlVsSFTPhases(o rlVsSFTOptions, from string) ([]workflows.PhaseSpec, error)
 	if err != nil {
 		return nil, fmt.Errorf("--sft-config: %w", err)
 	}
-	rl, err := mergeJSONConfig(fmt.Sprintf(`{"data":{"task":%q,"heldout_examples":%d,"seed":%d},"iterations":1000000,"max_seconds":%g,
+	rlBase := fmt.Sprintf(`{"data":{"task":%q,"heldout_examples":%d,"seed":%d},"iterations":1000000,"max_seconds":%g,
 		"prompts":32,"group":8,"max_new_tokens":%d,"optimizer":{"lr":0.001,"warmup_steps":20},"eval_every":20,"eval":%s}`,
-		o.Task, o.Heldout, benchDataSeed, o.Seconds, longest+1, eval), o.RLConfig)
+		o.Task, o.Heldout, benchDataSeed, o.Seconds, longest+1, eval)
+	if o.Algo == "ppo" {
+		// PPO's critic is a value head on the policy's own trunk: at the kind's default value
+		// coefficient (0.5, no KL term) the value loss reshaped the trunk and exact match fell
+		// (README, bench rl-vs-sft); 0.1 with a KL term at half GRPO's lr is what beat continued SFT.
+		if rlBase, err = mergeJSONConfigString(rlBase, `{"optimizer":{"lr":0.0005},"loss":{"value_coef":0.1,"kl_beta":0.04}}`); err != nil {
+			return nil, err
+		}
+	}
+	rl, err := mergeJSONConfig(rlBase, o.RLConfig)
 	if err != nil {
 		return nil, fmt.Errorf("--rl-config: %w", err)
 	}
@@ -95,6 +104,12 @@ func rlVsSFTPhases(o rlVsSFTOptions, from string) ([]workflows.PhaseSpec, error)
 		workflows.PhaseSpec{Name: "sft_more", Kind: "sft", From: from, Config: more},
 		workflows.PhaseSpec{Name: o.Algo, Kind: o.Algo, From: from, Config: rl},
 	), nil
+}
+
+// mergeJSONConfigString is mergeJSONConfig returning a string.
+func mergeJSONConfigString(base, extra string) (string, error) {
+	b, err := mergeJSONConfig(base, extra)
+	return string(b), err
 }
 
 // mergeJSONConfig merges the JSON object extra (may be empty) into base, recursively.
@@ -206,24 +221,64 @@ func runBenchRLvsSFT(ctx context.Context, o rlVsSFTOptions, asJSON bool) error {
 	return nil
 }
 
-// rlVsSFTSummary averages each arm's final held-out exact match over the seeds.
+// rlVsSFTSummary averages each arm's final held-out exact match over the seeds, with its standard
+// error, and pairs the arms seed by seed: both arms of a seed start from the same checkpoint, so the
+// per-seed difference RL − continued SFT cancels what the seeds share, and its standard error says
+// whether the mean difference is more than seed noise.
 type rlVsSFTSummary struct {
 	Start float64            `json:"start_exact_match"`
 	Mean  map[string]float64 `json:"mean_final_exact_match"`
+	// StdErr is the standard error of each arm's mean final value over the seeds (sample standard
+	// deviation / √seeds; 0 with one seed, or for an arm that is the same run in every seed).
+	StdErr map[string]float64 `json:"stderr_final_exact_match"`
 	// LastMinute averages, per arm, every evaluation of the last 60 s of training over the seeds:
 	// less noisy than the final point alone (one evaluation of 200 prompts moves by ~±0.03).
 	LastMinute map[string]float64 `json:"mean_last_minute_exact_match"`
-	Winner     string             `json:"winner"`
-	Margin     float64            `json:"margin"`
-	Seconds    float64            `json:"seconds_per_arm"`
+	// Diff is the mean over seeds of (RL final − continued-SFT final), DiffStdErr its standard error
+	// and DiffT their ratio (0 when the standard error is 0); Paired counts the seeds with both arms.
+	Diff       float64 `json:"paired_difference"`
+	DiffStdErr float64 `json:"paired_difference_stderr"`
+	DiffT      float64 `json:"paired_difference_t"`
+	Paired     int     `json:"paired_seeds"`
+	Winner     string  `json:"winner"`
+	Margin     float64 `json:"margin"`
+	Seconds    float64 `json:"seconds_per_arm"`
+}
+
+// meanStdErr returns the mean of xs and its standard error (sample standard deviation / √n; 0 for
+// fewer than two values).
+func meanStdErr(xs []float64) (mean, se float64) {
+	n := float64(len(xs))
+	if n == 0 {
+		return math.NaN(), 0
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= n
+	if n < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss/(n-1)) / math.Sqrt(n)
 }
 
 func summarizeRLvsSFT(arms []rlVsSFTArm, o rlVsSFTOptions) rlVsSFTSummary {
-	s := rlVsSFTSummary{Mean: map[string]float64{}, LastMinute: map[string]float64{}, Seconds: o.Seconds}
-	n, nLast := map[string]int{}, map[string]int{}
+	s := rlVsSFTSummary{Mean: map[string]float64{}, StdErr: map[string]float64{}, LastMinute: map[string]float64{}, Seconds: o.Seconds}
+	finals := map[string][]float64{}
+	bySeed := map[int]map[string]float64{}
+	var seeds []int
+	nLast := map[string]int{}
 	for _, a := range arms {
-		s.Mean[a.Arm] += a.Final
-		n[a.Arm]++
+		finals[a.Arm] = append(finals[a.Arm], a.Final)
+		if bySeed[a.Seed] == nil {
+			bySeed[a.Seed] = map[string]float64{}
+			seeds = append(seeds, a.Seed)
+		}
+		bySeed[a.Seed][a.Arm] = a.Final
 		if len(a.Curve) > 0 {
 			s.Start = a.Curve[0].ExactMatch
 		}
@@ -234,11 +289,25 @@ func summarizeRLvsSFT(arms []rlVsSFTArm, o rlVsSFTOptions) rlVsSFTSummary {
 			}
 		}
 	}
-	for k := range s.Mean {
-		s.Mean[k] /= float64(n[k])
+	for k, xs := range finals {
+		s.Mean[k], s.StdErr[k] = meanStdErr(xs)
 	}
 	for k := range s.LastMinute {
 		s.LastMinute[k] /= float64(nLast[k])
+	}
+	var diffs []float64
+	for _, seed := range seeds { // arms order: no map-order dependence in what is printed
+		rl, okRL := bySeed[seed][o.Algo]
+		sft, okSFT := bySeed[seed]["sft_more"]
+		if okRL && okSFT {
+			diffs = append(diffs, rl-sft)
+		}
+	}
+	if s.Paired = len(diffs); s.Paired > 0 {
+		s.Diff, s.DiffStdErr = meanStdErr(diffs)
+		if s.DiffStdErr > 0 {
+			s.DiffT = s.Diff / s.DiffStdErr
+		}
 	}
 	rl, sft := s.Mean[o.Algo], s.Mean["sft_more"]
 	switch {
@@ -286,7 +355,15 @@ func printRLvsSFT(w io.Writer, arms []rlVsSFTArm, s rlVsSFTSummary, o rlVsSFTOpt
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "mean final exact match over %d seed(s): %s %.3f, sft_more %.3f → %s by %.3f (%.0f s of training per arm)\n",
-		o.Seeds, o.Algo, s.Mean[o.Algo], s.Mean["sft_more"], s.Winner, s.Margin, s.Seconds)
+	fmt.Fprintf(w, "mean final exact match over %d seed(s): %s %.3f ± %.3f, sft_more %.3f ± %.3f (± one standard error) → %s by %.3f (%.0f s of training per arm)\n",
+		o.Seeds, o.Algo, s.Mean[o.Algo], s.StdErr[o.Algo], s.Mean["sft_more"], s.StdErr["sft_more"], s.Winner, s.Margin, s.Seconds)
+	if s.Paired > 0 {
+		t := "n/a"
+		if s.DiffStdErr > 0 {
+			t = fmt.Sprintf("%.1f", s.DiffT)
+		}
+		fmt.Fprintf(w, "paired difference %s − sft_more over %d seed(s): %+.3f ± %.3f (%s standard errors from 0)\n",
+			o.Algo, s.Paired, s.Diff, s.DiffStdErr, t)
+	}
 	fmt.Fprintf(w, "mean of the last minute's evaluations: %s %.3f, sft_more %.3f\n", o.Algo, s.LastMinute[o.Algo], s.LastMinute["sft_more"])
 }

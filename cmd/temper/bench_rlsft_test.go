@@ -53,6 +53,23 @@ func TestRLvsSFTPipelineAndReport(t *testing.T) {
 			}
 		}
 	}
+	// PPO gets the settings that beat continued SFT (value coefficient 0.1, a KL term, lr 5e-4);
+	// --rl-config still wins over them.
+	po := o
+	po.Algo, po.RLConfig = "ppo", `{"loss":{"kl_beta":0.02}}`
+	pp, err := rlVsSFTPhases(po, "file:///tmp/x/step-000001/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := string(pp[1].Config); !strings.Contains(c, `"value_coef":0.1`) || !strings.Contains(c, `"kl_beta":0.02`) || !strings.Contains(c, `"lr":0.0005`) {
+		t.Errorf("ppo arm config %s", c)
+	}
+	if err := (&workflows.PipelineInput{Name: "b", Phases: pp}).Validate(); err != nil {
+		t.Errorf("ppo phases: %v", err)
+	}
+	if c := string(phasesOf(t, o)[1].Config); strings.Contains(c, "value_coef") {
+		t.Errorf("grpo arm got ppo settings: %s", c)
+	}
 	// Sampling budgets follow the task's longest answer (split: "99+99" and EOS), and the
 	// pretraining text can come from another task.
 	so := o
@@ -96,10 +113,27 @@ func TestRLvsSFTPipelineAndReport(t *testing.T) {
 	if s.Winner != "grpo" || math.Abs(s.Margin-0.05) > 1e-12 || s.Start != 0.1 {
 		t.Errorf("summary %+v", s)
 	}
+	// Standard errors by hand: grpo finals 0.4, 0.2 (sd 0.1414, / √2 = 0.1); sft_more 0.3, 0.2
+	// (0.05); paired differences 0.1, 0.0: mean 0.05, standard error 0.05, one standard error from 0.
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"grpo stderr", s.StdErr["grpo"], 0.1}, {"sft_more stderr", s.StdErr["sft_more"], 0.05},
+		{"diff", s.Diff, 0.05}, {"diff stderr", s.DiffStdErr, 0.05}, {"diff t", s.DiffT, 1}} {
+		if math.Abs(c.got-c.want) > 1e-12 {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if s.Paired != 2 {
+		t.Errorf("paired seeds %d, want 2", s.Paired)
+	}
+	if m, se := meanStdErr([]float64{0.5}); m != 0.5 || se != 0 {
+		t.Errorf("one value: mean %v stderr %v, want 0.5, 0", m, se)
+	}
 	if math.Abs(s.LastMinute["grpo"]-0.6) > 1e-12 || math.Abs(s.LastMinute["sft_more"]-0.3) > 1e-12 {
 		t.Errorf("last-minute means %v, want grpo 0.6, sft_more 0.3", s.LastMinute)
 	}
-	if tie := summarizeRLvsSFT(arms[:1], o); tie.Winner != "sft_more" {
+	if tie := summarizeRLvsSFT(arms[:1], o); tie.Winner != "sft_more" || tie.Paired != 0 {
 		t.Errorf("one arm only: %+v", tie)
 	}
 	if tie := summarizeRLvsSFT([]rlVsSFTArm{{Arm: "sft_more", Final: 0.2}, {Arm: "grpo", Final: 0.2}}, o); tie.Winner != "tie" || tie.Margin != 0 {
@@ -107,7 +141,8 @@ func TestRLvsSFTPipelineAndReport(t *testing.T) {
 	}
 	var b bytes.Buffer
 	printRLvsSFT(&b, arms, s, o)
-	if !strings.Contains(b.String(), "grpo 0.300, sft_more 0.250 → grpo by 0.050") || !strings.Contains(b.String(), "evaluations: grpo 0.600, sft_more 0.300") {
+	if !strings.Contains(b.String(), "grpo 0.300 ± 0.100, sft_more 0.250 ± 0.050 (± one standard error) → grpo by 0.050") ||
+		!strings.Contains(b.String(), "paired difference grpo − sft_more over 2 seed(s): +0.050 ± 0.050 (1.0 standard errors from 0)") || !strings.Contains(b.String(), "evaluations: grpo 0.600, sft_more 0.300") {
 		t.Errorf("report:\n%s", b.String())
 	}
 }
@@ -142,4 +177,13 @@ func TestBenchRLPipelineIsValid(t *testing.T) {
 	if _, err := benchRLPipeline(3, `{"prompts":`); err == nil {
 		t.Error("a malformed override must be an error")
 	}
+}
+
+func phasesOf(t *testing.T, o rlVsSFTOptions) []workflows.PhaseSpec {
+	t.Helper()
+	p, err := rlVsSFTPhases(o, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

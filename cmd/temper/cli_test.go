@@ -302,3 +302,36 @@ func TestPrintResultDigits(t *testing.T) {
 		t.Errorf("json heldout_loss %v, want full precision", got)
 	}
 }
+
+// TestDemoTrialsPipelinesAreValid: scripts/demo-trials/*.yaml, which the README cites for issue 21's
+// measurements, still parse and validate, and every phase holds out and evaluates 500 prompts (the
+// figures quoted are on 500).
+func TestDemoTrialsPipelinesAreValid(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "scripts", "demo-trials", "*.yaml"))
+	if err != nil || len(files) < 4 {
+		t.Fatalf("demo trials: %v, %v", files, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := parsePipeline(filepath.Base(f), data, nil, t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, p := range in.Phases {
+			var c struct {
+				Data struct {
+					Heldout int `json:"heldout_examples"`
+				} `json:"data"`
+				Eval struct {
+					Examples int `json:"examples"`
+				} `json:"eval"`
+			}
+			if err := json.Unmarshal(p.Config, &c); err != nil || c.Data.Heldout != 500 || c.Eval.Examples != 500 {
+				t.Errorf("%s phase %s: %d held out, %d evaluated (%v); want 500, 500", f, p.Name, c.Data.Heldout, c.Eval.Examples, err)
+			}
+		}
+	}
+}
