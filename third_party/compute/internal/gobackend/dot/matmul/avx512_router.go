@@ -31,6 +31,9 @@ func avx512RouterFloat32( //alt:f32
 	// Check if small matrix multiplication kernel can be used.
 	flops := batchSize * lhsCrossSize * rhsCrossSize * contractingSize
 	useSmallVariant := !ForceLargeVariant && (ForceSmallVariant || flops < noSIMDSmallMatMulSizeThreshold)
+	// Temper fork: a product with few lhs rows (decode: one row per sequence) takes the register-blocked
+	// kernel whatever its size: packing the weight on every call costs as much as the product.
+	useSmallVariant = useSmallVariant || (!ForceLargeVariant && layout == dot.LayoutNonTransposed && batchSize == 1 && lhsCrossSize <= decodeRows) //alt:f32
 	if klog.V(1).Enabled() {
 		variant := "large (avx512)"
 		if useSmallVariant {

@@ -7,6 +7,8 @@ package matmul
 
 import (
 	"simd/archsimd"
+
+	"github.com/gomlx/compute/internal/gobackend"
 )
 
 // avx512SmallRegFloat32 is the non-transposed small matmul (lhs [M, K], rhs [K, N], output [M, N] per
@@ -17,35 +19,38 @@ import (
 // and the scalar tail alike), so results do not change.
 func avx512SmallRegFloat32(lhs, rhs []float32, batchStart, batchCount, M, N, K int, output []float32) {
 	defer archsimd.ClearAVXUpperBits()
-	M4 := M - M%4
 	for b := batchStart; b < batchStart+batchCount; b++ {
-		l := lhs[b*M*K : (b+1)*M*K]
-		r := rhs[b*K*N : (b+1)*K*N]
-		o := output[b*M*N : (b+1)*M*N]
-		// Column strips outside, row tiles inside: a strip of rhs (K × 32) stays in L1 while every
-		// row tile uses it, so a weight larger than the caches is read from memory once, not once
-		// per row tile (decode's 64-row products with base-sized weights).
-		j := 0
-		for ; j+32 <= N; j += 32 {
-			for i := 0; i < M4; i += 4 {
-				smallRegTile4x32(l[i*K:(i+4)*K], r, o[i*N:(i+4)*N], j, N, K)
-			}
+		smallRegColumns(lhs[b*M*K:(b+1)*M*K], rhs[b*K*N:(b+1)*K*N], output[b*M*N:(b+1)*M*N], M, N, K, 0, N)
+	}
+}
+
+// smallRegColumns computes output columns [j0, j1) of one batch item (j0 a multiple of 16), so that
+// one product can be split by columns across workers: each reads only its columns of rhs.
+func smallRegColumns(l, r, o []float32, M, N, K, j0, j1 int) {
+	M4 := M - M%4
+	// Column strips outside, row tiles inside: a strip of rhs (K × 32) stays in L1 while every
+	// row tile uses it, so a weight larger than the caches is read from memory once, not once
+	// per row tile (decode's 64-row products with base-sized weights).
+	j := j0
+	for ; j+32 <= j1; j += 32 {
+		for i := 0; i < M4; i += 4 {
+			smallRegTile4x32(l[i*K:(i+4)*K], r, o[i*N:(i+4)*N], j, N, K)
 		}
-		for ; j+16 <= N; j += 16 {
-			for i := 0; i < M4; i += 4 {
-				smallRegTile4x16(l[i*K:(i+4)*K], r, o[i*N:(i+4)*N], j, N, K)
-			}
+	}
+	for ; j+16 <= j1; j += 16 {
+		for i := 0; i < M4; i += 4 {
+			smallRegTile4x16(l[i*K:(i+4)*K], r, o[i*N:(i+4)*N], j, N, K)
 		}
-		for i := range M4 {
-			smallRegTail(l[i*K:(i+1)*K], r, o[i*N:(i+1)*N], j, N, K, N)
-		}
-		i := M4
-		for ; i+2 <= M; i += 2 {
-			smallRegRowPair(l[i*K:(i+1)*K], l[(i+1)*K:(i+2)*K], r, o[i*N:(i+1)*N], o[(i+1)*N:(i+2)*N], N, K)
-		}
-		for ; i < M; i++ {
-			smallRegRow(l[i*K:(i+1)*K], r, o[i*N:(i+1)*N], N, K, N)
-		}
+	}
+	for i := range M4 {
+		smallRegTail(l[i*K:(i+1)*K], r, o[i*N:(i+1)*N], j, j1, K, N)
+	}
+	i := M4
+	for ; i+2 <= M; i += 2 {
+		smallRegRowPair(l[i*K:(i+1)*K], l[(i+1)*K:(i+2)*K], r[j0:], o[i*N+j0:(i+1)*N], o[(i+1)*N+j0:(i+2)*N], j1-j0, K, N)
+	}
+	for ; i < M; i++ {
+		smallRegRow(l[i*K:(i+1)*K], r[j0:], o[i*N+j0:(i+1)*N], j1-j0, K, N)
 	}
 }
 
@@ -97,12 +102,12 @@ func smallRegTile4x16(l, r, o []float32, j, N, K int) {
 // smallRegRowPair computes two output rows 64, then 32 columns at a time (eight or four
 // accumulators; decode attention's weighted sum of values has only head_dim columns), then the rest
 // row by row.
-func smallRegRowPair(l0, l1, r, o0, o1 []float32, N, K int) {
+func smallRegRowPair(l0, l1, r, o0, o1 []float32, n, K, stride int) {
 	j := 0
-	for ; j+64 <= N; j += 64 {
+	for ; j+64 <= n; j += 64 {
 		var a00, a01, a02, a03, a10, a11, a12, a13 archsimd.Float32x16
 		for k := range K {
-			rk := r[k*N+j : k*N+j+64]
+			rk := r[k*stride+j : k*stride+j+64]
 			r0 := archsimd.LoadFloat32x16((*[16]float32)(rk[:16]))
 			r1 := archsimd.LoadFloat32x16((*[16]float32)(rk[16:32]))
 			r2 := archsimd.LoadFloat32x16((*[16]float32)(rk[32:48]))
@@ -121,10 +126,10 @@ func smallRegRowPair(l0, l1, r, o0, o1 []float32, N, K int) {
 		a12.Store((*[16]float32)(o1[j+32 : j+48]))
 		a13.Store((*[16]float32)(o1[j+48 : j+64]))
 	}
-	for ; j+32 <= N; j += 32 {
+	for ; j+32 <= n; j += 32 {
 		var a00, a01, a10, a11 archsimd.Float32x16
 		for k := range K {
-			rk := r[k*N+j : k*N+j+32]
+			rk := r[k*stride+j : k*stride+j+32]
 			r0 := archsimd.LoadFloat32x16((*[16]float32)(rk[:16]))
 			r1 := archsimd.LoadFloat32x16((*[16]float32)(rk[16:32]))
 			b0 := archsimd.BroadcastFloat32x16(l0[k])
@@ -137,9 +142,9 @@ func smallRegRowPair(l0, l1, r, o0, o1 []float32, N, K int) {
 		a10.Store((*[16]float32)(o1[j : j+16]))
 		a11.Store((*[16]float32)(o1[j+16 : j+32]))
 	}
-	if j < N {
-		smallRegRow(l0, r[j:], o0[j:], N-j, K, N)
-		smallRegRow(l1, r[j:], o1[j:], N-j, K, N)
+	if j < n {
+		smallRegRow(l0, r[j:], o0[j:], n-j, K, stride)
+		smallRegRow(l1, r[j:], o1[j:], n-j, K, stride)
 	}
 }
 
@@ -195,4 +200,26 @@ func smallRegTail(li, r, out []float32, j0, n, K, stride int) {
 		a = archsimd.BroadcastFloat32x16(li[k]).MulAdd(archsimd.LoadFloat32x16SlicePart(r[k*stride+j0:k*stride+n]), a)
 	}
 	a.StoreSlicePart(out[j0:n])
+}
+
+// avx512SmallRegByColumns runs the register-blocked product with fewer batch items than workers
+// (decode: one) split by column ranges of whole 32-column strips, so every worker reads only its
+// share of rhs. Each output element is computed exactly as by avx512SmallRegFloat32.
+func avx512SmallRegByColumns(backend *gobackend.Backend, lhs, rhs []float32, batchSize, M, N, K int, output []float32, workers int) {
+	per := ((N+workers-1)/workers + 31) / 32 * 32
+	type item struct{ b, j0, j1 int }
+	work := make(chan item, batchSize*workers)
+	for b := range batchSize {
+		for j0 := 0; j0 < N; j0 += per {
+			work <- item{b, j0, min(N, j0+per)}
+		}
+	}
+	close(work)
+	backend.Workers.Saturate(func() {
+		defer archsimd.ClearAVXUpperBits()
+		for it := range work {
+			b := it.b
+			smallRegColumns(lhs[b*M*K:(b+1)*M*K], rhs[b*K*N:(b+1)*K*N], output[b*M*N:(b+1)*M*N], M, N, K, it.j0, it.j1)
+		}
+	})
 }

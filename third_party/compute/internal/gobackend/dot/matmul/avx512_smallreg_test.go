@@ -6,6 +6,7 @@ package matmul
 
 import (
 	"fmt"
+	"github.com/gomlx/compute/internal/gobackend"
 	"math"
 	"math/rand/v2"
 	"simd/archsimd"
@@ -82,6 +83,42 @@ func BenchmarkAVX512SmallReg(b *testing.B) {
 				}
 				b.ReportMetric(float64(2*s.B*s.M*s.N*s.K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
+		}
+	}
+}
+
+// TestAVX512SmallRegByColumns: the product split by column ranges across workers gives the bits of
+// the single-worker kernel, on widths that do and do not divide into whole strips.
+func TestAVX512SmallRegByColumns(t *testing.T) {
+	if !archsimd.X86.AVX512() {
+		t.Skip("no AVX-512")
+	}
+	bk, err := gobackend.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := bk.(*gobackend.Backend)
+	defer backend.Finalize()
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, s := range []struct{ B, M, N, K int }{{1, 64, 256, 48}, {1, 7, 100, 33}, {2, 5, 70, 9}, {1, 64, 2048, 40}} {
+		lhs := make([]float32, s.B*s.M*s.K)
+		rhs := make([]float32, s.B*s.K*s.N)
+		for i := range lhs {
+			lhs[i] = rng.Float32()*2 - 1
+		}
+		for i := range rhs {
+			rhs[i] = rng.Float32()*2 - 1
+		}
+		want := make([]float32, s.B*s.M*s.N)
+		avx512SmallRegFloat32(lhs, rhs, 0, s.B, s.M, s.N, s.K, want)
+		for _, workers := range []int{2, 3, 5} {
+			got := make([]float32, len(want))
+			avx512SmallRegByColumns(backend, lhs, rhs, s.B, s.M, s.N, s.K, got, workers)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%+v, %d workers: [%d] = %g, one worker %g", s, workers, i, got[i], want[i])
+				}
+			}
 		}
 	}
 }

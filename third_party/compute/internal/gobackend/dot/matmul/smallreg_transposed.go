@@ -17,6 +17,10 @@ import (
 // embeddings: 64 rows, measured 4× slower than the non-transposed product of the same size).
 const transposedRowsForRegisterKernel = 16
 
+// decodeRows is the most lhs rows for which a large non-transposed product still runs the
+// register-blocked kernel (split by columns across workers) rather than the packing one.
+const decodeRows = 64
+
 // avx512SmallTransposedViaRegisters computes lhs [B, M, K] · rhs [B, N, K]ᵀ by transposing rhs into a
 // pooled buffer and running the non-transposed small kernel. It reports false (nothing written)
 // when no buffer could be had.
