@@ -1,5 +1,7 @@
 //go:build linux
 
+// Over 500 lines on purpose: one table per hostile-program family, sharing the sandbox fixture.
+
 package sandbox
 
 import (
