@@ -115,8 +115,11 @@ func TestPreferenceExactResumeAfterSIGKILL(t *testing.T) {
 				p.start()
 			}
 			killed := waitRun(t, r)
-			if n := retriedActivities(t, env.Client, killedID+"."+c.kind); n < c.kills {
-				t.Fatalf("want at least %d retried activities after %d kills, got %d", c.kills, c.kills, n)
+			// A kill whose chunk finished during the random wait lands between activities and retries
+			// nothing (the engine is fast enough for that now); the test still needs at least one kill
+			// that interrupted a chunk, or the bit-identical ending below proves nothing.
+			if n := retriedActivities(t, env.Client, killedID+"."+c.kind); n < 1 {
+				t.Fatalf("no activity was retried after %d kills: none interrupted a chunk", c.kills)
 			}
 			a, b := clean.Phases[0].Checkpoint, killed.Phases[0].Checkpoint
 			want := fmt.Sprintf("/%s/step-%06d/", c.kind, prefChunks*prefChunkSteps)
