@@ -258,10 +258,14 @@ var fillBufferDTypeMap = NewDTypeMap("fillBuffer")
 // fillBufferGeneric is the generic implementation of Buffer.Fill.
 func fillBufferGeneric[T SupportedTypesConstraints](b *Buffer, valueAny any) {
 	var value T
-	if valueAny != nil {
-		value = valueAny.(T) //nolint:errcheck
-	}
 	flat := b.Flat.([]T) //nolint:errcheck
+	if valueAny == nil {
+		// Temper fork: zeros through clear (memclr); the loop below stores element by element,
+		// which made every zero-padded KV cache pay a scalar pass.
+		clear(flat)
+		return
+	}
+	value = valueAny.(T) //nolint:errcheck
 	for i := range flat {
 		flat[i] = value
 	}
