@@ -30,7 +30,7 @@ type Options struct {
 	// token): the close of a tool call in an agentic turn, for tokenizers that spell it in
 	// several tokens.
 	StopSequences [][]int `json:"stop_sequences,omitempty"`
-	Seed         uint64  `json:"seed"`           // base seed; request i uses SeedFor(i)
+	Seed          uint64  `json:"seed"` // base seed; request i uses SeedFor(i)
 	// Seeds, when set, gives each request its own seed (len must equal the number of requests);
 	// use it to get the same text for a request regardless of where it sits in a batch.
 	Seeds []uint64 `json:"seeds,omitempty"`
