@@ -14,8 +14,7 @@ import (
 // Failed and VerdictsURI: see contract (workflows derive the verdicts URI too).
 type Failed = contract.Failed
 
-// VerdictsURI is contract.VerdictsURI.
-func VerdictsURI(rollouts string) string { return contract.VerdictsURI(rollouts) }
+var VerdictsURI = contract.VerdictsURI
 
 // byReference writes out's verdicts as JSON lines (one ItemVerdict per rollout, file order) beside
 // the rollouts object and returns the output without them: metrics, the object's URI and the first

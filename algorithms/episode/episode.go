@@ -194,11 +194,6 @@ func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, p
 	return eps, nil
 }
 
-// mix derives a turn's seed from an episode's (SplitMix64 of their combination), so each turn
-// samples from its own stream whatever else is in the batch.
-func mix(seed, turn uint64) uint64 {
-	x := seed ^ (turn+1)*0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
+// mix derives a turn's seed from an episode's, so each turn samples from its own stream whatever
+// else is in the batch.
+func mix(seed, turn uint64) uint64 { return sample.SplitMix64(seed ^ (turn+1)*0x9e3779b97f4a7c15) }

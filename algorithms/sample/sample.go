@@ -61,7 +61,7 @@ func (o Options) SeedFor(i int) uint64 {
 	if o.Seeds != nil {
 		return o.Seeds[i]
 	}
-	return splitMix64(o.Seed ^ splitMix64(uint64(i)+0x9e3779b97f4a7c15))
+	return SplitMix64(o.Seed ^ SplitMix64(uint64(i)+0x9e3779b97f4a7c15))
 }
 
 // IsStop reports whether tok is a stop token.
@@ -77,7 +77,9 @@ func (o Options) EndsWithStop(tokens []int) bool {
 	return false
 }
 
-func splitMix64(x uint64) uint64 {
+// SplitMix64 is the SplitMix64 mixing step: what derives every per-request seed here, and what other
+// packages use to derive seeds of their own (an agentic episode's per-turn seeds).
+func SplitMix64(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
