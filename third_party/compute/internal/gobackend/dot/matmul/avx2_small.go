@@ -39,6 +39,10 @@ func avx2SmallFloat32Parallel( //alt:f32
 		maxWorkers = backend.Workers.AdjustedMaxParallelism()
 	}
 
+	if layout == dot.LayoutNonTransposed && maxWorkers > 1 && batchSize < maxWorkers && rhsCrossSize >= 64 && lhsCrossSize*rhsCrossSize*contractingSize >= noSIMDSmallMatMulSizeThreshold { //alt:f32 Temper fork
+		avx2SmallRegByColumns(backend, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output, maxWorkers) //alt:f32
+		return                                                                                                               //alt:f32
+	} //alt:f32
 	if maxWorkers <= 1 || batchSize <= 1 {
 		if layout == dot.LayoutNonTransposed {
 			avx2SmallRegFloat32(lhs, rhs, 0, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) //alt:f32 Temper fork: register-blocked

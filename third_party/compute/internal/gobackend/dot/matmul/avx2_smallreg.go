@@ -7,6 +7,8 @@ package matmul
 
 import (
 	"simd/archsimd"
+
+	"github.com/gomlx/compute/internal/gobackend"
 )
 
 // avx2SmallRegFloat32 is the AVX2 (8-lane) twin of avx512SmallRegFloat32: the non-transposed small
@@ -17,33 +19,37 @@ import (
 // tiles hold at most eight accumulators.
 func avx2SmallRegFloat32(lhs, rhs []float32, batchStart, batchCount, M, N, K int, output []float32) {
 	defer archsimd.ClearAVXUpperBits()
-	M4 := M - M%4
 	for b := batchStart; b < batchStart+batchCount; b++ {
-		l := lhs[b*M*K : (b+1)*M*K]
-		r := rhs[b*K*N : (b+1)*K*N]
-		o := output[b*M*N : (b+1)*M*N]
-		// Column strips outside, row tiles inside, so a strip of rhs stays in L1 across row tiles.
-		j := 0
-		for ; j+16 <= N; j += 16 {
-			for i := 0; i < M4; i += 4 {
-				avx2RegTile4x16(l[i*K:(i+4)*K], r, o[i*N:(i+4)*N], j, N, K)
-			}
+		avx2RegColumns(lhs[b*M*K:(b+1)*M*K], rhs[b*K*N:(b+1)*K*N], output[b*M*N:(b+1)*M*N], M, N, K, 0, N)
+	}
+}
+
+// avx2RegColumns computes output columns [j0, j1) of one batch item (j0 a multiple of 16), so that
+// one product can be split by columns across workers: each reads only its columns of rhs.
+func avx2RegColumns(l, r, o []float32, M, N, K, j0, j1 int) {
+	M6 := M - M%6
+	M4 := M6 + (M-M6)/4*4
+	// Column strips outside, row tiles inside, so a strip of rhs stays in L1 across row tiles.
+	j := j0
+	for ; j+16 <= j1; j += 16 {
+		for i := 0; i < M6; i += 6 {
+			avx2RegTile6x16(l[i*K:(i+6)*K], r, o[i*N:(i+6)*N], j, N, K)
 		}
-		for ; j+8 <= N; j += 8 {
-			for i := 0; i < M4; i += 4 {
-				avx2RegTile4x8(l[i*K:(i+4)*K], r, o[i*N:(i+4)*N], j, N, K)
-			}
+		for i := M6; i < M4; i += 4 {
+			avx2RegTile4x16(l[i*K:(i+4)*K], r, o[i*N:(i+4)*N], j, N, K)
 		}
+	}
+	if j < j1 { // fewer than 16 columns left: one row at a time (8 columns, then a partial vector)
 		for i := range M4 {
-			avx2RegTail(l[i*K:(i+1)*K], r, o[i*N:(i+1)*N], j, N, K, N)
+			avx2RegRow(l[i*K:(i+1)*K], r[j:], o[i*N+j:(i+1)*N], j1-j, K, N)
 		}
-		i := M4
-		for ; i+2 <= M; i += 2 {
-			avx2RegRowPair(l[i*K:(i+1)*K], l[(i+1)*K:(i+2)*K], r, o[i*N:(i+1)*N], o[(i+1)*N:(i+2)*N], N, K)
-		}
-		for ; i < M; i++ {
-			avx2RegRow(l[i*K:(i+1)*K], r, o[i*N:(i+1)*N], N, K, N)
-		}
+	}
+	i := M4
+	for ; i+2 <= M; i += 2 {
+		avx2RegRowPair(l[i*K:(i+1)*K], l[(i+1)*K:(i+2)*K], r[j0:], o[i*N+j0:(i+1)*N], o[(i+1)*N+j0:(i+2)*N], j1-j0, K, N)
+	}
+	for ; i < M; i++ {
+		avx2RegRow(l[i*K:(i+1)*K], r[j0:], o[i*N+j0:(i+1)*N], j1-j0, K, N)
 	}
 }
 
@@ -74,31 +80,14 @@ func avx2RegTile4x16(l, r, o []float32, j, N, K int) {
 	a31.Store((*[8]float32)(o[3*N+j+8 : 3*N+j+16]))
 }
 
-// avx2RegTile4x8 is avx2RegTile4x16 for one vector of columns.
-func avx2RegTile4x8(l, r, o []float32, j, N, K int) {
-	l0, l1, l2, l3 := l[:K], l[K:2*K], l[2*K:3*K], l[3*K:4*K]
-	var a0, a1, a2, a3 archsimd.Float32x8
-	for k := range K {
-		r0 := archsimd.LoadFloat32x8((*[8]float32)(r[k*N+j : k*N+j+8]))
-		a0 = archsimd.BroadcastFloat32x8(l0[k]).MulAdd(r0, a0)
-		a1 = archsimd.BroadcastFloat32x8(l1[k]).MulAdd(r0, a1)
-		a2 = archsimd.BroadcastFloat32x8(l2[k]).MulAdd(r0, a2)
-		a3 = archsimd.BroadcastFloat32x8(l3[k]).MulAdd(r0, a3)
-	}
-	a0.Store((*[8]float32)(o[j : j+8]))
-	a1.Store((*[8]float32)(o[N+j : N+j+8]))
-	a2.Store((*[8]float32)(o[2*N+j : 2*N+j+8]))
-	a3.Store((*[8]float32)(o[3*N+j : 3*N+j+8]))
-}
-
 // avx2RegRowPair computes two output rows 32, then 16 columns at a time (eight or four
 // accumulators), then the rest row by row.
-func avx2RegRowPair(l0, l1, r, o0, o1 []float32, N, K int) {
+func avx2RegRowPair(l0, l1, r, o0, o1 []float32, n, K, stride int) {
 	j := 0
-	for ; j+32 <= N; j += 32 {
+	for ; j+32 <= n; j += 32 {
 		var a00, a01, a02, a03, a10, a11, a12, a13 archsimd.Float32x8
 		for k := range K {
-			rk := r[k*N+j : k*N+j+32]
+			rk := r[k*stride+j : k*stride+j+32]
 			r0 := archsimd.LoadFloat32x8((*[8]float32)(rk[:8]))
 			r1 := archsimd.LoadFloat32x8((*[8]float32)(rk[8:16]))
 			r2 := archsimd.LoadFloat32x8((*[8]float32)(rk[16:24]))
@@ -117,10 +106,10 @@ func avx2RegRowPair(l0, l1, r, o0, o1 []float32, N, K int) {
 		a12.Store((*[8]float32)(o1[j+16 : j+24]))
 		a13.Store((*[8]float32)(o1[j+24 : j+32]))
 	}
-	for ; j+16 <= N; j += 16 {
+	for ; j+16 <= n; j += 16 {
 		var a00, a01, a10, a11 archsimd.Float32x8
 		for k := range K {
-			rk := r[k*N+j : k*N+j+16]
+			rk := r[k*stride+j : k*stride+j+16]
 			r0 := archsimd.LoadFloat32x8((*[8]float32)(rk[:8]))
 			r1 := archsimd.LoadFloat32x8((*[8]float32)(rk[8:16]))
 			b0 := archsimd.BroadcastFloat32x8(l0[k])
@@ -133,9 +122,9 @@ func avx2RegRowPair(l0, l1, r, o0, o1 []float32, N, K int) {
 		a10.Store((*[8]float32)(o1[j : j+8]))
 		a11.Store((*[8]float32)(o1[j+8 : j+16]))
 	}
-	if j < N {
-		avx2RegRow(l0, r[j:], o0[j:], N-j, K, N)
-		avx2RegRow(l1, r[j:], o1[j:], N-j, K, N)
+	if j < n {
+		avx2RegRow(l0, r[j:], o0[j:], n-j, K, stride)
+		avx2RegRow(l1, r[j:], o1[j:], n-j, K, stride)
 	}
 }
 
@@ -178,4 +167,26 @@ func avx2RegTail(li, r, out []float32, j0, n, K, stride int) {
 		a = archsimd.BroadcastFloat32x8(li[k]).MulAdd(archsimd.LoadFloat32x8SlicePart(r[k*stride+j0:k*stride+n]), a)
 	}
 	a.StoreSlicePart(out[j0:n])
+}
+
+// avx2SmallRegByColumns is avx512SmallRegByColumns for AVX2: fewer batch items than workers (decode:
+// one) split by column ranges of whole 16-column strips. Each output element is computed exactly as
+// by avx2SmallRegFloat32.
+func avx2SmallRegByColumns(backend *gobackend.Backend, lhs, rhs []float32, batchSize, M, N, K int, output []float32, workers int) {
+	per := ((N+workers-1)/workers + 15) / 16 * 16
+	type item struct{ b, j0, j1 int }
+	work := make(chan item, batchSize*workers)
+	for b := range batchSize {
+		for j0 := 0; j0 < N; j0 += per {
+			work <- item{b, j0, min(N, j0+per)}
+		}
+	}
+	close(work)
+	backend.Workers.Saturate(func() {
+		defer archsimd.ClearAVXUpperBits()
+		for it := range work {
+			b := it.b
+			avx2RegColumns(lhs[b*M*K:(b+1)*M*K], rhs[b*K*N:(b+1)*K*N], output[b*M*N:(b+1)*M*N], M, N, K, it.j0, it.j1)
+		}
+	})
 }

@@ -31,9 +31,13 @@ func smallRegColumns(l, r, o []float32, M, N, K, j0, j1 int) {
 	// Column strips outside, row tiles inside: a strip of rhs (K × 32) stays in L1 while every
 	// row tile uses it, so a weight larger than the caches is read from memory once, not once
 	// per row tile (decode's 64-row products with base-sized weights).
+	M8 := M - M%8
 	j := j0
 	for ; j+32 <= j1; j += 32 {
-		for i := 0; i < M4; i += 4 {
+		for i := 0; i < M8; i += 8 {
+			smallRegTile8x32(l[i*K:(i+8)*K], r, o[i*N:(i+8)*N], j, N, K)
+		}
+		for i := M8; i < M4; i += 4 {
 			smallRegTile4x32(l[i*K:(i+4)*K], r, o[i*N:(i+4)*N], j, N, K)
 		}
 	}

@@ -1,0 +1,87 @@
+// Copyright 2023-2026 The GoMLX Authors. SPDX-License-Identifier: Apache-2.0
+// Temper fork: see third_party/README.md.
+
+//go:build amd64 && goexperiment.simd
+
+#include "textflag.h"
+
+// func avx2RegTile6x16Asm(l *float32, ldl int, r *float32, ldr int, o *float32, ldo int, k int)
+//
+// o[i][c] = Σ_{k'<k} l[i·ldl + k'] · r[k'·ldr + c] for rows i < 6 and columns c < 16 (strides in
+// float32 elements). Twelve ymm accumulators, each one fused multiply-add chain over k' in order
+// starting from zero: the same bits as avx2RegTile4x16 for the same element.
+TEXT ·avx2RegTile6x16Asm(SB), NOSPLIT, $0-56
+	MOVQ l+0(FP), SI
+	MOVQ ldl+8(FP), R8
+	MOVQ r+16(FP), BX
+	MOVQ ldr+24(FP), R10
+	MOVQ o+32(FP), DI
+	MOVQ ldo+40(FP), R11
+	MOVQ k+48(FP), CX
+	SHLQ $2, R8
+	SHLQ $2, R10
+	SHLQ $2, R11
+	LEAQ (R8)(R8*2), R9
+	LEAQ (SI)(R9*1), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	TESTQ CX, CX
+	JEQ store
+
+loop:
+	VMOVUPS (BX), Y12
+	VMOVUPS 32(BX), Y13
+	VBROADCASTSS (SI), Y14
+	VBROADCASTSS (SI)(R8*1), Y15
+	VFMADD231PS Y12, Y14, Y0
+	VFMADD231PS Y13, Y14, Y1
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y3
+	VBROADCASTSS (SI)(R8*2), Y14
+	VBROADCASTSS (DX), Y15
+	VFMADD231PS Y12, Y14, Y4
+	VFMADD231PS Y13, Y14, Y5
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VBROADCASTSS (DX)(R8*1), Y14
+	VBROADCASTSS (DX)(R8*2), Y15
+	VFMADD231PS Y12, Y14, Y8
+	VFMADD231PS Y13, Y14, Y9
+	VFMADD231PS Y12, Y15, Y10
+	VFMADD231PS Y13, Y15, Y11
+	ADDQ $4, SI
+	ADDQ $4, DX
+	ADDQ R10, BX
+	DECQ CX
+	JNE loop
+
+store:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ R11, DI
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R11, DI
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ R11, DI
+	VMOVUPS Y6, (DI)
+	VMOVUPS Y7, 32(DI)
+	ADDQ R11, DI
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, 32(DI)
+	ADDQ R11, DI
+	VMOVUPS Y10, (DI)
+	VMOVUPS Y11, 32(DI)
+	VZEROUPPER
+	RET

@@ -1,0 +1,31 @@
+// Copyright 2023-2026 The GoMLX Authors. SPDX-License-Identifier: Apache-2.0
+// Temper fork: see third_party/README.md.
+
+//go:build amd64 && goexperiment.simd
+
+package matmul
+
+// smallRegTile8x32Asm is the 8-row × 32-column register tile in assembly (avx512_tile_amd64.s):
+// the compiler's fused multiply-add (VFMADD213PS) writes its result over the broadcast operand, so
+// the Go tile copies and rotates its accumulators between registers at every k (about 50
+// instructions for 8 multiply-adds); the assembly accumulates in place (VFMADD231PS) with 16
+// accumulators, 20 instructions per 16 multiply-adds. Callers check bounds: l holds 8 rows of k
+// at stride ldl, r k rows of 32 at stride ldr, o 8 rows of 32 at stride ldo (float32 elements).
+//
+//go:noescape
+func smallRegTile8x32Asm(l *float32, ldl int, r *float32, ldr int, o *float32, ldo int, k int)
+
+// smallRegTile8x32 computes output rows 0–7 (of o, row stride N), columns j…j+31: l holds the eight
+// lhs rows (K each). Each element is the same fused multiply-add chain as smallRegTile4x32's.
+func smallRegTile8x32(l, r, o []float32, j, N, K int) {
+	if K == 0 {
+		for i := range 8 {
+			clear(o[i*N+j : i*N+j+32])
+		}
+		return
+	}
+	_ = l[8*K-1]
+	_ = r[(K-1)*N+j+31]
+	_ = o[7*N+j+31]
+	smallRegTile8x32Asm(&l[0], K, &r[j], N, &o[j], N, K)
+}
