@@ -279,6 +279,11 @@ func avx2LargeKernelFloat32( //alt:f32
 			outputRowStart := lhsRowIdx
 			outputColStart := rhsColIdx
 			outputStride := rhsPanelCols
+			if contractingLen > 0 { //alt:f32 Temper fork: the micro-tile in assembly (same FMA chains)
+				avx2LargeTile4x16Asm(&packedLHS[lhsRowIdx*contractingLen], &packedRHS[rhsColIdx*contractingLen], //alt:f32
+					&packedOutput[outputRowStart*outputStride+outputColStart], outputStride, contractingLen) //alt:f32
+				continue //alt:f32
+			} //alt:f32
 
 			// ---------------------------------------------------------
 			// MICRO KERNEL BODY

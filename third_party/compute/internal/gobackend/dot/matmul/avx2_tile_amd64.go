@@ -27,3 +27,10 @@ func avx2RegTile6x16(l, r, o []float32, j, N, K int) {
 	_ = o[5*N+j+15]
 	avx2RegTile6x16Asm(&l[0], K, &r[j], N, &o[j], N, K)
 }
+
+// avx2LargeTile4x16Asm is the AVX2 packing kernel's 4 × 16 micro-tile in assembly (see
+// avx2LargeKernelFloat32 for the packed layouts), for the same reason as avx2RegTile6x16Asm. Callers
+// check bounds.
+//
+//go:noescape
+func avx2LargeTile4x16Asm(lhs *float32, rhs *float32, o *float32, ldo int, k int)

@@ -85,3 +85,61 @@ store:
 	VMOVUPS Y11, 32(DI)
 	VZEROUPPER
 	RET
+
+// func avx2LargeTile4x16Asm(lhs *float32, rhs *float32, o *float32, ldo int, k int)
+//
+// The AVX2 packing kernel's micro-tile: lhs packed k-major with 4 rows per k, rhs k-major with 16
+// columns per k; o[i·ldo + c] = Σ_{k'<k} lhs[4k'+i]·rhs[16k'+c]. Eight accumulators, each one fused
+// multiply-add chain over k' in order from zero, as the Go kernel.
+TEXT ·avx2LargeTile4x16Asm(SB), NOSPLIT, $0-40
+	MOVQ lhs+0(FP), SI
+	MOVQ rhs+8(FP), BX
+	MOVQ o+16(FP), DI
+	MOVQ ldo+24(FP), R11
+	MOVQ k+32(FP), CX
+	SHLQ $2, R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ CX, CX
+	JEQ lstore
+
+lloop:
+	VMOVUPS (BX), Y8
+	VMOVUPS 32(BX), Y9
+	VBROADCASTSS (SI), Y10
+	VBROADCASTSS 4(SI), Y11
+	VBROADCASTSS 8(SI), Y12
+	VBROADCASTSS 12(SI), Y13
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y1
+	VFMADD231PS Y8, Y11, Y2
+	VFMADD231PS Y9, Y11, Y3
+	VFMADD231PS Y8, Y12, Y4
+	VFMADD231PS Y9, Y12, Y5
+	VFMADD231PS Y8, Y13, Y6
+	VFMADD231PS Y9, Y13, Y7
+	ADDQ $16, SI
+	ADDQ $64, BX
+	DECQ CX
+	JNE lloop
+
+lstore:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ R11, DI
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ R11, DI
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ R11, DI
+	VMOVUPS Y6, (DI)
+	VMOVUPS Y7, 32(DI)
+	VZEROUPPER
+	RET

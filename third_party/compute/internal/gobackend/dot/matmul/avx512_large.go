@@ -287,6 +287,11 @@ func avx512LargeKernelFloat32( //alt:f32
 			outputRowStart := lhsRowIdx
 			outputColStart := rhsColIdx
 			outputStride := rhsPanelCols
+			if contractingLen > 0 { //alt:f32 Temper fork: the micro-tile in assembly (same FMA chains)
+				largeTile4x32Asm(&packedLHS[lhsRowIdx*contractingLen], &packedRHS[rhsColIdx*contractingLen], //alt:f32
+					&packedOutput[outputRowStart*outputStride+outputColStart], outputStride, contractingLen) //alt:f32
+				continue //alt:f32
+			} //alt:f32
 
 			// ---------------------------------------------------------
 			// MICRO KERNEL BODY

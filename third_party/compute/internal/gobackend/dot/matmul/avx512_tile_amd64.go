@@ -29,3 +29,9 @@ func smallRegTile8x32(l, r, o []float32, j, N, K int) {
 	_ = o[7*N+j+31]
 	smallRegTile8x32Asm(&l[0], K, &r[j], N, &o[j], N, K)
 }
+
+// largeTile4x32Asm is the packing kernel's 4 × 32 micro-tile in assembly (see avx512LargeKernelFloat32
+// for the packed layouts), for the same reason as smallRegTile8x32Asm. Callers check bounds.
+//
+//go:noescape
+func largeTile4x32Asm(lhs *float32, rhs *float32, o *float32, ldo int, k int)

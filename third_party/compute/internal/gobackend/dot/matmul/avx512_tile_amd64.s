@@ -101,3 +101,61 @@ store:
 	VMOVUPS Z15, 64(DI)
 	VZEROUPPER
 	RET
+
+// func largeTile4x32Asm(lhs *float32, rhs *float32, o *float32, ldo int, k int)
+//
+// The packing kernel's micro-tile: lhs is packed k-major with 4 rows per k (lhs[4k'+i]), rhs k-major
+// with 32 columns per k (rhs[32k'+c]); o[i·ldo + c] = Σ_{k'<k} lhs[4k'+i]·rhs[32k'+c]. Eight
+// accumulators, each one fused multiply-add chain over k' in order from zero, as the Go kernel.
+TEXT ·largeTile4x32Asm(SB), NOSPLIT, $0-40
+	MOVQ lhs+0(FP), SI
+	MOVQ rhs+8(FP), BX
+	MOVQ o+16(FP), DI
+	MOVQ ldo+24(FP), R11
+	MOVQ k+32(FP), CX
+	SHLQ $2, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	TESTQ CX, CX
+	JEQ lstore
+
+lloop:
+	VMOVUPS (BX), Z16
+	VMOVUPS 64(BX), Z17
+	VBROADCASTSS (SI), Z18
+	VBROADCASTSS 4(SI), Z19
+	VBROADCASTSS 8(SI), Z20
+	VBROADCASTSS 12(SI), Z21
+	VFMADD231PS Z16, Z18, Z0
+	VFMADD231PS Z17, Z18, Z1
+	VFMADD231PS Z16, Z19, Z2
+	VFMADD231PS Z17, Z19, Z3
+	VFMADD231PS Z16, Z20, Z4
+	VFMADD231PS Z17, Z20, Z5
+	VFMADD231PS Z16, Z21, Z6
+	VFMADD231PS Z17, Z21, Z7
+	ADDQ $16, SI
+	ADDQ $128, BX
+	DECQ CX
+	JNE lloop
+
+lstore:
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ R11, DI
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, 64(DI)
+	ADDQ R11, DI
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z5, 64(DI)
+	ADDQ R11, DI
+	VMOVUPS Z6, (DI)
+	VMOVUPS Z7, 64(DI)
+	VZEROUPPER
+	RET
