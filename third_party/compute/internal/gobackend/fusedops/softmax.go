@@ -126,25 +126,6 @@ func fusedSoftmax[T float32 | float64](input, output []T, axis int, shape shapes
 
 func softmaxLastAxisFloat32(input, output []float32, rows, n int) {
 	for r := range rows {
-		in := input[r*n : (r+1)*n]
-		out := output[r*n : (r+1)*n]
-		maxVal := float32(math.Inf(-1))
-		for _, v := range in {
-			if v > maxVal {
-				maxVal = v
-			}
-		}
-		for i, v := range in {
-			out[i] = v - maxVal
-		}
-		fastmath.Exp32Slice(out, out)
-		var sum float32
-		for _, e := range out {
-			sum += e
-		}
-		invSum := 1.0 / sum
-		for i := range out {
-			out[i] *= invSum
-		}
+		fastmath.SoftmaxRow32(input[r*n:(r+1)*n], output[r*n:(r+1)*n]) // Temper fork: vector loops
 	}
 }

@@ -131,6 +131,9 @@ func execGather(backend *gobackend.Backend, node *gobackend.Node, inputs []*goba
 	if err != nil {
 		return nil, err
 	}
+	if gatherRows(gatherParams, operand, startIndices, output, operandBytes, outputBytes) { // Temper fork
+		return output, nil
+	}
 
 	// Outer-loop: loop over the start indices and outputBytesIdx to gather from:
 	gatherIt := newGatherIterator(
