@@ -196,10 +196,13 @@ func ropeTables(cfg Config, positions *Node) (cos, sin *Node) {
 	}
 	freqs := Reshape(Const(g, inv32), 1, 1, len(inv))
 	pos := Reshape(ConvertDType(positions, dtypes.Float32), batch, seq, 1)
-	ang := Mul(pos, freqs)                         // [batch, seq, head_dim/2]
-	ang = Concatenate([]*Node{ang, ang}, -1)       // [batch, seq, head_dim]
-	ang = Reshape(ang, batch, seq, 1, cfg.HeadDim) // broadcast over heads
-	return Cos(ang), Sin(ang)
+	ang := Mul(pos, freqs) // [batch, seq, head_dim/2]
+	// cos and sin of the half, then each duplicated: the same values as of the duplicated angles,
+	// for half the transcendental calls (the backend's are scalar float64, one per element).
+	full := func(x *Node) *Node {
+		return Reshape(Concatenate([]*Node{x, x}, -1), batch, seq, 1, cfg.HeadDim) // broadcast over heads
+	}
+	return full(Cos(ang)), full(Sin(ang))
 }
 
 // applyRope: x [batch, seq, heads, head_dim] → x·cos + rotate_half(x)·sin.
