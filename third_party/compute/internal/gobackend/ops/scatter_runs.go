@@ -113,6 +113,24 @@ func scatterRunsFloat32(opType compute.OpType, output, indices, updates *gobacke
 // of range (or the index type is not covered).
 func scatterRunOffsets[I int32 | int64](flat []I, points, vec int, axes, dims, winDim, strides []int) []int {
 	offsets := make([]int, points)
+	if vec == 3 { // a K-cache column write: (row, head dim, slot) per point, unrolled
+		a0, a1, a2 := axes[0], axes[1], axes[2]
+		lim0, lim1, lim2 := dims[a0]-winDim[a0], dims[a1]-winDim[a1], dims[a2]-winDim[a2]
+		s0, s1, s2 := strides[a0], strides[a1], strides[a2]
+		if lim0 < 0 || lim1 < 0 || lim2 < 0 {
+			return nil
+		}
+		flat = flat[:points*3]
+		for pt := range points {
+			v := flat[pt*3 : pt*3+3 : pt*3+3]
+			v0, v1, v2 := int(v[0]), int(v[1]), int(v[2])
+			if uint(v0) > uint(lim0) || uint(v1) > uint(lim1) || uint(v2) > uint(lim2) {
+				return nil
+			}
+			offsets[pt] = v0*s0 + v1*s1 + v2*s2
+		}
+		return offsets
+	}
 	for pt := range points {
 		off := 0
 		for c, a := range axes {

@@ -32,6 +32,9 @@ func TestScatterRunsMatchesGeneric(t *testing.T) {
 		{"partial outer window", []int{5, 6, 3}, []int{2, 2}, []int{2, 2, 3}, []int{1, 2}, []int{0}, []int{0, 1}, []int32{1, 2, 3, 4}, true},
 		{"repeated", []int{3, 4}, []int{5, 2}, []int{5}, nil, []int{0, 1}, []int{0, 1}, []int32{1, 1, 1, 1, 2, 3, 1, 1, 0, 0}, true},
 		{"out of range", []int{3, 4}, []int{2, 2}, []int{2}, nil, []int{0, 1}, []int{0, 1}, []int32{1, 1, 3, 0}, false},
+		{"k column out of range", []int{2, 3, 4}, []int{2, 3}, []int{2}, nil, []int{0, 1, 2}, []int{0, 1, 2}, []int32{1, 2, 3, 1, 2, 4}, false},
+		{"k column negative", []int{2, 3, 4}, []int{2, 3}, []int{2}, nil, []int{0, 1, 2}, []int{0, 1, 2}, []int32{1, 2, 3, 1, -1, 0}, false},
+		{"k column explicit", []int{2, 3, 4}, []int{2, 3}, []int{2}, nil, []int{0, 1, 2}, []int{0, 1, 2}, []int32{1, 2, 3, 0, 0, 0}, true},
 		{"window not trailing", []int{4, 3}, []int{2, 1}, []int{3, 2}, []int{0}, []int{0}, []int{0}, []int32{1, 2}, false},
 	}
 	for _, c := range cases {
