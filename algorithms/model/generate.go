@@ -2,6 +2,8 @@ package model
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/gomlx/compute"
@@ -228,9 +230,35 @@ func newRows(pl plan, opts sample.Options) []*rowState {
 
 // consume samples one token for each live row from logits [batch, vocab]; it reports whether any
 // row is still live.
+//
+// Rows are independent (each has its own seeded sampler), so with many rows they are sampled on
+// several goroutines: the same tokens as one loop, and the host's float64 log-softmax over the
+// vocabulary (a twentieth of a small model's decode step) no longer waits for one core.
 func consume(rows []*rowState, logits []float32, vocab int, opts sample.Options) bool {
+	const perWorker = 16
+	workers := min(runtime.GOMAXPROCS(0), len(rows)/perWorker)
+	if workers <= 1 {
+		return consumeRows(rows, 0, len(rows), logits, vocab, opts)
+	}
+	lives := make([]bool, workers)
+	var wg sync.WaitGroup
+	per := (len(rows) + workers - 1) / workers
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lives[w] = consumeRows(rows, w*per, min(len(rows), (w+1)*per), logits, vocab, opts)
+		}()
+	}
+	wg.Wait()
+	return slices.Contains(lives, true)
+}
+
+// consumeRows is consume for rows [lo, hi).
+func consumeRows(rows []*rowState, lo, hi int, logits []float32, vocab int, opts sample.Options) bool {
 	live := false
-	for i, r := range rows {
+	for i := lo; i < hi; i++ {
+		r := rows[i]
 		if r.done {
 			continue
 		}

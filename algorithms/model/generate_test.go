@@ -286,3 +286,29 @@ func got0(t *testing.T, gen *Generator, prompts [][]int, opts sample.Options) in
 	}
 	return len(out[0].Tokens)
 }
+
+// TestConsumeConcurrentRows: sampling many rows on several goroutines gives each row the tokens and
+// log-probabilities of one sequential loop (each row has its own seeded sampler).
+func TestConsumeConcurrentRows(t *testing.T) {
+	const rows, vocab, steps = 50, 37, 6
+	opts := sample.Options{MaxNewTokens: steps, Temperature: 1, TopK: 5, Seed: 3}
+	pl := plan{n: rows}
+	a, b := newRows(pl, opts), newRows(pl, opts)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for step := range steps {
+		logits := make([]float32, rows*vocab)
+		for i := range logits {
+			logits[i] = float32(rng.NormFloat64())
+		}
+		la := consume(a, logits, vocab, opts)
+		lb := consumeRows(b, 0, rows, logits, vocab, opts)
+		if la != lb {
+			t.Fatalf("step %d: live %v, sequential %v", step, la, lb)
+		}
+	}
+	for i := range rows {
+		if !slices.Equal(a[i].out.Tokens, b[i].out.Tokens) || !slices.Equal(a[i].out.LogProbs, b[i].out.LogProbs) {
+			t.Fatalf("row %d: %v %v, sequential %v %v", i, a[i].out.Tokens, a[i].out.LogProbs, b[i].out.Tokens, b[i].out.LogProbs)
+		}
+	}
+}
