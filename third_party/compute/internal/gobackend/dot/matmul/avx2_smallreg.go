@@ -84,27 +84,12 @@ func avx2RegTile4x16(l, r, o []float32, j, N, K int) {
 // accumulators), then the rest row by row.
 func avx2RegRowPair(l0, l1, r, o0, o1 []float32, n, K, stride int) {
 	j := 0
-	for ; j+32 <= n; j += 32 {
-		var a00, a01, a02, a03, a10, a11, a12, a13 archsimd.Float32x8
-		for k := range K {
-			rk := r[k*stride+j : k*stride+j+32]
-			r0 := archsimd.LoadFloat32x8((*[8]float32)(rk[:8]))
-			r1 := archsimd.LoadFloat32x8((*[8]float32)(rk[8:16]))
-			r2 := archsimd.LoadFloat32x8((*[8]float32)(rk[16:24]))
-			r3 := archsimd.LoadFloat32x8((*[8]float32)(rk[24:32]))
-			b0 := archsimd.BroadcastFloat32x8(l0[k])
-			a00, a01, a02, a03 = b0.MulAdd(r0, a00), b0.MulAdd(r1, a01), b0.MulAdd(r2, a02), b0.MulAdd(r3, a03)
-			b1 := archsimd.BroadcastFloat32x8(l1[k])
-			a10, a11, a12, a13 = b1.MulAdd(r0, a10), b1.MulAdd(r1, a11), b1.MulAdd(r2, a12), b1.MulAdd(r3, a13)
+	if K > 0 {
+		_, _ = l0[K-1], l1[K-1]
+		for ; j+32 <= n; j += 32 {
+			_, _, _ = r[(K-1)*stride+j+31], o0[j+31], o1[j+31]
+			avx2RowPair2x32Asm(&l0[0], &l1[0], &r[j], stride, &o0[j], &o1[j], K)
 		}
-		a00.Store((*[8]float32)(o0[j : j+8]))
-		a01.Store((*[8]float32)(o0[j+8 : j+16]))
-		a02.Store((*[8]float32)(o0[j+16 : j+24]))
-		a03.Store((*[8]float32)(o0[j+24 : j+32]))
-		a10.Store((*[8]float32)(o1[j : j+8]))
-		a11.Store((*[8]float32)(o1[j+8 : j+16]))
-		a12.Store((*[8]float32)(o1[j+16 : j+24]))
-		a13.Store((*[8]float32)(o1[j+24 : j+32]))
 	}
 	for ; j+16 <= n; j += 16 {
 		var a00, a01, a10, a11 archsimd.Float32x8

@@ -34,3 +34,9 @@ func avx2RegTile6x16(l, r, o []float32, j, N, K int) {
 //
 //go:noescape
 func avx2LargeTile4x16Asm(lhs *float32, rhs *float32, o *float32, ldo int, k int)
+
+// avx2RowPair2x32Asm is avx2RegRowPair's 32-column block in assembly (decode attention), for the same
+// reason as avx2RegTile6x16Asm. Callers check bounds.
+//
+//go:noescape
+func avx2RowPair2x32Asm(l0, l1, r *float32, ldr int, o0, o1 *float32, k int)

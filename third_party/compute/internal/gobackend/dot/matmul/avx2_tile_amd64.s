@@ -143,3 +143,60 @@ lstore:
 	VMOVUPS Y7, 32(DI)
 	VZEROUPPER
 	RET
+
+// func avx2RowPair2x32Asm(l0, l1, r *float32, ldr int, o0, o1 *float32, k int)
+//
+// Two output rows × 32 columns with eight ymm accumulators, each one fused multiply-add chain over
+// k' in order from zero, as avx2RegRowPair's.
+TEXT ·avx2RowPair2x32Asm(SB), NOSPLIT, $0-56
+	MOVQ l0+0(FP), SI
+	MOVQ l1+8(FP), DX
+	MOVQ r+16(FP), BX
+	MOVQ ldr+24(FP), R10
+	MOVQ o0+32(FP), DI
+	MOVQ o1+40(FP), R11
+	MOVQ k+48(FP), CX
+	SHLQ $2, R10
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ CX, CX
+	JEQ pstore
+
+ploop:
+	VMOVUPS (BX), Y8
+	VMOVUPS 32(BX), Y9
+	VMOVUPS 64(BX), Y10
+	VMOVUPS 96(BX), Y11
+	VBROADCASTSS (SI), Y12
+	VBROADCASTSS (DX), Y13
+	VFMADD231PS Y8, Y12, Y0
+	VFMADD231PS Y9, Y12, Y1
+	VFMADD231PS Y10, Y12, Y2
+	VFMADD231PS Y11, Y12, Y3
+	VFMADD231PS Y8, Y13, Y4
+	VFMADD231PS Y9, Y13, Y5
+	VFMADD231PS Y10, Y13, Y6
+	VFMADD231PS Y11, Y13, Y7
+	ADDQ $4, SI
+	ADDQ $4, DX
+	ADDQ R10, BX
+	DECQ CX
+	JNE ploop
+
+pstore:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, (R11)
+	VMOVUPS Y5, 32(R11)
+	VMOVUPS Y6, 64(R11)
+	VMOVUPS Y7, 96(R11)
+	VZEROUPPER
+	RET

@@ -104,47 +104,20 @@ func smallRegTile4x16(l, r, o []float32, j, N, K int) {
 }
 
 // smallRegRowPair computes two output rows 64, then 32 columns at a time (eight or four
-// accumulators; decode attention's weighted sum of values has only head_dim columns), then the rest
-// row by row.
+// accumulators, in assembly; decode attention's weighted sum of values has only head_dim columns),
+// then the rest row by row.
 func smallRegRowPair(l0, l1, r, o0, o1 []float32, n, K, stride int) {
 	j := 0
-	for ; j+64 <= n; j += 64 {
-		var a00, a01, a02, a03, a10, a11, a12, a13 archsimd.Float32x16
-		for k := range K {
-			rk := r[k*stride+j : k*stride+j+64]
-			r0 := archsimd.LoadFloat32x16((*[16]float32)(rk[:16]))
-			r1 := archsimd.LoadFloat32x16((*[16]float32)(rk[16:32]))
-			r2 := archsimd.LoadFloat32x16((*[16]float32)(rk[32:48]))
-			r3 := archsimd.LoadFloat32x16((*[16]float32)(rk[48:64]))
-			b0 := archsimd.BroadcastFloat32x16(l0[k])
-			a00, a01, a02, a03 = b0.MulAdd(r0, a00), b0.MulAdd(r1, a01), b0.MulAdd(r2, a02), b0.MulAdd(r3, a03)
-			b1 := archsimd.BroadcastFloat32x16(l1[k])
-			a10, a11, a12, a13 = b1.MulAdd(r0, a10), b1.MulAdd(r1, a11), b1.MulAdd(r2, a12), b1.MulAdd(r3, a13)
+	if K > 0 {
+		_, _ = l0[K-1], l1[K-1]
+		for ; j+64 <= n; j += 64 {
+			_, _, _ = r[(K-1)*stride+j+63], o0[j+63], o1[j+63]
+			rowPair2x64Asm(&l0[0], &l1[0], &r[j], stride, &o0[j], &o1[j], K)
 		}
-		a00.Store((*[16]float32)(o0[j : j+16]))
-		a01.Store((*[16]float32)(o0[j+16 : j+32]))
-		a02.Store((*[16]float32)(o0[j+32 : j+48]))
-		a03.Store((*[16]float32)(o0[j+48 : j+64]))
-		a10.Store((*[16]float32)(o1[j : j+16]))
-		a11.Store((*[16]float32)(o1[j+16 : j+32]))
-		a12.Store((*[16]float32)(o1[j+32 : j+48]))
-		a13.Store((*[16]float32)(o1[j+48 : j+64]))
-	}
-	for ; j+32 <= n; j += 32 {
-		var a00, a01, a10, a11 archsimd.Float32x16
-		for k := range K {
-			rk := r[k*stride+j : k*stride+j+32]
-			r0 := archsimd.LoadFloat32x16((*[16]float32)(rk[:16]))
-			r1 := archsimd.LoadFloat32x16((*[16]float32)(rk[16:32]))
-			b0 := archsimd.BroadcastFloat32x16(l0[k])
-			a00, a01 = b0.MulAdd(r0, a00), b0.MulAdd(r1, a01)
-			b1 := archsimd.BroadcastFloat32x16(l1[k])
-			a10, a11 = b1.MulAdd(r0, a10), b1.MulAdd(r1, a11)
+		for ; j+32 <= n; j += 32 {
+			_, _, _ = r[(K-1)*stride+j+31], o0[j+31], o1[j+31]
+			rowPair2x32Asm(&l0[0], &l1[0], &r[j], stride, &o0[j], &o1[j], K)
 		}
-		a00.Store((*[16]float32)(o0[j : j+16]))
-		a01.Store((*[16]float32)(o0[j+16 : j+32]))
-		a10.Store((*[16]float32)(o1[j : j+16]))
-		a11.Store((*[16]float32)(o1[j+16 : j+32]))
 	}
 	if j < n {
 		smallRegRow(l0, r[j:], o0[j:], n-j, K, stride)

@@ -35,3 +35,14 @@ func smallRegTile8x32(l, r, o []float32, j, N, K int) {
 //
 //go:noescape
 func largeTile4x32Asm(lhs *float32, rhs *float32, o *float32, ldo int, k int)
+
+// rowPair2x64Asm and rowPair2x32Asm are smallRegRowPair's 64- and 32-column blocks in assembly (decode
+// attention: two query rows per head group), for the same reason as smallRegTile8x32Asm. Callers
+// check bounds: l0 and l1 hold k values, r k rows of the block's columns at stride ldr, o0 and o1
+// the block's columns.
+//
+//go:noescape
+func rowPair2x64Asm(l0, l1, r *float32, ldr int, o0, o1 *float32, k int)
+
+//go:noescape
+func rowPair2x32Asm(l0, l1, r *float32, ldr int, o0, o1 *float32, k int)

@@ -159,3 +159,102 @@ lstore:
 	VMOVUPS Z7, 64(DI)
 	VZEROUPPER
 	RET
+
+// func rowPair2x64Asm(l0, l1, r *float32, ldr int, o0, o1 *float32, k int)
+//
+// Two output rows × 64 columns: o_i[c] = Σ_{k'<k} l_i[k']·r[k'·ldr + c]. Eight accumulators, each one
+// fused multiply-add chain over k' in order from zero, as smallRegRowPair's.
+TEXT ·rowPair2x64Asm(SB), NOSPLIT, $0-56
+	MOVQ l0+0(FP), SI
+	MOVQ l1+8(FP), DX
+	MOVQ r+16(FP), BX
+	MOVQ ldr+24(FP), R10
+	MOVQ o0+32(FP), DI
+	MOVQ o1+40(FP), R11
+	MOVQ k+48(FP), CX
+	SHLQ $2, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	TESTQ CX, CX
+	JEQ pstore
+
+ploop:
+	VMOVUPS (BX), Z16
+	VMOVUPS 64(BX), Z17
+	VMOVUPS 128(BX), Z18
+	VMOVUPS 192(BX), Z19
+	VBROADCASTSS (SI), Z20
+	VBROADCASTSS (DX), Z21
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z1
+	VFMADD231PS Z18, Z20, Z2
+	VFMADD231PS Z19, Z20, Z3
+	VFMADD231PS Z16, Z21, Z4
+	VFMADD231PS Z17, Z21, Z5
+	VFMADD231PS Z18, Z21, Z6
+	VFMADD231PS Z19, Z21, Z7
+	ADDQ $4, SI
+	ADDQ $4, DX
+	ADDQ R10, BX
+	DECQ CX
+	JNE ploop
+
+pstore:
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z4, (R11)
+	VMOVUPS Z5, 64(R11)
+	VMOVUPS Z6, 128(R11)
+	VMOVUPS Z7, 192(R11)
+	VZEROUPPER
+	RET
+
+// func rowPair2x32Asm(l0, l1, r *float32, ldr int, o0, o1 *float32, k int)
+//
+// rowPair2x64Asm for 32 columns (four accumulators).
+TEXT ·rowPair2x32Asm(SB), NOSPLIT, $0-56
+	MOVQ l0+0(FP), SI
+	MOVQ l1+8(FP), DX
+	MOVQ r+16(FP), BX
+	MOVQ ldr+24(FP), R10
+	MOVQ o0+32(FP), DI
+	MOVQ o1+40(FP), R11
+	MOVQ k+48(FP), CX
+	SHLQ $2, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	TESTQ CX, CX
+	JEQ qstore
+
+qloop:
+	VMOVUPS (BX), Z16
+	VMOVUPS 64(BX), Z17
+	VBROADCASTSS (SI), Z20
+	VBROADCASTSS (DX), Z21
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z1
+	VFMADD231PS Z16, Z21, Z4
+	VFMADD231PS Z17, Z21, Z5
+	ADDQ $4, SI
+	ADDQ $4, DX
+	ADDQ R10, BX
+	DECQ CX
+	JNE qloop
+
+qstore:
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z4, (R11)
+	VMOVUPS Z5, 64(R11)
+	VZEROUPPER
+	RET
