@@ -83,6 +83,9 @@ func execPad(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobacke
 		}
 	}
 
+	if isZero && padOneAxisZero(operand.RawShape.Dimensions, axesConfig, elementSize, operandBytes, outputBytes) {
+		return output, nil // Temper fork
+	}
 	if isZero {
 		// Fast path: just zero the output buffer
 		output.Zeros()
@@ -194,4 +197,44 @@ func execPad(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobacke
 	copyND(0, 0, 0)
 
 	return output, nil
+}
+
+// padOneAxisZero is Pad with a zero fill when exactly one axis is padded, at its start and end only
+// (a KV cache growing along its cache axis): each output block is written once, its padding zeroed
+// and its operand part copied, instead of zeroing the whole output and then copying over most of it.
+// It reports false (and writes nothing) where it does not apply. Temper fork.
+func padOneAxisZero(dims []int, cfg []compute.PadAxis, elementSize int, operandBytes, outputBytes []byte) bool {
+	axis := -1
+	for a, c := range cfg {
+		if c == (compute.PadAxis{}) {
+			continue
+		}
+		if axis >= 0 || c.Interior != 0 || c.Start < 0 || c.End < 0 || a >= len(dims) {
+			return false
+		}
+		axis = a
+	}
+	if axis < 0 {
+		return false
+	}
+	outer, inner := 1, elementSize
+	for _, d := range dims[:axis] {
+		outer *= d
+	}
+	for _, d := range dims[axis+1:] {
+		inner *= d
+	}
+	c, dim := cfg[axis], dims[axis]
+	in, head, tail := dim*inner, c.Start*inner, c.End*inner
+	block := head + in + tail
+	if outer*block != len(outputBytes) || outer*in != len(operandBytes) {
+		return false
+	}
+	for o := range outer {
+		out := outputBytes[o*block : (o+1)*block]
+		clear(out[:head])
+		copy(out[head:head+in], operandBytes[o*in:(o+1)*in])
+		clear(out[head+in:])
+	}
+	return true
 }

@@ -25,6 +25,8 @@ func TestPadRuns(t *testing.T) {
 	for _, cfg := range [][]compute.PadAxis{
 		{{}, {}, {End: 3}},
 		{{}, {}, {Start: 2, End: 1}},
+		{{}, {End: 2}, {}},
+		{{Start: 1, End: 1}, {}, {}},
 		{{}, {Start: 1, End: 2}, {}},
 		{{Start: 1}, {}, {End: 2}},
 		{{}, {}, {Start: 1, Interior: 1}},
@@ -49,6 +51,15 @@ func TestPadRuns(t *testing.T) {
 				}
 			}
 		}
+		// A dirty pooled buffer of the output's size: every output element must be written.
+		dirty, err := backend.GetBuffer(shapes.Make(dtypes.Float32, outDims...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range dirty.Flat.([]float32) {
+			dirty.Flat.([]float32)[i] = -7
+		}
+		backend.PutBuffer(dirty)
 		node := &gobackend.Node{Shape: shapes.Make(dtypes.Float32, outDims...), Data: &padNode{axesConfig: cfg}}
 		operand := &gobackend.Buffer{RawShape: shapes.Make(dtypes.Float32, dims...), Flat: in}
 		fill := &gobackend.Buffer{RawShape: shapes.Make(dtypes.Float32), Flat: []float32{0}}
