@@ -124,7 +124,9 @@ func (b *Backend) GetBuffer(shape shapes.Shape) (*Buffer, error) {
 	bucketedSize := support.TwoBitBucketLen(requestedSizeInBytes)
 	pool := b.getBufferPool(bucketedSize)
 	var buf *Buffer
-	if item := pool.Get(); item != nil {
+	if item := b.largeFree.get(bucketedSize); item != nil { // Temper fork
+		buf = item
+	} else if item := pool.Get(); item != nil {
 		buf = item.(*Buffer) //nolint:errcheck
 		// fmt.Printf("> Reusing buffer: \t(%s) %s\n", humanize.Bytes(bucketedSize), shape)
 	} else {
@@ -175,8 +177,72 @@ func (b *Backend) PutBuffer(buffer *Buffer) {
 	}
 	buffer.Flat = nil
 	buffer.RawShape = shapes.Invalid()
+	if b.largeFree.put(buffer) { // Temper fork
+		return
+	}
 	pool := b.getBufferPool(len(buffer.RawBytes))
 	pool.Put(buffer)
+}
+
+// Temper fork: a sync.Pool drops its items at every garbage collection, and a program that allocates
+// as much as a training or decode loop collects often, so large buffers (a KV cache, an activation)
+// were allocated afresh again and again: the allocator zeroes them, and memory the runtime had
+// returned to the OS is faulted in page by page (a decode-time cache growth of 1 MB took over a
+// millisecond). largeFreeList keeps freed buffers of at least largeBufferMin bytes, up to
+// largeFreeMax bytes in all, until they are reused or the backend is finalized.
+const (
+	largeBufferMin = 64 << 10
+	largeFreeMax   = 256 << 20
+)
+
+type largeFreeList struct {
+	mu     sync.Mutex
+	bySize map[int][]*Buffer
+	bytes  int
+}
+
+// get pops a free buffer of exactly bucketedSize bytes, or returns nil.
+func (l *largeFreeList) get(bucketedSize int) *Buffer {
+	if bucketedSize < largeBufferMin {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	list := l.bySize[bucketedSize]
+	if len(list) == 0 {
+		return nil
+	}
+	buf := list[len(list)-1]
+	list[len(list)-1] = nil
+	l.bySize[bucketedSize] = list[:len(list)-1]
+	l.bytes -= bucketedSize
+	return buf
+}
+
+// put keeps buffer if it is large and the list has room; it reports whether it did.
+func (l *largeFreeList) put(buffer *Buffer) bool {
+	n := len(buffer.RawBytes)
+	if n < largeBufferMin {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bytes+n > largeFreeMax {
+		return false
+	}
+	if l.bySize == nil {
+		l.bySize = make(map[int][]*Buffer)
+	}
+	l.bySize[n] = append(l.bySize[n], buffer)
+	l.bytes += n
+	return true
+}
+
+// clear drops every kept buffer.
+func (l *largeFreeList) clear() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.bySize, l.bytes = nil, 0
 }
 
 // shallowClone returns a new Buffer struct pointing to the same data.
@@ -357,6 +423,11 @@ func (buffer *Buffer) Finalize() error {
 			buffer, strings.Join(issues, ", "))
 	}
 
+	if !buffer.isUserFed && len(buffer.RawBytes) >= largeBufferMin {
+		// Temper fork: a finalized large buffer's memory is kept for reuse (largeFreeList) under a
+		// new Buffer, so that a stale reference to this one can never reach the reused memory.
+		buffer.RawBackend.largeFree.put(&Buffer{RawBytes: buffer.RawBytes})
+	}
 	buffer.InUse = false
 	buffer.Flat = nil
 	buffer.RawBytes = nil

@@ -116,6 +116,10 @@ type Backend struct {
 	bufferPools sync.Map
 	Workers     *workerspool.Pool
 
+	// largeFree keeps freed large buffers for reuse whatever the garbage collector does (Temper
+	// fork, see buffers.go).
+	largeFree largeFreeList
+
 	NumLiveExecutions atomic.Int32
 
 	// OpsExecutionType defines how to execute the ops of a computation.
@@ -193,6 +197,7 @@ func notImplementedError(opType compute.OpType) error {
 func (b *Backend) Finalize() {
 	b.isFinalized = true
 	b.bufferPools.Clear()
+	b.largeFree.clear()
 }
 
 // IsFinalized returns true if the backend has been isFinalized.
