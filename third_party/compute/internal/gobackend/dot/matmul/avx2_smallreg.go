@@ -158,9 +158,10 @@ func avx2RegTail(li, r, out []float32, j0, n, K, stride int) {
 // one) split by column ranges of whole 16-column strips. Each output element is computed exactly as
 // by avx2SmallRegFloat32.
 func avx2SmallRegByColumns(backend *gobackend.Backend, lhs, rhs []float32, batchSize, M, N, K int, output []float32, workers int) {
-	per := ((N+workers-1)/workers + 15) / 16 * 16
+	// Four items per worker, so a worker that starts late (a sleeping thread) takes fewer.
+	per := max(16, ((N+4*workers-1)/(4*workers)+15)/16*16)
 	type item struct{ b, j0, j1 int }
-	work := make(chan item, batchSize*workers)
+	work := make(chan item, batchSize*((N+per-1)/per))
 	for b := range batchSize {
 		for j0 := 0; j0 < N; j0 += per {
 			work <- item{b, j0, min(N, j0+per)}

@@ -183,9 +183,10 @@ func smallRegTail(li, r, out []float32, j0, n, K, stride int) {
 // (decode: one) split by column ranges of whole 32-column strips, so every worker reads only its
 // share of rhs. Each output element is computed exactly as by avx512SmallRegFloat32.
 func avx512SmallRegByColumns(backend *gobackend.Backend, lhs, rhs []float32, batchSize, M, N, K int, output []float32, workers int) {
-	per := ((N+workers-1)/workers + 31) / 32 * 32
+	// Four items per worker, so a worker that starts late (a sleeping thread) takes fewer.
+	per := max(32, ((N+4*workers-1)/(4*workers)+31)/32*32)
 	type item struct{ b, j0, j1 int }
-	work := make(chan item, batchSize*workers)
+	work := make(chan item, batchSize*((N+per-1)/per))
 	for b := range batchSize {
 		for j0 := 0; j0 < N; j0 += per {
 			work <- item{b, j0, min(N, j0+per)}
