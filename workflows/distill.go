@@ -95,7 +95,9 @@ func (c *DistillConfig) Validate() error {
 }
 
 // PhaseRefs: the teacher names an earlier phase or a URI.
-func (c *DistillConfig) PhaseRefs() []PhaseRef { return []PhaseRef{{Path: "teacher", Value: c.Teacher}} }
+func (c *DistillConfig) PhaseRefs() []PhaseRef {
+	return []PhaseRef{{Path: "teacher", Value: c.Teacher}}
+}
 
 // NeedsFrom: a student that starts from a checkpoint needs one.
 func (c *DistillConfig) NeedsFrom() string {
