@@ -17,7 +17,8 @@ import (
 // distillBenchOptions size `temper bench distill`.
 type distillBenchOptions struct {
 	Task          string  // built-in task
-	Examples      int     // the labelled set: the teacher and both student arms train on it only
+	Examples      int     // the labelled set: both student arms train on it only
+	TeacherData   int     // the teacher's labelled examples (0: Examples); a larger set starts with the students' (tasks.Split draws training examples as a prefix of one stream)
 	Heldout       int     // held-out prompts, never trained on; every model is evaluated on them
 	TeacherSteps  int     // teacher SFT steps
 	TeacherPreset string  // teacher architecture (small)
@@ -47,10 +48,14 @@ func distillBenchPhases(o distillBenchOptions, teacher string) (workflows.PhaseS
 	}
 	data := fmt.Sprintf(`{"task":%q,"train_examples":%d,"heldout_examples":%d,"seed":%d}`, o.Task, o.Examples, o.Heldout, benchDataSeed)
 	eval := fmt.Sprintf(`{"examples":%d,"max_new_tokens":%d,"before":false`, o.Heldout, longest+2)
+	teacherData := data
+	if o.TeacherData > 0 {
+		teacherData = fmt.Sprintf(`{"task":%q,"train_examples":%d,"heldout_examples":%d,"seed":%d}`, o.Task, o.TeacherData, o.Heldout, benchDataSeed)
+	}
 	teacherPhase := workflows.PhaseSpec{Name: "teacher", Kind: "sft", Config: json.RawMessage(fmt.Sprintf(
 		`{"model":{"preset":%q},"data":%s,"batch":{"rows":32,"seq":32},"steps":%d,"chunk_steps":%d,
 		"optimizer":{"lr":0.003,"warmup_steps":20},"eval":%s},"keep_last":1}`,
-		o.TeacherPreset, data, o.TeacherSteps, max(1, o.TeacherSteps/4), eval))}
+		o.TeacherPreset, teacherData, o.TeacherSteps, max(1, o.TeacherSteps/4), eval))}
 	// Both arms: constant learning rate after warmup (the time bound, not steps, ends them), an
 	// evaluation every 4 chunks for the curve.
 	common := fmt.Sprintf(`"model":{"preset":%q},"data":%s,"steps":1000000,"chunk_steps":50,"max_seconds":%g,
@@ -86,8 +91,8 @@ func runBenchDistill(ctx context.Context, o distillBenchOptions, asJSON bool) er
 		return err
 	}
 	defer stop()
-	fmt.Fprintf(os.Stderr, "bench distill: %s, %d labelled examples; a %s teacher; %s students fine-tuned vs distilled for %.0f s of training each, %d seed(s)\n",
-		o.Task, o.Examples, o.TeacherPreset, o.StudentPreset, o.Seconds, o.Seeds)
+	fmt.Fprintf(os.Stderr, "bench distill: %s, %d labelled examples (the teacher: %d); a %s teacher; %s students fine-tuned vs distilled for %.0f s of training each, %d seed(s)\n",
+		o.Task, o.Examples, max(o.Examples, o.TeacherData), o.TeacherPreset, o.StudentPreset, o.Seconds, o.Seeds)
 	run := func(name string, seed int, phases []workflows.PhaseSpec) (workflows.PhaseResult, error) {
 		in := workflows.PipelineInput{Name: "bench-distill", Seed: int64(seed), Store: defaultStore(home), Phases: phases}
 		if err := in.Validate(); err != nil {

@@ -14,7 +14,7 @@ import (
 // the distill arm), every phase trains and evaluates on data seed 1's labelled and held-out sets, both
 // arms are bounded by the same training time, and the report pairs the arms per seed.
 func TestDistillBenchPipelineAndReport(t *testing.T) {
-	o := distillBenchOptions{Task: "add2", Examples: 500, Heldout: 300, TeacherSteps: 100, TeacherPreset: "small", StudentPreset: "tiny",
+	o := distillBenchOptions{Task: "add2", Examples: 500, Heldout: 300, TeacherSteps: 100, TeacherData: 2000, TeacherPreset: "small", StudentPreset: "tiny",
 		Seconds: 120, Seeds: 2, DistillConfig: `{"loss":{"divergence":"jsd","lambda":0.5}}`}
 	tp, arms, err := distillBenchPhases(o, "teacher")
 	if err != nil {
@@ -42,11 +42,11 @@ func TestDistillBenchPipelineAndReport(t *testing.T) {
 		if err := json.Unmarshal(p.Config, &c); err != nil {
 			t.Fatal(err)
 		}
-		wantPreset, wantSeconds := "tiny", 120.0
+		wantPreset, wantSeconds, wantTrain := "tiny", 120.0, 500
 		if p.Name == "teacher" {
-			wantPreset, wantSeconds = "small", 0
+			wantPreset, wantSeconds, wantTrain = "small", 0, 2000
 		}
-		if c.Data.Seed != benchDataSeed || c.Data.Train != 500 || c.Data.Heldout != 300 || c.Eval.Examples != 300 || c.Model.Preset != wantPreset || c.MaxSeconds != wantSeconds {
+		if c.Data.Seed != benchDataSeed || c.Data.Train != wantTrain || c.Data.Heldout != 300 || c.Eval.Examples != 300 || c.Model.Preset != wantPreset || c.MaxSeconds != wantSeconds {
 			t.Errorf("phase %s: %+v", p.Name, c)
 		}
 	}

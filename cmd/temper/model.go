@@ -100,6 +100,7 @@ func init() {
 			fs.StringVar(&rs.SFTConfig, "sft-config", "", "bench rl-vs-sft: JSON merged into the continued-SFT arm's config")
 			ds := distillBenchOptions{TeacherPreset: "small", StudentPreset: "tiny"}
 			fs.IntVar(&ds.TeacherSteps, "teacher-steps", 600, "bench distill: the teacher's SFT steps on the labelled examples (--task, --sft-examples, --heldout, --seconds and --seeds apply too)")
+			fs.IntVar(&ds.TeacherData, "teacher-examples", 0, "bench distill: the teacher's labelled examples (0: the students' --sft-examples; more: a superset of them, the held-out prompts still unseen)")
 			fs.StringVar(&ds.TeacherPreset, "teacher-preset", "small", "bench distill: the teacher's model preset")
 			fs.StringVar(&ds.StudentPreset, "student-preset", "tiny", "bench distill: both students' model preset")
 			fs.StringVar(&ds.Teacher, "teacher", "", "bench distill: teacher checkpoint URI instead of training one (it should have trained on data seed 1's labelled set only)")
