@@ -25,7 +25,7 @@ type DistillConfig struct {
 	Beta        float64 `json:"beta" default:"0.5" help:"jsd only: the skew β in [0, 1] (0 = forward KL, 1 = reverse KL)"`
 	Temperature float64 `json:"temperature" default:"1" help:"τ > 0: both distributions are softmax(logits/τ); the loss is scaled by τ² (Hinton et al.)"`
 	TopK        int     `json:"top_k" default:"0" help:"0: the teacher's full distribution; k > 0: its k most likely tokens per position, renormalised (forward only; what precomputed targets store)"`
-	Lambda      float64 `json:"lambda" default:"0" help:"λ in [0, 1]: the fraction of each batch's rows replaced by the student's own samples of the same prompts (GKD's on-policy mixture; 1: reverse-KL-style on-policy distillation)"`
+	Lambda      float64 `json:"lambda" default:"0" help:"λ in [0, 1]: the fraction of each batch's rows replaced by the student's own samples of the same prompts (GKD's on-policy mixture; lambda 1 with divergence reverse: on-policy reverse-KL distillation)"`
 	// The student's samples (Lambda > 0).
 	SampleTokens      int     `json:"sample_tokens" default:"16" help:"longest completion the student samples for an on-policy row"`
 	SampleTemperature float64 `json:"sample_temperature" default:"1" help:"sampling temperature of the student's on-policy rows (0: greedy)"`
