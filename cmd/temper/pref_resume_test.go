@@ -184,7 +184,7 @@ func prefChunkStep(c client.Client, wfID, chunk string) int {
 // inside the chunk.
 func prefChunkDuration(t *testing.T, c client.Client, wfID, chunk string) time.Duration {
 	t.Helper()
-	chunk := map[int64]bool{}        // scheduled event ids of preference chunks
+	scheduled := map[int64]bool{}    // scheduled event ids of the chunks
 	started := map[int64]time.Time{} // by started event id
 	best := time.Duration(0)
 	it := c.GetWorkflowHistory(context.Background(), wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -194,12 +194,12 @@ func prefChunkDuration(t *testing.T, c client.Client, wfID, chunk string) time.D
 			t.Fatal(err)
 		}
 		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == chunk {
-			chunk[e.EventId] = true
+			scheduled[e.EventId] = true
 		}
-		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && chunk[a.ScheduledEventId] {
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.ScheduledEventId] {
 			started[e.EventId] = e.EventTime.AsTime()
 		}
-		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && chunk[a.ScheduledEventId] {
+		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && scheduled[a.ScheduledEventId] {
 			if s, ok := started[a.StartedEventId]; ok {
 				if d := e.EventTime.AsTime().Sub(s); best == 0 || d < best {
 					best = d
