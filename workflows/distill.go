@@ -170,17 +170,9 @@ func Distill(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			}
 			return train.DistillChunkName, ci
 		},
-		evaluate: func(r *chunkedRun, uri string) (map[string]float64, error) {
-			var out train.EvalOutput
-			err := r.exec(true, train.EvaluateName, train.EvalInput{
-				Store: in.Store, Checkpoint: uri, Data: cfg.Data, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.Eval.MaxNewTokens,
-				PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: r.seed,
-				Log: &train.LogAt{Run: in.RunID, Phase: in.Phase, Step: r.st.Step},
-			}, &out)
-			return out.Metrics, err
-		},
+		evaluate: lmEvaluate(in, cfg.Data, cfg.Eval),
 		headline: "heldout_exact_match",
-		score:    func(m map[string]float64) float64 { return m["heldout_exact_match"] - 1e-6*m["heldout_loss"] },
+		score:    lmScore,
 		report: func(st *LoopState, metrics map[string]float64) {
 			for _, k := range sortedKeys(st.Train) {
 				metrics["train_"+k] = st.Train[k]
