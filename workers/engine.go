@@ -6,6 +6,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/distill"
 	"github.com/temperml/temper/activities/train/policy"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
@@ -36,7 +37,10 @@ func NewTrainEngine(eo EngineOptions) train.NewEngine {
 	}
 }
 
-var _ policy.ValueReader = engine{}
+var (
+	_ policy.ValueReader  = engine{}
+	_ distill.LogitReader = engine{}
+)
 
 // engine adapts *tpu.Runtime to train.Engine: the batch is the same type; the metrics have the same fields.
 type engine struct{ rt *tpu.Runtime }
@@ -67,6 +71,12 @@ func (e engine) Generate(prompts [][]int, opts sample.Options) ([]model.Completi
 }
 
 func (e engine) LogProbs(b train.Batch) ([][]float32, error) { return e.rt.LogProbs(b) }
+
+// Logits reads the full next-token logits (a distillation teacher's); it makes engine a distill.LogitReader.
+func (e engine) Logits(b train.Batch) (distill.Logits, error) {
+	l, err := e.rt.Logits(b)
+	return distill.Logits(l), err
+}
 
 // Values reads the value head at every position (PPO's critic); it makes engine a policy.ValueReader.
 func (e engine) Values(b train.Batch) ([][]float32, error) { return e.rt.Values(b) }

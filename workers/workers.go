@@ -19,6 +19,7 @@ import (
 	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/activities/rollout"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/distill"
 	"github.com/temperml/temper/activities/train/lm"
 	"github.com/temperml/temper/activities/train/policy"
 	"github.com/temperml/temper/activities/train/preference"
@@ -181,4 +182,5 @@ func RegisterTrainer(r train.Registrar, deps *train.Activities) {
 	preference.Register(r, deps)
 	rewardmodel.Register(r, deps)
 	policy.Register(r, deps)
+	distill.Register(r, deps)
 }

@@ -1,5 +1,7 @@
 package workflows
 
+import "strings"
+
 // startsFromCheckpoint is implemented by phase configs that cannot start from scratch: Validate
 // rejects such a phase in first position without from, so `temper run --dry-run` says so before anything
 // starts instead of the phase failing once running.
@@ -22,6 +24,32 @@ func (c *PrefConfig) NeedsFrom() string {
 func (c *TrainConfig) NeedsFrom() string {
 	if c.LoRA != nil {
 		return "LoRA trains adapters on a starting model (put a phase before this one, or set from)"
+	}
+	return ""
+}
+
+// refersToPhases is implemented by phase configs with fields that name a checkpoint URI or an
+// earlier phase (a distill phase's teacher): Validate checks the names, and the phase resolves them
+// from PhaseInput.Earlier (resolvePhaseRef).
+type refersToPhases interface {
+	PhaseRefs() []PhaseRef
+}
+
+// PhaseRef is a config field (its path within the phase's config) naming a URI or a phase.
+type PhaseRef struct {
+	Path, Value string
+}
+
+// resolvePhaseRef turns a URI-or-phase value into a checkpoint URI: a URI as given, else the output
+// of the earlier phase it names ("" when there is none: Validate has already said so).
+func resolvePhaseRef(value string, earlier []PhaseCheckpoint) string {
+	if strings.Contains(value, "://") {
+		return value
+	}
+	for _, e := range earlier {
+		if e.Name == value {
+			return e.Checkpoint
+		}
 	}
 	return ""
 }

@@ -89,10 +89,19 @@ type PhaseInput struct {
 	// Search says the server has Temper's search attributes registered (see search.go); the pipeline
 	// asks, and its phases set them only then.
 	Search bool `json:"search_attributes,omitempty"`
+	// Earlier lists the checkpoints of the phases that finished before this one, so that a config
+	// field naming a phase (a distill phase's teacher) resolves to its checkpoint (resolvePhaseRef).
+	Earlier []PhaseCheckpoint `json:"earlier,omitempty"`
 	// Loop carries a chunked phase's loop state across its continue-as-new; nil on first start.
 	Loop *LoopState `json:"loop,omitempty"`
 	// RL carries an RL phase's loop state across its continue-as-new; nil on first start.
 	RL *RLState `json:"rl,omitempty"`
+}
+
+// PhaseCheckpoint is a finished phase's output checkpoint.
+type PhaseCheckpoint struct {
+	Name       string `json:"name"`
+	Checkpoint string `json:"checkpoint"`
 }
 
 // PhaseOutput is what every phase workflow returns.
@@ -147,6 +156,16 @@ func (in *PipelineInput) Validate() error {
 		cfg, err := DecodePhaseConfig(p.Kind, p.Config, path+".config")
 		if err != nil {
 			return err
+		}
+		if r, ok := cfg.(refersToPhases); ok {
+			for _, ref := range r.PhaseRefs() {
+				if ref.Value == "" || strings.Contains(ref.Value, "://") {
+					continue
+				}
+				if _, ok := seen[ref.Value]; !ok || ref.Value == p.Name {
+					return &config.FieldError{Path: path + ".config." + ref.Path, Msg: fmt.Sprintf("%q is neither a checkpoint URI nor an earlier phase", ref.Value)}
+				}
+			}
 		}
 		if n, ok := cfg.(startsFromCheckpoint); ok && i == 0 && p.From == "" {
 			if why := n.NeedsFrom(); why != "" {
@@ -206,7 +225,7 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
 		var out PhaseOutput
 		err := workflow.ExecuteChildWorkflow(cctx, kind.WorkflowName, PhaseInput{
 			RunID: runID, Phase: spec.Name, Kind: spec.Kind, Store: in.Store, Seed: in.Seed, From: from, Config: spec.Config,
-			Search: search,
+			Search: search, Earlier: earlierCheckpoints(state.Results),
 		}).Get(ctx, &out)
 		if err != nil {
 			return PipelineOutput{}, fmt.Errorf("pipeline %s: phase %s (%s): %w", runID, spec.Name, spec.Kind, err)
@@ -232,6 +251,15 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
 		total += r.Seconds
 	}
 	return PipelineOutput{RunID: runID, Phases: state.Results, Seconds: total}, nil
+}
+
+// earlierCheckpoints lists the finished phases' checkpoints for PhaseInput.Earlier.
+func earlierCheckpoints(done []PhaseResult) []PhaseCheckpoint {
+	var out []PhaseCheckpoint
+	for _, r := range done {
+		out = append(out, PhaseCheckpoint{Name: r.Name, Checkpoint: r.Checkpoint})
+	}
+	return out
 }
 
 // resolveFrom turns a phase's `from` into a checkpoint URI: a URI as given, an earlier phase's output by

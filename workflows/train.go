@@ -143,19 +143,28 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		chunk: func(r *chunkedRun, head train.ChunkHead) (string, any) {
 			return train.ChunkName, train.ChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, LoRA: cfg.LoRA}
 		},
-		evaluate: func(r *chunkedRun, uri string) (map[string]float64, error) {
-			var out train.EvalOutput
-			err := r.exec(true, train.EvaluateName, train.EvalInput{
-				Store: in.Store, Checkpoint: uri, Data: cfg.Data, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.Eval.MaxNewTokens,
-				PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: r.seed,
-				Log: &train.LogAt{Run: in.RunID, Phase: in.Phase, Step: r.st.Step},
-			}, &out)
-			return out.Metrics, err
-		},
+		evaluate: lmEvaluate(in, cfg.Data, cfg.Eval),
 		headline: "heldout_exact_match",
-		score:    func(m map[string]float64) float64 { return m["heldout_exact_match"] - 1e-6*m["heldout_loss"] },
+		score:    lmScore,
 		report: func(st *LoopState, metrics map[string]float64) {
 			metrics["tokens_per_s"] = st.Train["tokens_per_s"]
 		},
 	})
 }
+
+// lmEvaluate is the evaluation of the kinds whose product is a causal LM (pretrain, sft, distill):
+// Evaluate on the data's held-out examples, recorded in the phase's metrics log at the step.
+func lmEvaluate(in PhaseInput, data train.DataSpec, ev EvalSpec) func(r *chunkedRun, uri string) (map[string]float64, error) {
+	return func(r *chunkedRun, uri string) (map[string]float64, error) {
+		var out train.EvalOutput
+		err := r.exec(true, train.EvaluateName, train.EvalInput{
+			Store: in.Store, Checkpoint: uri, Data: data, Examples: ev.Examples, MaxNewTokens: ev.MaxNewTokens,
+			PassK: ev.PassK, Temperature: ev.Temperature, Seed: r.seed,
+			Log: &train.LogAt{Run: in.RunID, Phase: in.Phase, Step: r.st.Step},
+		}, &out)
+		return out.Metrics, err
+	}
+}
+
+// lmScore picks a causal LM's best checkpoint: held-out exact match, ties to the lower held-out loss.
+func lmScore(m map[string]float64) float64 { return m["heldout_exact_match"] - 1e-6*m["heldout_loss"] }

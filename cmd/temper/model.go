@@ -67,8 +67,8 @@ func init() {
 	})
 	register(&command{
 		name:    "bench",
-		summary: "benchmarks: `bench model` (train tok/s, GFLOP/s, MFU, memory, cached vs uncached generation; --peer: Temper/PyTorch ratios); `bench rl` (async vs sync GRPO; --rollout-workers 1,2: rollout generation vs worker processes); `bench rl-vs-sft` (RL vs continued SFT, same training time)",
-		usage:   "model | rl | rl-vs-sft",
+		summary: "benchmarks: `bench model` (train tok/s, GFLOP/s, MFU, memory, cached vs uncached generation; --peer: Temper/PyTorch ratios); `bench rl` (async vs sync GRPO; --rollout-workers 1,2: rollout generation vs worker processes); `bench rl-vs-sft` (RL vs continued SFT, same training time); `bench distill` (a student distilled from a bigger teacher vs one fine-tuned on the same labels, same training time)",
+		usage:   "model | rl | rl-vs-sft | distill",
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			presets := fs.String("presets", "tiny,small,base", "model presets, comma-separated")
 			batch := fs.Int("batch", 16, "training rows")
@@ -98,7 +98,21 @@ func init() {
 			fs.StringVar(&rs.From, "from", "", "bench rl-vs-sft: start both arms from this checkpoint URI instead of training a base SFT model (its labelled set and held-out prompts: data seed 1)")
 			fs.StringVar(&rs.RLConfig, "rl-config", "", "bench rl, rl-vs-sft: JSON merged into the RL phases' config")
 			fs.StringVar(&rs.SFTConfig, "sft-config", "", "bench rl-vs-sft: JSON merged into the continued-SFT arm's config")
+			ds := distillBenchOptions{TeacherPreset: "small", StudentPreset: "tiny"}
+			fs.IntVar(&ds.TeacherSteps, "teacher-steps", 600, "bench distill: the teacher's SFT steps on the labelled examples (--task, --sft-examples, --heldout, --seconds and --seeds apply too)")
+			fs.IntVar(&ds.TeacherData, "teacher-examples", 0, "bench distill: the teacher's labelled examples (0: the students' --sft-examples; more: a superset of them, the held-out prompts still unseen)")
+			fs.StringVar(&ds.TeacherPreset, "teacher-preset", "small", "bench distill: the teacher's model preset")
+			fs.StringVar(&ds.StudentPreset, "student-preset", "tiny", "bench distill: both students' model preset")
+			fs.StringVar(&ds.Teacher, "teacher", "", "bench distill: teacher checkpoint URI instead of training one (it should have trained on data seed 1's labelled set only)")
+			fs.StringVar(&ds.DistillConfig, "distill-config", "", "bench distill: JSON merged into the distill arm's config (e.g. {\"loss\":{\"divergence\":\"jsd\",\"lambda\":0.5}})")
 			return func(ctx context.Context, args []string) error {
+				if len(args) == 1 && args[0] == "distill" {
+					ds.Task, ds.Examples, ds.Heldout, ds.Seconds, ds.Seeds, ds.SFTConfig = rs.Task, rs.SFTExamples, rs.Heldout, rs.Seconds, rs.Seeds, rs.SFTConfig
+					if ds.Seeds < 1 || ds.Seconds <= 0 || ds.Examples < 1 || ds.TeacherSteps < 1 || ds.Heldout < 1 {
+						return usageErr("bench distill: --seeds, --seconds, --sft-examples, --teacher-steps and --heldout must be positive")
+					}
+					return runBenchDistill(ctx, ds, *asJSON)
+				}
 				if len(args) == 1 && args[0] == "rl" && *rolloutWorkers != "" {
 					counts, err := parseCounts(*rolloutWorkers)
 					if err != nil {
@@ -116,7 +130,7 @@ func init() {
 					return runBenchRLvsSFT(ctx, rs, *asJSON)
 				}
 				if len(args) != 1 || args[0] != "model" {
-					return usageErr("usage: temper bench model|rl|rl-vs-sft [flags]")
+					return usageErr("usage: temper bench model|rl|rl-vs-sft|distill [flags]")
 				}
 				*backend, *plugin = backendFlags(*backend, *plugin)
 				bo := tpu.BenchOptions{

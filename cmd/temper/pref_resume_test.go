@@ -41,13 +41,15 @@ func prefConfig(extra string) json.RawMessage {
 	"eval":{"before":false,"exact_match":false,"examples":8,"kl_tokens":0}%s}`, prefChunkSteps*prefChunks, prefChunkSteps, extra))
 }
 
-// TestPreferenceExactResumeAfterSIGKILL runs each preference kind twice from the same SFT checkpoint:
+// TestPreferenceExactResumeAfterSIGKILL runs each preference kind, and a distill phase whose teacher
+// is the SFT model, twice from the same SFT checkpoint:
 // once undisturbed, once with its trainer worker (a separate `temper worker --roles trainer` process)
 // killed by SIGKILL at random moments inside random chunks and restarted. Each killed chunk is retried
 // from its input checkpoint and cursor, so the final weights and optimizer state must be byte-identical
 // to the undisturbed run's. dpo trains on precomputed reference log-probs (read back from the stored
 // reference object on every retry), kto on unpaired examples with the reference model held on the fly
-// (reloaded on every retry), orpo and simpo without a reference.
+// (reloaded on every retry), orpo and simpo without a reference; distill samples half of each batch
+// from the student (seeded by the data cursor, so a retry resamples the same tokens).
 func TestPreferenceExactResumeAfterSIGKILL(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("subprocess test; runs in CI and without -short")
@@ -75,17 +77,22 @@ func TestPreferenceExactResumeAfterSIGKILL(t *testing.T) {
 		{"kto", `,"reference":"on_the_fly"`, 2},
 		{"orpo", "", 2},
 		{"simpo", "", 2},
+		{"distill", "", 2}, // GKD: the SFT model as teacher on the fly, half of each batch the student's samples
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			p := &workerProcess{t: t, role: workflows.QueueTrainer, addr: addr, logs: filepath.Join(dir, "trainer-"+c.kind+".log")}
 			p.start()
 			t.Cleanup(p.kill)
+			cfg, chunkName := prefConfig(c.extra), contract.PrefChunkName
+			if c.kind == "distill" {
+				cfg, chunkName = distillResumeConfig(from), contract.DistillChunkName
+			}
 			in := workflows.PipelineInput{Name: "pref-" + c.kind, Store: store, Seed: 5, Phases: []workflows.PhaseSpec{
-				{Name: c.kind, Kind: c.kind, From: from, Config: prefConfig(c.extra)},
+				{Name: c.kind, Kind: c.kind, From: from, Config: cfg},
 			}}
 			cleanID, killedID := "pref-"+c.kind+"-clean", "pref-"+c.kind+"-killed"
 			clean := prefRun(t, env.Client, cleanID, in)
-			chunkDur := prefChunkDuration(t, env.Client, cleanID+"."+c.kind)
+			chunkDur := prefChunkDuration(t, env.Client, cleanID+"."+c.kind, chunkName)
 
 			r, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: killedID, TaskQueue: workflows.QueueTemper},
 				workflows.PipelineName, in)
@@ -102,14 +109,14 @@ func TestPreferenceExactResumeAfterSIGKILL(t *testing.T) {
 			for i, ch := range chunks {
 				target := prefChunkSteps*ch + 1
 				deadline := time.Now().Add(2 * time.Minute)
-				for prefChunkStep(env.Client, killedID+"."+c.kind) < target {
+				for prefChunkStep(env.Client, killedID+"."+c.kind, chunkName) < target {
 					if time.Now().After(deadline) {
 						t.Fatalf("the run never reached step %d", target)
 					}
 					time.Sleep(20 * time.Millisecond)
 				}
 				time.Sleep(time.Duration(rng.Int64N(int64(chunkDur/2) + 1)))
-				seen := prefChunkStep(env.Client, killedID+"."+c.kind)
+				seen := prefChunkStep(env.Client, killedID+"."+c.kind, chunkName)
 				p.kill()
 				t.Logf("SIGKILL %d of the trainer in chunk %d (steps %d-%d), last heartbeat at step %d", i+1, ch+1, target, target+prefChunkSteps-1, seen)
 				p.start()
@@ -144,14 +151,23 @@ func prefRun(t *testing.T, c client.Client, id string, in workflows.PipelineInpu
 	return waitRun(t, mustStart(t, c, id, in))
 }
 
-// prefChunkStep is the heartbeat step of the phase's running preference chunk, or -1.
-func prefChunkStep(c client.Client, wfID string) int {
+// distillResumeConfig is a distill phase of the same shape as prefConfig's: a fresh student learns
+// the SFT model (teacher) with GKD's on-policy mixture, so a retried chunk must resample the same
+// student samples.
+func distillResumeConfig(teacher string) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"teacher":%q,"data":{"task":"add2","train_examples":64,"heldout_examples":8},
+	"batch":{"rows":8,"seq":16},"loss":{"divergence":"jsd","lambda":0.5,"sample_tokens":4},"steps":%d,"chunk_steps":%d,
+	"heartbeat_timeout":"2s","eval":{"before":false,"examples":8,"max_new_tokens":4}}`, teacher, prefChunkSteps*prefChunks, prefChunkSteps))
+}
+
+// prefChunkStep is the heartbeat step of the phase's running chunk activity (chunk names it), or -1.
+func prefChunkStep(c client.Client, wfID, chunk string) int {
 	desc, err := c.DescribeWorkflowExecution(context.Background(), wfID, "")
 	if err != nil {
 		return -1
 	}
 	for _, pa := range desc.PendingActivities {
-		if pa.ActivityType.GetName() != contract.PrefChunkName || pa.State != enumspb.PENDING_ACTIVITY_STATE_STARTED ||
+		if pa.ActivityType.GetName() != chunk || pa.State != enumspb.PENDING_ACTIVITY_STATE_STARTED ||
 			pa.HeartbeatDetails == nil || len(pa.HeartbeatDetails.Payloads) == 0 {
 			continue
 		}
@@ -163,11 +179,12 @@ func prefChunkStep(c client.Client, wfID string) int {
 	return -1
 }
 
-// prefChunkDuration is the shortest start-to-completion time of the preference chunks of a finished
-// workflow: how long a kill may wait after a chunk's first step and still land inside the chunk.
-func prefChunkDuration(t *testing.T, c client.Client, wfID string) time.Duration {
+// prefChunkDuration is the shortest start-to-completion time of the chunk activities (chunk names
+// them) of a finished workflow: how long a kill may wait after a chunk's first step and still land
+// inside the chunk.
+func prefChunkDuration(t *testing.T, c client.Client, wfID, chunk string) time.Duration {
 	t.Helper()
-	chunk := map[int64]bool{}        // scheduled event ids of preference chunks
+	scheduled := map[int64]bool{}    // scheduled event ids of the chunks
 	started := map[int64]time.Time{} // by started event id
 	best := time.Duration(0)
 	it := c.GetWorkflowHistory(context.Background(), wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -176,13 +193,13 @@ func prefChunkDuration(t *testing.T, c client.Client, wfID string) time.Duration
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == contract.PrefChunkName {
-			chunk[e.EventId] = true
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == chunk {
+			scheduled[e.EventId] = true
 		}
-		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && chunk[a.ScheduledEventId] {
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.ScheduledEventId] {
 			started[e.EventId] = e.EventTime.AsTime()
 		}
-		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && chunk[a.ScheduledEventId] {
+		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && scheduled[a.ScheduledEventId] {
 			if s, ok := started[a.StartedEventId]; ok {
 				if d := e.EventTime.AsTime().Sub(s); best == 0 || d < best {
 					best = d

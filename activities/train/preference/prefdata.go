@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,30 +51,6 @@ func PrefExamples(ctx context.Context, cl *ckpt.Client, spec contract.PrefDataSp
 // readPrefJSONL reads a preference dataset; a malformed line is a non-retryable error naming file and line.
 func readPrefJSONL(ctx context.Context, cl *ckpt.Client, uri string) ([]tasks.PrefExample, error) {
 	return train.ReadLines(ctx, cl, uri, tasks.ReadPrefAll)
-}
-
-// putObject writes body at key of the store root and returns its URI.
-func putObject(ctx context.Context, cl *ckpt.Client, root, key string, body []byte) (string, error) {
-	uri, err := cl.PutObject(ctx, root, key, bytes.NewReader(body))
-	if err != nil {
-		return "", fmt.Errorf("train: %w", err)
-	}
-	return uri, nil
-}
-
-// existingObject returns the URI of key when it already exists (an earlier attempt wrote it).
-func existingObject(ctx context.Context, cl *ckpt.Client, root, key string) (string, bool, error) {
-	uri, ok, err := cl.StatObject(ctx, root, key)
-	if err != nil {
-		return "", false, fmt.Errorf("train: %w", err)
-	}
-	return uri, ok, nil
-}
-
-func inputHash(v any) string {
-	b, _ := json.Marshal(v)
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:6])
 }
 
 // prefItem is one training or evaluation row of a preference phase: a pair (chosen, rejected) or, for

@@ -46,7 +46,7 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in contract.PrefF
 	if in.Data.Seed != 0 {
 		seed = in.Data.Seed
 	}
-	hash := inputHash(struct {
+	hash := train.InputHash(struct {
 		C string
 		D contract.PrefDataSpec
 		S contract.PrefSampling
@@ -55,7 +55,7 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in contract.PrefF
 	trainKey, heldKey := PrefFromModelKey(in.Run, in.Phase, hash, "train"), PrefFromModelKey(in.Run, in.Phase, hash, "heldout")
 	statsKey := strings.TrimSuffix(trainKey, ".jsonl") + ".stats.json"
 	// The stats object is written last: when it exists, so do the pairs.
-	if uri, ok, err := existingObject(ctx, a.Ckpt, in.Store, statsKey); err != nil {
+	if uri, ok, err := train.ExistingObject(ctx, a.Ckpt, in.Store, statsKey); err != nil {
 		return contract.PrefFromModelOutput{}, err
 	} else if ok {
 		b, err := train.ReadObject(ctx, a.Ckpt, uri)
@@ -112,7 +112,7 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in contract.PrefF
 		}
 	}
 	b, _ := json.Marshal(out)
-	if _, err := putObject(ctx, a.Ckpt, in.Store, statsKey, b); err != nil {
+	if _, err := train.PutObject(ctx, a.Ckpt, in.Store, statsKey, b); err != nil {
 		return contract.PrefFromModelOutput{}, err
 	}
 	return out, nil
@@ -123,7 +123,7 @@ func writePairs(ctx context.Context, cl *ckpt.Client, root, key string, pairs []
 	if err := tasks.WritePrefJSONL(&buf, pairs); err != nil {
 		return "", err
 	}
-	return putObject(ctx, cl, root, key, buf.Bytes())
+	return train.PutObject(ctx, cl, root, key, buf.Bytes())
 }
 
 // samplePairs samples s.Samples completions per prompt (seeded by seed, split, prompt and sample) and pairs

@@ -28,13 +28,13 @@ func (a *Activities) RefLogProbs(ctx context.Context, in contract.RefLogProbsInp
 	if in.Reference == "" {
 		return contract.RefLogProbsOutput{}, train.BadInput(fmt.Errorf("%s: no reference checkpoint", op))
 	}
-	key := RefLogProbsKey(in.Run, in.Phase, inputHash(struct {
+	key := RefLogProbsKey(in.Run, in.Phase, train.InputHash(struct {
 		Ref  string
 		Data contract.PrefDataSpec
 		Kind string
 		Seed uint64
 	}{in.Reference, in.Data, in.Kind, in.Seed}))
-	if uri, ok, err := existingObject(ctx, a.Ckpt, in.Store, key); err != nil {
+	if uri, ok, err := train.ExistingObject(ctx, a.Ckpt, in.Store, key); err != nil {
 		return contract.RefLogProbsOutput{}, err
 	} else if ok {
 		items, err := readRefItems(ctx, a.Ckpt, uri)
@@ -79,7 +79,7 @@ func (a *Activities) RefLogProbs(ctx context.Context, in contract.RefLogProbsInp
 			return contract.RefLogProbsOutput{}, fmt.Errorf("%s: %w", op, err)
 		}
 	}
-	uri, err := putObject(ctx, a.Ckpt, in.Store, key, buf.Bytes())
+	uri, err := train.PutObject(ctx, a.Ckpt, in.Store, key, buf.Bytes())
 	if err != nil {
 		return contract.RefLogProbsOutput{}, err
 	}
