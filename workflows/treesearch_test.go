@@ -3,7 +3,10 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -172,3 +175,98 @@ func readStoreLines[T any](t *testing.T, uri string, read func(io.Reader, string
 	}
 	return out
 }
+
+// TestSearchAcceptance is acceptance 2 of the search issue: per seed, a base model is fine-tuned
+// on a little expr data; then a search phase (mcts) and its peer (strategy sample: best-of-N
+// rejection sampling) each spend the same forward-token budget per prompt on the same training
+// prompts, and an sft phase from the base model trains on each one's verified solutions
+// (from_data). It logs, per seed, each side's solved rate, data, forward tokens spent and the
+// held-out exact match after sft, and fails when search → sft does not beat rejection → sft on
+// average over the seeds: a result, not a tuned pass.
+//
+// Overrides (JSON merged into a config): TEMPER_SEARCH_BASE, TEMPER_SEARCH_CFG (both data
+// generators), TEMPER_SEARCH_SFT; TEMPER_SEARCH_SEEDS (default "1,2"); TEMPER_SEARCH_STORE keeps
+// the store.
+func TestSearchAcceptance(t *testing.T) {
+	if os.Getenv("TEMPER_SEARCH_ACCEPT") == "" {
+		t.Skip("acceptance experiment: set TEMPER_SEARCH_ACCEPT=1 (scripts/search-vs-rejection.sh)")
+	}
+	merge := func(parts ...string) json.RawMessage {
+		m := map[string]any{}
+		for _, s := range parts {
+			if s == "" {
+				continue
+			}
+			if err := mergeJSON(m, s); err != nil {
+				t.Fatalf("config %s: %v", s, err)
+			}
+		}
+		b, _ := json.Marshal(m)
+		return b
+	}
+	env := testenv.Get(t)
+	env.Roles(t, workflows.QueueTemper)
+	prefTrainer(t, env)
+	rolloutWorker(t, env)
+	store := os.Getenv("TEMPER_SEARCH_STORE")
+	if store == "" {
+		store = "file://" + t.TempDir()
+	}
+	seeds := os.Getenv("TEMPER_SEARCH_SEEDS")
+	if seeds == "" {
+		seeds = "1,2"
+	}
+	gen := merge(acceptSearch, os.Getenv("TEMPER_SEARCH_CFG"))
+	var wins, runs float64
+	var diff float64
+	for _, s := range strings.Split(seeds, ",") {
+		seed, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			t.Fatalf("TEMPER_SEARCH_SEEDS: %v", err)
+		}
+		// The generators search fresh prompts (a data seed of their own): not the base's training set.
+		data := fmt.Sprintf(`{"data":{"seed":%d}}`, 1000+seed)
+		phases := []workflows.PhaseSpec{
+			{Name: "base", Kind: "sft", Config: merge(acceptSearchBase, os.Getenv("TEMPER_SEARCH_BASE"))},
+			{Name: "mcts", Kind: "search", From: "base", Config: merge(string(gen), data, `{"search":{"strategy":"mcts"}}`)},
+			{Name: "rejection", Kind: "search", From: "base", Config: merge(string(gen), data, `{"search":{"strategy":"sample"}}`)},
+			{Name: "sft-mcts", Kind: "sft", From: "base", FromData: "mcts", Config: merge(acceptSearchSFT, os.Getenv("TEMPER_SEARCH_SFT"))},
+			{Name: "sft-rejection", Kind: "sft", From: "base", FromData: "rejection", Config: merge(acceptSearchSFT, os.Getenv("TEMPER_SEARCH_SFT"))},
+		}
+		started := time.Now()
+		out, _ := runPipeline(t, env, workflows.PipelineInput{Name: fmt.Sprintf("search-accept-%d", seed), Store: store, Seed: seed, Phases: phases}, 3*time.Hour)
+		r := map[string]workflows.PhaseResult{}
+		for _, p := range out.Phases {
+			r[p.Name] = p
+		}
+		t.Logf("seed %d (%.0fs): base held-out exact match %.1f%%", seed, time.Since(started).Seconds(), 100*r["base"].Metrics["heldout_exact_match"])
+		for _, side := range []string{"mcts", "rejection"} {
+			g, f := r[side].Metrics, r["sft-"+side].Metrics
+			t.Logf("seed %d %-9s: solved %.1f%% of %.0f prompts, %.0f sft examples, %.0f pairs, forward tokens %.0f (%.0f per prompt), nodes %.1f, depth %.2f → sft held-out exact match %.1f%%",
+				seed, side, 100*g["search_solved_rate"], g["search_prompts"], g["data_examples"], g["data_pairs"], g["data_forward_tokens"], g["data_forward_tokens_per_prompt"],
+				g["search_nodes_mean"], g["search_depth_mean"], 100*f["heldout_exact_match"])
+		}
+		d := r["sft-mcts"].Metrics["heldout_exact_match"] - r["sft-rejection"].Metrics["heldout_exact_match"]
+		diff += d
+		runs++
+		if d > 0 {
+			wins++
+		}
+		t.Logf("seed %d: search → sft minus rejection → sft = %+.1f points", seed, 100*d)
+	}
+	t.Logf("search won %.0f of %.0f seeds; mean difference %+.1f points", wins, runs, 100*diff/runs)
+	if diff <= 0 {
+		t.Errorf("search → sft did not beat rejection sampling → sft at the same forward-token budget (mean %+.1f points)", 100*diff/runs)
+	}
+}
+
+// The acceptance experiment's configs (TestSearchAcceptance).
+const (
+	acceptSearchBase = `{"model":{"preset":"tiny"},"data":{"task":"expr","train_examples":400,"heldout_examples":200},
+		"batch":{"rows":16,"seq":48},"steps":300,"chunk_steps":300,"optimizer":{"lr":0.005,"warmup_steps":20},
+		"eval":{"examples":200,"max_new_tokens":40,"before":false},"heartbeat_timeout":"2m"}`
+	acceptSearch = `{"data":{"task":"expr","train_examples":400,"heldout_examples":200},"prompts":200,"batch_prompts":25,
+		"search":{"expand":4,"simulations":1000,"budget_tokens":1200,"max_new_tokens":40,"margin":0.2},"heartbeat_timeout":"2m"}`
+	acceptSearchSFT = `{"data":{"task":"expr"},"batch":{"rows":16,"seq":48},"steps":150,"chunk_steps":150,
+		"optimizer":{"lr":0.002,"warmup_steps":10},"eval":{"examples":200,"max_new_tokens":40,"before":false},"heartbeat_timeout":"2m"}`
+)

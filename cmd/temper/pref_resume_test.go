@@ -167,31 +167,5 @@ func prefChunkStep(c client.Client, wfID string) int {
 // workflow: how long a kill may wait after a chunk's first step and still land inside the chunk.
 func prefChunkDuration(t *testing.T, c client.Client, wfID string) time.Duration {
 	t.Helper()
-	chunk := map[int64]bool{}        // scheduled event ids of preference chunks
-	started := map[int64]time.Time{} // by started event id
-	best := time.Duration(0)
-	it := c.GetWorkflowHistory(context.Background(), wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == contract.PrefChunkName {
-			chunk[e.EventId] = true
-		}
-		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && chunk[a.ScheduledEventId] {
-			started[e.EventId] = e.EventTime.AsTime()
-		}
-		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && chunk[a.ScheduledEventId] {
-			if s, ok := started[a.StartedEventId]; ok {
-				if d := e.EventTime.AsTime().Sub(s); best == 0 || d < best {
-					best = d
-				}
-			}
-		}
-	}
-	if best <= 0 {
-		t.Fatalf("%s: no completed preference chunk in the history", wfID)
-	}
-	return best
+	return activityDuration(t, c, wfID, contract.PrefChunkName)
 }
