@@ -186,24 +186,13 @@ func readStoreLines[T any](t *testing.T, uri string, read func(io.Reader, string
 //
 // Overrides (JSON merged into a config): TEMPER_SEARCH_BASE, TEMPER_SEARCH_CFG (both data
 // generators), TEMPER_SEARCH_SFT; TEMPER_SEARCH_SEEDS (default "1,2"); TEMPER_SEARCH_STORE keeps
-// the store.
+// the store; TEMPER_SEARCH_FROM (a base checkpoint URI) skips the base phase, so every seed starts
+// from that one model.
 func TestSearchAcceptance(t *testing.T) {
 	if os.Getenv("TEMPER_SEARCH_ACCEPT") == "" {
 		t.Skip("acceptance experiment: set TEMPER_SEARCH_ACCEPT=1 (scripts/search-vs-rejection.sh)")
 	}
-	merge := func(parts ...string) json.RawMessage {
-		m := map[string]any{}
-		for _, s := range parts {
-			if s == "" {
-				continue
-			}
-			if err := mergeJSON(m, s); err != nil {
-				t.Fatalf("config %s: %v", s, err)
-			}
-		}
-		b, _ := json.Marshal(m)
-		return b
-	}
+	merge := func(parts ...string) json.RawMessage { return mergeConfigs(t, parts...) }
 	env := testenv.Get(t)
 	env.Roles(t, workflows.QueueTemper)
 	prefTrainer(t, env)
@@ -226,20 +215,33 @@ func TestSearchAcceptance(t *testing.T) {
 		}
 		// The generators search fresh prompts (a data seed of their own): not the base's training set.
 		data := fmt.Sprintf(`{"data":{"seed":%d}}`, 1000+seed)
-		phases := []workflows.PhaseSpec{
-			{Name: "base", Kind: "sft", Config: merge(acceptSearchBase, os.Getenv("TEMPER_SEARCH_BASE"))},
-			{Name: "mcts", Kind: "search", From: "base", Config: merge(string(gen), data, `{"search":{"strategy":"mcts"}}`)},
-			{Name: "rejection", Kind: "search", From: "base", Config: merge(string(gen), data, `{"search":{"strategy":"sample"}}`)},
-			{Name: "sft-mcts", Kind: "sft", From: "base", FromData: "mcts", Config: merge(acceptSearchSFT, os.Getenv("TEMPER_SEARCH_SFT"))},
-			{Name: "sft-rejection", Kind: "sft", From: "base", FromData: "rejection", Config: merge(acceptSearchSFT, os.Getenv("TEMPER_SEARCH_SFT"))},
+		from := os.Getenv("TEMPER_SEARCH_FROM")
+		var phases []workflows.PhaseSpec
+		if from == "" {
+			from = "base"
+			phases = append(phases, workflows.PhaseSpec{Name: "base", Kind: "sft", Config: merge(acceptSearchBase, os.Getenv("TEMPER_SEARCH_BASE"))})
 		}
+		phases = append(phases, []workflows.PhaseSpec{
+			{Name: "mcts", Kind: "search", From: from, Config: merge(string(gen), data, `{"search":{"strategy":"mcts"}}`)},
+			{Name: "rejection", Kind: "search", From: from, Config: merge(string(gen), data, `{"search":{"strategy":"sample"}}`)},
+			{Name: "sft-mcts", Kind: "sft", From: from, FromData: "mcts", Config: merge(acceptSearchSFT, os.Getenv("TEMPER_SEARCH_SFT"))},
+			{Name: "sft-rejection", Kind: "sft", From: from, FromData: "rejection", Config: merge(acceptSearchSFT, os.Getenv("TEMPER_SEARCH_SFT"))},
+		}...)
 		started := time.Now()
 		out, _ := runPipeline(t, env, workflows.PipelineInput{Name: fmt.Sprintf("search-accept-%d", seed), Store: store, Seed: seed, Phases: phases}, 3*time.Hour)
 		r := map[string]workflows.PhaseResult{}
 		for _, p := range out.Phases {
 			r[p.Name] = p
 		}
-		t.Logf("seed %d (%.0fs): base held-out exact match %.1f%%", seed, time.Since(started).Seconds(), 100*r["base"].Metrics["heldout_exact_match"])
+		if b, ok := r["base"]; ok {
+			t.Logf("seed %d: base %s held-out exact match %.1f%% (curve %v)", seed, b.Checkpoint, 100*b.Metrics["heldout_exact_match"], b.Curve)
+		} else {
+			t.Logf("seed %d: base %s (TEMPER_SEARCH_FROM)", seed, from)
+		}
+		t.Logf("seed %d: %.0fs", seed, time.Since(started).Seconds())
+		if r["mcts"].Metrics["data_examples"] == 0 || r["rejection"].Metrics["data_examples"] == 0 {
+			t.Fatalf("seed %d: a generator solved nothing (mcts %v, rejection %v): the base is too weak to compare", seed, r["mcts"].Metrics, r["rejection"].Metrics)
+		}
 		for _, side := range []string{"mcts", "rejection"} {
 			g, f := r[side].Metrics, r["sft-"+side].Metrics
 			t.Logf("seed %d %-9s: solved %.1f%% of %.0f prompts, %.0f sft examples, %.0f pairs, forward tokens %.0f (%.0f per prompt), nodes %.1f, depth %.2f → sft held-out exact match %.1f%%",
