@@ -82,7 +82,10 @@ type Node struct {
 	Visits   int     `json:"visits"`
 	ValueSum float64 `json:"value_sum"`
 	Terminal bool    `json:"terminal"`
-	Children []int   `json:"children,omitempty"`
+	// Done marks a node with nothing left to search below it: terminal, or every child done.
+	// Selection skips done nodes, so simulations are not spent revisiting finished solutions.
+	Done     bool  `json:"done"`
+	Children []int `json:"children,omitempty"`
 	// Completion is a whole solution through the node: its path when terminal, else the path and
 	// the rollout drawn when the node was made. Score and Pass are the verifier's verdict on it.
 	Completion string  `json:"completion"`
@@ -115,19 +118,35 @@ func (t *Tree) PUCT(parent, child int, c float64) float64 {
 }
 
 // Select walks from the root to a leaf (a node without children, or a terminal one) by the highest
-// PUCT score; ties go to the earlier child.
+// PUCT score among the children not done; ties go to the earlier child.
 func (t *Tree) Select(c float64) int {
 	i := 0
 	for len(t.Nodes[i].Children) > 0 && !t.Nodes[i].Terminal {
 		best, bestV := -1, math.Inf(-1)
 		for _, ch := range t.Nodes[i].Children {
-			if v := t.PUCT(i, ch, c); v > bestV {
+			if v := t.PUCT(i, ch, c); !t.Nodes[ch].Done && v > bestV {
 				best, bestV = ch, v
 			}
+		}
+		if best < 0 {
+			return i // every child done (then so is i; Run never asks)
 		}
 		i = best
 	}
 	return i
+}
+
+// finish marks node i done and, up the path, every ancestor whose children are now all done.
+func (t *Tree) finish(i int) {
+	t.Nodes[i].Done = true
+	for p := t.Nodes[i].Parent; p >= 0; p = t.Nodes[p].Parent {
+		for _, ch := range t.Nodes[p].Children {
+			if !t.Nodes[ch].Done {
+				return
+			}
+		}
+		t.Nodes[p].Done = true
+	}
 }
 
 // Backup adds value v to node i and every ancestor.
@@ -385,7 +404,7 @@ func Run(trees []*Tree, seeds []uint64, p Params, env Env) error {
 		return fmt.Errorf("search: %d seeds for %d trees", len(seeds), len(trees))
 	}
 	active := func(t *Tree) bool {
-		return t.Sims < p.Simulations && (p.BudgetTokens == 0 || t.Tokens < p.BudgetTokens)
+		return !t.Nodes[0].Done && t.Sims < p.Simulations && (p.BudgetTokens == 0 || t.Tokens < p.BudgetTokens)
 	}
 	line := p.Step == StepLine && p.Strategy == StrategyMCTS
 	for {
@@ -450,6 +469,9 @@ func Run(trees []*Tree, seeds []uint64, p Params, env Env) error {
 					n.Completion = t.PathText(ch)
 					n.Score, n.Pass = env.Verify(o.tree, n.Completion)
 					t.Backup(ch, n.Score)
+					if p.Strategy == StrategyMCTS { // sample: the root is drawn from again and again
+						t.finish(ch)
+					}
 					continue
 				}
 				path := t.PathTokens(ch)

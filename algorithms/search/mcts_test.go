@@ -236,7 +236,7 @@ func TestRunScripted(t *testing.T) {
 	solved := 0
 	for i, tr := range trees {
 		st := tr.Stats()
-		if st.Simulations != p.Simulations || st.Nodes == 0 || st.Depth < 2 {
+		if (st.Simulations != p.Simulations && !tr.Nodes[0].Done) || st.Nodes == 0 || st.Depth < 2 {
 			t.Errorf("tree %d: stats %+v", i, st)
 		}
 		if best, ok := tr.Best(); ok {
@@ -264,6 +264,15 @@ func TestRunScripted(t *testing.T) {
 		}
 		if round := p.Expand * 2 * (10 + 2*p.MaxNewTokens); tr.Tokens >= p.BudgetTokens+round {
 			t.Errorf("tree %d spent %d tokens: more than a round (%d) past its budget", i, tr.Tokens, round)
+		}
+	}
+	// A policy that is always right has one solution: once it is found, the tree is done and the
+	// search stops instead of revisiting it for the rest of its simulations.
+	p.BudgetTokens = 0
+	sure, _ := searchAll(t, exs, 100, p, 1)
+	for i, tr := range sure {
+		if !tr.Nodes[0].Done || tr.Sims >= p.Simulations || tr.Stats().Verified != 1 {
+			t.Errorf("always-right tree %d: root done %v after %d simulations, %d verified", i, tr.Nodes[0].Done, tr.Sims, tr.Stats().Verified)
 		}
 	}
 	p.Strategy = StrategySample

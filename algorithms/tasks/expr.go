@@ -12,10 +12,10 @@ import (
 // expression with exactly one operation done (the leftmost one whose operands are both numbers),
 // and the last line is the result:
 //
-//	(12+7)*3-4=        prompt
-//	19*3-4             step 1
-//	57-4               step 2
-//	53                 step 3 (the answer)
+//	((2+7)*3)-4=       prompt
+//	(9*3)-4            step 1
+//	27-4               step 2
+//	23                 step 3 (the answer)
 //
 // Every line is checkable on its own (CheckStep), so a verifier can tell where a solution went
 // wrong; Check passes only a completion whose every line is right. Expressions are printed with
@@ -31,7 +31,10 @@ type Scratchpad struct {
 }
 
 func init() {
-	register(Scratchpad{name: "expr", doc: "multi-step expressions (2-3 operations of + - * on 1-2 digit numbers) solved one rewrite per line; every line is checked", minOps: 2, maxOps: 3, maxDigit: 2})
+	// One-digit leaves: the intermediate results still need carries and two-digit products, but a
+	// tiny byte-level model learns the format and some of the arithmetic in minutes on a CPU, which
+	// is what a base for search must do (a base that solves nothing gives search nothing to find).
+	register(Scratchpad{name: "expr", doc: "multi-step expressions (2-3 operations of + - * on one-digit numbers) solved one rewrite per line; every line is checked", minOps: 2, maxOps: 3, maxDigit: 1})
 }
 
 // Name implements Task.

@@ -20,12 +20,13 @@ import (
 
 // searchKillBase nearly memorises a few expr examples, so that the search below finds solutions
 // and pairs (what it writes must be compared, so it must write something).
-const searchKillBase = `{"model":{"preset":"tiny"},"data":{"task":"expr","train_examples":16,"heldout_examples":8},
+const searchKillBase = `{"model":{"preset":"tiny"},"data":{"task":"expr","train_examples":8,"heldout_examples":8},
 	"batch":{"rows":8,"seq":48},"steps":80,"chunk_steps":80,"optimizer":{"lr":0.01,"warmup_steps":5},
 	"eval":{"examples":8,"max_new_tokens":40,"before":false}}`
 
-// searchKillConfig: 6 batches of 2 prompts, long enough each to be killed inside.
-const searchKillConfig = `{"data":{"task":"expr","train_examples":16,"heldout_examples":8},"prompts":12,"batch_prompts":2,
+// searchKillConfig: 4 batches of 2 prompts (the base's training prompts), long enough each to be
+// killed inside.
+const searchKillConfig = `{"data":{"task":"expr","train_examples":8,"heldout_examples":8},"prompts":8,"batch_prompts":2,
 	"heartbeat_timeout":"2s","search":{"expand":4,"simulations":16,"max_new_tokens":40,"margin":0.2}}`
 
 // TestSearchExactResumeAfterSIGKILL runs the same search phase twice from one base model: once
@@ -41,9 +42,9 @@ func TestSearchExactResumeAfterSIGKILL(t *testing.T) {
 	env.Roles(t, workflows.QueueTemper, workflows.QueueTrainer)
 	dir := t.TempDir()
 	store := "file://" + dir
-	base := prefRun(t, env.Client, "search-base", workflows.PipelineInput{Name: "search-base", Store: store, Seed: 6,
+	base := prefRun(t, env.Client, "search-base", workflows.PipelineInput{Name: "search-base", Store: store, Seed: 4,
 		Phases: []workflows.PhaseSpec{{Name: "base", Kind: "sft", Config: json.RawMessage(searchKillBase)}}})
-	in := workflows.PipelineInput{Name: "search", Store: store, Seed: 6, Phases: []workflows.PhaseSpec{
+	in := workflows.PipelineInput{Name: "search", Store: store, Seed: 4, Phases: []workflows.PhaseSpec{
 		{Name: "search", Kind: "search", From: base.Phases[0].Checkpoint, Config: json.RawMessage(searchKillConfig)},
 	}}
 	p := &workerProcess{t: t, role: workflows.QueueRollout, addr: env.Server.FrontendAddr(), logs: filepath.Join(dir, "rollout.log")}
