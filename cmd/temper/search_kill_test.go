@@ -72,7 +72,8 @@ func TestSearchExactResumeAfterSIGKILL(t *testing.T) {
 		p.start()
 	}
 	killed := waitRun(t, r)
-	if n := retriedActivities(t, env.Client, "search-killed.search"); n < 1 {
+	n := retriedActivities(t, env.Client, "search-killed.search")
+	if n < 1 {
 		t.Fatalf("no activity was retried after 3 kills: none interrupted a batch")
 	}
 	a, b := clean.Phases[0], killed.Phases[0]
@@ -90,7 +91,7 @@ func TestSearchExactResumeAfterSIGKILL(t *testing.T) {
 		}
 	}
 	if !t.Failed() {
-		t.Logf("data objects match byte for byte (undisturbed batch %v)", batchDur.Round(time.Millisecond))
+		t.Logf("data objects match byte for byte after %d retried activities (undisturbed batch %v)", n, batchDur.Round(time.Millisecond))
 	}
 }
 
