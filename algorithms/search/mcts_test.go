@@ -275,6 +275,23 @@ func TestRunScripted(t *testing.T) {
 			t.Errorf("always-right tree %d: root done %v after %d simulations, %d verified", i, tr.Nodes[0].Done, tr.Sims, tr.Stats().Verified)
 		}
 	}
+	// Steps of a fixed token budget instead of lines: every step but a path's last has exactly
+	// step_tokens tokens, and the solutions are still whole and verified.
+	tok := p
+	tok.Step, tok.StepTokens = StepTokens, 5
+	byTokens, _ := searchAll(t, exs, 100, tok, 0.6)
+	for i, tr := range byTokens {
+		for _, n := range tr.Nodes[1:] {
+			if len(n.Tokens) > 5 || (!n.Terminal && len(n.Tokens) != 5) {
+				t.Fatalf("token-step tree %d: step %q of %d tokens", i, n.Text, len(n.Tokens))
+			}
+		}
+		if best, ok := tr.Best(); ok {
+			if pass, _ := task.Check(exs[i], best); !pass {
+				t.Errorf("token-step tree %d: best %q fails", i, best)
+			}
+		}
+	}
 	p.Strategy = StrategySample
 	flat, _ := searchAll(t, exs, 100, p, 0.6)
 	for i, tr := range flat {
