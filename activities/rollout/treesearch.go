@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -250,6 +251,25 @@ func (e *engineEnv) Verify(tree int, completion string) (float64, bool) {
 		return 1, true
 	}
 	return 0, false
+}
+
+// ValidPrefix implements search.StepVerifier for tasks whose lines are checked one by one
+// (tasks.Stepwise): every complete line of path must be right. Other tasks accept every prefix.
+func (e *engineEnv) ValidPrefix(tree int, path string) bool {
+	ex := e.exs[tree]
+	t, err := tasks.Lookup(ex.Task)
+	sw, ok := t.(tasks.Stepwise)
+	if err != nil || !ok {
+		return true
+	}
+	lines := strings.Split(path, "\n")
+	lines = lines[:len(lines)-1] // the last is not a complete line (empty after a final newline)
+	for i, l := range lines {
+		if ok, _ := sw.CheckStep(ex, lines[:i], l); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // SearchDataKey is where a search phase's data objects live (name: sft, pairs, heldout).

@@ -29,6 +29,7 @@ type Params struct {
 	BudgetTokens int     `json:"budget_tokens" default:"0" help:"also stop a prompt's search once it has spent this many forward tokens (prompt, path and generated tokens of every request; 0: no limit)"`
 	CPUCT        float64 `json:"c_puct" default:"1.5" help:"exploration weight of PUCT"`
 	Temperature  float64 `json:"temperature" default:"1" help:"sampling temperature of expansions and rollouts"`
+	StepCheck    bool    `json:"step_check" default:"true" help:"with a task that checks single lines (expr), a step its verifier rejects is a dead end at once: value 0, no rollout spent on it"`
 	Margin       float64 `json:"margin" default:"0.25" help:"sibling steps whose mean values differ by more than this make a preference pair"`
 	MaxPairs     int     `json:"max_pairs" default:"4" help:"preference pairs kept per prompt at most (largest value gaps first)"`
 }
@@ -36,7 +37,7 @@ type Params struct {
 // DefaultParams are the documented defaults.
 func DefaultParams() Params {
 	return Params{Strategy: StrategyMCTS, Step: StepLine, StepTokens: 16, MaxSteps: 8, MaxNewTokens: 64, Expand: 4,
-		Simulations: 16, CPUCT: 1.5, Temperature: 1, Margin: 0.25, MaxPairs: 4}
+		Simulations: 16, CPUCT: 1.5, Temperature: 1, StepCheck: true, Margin: 0.25, MaxPairs: 4}
 }
 
 // Validate names the bad field (relative to the params) and its allowed values.
@@ -379,6 +380,12 @@ type Env interface {
 	Verify(tree int, completion string) (score float64, pass bool)
 }
 
+// StepVerifier is an Env whose verifier also judges a partial solution: whether the complete
+// steps of path (a node's path text) are right so far. Run uses it when Params.StepCheck is set.
+type StepVerifier interface {
+	ValidPrefix(tree int, path string) bool
+}
+
 // seed purposes: an expansion's candidates and a new node's rollout draw from disjoint streams.
 const (
 	purposeExpand  = 1
@@ -407,6 +414,10 @@ func Run(trees []*Tree, seeds []uint64, p Params, env Env) error {
 		return !t.Nodes[0].Done && t.Sims < p.Simulations && (p.BudgetTokens == 0 || t.Tokens < p.BudgetTokens)
 	}
 	line := p.Step == StepLine && p.Strategy == StrategyMCTS
+	steps, _ := env.(StepVerifier)
+	if !p.StepCheck || p.Strategy != StrategyMCTS {
+		steps = nil
+	}
 	for {
 		var reqs []Request
 		var from []owner
@@ -472,6 +483,12 @@ func Run(trees []*Tree, seeds []uint64, p Params, env Env) error {
 					if p.Strategy == StrategyMCTS { // sample: the root is drawn from again and again
 						t.finish(ch)
 					}
+					continue
+				}
+				if steps != nil && !steps.ValidPrefix(o.tree, t.PathText(ch)) {
+					n.Completion = t.PathText(ch) // a wrong step: nothing below it can pass
+					t.Backup(ch, 0)
+					t.finish(ch)
 					continue
 				}
 				path := t.PathTokens(ch)

@@ -302,3 +302,63 @@ func TestRunScripted(t *testing.T) {
 		}
 	}
 }
+
+// checkedEnv is exprEnv with the task's per-line verifier.
+type checkedEnv struct{ *exprEnv }
+
+func (e checkedEnv) ValidPrefix(tree int, path string) bool {
+	task, _ := tasks.Lookup("expr")
+	lines := strings.Split(path, "\n")
+	lines = lines[:len(lines)-1]
+	for i, l := range lines {
+		if ok, _ := task.(tasks.Stepwise).CheckStep(e.exs[tree], lines[:i], l); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// TestStepCheck: with the per-line verifier a wrong line is a dead end at once (no rollout, no
+// children, value 0), so the same simulations cost fewer tokens; without step_check the same env
+// is searched as before.
+func TestStepCheck(t *testing.T) {
+	task, _ := tasks.Lookup("expr")
+	exs := tasks.Generate(task, 6, 5, 0)
+	p := DefaultParams()
+	p.Simulations = 12
+	run := func(p Params) []*Tree {
+		trees := make([]*Tree, len(exs))
+		seeds := make([]uint64, len(exs))
+		for i := range trees {
+			trees[i], seeds[i] = NewTree(), uint64(100+i)
+		}
+		if err := Run(trees, seeds, p, checkedEnv{&exprEnv{exs: exs, right: 0.6}}); err != nil {
+			t.Fatal(err)
+		}
+		return trees
+	}
+	checked := run(p)
+	p.StepCheck = false
+	unchecked := run(p)
+	plain, _ := searchAll(t, exs, 100, p, 0.6)
+	if !reflect.DeepEqual(unchecked, plain) {
+		t.Error("step_check false: the search differs from one whose env cannot check steps")
+	}
+	var tc, tu int
+	for i, tr := range checked {
+		tc += tr.Tokens
+		tu += unchecked[i].Tokens
+		for j, n := range tr.Nodes[1:] {
+			if n.Terminal {
+				continue
+			}
+			wrong := !checkedEnv{&exprEnv{exs: exs}}.ValidPrefix(i, tr.PathText(j+1))
+			if wrong && (len(n.Children) > 0 || n.ValueSum != 0 || !n.Done || n.Completion != tr.PathText(j+1)) {
+				t.Fatalf("tree %d node %d: a wrong line %q was searched below or rolled out: %+v", i, j+1, n.Text, n)
+			}
+		}
+	}
+	if tc >= tu {
+		t.Errorf("step_check spent %d tokens, without it %d: want fewer", tc, tu)
+	}
+}

@@ -215,6 +215,12 @@ func completionLines(completion string) []string {
 	return lines
 }
 
+// Stepwise is a task whose solutions are lines each checkable on its own: a search can drop a
+// wrong line at once instead of finishing the solution to find out.
+type Stepwise interface {
+	CheckStep(ex Example, done []string, step string) (bool, string)
+}
+
 // CheckStep says whether step is the right next line after the lines done of ex's solution: the
 // per-line verifier. A line after the result is wrong.
 func (s Scratchpad) CheckStep(ex Example, done []string, step string) (bool, string) {
