@@ -286,4 +286,3 @@ func (t *Tree) Stats() Stats {
 	s.Verified, s.Solved = len(verified), len(verified) > 0
 	return s
 }
-

@@ -69,4 +69,3 @@ func (p Params) Validate() error {
 	}
 	return nil
 }
-
