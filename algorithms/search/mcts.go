@@ -15,10 +15,9 @@ type Node struct {
 	Prior    float64 `json:"prior"`
 	Visits   int     `json:"visits"`
 	ValueSum float64 `json:"value_sum"`
-	Terminal bool    `json:"terminal"`
-	// Done marks a node with nothing left to search below it: terminal, or every child done.
-	// Selection skips done nodes, so simulations are not spent revisiting finished solutions.
-	Done     bool  `json:"done"`
+	// Terminal marks a finished solution or a dead end (a step the verifier rejected): selection
+	// never enters it again.
+	Terminal bool  `json:"terminal"`
 	Children []int `json:"children,omitempty"`
 	// Completion is a whole solution through the node: its path when terminal, else the path and
 	// the rollout drawn when the node was made. Score and Pass are the verifier's verdict on it.
@@ -51,36 +50,25 @@ func (t *Tree) PUCT(parent, child int, c float64) float64 {
 	return t.Q(child) + c*t.Nodes[child].Prior*math.Sqrt(float64(t.Nodes[parent].Visits))/float64(1+t.Nodes[child].Visits)
 }
 
-// Select walks from the root to a leaf (a node without children, or a terminal one) by the highest
-// PUCT score among the children not done; ties go to the earlier child.
+// Select walks from the root by the highest PUCT score among the children that are not terminal
+// (ties go to the earlier child) and returns the node to expand: one without children, or one whose
+// children are all terminal, which is expanded again with fresh samples (progressive widening: the
+// search spends its budget on new candidates instead of revisiting finished ones).
 func (t *Tree) Select(c float64) int {
 	i := 0
-	for len(t.Nodes[i].Children) > 0 && !t.Nodes[i].Terminal {
+	for !t.Nodes[i].Terminal {
 		best, bestV := -1, math.Inf(-1)
 		for _, ch := range t.Nodes[i].Children {
-			if v := t.PUCT(i, ch, c); !t.Nodes[ch].Done && v > bestV {
+			if v := t.PUCT(i, ch, c); !t.Nodes[ch].Terminal && v > bestV {
 				best, bestV = ch, v
 			}
 		}
 		if best < 0 {
-			return i // every child done (then so is i; Run never asks)
+			return i
 		}
 		i = best
 	}
 	return i
-}
-
-// finish marks node i done and, up the path, every ancestor whose children are now all done.
-func (t *Tree) finish(i int) {
-	t.Nodes[i].Done = true
-	for p := t.Nodes[i].Parent; p >= 0; p = t.Nodes[p].Parent {
-		for _, ch := range t.Nodes[p].Children {
-			if !t.Nodes[ch].Done {
-				return
-			}
-		}
-		t.Nodes[p].Done = true
-	}
 }
 
 // Backup adds value v to node i and every ancestor.

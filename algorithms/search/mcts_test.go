@@ -236,7 +236,7 @@ func TestRunScripted(t *testing.T) {
 	solved := 0
 	for i, tr := range trees {
 		st := tr.Stats()
-		if (st.Simulations != p.Simulations && !tr.Nodes[0].Done) || st.Nodes == 0 || st.Depth < 2 {
+		if st.Simulations != p.Simulations || st.Nodes == 0 || st.Depth < 2 {
 			t.Errorf("tree %d: stats %+v", i, st)
 		}
 		if best, ok := tr.Best(); ok {
@@ -266,13 +266,15 @@ func TestRunScripted(t *testing.T) {
 			t.Errorf("tree %d spent %d tokens: more than a round (%d) past its budget", i, tr.Tokens, round)
 		}
 	}
-	// A policy that is always right has one solution: once it is found, the tree is done and the
-	// search stops instead of revisiting it for the rest of its simulations.
+	// A policy that is always right has one solution: once it is found, the last line's node is
+	// expanded again (fresh samples, merged into the one child), so the tree stays one path and the
+	// simulations go on spending tokens instead of revisiting the solution for free.
 	p.BudgetTokens = 0
 	sure, _ := searchAll(t, exs, 100, p, 1)
 	for i, tr := range sure {
-		if !tr.Nodes[0].Done || tr.Sims >= p.Simulations || tr.Stats().Verified != 1 {
-			t.Errorf("always-right tree %d: root done %v after %d simulations, %d verified", i, tr.Nodes[0].Done, tr.Sims, tr.Stats().Verified)
+		steps, _ := tasks.ExprSteps(exs[i].Prompt)
+		if tr.Sims != p.Simulations || tr.Stats().Verified != 1 || len(tr.Nodes) != 1+len(steps) {
+			t.Errorf("always-right tree %d: %d simulations, %d verified, %d nodes for %d lines", i, tr.Sims, tr.Stats().Verified, len(tr.Nodes), len(steps))
 		}
 	}
 	// Steps of a fixed token budget instead of lines: every step but a path's last has exactly
@@ -349,11 +351,8 @@ func TestStepCheck(t *testing.T) {
 		tc += tr.Tokens
 		tu += unchecked[i].Tokens
 		for j, n := range tr.Nodes[1:] {
-			if n.Terminal {
-				continue
-			}
 			wrong := !checkedEnv{&exprEnv{exs: exs}}.ValidPrefix(i, tr.PathText(j+1))
-			if wrong && (len(n.Children) > 0 || n.ValueSum != 0 || !n.Done || n.Completion != tr.PathText(j+1)) {
+			if wrong && (len(n.Children) > 0 || n.ValueSum != 0 || !n.Terminal || n.Completion != tr.PathText(j+1)) {
 				t.Fatalf("tree %d node %d: a wrong line %q was searched below or rolled out: %+v", i, j+1, n.Text, n)
 			}
 		}

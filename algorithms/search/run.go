@@ -63,7 +63,7 @@ func Run(trees []*Tree, seeds []uint64, p Params, env Env) error {
 		return fmt.Errorf("search: %d seeds for %d trees", len(seeds), len(trees))
 	}
 	active := func(t *Tree) bool {
-		return !t.Nodes[0].Done && t.Sims < p.Simulations && (p.BudgetTokens == 0 || t.Tokens < p.BudgetTokens)
+		return t.Sims < p.Simulations && (p.BudgetTokens == 0 || t.Tokens < p.BudgetTokens)
 	}
 	line := p.Step == StepLine && p.Strategy == StrategyMCTS
 	steps, _ := env.(StepVerifier)
@@ -132,15 +132,11 @@ func Run(trees []*Tree, seeds []uint64, p Params, env Env) error {
 					n.Completion = t.PathText(ch)
 					n.Score, n.Pass = env.Verify(o.tree, n.Completion)
 					t.Backup(ch, n.Score)
-					if p.Strategy == StrategyMCTS { // sample: the root is drawn from again and again
-						t.finish(ch)
-					}
 					continue
 				}
 				if steps != nil && !steps.ValidPrefix(o.tree, t.PathText(ch)) {
-					n.Completion = t.PathText(ch) // a wrong step: nothing below it can pass
+					n.Terminal, n.Completion = true, t.PathText(ch) // a wrong step: a dead end
 					t.Backup(ch, 0)
-					t.finish(ch)
 					continue
 				}
 				path := t.PathTokens(ch)
