@@ -72,6 +72,8 @@ func Register(role string, r worker.Registry, opts Options) error {
 		ro := &rollout.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine)}
 		r.RegisterActivityWithOptions(ro.Generate, activity.RegisterOptions{Name: rollout.GenerateName})
 		r.RegisterActivityWithOptions(ro.Keep, activity.RegisterOptions{Name: rollout.KeepName})
+		r.RegisterActivityWithOptions(ro.Search, activity.RegisterOptions{Name: rollout.SearchName})
+		r.RegisterActivityWithOptions(ro.SearchData, activity.RegisterOptions{Name: rollout.SearchDataName})
 	default:
 		return fmt.Errorf("workers: register: unknown role %q", role)
 	}

@@ -27,13 +27,18 @@ func retainAndMemo(ctx, shortCtx workflow.Context, in PhaseInput, keepLast int, 
 // elsewhere), short for Init/Retain-style calls that never heartbeat, with a start-to-close short
 // enough that a worker killed inside one is noticed in minutes. Invalid input is never retried.
 func trainerContexts(ctx workflow.Context, heartbeat time.Duration) (long, short workflow.Context) {
+	return queueContexts(ctx, QueueTrainer, heartbeat)
+}
+
+// queueContexts are trainerContexts for the activities of any role's queue.
+func queueContexts(ctx workflow.Context, queue string, heartbeat time.Duration) (long, short workflow.Context) {
 	retry := &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
 		NonRetryableErrorTypes: []string{"InvalidInput"}}
 	long = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: QueueTrainer, StartToCloseTimeout: 6 * time.Hour, HeartbeatTimeout: heartbeat, RetryPolicy: retry,
+		TaskQueue: queue, StartToCloseTimeout: 6 * time.Hour, HeartbeatTimeout: heartbeat, RetryPolicy: retry,
 	})
 	short = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: QueueTrainer, StartToCloseTimeout: 3 * time.Minute, RetryPolicy: retry,
+		TaskQueue: queue, StartToCloseTimeout: 3 * time.Minute, RetryPolicy: retry,
 	})
 	return long, short
 }

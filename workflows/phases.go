@@ -23,7 +23,18 @@ type PhaseKind struct {
 	Doc          string             // one line for `temper config explain`
 	NewConfig    func() PhaseConfig // a pointer to a config holding the documented defaults
 	Workflow     any                // func(workflow.Context, PhaseInput) (PhaseOutput, error)
+	// MakesData says the phase writes data later phases can train on (PhaseOutput.Data).
+	MakesData bool
+	// TakesData says what a phase trains on when from_data names a phase that writes data:
+	// DataSFT or DataPairs ("": it takes none).
+	TakesData string
 }
+
+// What a phase takes from another phase's data (PhaseKind.TakesData).
+const (
+	DataSFT   = "sft"
+	DataPairs = "pairs"
+)
 
 var phaseKinds = map[string]PhaseKind{}
 

@@ -35,10 +35,12 @@ type PipelineInput struct {
 
 // PhaseSpec is one phase of a pipeline.
 type PhaseSpec struct {
-	Name   string          `json:"name" help:"unique within the pipeline; names the child workflow and checkpoint paths"`
-	Kind   string          `json:"kind" help:"a registered phase kind (temper config explain lists them)"`
-	From   string          `json:"from,omitempty" help:"checkpoint URI, or the name of an earlier phase; default: the previous phase's output"`
-	Config json.RawMessage `json:"config,omitempty" help:"the kind's configuration (temper config explain KIND)"`
+	Name string `json:"name" help:"unique within the pipeline; names the child workflow and checkpoint paths"`
+	Kind string `json:"kind" help:"a registered phase kind (temper config explain lists them)"`
+	From string `json:"from,omitempty" help:"checkpoint URI, or the name of an earlier phase; default: the previous phase's output"`
+	// FromData trains on the data an earlier phase wrote (a search phase's SFT examples or pairs).
+	FromData string          `json:"from_data,omitempty" help:"the name of an earlier phase that writes data (search): an sft phase trains on its verified solutions, a preference phase on its pairs"`
+	Config   json.RawMessage `json:"config,omitempty" help:"the kind's configuration (temper config explain KIND)"`
 }
 
 // PipelineState is the loop state that continue-as-new carries.
@@ -54,6 +56,7 @@ type PhaseResult struct {
 	WorkflowID string             `json:"workflow_id"`
 	Checkpoint string             `json:"checkpoint"`
 	Metrics    map[string]float64 `json:"metrics,omitempty"`
+	Data       *PhaseData         `json:"data,omitempty"`
 	Seconds    float64            `json:"seconds"`
 	Curve      []CurvePoint       `json:"curve,omitempty"`
 }
@@ -96,6 +99,17 @@ type PhaseInput struct {
 	Loop *LoopState `json:"loop,omitempty"`
 	// RL carries an RL phase's loop state across its continue-as-new; nil on first start.
 	RL *RLState `json:"rl,omitempty"`
+	// Tree carries a search phase's loop state across its continue-as-new; nil on first start.
+	Tree *TreeSearchState `json:"tree_search,omitempty"`
+	// FromData is the data of the phase that from_data names; the phase trains on it.
+	FromData *PhaseData `json:"from_data,omitempty"`
+}
+
+// PhaseData names the data objects a phase wrote for later phases (from_data).
+type PhaseData struct {
+	SFT     string `json:"sft,omitempty"`     // prompt/completion JSONL: verified solutions
+	Pairs   string `json:"pairs,omitempty"`   // preference JSONL: {prompt, chosen, rejected}
+	Heldout string `json:"heldout,omitempty"` // prompt/completion JSONL the phase held out, for evaluation
 }
 
 // PhaseCheckpoint is a finished phase's output checkpoint.
@@ -110,6 +124,8 @@ type PhaseOutput struct {
 	Metrics    map[string]float64 `json:"metrics,omitempty"`
 	// Curve is held-out exact match against training wall time, one point per evaluation.
 	Curve []CurvePoint `json:"curve,omitempty"`
+	// Data names the data the phase wrote for later phases (kinds with MakesData).
+	Data *PhaseData `json:"data,omitempty"`
 }
 
 // CurvePoint is one evaluation of a phase: Seconds of training wall time so far (the phase's
@@ -167,6 +183,9 @@ func (in *PipelineInput) Validate() error {
 				}
 			}
 		}
+		if err := in.checkFromData(i, p, seen); err != nil {
+			return err
+		}
 		if n, ok := cfg.(startsFromCheckpoint); ok && i == 0 && p.From == "" {
 			if why := n.NeedsFrom(); why != "" {
 				return &config.FieldError{Path: path + ".from", Msg: fmt.Sprintf("%s phase %q: %s", p.Kind, p.Name, why)}
@@ -207,6 +226,13 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
 		spec := in.Phases[i]
 		kind, _ := LookupPhase(spec.Kind) // validated above
 		from := resolveFrom(spec, i, state.Results)
+		var fromData *PhaseData
+		if spec.FromData != "" {
+			if fromData = resolveFromData(spec.FromData, state.Results); fromData == nil {
+				err := fmt.Errorf("pipeline %s: phase %s: from_data %q wrote no data", runID, spec.Name, spec.FromData)
+				return PipelineOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
+			}
+		}
 		childID := runID + "." + spec.Name
 		progress.Phase, progress.Kind, progress.Index, progress.ChildID = spec.Name, spec.Kind, i, childID
 		if err := workflow.UpsertMemo(ctx, map[string]any{"phase": spec.Name, "phase_kind": spec.Kind, "phase_index": i}); err != nil {
@@ -225,13 +251,13 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
 		var out PhaseOutput
 		err := workflow.ExecuteChildWorkflow(cctx, kind.WorkflowName, PhaseInput{
 			RunID: runID, Phase: spec.Name, Kind: spec.Kind, Store: in.Store, Seed: in.Seed, From: from, Config: spec.Config,
-			Search: search, Earlier: earlierCheckpoints(state.Results),
+			Search: search, Earlier: earlierCheckpoints(state.Results), FromData: fromData,
 		}).Get(ctx, &out)
 		if err != nil {
 			return PipelineOutput{}, fmt.Errorf("pipeline %s: phase %s (%s): %w", runID, spec.Name, spec.Kind, err)
 		}
 		state.Results = append(state.Results, PhaseResult{
-			Name: spec.Name, Kind: spec.Kind, WorkflowID: childID, Checkpoint: out.Checkpoint, Metrics: out.Metrics, Curve: out.Curve,
+			Name: spec.Name, Kind: spec.Kind, WorkflowID: childID, Checkpoint: out.Checkpoint, Metrics: out.Metrics, Curve: out.Curve, Data: out.Data,
 			Seconds: workflow.Now(ctx).Sub(started).Seconds(),
 		})
 		state.Next = i + 1
@@ -279,4 +305,41 @@ func resolveFrom(spec PhaseSpec, i int, done []PhaseResult) string {
 		return done[i-1].Checkpoint
 	}
 	return ""
+}
+
+// checkFromData validates phase i's from_data: an earlier phase (seen) whose kind writes data, read by
+// a kind that trains on it.
+func (in *PipelineInput) checkFromData(i int, p PhaseSpec, seen map[string]int) error {
+	if p.FromData == "" {
+		return nil
+	}
+	path := fmt.Sprintf("phases[%d].from_data", i)
+	j, ok := seen[p.FromData]
+	if !ok || j >= i {
+		return &config.FieldError{Path: path, Msg: fmt.Sprintf("%q is not an earlier phase", p.FromData)}
+	}
+	src, _ := LookupPhase(in.Phases[j].Kind) // validated before
+	if !src.MakesData {
+		var makers []string
+		for _, k := range PhaseKinds() {
+			if k.MakesData {
+				makers = append(makers, k.Kind)
+			}
+		}
+		return &config.FieldError{Path: path, Msg: fmt.Sprintf("phase %q is a %s phase, which writes no data (kinds that do: %s)", p.FromData, src.Kind, strings.Join(makers, ", "))}
+	}
+	if k, _ := LookupPhase(p.Kind); k.TakesData == "" {
+		return &config.FieldError{Path: path, Msg: fmt.Sprintf("a %s phase does not train on another phase's data (sft and the preference kinds do)", p.Kind)}
+	}
+	return nil
+}
+
+// resolveFromData returns the data of the named finished phase (nil if it wrote none).
+func resolveFromData(name string, done []PhaseResult) *PhaseData {
+	for _, r := range done {
+		if r.Name == name {
+			return r.Data
+		}
+	}
+	return nil
 }

@@ -89,8 +89,8 @@ var prefDocs = map[string]string{
 func init() {
 	for _, kind := range PrefKinds {
 		kind := kind
-		RegisterPhase(PhaseKind{Kind: kind, WorkflowName: "Pref-" + kind, Workflow: Preference,
-			Doc:       prefDocs[kind] + "; starts from `from` (an SFT checkpoint), also the reference by default",
+		RegisterPhase(PhaseKind{Kind: kind, WorkflowName: "Pref-" + kind, Workflow: Preference, TakesData: DataPairs,
+			Doc:       prefDocs[kind] + "; starts from `from` (an SFT checkpoint), also the reference by default; from_data: a search phase's pairs",
 			NewConfig: func() PhaseConfig { return defaultPrefConfig(kind) }})
 	}
 }
@@ -108,6 +108,11 @@ func Preference(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	if in.From == "" {
 		err := fmt.Errorf("%s phase %s needs a starting checkpoint: put it after an sft phase or set from (it is also the reference model)", in.Kind, in.Phase)
 		return PhaseOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
+	}
+	if fd := in.FromData; fd != nil {
+		// An earlier phase's pairs are the training data; the task (if any) still supplies the
+		// held-out pairs and the exact-match checker.
+		cfg.Data.Train, cfg.Data.FromModel = fd.Pairs, nil
 	}
 	// data is the configured data with what the phase made from the model in its place.
 	data := func(s PhaseSetup) train.PrefDataSpec {

@@ -161,19 +161,7 @@ func TestPreferenceAcceptance(t *testing.T) {
 	if os.Getenv("TEMPER_PREF_ACCEPT") == "" {
 		t.Skip("acceptance experiment: set TEMPER_PREF_ACCEPT=1 (a few minutes on 2 cores)")
 	}
-	merge := func(base, extra string) json.RawMessage {
-		m := map[string]any{}
-		for _, s := range []string{base, extra} {
-			if s == "" {
-				continue
-			}
-			if err := mergeJSON(m, s); err != nil {
-				t.Fatalf("config %s: %v", s, err)
-			}
-		}
-		b, _ := json.Marshal(m)
-		return b
-	}
+	merge := func(base, extra string) json.RawMessage { return mergeConfigs(t, base, extra) }
 	env := testenv.Get(t)
 	env.Roles(t, workflows.QueueTemper)
 	prefTrainer(t, env)
@@ -249,6 +237,22 @@ const (
 
 // acceptPrefKind holds per-kind settings (none needed since sft_coef keeps kto stable at dpo's rate).
 var acceptPrefKind = map[string]string{}
+
+// mergeConfigs merges JSON objects (later ones win; "" is skipped) into one config.
+func mergeConfigs(t *testing.T, parts ...string) json.RawMessage {
+	t.Helper()
+	m := map[string]any{}
+	for _, s := range parts {
+		if s == "" {
+			continue
+		}
+		if err := mergeJSON(m, s); err != nil {
+			t.Fatalf("config %s: %v", s, err)
+		}
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
 
 // mergeJSON merges the JSON object s into m, recursively for nested objects.
 func mergeJSON(m map[string]any, s string) error {

@@ -92,8 +92,8 @@ func init() {
 	RegisterPhase(PhaseKind{Kind: "pretrain", WorkflowName: "Pretrain", Workflow: Train,
 		Doc:       "language-model training on plain text (every token counts); data.text defaults to true",
 		NewConfig: func() PhaseConfig { return defaultTrainConfig(true) }})
-	RegisterPhase(PhaseKind{Kind: "sft", WorkflowName: "SFT", Workflow: Train,
-		Doc:       "supervised fine-tuning on prompt/completion or chat data; only completion tokens count",
+	RegisterPhase(PhaseKind{Kind: "sft", WorkflowName: "SFT", Workflow: Train, TakesData: DataSFT,
+		Doc:       "supervised fine-tuning on prompt/completion or chat data; only completion tokens count; from_data: a search phase's verified solutions",
 		NewConfig: func() PhaseConfig { return defaultTrainConfig(false) }})
 }
 
@@ -122,6 +122,11 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	cfg, err := decodeKindConfig[*TrainConfig](in)
 	if err != nil {
 		return PhaseOutput{}, err
+	}
+	if fd := in.FromData; fd != nil {
+		// An earlier phase's data replaces the configured source; its held-out examples carry their
+		// task, so exact match still uses the task's checker.
+		cfg.Data.Task, cfg.Data.Train, cfg.Data.Heldout = "", fd.SFT, fd.Heldout
 	}
 	if in.From == "" && cfg.LoRA != nil {
 		err := &config.FieldError{Path: "lora", Msg: "LoRA trains adapters on a starting model: set from (or put a phase before this one)"}

@@ -23,7 +23,7 @@ func init() {
 	register(Arithmetic{name: "add", doc: "a+b with 1-3 digit operands", ops: "+", maxDigits: 3, terms: 2})
 	register(Arithmetic{name: "addsub", doc: "a+b or a-b with 1-3 digit operands", ops: "+-", maxDigits: 3, terms: 2})
 	register(Arithmetic{name: "mul", doc: "a*b with 1-2 digit operands", ops: "*", maxDigits: 2, terms: 2, mulDigits: 2})
-	register(Arithmetic{name: "expr", doc: "multi-step expressions of three 1-2 digit terms with + - * and parentheses", ops: "+-*", maxDigits: 2, terms: 3, mulDigits: 1})
+	register(Arithmetic{name: "expr3", doc: "three-term expressions with + - * and parentheses, answer only (expr solves them step by step)", ops: "+-*", maxDigits: 2, terms: 3, mulDigits: 1})
 }
 
 // Name implements Task.

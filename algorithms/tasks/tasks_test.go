@@ -18,7 +18,7 @@ func TestArithmeticExamplesAreCorrect(t *testing.T) {
 			t.Errorf("reference eval of %s = %s, want %s", c.prompt, got, c.answer)
 		}
 	}
-	for _, name := range []string{"add2", "add", "addsub", "mul", "expr"} {
+	for _, name := range []string{"add2", "add", "addsub", "mul", "expr3"} {
 		task, err := Lookup(name)
 		if err != nil {
 			t.Fatal(err)

@@ -184,31 +184,5 @@ func prefChunkStep(c client.Client, wfID, chunk string) int {
 // inside the chunk.
 func prefChunkDuration(t *testing.T, c client.Client, wfID, chunk string) time.Duration {
 	t.Helper()
-	scheduled := map[int64]bool{}    // scheduled event ids of the chunks
-	started := map[int64]time.Time{} // by started event id
-	best := time.Duration(0)
-	it := c.GetWorkflowHistory(context.Background(), wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == chunk {
-			scheduled[e.EventId] = true
-		}
-		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.ScheduledEventId] {
-			started[e.EventId] = e.EventTime.AsTime()
-		}
-		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && scheduled[a.ScheduledEventId] {
-			if s, ok := started[a.StartedEventId]; ok {
-				if d := e.EventTime.AsTime().Sub(s); best == 0 || d < best {
-					best = d
-				}
-			}
-		}
-	}
-	if best <= 0 {
-		t.Fatalf("%s: no completed preference chunk in the history", wfID)
-	}
-	return best
+	return activityDuration(t, c, wfID, chunk)
 }

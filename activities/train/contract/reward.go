@@ -20,7 +20,7 @@ const (
 // correct answer chosen, a plausible mistake rejected; tasks.PrefSplit) or JSONL files of
 // tasks.PrefExample lines in the store (unpaired completion/label lines are paired up by prompt).
 type RewardData struct {
-	Task         string `json:"task,omitempty" help:"built-in task whose synthetic pairs to use (correct answer vs a plausible mistake): add2, add, addsub, mul, expr, router"`
+	Task         string `json:"task,omitempty" help:"built-in task whose synthetic pairs to use (correct answer vs a plausible mistake): add2, add, addsub, mul, expr, expr3, router"`
 	TrainPairs   int    `json:"train_pairs,omitempty" default:"4000" help:"training pairs drawn (built-in task)"`
 	HeldoutPairs int    `json:"heldout_pairs,omitempty" default:"400" help:"held-out pairs, prompts disjoint from training (built-in task)"`
 	Train        string `json:"train,omitempty" help:"JSONL URI (file:///... or gs://...) of {prompt, chosen, rejected} lines instead of a task"`
