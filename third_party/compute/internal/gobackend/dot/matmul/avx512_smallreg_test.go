@@ -66,7 +66,7 @@ func BenchmarkAVX512SmallReg(b *testing.B) {
 	if !archsimd.X86.AVX512() {
 		b.Skip("no AVX-512")
 	}
-	for _, s := range []struct{ B, M, N, K int }{{1, 64, 384, 128}, {1, 64, 1024, 384}, {1, 64, 2048, 384}, {128, 2, 128, 16}, {128, 2, 128, 32}, {128, 2, 32, 128}} {
+	for _, s := range []struct{ B, M, N, K int }{{1, 64, 384, 128}, {1, 64, 768, 128}, {1, 64, 256, 128}, {1, 64, 128, 384}, {1, 64, 1024, 384}, {1, 64, 2048, 384}, {128, 2, 128, 16}, {128, 2, 128, 32}, {128, 2, 32, 128}} {
 		lhs := make([]float32, s.B*s.M*s.K)
 		rhs := make([]float32, s.B*s.K*s.N)
 		out := make([]float32, s.B*s.M*s.N)
