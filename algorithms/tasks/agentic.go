@@ -21,6 +21,30 @@ type Agentic interface {
 	Demonstration(ex Example) Example
 }
 
+// AgenticNames lists the built-in agentic tasks, sorted.
+func AgenticNames() []string {
+	var out []string
+	for _, n := range Names() {
+		if _, ok := registry[n].(Agentic); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Demonstrations turns examples of an agentic task into its tool-use demonstrations.
+func Demonstrations(t Task, exs []Example) ([]Example, error) {
+	ag, ok := t.(Agentic)
+	if !ok {
+		return nil, fmt.Errorf("tasks: %s has no tool-use demonstrations (agentic tasks: %s)", t.Name(), strings.Join(AgenticNames(), ", "))
+	}
+	out := make([]Example, len(exs))
+	for i, ex := range exs {
+		out[i] = ag.Demonstration(ex)
+	}
+	return out, nil
+}
+
 // BigMul multiplies two 4–6 digit numbers: past what a small model computes (its products have 7–12
 // digits), but a policy that copies the operands into a `calc` call and copies the result back
 // answers exactly. Prompts and answers read like the arithmetic tasks' ("48213*9071=" → "437340123").
