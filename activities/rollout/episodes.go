@@ -14,7 +14,6 @@ import (
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
-	"github.com/temperml/temper/algorithms/tools"
 )
 
 // runEpisodes plays rs as agentic episodes, batch by batch (cuts as for single-turn samples, so
@@ -23,7 +22,7 @@ import (
 // without an answer.
 func runEpisodes(ctx context.Context, gen episode.Generator, enc data.Encoder, in GenerateInput, rs []rollout.Rollout,
 	prompts [][]int, seeds []uint64, cuts []int) (tokens, unanswered int, err error) {
-	cfg := EpisodeConfig(enc.Chat, in.MaxTurns, in.MaxNewTokens, in.MaxTokens)
+	cfg := train.EpisodeConfig(enc.Chat, in.MaxTurns, in.MaxNewTokens, in.MaxTokens)
 	if err := cfg.Validate(); err != nil {
 		return 0, 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollout: generate %s/%s: %v", in.Run, in.Phase, err), "InvalidInput", err)
 	}
@@ -32,7 +31,7 @@ func runEpisodes(ctx context.Context, gen episode.Generator, enc data.Encoder, i
 		if b > 0 {
 			lo = cuts[b-1]
 		}
-		reg, err := Registry(in.Tools, func(i int) tasks.Example {
+		reg, err := train.ToolRegistry(in.Tools, func(i int) tasks.Example {
 			r := rs[lo+i]
 			return tasks.Example{Task: r.Task, Prompt: r.Prompt, Answer: r.Answer}
 		})
@@ -56,37 +55,6 @@ func runEpisodes(ctx context.Context, gen episode.Generator, enc data.Encoder, i
 		activity.RecordHeartbeat(ctx, train.Progress{Step: hi, Total: len(prompts)})
 	}
 	return tokens, unanswered, nil
-}
-
-// EpisodeConfig is the episode bounds of a rollout or an evaluation: maxTurns policy turns of
-// turnTokens each, maxTokens after the prompt in all (0: maxTurns·turnTokens plus room for tool
-// results), with the chat template's tool markers.
-func EpisodeConfig(chat tokenize.ChatTemplate, maxTurns, turnTokens, maxTokens int) episode.Config {
-	if maxTurns == 0 {
-		maxTurns = 4
-	}
-	if maxTokens == 0 {
-		maxTokens = maxTurns * (turnTokens + 64)
-	}
-	open, close := chat.ToolMarkers()
-	return episode.Config{MaxTurns: maxTurns, TurnTokens: turnTokens, MaxTokens: maxTokens, ToolOpen: open, ToolClose: close}
-}
-
-// Registry builds the named built-in tools for a batch of episodes; check judges an answer with
-// the task of the episode that calls it (example(i): the i-th episode's example).
-func Registry(names []string, example func(i int) tasks.Example) (*tools.Registry, error) {
-	return tools.Builtins(names, func(ctx context.Context, answer string) (bool, string, error) {
-		i, ok := episode.Index(ctx)
-		if !ok {
-			return false, "", fmt.Errorf("check called outside an episode")
-		}
-		ex := example(i)
-		if t, err := tasks.Lookup(ex.Task); err == nil && ex.Task != "" {
-			pass, fb := t.Check(ex, answer)
-			return pass, fb, nil
-		}
-		return train.Passes(ex, answer), "", nil
-	})
 }
 
 // Fill writes an episode into its rollout.

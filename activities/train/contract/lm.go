@@ -124,6 +124,11 @@ type EvalInput struct {
 	Seed         uint64  `json:"seed"`
 	// Log, when set, appends the metrics to the phase's metrics log.
 	Log *LogAt `json:"log,omitempty"`
+	// Tools, when set, evaluates agentic episodes: each held-out prompt is posed as the user's
+	// message and the policy may call these tools for up to MaxTurns turns of MaxNewTokens tokens;
+	// exact match checks the episode's final answer (no teacher-forced loss).
+	Tools    []string `json:"tools,omitempty"`
+	MaxTurns int      `json:"max_turns,omitempty"`
 }
 
 // EvalOutput holds scalar metrics, named as they appear in pipeline results.
