@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/train"
@@ -18,10 +17,10 @@ import (
 
 // runEpisodes plays rs as agentic episodes, batch by batch (cuts as for single-turn samples, so
 // shards batch alike), and fills each rollout's tokens, policy mask, log-probs, final answer and
-// episode summary. It returns the tokens sampled (policy and tool) and the episodes that ended
+// episode summary, calling beat with the episodes done after each batch. It returns the tokens sampled (policy and tool) and the episodes that ended
 // without an answer.
 func runEpisodes(ctx context.Context, gen episode.Generator, enc data.Encoder, in GenerateInput, rs []rollout.Rollout,
-	prompts [][]int, seeds []uint64, cuts []int) (tokens, unanswered int, err error) {
+	prompts [][]int, seeds []uint64, cuts []int, beat func(done int)) (tokens, unanswered int, err error) {
 	cfg := train.EpisodeConfig(enc.Chat, in.MaxTurns, in.MaxNewTokens, in.MaxTokens)
 	if err := cfg.Validate(); err != nil {
 		return 0, 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollout: generate %s/%s: %v", in.Run, in.Phase, err), "InvalidInput", err)
@@ -52,7 +51,7 @@ func runEpisodes(ctx context.Context, gen episode.Generator, enc data.Encoder, i
 				unanswered++
 			}
 		}
-		activity.RecordHeartbeat(ctx, train.Progress{Step: hi, Total: len(prompts)})
+		beat(hi)
 	}
 	return tokens, unanswered, nil
 }

@@ -135,7 +135,9 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 	start := time.Now()
 	tokens, truncated := 0, 0
 	if len(in.Tools) > 0 {
-		tokens, truncated, err = runEpisodes(ctx, eng, enc, in, rs, prompts, seeds, cuts)
+		tokens, truncated, err = runEpisodes(ctx, eng, enc, in, rs, prompts, seeds, cuts, func(done int) {
+			activity.RecordHeartbeat(ctx, train.Progress{Step: done, Total: len(prompts)})
+		})
 		if err != nil {
 			return GenerateOutput{}, err
 		}
