@@ -174,7 +174,9 @@ func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, p
 			if len(msg) > cfg.MaxToolChars {
 				msg = msg[:cfg.MaxToolChars] + "…"
 			}
-			toolToks := codec.Encode(cfg.ToolOpen + msg + cfg.ToolClose)
+			// Encoded piece by piece, as the chat template renders a tool message, so that a
+			// merging tokenizer gives demonstrations and episodes the same tokens.
+			toolToks := append(append(codec.Encode(cfg.ToolOpen), codec.Encode(msg)...), codec.Encode(cfg.ToolClose)...)
 			ep.Tokens = append(ep.Tokens, toolToks...)
 			for range toolToks {
 				ep.Policy = append(ep.Policy, false)
