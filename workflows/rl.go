@@ -98,7 +98,8 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		err := workflow.ExecuteActivity(trainCtx, train.EvaluateName, train.EvalInput{
 			Store: in.Store, Checkpoint: uri, Data: cfg.Data, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.Eval.MaxNewTokens,
 			PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: seed,
-			Log: &train.LogAt{Run: in.RunID, Phase: st.Dir, Step: st.Iter},
+			Log:   &train.LogAt{Run: in.RunID, Phase: st.Dir, Step: st.Iter},
+			Tools: cfg.evalTools(), MaxTurns: cfg.evalMaxTurns(),
 		}).Get(ctx, &out)
 		return out.Metrics, err
 	}
@@ -106,6 +107,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		return workflow.ExecuteActivity(rolloutCtx, rollout.GenerateName, rollout.GenerateInput{
 			Store: in.Store, Run: in.RunID, Phase: in.Phase, Checkpoint: policy, PolicyVersion: version, Iteration: iter,
 			Data: cfg.Data, Seed: seed, Prompts: cfg.Prompts, Group: cfg.Group, MaxNewTokens: cfg.MaxNewTokens, Temperature: cfg.Temperature,
+			Tools: cfg.Rollout.Tools, MaxTurns: cfg.Rollout.MaxTurns, MaxTokens: cfg.Rollout.MaxTokens,
 		})
 	}
 	// failedOf returns the first failed samples of verdicts (file order) and their feedback.

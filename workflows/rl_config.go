@@ -72,6 +72,23 @@ type RLConfig struct {
 	kind string // the phase kind, set by defaultRLConfig: loss.algorithm must match it
 }
 
+// evalTools are the tools of the phase's evaluations: eval.tools, else rollout.tools (an agentic
+// phase is measured on episodes like the ones it trains on).
+func (c *RLConfig) evalTools() []string {
+	if len(c.Eval.Tools) > 0 {
+		return c.Eval.Tools
+	}
+	return c.Rollout.Tools
+}
+
+// evalMaxTurns goes with evalTools.
+func (c *RLConfig) evalMaxTurns() int {
+	if c.Eval.MaxTurns > 0 || len(c.Eval.Tools) > 0 {
+		return c.Eval.MaxTurns
+	}
+	return c.Rollout.MaxTurns
+}
+
 // rlLR is the learning rate of iteration iter (0-based) before back-tracking's scale: linear warmup
 // over optimizer.warmup_steps iterations, then cosine decay to lr·min_lr_ratio at the last
 // iteration (min_lr_ratio 1, the RL default: constant). Warmup matters here because every RL phase
@@ -141,6 +158,12 @@ func (c *RLConfig) Validate() error {
 	}
 	if err := c.Rollout.Validate(); err != nil {
 		return err
+	}
+	if err := c.Eval.validateTools(); err != nil {
+		return err
+	}
+	if len(c.Rollout.Tools) > 0 && c.SelfCorrect.Retries > 0 {
+		return &config.FieldError{Path: "self_correct.retries", Msg: "agentic episodes (rollout.tools) correct themselves inside the episode with the check tool: leave retries 0"}
 	}
 	if len(c.Reward.Verifiers) > 0 {
 		if err := c.Reward.Validate(); err != nil {

@@ -60,3 +60,39 @@ func TestRLSelfCorrectConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestAgenticConfig: rollout.tools and eval.tools accept the built-in tools only, name the bad
+// entry and its allowed values, and episode bounds need tools; an agentic phase evaluates with its
+// rollout tools unless eval.tools says otherwise.
+func TestAgenticConfig(t *testing.T) {
+	for _, tc := range []struct{ cfg, path string }{
+		{`"rollout":{"tools":["calc","check"],"max_turns":3}`, ""},
+		{`"rollout":{"tools":["calc"]},"eval":{"tools":["calc"],"max_turns":2}`, ""},
+		{`"rollout":{"tools":["calc","python3"]}`, "rollout.tools[1]"},
+		{`"rollout":{"tools":["calc","calc"]}`, "rollout.tools[1]"},
+		{`"rollout":{"max_turns":3}`, "rollout.tools"},
+		{`"rollout":{"tools":["calc"],"max_turns":99}`, "rollout.max_turns"},
+		{`"rollout":{"tools":["calc"],"max_tokens":-1}`, "rollout.max_tokens"},
+		{`"eval":{"tools":["lookup"]}`, "eval.tools[0]"},
+		{`"rollout":{"tools":["check"]},"self_correct":{"retries":1}`, "self_correct.retries"},
+	} {
+		c, err := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"bigmul"},`+tc.cfg+`}`), "config")
+		switch {
+		case tc.path == "" && err != nil:
+			t.Errorf("%s: %v", tc.cfg, err)
+		case tc.path != "" && (err == nil || !strings.Contains(err.Error(), tc.path)):
+			t.Errorf("%s: got %v, want an error naming %s", tc.cfg, err, tc.path)
+		case tc.path == "":
+			cfg := c.(*RLConfig)
+			if len(cfg.evalTools()) == 0 {
+				t.Errorf("%s: evaluations without tools", tc.cfg)
+			}
+		}
+	}
+	if _, err := DecodePhaseConfig("sft", []byte(`{"data":{"task":"add2","tool_demos":true}}`), "config"); err == nil || !strings.Contains(err.Error(), "data.tool_demos") {
+		t.Errorf("tool_demos on a task without demonstrations: %v", err)
+	}
+	if _, err := DecodePhaseConfig("sft", []byte(`{"data":{"task":"bigmul","tool_demos":true},"eval":{"tools":["calc"]}}`), "config"); err != nil {
+		t.Errorf("sft on bigmul demonstrations: %v", err)
+	}
+}

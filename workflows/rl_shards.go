@@ -23,6 +23,10 @@ type RolloutSpec struct {
 	Shards int `json:"shards" default:"1" help:"rollout.Generate (and reward.Score) activities per iteration, each taken by any rollout (reward) worker"`
 	// SamplesPerShard sizes shards from the batch instead; history then grows with the batch.
 	SamplesPerShard int `json:"samples_per_shard" default:"0" help:"size the shards to about this many samples each instead (0: use shards)"`
+	// Tools makes every sample an agentic episode (activities/rollout: GenerateInput.Tools).
+	Tools     []string `json:"tools,omitempty" help:"agentic episodes: built-in tools the policy may call (calc, check); the task's prompt is the user's message, max_new_tokens bounds each turn, tool results are masked out of the loss"`
+	MaxTurns  int      `json:"max_turns,omitempty" help:"with tools: policy turns per episode (0: 4)"`
+	MaxTokens int      `json:"max_tokens,omitempty" help:"with tools: token budget of an episode after the prompt, policy and tool tokens (0: max_turns*(max_new_tokens+64))"`
 }
 
 // Validate names the bad field.
@@ -32,8 +36,14 @@ func (r RolloutSpec) Validate() error {
 		return &config.FieldError{Path: "rollout.shards", Msg: fmt.Sprintf("%d: want 1..1024", r.Shards)}
 	case r.SamplesPerShard < 0:
 		return &config.FieldError{Path: "rollout.samples_per_shard", Msg: fmt.Sprintf("%d: want >= 0 (0: use shards)", r.SamplesPerShard)}
+	case r.MaxTurns < 0 || r.MaxTurns > 64:
+		return &config.FieldError{Path: "rollout.max_turns", Msg: fmt.Sprintf("%d: want 0 (default 4) to 64", r.MaxTurns)}
+	case r.MaxTokens < 0:
+		return &config.FieldError{Path: "rollout.max_tokens", Msg: fmt.Sprintf("%d: want >= 0 (0: max_turns*(max_new_tokens+64))", r.MaxTokens)}
+	case len(r.Tools) == 0 && (r.MaxTurns != 0 || r.MaxTokens != 0):
+		return &config.FieldError{Path: "rollout.tools", Msg: "max_turns and max_tokens bound agentic episodes: set tools too"}
 	}
-	return nil
+	return checkTools("rollout.tools", r.Tools)
 }
 
 // ranges are the prompt ranges of an iteration's shards.
@@ -61,6 +71,7 @@ func (f rlFanOut) generate(policy string, version, iter int) []workflow.Future {
 			Store: f.in.Store, Run: f.in.RunID, Phase: f.in.Phase, Checkpoint: policy, PolicyVersion: version, Iteration: iter,
 			Data: f.cfg.Data, Seed: f.seed, Prompts: f.cfg.Prompts, Group: f.cfg.Group, MaxNewTokens: f.cfg.MaxNewTokens,
 			Temperature: f.cfg.Temperature, Tag: rollout.ShardTag(s), PromptLo: r[0], PromptHi: r[1],
+			Tools: f.cfg.Rollout.Tools, MaxTurns: f.cfg.Rollout.MaxTurns, MaxTokens: f.cfg.Rollout.MaxTokens,
 		}))
 	}
 	return futs

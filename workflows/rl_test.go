@@ -246,3 +246,59 @@ func assertBranchChild(t *testing.T, env *testenv.Env, phase string, n int) {
 		t.Errorf("branch's parent %v, want the phase %s", p, phase)
 	}
 }
+
+// TestAgenticRL (issue 19): SFT on bigmul's tool-use demonstrations, then GRPO on episodes with
+// calc and check. Every rollout is an episode posed as a chat (its summary and policy mask are in
+// the store), the policy step logs the episode metrics, and evaluations run episodes.
+func TestAgenticRL(t *testing.T) {
+	env := testenv.Get(t)
+	env.Roles(t)
+	sft := `{"model":{"preset":"tiny"},"data":{"task":"bigmul","tool_demos":true,"train_examples":40,"heldout_examples":4},
+		"batch":{"rows":4,"seq":160},"steps":4,"chunk_steps":4,"eval":{"examples":4,"max_new_tokens":16,"tools":["calc"],"max_turns":2,"before":false}}`
+	grpo := `{"data":{"task":"bigmul","heldout_examples":4},"iterations":2,"prompts":2,"group":2,"max_new_tokens":16,
+		"rollout":{"tools":["calc","check"],"max_turns":2},"eval_every":0,"eval":{"examples":4,"before":false},"heartbeat_timeout":"10s"}`
+	store := t.TempDir()
+	in := workflows.PipelineInput{Name: "agentic", Store: "file://" + store, Seed: 5, Phases: []workflows.PhaseSpec{
+		{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
+		{Name: "grpo", Kind: "grpo", Config: json.RawMessage(grpo)},
+	}}
+	run := start(t, env.Client, in)
+	var out workflows.PipelineOutput
+	if err := run.Get(context.Background(), &out); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	for _, ph := range out.Phases {
+		if _, ok := ph.Metrics["heldout_turns"]; !ok {
+			t.Errorf("%s: evaluated without episodes: %v", ph.Name, ph.Metrics)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(store, "runs", run.GetID(), "grpo", "rollouts", "iter-000001-s0000.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d rollouts, want 4", len(lines))
+	}
+	for _, l := range lines {
+		var r struct {
+			PromptTokens []int           `json:"prompt_tokens"`
+			Tokens       []int           `json:"tokens"`
+			Policy       []bool          `json:"policy"`
+			Episode      json.RawMessage `json:"episode"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Policy) != len(r.Tokens) || len(r.Episode) == 0 || r.PromptTokens[1] != '<' /* [BOS] <|user|> ... */ {
+			t.Fatalf("rollout is not an episode posed as a chat: %s", l)
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(store, "runs", run.GetID(), "grpo", "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), `"episode_turns"`) {
+		t.Fatalf("no episode metrics in the policy steps' log:\n%s", log)
+	}
+}

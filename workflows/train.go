@@ -2,13 +2,16 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	train "github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
+	"github.com/temperml/temper/algorithms/tools"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -37,6 +40,35 @@ type EvalSpec struct {
 	MaxNewTokens int     `json:"max_new_tokens" default:"16" help:"tokens generated per held-out prompt"`
 	PassK        int     `json:"pass_k" default:"1" help:"also report pass@k with k sampled completions when > 1"`
 	Temperature  float64 `json:"temperature" default:"1" help:"sampling temperature for pass@k"`
+	// Tools evaluates agentic episodes instead of single completions (the activity's EvalInput.Tools).
+	Tools    []string `json:"tools,omitempty" help:"evaluate agentic episodes with these built-in tools (calc, check): each held-out prompt as the user's message, max_new_tokens per turn, exact match on the final answer; an RL phase with rollout.tools uses those when unset"`
+	MaxTurns int      `json:"max_turns,omitempty" help:"with tools: policy turns per episode (0: 4; an RL phase: rollout.max_turns)"`
+}
+
+// validateTools names a bad eval.tools or eval.max_turns.
+func (e EvalSpec) validateTools() error {
+	if err := checkTools("eval.tools", e.Tools); err != nil {
+		return err
+	}
+	if e.MaxTurns < 0 || e.MaxTurns > 64 {
+		return &config.FieldError{Path: "eval.max_turns", Msg: fmt.Sprintf("%d: want 0 (default 4) to 64", e.MaxTurns)}
+	}
+	return nil
+}
+
+// checkTools names a tool that is not a built-in one.
+func checkTools(path string, names []string) error {
+	seen := map[string]bool{}
+	for i, n := range names {
+		if !slices.Contains(tools.Builtin, n) {
+			return &config.FieldError{Path: fmt.Sprintf("%s[%d]", path, i), Msg: fmt.Sprintf("%q: allowed values: %s", n, strings.Join(tools.Builtin, ", "))}
+		}
+		if seen[n] {
+			return &config.FieldError{Path: fmt.Sprintf("%s[%d]", path, i), Msg: fmt.Sprintf("%q listed twice", n)}
+		}
+		seen[n] = true
+	}
+	return nil
 }
 
 // TrainConfig configures the "pretrain" and "sft" phase kinds.
@@ -65,6 +97,9 @@ func (c *TrainConfig) Validate() error {
 		return err
 	}
 	if err := c.Data.Validate(); err != nil {
+		return err
+	}
+	if err := c.Eval.validateTools(); err != nil {
 		return err
 	}
 	if err := c.ChunkSpec.Validate(); err != nil {
@@ -165,7 +200,8 @@ func lmEvaluate(in PhaseInput, data train.DataSpec, ev EvalSpec) func(r *chunked
 		err := r.exec(true, train.EvaluateName, train.EvalInput{
 			Store: in.Store, Checkpoint: uri, Data: data, Examples: ev.Examples, MaxNewTokens: ev.MaxNewTokens,
 			PassK: ev.PassK, Temperature: ev.Temperature, Seed: r.seed,
-			Log: &train.LogAt{Run: in.RunID, Phase: in.Phase, Step: r.st.Step},
+			Log:   &train.LogAt{Run: in.RunID, Phase: in.Phase, Step: r.st.Step},
+			Tools: ev.Tools, MaxTurns: ev.MaxTurns,
 		}, &out)
 		return out.Metrics, err
 	}

@@ -65,6 +65,10 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 		}
 		in.Retry, in.RetryOf, in.RetryOfShards = retry, "", nil
 	}
+	if len(in.Tools) > 0 && len(in.Retry) > 0 {
+		return GenerateOutput{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("rollout: generate %s/%s: self-correction retries with tools: episodes correct themselves with the check tool", in.Run, in.Phase), "InvalidInput", nil)
+	}
 	if in.Group < 1 || (in.Prompts < 1 && len(in.Retry) == 0) || in.MaxNewTokens < 1 {
 		return GenerateOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("rollout: generate %s/%s: prompts %d, group %d, max_new_tokens %d: want > 0", in.Run, in.Phase, in.Prompts, in.Group, in.MaxNewTokens), "InvalidInput", nil)
@@ -112,7 +116,11 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 		cuts = batchCuts(lo, len(exs), in.Group)
 		for i, ex := range exs {
 			p := lo + i // the prompt's index in the iteration: its group and its samples' seeds
-			ids, err := enc.PromptIDs(ex)
+			pex := ex
+			if len(in.Tools) > 0 {
+				pex = tasks.AsChat(ex) // episodes are chats: as the demonstrations render
+			}
+			ids, err := enc.PromptIDs(pex)
 			if err != nil {
 				return GenerateOutput{}, err
 			}
@@ -126,7 +134,18 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 	}
 	start := time.Now()
 	tokens, truncated := 0, 0
+	if len(in.Tools) > 0 {
+		tokens, truncated, err = runEpisodes(ctx, eng, enc, in, rs, prompts, seeds, cuts, func(done int) {
+			activity.RecordHeartbeat(ctx, train.Progress{Step: done, Total: len(prompts)})
+		})
+		if err != nil {
+			return GenerateOutput{}, err
+		}
+	}
 	for b, hi := range cuts {
+		if len(in.Tools) > 0 {
+			break
+		}
 		lo := 0
 		if b > 0 {
 			lo = cuts[b-1]

@@ -32,6 +32,11 @@ func Examples(ctx context.Context, cl *ckpt.Client, spec contract.DataSpec, seed
 			return nil, nil, BadInput(err)
 		}
 		train, heldout = tasks.Split(task, spec.TrainExamples, spec.HeldoutExamples, seed)
+		if spec.ToolDemos {
+			if train, err = tasks.Demonstrations(task, train); err != nil {
+				return nil, nil, BadInput(err)
+			}
+		}
 	} else {
 		if train, err = readJSONL(ctx, cl, spec.Train); err != nil {
 			return nil, nil, err

@@ -160,7 +160,7 @@ func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, p
 			if perr != nil {
 				rec.Result = tools.Result{Err: perr.Error(), Kind: tools.ErrArguments}
 			} else {
-				rec.Result = reg.Call(ctx, call)
+				rec.Result = reg.Call(context.WithValue(ctx, indexKey{}, i), call)
 			}
 			if rec.Result.Err != "" {
 				ep.ToolErrors++
@@ -174,7 +174,9 @@ func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, p
 			if len(msg) > cfg.MaxToolChars {
 				msg = msg[:cfg.MaxToolChars] + "…"
 			}
-			toolToks := codec.Encode(cfg.ToolOpen + msg + cfg.ToolClose)
+			// Encoded piece by piece, as the chat template renders a tool message, so that a
+			// merging tokenizer gives demonstrations and episodes the same tokens.
+			toolToks := append(append(codec.Encode(cfg.ToolOpen), codec.Encode(msg)...), codec.Encode(cfg.ToolClose)...)
 			ep.Tokens = append(ep.Tokens, toolToks...)
 			for range toolToks {
 				ep.Policy = append(ep.Policy, false)
@@ -192,6 +194,15 @@ func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, p
 		live = next
 	}
 	return eps, nil
+}
+
+type indexKey struct{}
+
+// Index is, inside a tool called by Run, the index of the episode (its prompt) that called it: a
+// tool that depends on the prompt (the task's `check`) reads it.
+func Index(ctx context.Context) (int, bool) {
+	i, ok := ctx.Value(indexKey{}).(int)
+	return i, ok
 }
 
 // mix derives a turn's seed from an episode's, so each turn samples from its own stream whatever

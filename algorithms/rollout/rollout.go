@@ -31,7 +31,26 @@ type Rollout struct {
 	// Attempt counts self-corrections: 0 is the first sample; k > 0 was regenerated with Feedback.
 	Attempt  int    `json:"attempt,omitempty"`
 	Feedback string `json:"feedback,omitempty"`
+	// Policy, set for an agentic episode, marks the tokens the policy wrote (parallel to Tokens);
+	// the others are tool results, with log-prob 0, which no loss trains on. Unset: every token is
+	// the policy's. Completion is then the episode's final answer.
+	Policy []bool   `json:"policy,omitempty"`
+	Ep     *Episode `json:"episode,omitempty"`
 }
+
+// Episode summarises an agentic rollout for metrics and `temper samples`.
+type Episode struct {
+	Turns      int    `json:"turns"`
+	ToolCalls  int    `json:"tool_calls"`
+	ToolErrors int    `json:"tool_errors"`
+	Checked    bool   `json:"checked,omitempty"`      // called the `check` tool
+	CheckPass  bool   `json:"check_passed,omitempty"` // its last check passed
+	End        string `json:"end"`                    // answer | turns | tokens
+	Transcript string `json:"transcript"`             // everything after the prompt, decoded
+}
+
+// Trained reports whether token i of r is trained on (the policy's).
+func (r *Rollout) Trained(i int) bool { return r.Policy == nil || r.Policy[i] }
 
 // Write writes rollouts as JSON lines.
 func Write(w io.Writer, rs []Rollout) error {
@@ -63,6 +82,9 @@ func Read(r io.Reader, name string) ([]Rollout, error) {
 		}
 		if len(ro.LogProbs) != len(ro.Tokens) {
 			return nil, fmt.Errorf("rollout: %s:%d: %d log-probs for %d tokens", name, line, len(ro.LogProbs), len(ro.Tokens))
+		}
+		if ro.Policy != nil && len(ro.Policy) != len(ro.Tokens) {
+			return nil, fmt.Errorf("rollout: %s:%d: policy mask of %d for %d tokens", name, line, len(ro.Policy), len(ro.Tokens))
 		}
 		out = append(out, ro)
 	}

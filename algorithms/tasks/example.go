@@ -18,6 +18,9 @@ import (
 //   - pretraining text: {"text": "..."}
 //   - prompt/completion: {"prompt": "...", "completion": "...", "answer": "..."}
 //   - chat: {"messages": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
+//     with roles system, user, assistant and tool; an assistant message may end with one call
+//     {"tool_calls": [{"name": "calc", "arguments": {"expr": "12*34"}}]}, answered by the tool message
+//     that follows it (its result). SFT trains on the assistant's messages and calls only.
 //
 // Answer is the reference a verifier checks a generated completion against; Task names the built-in task
 // whose checker applies.
@@ -68,7 +71,9 @@ func (e *LineError) Unwrap() error { return e.Err }
 // MaxLineBytes bounds one JSONL line (a longer line is an error, not a silent truncation).
 const MaxLineBytes = 16 << 20
 
-var exampleFields = fieldNames(reflect.TypeOf(Example{}))
+// exampleFields are the names an unknown field is compared with: an example's and a message's.
+var exampleFields = append(fieldNames(reflect.TypeOf(Example{})), append(fieldNames(reflect.TypeOf(tokenize.Message{})),
+	fieldNames(reflect.TypeOf(tokenize.ToolCall{}))...)...)
 
 // fieldNames lists a record type's JSON field names (for "did you mean" hints).
 func fieldNames(t reflect.Type) []string {
@@ -146,14 +151,7 @@ func parseLine(b []byte) (Example, error) {
 	if _, err := ex.Shape(); err != nil {
 		return ex, err
 	}
-	for i, m := range ex.Messages {
-		switch m.Role {
-		case tokenize.RoleSystem, tokenize.RoleUser, tokenize.RoleAssistant:
-		default:
-			return ex, fmt.Errorf("messages[%d].role %q: allowed values: %s, %s, %s", i, m.Role, tokenize.RoleSystem, tokenize.RoleUser, tokenize.RoleAssistant)
-		}
-	}
-	return ex, nil
+	return ex, checkMessages(ex.Messages)
 }
 
 // ReadAll reads every example of r.

@@ -183,6 +183,13 @@ func TestReadJSONLErrorsNameFileAndLine(t *testing.T) {
 		{"{\"completion\":\"b\"}\n", `d.jsonl:1: "completion" without "prompt"`},
 		{"{\"messages\":[{\"role\":\"bot\",\"content\":\"x\"}]}\n", `d.jsonl:1: messages[0].role "bot": allowed values`},
 		{"{\"text\":\"a\"} {\"text\":\"b\"}\n", "d.jsonl:1: more than one JSON value"},
+		// multi-turn tool use
+		{`{"messages":[{"role":"user","content":"x"},{"role":"tool","content":"1"}]}` + "\n", "d.jsonl:1: messages[1]: a tool message must follow an assistant message with tool_calls"},
+		{"\n" + `{"messages":[{"role":"assistant","content":"","tool_calls":[{"arguments":{}}]},{"role":"tool","content":"1"}]}` + "\n", "d.jsonl:2: messages[0].tool_calls[0].name: missing"},
+		{`{"messages":[{"role":"assistant","content":"","tool_calls":[{"name":"calc","arguments":"1+1"}]}]}` + "\n", `d.jsonl:1: messages[0].tool_calls[0].arguments: must be a JSON object`},
+		{`{"messages":[{"role":"assistant","content":"","tool_calls":[{"name":"calc","arguments":{}}]},{"role":"assistant","content":"2"}]}` + "\n", `d.jsonl:1: messages[1].role "assistant": the call in messages[0] needs its result`},
+		{`{"messages":[{"role":"user","content":"x","tool_calls":[{"name":"calc","arguments":{}}]}]}` + "\n", "d.jsonl:1: messages[0]: tool_calls on a user message"},
+		{`{"messages":[{"role":"assistant","content":"","tool_call":[]}]}` + "\n", `d.jsonl:1: unknown field "tool_call"; did you mean "tool_calls"?`},
 	}
 	for _, c := range cases {
 		_, err := ReadAll(strings.NewReader(c.in), "d.jsonl")

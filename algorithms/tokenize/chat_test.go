@@ -128,7 +128,7 @@ func TestChatErrors(t *testing.T) {
 	if _, _, err := noEOS.Render(l, nil); err == nil || !strings.Contains(err.Error(), "EOS") {
 		t.Errorf("missing EOS: %v", err)
 	}
-	if _, _, err := DefaultChat().Render(Byte{}, []Message{{Role: "tool", Content: "x"}}); err == nil || !strings.Contains(err.Error(), `"tool"`) {
+	if _, _, err := DefaultChat().Render(Byte{}, []Message{{Role: "bot", Content: "x"}}); err == nil || !strings.Contains(err.Error(), `"bot"`) {
 		t.Errorf("unknown role: %v", err)
 	}
 	if _, err := DefaultChat().Prompt(Byte{}, []Message{{Role: "bot"}}); err == nil {
@@ -162,4 +162,52 @@ func TestChatMaskAlignedOnSentencePiece(t *testing.T) {
 	if ids[0] != 2 || ids[1] != 4 {
 		t.Errorf("ids start %v, want <bos> <start_of_turn>", ids[:2])
 	}
+}
+
+// TestToolTurns: a call ends the assistant's turn (no EOS), the tool's result is never trained on,
+// and the result's surroundings are ToolMarkers (what an episode writes).
+func TestToolTurns(t *testing.T) {
+	call := ToolCall{Name: "calc", Arguments: []byte(`{"expr":"12*34"}`)}
+	msgs := []Message{
+		{Role: RoleUser, Content: "12*34="},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{call}},
+		{Role: RoleTool, Content: "408"},
+		{Role: RoleAssistant, Content: "408"},
+	}
+	tmpl := DefaultChat()
+	ids, mask, err := tmpl.Render(Byte{}, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, close := tmpl.ToolMarkers()
+	callText := `<tool>{"name":"calc","arguments":{"expr":"12*34"}}</tool>`
+	head := "<|user|>\n12*34=\n<|assistant|>\n"
+	want := concat([]int{ByteBOS}, bytesOf(head), bytesOf(callText), bytesOf(open+"408"+close), bytesOf("408"), []int{ByteEOS})
+	if !reflect.DeepEqual(ids, want) {
+		t.Fatalf("rendered %q", Byte{}.Decode(ids))
+	}
+	wantMask := concat2(repeat(false, 1+len(head)), repeat(true, len(callText)), repeat(false, len(open+"408"+close)), repeat(true, 4))
+	if !reflect.DeepEqual(mask, wantMask) {
+		t.Fatalf("mask = %v\nwant %v", mask, wantMask)
+	}
+	for _, c := range []struct {
+		msgs []Message
+		want string
+	}{
+		{[]Message{{Role: RoleUser, Content: "x"}, {Role: RoleTool, Content: "1"}}, "must follow an assistant message with tool_calls"},
+		{[]Message{{Role: RoleUser, Content: "x", ToolCalls: []ToolCall{call}}}, "tool_calls on a user message"},
+		{[]Message{{Role: RoleAssistant, ToolCalls: []ToolCall{call, call}}}, "one call per assistant turn"},
+	} {
+		if _, _, err := tmpl.Render(Byte{}, c.msgs); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.msgs, err, c.want)
+		}
+	}
+}
+
+func concat2(parts ...[]bool) []bool {
+	var out []bool
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
 }

@@ -71,3 +71,27 @@ func CheckTool(check CheckFunc) Tool {
 		},
 	}
 }
+
+// Builtin names the tools Builtins builds.
+var Builtin = []string{"calc", "check"}
+
+// Builtins builds a registry of the named built-in tools: calc, and check with the task's verifier
+// (check may be nil when names has no "check"). lookup needs a corpus and python a sandbox: they are
+// registered by their callers.
+func Builtins(names []string, check CheckFunc) (*Registry, error) {
+	var ts []Tool
+	for _, n := range names {
+		switch n {
+		case "calc":
+			ts = append(ts, CalcTool())
+		case "check":
+			if check == nil {
+				return nil, fmt.Errorf("tools: check: no verifier to check with")
+			}
+			ts = append(ts, CheckTool(check))
+		default:
+			return nil, fmt.Errorf("tools: unknown built-in %q: allowed %s", n, strings.Join(Builtin, ", "))
+		}
+	}
+	return NewRegistry(ts...)
+}

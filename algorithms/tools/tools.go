@@ -13,6 +13,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/algorithms/verify"
 )
 
@@ -97,11 +98,9 @@ func (r *Registry) Get(name string) (Tool, bool) {
 	return t, ok
 }
 
-// Call is one tool call as the policy wrote it.
-type Call struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
+// Call is one tool call as the policy wrote it (the chat template's type, so that demonstrations
+// and episodes spell calls alike).
+type Call = tokenize.ToolCall
 
 // Result is what a call returns to the policy. Err is set (and Output empty) when the call was
 // refused (unknown tool, arguments against the schema), timed out or failed; the episode goes on
@@ -193,8 +192,8 @@ func (r *Registry) Call(ctx context.Context, c Call) Result {
 
 // Call markers in the policy's text.
 const (
-	OpenTag  = "<tool>"
-	CloseTag = "</tool>"
+	OpenTag  = tokenize.ToolOpenTag
+	CloseTag = tokenize.ToolCloseTag
 )
 
 // ParseCall finds the first tool call in text. found is false when text has no OpenTag (a final
@@ -230,7 +229,4 @@ func ParseCall(text string) (c Call, found bool, err error) {
 }
 
 // Format writes c as the policy would (demonstrations for SFT use it).
-func Format(c Call) string {
-	b, _ := json.Marshal(c) // a Call always marshals
-	return OpenTag + string(b) + CloseTag
-}
+func Format(c Call) string { return tokenize.FormatToolCall(c) }

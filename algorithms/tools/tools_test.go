@@ -130,10 +130,10 @@ func TestBuiltins(t *testing.T) {
 		call Call
 		want string
 	}{
-		{Call{"calc", json.RawMessage(`{"expr": "48213 * 9071"}`)}, "437340123"},
-		{Call{"lookup", json.RawMessage(`{"key": " capital OF zorbia "}`)}, "Quell"},
-		{Call{"check", json.RawMessage(`{"answer": "41"}`)}, "fail: expected a different number"},
-		{Call{"check", json.RawMessage(`{"answer": "42"}`)}, "pass"},
+		{Call{Name: "calc", Arguments: json.RawMessage(`{"expr": "48213 * 9071"}`)}, "437340123"},
+		{Call{Name: "lookup", Arguments: json.RawMessage(`{"key": " capital OF zorbia "}`)}, "Quell"},
+		{Call{Name: "check", Arguments: json.RawMessage(`{"answer": "41"}`)}, "fail: expected a different number"},
+		{Call{Name: "check", Arguments: json.RawMessage(`{"answer": "42"}`)}, "pass"},
 	} {
 		if res := r.Call(context.Background(), c.call); res.Err != "" || res.Output != c.want {
 			t.Errorf("%s %s = %+v, want %q", c.call.Name, c.call.Arguments, res, c.want)

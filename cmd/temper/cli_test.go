@@ -335,3 +335,34 @@ func TestDemoTrialsPipelinesAreValid(t *testing.T) {
 		}
 	}
 }
+
+// TestAgenticPipelinesAreValid: scripts/agentic/*.yaml (issue 19's measurements, cited by the
+// README) parse and validate, and the runs with and without tools evaluate the same 200 held-out
+// prompts of bigmul (same task, seed and held-out count).
+func TestAgenticPipelinesAreValid(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "scripts", "agentic", "*.yaml"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("agentic pipelines: %v, %v", files, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := parsePipeline(filepath.Base(f), data, nil, t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, p := range in.Phases {
+			var c struct {
+				Data struct {
+					Task    string `json:"task"`
+					Heldout int    `json:"heldout_examples"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(p.Config, &c); err != nil || c.Data.Task != "bigmul" || c.Data.Heldout != 200 || in.Seed != 1 {
+				t.Errorf("%s phase %s: task %q, %d held out, seed %d (%v); want bigmul, 200, 1", f, p.Name, c.Data.Task, c.Data.Heldout, in.Seed, err)
+			}
+		}
+	}
+}

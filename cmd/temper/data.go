@@ -32,6 +32,7 @@ func init() {
 			kto := fs.Bool("kto", false, "with --pairs: write KTO's unpaired form {prompt, completion, label}")
 			from := fs.String("from", "", "with --pairs: pair verified-correct and incorrect samples of this checkpoint (URI or directory) instead of synthetic mistakes")
 			samples := fs.Int("samples", 8, "with --from: completions sampled per prompt")
+			toolDemos := fs.Bool("tools", false, "agentic task (bigmul): write tool-use demonstrations (multi-turn messages: user, assistant calling calc, tool result, assistant answer); held-out stays prompt/completion")
 			return func(ctx context.Context, args []string) error {
 				if len(args) == 0 {
 					return usageErr("usage: temper data gen TASK | data check FILE | data tasks")
@@ -79,6 +80,14 @@ func init() {
 					return writePairs(task, *n, *heldout, *seed, *kto, *out)
 				}
 				train, held := tasks.Split(task, *n, *heldout, *seed)
+				if *toolDemos {
+					if *text || *pairs {
+						return usageErr("--tools writes demonstrations: not with --text or --pairs")
+					}
+					if train, err = tasks.Demonstrations(task, train); err != nil {
+						return usageErr("%v", err)
+					}
+				}
 				if *text {
 					for i := range train {
 						train[i] = tasks.AsText(train[i])

@@ -82,6 +82,14 @@ func printRollouts(uri string, rs []rollout.Rollout, limit int) {
 			line += fmt.Sprintf("  (retry %d after: %s)", r.Attempt, quoted(r.Feedback, 200))
 		}
 		fmt.Fprintln(stdout, line)
+		if ep := r.Ep; ep != nil { // an agentic episode: its counts and the whole transcript
+			check := ""
+			if ep.Checked {
+				check = fmt.Sprintf("  checked (last check passed: %v)", ep.CheckPass)
+			}
+			fmt.Fprintf(stdout, "               episode: %d turns, %d tool calls, %d tool errors, ended by %s%s\n", ep.Turns, ep.ToolCalls, ep.ToolErrors, ep.End, check)
+			fmt.Fprintf(stdout, "               transcript %s\n", quoted(ep.Transcript, 1200))
+		}
 	}
 }
 

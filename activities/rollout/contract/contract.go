@@ -50,6 +50,13 @@ type GenerateInput struct {
 	// index in the iteration (ShardRanges splits an iteration). Both 0: every prompt.
 	PromptLo int `json:"prompt_lo,omitempty"`
 	PromptHi int `json:"prompt_hi,omitempty"`
+	// Tools, when set, makes every sample an agentic episode (algorithms/episode): the prompt is
+	// posed as the user's message, MaxNewTokens bounds each policy turn, a turn that calls one of
+	// these tools gets its result and continues, up to MaxTurns turns and MaxTokens tokens after
+	// the prompt. The rollouts carry the policy mask (tool results are not trained on).
+	Tools     []string `json:"tools,omitempty"`
+	MaxTurns  int      `json:"max_turns,omitempty"`
+	MaxTokens int      `json:"max_tokens,omitempty"`
 }
 
 // GenerateOutput names the rollouts object.

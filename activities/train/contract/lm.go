@@ -27,11 +27,24 @@ type DataSpec struct {
 	Heldout         string `json:"heldout,omitempty" help:"held-out JSONL file URI"`
 	Text            bool   `json:"text,omitempty" help:"train on prompt+completion as plain text (pretraining: every token counts)"`
 	Seed            uint64 `json:"seed,omitempty" help:"data seed; 0 uses the pipeline seed"`
+	ToolDemos       bool   `json:"tool_demos,omitempty" help:"agentic task (bigmul): train on its tool-use demonstrations (multi-turn messages with a calc call and its result; loss on the assistant's turns only) instead of direct answers"`
 }
 
 // Validate names the bad field.
 func (d DataSpec) Validate() error {
-	return checkSource(d.Task, d.Train, d.Heldout, d.TrainExamples, d.HeldoutExamples, "data.train_examples", nil)
+	var agentic func(tasks.Task) error
+	if d.ToolDemos {
+		if d.Task == "" {
+			return &config.FieldError{Path: "data.tool_demos", Msg: "needs an agentic built-in task (data.task); a file of demonstrations goes in data.train"}
+		}
+		agentic = func(t tasks.Task) error {
+			if _, ok := t.(tasks.Agentic); !ok {
+				return &config.FieldError{Path: "data.tool_demos", Msg: fmt.Sprintf("task %q has no tool-use demonstrations (agentic tasks: %s)", t.Name(), strings.Join(tasks.AgenticNames(), ", "))}
+			}
+			return nil
+		}
+	}
+	return checkSource(d.Task, d.Train, d.Heldout, d.TrainExamples, d.HeldoutExamples, "data.train_examples", agentic)
 }
 
 // BatchSpec is the packed batch shape.
@@ -111,6 +124,11 @@ type EvalInput struct {
 	Seed         uint64  `json:"seed"`
 	// Log, when set, appends the metrics to the phase's metrics log.
 	Log *LogAt `json:"log,omitempty"`
+	// Tools, when set, evaluates agentic episodes: each held-out prompt is posed as the user's
+	// message and the policy may call these tools for up to MaxTurns turns of MaxNewTokens tokens;
+	// exact match checks the episode's final answer (no teacher-forced loss).
+	Tools    []string `json:"tools,omitempty"`
+	MaxTurns int      `json:"max_turns,omitempty"`
 }
 
 // EvalOutput holds scalar metrics, named as they appear in pipeline results.

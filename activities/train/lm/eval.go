@@ -10,6 +10,7 @@ import (
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/data"
+	"github.com/temperml/temper/algorithms/episode"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
@@ -48,6 +49,9 @@ func (a *Activities) Evaluate(ctx context.Context, in contract.EvalInput) (contr
 		activity.RecordHeartbeat(ctx, contract.Progress{Step: done, Total: total})
 	}
 
+	if len(in.Tools) > 0 {
+		return a.evaluateEpisodes(ctx, in, eng, heldout, beat)
+	}
 	// Loss on the reference completions.
 	var nll, tokens float64
 	for lo := 0; lo < len(heldout); lo += train.EvalRows {
@@ -171,4 +175,95 @@ func lossBatch(enc data.Encoder, exs []tasks.Example) (train.Batch, error) {
 		b.LossMask, b.Positions, b.Valid = append(b.LossMask, mask), append(b.Positions, pos), append(b.Valid, valid)
 	}
 	return b, nil
+}
+
+// evaluateEpisodes is Evaluate with tools: greedy episodes (and, for pass@k, k sampled ones) on
+// every held-out prompt, exact match on the final answer, and the episodes' tool use.
+func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput, eng train.Engine, heldout []tasks.Example, beat func(int)) (contract.EvalOutput, error) {
+	enc := train.Encoder()
+	cfg := train.EpisodeConfig(enc.Chat, in.MaxTurns, in.MaxNewTokens, 0)
+	if err := cfg.Validate(); err != nil {
+		return contract.EvalOutput{}, train.BadInput(fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err))
+	}
+	prompts := make([][]int, len(heldout))
+	for i, ex := range heldout {
+		var err error
+		if prompts[i], err = enc.PromptIDs(tasks.AsChat(ex)); err != nil {
+			return contract.EvalOutput{}, train.BadInput(err)
+		}
+	}
+	// play runs the episodes of prompts idx (k each), returning which passed per prompt and sums.
+	var calls, errs, turns, answered, played float64
+	play := func(k int, temp float64) ([]bool, error) {
+		solved := make([]bool, len(heldout))
+		for lo := 0; lo < len(heldout); lo += train.EvalRows {
+			hi := min(lo+train.EvalRows, len(heldout))
+			var batch [][]int
+			var seeds []uint64
+			var owner []int
+			for i := lo; i < hi; i++ {
+				for j := 0; j < k; j++ {
+					batch, owner = append(batch, prompts[i]), append(owner, i)
+					seeds = append(seeds, in.Seed*1_000_003+uint64(i*k+j)+1)
+				}
+			}
+			reg, err := train.ToolRegistry(in.Tools, func(j int) tasks.Example { return heldout[owner[j]] })
+			if err != nil {
+				return nil, train.BadInput(fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err))
+			}
+			opts := sample.Options{Temperature: temp, StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds}
+			eps, err := episode.Run(ctx, eng, enc.Tok, reg, batch, opts, cfg)
+			if err != nil {
+				return nil, fmt.Errorf("train: evaluate %s: episodes: %w", in.Checkpoint, err)
+			}
+			for j, ep := range eps {
+				if train.Passes(heldout[owner[j]], ep.Final) && ep.End == episode.EndAnswer {
+					solved[owner[j]] = true
+				}
+				played++
+				turns += float64(ep.Turns)
+				calls += float64(len(ep.Calls))
+				errs += float64(ep.ToolErrors)
+				if ep.End == episode.EndAnswer {
+					answered++
+				}
+			}
+			beat(hi - lo)
+		}
+		return solved, nil
+	}
+	count := func(xs []bool) float64 {
+		n := 0
+		for _, x := range xs {
+			if x {
+				n++
+			}
+		}
+		return float64(n) / float64(len(xs))
+	}
+	greedy, err := play(1, 0)
+	if err != nil {
+		return contract.EvalOutput{}, err
+	}
+	metrics := map[string]float64{
+		"heldout_n":           float64(len(heldout)),
+		"heldout_exact_match": count(greedy),
+		"heldout_turns":       turns / played, "heldout_tool_calls": calls / played,
+		"heldout_tool_errors": errs / played, "heldout_answered": answered / played,
+	}
+	if in.PassK > 1 {
+		temp := in.Temperature
+		if temp <= 0 {
+			temp = 1
+		}
+		solved, err := play(in.PassK, temp)
+		if err != nil {
+			return contract.EvalOutput{}, err
+		}
+		metrics[fmt.Sprintf("heldout_pass@%d", in.PassK)] = count(solved)
+	}
+	if err := a.LogEval(ctx, in.Store, in.Log, metrics); err != nil {
+		return contract.EvalOutput{}, fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err)
+	}
+	return contract.EvalOutput{Metrics: metrics}, nil
 }

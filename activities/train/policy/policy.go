@@ -97,6 +97,52 @@ func rewardStats(metrics map[string]float64, rs []rollout.Rollout, rewards []flo
 	metrics["reward_mean"] = rsum / n
 	metrics["reward_std"] = math.Sqrt(math.Max(0, rsq/n-(rsum/n)*(rsum/n)))
 	metrics["response_length"] = lsum / n
+	episodeStats(metrics, rs)
+}
+
+// episodeStats sets, when rs are agentic episodes, the per-iteration episode metrics: turns per
+// episode (episode_turns), tool calls and failed tool calls per episode (episode_tool_calls,
+// episode_tool_errors), the share of episodes ending with an answer (episode_answered), the share
+// that called check (episode_checked) and, of those, the share whose last check passed
+// (episode_check_passed).
+func episodeStats(metrics map[string]float64, rs []rollout.Rollout) {
+	var n, turns, calls, errs, answered, checked, passed float64
+	for _, r := range rs {
+		if r.Ep == nil {
+			continue
+		}
+		n++
+		turns += float64(r.Ep.Turns)
+		calls += float64(r.Ep.ToolCalls)
+		errs += float64(r.Ep.ToolErrors)
+		if r.Ep.End == "answer" {
+			answered++
+		}
+		if r.Ep.Checked {
+			checked++
+			if r.Ep.CheckPass {
+				passed++
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	metrics["episode_turns"], metrics["episode_tool_calls"], metrics["episode_tool_errors"] = turns/n, calls/n, errs/n
+	metrics["episode_answered"], metrics["episode_checked"] = answered/n, checked/n
+	if checked > 0 {
+		metrics["episode_check_passed"] = passed / checked
+	}
+}
+
+// summary is an episode's counts without its transcript (what a streamed step keeps in memory).
+func summary(ep *rollout.Episode) *rollout.Episode {
+	if ep == nil {
+		return nil
+	}
+	s := *ep
+	s.Transcript = ""
+	return &s
 }
 
 // referenceLogProbs fills ref[c] with the reference model's log-probs of rows[c] (the KL term's
@@ -142,7 +188,9 @@ func buildPolicyRows(rs []rollout.Rollout, adv []float64, idx []int) policyRows 
 			tok[t], tgt[t] = tokenize.BytePAD, tokenize.BytePAD
 			if t+1 < len(full) {
 				tok[t], tgt[t], valid[t] = full[t], full[t+1], true
-				if c := t + 1 - len(r.PromptTokens); c >= 0 {
+				// Only the policy's own tokens are trained on: not the prompt, not an episode's tool
+				// results (their log-prob is not the policy's).
+				if c := t + 1 - len(r.PromptTokens); c >= 0 && r.Trained(c) {
 					mask[t], beh[t] = 1, r.LogProbs[c]
 				}
 			}

@@ -130,7 +130,7 @@ func (a *Activities) scanShards(ctx context.Context, in contract.PolicyStepInput
 			return nil, nil, nil, err
 		}
 		for _, r := range part {
-			light = append(light, rollout.Rollout{ID: r.ID, Group: r.Group})
+			light = append(light, rollout.Rollout{ID: r.ID, Group: r.Group, Ep: summary(r.Ep)})
 			lengths = append(lengths, len(r.Tokens))
 		}
 		rewards = append(rewards, scores...)
