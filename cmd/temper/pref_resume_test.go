@@ -34,10 +34,11 @@ const prefSFT = `{"model":{"preset":"tiny"},"data":{"task":"add2","train_example
 
 // prefConfig is a preference phase's config: a few short chunks, evaluation only at the end and
 // without exact match or sampled KL (they cost time and do not touch the weights); extra is appended
-// inside the object.
+// inside the object. The batch keeps a chunk at a few hundred milliseconds: with 8×16 rows the faster
+// engine finished a chunk in ~80 ms, and a kill aimed inside one could miss the whole remaining run.
 func prefConfig(extra string) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"data":{"task":"add2","train_examples":64,"heldout_examples":8},
-	"batch":{"rows":8,"seq":16},"steps":%d,"chunk_steps":%d,"heartbeat_timeout":"2s",
+	"batch":{"rows":32,"seq":32},"steps":%d,"chunk_steps":%d,"heartbeat_timeout":"2s",
 	"eval":{"before":false,"exact_match":false,"examples":8,"kl_tokens":0}%s}`, prefChunkSteps*prefChunks, prefChunkSteps, extra))
 }
 
@@ -156,7 +157,7 @@ func prefRun(t *testing.T, c client.Client, id string, in workflows.PipelineInpu
 // student samples.
 func distillResumeConfig(teacher string) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"teacher":%q,"data":{"task":"add2","train_examples":64,"heldout_examples":8},
-	"batch":{"rows":8,"seq":16},"loss":{"divergence":"jsd","lambda":0.5,"sample_tokens":4},"steps":%d,"chunk_steps":%d,
+	"batch":{"rows":32,"seq":32},"loss":{"divergence":"jsd","lambda":0.5,"sample_tokens":4},"steps":%d,"chunk_steps":%d,
 	"heartbeat_timeout":"2s","eval":{"before":false,"examples":8,"max_new_tokens":4}}`, teacher, prefChunkSteps*prefChunks, prefChunkSteps))
 }
 
