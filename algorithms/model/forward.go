@@ -250,12 +250,12 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, attnBias *Node, 
 	k = applyRope(k, cos, sin)
 
 	// q: [batch, seq, kv, grp, hd] → [batch·kv, grp·seq, hd]
-	q = TransposeAllAxes(Reshape(q, batch, seq, nkv, grp, hd), 0, 2, 3, 1, 4)
+	q = permute(Reshape(q, batch, seq, nkv, grp, hd), 0, 2, 3, 1, 4)
 	q = Reshape(q, batch*nkv, grp*seq, hd)
 	// K/V as [batch·kv, seq, hd], the layout the cache keeps, so decode reads the cache without a
 	// reshape (a reshape of a buffer that is also a graph output is a full copy on the Go backend).
-	kk := Reshape(TransposeAllAxes(k, 0, 2, 1, 3), batch*nkv, seq, hd)
-	vv := Reshape(TransposeAllAxes(v, 0, 2, 1, 3), batch*nkv, seq, hd)
+	kk := Reshape(permute(k, 0, 2, 1, 3), batch*nkv, seq, hd)
+	vv := Reshape(permute(v, 0, 2, 1, 3), batch*nkv, seq, hd)
 
 	keys := seq
 	if kv != nil {
@@ -297,7 +297,7 @@ func attentionOut(scope *gm.Scope, cfg Config, l int, scores, vv, attnBias *Node
 	scores = Add(Reshape(scores, batch, nh, seq, keys), attnBias)
 	probs := Reshape(softmax(scores), batch*nkv, grp*seq, keys)
 	out := DotGeneral(probs, []int{2}, []int{0}, vv, []int{1}, []int{0}) // [batch·kv, grp·seq, hd]
-	out = TransposeAllAxes(Reshape(out, batch, nkv, grp, seq, hd), 0, 3, 1, 2, 4)
+	out = permute(Reshape(out, batch, nkv, grp, seq, hd), 0, 3, 1, 2, 4)
 	out = Reshape(out, batch*seq, nh*hd)
 	out = linear(scope, VarAttnOut, l, out, param(scope, g, layerPath(VarAttnOut, l), nh*hd, d))
 	return Reshape(out, batch, seq, d)
@@ -374,4 +374,26 @@ func splitLinear(scope *gm.Scope, kind string, l int, x, w, bias *Node, cuts ...
 		}
 	}
 	return parts
+}
+
+// permute is TransposeAllAxes, or a Reshape when the permutation only moves axes of size 1 (decode's
+// one-token sequence axis): the elements are then already in the permuted order, and the Go backend
+// would otherwise copy them (four copies per layer per decode step).
+func permute(x *Node, perm ...int) *Node {
+	dims := x.Shape().Dimensions
+	last := -1
+	for _, a := range perm {
+		if dims[a] == 1 {
+			continue
+		}
+		if a < last {
+			return TransposeAllAxes(x, perm...)
+		}
+		last = a
+	}
+	out := make([]int, len(perm))
+	for i, a := range perm {
+		out[i] = dims[a]
+	}
+	return Reshape(x, out...)
 }

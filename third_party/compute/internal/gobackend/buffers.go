@@ -198,6 +198,7 @@ const (
 type largeFreeList struct {
 	mu     sync.Mutex
 	bySize map[int][]*Buffer
+	order  []*Buffer // kept buffers, longest-kept first
 	bytes  int
 }
 
@@ -216,24 +217,44 @@ func (l *largeFreeList) get(bucketedSize int) *Buffer {
 	list[len(list)-1] = nil
 	l.bySize[bucketedSize] = list[:len(list)-1]
 	l.bytes -= bucketedSize
+	for i, b := range l.order {
+		if b == buf {
+			l.order = append(l.order[:i], l.order[i+1:]...)
+			break
+		}
+	}
 	return buf
 }
 
-// put keeps buffer if it is large and the list has room; it reports whether it did.
+// put keeps buffer if it is large, evicting the longest-kept buffers when the list is over its
+// budget (a program that trains and then decodes needs the decode sizes kept, not the training ones);
+// it reports whether it kept it.
 func (l *largeFreeList) put(buffer *Buffer) bool {
 	n := len(buffer.RawBytes)
-	if n < largeBufferMin {
+	if n < largeBufferMin || n > largeFreeMax {
 		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.bytes+n > largeFreeMax {
-		return false
+	for l.bytes+n > largeFreeMax && len(l.order) > 0 {
+		old := l.order[0]
+		l.order[0] = nil
+		l.order = l.order[1:]
+		size := len(old.RawBytes)
+		list := l.bySize[size]
+		for i, b := range list {
+			if b == old {
+				l.bySize[size] = append(list[:i], list[i+1:]...)
+				l.bytes -= size
+				break
+			}
+		}
 	}
 	if l.bySize == nil {
 		l.bySize = make(map[int][]*Buffer)
 	}
 	l.bySize[n] = append(l.bySize[n], buffer)
+	l.order = append(l.order, buffer)
 	l.bytes += n
 	return true
 }
@@ -242,7 +263,7 @@ func (l *largeFreeList) put(buffer *Buffer) bool {
 func (l *largeFreeList) clear() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.bySize, l.bytes = nil, 0
+	l.bySize, l.order, l.bytes = nil, nil, 0
 }
 
 // shallowClone returns a new Buffer struct pointing to the same data.

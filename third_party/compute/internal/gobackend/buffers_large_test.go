@@ -4,6 +4,7 @@
 package gobackend
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
@@ -37,17 +38,31 @@ func TestLargeFreeList(t *testing.T) {
 	if l.put(&Buffer{RawBytes: make([]byte, largeBufferMin-1)}) {
 		t.Fatal("kept a small buffer")
 	}
-	n := 0
-	for l.put(&Buffer{RawBytes: make([]byte, 32<<20)}) {
-		n++
+	if l.put(&Buffer{RawBytes: make([]byte, largeFreeMax+1)}) {
+		t.Fatal("kept a buffer over the whole budget")
 	}
-	if n*(32<<20) > largeFreeMax || n == 0 || l.bytes != n*(32<<20) {
-		t.Fatalf("kept %d buffers of 32 MiB (%d bytes) under a budget of %d", n, l.bytes, largeFreeMax)
+	first := &Buffer{RawBytes: make([]byte, 32<<20)}
+	l.put(first)
+	for range largeFreeMax / (32 << 20) * 2 { // twice the budget: the oldest are evicted
+		if !l.put(&Buffer{RawBytes: make([]byte, 32<<20)}) {
+			t.Fatal("refused a buffer instead of evicting an old one")
+		}
 	}
-	if l.get(16<<20) != nil {
+	if l.bytes > largeFreeMax || l.bytes != len(l.order)*(32<<20) {
+		t.Fatalf("kept %d bytes in %d buffers under a budget of %d", l.bytes, len(l.order), largeFreeMax)
+	}
+	if slices.Contains(l.order, first) {
+		t.Fatal("the longest-kept buffer was not evicted")
+	}
+	l.put(&Buffer{RawBytes: make([]byte, 16<<20)}) // evicts one more 32 MiB buffer
+	if got := l.get(16 << 20); got == nil || slices.Contains(l.order, got) {
+		t.Fatal("get did not pop the 16 MiB buffer")
+	}
+	if l.get(8<<20) != nil {
 		t.Fatal("got a buffer of another size")
 	}
-	if l.get(32<<20) == nil || l.bytes != (n-1)*(32<<20) {
+	before := l.bytes
+	if l.get(32<<20) == nil || l.bytes != before-(32<<20) {
 		t.Fatal("get did not pop a kept buffer")
 	}
 	b.Finalize()
