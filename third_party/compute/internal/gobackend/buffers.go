@@ -197,12 +197,18 @@ const (
 
 type largeFreeList struct {
 	mu     sync.Mutex
-	bySize map[int][]*Buffer
-	order  []*Buffer // kept buffers, longest-kept first
+	bySize map[int][]keptBuffer // per size, longest-kept first
 	bytes  int
+	seq    uint64
 }
 
-// get pops a free buffer of exactly bucketedSize bytes, or returns nil.
+// keptBuffer is a kept buffer and when it was kept (seq orders the puts).
+type keptBuffer struct {
+	buf *Buffer
+	seq uint64
+}
+
+// get pops the most recently kept buffer of exactly bucketedSize bytes, or returns nil.
 func (l *largeFreeList) get(bucketedSize int) *Buffer {
 	if bucketedSize < largeBufferMin {
 		return nil
@@ -213,16 +219,10 @@ func (l *largeFreeList) get(bucketedSize int) *Buffer {
 	if len(list) == 0 {
 		return nil
 	}
-	buf := list[len(list)-1]
-	list[len(list)-1] = nil
+	buf := list[len(list)-1].buf
+	list[len(list)-1] = keptBuffer{}
 	l.bySize[bucketedSize] = list[:len(list)-1]
 	l.bytes -= bucketedSize
-	for i, b := range l.order {
-		if b == buf {
-			l.order = append(l.order[:i], l.order[i+1:]...)
-			break
-		}
-	}
 	return buf
 }
 
@@ -236,34 +236,46 @@ func (l *largeFreeList) put(buffer *Buffer) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for l.bytes+n > largeFreeMax && len(l.order) > 0 {
-		old := l.order[0]
-		l.order[0] = nil
-		l.order = l.order[1:]
-		size := len(old.RawBytes)
-		list := l.bySize[size]
-		for i, b := range list {
-			if b == old {
-				l.bySize[size] = append(list[:i], list[i+1:]...)
-				l.bytes -= size
-				break
+	for l.bytes+n > largeFreeMax {
+		oldest := -1 // the size whose first (longest-kept) buffer is the oldest of all
+		for size, list := range l.bySize {
+			if len(list) > 0 && (oldest < 0 || list[0].seq < l.bySize[oldest][0].seq) {
+				oldest = size
+			}
+		}
+		list := l.bySize[oldest]
+		list[0] = keptBuffer{}
+		l.bySize[oldest] = list[1:]
+		l.bytes -= oldest
+	}
+	if l.bySize == nil {
+		l.bySize = make(map[int][]keptBuffer)
+	}
+	l.seq++
+	l.bySize[n] = append(l.bySize[n], keptBuffer{buffer, l.seq})
+	l.bytes += n
+	return true
+}
+
+// holds reports whether buffer is kept (for tests).
+func (l *largeFreeList) holds(buffer *Buffer) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, list := range l.bySize {
+		for _, k := range list {
+			if k.buf == buffer {
+				return true
 			}
 		}
 	}
-	if l.bySize == nil {
-		l.bySize = make(map[int][]*Buffer)
-	}
-	l.bySize[n] = append(l.bySize[n], buffer)
-	l.order = append(l.order, buffer)
-	l.bytes += n
-	return true
+	return false
 }
 
 // clear drops every kept buffer.
 func (l *largeFreeList) clear() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.bySize, l.order, l.bytes = nil, nil, 0
+	l.bySize, l.bytes = nil, 0
 }
 
 // shallowClone returns a new Buffer struct pointing to the same data.

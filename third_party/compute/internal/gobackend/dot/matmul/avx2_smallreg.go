@@ -154,25 +154,8 @@ func avx2RegTail(li, r, out []float32, j0, n, K, stride int) {
 	a.StoreSlicePart(out[j0:n])
 }
 
-// avx2SmallRegByColumns is avx512SmallRegByColumns for AVX2: fewer batch items than workers (decode:
-// one) split by column ranges of whole 16-column strips. Each output element is computed exactly as
-// by avx2SmallRegFloat32.
+// avx2SmallRegByColumns is avx512SmallRegByColumns for AVX2: column ranges of whole 16-column strips.
+// Each output element is computed exactly as by avx2SmallRegFloat32.
 func avx2SmallRegByColumns(backend *gobackend.Backend, lhs, rhs []float32, batchSize, M, N, K int, output []float32, workers int) {
-	// Four items per worker, so a worker that starts late (a sleeping thread) takes fewer.
-	per := max(16, ((N+4*workers-1)/(4*workers)+15)/16*16)
-	type item struct{ b, j0, j1 int }
-	work := make(chan item, batchSize*((N+per-1)/per))
-	for b := range batchSize {
-		for j0 := 0; j0 < N; j0 += per {
-			work <- item{b, j0, min(N, j0+per)}
-		}
-	}
-	close(work)
-	backend.Workers.Saturate(func() {
-		defer archsimd.ClearAVXUpperBits()
-		for it := range work {
-			b := it.b
-			avx2RegColumns(lhs[b*M*K:(b+1)*M*K], rhs[b*K*N:(b+1)*K*N], output[b*M*N:(b+1)*M*N], M, N, K, it.j0, it.j1)
-		}
-	})
+	regByColumns(backend, lhs, rhs, batchSize, M, N, K, output, workers, 16, avx2RegColumns)
 }

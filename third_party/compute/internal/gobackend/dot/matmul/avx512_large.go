@@ -180,7 +180,7 @@ func avx512LargeMatrixSliceFloat32( //alt:f32
 	_ = lhsCrossSize // Not used, rowStart and rowEnd < lhsCrossSize are enough.
 
 	if params.LHSL1KernelRows != 4 || params.RHSL1KernelCols != 32 { //alt:f32|bf16|f16
-	//alt:f64 if params.LHSL1KernelRows != 4 || params.RHSL1KernelCols != 16 {
+		//alt:f64 if params.LHSL1KernelRows != 4 || params.RHSL1KernelCols != 16 {
 		panic(errors.Errorf("unsupported kernel L1 block sizes for avx512 kernel: lhsL1BlockRows=%d, rhsL1BlockCols=%d, wanted 4 and 32 respectively (params=%+v)", //alt:f32|bf16|f16
 			//alt:f64 panic(errors.Errorf("unsupported kernel L1 block sizes for avx512 kernel: lhsL1BlockRows=%d, rhsL1BlockCols=%d, wanted 4 and 16 respectively (params=%+v)",
 			params.LHSL1KernelRows, params.RHSL1KernelCols, params))
@@ -273,7 +273,6 @@ func avx512LargeKernelFloat32( //alt:f32
 		bytesPerOutputElement = 4 //alt:f32|bf16|f16
 		//alt:f64 bytesPerOutputElement = 8
 	)
-
 
 	outputBasePtr := uintptr(unsafe.Pointer(unsafe.SliceData(packedOutput)))
 	rhsBasePtr := uintptr(unsafe.Pointer(unsafe.SliceData(packedRHS)))

@@ -183,8 +183,16 @@ func smallRegTail(li, r, out []float32, j0, n, K, stride int) {
 // (decode: one) split by column ranges of whole 32-column strips, so every worker reads only its
 // share of rhs. Each output element is computed exactly as by avx512SmallRegFloat32.
 func avx512SmallRegByColumns(backend *gobackend.Backend, lhs, rhs []float32, batchSize, M, N, K int, output []float32, workers int) {
+	regByColumns(backend, lhs, rhs, batchSize, M, N, K, output, workers, 32, smallRegColumns)
+}
+
+// regByColumns splits a product of batchSize items into column ranges of whole strips of the given
+// width and runs columns (an ISA's register-blocked kernel for columns [j0, j1) of one item) on them
+// across the workers.
+func regByColumns(backend *gobackend.Backend, lhs, rhs []float32, batchSize, M, N, K int, output []float32, workers, strip int,
+	columns func(l, r, o []float32, M, N, K, j0, j1 int)) {
 	// Four items per worker, so a worker that starts late (a sleeping thread) takes fewer.
-	per := max(32, ((N+4*workers-1)/(4*workers)+31)/32*32)
+	per := max(strip, ((N+4*workers-1)/(4*workers)+strip-1)/strip*strip)
 	type item struct{ b, j0, j1 int }
 	work := make(chan item, batchSize*((N+per-1)/per))
 	for b := range batchSize {
@@ -197,7 +205,7 @@ func avx512SmallRegByColumns(backend *gobackend.Backend, lhs, rhs []float32, bat
 		defer archsimd.ClearAVXUpperBits()
 		for it := range work {
 			b := it.b
-			smallRegColumns(lhs[b*M*K:(b+1)*M*K], rhs[b*K*N:(b+1)*K*N], output[b*M*N:(b+1)*M*N], M, N, K, it.j0, it.j1)
+			columns(lhs[b*M*K:(b+1)*M*K], rhs[b*K*N:(b+1)*K*N], output[b*M*N:(b+1)*M*N], M, N, K, it.j0, it.j1)
 		}
 	})
 }
