@@ -599,3 +599,23 @@ print(", ".join(out))
 		t.Errorf("got %q (%s), want %q: %s", got, r.Failure(), want, r.Stderr)
 	}
 }
+
+// TestLeftoverKeys: of /proc/keys, only the uid's keys other than its own keyrings hold up a run.
+func TestLeftoverKeys(t *testing.T) {
+	keys := `0b1c2d3e I--Q---     1 perm 3f030000 1600001 1600001 keyring   _ses: 1
+1a2b3c4d I--Q---     2 perm 3f010000 1600001 1600001 keyring   _uid.1600001: empty
+2a2b3c4d I--Q---     1 perm 3f3f3f3f 1600002 1600002 user      other-slot: 8
+3a2b3c4d I--Q---     1 perm 3f3f3f3f 1600001 1600001 user      temper-leak-x: 20
+`
+	own := map[uint64]bool{0x0b1c2d3e: true, 0x1a2b3c4d: true}
+	if got := leftoverKeys(keys, "1600001", own); !strings.Contains(got, "temper-leak-x") {
+		t.Errorf("leftover = %q, want the planted user key", got)
+	}
+	if got := leftoverKeys(keys, "1600003", own); got != "" {
+		t.Errorf("another uid's leftover = %q, want none", got)
+	}
+	own[0x3a2b3c4d] = true
+	if got := leftoverKeys(keys, "1600001", own); got != "" {
+		t.Errorf("with every key its own: %q", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -134,7 +135,9 @@ func runHelper(raw string) {
 	if os.Getuid() != sp.UID || os.Geteuid() != sp.UID {
 		die("sandbox helper: uid is still %d/%d, want %d", os.Getuid(), os.Geteuid(), sp.UID)
 	}
-	clearKeyrings()
+	if err := clearKeyrings(); err != nil {
+		die("sandbox helper: %v", err)
+	}
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); e != 0 {
 		die("sandbox helper: no_new_privs: %v", e)
 	}
@@ -192,7 +195,7 @@ var (
 // clearKeyrings empties the keyrings that belong to the uid rather than to a process (user,
 // user-session and persistent keyrings): they outlive a run, and the next run of the slot must
 // not find what an earlier one stored there, even where seccomp is unavailable to deny keyctl.
-func clearKeyrings() {
+func clearKeyrings() error {
 	for _, ring := range []int{unix.KEY_SPEC_USER_KEYRING, unix.KEY_SPEC_USER_SESSION_KEYRING} {
 		_, _, _ = syscall.RawSyscall(unix.SYS_KEYCTL, unix.KEYCTL_CLEAR, uintptr(ring), 0)
 	}
@@ -203,6 +206,61 @@ func clearKeyrings() {
 		_, _, _ = syscall.RawSyscall(unix.SYS_KEYCTL, unix.KEYCTL_CLEAR, id, 0)
 		_, _, _ = syscall.RawSyscall(unix.SYS_KEYCTL, unix.KEYCTL_UNLINK, id, uintptr(session))
 	}
+	return awaitKeyGC(uint64(id), e == 0)
+}
+
+// keyGCWait bounds how long a run waits for the keys an earlier run left to be freed.
+const keyGCWait = 2 * time.Second
+
+// awaitKeyGC waits until no key of this uid is left but its own keyrings (user, user-session,
+// the fresh session keyring and the persistent one). Clearing a keyring unlinks its keys at once,
+// but the kernel frees them later, from a work queue: until then a program that finds a key's
+// serial in /proc/keys can still read it, so a run right after another on the same slot could
+// read what the earlier one stored (seen on a 6.18 kernel). A key still alive after keyGCWait
+// ends the run with an error rather than expose it.
+func awaitKeyGC(persistent uint64, hasPersistent bool) error {
+	own := map[uint64]bool{}
+	if hasPersistent {
+		own[persistent] = true
+	}
+	for _, ring := range []int{unix.KEY_SPEC_USER_KEYRING, unix.KEY_SPEC_USER_SESSION_KEYRING, unix.KEY_SPEC_SESSION_KEYRING} {
+		if id, _, e := syscall.RawSyscall(unix.SYS_KEYCTL, unix.KEYCTL_GET_KEYRING_ID, uintptr(ring), 0); e == 0 {
+			own[uint64(id)] = true
+		}
+	}
+	uid := strconv.Itoa(os.Getuid())
+	deadline := time.Now().Add(keyGCWait)
+	for {
+		b, err := os.ReadFile("/proc/keys")
+		if err != nil {
+			return nil // no /proc/keys (no keys support, or no proc): nothing lists a serial to read
+		}
+		left := leftoverKeys(string(b), uid, own)
+		if left == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("a key of an earlier run is still alive after %s: %s", keyGCWait, left)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// leftoverKeys returns the first line of /proc/keys (keys) that belongs to uid and is not one of
+// own (serials), or "".
+func leftoverKeys(keys, uid string, own map[uint64]bool) string {
+	for _, line := range strings.Split(keys, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || f[5] != uid {
+			continue
+		}
+		serial, err := strconv.ParseUint(f[0], 16, 64)
+		if err == nil && own[serial] {
+			continue
+		}
+		return line
+	}
+	return ""
 }
 
 func killAll(uid, gid int) {
