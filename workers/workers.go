@@ -18,6 +18,7 @@ import (
 	"github.com/temperml/temper/activities/reward"
 	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/activities/rollout"
+	toolsact "github.com/temperml/temper/activities/tools"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/distill"
 	"github.com/temperml/temper/activities/train/lm"
@@ -61,7 +62,7 @@ func Register(role string, r worker.Registry, opts Options) error {
 			activity.RegisterOptions{Name: workflows.DefaultStoreName})
 	case workflows.QueueTrainer:
 		r.RegisterActivityWithOptions(acts.Tick, activity.RegisterOptions{Name: demo.TickName})
-		RegisterTrainer(r, &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine)})
+		RegisterTrainer(r, &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}})
 	case workflows.QueueReward:
 		ra, err := NewRewardActivities(opts, true)
 		if err != nil {
@@ -69,11 +70,17 @@ func Register(role string, r worker.Registry, opts Options) error {
 		}
 		r.RegisterActivityWithOptions(ra.Score, activity.RegisterOptions{Name: reward.ScoreName})
 	case workflows.QueueRollout:
-		ro := &rollout.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine)}
+		ro := &rollout.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}}
 		r.RegisterActivityWithOptions(ro.Generate, activity.RegisterOptions{Name: rollout.GenerateName})
 		r.RegisterActivityWithOptions(ro.Keep, activity.RegisterOptions{Name: rollout.KeepName})
 		r.RegisterActivityWithOptions(ro.Search, activity.RegisterOptions{Name: rollout.SearchName})
 		r.RegisterActivityWithOptions(ro.SearchData, activity.RegisterOptions{Name: rollout.SearchDataName})
+	case workflows.QueueTools:
+		ta, err := toolsact.New(rewardSandbox())
+		if err != nil {
+			return err
+		}
+		r.RegisterActivityWithOptions(ta.Run, activity.RegisterOptions{Name: toolsact.RunName})
 	default:
 		return fmt.Errorf("workers: register: unknown role %q", role)
 	}
@@ -84,6 +91,7 @@ func Register(role string, r worker.Registry, opts Options) error {
 // RegisterWorkflows registers Pipeline and every phase kind's workflow; replayers use it too.
 func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.Pipeline, workflow.RegisterOptions{Name: workflows.PipelineName})
+	r.RegisterWorkflowWithOptions(workflows.ToolCall, workflow.RegisterOptions{Name: workflows.ToolCallName})
 	for _, k := range workflows.PhaseKinds() {
 		r.RegisterWorkflowWithOptions(k.Workflow, workflow.RegisterOptions{Name: k.WorkflowName})
 	}

@@ -96,7 +96,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	evaluate := func(uri string) (map[string]float64, error) {
 		var out train.EvalOutput
 		err := workflow.ExecuteActivity(trainCtx, train.EvaluateName, train.EvalInput{
-			Store: in.Store, Checkpoint: uri, Data: cfg.Data, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.Eval.MaxNewTokens,
+			Store: in.Store, Checkpoint: uri, Data: cfg.Data, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.evalMaxNewTokens(),
 			PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: seed,
 			Log:   &train.LogAt{Run: in.RunID, Phase: st.Dir, Step: st.Iter},
 			Tools: cfg.evalTools(), MaxTurns: cfg.evalMaxTurns(),

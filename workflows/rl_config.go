@@ -81,6 +81,16 @@ func (c *RLConfig) evalTools() []string {
 	return c.Rollout.Tools
 }
 
+// evalMaxNewTokens is the evaluations' budget per generation: eval.max_new_tokens, but at least the
+// rollouts' max_new_tokens per turn when the evaluation takes its episodes from rollout.tools (its
+// default of 8 tokens cut every tool call short: every held-out episode was a tool error).
+func (c *RLConfig) evalMaxNewTokens() int {
+	if len(c.Eval.Tools) == 0 && len(c.Rollout.Tools) > 0 {
+		return max(c.Eval.MaxNewTokens, c.MaxNewTokens)
+	}
+	return c.Eval.MaxNewTokens
+}
+
 // evalMaxTurns goes with evalTools.
 func (c *RLConfig) evalMaxTurns() int {
 	if c.Eval.MaxTurns > 0 || len(c.Eval.Tools) > 0 {

@@ -69,6 +69,7 @@ func TestAgenticConfig(t *testing.T) {
 		{`"rollout":{"tools":["calc","check"],"max_turns":3}`, ""},
 		{`"rollout":{"tools":["calc"]},"eval":{"tools":["calc"],"max_turns":2}`, ""},
 		{`"rollout":{"tools":["calc","python3"]}`, "rollout.tools[1]"},
+		{`"rollout":{"tools":["calc","python"]}`, ""},
 		{`"rollout":{"tools":["calc","calc"]}`, "rollout.tools[1]"},
 		{`"rollout":{"max_turns":3}`, "rollout.tools"},
 		{`"rollout":{"tools":["calc"],"max_turns":99}`, "rollout.max_turns"},
@@ -87,6 +88,23 @@ func TestAgenticConfig(t *testing.T) {
 			if len(cfg.evalTools()) == 0 {
 				t.Errorf("%s: evaluations without tools", tc.cfg)
 			}
+		}
+	}
+	for _, tc := range []struct {
+		cfg  string
+		want int
+	}{
+		{`"max_new_tokens":72,"rollout":{"tools":["calc"]}`, 72},                               // episodes like the rollouts'
+		{`"max_new_tokens":72,"rollout":{"tools":["calc"]},"eval":{"max_new_tokens":96}}`, 96}, // a larger budget stays
+		{`"max_new_tokens":72,"rollout":{"tools":["calc"]},"eval":{"tools":["calc"]}}`, 8},     // its own tools: its own budget
+		{`"max_new_tokens":72`, 8},
+	} {
+		c, err := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"bigmul"},`+tc.cfg+`}`), "config")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.(*RLConfig).evalMaxNewTokens(); got != tc.want {
+			t.Errorf("%s: evaluation budget %d, want %d", tc.cfg, got, tc.want)
 		}
 	}
 	if _, err := DecodePhaseConfig("sft", []byte(`{"data":{"task":"add2","tool_demos":true}}`), "config"); err == nil || !strings.Contains(err.Error(), "data.tool_demos") {

@@ -24,7 +24,7 @@ type RolloutSpec struct {
 	// SamplesPerShard sizes shards from the batch instead; history then grows with the batch.
 	SamplesPerShard int `json:"samples_per_shard" default:"0" help:"size the shards to about this many samples each instead (0: use shards)"`
 	// Tools makes every sample an agentic episode (activities/rollout: GenerateInput.Tools).
-	Tools     []string `json:"tools,omitempty" help:"agentic episodes: built-in tools the policy may call (calc, check); the task's prompt is the user's message, max_new_tokens bounds each turn, tool results are masked out of the loss"`
+	Tools     []string `json:"tools,omitempty" help:"agentic episodes: built-in tools the policy may call (calc, check, python: python runs each call as its own activity on the tools queue, in the code sandbox of a tools worker); the task's prompt is the user's message, max_new_tokens bounds each turn, tool results are masked out of the loss"`
 	MaxTurns  int      `json:"max_turns,omitempty" help:"with tools: policy turns per episode (0: 4)"`
 	MaxTokens int      `json:"max_tokens,omitempty" help:"with tools: token budget of an episode after the prompt, policy and tool tokens (0: max_turns*(max_new_tokens+64))"`
 }

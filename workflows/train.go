@@ -41,7 +41,7 @@ type EvalSpec struct {
 	PassK        int     `json:"pass_k" default:"1" help:"also report pass@k with k sampled completions when > 1"`
 	Temperature  float64 `json:"temperature" default:"1" help:"sampling temperature for pass@k"`
 	// Tools evaluates agentic episodes instead of single completions (the activity's EvalInput.Tools).
-	Tools    []string `json:"tools,omitempty" help:"evaluate agentic episodes with these built-in tools (calc, check): each held-out prompt as the user's message, max_new_tokens per turn, exact match on the final answer; an RL phase with rollout.tools uses those when unset"`
+	Tools    []string `json:"tools,omitempty" help:"evaluate agentic episodes with these built-in tools (calc, check, python): each held-out prompt as the user's message, max_new_tokens per turn, exact match on the final answer; an RL phase with rollout.tools uses those when unset"`
 	MaxTurns int      `json:"max_turns,omitempty" help:"with tools: policy turns per episode (0: 4; an RL phase: rollout.max_turns)"`
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	toolsact "github.com/temperml/temper/activities/tools"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/episode"
@@ -17,10 +18,11 @@ import (
 
 // runEpisodes plays rs as agentic episodes, batch by batch (cuts as for single-turn samples, so
 // shards batch alike), and fills each rollout's tokens, policy mask, log-probs, final answer and
-// episode summary, calling beat with the episodes done after each batch. It returns the tokens sampled (policy and tool) and the episodes that ended
+// episode summary, calling beat with the episodes done after each batch (and every few seconds
+// while a long-running tool's call runs on the tools queue through remote). It returns the tokens sampled (policy and tool) and the episodes that ended
 // without an answer.
 func runEpisodes(ctx context.Context, gen episode.Generator, enc data.Encoder, in GenerateInput, rs []rollout.Rollout,
-	prompts [][]int, seeds []uint64, cuts []int, beat func(done int)) (tokens, unanswered int, err error) {
+	prompts [][]int, seeds []uint64, cuts []int, remote toolsact.Dispatcher, beat func(done int)) (tokens, unanswered int, err error) {
 	cfg := train.EpisodeConfig(enc.Chat, in.MaxTurns, in.MaxNewTokens, in.MaxTokens)
 	if err := cfg.Validate(); err != nil {
 		return 0, 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollout: generate %s/%s: %v", in.Run, in.Phase, err), "InvalidInput", err)
@@ -30,10 +32,20 @@ func runEpisodes(ctx context.Context, gen episode.Generator, enc data.Encoder, i
 		if b > 0 {
 			lo = cuts[b-1]
 		}
+		batch := rs[lo:hi]
+		place := func(ctx context.Context) string { // a call's place: the rollout and turn that made it
+			i, _ := episode.Index(ctx)
+			turn, _ := episode.Turn(ctx)
+			name := fmt.Sprintf("%s.%s.tool.iter-%06d", in.Run, in.Phase, in.Iteration)
+			if in.Tag != "" {
+				name += "-" + in.Tag
+			}
+			return fmt.Sprintf("%s.%s.t%d", name, batch[i].ID, turn)
+		}
 		reg, err := train.ToolRegistry(in.Tools, func(i int) tasks.Example {
-			r := rs[lo+i]
+			r := batch[i]
 			return tasks.Example{Task: r.Task, Prompt: r.Prompt, Answer: r.Answer}
-		})
+		}, toolsact.Remote(remote, place, func() { beat(lo) }))
 		if err != nil {
 			return 0, 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollout: generate %s/%s: %v", in.Run, in.Phase, err), "InvalidInput", err)
 		}

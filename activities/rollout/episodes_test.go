@@ -2,9 +2,13 @@ package rollout
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	toolsact "github.com/temperml/temper/activities/tools"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/rollout"
@@ -63,7 +67,7 @@ func TestRunEpisodes(t *testing.T) {
 		return `<tool>{"name":"calc","arguments":{"expr":"` + user + `"}}</tool>`
 	})
 	in := GenerateInput{Run: "r", Phase: "p", Tools: []string{"calc", "check"}, MaxTurns: 3, MaxNewTokens: 80, PolicyVersion: 4}
-	tokens, unanswered, err := runEpisodes(context.Background(), policy, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, func(int) {})
+	tokens, unanswered, err := runEpisodes(context.Background(), policy, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, nil, func(int) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +90,73 @@ func TestRunEpisodes(t *testing.T) {
 			}
 		}
 	}
-	if _, _, err := runEpisodes(context.Background(), policy, enc, GenerateInput{Tools: []string{"python"}, MaxNewTokens: 8}, rs[:1], prompts[:1], []uint64{1}, []int{1}, func(int) {}); err == nil || !strings.Contains(err.Error(), `"python"`) {
+	if _, _, err := runEpisodes(context.Background(), policy, enc, GenerateInput{Tools: []string{"shell"}, MaxNewTokens: 8}, rs[:1], prompts[:1], []uint64{1}, []int{1}, nil, func(int) {}); err == nil || !strings.Contains(err.Error(), `"shell"`) {
 		t.Fatalf("unknown tool: %v", err)
+	}
+}
+
+// recordingDispatcher answers every ToolCall with the program's "output" and records the IDs.
+type recordingDispatcher struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (d *recordingDispatcher) Call(_ context.Context, id string, in toolsact.CallInput) (toolsact.CallOutput, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ids = append(d.ids, id)
+	if strings.Contains(string(in.Args), "boom") {
+		return toolsact.CallOutput{Error: "python: exit status 1: boom", Kind: "failed"}, nil
+	}
+	return toolsact.CallOutput{Output: "42"}, nil
+}
+
+// TestRunEpisodesRemoteTools: python calls go to the dispatcher (the tools queue) under IDs that name
+// run, phase, iteration, rollout and turn, their results (and failures) come back as tool messages,
+// and without a dispatcher the episode is told that no tools queue runs python here.
+func TestRunEpisodesRemoteTools(t *testing.T) {
+	enc := train.Encoder()
+	var rs []rollout.Rollout
+	var prompts [][]int
+	for i, p := range []string{"2*3=", "boom="} {
+		ids, err := enc.PromptIDs(tasks.AsChat(tasks.Example{Prompt: p}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, rollout.Rollout{ID: fmt.Sprintf("ex-%d", i), Prompt: p, PromptTokens: ids})
+		prompts = append(prompts, ids)
+	}
+	open, _ := enc.Chat.ToolMarkers()
+	policy := scriptedPolicy(func(ctx string) string {
+		if strings.Contains(ctx, open) {
+			return "done"
+		}
+		code := "print(6*7)"
+		if strings.Contains(ctx, "boom") {
+			code = "raise SystemExit('boom')"
+		}
+		return `<tool>{"name":"python","arguments":{"code":"` + code + `"}}</tool>`
+	})
+	in := GenerateInput{Run: "run", Phase: "grpo", Iteration: 3, Tag: "s0001", Tools: []string{"python"}, MaxTurns: 2, MaxNewTokens: 80}
+	d := &recordingDispatcher{}
+	if _, _, err := runEpisodes(context.Background(), policy, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, d, func(int) {}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(d.ids)
+	if len(d.ids) != 2 || !strings.HasPrefix(d.ids[0], "run.grpo.tool.iter-000003-s0001.ex-0.t0.python-") ||
+		!strings.HasPrefix(d.ids[1], "run.grpo.tool.iter-000003-s0001.ex-1.t0.python-") {
+		t.Fatalf("call IDs %q", d.ids)
+	}
+	if !strings.Contains(rs[0].Ep.Transcript, open+"42\n") || rs[0].Ep.ToolErrors != 0 {
+		t.Fatalf("python result: %+v", rs[0].Ep)
+	}
+	if !strings.Contains(rs[1].Ep.Transcript, open+"error: python: exit status 1: boom\n") || rs[1].Ep.ToolErrors != 1 {
+		t.Fatalf("python failure: %+v", rs[1].Ep)
+	}
+	if _, _, err := runEpisodes(context.Background(), policy, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, nil, func(int) {}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rs[0].Ep.Transcript, "no tools queue") {
+		t.Fatalf("without a tools queue: %q", rs[0].Ep.Transcript)
 	}
 }

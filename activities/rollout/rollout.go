@@ -21,6 +21,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/rollout/contract"
+	toolsact "github.com/temperml/temper/activities/tools"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/sample"
@@ -32,8 +33,11 @@ import (
 type Activities struct {
 	Ckpt      *ckpt.Client
 	NewEngine train.NewEngine
-	prompts   promptCache // the data specs' prompt sets, read once per worker (prompts.go)
-	engines   engineCache // the last policy's engine, shared by its shards on this worker (engines.go)
+	// Tools runs long-running tools' calls (python) on the tools queue; nil: episodes that call
+	// one get an error message back.
+	Tools   toolsact.Dispatcher
+	prompts promptCache // the data specs' prompt sets, read once per worker (prompts.go)
+	engines engineCache // the last policy's engine, shared by its shards on this worker (engines.go)
 }
 
 // RolloutsKey is where an iteration's rollouts live, relative to the store root.
@@ -135,7 +139,7 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 	start := time.Now()
 	tokens, truncated := 0, 0
 	if len(in.Tools) > 0 {
-		tokens, truncated, err = runEpisodes(ctx, eng, enc, in, rs, prompts, seeds, cuts, func(done int) {
+		tokens, truncated, err = runEpisodes(ctx, eng, enc, in, rs, prompts, seeds, cuts, a.Tools, func(done int) {
 			activity.RecordHeartbeat(ctx, train.Progress{Step: done, Total: len(prompts)})
 		})
 		if err != nil {

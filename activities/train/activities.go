@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
+	toolsact "github.com/temperml/temper/activities/tools"
 	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/model"
 )
@@ -20,6 +21,9 @@ import (
 type Activities struct {
 	Ckpt      *ckpt.Client
 	NewEngine NewEngine
+	// Tools runs long-running tools' calls (python) of evaluation episodes on the tools queue;
+	// nil: such calls get an error message back.
+	Tools toolsact.Dispatcher
 }
 
 func ConfigHash(cfg model.Config) string {

@@ -25,9 +25,11 @@ func EpisodeConfig(chat tokenize.ChatTemplate, maxTurns, turnTokens, maxTokens i
 }
 
 // ToolRegistry builds the named built-in tools for a batch of episodes; check judges an answer with
-// the task of the episode that calls it (example(i): the i-th episode's example).
-func ToolRegistry(names []string, example func(i int) tasks.Example) (*tools.Registry, error) {
-	return tools.Builtins(names, func(ctx context.Context, answer string) (bool, string, error) {
+// the task of the episode that calls it (example(i): the i-th episode's example), and remote runs
+// the long-running ones (python) elsewhere (activities/tools.Remote: on the tools queue; nil: they
+// cannot run in this process and the registry says so).
+func ToolRegistry(names []string, example func(i int) tasks.Example, remote func(tools.Tool) tools.Func) (*tools.Registry, error) {
+	return tools.Build(names, tools.Env{Remote: remote, Check: func(ctx context.Context, answer string) (bool, string, error) {
 		i, ok := episode.Index(ctx)
 		if !ok {
 			return false, "", fmt.Errorf("check called outside an episode")
@@ -38,5 +40,5 @@ func ToolRegistry(names []string, example func(i int) tasks.Example) (*tools.Reg
 			return pass, fb, nil
 		}
 		return Passes(ex, answer), "", nil
-	})
+	}})
 }

@@ -3,6 +3,7 @@ package episode
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/sample"
@@ -100,8 +101,8 @@ type Episode struct {
 }
 
 // Run plays one episode per prompt. opts gives sampling (temperature, top-k/p, stop tokens, seed);
-// its MaxNewTokens is replaced per turn. Tool calls run in turn order, one episode after another,
-// under ctx. An error is returned only for generation failures and bad configuration; tool
+// its MaxNewTokens is replaced per turn. The calls of one turn run concurrently under ctx (at most
+// maxConcurrentCalls at once) and their results land in episode order. An error is returned only for generation failures and bad configuration; tool
 // failures are part of the episode.
 func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, prompts [][]int, opts sample.Options, cfg Config) ([]Episode, error) {
 	if err := cfg.Validate(); err != nil {
@@ -139,6 +140,36 @@ func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, p
 		if err != nil {
 			return nil, fmt.Errorf("episode: turn %d: %w", turn, err)
 		}
+		// The turn's calls run concurrently (a long-running tool, sent to its own activity, would
+		// otherwise hold up every episode behind it) and land in episode order, so an episode's
+		// tokens do not depend on which call finished first.
+		texts := make([]string, len(live))
+		recs := make([]*CallRecord, len(live))
+		parseFailed := make([]bool, len(live))
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, maxConcurrentCalls)
+		for j, i := range live {
+			texts[j] = codec.Decode(outs[j].Tokens)
+			call, found, perr := tools.ParseCall(texts[j])
+			if !found {
+				continue
+			}
+			rec := &CallRecord{Turn: turn, Name: call.Name, Args: string(call.Arguments)}
+			recs[j] = rec
+			if perr != nil {
+				rec.Result = tools.Result{Err: perr.Error(), Kind: tools.ErrArguments}
+				parseFailed[j] = true
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				rec.Result = reg.Call(context.WithValue(ctx, indexKey{}, callSite{index: i, turn: turn}), call)
+			}()
+		}
+		wg.Wait()
 		var next []int
 		for j, i := range live {
 			ep := &eps[i]
@@ -149,27 +180,20 @@ func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, p
 			for range c.Tokens {
 				ep.Policy = append(ep.Policy, true)
 			}
-			text := codec.Decode(c.Tokens)
-			ep.Final = text
-			call, found, perr := tools.ParseCall(text)
-			if !found {
+			ep.Final = texts[j]
+			rec := recs[j]
+			if rec == nil {
 				ep.End = EndAnswer
 				continue
-			}
-			rec := CallRecord{Turn: turn, Name: call.Name, Args: string(call.Arguments)}
-			if perr != nil {
-				rec.Result = tools.Result{Err: perr.Error(), Kind: tools.ErrArguments}
-			} else {
-				rec.Result = reg.Call(context.WithValue(ctx, indexKey{}, i), call)
 			}
 			if rec.Result.Err != "" {
 				ep.ToolErrors++
 			}
-			if call.Name == "check" && perr == nil {
+			if rec.Name == "check" && !parseFailed[j] {
 				ep.Checked = true
 				ep.CheckPassed = rec.Result.Err == "" && rec.Result.Output == "pass"
 			}
-			ep.Calls = append(ep.Calls, rec)
+			ep.Calls = append(ep.Calls, *rec)
 			msg := rec.Result.Message()
 			if len(msg) > cfg.MaxToolChars {
 				msg = msg[:cfg.MaxToolChars] + "…"
@@ -196,13 +220,25 @@ func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, p
 	return eps, nil
 }
 
+// maxConcurrentCalls bounds the tool calls of one turn that run at once.
+const maxConcurrentCalls = 16
+
 type indexKey struct{}
+
+type callSite struct{ index, turn int }
 
 // Index is, inside a tool called by Run, the index of the episode (its prompt) that called it: a
 // tool that depends on the prompt (the task's `check`) reads it.
 func Index(ctx context.Context) (int, bool) {
-	i, ok := ctx.Value(indexKey{}).(int)
-	return i, ok
+	c, ok := ctx.Value(indexKey{}).(callSite)
+	return c.index, ok
+}
+
+// Turn is, inside a tool called by Run, the policy turn (from 0) whose call it is: with Index it
+// names the call within the batch, so a tool run elsewhere can be found again after a retry.
+func Turn(ctx context.Context) (int, bool) {
+	c, ok := ctx.Value(indexKey{}).(callSite)
+	return c.turn, ok
 }
 
 // mix derives a turn's seed from an episode's, so each turn samples from its own stream whatever

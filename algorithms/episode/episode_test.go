@@ -2,10 +2,14 @@ package episode
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math/big"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/sample"
@@ -220,5 +224,60 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), &scripted{}, tokenize.Byte{}, nil, nil, sample.Options{}, cfg); err == nil {
 		t.Error("no registry accepted")
+	}
+}
+
+// TestConcurrentCallsLandInOrder: the calls of one turn run at once (a slow tool does not hold up
+// the others: all four are in flight together), each knows its episode and turn, and the episodes
+// come out as if the calls had run one after another.
+func TestConcurrentCallsLandInOrder(t *testing.T) {
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	seen := map[string]bool{}
+	gate := make(chan struct{})
+	slow := tools.Tool{Name: "slow", LongRunning: true, Run: func(ctx context.Context, args json.RawMessage) (string, error) {
+		i, _ := Index(ctx)
+		turn, _ := Turn(ctx)
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		seen[fmt.Sprintf("%d/%d", i, turn)] = true
+		if inFlight == 4 {
+			close(gate)
+		}
+		mu.Unlock()
+		select {
+		case <-gate:
+		case <-time.After(5 * time.Second):
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return fmt.Sprintf("r%d", i), nil
+	}}
+	reg, err := tools.NewRegistry(slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codec tokenize.Byte
+	g := &scripted{policy: func(ctx string) string {
+		if strings.Contains(ctx, DefaultToolOpen) {
+			return "done"
+		}
+		return `<tool>{"name":"slow"}</tool>`
+	}}
+	prompts := [][]int{codec.Encode("a\n"), codec.Encode("b\n"), codec.Encode("c\n"), codec.Encode("d\n")}
+	eps, err := Run(context.Background(), g, codec, reg, prompts, sample.Options{Seed: 1}, Config{MaxTurns: 2, TurnTokens: 40, MaxTokens: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most != 4 || len(seen) != 4 || !seen["3/0"] {
+		t.Fatalf("calls in flight at once %d, sites %v: want 4 concurrent calls of turn 0", most, seen)
+	}
+	for i, ep := range eps {
+		want := `<tool>{"name":"slow"}</tool>` + DefaultToolOpen + fmt.Sprintf("r%d", i) + DefaultToolClose + "done"
+		if got := codec.Decode(ep.Tokens); got != want || ep.End != EndAnswer {
+			t.Fatalf("episode %d: %q (%s), want %q", i, got, ep.End, want)
+		}
 	}
 }

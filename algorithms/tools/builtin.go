@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // LookupTool is the built-in `lookup`: the value of a key in corpus (loaded by the caller, e.g. from
@@ -72,26 +73,73 @@ func CheckTool(check CheckFunc) Tool {
 	}
 }
 
-// Builtin names the tools Builtins builds.
-var Builtin = []string{"calc", "check"}
+// PythonTool is the built-in `python`: a program's standard output, run by run (the activities
+// layer's code sandbox; algorithms do no I/O). It is LongRunning: a rollout worker sends each call to
+// the `tools` task queue as its own activity, so a slow or crashing program is retried and visible
+// in the Web UI without losing its episode. The result is the program's stdout (trimmed), or an
+// error with the failure and the end of stderr.
+func PythonTool(run Func) Tool {
+	return Tool{
+		Name:        "python",
+		Description: "run a Python 3 program (no network, no files outside its work directory) and return what it prints",
+		Schema: json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","minLength":1,"maxLength":16384}},
+			"required":["code"],"additionalProperties":false}`),
+		Timeout:     PythonTimeout,
+		LongRunning: true,
+		Run:         run,
+	}
+}
+
+// PythonTimeout bounds one python call from the episode's side: queueing on the tools queue, the
+// program itself (the sandbox's own limit is shorter) and a retry after a killed worker.
+const PythonTimeout = 2 * time.Minute
+
+// Builtin names the built-in tools, the values `rollout.tools` and `eval.tools` allow.
+var Builtin = []string{"calc", "check", "python"}
+
+// Env supplies what some built-ins need from the caller's layer.
+type Env struct {
+	// Check judges an answer with the episode's task (the `check` tool); nil: check unavailable.
+	Check CheckFunc
+	// Python runs a program (the `python` tool, in a sandbox); nil: python runs nowhere here.
+	Python Func
+	// Remote, when set, runs every LongRunning tool elsewhere: a call of tool t runs Remote(t)
+	// instead of t.Run, after the arguments passed t's schema here.
+	Remote func(t Tool) Func
+}
 
 // Builtins builds a registry of the named built-in tools: calc, and check with the task's verifier
-// (check may be nil when names has no "check"). lookup needs a corpus and python a sandbox: they are
-// registered by their callers.
+// (check may be nil when names has no "check"). python needs a sandbox and lookup a corpus: see Build.
 func Builtins(names []string, check CheckFunc) (*Registry, error) {
+	return Build(names, Env{Check: check})
+}
+
+// Build builds a registry of the named built-in tools with what env supplies, naming a tool that
+// cannot run here. lookup needs a corpus: its callers register it.
+func Build(names []string, env Env) (*Registry, error) {
 	var ts []Tool
 	for _, n := range names {
+		var t Tool
 		switch n {
 		case "calc":
-			ts = append(ts, CalcTool())
+			t = CalcTool()
 		case "check":
-			if check == nil {
+			if env.Check == nil {
 				return nil, fmt.Errorf("tools: check: no verifier to check with")
 			}
-			ts = append(ts, CheckTool(check))
+			t = CheckTool(env.Check)
+		case "python":
+			if env.Python == nil && env.Remote == nil {
+				return nil, fmt.Errorf("tools: python: no sandbox in this process and no tools queue to send calls to")
+			}
+			t = PythonTool(env.Python)
 		default:
 			return nil, fmt.Errorf("tools: unknown built-in %q: allowed %s", n, strings.Join(Builtin, ", "))
 		}
+		if t.LongRunning && env.Remote != nil {
+			t.Run = env.Remote(t)
+		}
+		ts = append(ts, t)
 	}
 	return NewRegistry(ts...)
 }

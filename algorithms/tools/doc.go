@@ -9,7 +9,8 @@
 //
 // and its result goes back to the policy as a tool message. Built-ins: calc (exact big-number
 // arithmetic), lookup (key → value over a corpus the caller loads) and check (the task's own
-// verifier, so a policy can test an answer and retry). Tools marked LongRunning are meant to run as
-// their own activity on the `tools` task queue (the activities layer decides); here they run like any
-// other. Pure Go: no Temporal, no storage, no I/O.
+// verifier, so a policy can test an answer and retry) and python (a program's output; the caller
+// supplies the sandbox that runs it). Tools marked LongRunning run as their own activity on the
+// `tools` task queue when the caller supplies Env.Remote (the activities layer does); here they run
+// like any other. Pure Go: no Temporal, no storage, no I/O.
 package tools

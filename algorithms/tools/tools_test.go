@@ -233,3 +233,43 @@ func TestParseCall(t *testing.T) {
 		t.Errorf("a call without arguments does not round-trip: %v", err)
 	}
 }
+
+// TestBuildRemote: with Env.Remote, python (long-running) runs through it after its schema check
+// here, while calc stays local; without a runner or a remote, python is refused by name.
+func TestBuildRemote(t *testing.T) {
+	var sent []string
+	r, err := Build([]string{"calc", "python"}, Env{Remote: func(tl Tool) Func {
+		if !tl.LongRunning {
+			t.Errorf("remote asked for %s, which is not long-running", tl.Name)
+		}
+		return func(_ context.Context, args json.RawMessage) (string, error) {
+			sent = append(sent, tl.Name+" "+string(args))
+			return "42", nil
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := r.Call(context.Background(), Call{Name: "python", Arguments: json.RawMessage(`{"code":"print(6*7)"}`)}); res.Output != "42" {
+		t.Fatalf("python = %+v", res)
+	}
+	if res := r.Call(context.Background(), Call{Name: "python", Arguments: json.RawMessage(`{"program":"x"}`)}); res.Kind != ErrArguments {
+		t.Fatalf("python with a bad argument = %+v", res)
+	}
+	if res := r.Call(context.Background(), Call{Name: "calc", Arguments: json.RawMessage(`{"expr":"2*3"}`)}); res.Output != "6" {
+		t.Fatalf("calc = %+v", res)
+	}
+	if len(sent) != 1 || sent[0] != `python {"code":"print(6*7)"}` {
+		t.Fatalf("sent %q: want the one valid python call", sent)
+	}
+	if _, err := Build([]string{"python"}, Env{}); err == nil || !strings.Contains(err.Error(), "python") {
+		t.Fatalf("python with nothing to run it: %v", err)
+	}
+	local, err := Build([]string{"python"}, Env{Python: func(context.Context, json.RawMessage) (string, error) { return "here", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := local.Call(context.Background(), Call{Name: "python", Arguments: json.RawMessage(`{"code":"1"}`)}); res.Output != "here" {
+		t.Fatalf("local python = %+v", res)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,8 +38,12 @@ func rlSFTPipeline(store string) workflows.PipelineInput {
 }
 
 func rlGRPOPipeline(store, from string) workflows.PipelineInput {
+	return rlGRPOPipelineWith(store, from, rlGRPOConfig)
+}
+
+func rlGRPOPipelineWith(store, from, cfg string) workflows.PipelineInput {
 	return workflows.PipelineInput{Name: "rl-kill", Store: store, Seed: 3, Phases: []workflows.PhaseSpec{
-		{Name: "grpo", Kind: "grpo", From: from, Config: json.RawMessage(rlGRPOConfig)},
+		{Name: "grpo", Kind: "grpo", From: from, Config: json.RawMessage(cfg)},
 	}}
 }
 
@@ -48,6 +53,47 @@ func rlGRPOPipeline(store, from string) workflows.PipelineInput {
 // The killed run must complete with those activities retried, write the same rollouts for every
 // iteration, and end on byte-identical weights and optimizer state.
 func TestRLExactResumeAfterSIGKILL(t *testing.T) {
+	rlExactResume(t, rlSFTPipeline, rlGRPOConfig, nil)
+}
+
+// agenticSFTConfig teaches the tiny model the tool-call template on bigmul demonstrations: after
+// these steps nearly every episode calls calc (the test checks), though it copies few digits.
+const agenticSFTConfig = `{"model":{"preset":"tiny"},"data":{"task":"bigmul","tool_demos":true,"train_examples":200,"heldout_examples":16},
+	"batch":{"rows":8,"seq":160},"steps":150,"chunk_steps":150,"optimizer":{"lr":0.01,"warmup_steps":10},
+	"eval":{"examples":16,"max_new_tokens":64,"tools":["calc"],"max_turns":2,"before":false}}`
+
+// agenticGRPOConfig is GRPO on calc/check episodes, scored with digit credit so that rewards differ
+// within a group and the weights move.
+const agenticGRPOConfig = `{"data":{"task":"bigmul","heldout_examples":16},"mode":"sync","iterations":7,"prompts":4,"group":4,
+	"max_new_tokens":64,"rollout":{"tools":["calc","check"],"max_turns":2},
+	"reward":{"verifiers":[{"name":"exact"},{"name":"digits","weight":0.5}]},
+	"eval_every":0,"eval":{"examples":16,"before":false},"heartbeat_timeout":"4s"}`
+
+// TestAgenticRLExactResumeAfterSIGKILL is the same for agentic episodes (issue 19): rollouts are
+// multi-turn episodes whose calc and check calls run inside the rollout activity; killing the
+// rollout worker mid-iteration and the trainer mid-step ends on the same rollouts, weights and
+// optimizer state as an undisturbed run.
+func TestAgenticRLExactResumeAfterSIGKILL(t *testing.T) {
+	base := func(store string) workflows.PipelineInput {
+		return workflows.PipelineInput{Name: "agentic-base", Store: store, Seed: 3, Phases: []workflows.PhaseSpec{
+			{Name: "sft", Kind: "sft", Config: json.RawMessage(agenticSFTConfig)},
+		}}
+	}
+	rlExactResume(t, base, agenticGRPOConfig, func(t *testing.T, base workflows.PipelineOutput, rollouts []byte) {
+		if calls := base.Phases[0].Metrics["heldout_tool_calls"]; calls < 0.5 {
+			t.Fatalf("the base makes %.2f tool calls per episode: the episodes would not exercise tools", calls)
+		}
+		if n := strings.Count(string(rollouts), `"tool_calls":`); n == 0 || !strings.Contains(string(rollouts), `"tool_calls":1`) {
+			t.Fatalf("no episode of the first iteration called a tool (%d summaries)", n)
+		}
+	})
+}
+
+// rlExactResume runs base, then the GRPO phase grpoCfg from its checkpoint twice (undisturbed, and
+// with a rollout and a trainer worker killed mid-activity), and compares them; check, when set,
+// looks at the base's result and the first iteration's rollouts.
+func rlExactResume(t *testing.T, basePipeline func(store string) workflows.PipelineInput, grpoCfg string,
+	check func(t *testing.T, base workflows.PipelineOutput, rollouts []byte)) {
 	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("subprocess test; runs in CI and without -short")
 	}
@@ -71,16 +117,23 @@ func TestRLExactResumeAfterSIGKILL(t *testing.T) {
 	// describe of a child not started yet would answer with the old one.
 	ids := fmt.Sprintf("rl-kill-%d", time.Now().UnixNano())
 	start := time.Now()
-	base := waitRun(t, run(ids+"-base", rlSFTPipeline(store)))
+	base := waitRun(t, run(ids+"-base", basePipeline(store)))
 	from := base.Phases[0].Checkpoint
-	t.Logf("base SFT checkpoint %s in %.1fs", from, time.Since(start).Seconds())
+	t.Logf("base SFT checkpoint %s in %.1fs (%v)", from, time.Since(start).Seconds(), base.Phases[0].Metrics)
 
 	start = time.Now()
-	clean := waitRun(t, run(ids+"-clean", rlGRPOPipeline(store, from)))
+	clean := waitRun(t, run(ids+"-clean", rlGRPOPipelineWith(store, from, grpoCfg)))
 	t.Logf("clean GRPO run in %.1fs; activity durations %v", time.Since(start).Seconds(), rlActivityDurations(t, env.Client, ids+"-clean.grpo"))
+	if check != nil {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rollout.RolloutsKey(clean.RunID, "grpo", 0, rollout.ShardTag(0)))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, base, b)
+	}
 
 	start = time.Now()
-	r := run(ids+"-killed", rlGRPOPipeline(store, from))
+	r := run(ids+"-killed", rlGRPOPipelineWith(store, from, grpoCfg))
 	wfID := ids + "-killed.grpo"
 	// Kill the rollout worker while iteration 2's rollouts are being generated, and the trainer while
 	// iteration 4's policy step runs: the next worker process must redo each from its input alone.

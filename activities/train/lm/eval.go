@@ -2,11 +2,15 @@ package lm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 
 	"go.temporal.io/sdk/activity"
 
+	toolsact "github.com/temperml/temper/activities/tools"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/data"
@@ -177,6 +181,13 @@ func lossBatch(enc data.Encoder, exs []tasks.Example) (train.Batch, error) {
 	return b, nil
 }
 
+// evalDigest names one evaluation (checkpoint, data, seed, sampling) in its tool calls' IDs.
+func evalDigest(in contract.EvalInput) string {
+	b, _ := json.Marshal(in) // plain data: always marshals
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
 // evaluateEpisodes is Evaluate with tools: greedy episodes (and, for pass@k, k sampled ones) on
 // every held-out prompt, exact match on the final answer, and the episodes' tool use.
 func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput, eng train.Engine, heldout []tasks.Example, beat func(int)) (contract.EvalOutput, error) {
@@ -207,7 +218,13 @@ func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput
 					seeds = append(seeds, in.Seed*1_000_003+uint64(i*k+j)+1)
 				}
 			}
-			reg, err := train.ToolRegistry(in.Tools, func(j int) tasks.Example { return heldout[owner[j]] })
+			place := func(ctx context.Context) string { // a call's place: the evaluation, episode and turn
+				j, _ := episode.Index(ctx)
+				turn, _ := episode.Turn(ctx)
+				return fmt.Sprintf("eval-%s.k%d.p%d.s%d.t%d", evalDigest(in), k, owner[j], j-(owner[j]-lo)*k, turn)
+			}
+			reg, err := train.ToolRegistry(in.Tools, func(j int) tasks.Example { return heldout[owner[j]] },
+				toolsact.Remote(a.Tools, place, func() { beat(0) }))
 			if err != nil {
 				return nil, train.BadInput(fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err))
 			}
