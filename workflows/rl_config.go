@@ -172,6 +172,12 @@ func (c *RLConfig) Validate() error {
 	if err := c.Eval.validateTools(); err != nil {
 		return err
 	}
+	if err := checkLookup("rollout.tools", c.Rollout.Tools, c.Data); err != nil {
+		return err
+	}
+	if err := checkLookup("eval.tools", c.Eval.Tools, c.Data); err != nil {
+		return err
+	}
 	if len(c.Rollout.Tools) > 0 && c.SelfCorrect.Retries > 0 {
 		return &config.FieldError{Path: "self_correct.retries", Msg: "agentic episodes (rollout.tools) correct themselves inside the episode with the check tool: leave retries 0"}
 	}

@@ -74,7 +74,8 @@ func TestAgenticConfig(t *testing.T) {
 		{`"rollout":{"max_turns":3}`, "rollout.tools"},
 		{`"rollout":{"tools":["calc"],"max_turns":99}`, "rollout.max_turns"},
 		{`"rollout":{"tools":["calc"],"max_tokens":-1}`, "rollout.max_tokens"},
-		{`"eval":{"tools":["lookup"]}`, "eval.tools[0]"},
+		{`"eval":{"tools":["lookup"]}`, "eval.tools[0]"}, // bigmul has no corpus
+		{`"eval":{"tools":["search"]}`, "eval.tools[0]"},
 		{`"rollout":{"tools":["check"]},"self_correct":{"retries":1}`, "self_correct.retries"},
 	} {
 		c, err := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"bigmul"},`+tc.cfg+`}`), "config")
@@ -89,6 +90,12 @@ func TestAgenticConfig(t *testing.T) {
 				t.Errorf("%s: evaluations without tools", tc.cfg)
 			}
 		}
+	}
+	if _, err := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"facts"},"rollout":{"tools":["lookup","check"]}}`), "config"); err != nil {
+		t.Errorf("lookup on facts: %v", err)
+	}
+	if _, err := DecodePhaseConfig("sft", []byte(`{"data":{"task":"add2"},"eval":{"tools":["lookup"]}}`), "config"); err == nil || !strings.Contains(err.Error(), "eval.tools[0]") {
+		t.Errorf("sft evaluating with lookup on add2: %v", err)
 	}
 	for _, tc := range []struct {
 		cfg  string

@@ -11,6 +11,7 @@ import (
 
 	train "github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
+	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tools"
 	"github.com/temperml/temper/internal/config"
 )
@@ -54,6 +55,20 @@ func (e EvalSpec) validateTools() error {
 		return &config.FieldError{Path: "eval.max_turns", Msg: fmt.Sprintf("%d: want 0 (default 4) to 64", e.MaxTurns)}
 	}
 	return nil
+}
+
+// checkLookup names a lookup among tools when the data's task has no corpus for it to read.
+func checkLookup(path string, names []string, data train.DataSpec) error {
+	i := slices.Index(names, "lookup")
+	if i < 0 {
+		return nil
+	}
+	if t, err := tasks.Lookup(data.Task); err == nil && data.Task != "" {
+		if _, ok := t.(tasks.Corpus); ok {
+			return nil
+		}
+	}
+	return &config.FieldError{Path: fmt.Sprintf("%s[%d]", path, i), Msg: fmt.Sprintf("lookup reads the task's corpus: data.task %q has none (tasks with a corpus: facts)", data.Task)}
 }
 
 // checkTools names a tool that is not a built-in one.
@@ -100,6 +115,9 @@ func (c *TrainConfig) Validate() error {
 		return err
 	}
 	if err := c.Eval.validateTools(); err != nil {
+		return err
+	}
+	if err := checkLookup("eval.tools", c.Eval.Tools, c.Data); err != nil {
 		return err
 	}
 	if err := c.ChunkSpec.Validate(); err != nil {

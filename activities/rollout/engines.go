@@ -19,13 +19,15 @@ type engineCache struct {
 type sharedEngine struct {
 	uri     string
 	eng     train.Engine
+	maxSeq  int // the model's context length
 	refs    int
 	retired bool // replaced by a newer checkpoint's engine: close at the last release
 }
 
-// acquire returns the engine of checkpoint uri, loading it with load unless it is the current one;
+// acquire returns the engine of checkpoint uri (and its model's context length), loading it with
+// load unless it is the current one;
 // release it after use.
-func (c *engineCache) acquire(ctx context.Context, uri string, load func(context.Context, string) (train.Engine, error)) (*sharedEngine, error) {
+func (c *engineCache) acquire(ctx context.Context, uri string, load func(context.Context, string) (train.Engine, int, error)) (*sharedEngine, error) {
 	c.mu.Lock()
 	if c.cur != nil && c.cur.uri == uri {
 		c.cur.refs++
@@ -34,11 +36,11 @@ func (c *engineCache) acquire(ctx context.Context, uri string, load func(context
 		return e, nil
 	}
 	c.mu.Unlock()
-	eng, err := load(ctx, uri) // outside the lock: loading compiles
+	eng, maxSeq, err := load(ctx, uri) // outside the lock: loading compiles
 	if err != nil {
 		return nil, err
 	}
-	e := &sharedEngine{uri: uri, eng: eng, refs: 1}
+	e := &sharedEngine{uri: uri, eng: eng, maxSeq: maxSeq, refs: 1}
 	c.mu.Lock()
 	old := c.cur
 	c.cur = e

@@ -21,9 +21,9 @@ import (
 // episode summary, calling beat with the episodes done after each batch (and every few seconds
 // while a long-running tool's call runs on the tools queue through remote). It returns the tokens sampled (policy and tool) and the episodes that ended
 // without an answer.
-func runEpisodes(ctx context.Context, gen episode.Generator, enc data.Encoder, in GenerateInput, rs []rollout.Rollout,
+func runEpisodes(ctx context.Context, gen episode.Generator, maxContext int, enc data.Encoder, in GenerateInput, rs []rollout.Rollout,
 	prompts [][]int, seeds []uint64, cuts []int, remote toolsact.Dispatcher, beat func(done int)) (tokens, unanswered int, err error) {
-	cfg := train.EpisodeConfig(enc.Chat, in.MaxTurns, in.MaxNewTokens, in.MaxTokens)
+	cfg := train.EpisodeConfig(enc.Chat, in.MaxTurns, in.MaxNewTokens, in.MaxTokens, maxContext)
 	if err := cfg.Validate(); err != nil {
 		return 0, 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollout: generate %s/%s: %v", in.Run, in.Phase, err), "InvalidInput", err)
 	}

@@ -67,7 +67,7 @@ func TestRunEpisodes(t *testing.T) {
 		return `<tool>{"name":"calc","arguments":{"expr":"` + user + `"}}</tool>`
 	})
 	in := GenerateInput{Run: "r", Phase: "p", Tools: []string{"calc", "check"}, MaxTurns: 3, MaxNewTokens: 80, PolicyVersion: 4}
-	tokens, unanswered, err := runEpisodes(context.Background(), policy, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, nil, func(int) {})
+	tokens, unanswered, err := runEpisodes(context.Background(), policy, 0, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, nil, func(int) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestRunEpisodes(t *testing.T) {
 			}
 		}
 	}
-	if _, _, err := runEpisodes(context.Background(), policy, enc, GenerateInput{Tools: []string{"shell"}, MaxNewTokens: 8}, rs[:1], prompts[:1], []uint64{1}, []int{1}, nil, func(int) {}); err == nil || !strings.Contains(err.Error(), `"shell"`) {
+	if _, _, err := runEpisodes(context.Background(), policy, 0, enc, GenerateInput{Tools: []string{"shell"}, MaxNewTokens: 8}, rs[:1], prompts[:1], []uint64{1}, []int{1}, nil, func(int) {}); err == nil || !strings.Contains(err.Error(), `"shell"`) {
 		t.Fatalf("unknown tool: %v", err)
 	}
 }
@@ -139,7 +139,7 @@ func TestRunEpisodesRemoteTools(t *testing.T) {
 	})
 	in := GenerateInput{Run: "run", Phase: "grpo", Iteration: 3, Tag: "s0001", Tools: []string{"python"}, MaxTurns: 2, MaxNewTokens: 80}
 	d := &recordingDispatcher{}
-	if _, _, err := runEpisodes(context.Background(), policy, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, d, func(int) {}); err != nil {
+	if _, _, err := runEpisodes(context.Background(), policy, 0, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, d, func(int) {}); err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(d.ids)
@@ -153,10 +153,50 @@ func TestRunEpisodesRemoteTools(t *testing.T) {
 	if !strings.Contains(rs[1].Ep.Transcript, open+"error: python: exit status 1: boom\n") || rs[1].Ep.ToolErrors != 1 {
 		t.Fatalf("python failure: %+v", rs[1].Ep)
 	}
-	if _, _, err := runEpisodes(context.Background(), policy, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, nil, func(int) {}); err != nil {
+	if _, _, err := runEpisodes(context.Background(), policy, 0, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, nil, func(int) {}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(rs[0].Ep.Transcript, "no tools queue") {
 		t.Fatalf("without a tools queue: %q", rs[0].Ep.Transcript)
+	}
+}
+
+// TestRunEpisodesLookup: on the facts task, lookup reads the task's corpus: a policy that looks up
+// the key its prompt asks about and copies the value answers exactly; a missing key is an error.
+func TestRunEpisodesLookup(t *testing.T) {
+	task, _ := tasks.Lookup("facts")
+	exs := tasks.Generate(task, 2, 3, 0)
+	enc := train.Encoder()
+	var rs []rollout.Rollout
+	var prompts [][]int
+	for _, ex := range exs {
+		ids, err := enc.PromptIDs(tasks.AsChat(ex))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, rollout.Rollout{ID: ex.ID, Task: ex.Task, Prompt: ex.Prompt, Answer: ex.Answer, PromptTokens: ids})
+		prompts = append(prompts, ids)
+	}
+	open, _ := enc.Chat.ToolMarkers()
+	policy := scriptedPolicy(func(ctx string) string {
+		if i := strings.LastIndex(ctx, open); i >= 0 {
+			res, _, _ := strings.Cut(ctx[i+len(open):], "\n")
+			return res
+		}
+		key := "no such key"
+		if strings.Contains(ctx, exs[0].Prompt) {
+			key = strings.TrimSuffix(strings.TrimPrefix(exs[0].Prompt, "What is the "), "?")
+		}
+		return `<tool>{"name":"lookup","arguments":{"key":"` + key + `"}}</tool>`
+	})
+	in := GenerateInput{Run: "r", Phase: "p", Tools: []string{"lookup"}, MaxTurns: 2, MaxNewTokens: 80}
+	if _, _, err := runEpisodes(context.Background(), policy, 0, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, nil, func(int) {}); err != nil {
+		t.Fatal(err)
+	}
+	if pass, _ := task.Check(exs[0], rs[0].Completion); !pass || rs[0].Ep.ToolErrors != 0 {
+		t.Fatalf("looked-up answer %q for %q (answer %q): %+v", rs[0].Completion, exs[0].Prompt, exs[0].Answer, rs[0].Ep)
+	}
+	if rs[1].Ep.ToolErrors != 1 || !strings.Contains(rs[1].Ep.Transcript, `no entry for "no such key"`) {
+		t.Fatalf("missing key: %+v", rs[1].Ep)
 	}
 }

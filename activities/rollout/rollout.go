@@ -77,9 +77,9 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 		return GenerateOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("rollout: generate %s/%s: prompts %d, group %d, max_new_tokens %d: want > 0", in.Run, in.Phase, in.Prompts, in.Group, in.MaxNewTokens), "InvalidInput", nil)
 	}
-	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (train.Engine, error) {
-		eng, _, _, err := train.LoadEngine(ctx, a.Ckpt, a.NewEngine, uri, train.Optim{}, false)
-		return eng, err
+	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (train.Engine, int, error) {
+		eng, cfg, _, err := train.LoadEngine(ctx, a.Ckpt, a.NewEngine, uri, train.Optim{}, false)
+		return eng, cfg.MaxSeq, err
 	})
 	if err != nil {
 		return GenerateOutput{}, err
@@ -139,7 +139,7 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 	start := time.Now()
 	tokens, truncated := 0, 0
 	if len(in.Tools) > 0 {
-		tokens, truncated, err = runEpisodes(ctx, eng, enc, in, rs, prompts, seeds, cuts, a.Tools, func(done int) {
+		tokens, truncated, err = runEpisodes(ctx, eng, shared.maxSeq, enc, in, rs, prompts, seeds, cuts, a.Tools, func(done int) {
 			activity.RecordHeartbeat(ctx, train.Progress{Step: done, Total: len(prompts)})
 		})
 		if err != nil {

@@ -75,9 +75,9 @@ func (a *Activities) Search(ctx context.Context, in contract.SearchInput) (contr
 		return bad(fmt.Errorf("rollout: search %s/%s batch %d: prompts [%d, %d) of %d training examples", in.Run, in.Phase, in.Batch, in.PromptLo, in.PromptHi, len(set.train)))
 	}
 	exs := set.train[in.PromptLo:in.PromptHi]
-	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (train.Engine, error) {
-		eng, _, _, err := train.LoadEngine(ctx, a.Ckpt, a.NewEngine, uri, train.Optim{}, false)
-		return eng, err
+	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (train.Engine, int, error) {
+		eng, cfg, _, err := train.LoadEngine(ctx, a.Ckpt, a.NewEngine, uri, train.Optim{}, false)
+		return eng, cfg.MaxSeq, err
 	})
 	if err != nil {
 		return contract.SearchOutput{}, err

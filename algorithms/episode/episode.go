@@ -26,6 +26,10 @@ type Config struct {
 	MaxTurns   int `json:"max_turns"`   // policy turns per episode, ≥ 1
 	TurnTokens int `json:"turn_tokens"` // new tokens per policy turn, ≥ 1
 	MaxTokens  int `json:"max_tokens"`  // policy and tool tokens after the prompt, ≥ TurnTokens
+	// MaxContext is the model's context length (prompt and episode): an episode that has no room
+	// left for a whole turn, or for its call's result, ends (EndTokens) instead of asking the model
+	// for more than it holds; prompt and episode never exceed it. 0: unbounded.
+	MaxContext int `json:"max_context,omitempty"`
 	// ToolOpen and ToolClose wrap a tool result in the conversation; defaults DefaultToolOpen and
 	// DefaultToolClose (the close hands the turn back to the assistant).
 	ToolOpen  string `json:"tool_open,omitempty"`
@@ -49,6 +53,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("episode: turn_tokens=%d: must be ≥ 1", c.TurnTokens)
 	case c.MaxTokens < c.TurnTokens:
 		return fmt.Errorf("episode: max_tokens=%d: must be ≥ turn_tokens (%d)", c.MaxTokens, c.TurnTokens)
+	case c.MaxContext < 0:
+		return fmt.Errorf("episode: max_context=%d: must be ≥ 0 (0: unbounded)", c.MaxContext)
 	case c.MaxToolChars < 0:
 		return fmt.Errorf("episode: max_tool_chars=%d: must be ≥ 0 (0: 512)", c.MaxToolChars)
 	}
@@ -121,6 +127,19 @@ func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, p
 	for turn := 0; len(live) > 0; turn++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("episode: turn %d: %w", turn, err)
+		}
+		if cfg.MaxContext > 0 { // no room for a whole turn: the context is spent
+			fits := live[:0:0]
+			for _, i := range live {
+				if len(prompts[i])+len(eps[i].Tokens)+cfg.TurnTokens > cfg.MaxContext {
+					eps[i].End = EndTokens
+					continue
+				}
+				fits = append(fits, i)
+			}
+			if live = fits; len(live) == 0 {
+				break
+			}
 		}
 		ctxs := make([][]int, len(live))
 		seeds := make([]uint64, len(live))
@@ -201,6 +220,10 @@ func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, p
 			// Encoded piece by piece, as the chat template renders a tool message, so that a
 			// merging tokenizer gives demonstrations and episodes the same tokens.
 			toolToks := append(append(codec.Encode(cfg.ToolOpen), codec.Encode(msg)...), codec.Encode(cfg.ToolClose)...)
+			if cfg.MaxContext > 0 && len(prompts[i])+len(ep.Tokens)+len(toolToks) > cfg.MaxContext {
+				ep.End = EndTokens // the result does not fit the context: the episode ends on its call
+				continue
+			}
 			ep.Tokens = append(ep.Tokens, toolToks...)
 			for range toolToks {
 				ep.Policy = append(ep.Policy, false)

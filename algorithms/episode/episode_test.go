@@ -281,3 +281,39 @@ func TestConcurrentCallsLandInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxContext: an episode with no room left in the model's context for a whole turn ends
+// (EndTokens) instead of asking the model for more than its context holds; the others go on.
+func TestMaxContext(t *testing.T) {
+	reg := registry(t)
+	var codec tokenize.Byte
+	long := strings.Repeat("x", 60)
+	g := &scripted{policy: func(ctx string) string {
+		if strings.Count(ctx, DefaultToolOpen) >= 3 {
+			return "done"
+		}
+		return `<tool>{"name":"calc","arguments":{"expr":"1+1"}}</tool>`
+	}}
+	cfg := Config{MaxTurns: 6, TurnTokens: 48, MaxTokens: 1000, MaxContext: 200}
+	eps, err := Run(context.Background(), g, codec, reg, [][]int{codec.Encode("a\n"), codec.Encode(long + "\n")}, sample.Options{Seed: 1}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ep := range eps {
+		n := len(codec.Encode("a\n")) + len(ep.Tokens)
+		if i == 1 {
+			n += len(long)
+		}
+		if ep.End != EndTokens || n > cfg.MaxContext {
+			t.Errorf("episode %d: end %s, %d tokens of context: want EndTokens within %d", i, ep.End, n, cfg.MaxContext)
+		}
+	}
+	if eps[1].Turns >= eps[0].Turns {
+		t.Errorf("the long prompt's episode had %d turns, the short one %d: want fewer", eps[1].Turns, eps[0].Turns)
+	}
+	for _, b := range g.budget {
+		if b > cfg.TurnTokens {
+			t.Errorf("asked for %d tokens in a turn", b)
+		}
+	}
+}

@@ -3,9 +3,11 @@ package tasks
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/temperml/temper/algorithms/tokenize"
 )
@@ -128,6 +130,9 @@ func checkMessages(msgs []tokenize.Message) error {
 				return fmt.Errorf("messages[%d].tool_calls[%d].arguments: must be a JSON object, got %s", i, j, truncate(a, 40))
 			}
 		}
+		if m.Weight != nil && (m.Role != tokenize.RoleAssistant || (*m.Weight != 0 && *m.Weight != 1)) {
+			return fmt.Errorf("messages[%d].weight %d: allowed values: 0 (context only, no loss), 1; on assistant messages only", i, *m.Weight)
+		}
 		if m.Role == tokenize.RoleTool && (i == 0 || len(msgs[i-1].ToolCalls) == 0) {
 			return fmt.Errorf("messages[%d]: a tool message must follow an assistant message with tool_calls", i)
 		}
@@ -136,4 +141,168 @@ func checkMessages(msgs []tokenize.Message) error {
 		}
 	}
 	return nil
+}
+
+// SelfCheck is an arithmetic task posed for self-correction inside an episode: the policy proposes
+// an answer to the `check` tool (the task's own verifier), reads "pass" or "fail: <feedback>", and
+// on a failure proposes another, answering once a check passes. Its demonstrations check a first
+// answer that is one of the base task's plausible slips half the time (then the correct one after
+// the failure) and the correct one otherwise, so a model learns to test its answer and to answer
+// differently after a failure; the slip is context only (weight 0: no loss on it), so the model's
+// first answers are its best guesses, not learnt slips; the first and the final answers of an episode can then be compared
+// (evaluations report both).
+type SelfCheck struct {
+	base Arithmetic
+	name string
+}
+
+func init() {
+	register(SelfCheck{base: Arithmetic{name: "add2", ops: "+", maxDigits: 2, terms: 2}, name: "add2check"})
+	register(SelfCheck{base: Arithmetic{name: "add", ops: "+", maxDigits: 3, terms: 2}, name: "addcheck"})
+}
+
+// Name implements Task.
+func (s SelfCheck) Name() string { return s.name }
+
+// Doc implements Task.
+func (s SelfCheck) Doc() string {
+	return fmt.Sprintf("%s answered through the check tool: agentic (tools: check); demonstrations check a first answer (a plausible slip half the time), read the failure and answer again", s.base.name)
+}
+
+// Example implements Task: the base task's.
+func (s SelfCheck) Example(rng *rand.Rand) Example { return s.base.Example(rng) }
+
+// Check implements Task: the base task's.
+func (s SelfCheck) Check(ex Example, completion string) (bool, string) {
+	return s.base.Check(ex, completion)
+}
+
+// Tools implements Agentic.
+func (SelfCheck) Tools() []string { return []string{"check"} }
+
+// Demonstration implements Agentic. Whether the first answer is a slip, and which slip, is drawn
+// from a generator seeded by the prompt, so the same example always gives the same conversation.
+func (s SelfCheck) Demonstration(ex Example) Example {
+	h := fnv.New64a()
+	h.Write([]byte(ex.Prompt))
+	rng := rand.New(rand.NewPCG(h.Sum64(), 0x5e1fc8ec))
+	// Each attempt is the answer written out, then checked: the answer follows the prompt (or the
+	// feedback that repeats the question) as in plain arithmetic text, and the call copies it.
+	attempt := func(answer string) tokenize.Message {
+		args, _ := json.Marshal(map[string]string{"answer": answer}) // a map of strings always marshals
+		return tokenize.Message{Role: tokenize.RoleAssistant, Content: answer, ToolCalls: []tokenize.ToolCall{{Name: "check", Arguments: args}}}
+	}
+	msgs := []tokenize.Message{{Role: tokenize.RoleUser, Content: ex.Prompt}}
+	if rng.IntN(2) == 0 {
+		wrong := s.base.Mistake(ex, rng)
+		_, fb := s.base.Check(ex, wrong)
+		slip := attempt(wrong)
+		noLoss := 0 // the slip is context: the model learns to recover from it, not to make it
+		slip.Weight = &noLoss
+		msgs = append(msgs, slip, tokenize.Message{Role: tokenize.RoleTool, Content: "fail: " + fb})
+	}
+	msgs = append(msgs, attempt(ex.Answer),
+		tokenize.Message{Role: tokenize.RoleTool, Content: "pass"},
+		tokenize.Message{Role: tokenize.RoleAssistant, Content: ex.Answer})
+	return Example{ID: ex.ID, Task: ex.Task, Answer: ex.Answer, Messages: msgs}
+}
+
+// Corpus is a task whose facts live in a corpus the `lookup` tool reads (key → value), not in the
+// model: only an episode that looks them up can answer.
+type Corpus interface {
+	Task
+	Corpus() map[string]string
+}
+
+// Facts asks for facts about made-up places ("What is the capital of Zorbia?" → "Quell"): the
+// answers are random words, so a model cannot know them and wins only by calling `lookup` with the
+// right key and copying the value. The corpus (factsEntities places × 4 relations) is fixed: the
+// same for every seed, so train and held-out prompts ask about the same corpus.
+type Facts struct{}
+
+func init() { register(Facts{}) }
+
+const factsEntities = 400
+
+var factsRelations = []string{"capital", "river", "mountain", "poet"}
+
+// Name implements Task.
+func (Facts) Name() string { return "facts" }
+
+// Doc implements Task.
+func (Facts) Doc() string {
+	return "facts about made-up places from a fixed corpus: agentic (tools: lookup); only a lookup of the right key answers"
+}
+
+var factsCorpus = sync.OnceValues(func() ([]string, map[string]string) {
+	rng := rand.New(rand.NewPCG(0xfac75, 1))
+	word := func(syllables int) string {
+		const cons, vows = "bdfgklmnprstvz", "aeiou"
+		var b strings.Builder
+		for range syllables {
+			b.WriteByte(cons[rng.IntN(len(cons))])
+			b.WriteByte(vows[rng.IntN(len(vows))])
+			if rng.IntN(3) == 0 {
+				b.WriteByte(cons[rng.IntN(len(cons))])
+			}
+		}
+		s := b.String()
+		return strings.ToUpper(s[:1]) + s[1:]
+	}
+	var places []string
+	seen := map[string]bool{}
+	corpus := map[string]string{}
+	for len(places) < factsEntities {
+		p := word(2 + rng.IntN(2))
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		places = append(places, p)
+		for _, r := range factsRelations {
+			corpus[r+" of "+p] = word(1 + rng.IntN(2))
+		}
+	}
+	return places, corpus
+})
+
+// Corpus implements Corpus.
+func (Facts) Corpus() map[string]string {
+	_, c := factsCorpus()
+	return c
+}
+
+// Example implements Task.
+func (Facts) Example(rng *rand.Rand) Example {
+	places, corpus := factsCorpus()
+	p, r := places[rng.IntN(len(places))], factsRelations[rng.IntN(len(factsRelations))]
+	ans := corpus[r+" of "+p]
+	return Example{Prompt: fmt.Sprintf("What is the %s of %s?", r, p), Completion: ans, Answer: ans}
+}
+
+// Check implements Task: the first line must be the value, exactly.
+func (Facts) Check(ex Example, completion string) (bool, string) {
+	got := FirstLine(completion)
+	switch {
+	case got == ex.Answer:
+		return true, ""
+	case got == "":
+		return false, "the answer is missing: write the name only"
+	}
+	return false, fmt.Sprintf("%s is wrong; look it up", truncate(got, 40))
+}
+
+// Tools implements Agentic.
+func (Facts) Tools() []string { return []string{"lookup"} }
+
+// Demonstration implements Agentic: look up "<relation> of <place>", answer with the value.
+func (Facts) Demonstration(ex Example) Example {
+	key := strings.TrimSuffix(strings.TrimPrefix(ex.Prompt, "What is the "), "?")
+	args, _ := json.Marshal(map[string]string{"key": key}) // a map of strings always marshals
+	return Example{ID: ex.ID, Task: ex.Task, Answer: ex.Answer, Messages: []tokenize.Message{
+		{Role: tokenize.RoleUser, Content: ex.Prompt},
+		{Role: tokenize.RoleAssistant, ToolCalls: []tokenize.ToolCall{{Name: "lookup", Arguments: args}}},
+		{Role: tokenize.RoleTool, Content: ex.Answer},
+		{Role: tokenize.RoleAssistant, Content: ex.Answer},
+	}}
 }

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"strconv"
 	"strings"
@@ -57,5 +58,92 @@ func TestDemonstrationRoundTrip(t *testing.T) {
 		`"}}</tool>` + "\n<|tool|>\n" + ex.Answer + "\n<|assistant|>\n" + ex.Answer
 	if got := (tokenize.Byte{}).Decode(ids); got != want {
 		t.Fatalf("rendered %q\nwant     %q", got, want)
+	}
+}
+
+// TestSelfCheckDemonstrations: add2check demonstrations are valid conversations that end with the
+// correct answer after a passing check; about half first check a plausible slip (weight 0: not
+// trained on) that the task's verifier fails, with its feedback as the tool message; the same
+// example always gives the same conversation.
+func TestSelfCheckDemonstrations(t *testing.T) {
+	task, err := Lookup("add2check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag := task.(Agentic)
+	if !reflect.DeepEqual(ag.Tools(), []string{"check"}) {
+		t.Fatalf("tools %v", ag.Tools())
+	}
+	slips := 0
+	exs := Generate(task, 400, 2, 0)
+	for _, ex := range exs {
+		d := ag.Demonstration(ex)
+		if err := checkMessages(d.Messages); err != nil {
+			t.Fatalf("%s: %v", ex.Prompt, err)
+		}
+		if !reflect.DeepEqual(d, ag.Demonstration(ex)) {
+			t.Fatalf("%s: two different demonstrations", ex.Prompt)
+		}
+		m := d.Messages
+		if last := m[len(m)-1]; last.Content != ex.Answer || m[len(m)-2].Content != "pass" {
+			t.Fatalf("%s: ends %+v", ex.Prompt, m[len(m)-2:])
+		}
+		switch len(m) {
+		case 4:
+		case 6:
+			slips++
+			var a struct{ Answer string }
+			_ = json.Unmarshal(m[1].ToolCalls[0].Arguments, &a)
+			pass, fb := task.Check(ex, a.Answer)
+			if pass || m[2].Content != "fail: "+fb || m[1].Weight == nil || *m[1].Weight != 0 || m[1].Trained() {
+				t.Fatalf("%s: slip %q: %+v %+v", ex.Prompt, a.Answer, m[1], m[2])
+			}
+		default:
+			t.Fatalf("%s: %d messages", ex.Prompt, len(m))
+		}
+	}
+	if slips < 160 || slips > 240 {
+		t.Fatalf("%d of 400 demonstrations start with a slip, want about half", slips)
+	}
+}
+
+// TestFacts: every prompt's answer is in the corpus under the key its demonstration looks up,
+// the corpus is the same every time, values are not guessable from the prompt, and Check wants
+// the value exactly.
+func TestFacts(t *testing.T) {
+	task, err := Lookup("facts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	corpus := task.(Corpus).Corpus()
+	if len(corpus) != factsEntities*len(factsRelations) {
+		t.Fatalf("corpus of %d facts, want %d", len(corpus), factsEntities*len(factsRelations))
+	}
+	if !reflect.DeepEqual(corpus, Facts{}.Corpus()) {
+		t.Fatal("the corpus changed between calls")
+	}
+	values := map[string]bool{}
+	for _, v := range corpus {
+		values[v] = true
+	}
+	if len(values) < len(corpus)/4 {
+		t.Fatalf("only %d distinct values: too guessable", len(values))
+	}
+	for _, ex := range Generate(task, 100, 4, 1) {
+		d := task.(Agentic).Demonstration(ex)
+		if err := checkMessages(d.Messages); err != nil {
+			t.Fatal(err)
+		}
+		var a struct{ Key string }
+		_ = json.Unmarshal(d.Messages[1].ToolCalls[0].Arguments, &a)
+		if corpus[a.Key] != ex.Answer || d.Messages[2].Content != ex.Answer {
+			t.Fatalf("%q: looks up %q → %q, answer %q", ex.Prompt, a.Key, corpus[a.Key], ex.Answer)
+		}
+		if pass, _ := task.Check(ex, ex.Answer+"\n"); !pass {
+			t.Fatalf("%q: its answer fails", ex.Prompt)
+		}
+		if pass, fb := task.Check(ex, strings.ToLower(ex.Answer)+"x"); pass || !strings.Contains(fb, "look it up") {
+			t.Fatalf("%q: a wrong answer: %v %q", ex.Prompt, pass, fb)
+		}
 	}
 }

@@ -20,6 +20,14 @@ type Message struct {
 	Role      string     `json:"role"`
 	Content   string     `json:"content"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Weight, on an assistant message, is 0 to keep it as context without training on it (an
+	// earlier mistake the conversation then corrects), or 1 (the default when unset).
+	Weight *int `json:"weight,omitempty"`
+}
+
+// Trained reports whether the loss covers m's tokens: an assistant message whose Weight is unset or 1.
+func (m Message) Trained() bool {
+	return m.Role == RoleAssistant && (m.Weight == nil || *m.Weight != 0)
 }
 
 // ToolCall is one call of a tool, as a policy writes it: ToolOpenTag, the call as one JSON object
@@ -155,8 +163,11 @@ func (c ChatTemplate) Render(tok Tokenizer, msgs []Message) (ids []int, mask []b
 		if !ok {
 			return nil, nil, fmt.Errorf("tokenize: chat render: message %d: unknown role %q", i, m.Role)
 		}
-		train := m.Role == RoleAssistant
-		if len(m.ToolCalls) > 0 && !train {
+		train := m.Trained()
+		if m.Weight != nil && (m.Role != RoleAssistant || (*m.Weight != 0 && *m.Weight != 1)) {
+			return nil, nil, fmt.Errorf("tokenize: chat render: message %d: weight %d on a %s message: only assistant messages take a weight, 0 or 1", i, *m.Weight, m.Role)
+		}
+		if len(m.ToolCalls) > 0 && m.Role != RoleAssistant {
 			return nil, nil, fmt.Errorf("tokenize: chat render: message %d: tool_calls on a %s message (only assistant messages call tools)", i, m.Role)
 		}
 		if len(m.ToolCalls) > 1 {
@@ -169,7 +180,7 @@ func (c ChatTemplate) Render(tok Tokenizer, msgs []Message) (ids []int, mask []b
 		add(train, encode(tok, m.Content)...)
 		if len(m.ToolCalls) > 0 {
 			for _, tc := range m.ToolCalls {
-				add(true, encode(tok, FormatToolCall(tc))...)
+				add(train, encode(tok, FormatToolCall(tc))...)
 			}
 			continue
 		}

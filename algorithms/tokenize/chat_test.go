@@ -211,3 +211,50 @@ func concat2(parts ...[]bool) []bool {
 	}
 	return out
 }
+
+// TestChatWeight: an assistant message of weight 0 (its text and its call) is context only: no
+// token of it is trained on, the others' are; a weight elsewhere, or other than 0 or 1, is refused.
+func TestChatWeight(t *testing.T) {
+	zero, one, two := 0, 1, 2
+	call := ToolCall{Name: "check", Arguments: []byte(`{"answer":"5"}`)}
+	msgs := []Message{
+		{Role: RoleUser, Content: "2+2="},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{call}, Weight: &zero},
+		{Role: RoleTool, Content: "fail"},
+		{Role: RoleAssistant, Content: "4", Weight: &one},
+	}
+	var b Byte
+	ids, mask, err := DefaultChat().Render(b, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trained strings.Builder
+	for i, id := range ids {
+		if mask[i] {
+			trained.WriteString(b.Decode([]int{id}))
+		}
+	}
+	// The trained tokens: the last answer with its turn's end only, never the slipped call.
+	if got := trained.String(); strings.Contains(got, "check") || !strings.HasPrefix(got, "4") {
+		t.Fatalf("trained text %q: want the last answer only", got)
+	}
+	msgs[1].Weight = nil
+	_, mask2, _ := DefaultChat().Render(b, msgs)
+	n, n2 := 0, 0
+	for i := range mask {
+		if mask[i] {
+			n++
+		}
+		if mask2[i] {
+			n2++
+		}
+	}
+	if n2 != n+len(FormatToolCall(call)) {
+		t.Fatalf("weight unset: %d trained tokens, want %d (the call's too)", n2, n+len(FormatToolCall(call)))
+	}
+	for _, bad := range []Message{{Role: RoleUser, Content: "x", Weight: &zero}, {Role: RoleAssistant, Content: "x", Weight: &two}} {
+		if _, _, err := DefaultChat().Render(b, []Message{bad}); err == nil || !strings.Contains(err.Error(), "weight") {
+			t.Errorf("%+v: %v, want an error naming weight", bad, err)
+		}
+	}
+}

@@ -95,12 +95,14 @@ func PythonTool(run Func) Tool {
 const PythonTimeout = 2 * time.Minute
 
 // Builtin names the built-in tools, the values `rollout.tools` and `eval.tools` allow.
-var Builtin = []string{"calc", "check", "python"}
+var Builtin = []string{"calc", "check", "lookup", "python"}
 
 // Env supplies what some built-ins need from the caller's layer.
 type Env struct {
 	// Check judges an answer with the episode's task (the `check` tool); nil: check unavailable.
 	Check CheckFunc
+	// Corpus is what `lookup` reads (the task's facts); nil: lookup unavailable.
+	Corpus map[string]string
 	// Python runs a program (the `python` tool, in a sandbox); nil: python runs nowhere here.
 	Python Func
 	// Remote, when set, runs every LongRunning tool elsewhere: a call of tool t runs Remote(t)
@@ -115,7 +117,7 @@ func Builtins(names []string, check CheckFunc) (*Registry, error) {
 }
 
 // Build builds a registry of the named built-in tools with what env supplies, naming a tool that
-// cannot run here. lookup needs a corpus: its callers register it.
+// cannot run here.
 func Build(names []string, env Env) (*Registry, error) {
 	var ts []Tool
 	for _, n := range names {
@@ -128,6 +130,11 @@ func Build(names []string, env Env) (*Registry, error) {
 				return nil, fmt.Errorf("tools: check: no verifier to check with")
 			}
 			t = CheckTool(env.Check)
+		case "lookup":
+			if env.Corpus == nil {
+				return nil, fmt.Errorf("tools: lookup: no corpus to look up (a task with a corpus, such as facts)")
+			}
+			t = LookupTool(env.Corpus)
 		case "python":
 			if env.Python == nil && env.Remote == nil {
 				return nil, fmt.Errorf("tools: python: no sandbox in this process and no tools queue to send calls to")

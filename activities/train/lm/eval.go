@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"go.temporal.io/sdk/activity"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
+	"github.com/temperml/temper/algorithms/tools"
 )
 
 // Evaluate measures a checkpoint on held-out data: teacher-forced loss and perplexity on the
@@ -37,7 +39,7 @@ func (a *Activities) Evaluate(ctx context.Context, in contract.EvalInput) (contr
 	if in.MaxNewTokens <= 0 {
 		in.MaxNewTokens = 32
 	}
-	eng, _, _, err := a.LoadEngine(ctx, in.Checkpoint, contract.Optim{}, false)
+	eng, mcfg, _, err := a.LoadEngine(ctx, in.Checkpoint, contract.Optim{}, false)
 	if err != nil {
 		return contract.EvalOutput{}, err
 	}
@@ -54,7 +56,7 @@ func (a *Activities) Evaluate(ctx context.Context, in contract.EvalInput) (contr
 	}
 
 	if len(in.Tools) > 0 {
-		return a.evaluateEpisodes(ctx, in, eng, heldout, beat)
+		return a.evaluateEpisodes(ctx, in, eng, mcfg.MaxSeq, heldout, beat)
 	}
 	// Loss on the reference completions.
 	var nll, tokens float64
@@ -181,6 +183,22 @@ func lossBatch(enc data.Encoder, exs []tasks.Example) (train.Batch, error) {
 	return b, nil
 }
 
+// firstCheckedAnswer is the answer of ep's first well-formed check call, if it made one.
+func firstCheckedAnswer(ep episode.Episode) (string, bool) {
+	for _, c := range ep.Calls {
+		if c.Name != "check" || c.Result.Kind == tools.ErrArguments || c.Result.Kind == tools.ErrUnknownTool {
+			continue
+		}
+		var a struct {
+			Answer string `json:"answer"`
+		}
+		if json.Unmarshal([]byte(c.Args), &a) == nil {
+			return a.Answer, true
+		}
+	}
+	return "", false
+}
+
 // evalDigest names one evaluation (checkpoint, data, seed, sampling) in its tool calls' IDs.
 func evalDigest(in contract.EvalInput) string {
 	b, _ := json.Marshal(in) // plain data: always marshals
@@ -190,9 +208,9 @@ func evalDigest(in contract.EvalInput) string {
 
 // evaluateEpisodes is Evaluate with tools: greedy episodes (and, for pass@k, k sampled ones) on
 // every held-out prompt, exact match on the final answer, and the episodes' tool use.
-func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput, eng train.Engine, heldout []tasks.Example, beat func(int)) (contract.EvalOutput, error) {
+func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput, eng train.Engine, maxContext int, heldout []tasks.Example, beat func(int)) (contract.EvalOutput, error) {
 	enc := train.Encoder()
-	cfg := train.EpisodeConfig(enc.Chat, in.MaxTurns, in.MaxNewTokens, 0)
+	cfg := train.EpisodeConfig(enc.Chat, in.MaxTurns, in.MaxNewTokens, 0, maxContext)
 	if err := cfg.Validate(); err != nil {
 		return contract.EvalOutput{}, train.BadInput(fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err))
 	}
@@ -205,6 +223,7 @@ func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput
 	}
 	// play runs the episodes of prompts idx (k each), returning which passed per prompt and sums.
 	var calls, errs, turns, answered, played float64
+	var checked, firstPassed float64 // greedy episodes that called check; whose first answer passed
 	play := func(k int, temp float64) ([]bool, error) {
 		solved := make([]bool, len(heldout))
 		for lo := 0; lo < len(heldout); lo += train.EvalRows {
@@ -244,6 +263,17 @@ func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput
 				if ep.End == episode.EndAnswer {
 					answered++
 				}
+				if k == 1 {
+					first, ok := firstCheckedAnswer(ep)
+					if ok {
+						checked++
+					} else {
+						first, ok = ep.Final, ep.End == episode.EndAnswer
+					}
+					if ok && train.Passes(heldout[owner[j]], first) {
+						firstPassed++
+					}
+				}
 			}
 			beat(hi - lo)
 		}
@@ -267,6 +297,12 @@ func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput
 		"heldout_exact_match": count(greedy),
 		"heldout_turns":       turns / played, "heldout_tool_calls": calls / played,
 		"heldout_tool_errors": errs / played, "heldout_answered": answered / played,
+	}
+	if slices.Contains(in.Tools, "check") {
+		// Self-correction inside the episode: the first answer an episode proposed (its first
+		// check, or its final answer if it never checked) against the final one (exact match).
+		metrics["heldout_checked"] = checked / float64(len(heldout))
+		metrics["heldout_first_answer_exact_match"] = firstPassed / float64(len(heldout))
 	}
 	if in.PassK > 1 {
 		temp := in.Temperature
