@@ -69,7 +69,7 @@ func (r *Runtime) pad(b Batch, needTargets bool) (padded, error) {
 		return padded{}, fmt.Errorf("empty batch (%d rows of %d tokens)", n, seq)
 	}
 	if seq > cfg.MaxSeq {
-		return padded{}, fmt.Errorf("sequence length %d exceeds max_seq %d", seq, cfg.MaxSeq)
+		return padded{}, fmt.Errorf("sequence length %d exceeds max_seq %d: %w", seq, cfg.MaxSeq, model.ErrTooLong)
 	}
 	if needTargets && b.Targets == nil {
 		return padded{}, fmt.Errorf("batch has no targets")

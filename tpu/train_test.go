@@ -2,6 +2,7 @@ package tpu
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -316,6 +317,9 @@ func TestTrainStepRejects(t *testing.T) {
 			_, err := r.TrainStep(tc.b, tc.lr)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "tpu: train step: ") {
 				t.Fatalf("err %v, want it to contain %q", err, tc.want)
+			}
+			if tc.name == "too long" && !errors.Is(err, model.ErrTooLong) {
+				t.Fatalf("err %v: want model.ErrTooLong (callers stop retrying it)", err)
 			}
 		})
 	}

@@ -62,6 +62,11 @@ func Prompts(ctx context.Context, cl *ckpt.Client, spec train.DataSpec, seed uin
 
 // Generate samples the rollouts and writes them to the store.
 func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOutput, error) {
+	out, err := a.generate(ctx, in)
+	return out, train.Permanent(err)
+}
+
+func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOutput, error) {
 	if in.RetryOf != "" || len(in.RetryOfShards) > 0 {
 		retry, err := retriesOf(ctx, a.Ckpt, in)
 		if err != nil {

@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/data"
+	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
@@ -103,6 +105,16 @@ func EngineBatch(b data.Batch) Batch {
 
 func BadInput(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
+}
+
+// Permanent makes err non-retryable when a retry would fail the same way: a request longer than
+// the model's context (model.ErrTooLong) is the configuration's fault, and retrying it forever
+// holds up the run without saying why.
+func Permanent(err error) error {
+	if err != nil && errors.Is(err, model.ErrTooLong) {
+		return BadInput(err)
+	}
+	return err
 }
 
 // ReadRollouts loads a rollouts object by URI (the rollout and reward roles use it too).

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -100,6 +101,10 @@ func biasFromMask(mask *Node) *Node {
 	b, k := mask.Shape().Dim(0), mask.Shape().Dim(1)
 	return Reshape(Where(mask, ScalarZero(g, dtypes.Float32), Scalar(g, dtypes.Float32, maskedScore)), b, 1, 1, k)
 }
+
+// ErrTooLong marks a request longer than the model's context (max_seq): the same request fails
+// the same way every time, so callers treat it as bad input rather than retry it.
+var ErrTooLong = errors.New("longer than the model's context")
 
 // prefillGraph runs the prompt and returns the logits of its last column plus the KV cache.
 //
@@ -204,8 +209,8 @@ func (gen *Generator) plan(prompts [][]int, opts sample.Options) (plan, error) {
 		longest = max(longest, len(p))
 	}
 	if longest+opts.MaxNewTokens > gen.cfg.MaxSeq {
-		return plan{}, fmt.Errorf("model: generate: prompt %d + max_new_tokens %d exceeds max_seq %d",
-			longest, opts.MaxNewTokens, gen.cfg.MaxSeq)
+		return plan{}, fmt.Errorf("model: generate: prompt %d + max_new_tokens %d exceeds max_seq %d: %w",
+			longest, opts.MaxNewTokens, gen.cfg.MaxSeq, ErrTooLong)
 	}
 	pl.batch = bucket(pl.n, 1)
 	pl.promptLen = bucket(longest, 8)

@@ -26,6 +26,11 @@ import (
 // completions, exact match of greedy completions (checked by the example's task when it has one, else
 // by equality of the first line with the reference), and pass@k with k sampled completions.
 func (a *Activities) Evaluate(ctx context.Context, in contract.EvalInput) (contract.EvalOutput, error) {
+	out, err := a.evaluate(ctx, in)
+	return out, train.Permanent(err)
+}
+
+func (a *Activities) evaluate(ctx context.Context, in contract.EvalInput) (contract.EvalOutput, error) {
 	_, heldout, err := train.Examples(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {
 		return contract.EvalOutput{}, err
