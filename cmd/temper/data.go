@@ -14,6 +14,7 @@ import (
 	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/activities/train/preference"
 	"github.com/temperml/temper/algorithms/tasks"
+	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/workers"
 )
 
@@ -32,6 +33,8 @@ func init() {
 			kto := fs.Bool("kto", false, "with --pairs: write KTO's unpaired form {prompt, completion, label}")
 			from := fs.String("from", "", "with --pairs: pair verified-correct and incorrect samples of this checkpoint (URI or directory) instead of synthetic mistakes")
 			samples := fs.Int("samples", 8, "with --from: completions sampled per prompt")
+			chat := fs.Bool("chat", false, "pose each example as a chat (the prompt as the user's message, the completion as the assistant's), as agentic episodes are; with --text, write the rendered conversation as text; held-out prompts are rendered up to the assistant's turn")
+			pack := fs.Int("pack", 1, "with --text: examples per text line")
 			toolDemos := fs.Bool("tools", false, "agentic task (bigmul): write tool-use demonstrations (multi-turn messages: user, assistant calling calc, tool result, assistant answer); held-out stays prompt/completion")
 			return func(ctx context.Context, args []string) error {
 				if len(args) == 0 {
@@ -88,10 +91,30 @@ func init() {
 						return usageErr("%v", err)
 					}
 				}
-				if *text {
+				if *pack < 1 || (*pack > 1 && !*text) {
+					return usageErr("--pack %d: want ≥ 1, and more than 1 only with --text", *pack)
+				}
+				if *chat {
+					if *toolDemos {
+						return usageErr("--tools demonstrations are chats already: not with --chat")
+					}
+					for i := range train {
+						if train[i], err = asChatExample(train[i], *text); err != nil {
+							return usageErr("%v", err)
+						}
+					}
+					for i := range held {
+						if held[i], err = asChatPrompt(held[i]); err != nil {
+							return usageErr("%v", err)
+						}
+					}
+				} else if *text {
 					for i := range train {
 						train[i] = tasks.AsText(train[i])
 					}
+				}
+				if *text && *pack > 1 {
+					train = packText(train, *pack)
 				}
 				if err := writeExamples(*out, train); err != nil {
 					return err
@@ -111,6 +134,46 @@ func init() {
 			}
 		},
 	})
+}
+
+// asChatExample poses a prompt/completion example as a user/assistant conversation; as text, the
+// conversation rendered by the models' chat template (what an episode's tokens decode to).
+func asChatExample(ex tasks.Example, text bool) (tasks.Example, error) {
+	msgs := []tokenize.Message{{Role: tokenize.RoleUser, Content: ex.Prompt}, {Role: tokenize.RoleAssistant, Content: ex.Completion}}
+	if !text {
+		return tasks.Example{ID: ex.ID, Task: ex.Task, Answer: ex.Answer, Messages: msgs}, nil
+	}
+	enc := train.Encoder()
+	ids, _, err := enc.Chat.Render(enc.Tok, msgs)
+	if err != nil {
+		return tasks.Example{}, err
+	}
+	return tasks.Example{ID: ex.ID, Task: ex.Task, Text: enc.Tok.Decode(ids) + "\n"}, nil
+}
+
+// asChatPrompt is a held-out example whose prompt is its chat rendering up to the assistant's
+// turn, so that an evaluation of a model trained on chats asks in the same format.
+func asChatPrompt(ex tasks.Example) (tasks.Example, error) {
+	enc := train.Encoder()
+	ids, err := enc.Chat.Prompt(enc.Tok, []tokenize.Message{{Role: tokenize.RoleUser, Content: ex.Prompt}})
+	if err != nil {
+		return tasks.Example{}, err
+	}
+	ex.Prompt = enc.Tok.Decode(ids)
+	return ex, nil
+}
+
+// packText joins every k consecutive text examples into one line.
+func packText(exs []tasks.Example, k int) []tasks.Example {
+	var out []tasks.Example
+	for i := 0; i < len(exs); i += k {
+		ex := exs[i]
+		for _, e := range exs[i+1 : min(i+k, len(exs))] {
+			ex.Text += e.Text
+		}
+		out = append(out, ex)
+	}
+	return out
 }
 
 func writeExamples(path string, exs []tasks.Example) error {
