@@ -3,7 +3,7 @@
 # additions written as chats (the format episodes are in: plain `a+b=c` text did not carry over to
 # chats, measured: 0.945 as text, 0.02 as episodes), fine-tuned on add2check demonstrations (write an
 # answer and check it; half first check a plausible slip, weight 0, read the failure and answer
-# again), then GRPO on check episodes. Every evaluation reports heldout_first_answer_exact_match (the
+# again). (GRPO on check episodes from its checkpoint regressed: see the README.) Every evaluation reports heldout_first_answer_exact_match (the
 # first answer an episode proposed) beside heldout_exact_match (its final answer).
 # Needs `temper dev` running (or TEMPORAL_ADDRESS); extra arguments go to `temper run`.
 set -e
@@ -36,17 +36,5 @@ phases:
       chunk_steps: 250
       optimizer: {lr: 0.001, warmup_steps: 30}
       eval: {examples: 200, max_new_tokens: 64, tools: [check], max_turns: 4, before: false, every_chunks: 1}
-  - name: grpo
-    kind: grpo
-    config:
-      data: {task: add2check, heldout_examples: 200}
-      rollout: {tools: [check], max_turns: 4}
-      iterations: 50
-      prompts: 16
-      group: 8
-      max_new_tokens: 64
-      optimizer: {lr: 0.0003, warmup_steps: 10}
-      eval_every: 25
-      eval: {examples: 200, before: false, max_new_tokens: 64, max_turns: 4}
 YAML
 exec bin/temper run "$dir/selfcheck.yaml" --wait --json "$@"
