@@ -34,12 +34,9 @@ func (p scriptedPolicy) Generate(prompts [][]int, opts sample.Options) ([]model.
 	return out, nil
 }
 
-// TestRunEpisodes: rollouts of a bigmul batch become episodes posed as chats; a policy that calls
-// calc and copies the result passes, one that checks a wrong answer reads its own task's failure;
-// the policy mask covers exactly the policy's turns and the episode summary counts the calls.
-func TestRunEpisodes(t *testing.T) {
-	task, _ := tasks.Lookup("bigmul")
-	exs := tasks.Generate(task, 2, 7, 0)
+// chatRollouts poses examples as episodes do: one rollout each, its prompt the user's chat message.
+func chatRollouts(t *testing.T, exs []tasks.Example) ([]rollout.Rollout, [][]int) {
+	t.Helper()
 	enc := train.Encoder()
 	var rs []rollout.Rollout
 	var prompts [][]int
@@ -51,6 +48,17 @@ func TestRunEpisodes(t *testing.T) {
 		rs = append(rs, rollout.Rollout{ID: ex.ID, Task: ex.Task, Prompt: ex.Prompt, Answer: ex.Answer, PromptTokens: ids})
 		prompts = append(prompts, ids)
 	}
+	return rs, prompts
+}
+
+// TestRunEpisodes: rollouts of a bigmul batch become episodes posed as chats; a policy that calls
+// calc and copies the result passes, one that checks a wrong answer reads its own task's failure;
+// the policy mask covers exactly the policy's turns and the episode summary counts the calls.
+func TestRunEpisodes(t *testing.T) {
+	task, _ := tasks.Lookup("bigmul")
+	exs := tasks.Generate(task, 2, 7, 0)
+	enc := train.Encoder()
+	rs, prompts := chatRollouts(t, exs)
 	open, close := enc.Chat.ToolMarkers()
 	policy := scriptedPolicy(func(ctx string) string {
 		user := strings.TrimSuffix(strings.Split(ctx, "\n")[1], "=")
@@ -167,16 +175,7 @@ func TestRunEpisodesLookup(t *testing.T) {
 	task, _ := tasks.Lookup("facts")
 	exs := tasks.Generate(task, 2, 3, 0)
 	enc := train.Encoder()
-	var rs []rollout.Rollout
-	var prompts [][]int
-	for _, ex := range exs {
-		ids, err := enc.PromptIDs(tasks.AsChat(ex))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs = append(rs, rollout.Rollout{ID: ex.ID, Task: ex.Task, Prompt: ex.Prompt, Answer: ex.Answer, PromptTokens: ids})
-		prompts = append(prompts, ids)
-	}
+	rs, prompts := chatRollouts(t, exs)
 	open, _ := enc.Chat.ToolMarkers()
 	policy := scriptedPolicy(func(ctx string) string {
 		if i := strings.LastIndex(ctx, open); i >= 0 {

@@ -88,11 +88,16 @@ func (BigMul) Tools() []string { return []string{"calc"} }
 // Demonstration implements Agentic: the user asks, the assistant calls calc on the expression, the
 // tool answers with the product, the assistant copies it.
 func (BigMul) Demonstration(ex Example) Example {
-	expr := strings.TrimSuffix(ex.Prompt, "=")
-	args, _ := json.Marshal(map[string]string{"expr": expr}) // a map of strings always marshals
+	return oneCallDemo(ex, "calc", "expr", strings.TrimSuffix(ex.Prompt, "="))
+}
+
+// oneCallDemo is the demonstration of a task solved by one call: the user asks, the assistant calls
+// tool with {arg: value}, the tool answers with the answer, the assistant copies it.
+func oneCallDemo(ex Example, tool, arg, value string) Example {
+	args, _ := json.Marshal(map[string]string{arg: value}) // a map of strings always marshals
 	return Example{ID: ex.ID, Task: ex.Task, Answer: ex.Answer, Messages: []tokenize.Message{
 		{Role: tokenize.RoleUser, Content: ex.Prompt},
-		{Role: tokenize.RoleAssistant, ToolCalls: []tokenize.ToolCall{{Name: "calc", Arguments: args}}},
+		{Role: tokenize.RoleAssistant, ToolCalls: []tokenize.ToolCall{{Name: tool, Arguments: args}}},
 		{Role: tokenize.RoleTool, Content: ex.Answer},
 		{Role: tokenize.RoleAssistant, Content: ex.Answer},
 	}}
@@ -297,12 +302,5 @@ func (Facts) Tools() []string { return []string{"lookup"} }
 
 // Demonstration implements Agentic: look up "<relation> of <place>", answer with the value.
 func (Facts) Demonstration(ex Example) Example {
-	key := strings.TrimSuffix(strings.TrimPrefix(ex.Prompt, "What is the "), "?")
-	args, _ := json.Marshal(map[string]string{"key": key}) // a map of strings always marshals
-	return Example{ID: ex.ID, Task: ex.Task, Answer: ex.Answer, Messages: []tokenize.Message{
-		{Role: tokenize.RoleUser, Content: ex.Prompt},
-		{Role: tokenize.RoleAssistant, ToolCalls: []tokenize.ToolCall{{Name: "lookup", Arguments: args}}},
-		{Role: tokenize.RoleTool, Content: ex.Answer},
-		{Role: tokenize.RoleAssistant, Content: ex.Answer},
-	}}
+	return oneCallDemo(ex, "lookup", "key", strings.TrimSuffix(strings.TrimPrefix(ex.Prompt, "What is the "), "?"))
 }
