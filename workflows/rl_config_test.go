@@ -91,6 +91,9 @@ func TestAgenticConfig(t *testing.T) {
 			}
 		}
 	}
+	if _, err := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"route"},"rollout":{"tools":["image","video","audio","layout"]}}`), "config"); err != nil {
+		t.Errorf("the studio engines on route: %v", err)
+	}
 	if _, err := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"facts"},"rollout":{"tools":["lookup","check"]}}`), "config"); err != nil {
 		t.Errorf("lookup on facts: %v", err)
 	}

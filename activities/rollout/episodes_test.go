@@ -14,6 +14,7 @@ import (
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
+	"github.com/temperml/temper/algorithms/tools"
 )
 
 // scriptedPolicy answers every context with policy(context text), byte by byte, log-prob -0.25.
@@ -197,5 +198,41 @@ func TestRunEpisodesLookup(t *testing.T) {
 	}
 	if rs[1].Ep.ToolErrors != 1 || !strings.Contains(rs[1].Ep.Transcript, `no entry for "no such key"`) {
 		t.Fatalf("missing key: %+v", rs[1].Ep)
+	}
+}
+
+// TestRunEpisodesRoute: on the route task, a policy that calls the engine its request needs with the
+// request's values and copies the job reference passes; one that calls the wrong engine does not.
+func TestRunEpisodesRoute(t *testing.T) {
+	task, _ := tasks.Lookup("route")
+	exs := tasks.Generate(task, 2, 3, 0)
+	enc := train.Encoder()
+	rs, prompts := chatRollouts(t, exs)
+	open, _ := enc.Chat.ToolMarkers()
+	policy := scriptedPolicy(func(ctx string) string {
+		if i := strings.LastIndex(ctx, open); i >= 0 {
+			res, _, _ := strings.Cut(ctx[i+len(open):], "\n")
+			return res
+		}
+		for k, ex := range exs {
+			if strings.Contains(ctx, ex.Prompt) {
+				call := task.(tasks.Agentic).Demonstration(ex).Messages[1].ToolCalls[0]
+				if k == 1 { // the wrong engine, same values
+					call.Name = map[string]string{"image": "video", "video": "image", "audio": "layout", "layout": "audio"}[call.Name]
+				}
+				return tools.Format(call)
+			}
+		}
+		return "?"
+	})
+	in := GenerateInput{Run: "r", Phase: "p", Tools: task.(tasks.Agentic).Tools(), MaxTurns: 2, MaxNewTokens: 120}
+	if _, _, err := runEpisodes(context.Background(), policy, 0, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, nil, func(int) {}); err != nil {
+		t.Fatal(err)
+	}
+	if pass, fb := task.Check(exs[0], rs[0].Completion); !pass {
+		t.Fatalf("right engine: %q: %s (%s)", rs[0].Completion, fb, rs[0].Ep.Transcript)
+	}
+	if pass, _ := task.Check(exs[1], rs[1].Completion); pass {
+		t.Fatalf("wrong engine passed: %s", rs[1].Ep.Transcript)
 	}
 }

@@ -88,16 +88,16 @@ func (BigMul) Tools() []string { return []string{"calc"} }
 // Demonstration implements Agentic: the user asks, the assistant calls calc on the expression, the
 // tool answers with the product, the assistant copies it.
 func (BigMul) Demonstration(ex Example) Example {
-	return oneCallDemo(ex, "calc", "expr", strings.TrimSuffix(ex.Prompt, "="))
+	return oneCallDemo(ex, "calc", map[string]any{"expr": strings.TrimSuffix(ex.Prompt, "=")})
 }
 
 // oneCallDemo is the demonstration of a task solved by one call: the user asks, the assistant calls
-// tool with {arg: value}, the tool answers with the answer, the assistant copies it.
-func oneCallDemo(ex Example, tool, arg, value string) Example {
-	args, _ := json.Marshal(map[string]string{arg: value}) // a map of strings always marshals
+// tool with args, the tool answers with the answer, the assistant copies it.
+func oneCallDemo(ex Example, tool string, args map[string]any) Example {
+	b, _ := json.Marshal(args) // strings and numbers always marshal
 	return Example{ID: ex.ID, Task: ex.Task, Answer: ex.Answer, Messages: []tokenize.Message{
 		{Role: tokenize.RoleUser, Content: ex.Prompt},
-		{Role: tokenize.RoleAssistant, ToolCalls: []tokenize.ToolCall{{Name: tool, Arguments: args}}},
+		{Role: tokenize.RoleAssistant, ToolCalls: []tokenize.ToolCall{{Name: tool, Arguments: b}}},
 		{Role: tokenize.RoleTool, Content: ex.Answer},
 		{Role: tokenize.RoleAssistant, Content: ex.Answer},
 	}}
@@ -302,5 +302,5 @@ func (Facts) Tools() []string { return []string{"lookup"} }
 
 // Demonstration implements Agentic: look up "<relation> of <place>", answer with the value.
 func (Facts) Demonstration(ex Example) Example {
-	return oneCallDemo(ex, "lookup", "key", strings.TrimSuffix(strings.TrimPrefix(ex.Prompt, "What is the "), "?"))
+	return oneCallDemo(ex, "lookup", map[string]any{"key": strings.TrimSuffix(strings.TrimPrefix(ex.Prompt, "What is the "), "?")})
 }

@@ -3,8 +3,11 @@ package tasks
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
+	"strings"
 )
 
 // Router maps a creator's request to the engine that serves it and its parameters, as JSON:
@@ -91,4 +94,93 @@ func (Router) Check(ex Example, completion string) (bool, string) {
 		return false, fmt.Sprintf("wrong engine: this request needs %q", wm["engine"])
 	}
 	return false, "right engine, wrong params: copy the subject, style, mood, format, title or length from the request"
+}
+
+// RouteJob is the job reference a studio engine's tool returns for a call: the engine and a digest
+// of its parameters as canonical JSON, so that only the right engine called with the request's
+// values returns the reference the request's answer names.
+func RouteJob(engine string, params map[string]any) string {
+	b, _ := json.Marshal(params) // map keys marshal sorted; numbers as JSON writes them
+	h := fnv.New32a()
+	h.Write([]byte(engine + "\x00"))
+	h.Write(b)
+	return fmt.Sprintf("%s job %08x", engine, h.Sum32())
+}
+
+// Route is the router posed as an agentic task: the policy calls the studio engine that serves the
+// request (tools image, video, audio, layout, each with a JSON Schema for its parameters), reads the
+// job reference the engine returns and answers with it. Only the right engine with the request's
+// exact values returns the expected reference (RouteJob), so the answer checks the call.
+type Route struct{}
+
+func init() { register(Route{}) }
+
+// Name implements Task.
+func (Route) Name() string { return "route" }
+
+// Doc implements Task.
+func (Route) Doc() string {
+	return "the intent router as tool calls: agentic (tools: image, video, audio, layout); answer with the job reference the right engine returns"
+}
+
+// Example implements Task.
+func (Route) Example(rng *rand.Rand) Example {
+	ex := Router{}.Example(rng)
+	var c routeCall
+	_ = json.Unmarshal([]byte(ex.Answer), &c) // Router's answers are its own JSON
+	job := RouteJob(c.Engine, c.Params)
+	return Example{Prompt: ex.Prompt, Completion: job, Answer: job}
+}
+
+// Check implements Task.
+func (Route) Check(ex Example, completion string) (bool, string) {
+	got := FirstLine(completion)
+	if got == ex.Answer {
+		return true, ""
+	}
+	if got == "" {
+		return false, "the answer is missing: call the engine that serves the request, then answer with the job reference it returns"
+	}
+	return false, fmt.Sprintf("%q is not this request's job: call the engine that serves it with the request's values and copy its reply", truncate(got, 40))
+}
+
+// Tools implements Agentic.
+func (Route) Tools() []string { return []string{"image", "video", "audio", "layout"} }
+
+// Demonstration implements Agentic: the right engine called with the request's values, its job
+// reference copied as the answer.
+func (Route) Demonstration(ex Example) Example {
+	c := routeOf(ex.Prompt)
+	return oneCallDemo(ex, c.Engine, c.Params)
+}
+
+// routeOf reads the call a Router request asks for back from its text: every value of a request
+// comes from the fixed vocabularies above or is its one number, and each engine's templates name it.
+func routeOf(prompt string) routeCall {
+	req := strings.TrimSuffix(strings.TrimPrefix(prompt, "route: "), "\n")
+	find := func(xs []string) string {
+		best := ""
+		for _, x := range xs {
+			if strings.Contains(req, x) && len(x) > len(best) {
+				best = x
+			}
+		}
+		return best
+	}
+	number := func() int {
+		n := 0
+		for _, f := range strings.FieldsFunc(req, func(r rune) bool { return r < '0' || r > '9' }) {
+			n, _ = strconv.Atoi(f)
+		}
+		return n
+	}
+	switch {
+	case strings.Contains(req, "music") || strings.Contains(req, "soundtrack"):
+		return routeCall{"audio", map[string]any{"mood": find(moods), "seconds": number()}}
+	case strings.Contains(req, "video") || strings.Contains(req, "animate"):
+		return routeCall{"video", map[string]any{"subject": find(subjects), "seconds": number()}}
+	case find(formats) != "" && find(titles) != "":
+		return routeCall{"layout", map[string]any{"format": find(formats), "title": find(titles)}}
+	}
+	return routeCall{"image", map[string]any{"subject": find(subjects), "style": find(styles)}}
 }

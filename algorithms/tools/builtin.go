@@ -95,7 +95,7 @@ func PythonTool(run Func) Tool {
 const PythonTimeout = 2 * time.Minute
 
 // Builtin names the built-in tools, the values `rollout.tools` and `eval.tools` allow.
-var Builtin = []string{"calc", "check", "lookup", "python"}
+var Builtin = append([]string{"calc", "check", "lookup", "python"}, Studio...)
 
 // Env supplies what some built-ins need from the caller's layer.
 type Env struct {
@@ -140,6 +140,11 @@ func Build(names []string, env Env) (*Registry, error) {
 				return nil, fmt.Errorf("tools: python: no sandbox in this process and no tools queue to send calls to")
 			}
 			t = PythonTool(env.Python)
+		case "image", "video", "audio", "layout":
+			var err error
+			if t, err = StudioTool(n); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, fmt.Errorf("tools: unknown built-in %q: allowed %s", n, strings.Join(Builtin, ", "))
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/temperml/temper/algorithms/tasks"
 )
 
 func TestCalcHandComputed(t *testing.T) {
@@ -271,5 +273,28 @@ func TestBuildRemote(t *testing.T) {
 	}
 	if res := local.Call(context.Background(), Call{Name: "python", Arguments: json.RawMessage(`{"code":"1"}`)}); res.Output != "here" {
 		t.Fatalf("local python = %+v", res)
+	}
+}
+
+// TestStudioTools: each engine returns the job reference of its parameters (the route task's
+// answer), and refuses by its schema a value the studio does not serve.
+func TestStudioTools(t *testing.T) {
+	r, err := Build(Studio, Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.Call(context.Background(), Call{Name: "video", Arguments: json.RawMessage(`{"seconds": 10, "subject": "a fox running"}`)})
+	if want := tasks.RouteJob("video", map[string]any{"subject": "a fox running", "seconds": 10}); res.Err != "" || res.Output != want {
+		t.Fatalf("video = %+v, want %q", res, want)
+	}
+	for _, c := range []Call{
+		{Name: "image", Arguments: json.RawMessage(`{"subject": "a cat", "style": "crayon"}`)},
+		{Name: "video", Arguments: json.RawMessage(`{"subject": "a cat", "seconds": 1200}`)},
+		{Name: "audio", Arguments: json.RawMessage(`{"mood": "calm"}`)},
+		{Name: "layout", Arguments: json.RawMessage(`{"format": "poster", "title": "x", "color": "red"}`)},
+	} {
+		if res := r.Call(context.Background(), c); res.Kind != ErrArguments {
+			t.Errorf("%s %s = %+v: want a schema refusal", c.Name, c.Arguments, res)
+		}
 	}
 }

@@ -35,7 +35,7 @@ func init() {
 			samples := fs.Int("samples", 8, "with --from: completions sampled per prompt")
 			chat := fs.Bool("chat", false, "pose each example as a chat (the prompt as the user's message, the completion as the assistant's), as agentic episodes are; with --text, write the rendered conversation as text; held-out prompts are rendered up to the assistant's turn")
 			pack := fs.Int("pack", 1, "with --text: examples per text line")
-			toolDemos := fs.Bool("tools", false, "agentic task (bigmul): write tool-use demonstrations (multi-turn messages: user, assistant calling calc, tool result, assistant answer); held-out stays prompt/completion")
+			toolDemos := fs.Bool("tools", false, "agentic task (bigmul, facts, route, add2check, addcheck): write tool-use demonstrations (multi-turn messages: user, assistant calling its tools, their results, assistant answer); held-out stays prompt/completion")
 			return func(ctx context.Context, args []string) error {
 				if len(args) == 0 {
 					return usageErr("usage: temper data gen TASK | data check FILE | data tasks")
