@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -13,6 +14,10 @@ import (
 	toolsact "github.com/temperml/temper/activities/tools"
 	"github.com/temperml/temper/workflows"
 )
+
+// toolCallTimeout bounds a ToolCall workflow: well past the episode's own timeout for a call
+// (tools.PythonTimeout) and its activity's attempts.
+const toolCallTimeout = 10 * time.Minute
 
 // ToolDispatcher runs long-running tools' calls as ToolCall workflows (activities/tools.Dispatcher):
 // on Client, or, when nil, on the client of the activity whose episode makes the call.
@@ -32,6 +37,9 @@ func (d ToolDispatcher) Call(ctx context.Context, id string, in toolsact.CallInp
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowExecutionErrorWhenAlreadyStarted: false,
+		// A call nobody waits for any more (its episode timed out: no tools worker is up) ends by
+		// itself instead of waiting for one forever.
+		WorkflowExecutionTimeout: toolCallTimeout,
 	}
 	var run client.WorkflowRun
 	run, err := c.ExecuteWorkflow(ctx, opts, workflows.ToolCallName, in)
