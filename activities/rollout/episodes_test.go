@@ -35,6 +35,18 @@ func (p scriptedPolicy) Generate(prompts [][]int, opts sample.Options) ([]model.
 	return out, nil
 }
 
+// lastToolResult is the first line of the last tool message in an episode's context, if any: what
+// a scripted policy copies or reacts to.
+func lastToolResult(ctx string) (string, bool) {
+	open, _ := train.Encoder().Chat.ToolMarkers()
+	i := strings.LastIndex(ctx, open)
+	if i < 0 {
+		return "", false
+	}
+	res, _, _ := strings.Cut(ctx[i+len(open):], "\n")
+	return res, true
+}
+
 // chatRollouts poses examples as episodes do: one rollout each, its prompt the user's chat message.
 func chatRollouts(t *testing.T, exs []tasks.Example) ([]rollout.Rollout, [][]int) {
 	t.Helper()
@@ -63,8 +75,7 @@ func TestRunEpisodes(t *testing.T) {
 	open, close := enc.Chat.ToolMarkers()
 	policy := scriptedPolicy(func(ctx string) string {
 		user := strings.TrimSuffix(strings.Split(ctx, "\n")[1], "=")
-		if i := strings.LastIndex(ctx, open); i >= 0 {
-			res, _, _ := strings.Cut(ctx[i+len(open):], "\n")
+		if res, ok := lastToolResult(ctx); ok {
 			if strings.HasPrefix(res, "fail") || res == "pass" {
 				return "done"
 			}
@@ -177,10 +188,8 @@ func TestRunEpisodesLookup(t *testing.T) {
 	exs := tasks.Generate(task, 2, 3, 0)
 	enc := train.Encoder()
 	rs, prompts := chatRollouts(t, exs)
-	open, _ := enc.Chat.ToolMarkers()
 	policy := scriptedPolicy(func(ctx string) string {
-		if i := strings.LastIndex(ctx, open); i >= 0 {
-			res, _, _ := strings.Cut(ctx[i+len(open):], "\n")
+		if res, ok := lastToolResult(ctx); ok {
 			return res
 		}
 		key := "no such key"
@@ -208,10 +217,8 @@ func TestRunEpisodesRoute(t *testing.T) {
 	exs := tasks.Generate(task, 2, 3, 0)
 	enc := train.Encoder()
 	rs, prompts := chatRollouts(t, exs)
-	open, _ := enc.Chat.ToolMarkers()
 	policy := scriptedPolicy(func(ctx string) string {
-		if i := strings.LastIndex(ctx, open); i >= 0 {
-			res, _, _ := strings.Cut(ctx[i+len(open):], "\n")
+		if res, ok := lastToolResult(ctx); ok {
 			return res
 		}
 		for k, ex := range exs {
