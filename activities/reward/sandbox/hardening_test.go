@@ -128,6 +128,32 @@ func TestKeyringsDoNotLeak(t *testing.T) {
 			t.Errorf("a concurrent run on another slot read the key: %q", r.Stdout)
 		}
 	})
+	// Without seccomp, keyctl works: the planter's world-readable key is only safe because no run can
+	// learn its serial (/proc/keys is masked in the isolated root).
+	t.Run("other slot, concurrent run, no seccomp", func(t *testing.T) {
+		s := newSandbox(t, Config{Slots: 2})
+		needPython(t, s)
+		if s.Mode() != ModeIsolated {
+			t.Skip("restricted mode shares the host's /proc: it relies on the seccomp filter here")
+		}
+		s.filter = nil
+		secret, desc := "key-"+randomName(t), "temper-leak-"+randomName(t)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = s.Run(t.Context(), Command{Path: s.Config().Python, Args: []string{"-c", keyPlanter(desc, secret, 2*time.Second)}})
+		}()
+		time.Sleep(700 * time.Millisecond)
+		r, err := s.Run(t.Context(), Command{Path: s.Config().Python, Args: []string{"-c", keyStealer(desc)}})
+		wg.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(r.Stdout), secret) {
+			t.Errorf("a concurrent run on another slot read the key without seccomp: %q", r.Stdout)
+		}
+	})
 }
 
 // TestWorkerKeyringUntouched: a worker that holds a session keyring (pam_keyinit does this for

@@ -217,7 +217,9 @@ const keyGCWait = 2 * time.Second
 // but the kernel frees them later, from a work queue: until then a program that finds a key's
 // serial in /proc/keys can still read it, so a run right after another on the same slot could
 // read what the earlier one stored (seen on a 6.18 kernel). A key still alive after keyGCWait
-// ends the run with an error rather than expose it.
+// ends the run with an error rather than expose it. In the isolated root /proc/keys is masked
+// (buildRoot): there the file reads empty and no serial can be found, so this wait guards the
+// restricted mode, whose /proc is the host's.
 func awaitKeyGC(persistent uint64, hasPersistent bool) error {
 	own := map[uint64]bool{}
 	if hasPersistent {
@@ -382,6 +384,18 @@ func buildRoot(sp helperSpec) error {
 	}
 	if err := syscall.Mount("proc", inside("/proc"), "proc", hardened|syscall.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount proc: %w", err)
+	}
+	// /proc/keys lists the serials of every key the program may view, its own uid's and other
+	// slots' alike: with a serial, a key another run made readable can be read (keyctl is denied by
+	// the seccomp filter, but the keyrings must hold without it). Masked with /dev/null, as container
+	// runtimes do; the serials themselves are random 31-bit numbers.
+	for _, f := range []string{"/proc/keys", "/proc/key-users"} {
+		if _, err := os.Stat(inside(f)); err != nil {
+			continue // a kernel without keys
+		}
+		if err := syscall.Mount("/dev/null", inside(f), "", syscall.MS_BIND, ""); err != nil {
+			return fmt.Errorf("mask %s: %w", f, err)
+		}
 	}
 	old := inside("/.oldroot")
 	if err := os.Mkdir(old, 0o700); err != nil {
