@@ -7,7 +7,8 @@
 //     (chosen by setting a PJRT plugin: cpu, cuda, tpu or a plugin path). A backend that is not
 //     linked into the binary or a plugin that is not installed is an error naming what is
 //     missing, never a panic.
-//   - Shapes: batch and sequence are padded up to buckets (powers of two, or configured lists), so
+//   - Shapes: batch and sequence are padded up to buckets (batch: powers of two; sequence: powers
+//     of two to 32, then multiples of 32; or configured lists), so
 //     varied inputs reuse a few executables; the cache is keyed by (graph, bucket) and counts hits,
 //     misses and compile time. Padding is exact: padded rows and columns carry loss weight 0 and
 //     sit after the real tokens of a causal model, so results equal the unpadded computation up to

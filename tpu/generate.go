@@ -21,16 +21,13 @@ func (r *Runtime) GenerateUncached(prompts [][]int, opts sample.Options) ([]mode
 	return r.generate("generate_uncached", prompts, opts, true)
 }
 
-// genBucket mirrors the Generator's padding (batch: power of two; prompt: power of two >= 8;
-// cache: power of two >= 32 holding prompt + new tokens), which names its executables.
+// genBucket names the Generator's executables by its padding (model.GenerateShape).
 func genBucket(prompts [][]int, maxNew int, uncached bool) string {
 	longest := 0
 	for _, p := range prompts {
 		longest = max(longest, len(p))
 	}
-	b, _ := bucketOf("batch", len(prompts), nil, 1)
-	p, _ := bucketOf("prompt", longest, nil, 8)
-	s, _ := bucketOf("cache", p+maxNew, nil, 32)
+	b, p, s := model.GenerateShape(len(prompts), longest, maxNew)
 	if uncached {
 		return fmt.Sprintf("%dx%d", b, s)
 	}

@@ -66,7 +66,7 @@ type Options struct {
 	// trainable parameters (optimizer state included) and the base weights stay frozen.
 	LoRA *model.LoRA `json:"lora,omitempty"`
 
-	// Buckets lists the padded batch and sequence sizes; empty lists mean powers of two.
+	// Buckets lists the padded batch and sequence sizes; empty lists mean the defaults of Buckets.
 	Buckets Buckets `json:"buckets"`
 	// MaxExecs bounds the compiled executables kept (least recently used are dropped); 0 → 32.
 	MaxExecs int `json:"max_execs"`

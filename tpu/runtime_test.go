@@ -132,6 +132,15 @@ func TestBuckets(t *testing.T) {
 			t.Errorf("bucketOf(%d, %v, %d) = %d, %v; want %d", tc.n, tc.list, tc.lo, got, err, tc.want)
 		}
 	}
+	// The default sequence buckets: powers of two up to 32, then multiples of 32.
+	for n, want := range map[int]int{1: 8, 8: 8, 9: 16, 17: 32, 32: 32, 33: 64, 64: 64, 65: 96, 100: 128, 129: 160, 160: 160, 161: 192, 500: 512} {
+		if got, err := (Buckets{}).seqBucket(n); err != nil || got != want {
+			t.Errorf("default seqBucket(%d) = %d, %v; want %d", n, got, err, want)
+		}
+	}
+	if got, err := (Buckets{Seq: []int{16, 256}}).seqBucket(100); err != nil || got != 256 {
+		t.Errorf("listed seqBucket(100) = %d, %v; want 256", got, err)
+	}
 }
 
 // TestExecCache: inputs of one bucket share an executable; other buckets compile; the least

@@ -181,6 +181,28 @@ func bucket(n, lo int) int {
 	return b
 }
 
+// SeqStep is the step of the sequence buckets past their powers of two.
+const SeqStep = 32
+
+// SeqBucket rounds a sequence length n up to its padded size: a power of two (at least lo) up to
+// SeqStep, then a multiple of SeqStep. Sequence padding is paid in every layer (attention
+// quadratically), and lengths such as 90 or 160 are common, so powers of two all the way would
+// waste up to half the work; the Go backend compiles each new shape in milliseconds. Generation
+// (prompt and cache) and the runtime's training and scoring graphs share this rule.
+func SeqBucket(n, lo int) int {
+	if n > SeqStep && lo <= SeqStep {
+		return roundUp(n, SeqStep)
+	}
+	return bucket(n, lo)
+}
+
+// GenerateShape is the padded (batch, prompt, cache) layout one generation call compiles for:
+// the batch a power of two, the longest prompt and prompt + maxNew as SeqBucket rounds them.
+func GenerateShape(prompts, longest, maxNew int) (batch, prompt, cache int) {
+	prompt = SeqBucket(longest, 8)
+	return bucket(prompts, 1), prompt, SeqBucket(prompt+maxNew, 32)
+}
+
 // plan is the padded layout of one generation call.
 type plan struct {
 	n, batch, promptLen, cacheLen int
@@ -212,9 +234,7 @@ func (gen *Generator) plan(prompts [][]int, opts sample.Options) (plan, error) {
 		return plan{}, fmt.Errorf("model: generate: prompt %d + max_new_tokens %d exceeds max_seq %d: %w",
 			longest, opts.MaxNewTokens, gen.cfg.MaxSeq, ErrTooLong)
 	}
-	pl.batch = bucket(pl.n, 1)
-	pl.promptLen = bucket(longest, 8)
-	pl.cacheLen = bucket(pl.promptLen+opts.MaxNewTokens, 32)
+	pl.batch, pl.promptLen, pl.cacheLen = GenerateShape(pl.n, longest, opts.MaxNewTokens)
 	return pl, nil
 }
 
