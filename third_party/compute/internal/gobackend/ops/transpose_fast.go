@@ -80,20 +80,26 @@ func fastTranspose(operand, output *gobackend.Buffer, perm []int) bool {
 	dst := output.RawBytes[:size*elem]
 	switch elem {
 	case 1:
-		transposeTyped(unsafe.Slice((*uint8)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint8)(unsafe.Pointer(&dst[0])), size), plan)
+		transposeTyped(unsafe.Slice((*uint8)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint8)(unsafe.Pointer(&dst[0])), size), plan, nil)
 	case 2:
-		transposeTyped(unsafe.Slice((*uint16)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint16)(unsafe.Pointer(&dst[0])), size), plan)
+		transposeTyped(unsafe.Slice((*uint16)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint16)(unsafe.Pointer(&dst[0])), size), plan, nil)
 	case 4:
-		transposeTyped(unsafe.Slice((*uint32)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), size), plan)
+		transposeTyped(unsafe.Slice((*uint32)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), size), plan, block8x8x32)
 	case 8:
-		transposeTyped(unsafe.Slice((*uint64)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint64)(unsafe.Pointer(&dst[0])), size), plan)
+		transposeTyped(unsafe.Slice((*uint64)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint64)(unsafe.Pointer(&dst[0])), size), plan, nil)
 	default:
 		return false
 	}
 	return true
 }
 
-func transposeTyped[T any](src, dst []T, plan transposePlan) {
+// block8x8x32, where the CPU has one, transposes an 8×8 block of 4-byte elements: dst row r (at
+// dst + r·dstStride bytes) gets element r of the 8 source rows (at src + c·srcStride). nil: the
+// scalar block.
+var block8x8x32 func(src unsafe.Pointer, srcStride uintptr, dst unsafe.Pointer, dstStride uintptr)
+
+// transposeTyped moves src into dst by plan; kern8, for 4-byte T, is block8x8x32 (or nil).
+func transposeTyped[T any](src, dst []T, plan transposePlan, kern8 func(src unsafe.Pointer, srcStride uintptr, dst unsafe.Pointer, dstStride uintptr)) {
 	rank := len(plan.dims)
 	if rank <= 1 {
 		copy(dst, src)
@@ -151,6 +157,21 @@ func transposeTyped[T any](src, dst []T, plan transposePlan) {
 			cn := min(tile, cols-c0)
 			for r0 := 0; r0 < rows; r0 += tile {
 				rn := min(tile, rows-r0)
+				if kern8 != nil && cn == tile && rn == tile {
+					// Full blocks: the whole 16×16 lies inside both slices (checked once here).
+					so := srcBase + c0*srcColStride + r0
+					do := dstBase + r0*dstRowStride + c0
+					_ = src[so+(tile-1)*srcColStride+tile-1]
+					_ = dst[do+(tile-1)*dstRowStride+tile-1]
+					var zero T
+					es := unsafe.Sizeof(zero)
+					ss, ds := uintptr(srcColStride)*es, uintptr(dstRowStride)*es
+					for _, b := range [4][2]int{{0, 0}, {0, 8}, {8, 0}, {8, 8}} { // {c, r} of each 8×8
+						kern8(unsafe.Pointer(&src[so+b[0]*srcColStride+b[1]]), ss,
+							unsafe.Pointer(&dst[do+b[1]*dstRowStride+b[0]]), ds)
+					}
+					continue
+				}
 				// Read cn source runs of rn elements: src[c][r0:r0+rn].
 				for c := range cn {
 					so := srcBase + (c0+c)*srcColStride + r0
