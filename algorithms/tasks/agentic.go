@@ -191,25 +191,97 @@ func (s SelfCheck) Demonstration(ex Example) Example {
 	h := fnv.New64a()
 	h.Write([]byte(ex.Prompt))
 	rng := rand.New(rand.NewPCG(h.Sum64(), 0x5e1fc8ec))
-	// Each attempt is the answer written out, then checked: the answer follows the prompt (or the
-	// feedback that repeats the question) as in plain arithmetic text, and the call copies it.
-	attempt := func(answer string) tokenize.Message {
-		args, _ := json.Marshal(map[string]string{"answer": answer}) // a map of strings always marshals
-		return tokenize.Message{Role: tokenize.RoleAssistant, Content: answer, ToolCalls: []tokenize.ToolCall{{Name: "check", Arguments: args}}}
-	}
+	// Each attempt (checkAttempt) is the answer written out, then checked: the answer follows the
+	// prompt (or the feedback that repeats the question) as in plain arithmetic text.
 	msgs := []tokenize.Message{{Role: tokenize.RoleUser, Content: ex.Prompt}}
 	if rng.IntN(2) == 0 {
 		wrong := s.base.Mistake(ex, rng)
 		_, fb := s.base.Check(ex, wrong)
-		slip := attempt(wrong)
+		slip := checkAttempt(wrong)
 		noLoss := 0 // the slip is context: the model learns to recover from it, not to make it
 		slip.Weight = &noLoss
 		msgs = append(msgs, slip, tokenize.Message{Role: tokenize.RoleTool, Content: "fail: " + fb})
 	}
-	msgs = append(msgs, attempt(ex.Answer),
+	msgs = append(msgs, checkAttempt(ex.Answer),
 		tokenize.Message{Role: tokenize.RoleTool, Content: "pass"},
 		tokenize.Message{Role: tokenize.RoleAssistant, Content: ex.Answer})
 	return Example{ID: ex.ID, Task: ex.Task, Answer: ex.Answer, Messages: msgs}
+}
+
+// MulCheck mixes products a model can learn to write at once, a 4–6 digit number times 1, 10 or 100
+// (copy it, append zeros), with bigmul's products of two 4–6 digit numbers (which it cannot
+// compute), posed for self-correction with a second tool: the policy writes an answer and checks
+// it; after a failure it calls `calc` and answers with the result. Its demonstrations check the
+// right product of an easy prompt, and check a plausible slip of a hard one (weight 0: context,
+// not trained on), read the failure, call calc and copy its result. A policy's first answers are
+// then right about as often as it knows the answer, and its final answers as often as it recovers:
+// what evaluations with `check` compare (heldout_first_answer_exact_match against
+// heldout_exact_match).
+type MulCheck struct{}
+
+func init() { register(MulCheck{}) }
+
+// Name implements Task.
+func (MulCheck) Name() string { return "mulcheck" }
+
+// Doc implements Task.
+func (MulCheck) Doc() string {
+	return "a*b: half a 4-6 digit number times 1, 10 or 100, half two 4-6 digit operands: agentic (tools: check, calc); demonstrations check an answer and, after a failure, call calc and copy its result"
+}
+
+// Example implements Task: an easy product or a bigmul one, with equal probability.
+func (MulCheck) Example(rng *rand.Rand) Example {
+	ex := BigMul{}.Example(rng)
+	if rng.IntN(2) == 0 {
+		return ex
+	}
+	x, _, _ := strings.Cut(ex.Prompt, "*")
+	zeros := strings.Repeat("0", rng.IntN(3))
+	return Example{Prompt: x + "*1" + zeros + "=", Completion: x + zeros, Answer: x + zeros}
+}
+
+// mulCheckEasy reports whether a mulcheck prompt multiplies by 1, 10 or 100.
+func mulCheckEasy(prompt string) bool {
+	_, y, _ := strings.Cut(strings.TrimSuffix(prompt, "="), "*")
+	return y == "1" || y == "10" || y == "100"
+}
+
+// Check implements Task: the first line must be the exact product (feedback names the expression).
+func (MulCheck) Check(ex Example, completion string) (bool, string) {
+	return Arithmetic{}.Check(ex, completion)
+}
+
+// Tools implements Agentic.
+func (MulCheck) Tools() []string { return []string{"check", "calc"} }
+
+// Demonstration implements Agentic. An easy prompt: check the product, read "pass", answer. A hard
+// one: check a slip (drawn from a generator seeded by the prompt, so the same example always gives
+// the same conversation), read the failure, call calc on the expression, answer with its result.
+func (MulCheck) Demonstration(ex Example) Example {
+	msgs := []tokenize.Message{{Role: tokenize.RoleUser, Content: ex.Prompt}}
+	if mulCheckEasy(ex.Prompt) {
+		msgs = append(msgs, checkAttempt(ex.Answer), tokenize.Message{Role: tokenize.RoleTool, Content: "pass"})
+	} else {
+		h := fnv.New64a()
+		h.Write([]byte(ex.Prompt))
+		wrong := Arithmetic{}.Mistake(ex, rand.New(rand.NewPCG(h.Sum64(), 0x3c4ec)))
+		_, fb := Arithmetic{}.Check(ex, wrong)
+		slip := checkAttempt(wrong)
+		noLoss := 0
+		slip.Weight = &noLoss
+		expr, _ := json.Marshal(map[string]string{"expr": strings.TrimSuffix(ex.Prompt, "=")})
+		msgs = append(msgs, slip, tokenize.Message{Role: tokenize.RoleTool, Content: "fail: " + fb},
+			tokenize.Message{Role: tokenize.RoleAssistant, ToolCalls: []tokenize.ToolCall{{Name: "calc", Arguments: expr}}},
+			tokenize.Message{Role: tokenize.RoleTool, Content: ex.Answer})
+	}
+	msgs = append(msgs, tokenize.Message{Role: tokenize.RoleAssistant, Content: ex.Answer})
+	return Example{ID: ex.ID, Task: ex.Task, Answer: ex.Answer, Messages: msgs}
+}
+
+// checkAttempt is an answer written out and then checked (the call copies it).
+func checkAttempt(answer string) tokenize.Message {
+	args, _ := json.Marshal(map[string]string{"answer": answer}) // a map of strings always marshals
+	return tokenize.Message{Role: tokenize.RoleAssistant, Content: answer, ToolCalls: []tokenize.ToolCall{{Name: "check", Arguments: args}}}
 }
 
 // Corpus is a task whose facts live in a corpus the `lookup` tool reads (key → value), not in the

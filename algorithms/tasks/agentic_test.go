@@ -107,6 +107,62 @@ func TestSelfCheckDemonstrations(t *testing.T) {
 	}
 }
 
+// TestMulCheckDemonstrations: mulcheck mixes easy (×1, ×10, ×100) and big products about half and
+// half; an easy demonstration checks the product and answers after "pass"; a big one checks a slip
+// (weight 0) that the verifier fails, with its feedback as the tool message, then calls calc on the
+// prompt's expression and answers with the product; each is a valid conversation, the same every time.
+func TestMulCheckDemonstrations(t *testing.T) {
+	task, err := Lookup("mulcheck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag := task.(Agentic)
+	if !reflect.DeepEqual(ag.Tools(), []string{"check", "calc"}) {
+		t.Fatalf("tools %v", ag.Tools())
+	}
+	big := 0
+	for _, ex := range Generate(task, 400, 3, 0) {
+		d := ag.Demonstration(ex)
+		if err := checkMessages(d.Messages); err != nil {
+			t.Fatalf("%s: %v", ex.Prompt, err)
+		}
+		if !reflect.DeepEqual(d, ag.Demonstration(ex)) {
+			t.Fatalf("%s: two different demonstrations", ex.Prompt)
+		}
+		m := d.Messages
+		if last := m[len(m)-1]; last.Content != ex.Answer || len(last.ToolCalls) != 0 || !last.Trained() {
+			t.Fatalf("%s: ends %+v", ex.Prompt, last)
+		}
+		var a struct{ Answer, Expr string }
+		_ = json.Unmarshal(m[1].ToolCalls[0].Arguments, &a)
+		pass, fb := task.Check(ex, a.Answer)
+		switch len(m) {
+		case 4: // easy
+			if !mulCheckEasy(ex.Prompt) || !pass || m[2].Content != "pass" || !m[1].Trained() || a.Answer != m[1].Content {
+				t.Fatalf("%s: %+v", ex.Prompt, m)
+			}
+		case 6:
+			big++
+			if mulCheckEasy(ex.Prompt) || pass || m[2].Content != "fail: "+fb || m[1].Trained() {
+				t.Fatalf("%s: slip %q: %+v %+v", ex.Prompt, a.Answer, m[1], m[2])
+			}
+			c := m[3].ToolCalls
+			if len(c) != 1 || c[0].Name != "calc" || m[4].Content != ex.Answer {
+				t.Fatalf("%s: recovery %+v %+v", ex.Prompt, m[3], m[4])
+			}
+			_ = json.Unmarshal(c[0].Arguments, &a)
+			if a.Expr+"=" != ex.Prompt {
+				t.Fatalf("%s: calc on %q", ex.Prompt, a.Expr)
+			}
+		default:
+			t.Fatalf("%s: %d messages", ex.Prompt, len(m))
+		}
+	}
+	if big < 160 || big > 240 {
+		t.Fatalf("%d of 400 are big products, want about half", big)
+	}
+}
+
 // TestFacts: every prompt's answer is in the corpus under the key its demonstration looks up,
 // the corpus is the same every time, values are not guessable from the prompt, and Check wants
 // the value exactly.
