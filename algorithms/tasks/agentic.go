@@ -254,19 +254,20 @@ func (MulCheck) Check(ex Example, completion string) (bool, string) {
 // Tools implements Agentic.
 func (MulCheck) Tools() []string { return []string{"check", "calc"} }
 
-// Demonstration implements Agentic. An easy prompt: check the product, read "pass", answer. A hard
-// one: check a slip (drawn from a generator seeded by the prompt, so the same example always gives
+// Demonstration implements Agentic. The answer to check is written in the call only (a 12-digit
+// answer copied a second time into the call was the first thing a model got wrong). An easy
+// prompt: check the product, read "pass", answer. A hard one: check a slip (drawn from a generator seeded by the prompt, so the same example always gives
 // the same conversation), read the failure, call calc on the expression, answer with its result.
 func (MulCheck) Demonstration(ex Example) Example {
 	msgs := []tokenize.Message{{Role: tokenize.RoleUser, Content: ex.Prompt}}
 	if mulCheckEasy(ex.Prompt) {
-		msgs = append(msgs, checkAttempt(ex.Answer), tokenize.Message{Role: tokenize.RoleTool, Content: "pass"})
+		msgs = append(msgs, checkCall(ex.Answer), tokenize.Message{Role: tokenize.RoleTool, Content: "pass"})
 	} else {
 		h := fnv.New64a()
 		h.Write([]byte(ex.Prompt))
 		wrong := Arithmetic{}.Mistake(ex, rand.New(rand.NewPCG(h.Sum64(), 0x3c4ec)))
 		_, fb := Arithmetic{}.Check(ex, wrong)
-		slip := checkAttempt(wrong)
+		slip := checkCall(wrong)
 		noLoss := 0
 		slip.Weight = &noLoss
 		expr, _ := json.Marshal(map[string]string{"expr": strings.TrimSuffix(ex.Prompt, "=")})
@@ -280,8 +281,15 @@ func (MulCheck) Demonstration(ex Example) Example {
 
 // checkAttempt is an answer written out and then checked (the call copies it).
 func checkAttempt(answer string) tokenize.Message {
+	m := checkCall(answer)
+	m.Content = answer
+	return m
+}
+
+// checkCall proposes an answer to check in the call alone: written once, where the answer is long.
+func checkCall(answer string) tokenize.Message {
 	args, _ := json.Marshal(map[string]string{"answer": answer}) // a map of strings always marshals
-	return tokenize.Message{Role: tokenize.RoleAssistant, Content: answer, ToolCalls: []tokenize.ToolCall{{Name: "check", Arguments: args}}}
+	return tokenize.Message{Role: tokenize.RoleAssistant, ToolCalls: []tokenize.ToolCall{{Name: "check", Arguments: args}}}
 }
 
 // Corpus is a task whose facts live in a corpus the `lookup` tool reads (key → value), not in the

@@ -138,7 +138,7 @@ func TestMulCheckDemonstrations(t *testing.T) {
 		pass, fb := task.Check(ex, a.Answer)
 		switch len(m) {
 		case 4: // easy
-			if !mulCheckEasy(ex.Prompt) || !pass || m[2].Content != "pass" || !m[1].Trained() || a.Answer != m[1].Content {
+			if !mulCheckEasy(ex.Prompt) || !pass || m[2].Content != "pass" || !m[1].Trained() || m[1].Content != "" {
 				t.Fatalf("%s: %+v", ex.Prompt, m)
 			}
 		case 6:
