@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
@@ -129,8 +130,9 @@ type Packer struct {
 }
 
 // Next fills one batch starting at cur and returns it with the cursor after it. An example longer
-// than Seq is truncated to Seq tokens (its tail is lost; Truncated counts them). A row is closed when
-// the next example does not fit; the example then starts the next row, whole.
+// than Seq is truncated to Seq tokens (its tail is lost: check with CutCompletions first where the
+// tail is what trains). A row is closed when the next example does not fit; the example then starts
+// the next row, whole.
 func (p *Packer) Next(cur Cursor) (Batch, Cursor, error) {
 	if len(p.Data) == 0 {
 		return Batch{}, cur, errors.New("data: empty dataset")
@@ -196,6 +198,40 @@ func advance(c Cursor, n int) Cursor {
 		c.Index = 0
 	}
 	return c
+}
+
+// CutCompletions checks that no example with a prompt (some untrained tokens: SFT and chat data)
+// is longer than rows of seq tokens hold, since the Packer truncates a long example and its tail is
+// where the completion, the only trained part, sits. Text examples (every token trained, as in
+// pretraining) may be truncated. The error names the first such example, its length and the
+// trained tokens it would lose, and counts the others.
+func CutCompletions(enc []Encoded, exs []tasks.Example, seq int) error {
+	first, n := -1, 0
+	for i, e := range enc {
+		if len(e.IDs) <= seq || !slices.Contains(e.Loss[1:], false) { // text: all trained but BOS
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		n++
+	}
+	if first < 0 {
+		return nil
+	}
+	e := enc[first]
+	lost := 0
+	for _, l := range e.Loss[seq:] {
+		if l {
+			lost++
+		}
+	}
+	id := ""
+	if first < len(exs) && exs[first].ID != "" {
+		id = " (" + exs[first].ID + ")"
+	}
+	return fmt.Errorf("data: example %d%s is %d tokens but a row holds %d: %d of its trained tokens would be cut (%d of %d examples are too long); raise batch.seq to at least %d or shorten the data",
+		first, id, len(e.IDs), seq, lost, n, len(enc), len(e.IDs)-1)
 }
 
 // EncodeAll encodes a dataset, naming the example of any failure.

@@ -3,6 +3,7 @@ package data
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/temperml/temper/algorithms/tasks"
@@ -122,5 +123,33 @@ func TestPackerCoversEpoch(t *testing.T) {
 	}
 	if seen < 100 || seen > 100+4*32 {
 		t.Fatalf("one epoch packed %d examples, want about 100", seen)
+	}
+}
+
+// TestCutCompletions: an example with a prompt longer than a row is refused, naming it, its length
+// and the trained tokens it would lose; text examples (all trained) and examples that fit pass.
+func TestCutCompletions(t *testing.T) {
+	enc := Encoder{Tok: tokenize.Byte{}, Chat: tokenize.DefaultChat(), BOS: true}
+	exs := []tasks.Example{
+		{ID: "short", Prompt: "1+1=", Completion: "2"},
+		{ID: "text", Text: strings.Repeat("x", 40)},
+		{ID: "long", Prompt: strings.Repeat("9", 12) + "=", Completion: "123456"},
+	}
+	encoded, err := enc.EncodeAll(exs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// long: BOS + 13 prompt bytes + 6 completion bytes + EOS = 21 tokens, the last 7 trained.
+	if err := CutCompletions(encoded, exs, 21); err != nil {
+		t.Fatalf("fits: %v", err)
+	}
+	err = CutCompletions(encoded, exs, 16)
+	if err == nil {
+		t.Fatal("a completion cut by the row length passed")
+	}
+	for _, want := range []string{"example 2 (long)", "21 tokens", "holds 16", "5 of its trained tokens", "1 of 3 examples", "at least 20"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
 	}
 }

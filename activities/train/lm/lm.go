@@ -61,6 +61,10 @@ func (a *Activities) Chunk(ctx context.Context, in contract.ChunkInput) (contrac
 		if err != nil {
 			return nil, train.BadInput(err)
 		}
+		// A row holds batch.seq+1 tokens (inputs and the shifted targets).
+		if err := data.CutCompletions(encoded, trainEx, in.Batch.Seq+1); err != nil {
+			return nil, train.BadInput(fmt.Errorf("%s: %w", op, err))
+		}
 		eng, cfg, ad, err := train.LoadTrainEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, (*model.LoRA)(in.LoRA), !in.FreshOptimizer)
 		if err != nil {
 			return nil, err
