@@ -212,8 +212,8 @@ func (s SelfCheck) Demonstration(ex Example) Example {
 // (copy it, append zeros), with bigmul's products of two 4–6 digit numbers (which it cannot
 // compute), posed for self-correction with a second tool: the policy writes an answer and checks
 // it; after a failure it calls `calc` and answers with the result. Its demonstrations check the
-// right product of an easy prompt, and check a guess at a hard one (the operands side by side;
-// weight 0: context, not trained on), read the failure, call calc and copy its result. A policy's first answers are
+// right product of an easy prompt, and check a guess at a hard one (the operands side by side),
+// read the failure, call calc and copy its result. A policy's first answers are
 // then right about as often as it knows the answer, and its final answers as often as it recovers:
 // what evaluations with `check` compare (heldout_first_answer_exact_match against
 // heldout_exact_match).
@@ -256,18 +256,19 @@ func (MulCheck) Tools() []string { return []string{"check", "calc"} }
 
 // Demonstration implements Agentic. The answer to check is written in the call only (a 12-digit
 // answer copied a second time into the call was the first thing a model got wrong). An easy
-// prompt: check the product, read "pass", answer. A hard one: check a guess (weight 0), read the
-// failure, call calc on the expression, answer with its result.
+// prompt: check the product, read "pass", answer. A hard one: check a guess, read the failure,
+// call calc on the expression, answer with its result.
 func (MulCheck) Demonstration(ex Example) Example {
 	msgs := []tokenize.Message{{Role: tokenize.RoleUser, Content: ex.Prompt}}
 	if mulCheckEasy(ex.Prompt) {
 		msgs = append(msgs, checkCall(ex.Answer), tokenize.Message{Role: tokenize.RoleTool, Content: "pass"})
 	} else {
 		// The guess writes the operands side by side, the easy prompts' rule (copy, append the
-		// multiplier's zeros) misapplied, which is what a model taught on them writes here. A slip
-		// derived from the answer (a digit off) would leak it: a model fine-tuned on such slips read
-		// the final answer partly from them and, after its own unrelated guesses, copied calc's
-		// result wrongly (held-out final answers no better than first ones, training loss 0.000).
+		// multiplier's zeros) misapplied, which is what a model taught on them writes here anyway. It
+		// is trained: left untrained (weight 0), a quarter of a fine-tuned model's first calls on
+		// hard prompts were malformed. A slip derived from the answer (a digit off) would leak it:
+		// a model fine-tuned on such slips read the final answer partly from them and, after its
+		// own unrelated guesses, copied calc's result wrongly.
 		x, y, _ := strings.Cut(strings.TrimSuffix(ex.Prompt, "="), "*")
 		wrong := x + y
 		if wrong == ex.Answer {
@@ -275,8 +276,6 @@ func (MulCheck) Demonstration(ex Example) Example {
 		}
 		_, fb := Arithmetic{}.Check(ex, wrong)
 		slip := checkCall(wrong)
-		noLoss := 0
-		slip.Weight = &noLoss
 		expr, _ := json.Marshal(map[string]string{"expr": strings.TrimSuffix(ex.Prompt, "=")})
 		msgs = append(msgs, slip, tokenize.Message{Role: tokenize.RoleTool, Content: "fail: " + fb},
 			tokenize.Message{Role: tokenize.RoleAssistant, ToolCalls: []tokenize.ToolCall{{Name: "calc", Arguments: expr}}},

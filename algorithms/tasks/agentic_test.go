@@ -108,8 +108,8 @@ func TestSelfCheckDemonstrations(t *testing.T) {
 }
 
 // TestMulCheckDemonstrations: mulcheck mixes easy (×1, ×10, ×100) and big products about half and
-// half; an easy demonstration checks the product and answers after "pass"; a big one checks a slip
-// (weight 0) that the verifier fails, with its feedback as the tool message, then calls calc on the
+// half; an easy demonstration checks the product and answers after "pass"; a big one checks a guess
+// (the operands side by side) that the verifier fails, with its feedback as the tool message, then calls calc on the
 // prompt's expression and answers with the product; each is a valid conversation, the same every time.
 func TestMulCheckDemonstrations(t *testing.T) {
 	task, err := Lookup("mulcheck")
@@ -143,7 +143,8 @@ func TestMulCheckDemonstrations(t *testing.T) {
 			}
 		case 6:
 			big++
-			if mulCheckEasy(ex.Prompt) || pass || m[2].Content != "fail: "+fb || m[1].Trained() {
+			x, y, _ := strings.Cut(strings.TrimSuffix(ex.Prompt, "="), "*")
+			if mulCheckEasy(ex.Prompt) || pass || m[2].Content != "fail: "+fb || !strings.HasPrefix(a.Answer, x+y) {
 				t.Fatalf("%s: slip %q: %+v %+v", ex.Prompt, a.Answer, m[1], m[2])
 			}
 			c := m[3].ToolCalls
