@@ -263,6 +263,10 @@ func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput
 		return contract.PolicyStepOutput{}, err
 	}
 	defer eng.Close()
+	// Loading and the log-probs passes come before the first optimizer step's heartbeat; on a loaded
+	// 2-core machine they once took past the 30 s heartbeat timeout, and the attempt was retried.
+	beat := func() { activity.RecordHeartbeat(ctx, contract.Progress{}) }
+	beat()
 	nonFinite := false
 	if len(idx) > 0 {
 		mb := in.Minibatch
@@ -283,11 +287,13 @@ func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput
 				return contract.PolicyStepOutput{}, fmt.Errorf("train: policy step old log-probs: %w", err)
 			}
 			ref[c] = old[c]
+			beat()
 		}
 		if in.Loss.KLBeta > 0 && in.Reference != "" && in.Reference != in.Policy {
 			if err := a.referenceLogProbs(ctx, in.Reference, rows, ref); err != nil {
 				return contract.PolicyStepOutput{}, fmt.Errorf("train: policy step: %w", err)
 			}
+			beat()
 		}
 		obj := objective.Policy(in.Loss)
 		inputs := func(c int) ([]*tensors.Tensor, error) {
