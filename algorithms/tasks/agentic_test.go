@@ -77,14 +77,7 @@ func TestSelfCheckDemonstrations(t *testing.T) {
 	slips := 0
 	exs := Generate(task, 400, 2, 0)
 	for _, ex := range exs {
-		d := ag.Demonstration(ex)
-		if err := checkMessages(d.Messages); err != nil {
-			t.Fatalf("%s: %v", ex.Prompt, err)
-		}
-		if !reflect.DeepEqual(d, ag.Demonstration(ex)) {
-			t.Fatalf("%s: two different demonstrations", ex.Prompt)
-		}
-		m := d.Messages
+		m := validDemonstration(t, ag, ex)
 		if last := m[len(m)-1]; last.Content != ex.Answer || m[len(m)-2].Content != "pass" {
 			t.Fatalf("%s: ends %+v", ex.Prompt, m[len(m)-2:])
 		}
@@ -107,6 +100,20 @@ func TestSelfCheckDemonstrations(t *testing.T) {
 	}
 }
 
+// validDemonstration returns ex's demonstration after checking that it is a valid conversation and
+// the same every time.
+func validDemonstration(t *testing.T, ag Agentic, ex Example) []tokenize.Message {
+	t.Helper()
+	d := ag.Demonstration(ex)
+	if err := checkMessages(d.Messages); err != nil {
+		t.Fatalf("%s: %v", ex.Prompt, err)
+	}
+	if !reflect.DeepEqual(d, ag.Demonstration(ex)) {
+		t.Fatalf("%s: two different demonstrations", ex.Prompt)
+	}
+	return d.Messages
+}
+
 // TestMulCheckDemonstrations: mulcheck mixes easy (×1, ×10, ×100) and big products about half and
 // half; an easy demonstration checks the product and answers after "pass"; a big one checks a guess
 // (the operands side by side) that the verifier fails, with its feedback as the tool message, then calls calc on the
@@ -122,14 +129,7 @@ func TestMulCheckDemonstrations(t *testing.T) {
 	}
 	big := 0
 	for _, ex := range Generate(task, 400, 3, 0) {
-		d := ag.Demonstration(ex)
-		if err := checkMessages(d.Messages); err != nil {
-			t.Fatalf("%s: %v", ex.Prompt, err)
-		}
-		if !reflect.DeepEqual(d, ag.Demonstration(ex)) {
-			t.Fatalf("%s: two different demonstrations", ex.Prompt)
-		}
-		m := d.Messages
+		m := validDemonstration(t, ag, ex)
 		if last := m[len(m)-1]; last.Content != ex.Answer || len(last.ToolCalls) != 0 || !last.Trained() {
 			t.Fatalf("%s: ends %+v", ex.Prompt, last)
 		}
