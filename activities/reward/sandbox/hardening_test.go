@@ -111,21 +111,8 @@ func TestKeyringsDoNotLeak(t *testing.T) {
 	t.Run("other slot, concurrent run", func(t *testing.T) {
 		s := newSandbox(t, Config{Slots: 2})
 		needPython(t, s)
-		secret, desc := "key-"+randomName(t), "temper-leak-"+randomName(t)
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, _ = s.Run(t.Context(), Command{Path: s.Config().Python, Args: []string{"-c", keyPlanter(desc, secret, 2*time.Second)}})
-		}()
-		time.Sleep(700 * time.Millisecond)
-		r, err := s.Run(t.Context(), Command{Path: s.Config().Python, Args: []string{"-c", keyStealer(desc)}})
-		wg.Wait()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(r.Stdout), secret) {
-			t.Errorf("a concurrent run on another slot read the key: %q", r.Stdout)
+		if out, secret := concurrentKeyTheft(t, s); strings.Contains(out, secret) {
+			t.Errorf("a concurrent run on another slot read the key: %q", out)
 		}
 	})
 	// Without seccomp, keyctl works: the planter's world-readable key is only safe because no run can
@@ -137,23 +124,30 @@ func TestKeyringsDoNotLeak(t *testing.T) {
 			t.Skip("restricted mode shares the host's /proc: it relies on the seccomp filter here")
 		}
 		s.filter = nil
-		secret, desc := "key-"+randomName(t), "temper-leak-"+randomName(t)
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, _ = s.Run(t.Context(), Command{Path: s.Config().Python, Args: []string{"-c", keyPlanter(desc, secret, 2*time.Second)}})
-		}()
-		time.Sleep(700 * time.Millisecond)
-		r, err := s.Run(t.Context(), Command{Path: s.Config().Python, Args: []string{"-c", keyStealer(desc)}})
-		wg.Wait()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(r.Stdout), secret) {
-			t.Errorf("a concurrent run on another slot read the key without seccomp: %q", r.Stdout)
+		if out, secret := concurrentKeyTheft(t, s); strings.Contains(out, secret) {
+			t.Errorf("a concurrent run on another slot read the key without seccomp: %q", out)
 		}
 	})
+}
+
+// concurrentKeyTheft runs a program that plants a world-readable key (and holds it 2 s) and, while
+// it runs, one on the other slot that tries to read it; it returns the thief's output and the secret.
+func concurrentKeyTheft(t *testing.T, s *Sandbox) (stolen, secret string) {
+	t.Helper()
+	secret, desc := "key-"+randomName(t), "temper-leak-"+randomName(t)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, _ = s.Run(t.Context(), Command{Path: s.Config().Python, Args: []string{"-c", keyPlanter(desc, secret, 2*time.Second)}})
+	}()
+	time.Sleep(700 * time.Millisecond)
+	r, err := s.Run(t.Context(), Command{Path: s.Config().Python, Args: []string{"-c", keyStealer(desc)}})
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(r.Stdout), secret
 }
 
 // TestWorkerKeyringUntouched: a worker that holds a session keyring (pam_keyinit does this for
