@@ -204,3 +204,34 @@ func TestFacts(t *testing.T) {
 		}
 	}
 }
+
+// TestMulCheckVerifier: mulcheck's verifier wants the exact product on the first line; the plausible
+// wrong answers a policy (or a reward hacker) writes fail: the demonstrations' guess, a leading zero,
+// a sign, an extra digit, the expression itself, the answer after other text, a near miss.
+func TestMulCheckVerifier(t *testing.T) {
+	task, _ := Lookup("mulcheck")
+	var ex Example
+	for _, e := range Generate(task, 20, 4, 0) {
+		if !mulCheckEasy(e.Prompt) {
+			ex = e
+			break
+		}
+	}
+	if ex.Answer == "" {
+		t.Fatal("no hard product among 20 examples")
+	}
+	x, y, _ := strings.Cut(strings.TrimSuffix(ex.Prompt, "="), "*")
+	for _, tc := range []struct {
+		completion string
+		pass       bool
+	}{
+		{ex.Answer, true}, {" " + ex.Answer + " \nanything", true},
+		{x + y, false}, {"0" + ex.Answer, false}, {"+" + ex.Answer, false}, {"-" + ex.Answer, false},
+		{ex.Answer + "0", false}, {x + "*" + y, false}, {"answer: " + ex.Answer, false},
+		{ex.Answer[:len(ex.Answer)-1], false}, {"", false}, {"\n" + ex.Answer, false},
+	} {
+		if pass, _ := task.Check(ex, tc.completion); pass != tc.pass {
+			t.Errorf("%s: Check(%q) = %v, want %v", ex.Prompt, tc.completion, pass, tc.pass)
+		}
+	}
+}
