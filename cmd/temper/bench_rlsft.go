@@ -69,7 +69,7 @@ func rlVsSFTPhases(o rlVsSFTOptions, from string) ([]workflows.PhaseSpec, error)
 	if from == "" && o.Pretrain > 0 {
 		phases = append(phases, workflows.PhaseSpec{Name: "pretrain", Kind: "pretrain", Config: json.RawMessage(fmt.Sprintf(
 			`{"model":{"preset":"tiny"},"data":{"task":%q,"train_examples":8000,"heldout_examples":%d,"seed":%d},"batch":{"rows":16,"seq":64},
-			"steps":%d,"chunk_steps":%d,"optimizer":{"lr":0.01,"warmup_steps":30},"eval":{"examples":%d,"max_new_tokens":%d,"before":false}}`,
+			"steps":%d,"chunk_steps":%d,"optimizer":{"lr":0.003,"warmup_steps":30},"eval":{"examples":%d,"max_new_tokens":%d,"before":false}}`,
 			pretrainOn, o.Heldout, benchDataSeed, o.Pretrain, max(1, o.Pretrain/4), o.Heldout, longest+2))})
 	}
 	if from == "" {

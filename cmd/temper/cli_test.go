@@ -248,7 +248,7 @@ func TestDemoPipelineIsValid(t *testing.T) {
 }
 
 // TestRLTrialsPipelineIsValid: scripts/rl-trials.yaml, which the README and issue notes cite, still
-// parses and validates, and its base is the bench's (same data seed and held-out prompts).
+// parses and validates, and its base is the bench's (same data seed, held-out prompts, steps and optimizer).
 func TestRLTrialsPipelineIsValid(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "scripts", "rl-trials.yaml"))
 	if err != nil {
@@ -264,11 +264,12 @@ func TestRLTrialsPipelineIsValid(t *testing.T) {
 	}
 	for i, name := range []string{"pretrain", "base"} {
 		var got, want struct {
-			Data  json.RawMessage `json:"data"`
-			Steps int             `json:"steps"`
+			Data      json.RawMessage `json:"data"`
+			Steps     int             `json:"steps"`
+			Optimizer json.RawMessage `json:"optimizer"`
 		}
 		if in.Phases[i].Name != name || json.Unmarshal(in.Phases[i].Config, &got) != nil || json.Unmarshal(bench[i].Config, &want) != nil ||
-			got.Steps != want.Steps || !jsonEqual(got.Data, want.Data) {
+			got.Steps != want.Steps || !jsonEqual(got.Data, want.Data) || !jsonEqual(got.Optimizer, want.Optimizer) {
 			t.Errorf("phase %d %s: %s, want the bench's %s", i, in.Phases[i].Name, in.Phases[i].Config, bench[i].Config)
 		}
 	}
