@@ -199,7 +199,7 @@ func progressLine(s snapshot, eta time.Duration, frac float64) string {
 			frac = float64(s.Step.Step) / float64(s.Step.Total)
 		}
 		filled := min(width, max(0, int(frac*width)))
-		line += fmt.Sprintf(" [%s%s] step %d/%d", strings.Repeat("#", filled), strings.Repeat(".", width-filled), s.Step.Step, s.Step.Total)
+		line += fmt.Sprintf(" [%s%s] %s %d/%d", strings.Repeat("#", filled), strings.Repeat(".", width-filled), progressUnit(s.Activity), s.Step.Step, s.Step.Total)
 	}
 	if eta >= 0 {
 		line += " ETA " + eta.Round(time.Second).String()
@@ -208,6 +208,24 @@ func progressLine(s snapshot, eta time.Duration, frac float64) string {
 		line += fmt.Sprintf(" (attempt %d)", s.Attempt)
 	}
 	return line
+}
+
+// progressUnit names what the running activity's heartbeat counts: optimizer steps for training chunks
+// and policy steps, held-out prompts for evaluations, prompts for rollouts, samples for scoring; so an
+// evaluation's "64/1500" does not read as step 64 of a 1,500-step phase.
+func progressUnit(activity string) string {
+	switch {
+	case strings.HasSuffix(activity, "Chunk") || activity == "train.PolicyStep" || activity == "demo.Tick":
+		return "step"
+	case strings.HasSuffix(activity, "Evaluate"):
+		return "eval"
+	case activity == "rollout.Generate":
+		return "prompts"
+	case activity == "reward.Score":
+		return "scored"
+	default:
+		return "done"
+	}
 }
 
 // phaseMaxSeconds reads each phase's max_seconds from the run's input, so the ETA can follow it; nil

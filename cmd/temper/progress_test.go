@@ -95,6 +95,21 @@ func TestProgressBarInterpolates(t *testing.T) {
 	}
 }
 
+// TestProgressUnit: the bar names what its activity counts, so an evaluation's or a rollout's
+// heartbeat does not print as an optimizer step.
+func TestProgressUnit(t *testing.T) {
+	for _, c := range []struct{ activity, want string }{
+		{"train.Chunk", "step 3/10"}, {"train.PolicyStep", "step 3/10"}, {"train.PrefChunk", "step 3/10"},
+		{"train.Evaluate", "eval 3/10"}, {"train.RewardEvaluate", "eval 3/10"},
+		{"rollout.Generate", "prompts 3/10"}, {"reward.Score", "scored 3/10"}, {"train.RefLogProbs", "done 3/10"},
+	} {
+		s := snapshot{Progress: workflows.PipelineProgress{Phase: "p", Total: 1}, Activity: c.activity, Step: demo.Progress{Step: 3, Total: 10}}
+		if line := progressLine(s, -1, -1); !strings.HasSuffix(line, "] "+c.want) {
+			t.Errorf("%s: line %q, want it to end in %q", c.activity, line, c.want)
+		}
+	}
+}
+
 func TestMaxSecondsOf(t *testing.T) {
 	in := workflows.PipelineInput{Phases: []workflows.PhaseSpec{
 		{Name: "a", Kind: "sft", Config: json.RawMessage(`{"max_seconds":240,"steps":100000}`)},
