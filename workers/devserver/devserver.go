@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -93,7 +94,8 @@ func Start(opts Options) (*Server, error) {
 		opts.LogLevel = slog.LevelError + 100
 	}
 	var err error
-	if opts.FrontendPort == 0 {
+	autoFrontend := opts.FrontendPort == 0
+	if autoFrontend {
 		if opts.FrontendPort, err = FreePort(opts.IP); err != nil {
 			return nil, err
 		}
@@ -109,7 +111,7 @@ func Start(opts Options) (*Server, error) {
 			return nil, &PortInUseError{What: "ui", Addr: hostPort(opts.IP, opts.UIPort)}
 		}
 	}
-	srv, err := buildServer(opts)
+	srv, err := buildServer(&opts, autoFrontend)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +163,12 @@ func (s *Server) Stop() {
 	})
 }
 
-func buildServer(o Options) (temporal.Server, error) {
+// buildServer sets up the stores and builds the server. The ports it picks itself (the internal
+// services', and the frontend's when autoFrontend) are free when picked but not reserved: another
+// process's outgoing connection, or another test package's server, can take one before Temporal binds it
+// (seen in CI: "failed listening for HTTP API on 127.0.0.1:38907: bind: address already in use"). Such a
+// build is retried with fresh ports, a few times; o.FrontendPort is updated when it is re-picked.
+func buildServer(o *Options, autoFrontend bool) (temporal.Server, error) {
 	ns, err := sqliteschema.NewNamespaceConfig("active", o.Namespace, false, o.SearchAttributes)
 	if err != nil {
 		return nil, fmt.Errorf("devserver: namespace %s: %w", o.Namespace, err)
@@ -179,10 +186,27 @@ func buildServer(o Options) (temporal.Server, error) {
 		conf.Persistence.DefaultStore = "postgres-default"
 		conf.Persistence.VisibilityStore = "postgres-visibility"
 		conf.Persistence.DataStores = map[string]config.DataStore{"postgres-default": {SQL: &store}, "postgres-visibility": {SQL: &vis}}
-	} else if err := sqliteStores(o, ns, &conf); err != nil {
+	} else if err := sqliteStores(*o, ns, &conf); err != nil {
 		return nil, err
 	}
-	return newServer(o, &conf, logger)
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		srv, err := newServer(*o, &conf, logger)
+		if err == nil || attempt == attempts || !addrInUse(err) {
+			return srv, err
+		}
+		if autoFrontend {
+			if o.FrontendPort, err = FreePort(o.IP); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// addrInUse reports whether err is a failed bind because the address was taken. Temporal's fx
+// wiring does not always keep the error chain, so its text is checked too.
+func addrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
 }
 
 // sqliteStores sets up the SQLite file (or memory) store and its namespace in conf.
