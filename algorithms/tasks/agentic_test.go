@@ -229,6 +229,7 @@ func TestMulCheckVerifier(t *testing.T) {
 		{x + y, false}, {"0" + ex.Answer, false}, {"+" + ex.Answer, false}, {"-" + ex.Answer, false},
 		{ex.Answer + "0", false}, {x + "*" + y, false}, {"answer: " + ex.Answer, false},
 		{ex.Answer[:len(ex.Answer)-1], false}, {"", false}, {"\n" + ex.Answer, false},
+		{ex.Answer + ".0", false}, {ex.Answer + " " + ex.Answer, false}, {ex.Answer[:3] + "," + ex.Answer[3:], false},
 	} {
 		if pass, _ := task.Check(ex, tc.completion); pass != tc.pass {
 			t.Errorf("%s: Check(%q) = %v, want %v", ex.Prompt, tc.completion, pass, tc.pass)

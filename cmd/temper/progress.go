@@ -15,6 +15,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/temperml/temper/activities/demo"
+	rewardcontract "github.com/temperml/temper/activities/reward/contract"
+	rolloutcontract "github.com/temperml/temper/activities/rollout/contract"
+	traincontract "github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -215,13 +218,14 @@ func progressLine(s snapshot, eta time.Duration, frac float64) string {
 // evaluation's "64/1500" does not read as step 64 of a 1,500-step phase.
 func progressUnit(activity string) string {
 	switch {
-	case strings.HasSuffix(activity, "Chunk") || activity == "train.PolicyStep" || activity == "demo.Tick":
+	// Every kind's chunk activity is named train.*Chunk and every evaluation train.*Evaluate.
+	case strings.HasSuffix(activity, "Chunk") || activity == traincontract.PolicyStepName || activity == demo.TickName:
 		return "step"
 	case strings.HasSuffix(activity, "Evaluate"):
 		return "eval"
-	case activity == "rollout.Generate":
+	case activity == rolloutcontract.GenerateName:
 		return "prompts"
-	case activity == "reward.Score":
+	case activity == rewardcontract.ScoreName:
 		return "scored"
 	default:
 		return "done"
