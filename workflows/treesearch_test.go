@@ -181,8 +181,8 @@ func readStoreLines[T any](t *testing.T, uri string, read func(io.Reader, string
 // rejection sampling) each spend the same forward-token budget per prompt on the same training
 // prompts, and an sft phase from the base model trains on each one's verified solutions
 // (from_data). It logs, per seed, each side's solved rate, data, forward tokens spent and the
-// held-out exact match after sft, and fails when search → sft does not beat rejection → sft on
-// average over the seeds: a result, not a tuned pass.
+// held-out exact match after sft, and fails when search → sft does not beat rejection → sft in
+// every seed: a result, not a tuned pass.
 //
 // Overrides (JSON merged into a config): TEMPER_SEARCH_BASE, TEMPER_SEARCH_CFG (both data
 // generators), TEMPER_SEARCH_SFT; TEMPER_SEARCH_SEEDS (default "1,2"); TEMPER_SEARCH_STORE keeps
@@ -257,20 +257,24 @@ func TestSearchAcceptance(t *testing.T) {
 		t.Logf("seed %d: search → sft minus rejection → sft = %+.1f points", seed, 100*d)
 	}
 	t.Logf("search won %.0f of %.0f seeds; mean difference %+.1f points", wins, runs, 100*diff/runs)
-	if diff <= 0 {
-		t.Errorf("search → sft did not beat rejection sampling → sft at the same forward-token budget (mean %+.1f points)", 100*diff/runs)
+	if diff <= 0 || wins < runs {
+		t.Errorf("search → sft did not beat rejection sampling → sft at the same forward-token budget in every seed (won %.0f of %.0f, mean %+.1f points)", wins, runs, 100*diff/runs)
 	}
 }
 
 // The acceptance experiment's configs (TestSearchAcceptance). The base is the small preset: the tiny
-// one had not learned expr's rewrites after 2,000 steps (held-out exact match 0, loss 1.19), the
-// small one passes 3% at step 500.
+// one had not learned expr's rewrites after 2,000 steps (held-out exact match 0, loss 1.19). It is
+// trained for 500 steps at a constant learning rate after warmup (a checkpoint of a run in progress,
+// still plastic: 5-11% held-out), so the generators find some solutions and not others. From a
+// finished 1,500-step base both solve ~87% of the prompts and their sft phases tie; from a 500-step
+// base whose cosine had decayed, sft moved it little (10% -> 11-15%) and search's data won by +4.0
+// and +0.4 points (README). Every side is scored on 500 held-out prompts (one prompt: 0.2 points).
 const (
 	acceptSearchBase = `{"model":{"preset":"small"},"data":{"task":"expr","train_examples":4000,"heldout_examples":200},
-		"batch":{"rows":32,"seq":48},"steps":1500,"chunk_steps":250,"optimizer":{"lr":0.003,"warmup_steps":50},
+		"batch":{"rows":32,"seq":48},"steps":500,"chunk_steps":250,"optimizer":{"lr":0.003,"warmup_steps":50,"min_lr_ratio":1},
 		"eval":{"examples":100,"max_new_tokens":40,"before":false,"every_chunks":2},"heartbeat_timeout":"2m"}`
-	acceptSearch = `{"data":{"task":"expr","train_examples":400,"heldout_examples":200},"prompts":400,"batch_prompts":25,
+	acceptSearch = `{"data":{"task":"expr","train_examples":400,"heldout_examples":500},"prompts":400,"batch_prompts":25,
 		"search":{"expand":4,"simulations":1000,"budget_tokens":400,"max_new_tokens":40,"margin":0.2},"heartbeat_timeout":"2m"}`
 	acceptSearchSFT = `{"data":{"task":"expr"},"batch":{"rows":16,"seq":48},"steps":100,"chunk_steps":100,
-		"optimizer":{"lr":0.001,"warmup_steps":10},"eval":{"examples":200,"max_new_tokens":40,"before":true},"heartbeat_timeout":"2m"}`
+		"optimizer":{"lr":0.001,"warmup_steps":10},"eval":{"examples":500,"max_new_tokens":40,"before":true},"heartbeat_timeout":"2m"}`
 )
