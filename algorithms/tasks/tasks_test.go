@@ -3,6 +3,7 @@ package tasks
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ func TestArithmeticExamplesAreCorrect(t *testing.T) {
 			t.Errorf("reference eval of %s = %s, want %s", c.prompt, got, c.answer)
 		}
 	}
-	for _, name := range []string{"add2", "add", "addsub", "mul", "expr3"} {
+	for _, name := range []string{"add2", "sum2", "add", "addsub", "mul", "expr3"} {
 		task, err := Lookup(name)
 		if err != nil {
 			t.Fatal(err)
@@ -220,5 +221,37 @@ func TestJSONLRoundTrip(t *testing.T) {
 func TestLookupSuggests(t *testing.T) {
 	if _, err := Lookup("ad"); err == nil || !strings.Contains(err.Error(), `did you mean "add"`) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestSum2Operands: sum2's operands are two-digit and cover 10..99 about uniformly (no one-digit
+// facts, unlike add2, where a quarter of the draws are).
+func TestSum2Operands(t *testing.T) {
+	task, err := Lookup("sum2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{}
+	const n = 9000
+	for _, ex := range Generate(task, n, 3, 0) {
+		var x, y int64
+		if _, err := fmt.Sscanf(ex.Prompt, "%d+%d=", &x, &y); err != nil {
+			t.Fatalf("%q: %v", ex.Prompt, err)
+		}
+		for _, v := range []int64{x, y} {
+			if v < 10 || v > 99 {
+				t.Fatalf("%q: operand %d outside 10..99", ex.Prompt, v)
+			}
+			seen[v]++
+		}
+		if ex.Answer != fmt.Sprint(x+y) {
+			t.Fatalf("%q: answer %q", ex.Prompt, ex.Answer)
+		}
+	}
+	// 18,000 operands over 90 values: 200 each on average; every value is drawn, none twice as often.
+	for v := int64(10); v <= 99; v++ {
+		if c := seen[v]; c < 100 || c > 300 {
+			t.Errorf("operand %d drawn %d times of %d, want ~200", v, c, 2*n)
+		}
 	}
 }
