@@ -10,7 +10,8 @@ import (
 	"github.com/temperml/temper/algorithms/model"
 )
 
-// PolicyMetrics are the metrics Policy reports (those loss.PolicyLoss does not compute report 0).
+// PolicyMetrics are the metrics Policy reports (those loss.PolicyLoss does not compute report 0,
+// except entropy, which is always measured: the completion tokens' mean entropy, aggregated as the loss).
 var PolicyMetrics = []string{"pg_loss", "kl", "clip_frac_low", "clip_frac_high", "approx_kl", "ratio_mean",
 	"tis_truncated_frac", "entropy", "tokens"}
 
@@ -46,12 +47,18 @@ func Policy(cfg loss.PolicyConfig) Objective {
 			if cfg.KLBeta > 0 {
 				pin.RefLogp = in[7]
 			}
+			entropy := model.Entropy(logits)
 			if cfg.EntropyCoef != 0 {
-				pin.Entropy = model.Entropy(logits)
+				pin.Entropy = entropy
 			}
 			l, m := loss.PolicyLoss(cfg, pin)
 			out := map[string]*Node(m)
 			out["tokens"] = ReduceAllSum(in[4])
+			if _, ok := out["entropy"]; !ok {
+				// Measured without a bonus too: a collapsing or spreading policy is what an RL run's
+				// entropy curve is watched for, and 0 would read as a collapsed one.
+				out["entropy"] = StopGradient(loss.Aggregate(entropy, in[4], cfg.Aggregation, cfg.MaxLen))
+			}
 			return l, out
 		},
 	}

@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/temperml/temper/activities/train/contract"
@@ -39,6 +40,11 @@ func TestGroupPolicyStepsLearnToyTask(t *testing.T) {
 				e.Must(contract.PolicyStepName, in, &out)
 				if out.NonFinite || out.Version != k+1 {
 					t.Fatalf("%s v%d: %+v", algo, k, out)
+				}
+				// Entropy is measured without an entropy bonus too, aggregated as the loss (rloo: a
+				// sum over a completion's tokens, at most two here, each at most ln of the vocabulary).
+				if h := out.Metrics["entropy"]; !(h > 0.01 && h <= 2*math.Log(float64(traintest.TinyModel(t).Vocab))+1e-3) {
+					t.Fatalf("%s v%d: entropy %v, want the policy's measured entropy", algo, k, h)
 				}
 				policy = out.Checkpoint
 			}
