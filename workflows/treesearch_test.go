@@ -257,7 +257,7 @@ func TestSearchAcceptance(t *testing.T) {
 		t.Logf("seed %d: search → sft minus rejection → sft = %+.1f points", seed, 100*d)
 	}
 	t.Logf("search won %.0f of %.0f seeds; mean difference %+.1f points", wins, runs, 100*diff/runs)
-	if diff <= 0 || wins < runs {
+	if wins < runs {
 		t.Errorf("search → sft did not beat rejection sampling → sft at the same forward-token budget in every seed (won %.0f of %.0f, mean %+.1f points)", wins, runs, 100*diff/runs)
 	}
 }
@@ -265,7 +265,7 @@ func TestSearchAcceptance(t *testing.T) {
 // The acceptance experiment's configs (TestSearchAcceptance). The base is the small preset: the tiny
 // one had not learned expr's rewrites after 2,000 steps (held-out exact match 0, loss 1.19). It is
 // trained for 500 steps at a constant learning rate after warmup (a checkpoint of a run in progress,
-// still plastic: 5-11% held-out), so the generators find some solutions and not others. From a
+// still plastic: 3-13% on its 100 evaluation prompts), so the generators find some solutions and not others. From a
 // finished 1,500-step base both solve ~87% of the prompts and their sft phases tie; from a 500-step
 // base whose cosine had decayed, sft moved it little (10% -> 11-15%) and search's data won by +4.0
 // and +0.4 points (README). Every side is scored on 500 held-out prompts (one prompt: 0.2 points).

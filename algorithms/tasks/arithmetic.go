@@ -37,8 +37,13 @@ func (a Arithmetic) Name() string { return a.name }
 // Doc implements Task.
 func (a Arithmetic) Doc() string { return a.doc }
 
+// operand draws a digit count in 1..maxDigits, then a number with that many digits.
 func operand(rng *rand.Rand, maxDigits int) int64 {
-	d := 1 + rng.IntN(maxDigits)
+	return exactOperand(rng, 1+rng.IntN(maxDigits))
+}
+
+// exactOperand is uniform over the numbers of exactly d digits (0..9 for 1, 10..99 for 2).
+func exactOperand(rng *rand.Rand, d int) int64 {
 	lo, hi := int64(1), int64(10)
 	for i := 1; i < d; i++ {
 		lo *= 10
@@ -48,15 +53,6 @@ func operand(rng *rand.Rand, maxDigits int) int64 {
 		lo = 0
 	}
 	return lo + rng.Int64N(hi-lo)
-}
-
-// exactOperand is uniform over the numbers of exactly digits digits (10..99 for 2).
-func exactOperand(rng *rand.Rand, digits int) int64 {
-	lo := int64(1)
-	for range digits - 1 {
-		lo *= 10
-	}
-	return lo + rng.Int64N(9*lo)
 }
 
 // Example implements Task.

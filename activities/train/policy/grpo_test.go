@@ -13,8 +13,8 @@ import (
 // TestGroupPolicyStepsLearnToyTask runs iterations of the trainer's policy step with group
 // advantages (no critic; two epochs of two minibatches, as the PPO test) on the toy task of
 // TestPPOStepLearnsToyTask from a fresh tiny model: the reward must rise, and with the rewards
-// inverted it must fall. A step that trained on misaligned
-// tokens, or gave a rollout another rollout's advantage, would leave the reward where it was.
+// inverted it must fall. A step that trained on misaligned tokens, or gave a rollout another
+// rollout's advantage, would leave the reward where it was.
 func TestGroupPolicyStepsLearnToyTask(t *testing.T) {
 	for _, algo := range []string{loss.AlgoGRPO, loss.AlgoRLOO} {
 		for _, invert := range []bool{false, true} {
