@@ -8,7 +8,9 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
 
+	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/objective"
 )
 
 // ceObjective is TrainStep's loss written as an Objective; inputs: tokens, targets [b,t] int32,
@@ -76,5 +78,66 @@ func TestObjectiveMatchesTrainStep(t *testing.T) {
 	}}
 	if _, err := b.StepObjective(bad, objectiveInputs(batch), 1e-2); err == nil {
 		t.Fatal("want an error for a non-scalar loss")
+	}
+}
+
+// TestPolicyOnPolicyMatchesRecomputedOld: one on-policy step of the policy objective, π_old taken in
+// the graph (objective.PolicyOnPolicy), moves the weights as the step given π_old recomputed by a
+// separate LogProbs pass (objective.Policy), to rounding; what the trainer's one-epoch,
+// one-minibatch shortcut relies on. Positive and negative advantages, GRPO's clip range.
+func TestPolicyOnPolicyMatchesRecomputedOld(t *testing.T) {
+	a := newRuntime(t, Options{Seed: 5})
+	b := newRuntime(t, Options{Seed: 5})
+	batch := randomBatch(t, tinyCfg().Vocab, 4, 8, 7)
+	n, seq := batch.Dims()
+	cfg := loss.DefaultPolicyConfig(loss.AlgoGRPO)
+	old, err := a.LogProbs(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := func(x [][]float32) *tensors.Tensor {
+		out := make([]float32, 0, n*seq)
+		for _, row := range x {
+			out = append(out, row...)
+		}
+		return tensors.FromFlatDataAndDimensions(out, n, seq)
+	}
+	zero := make([][]float32, n)
+	for r := range zero {
+		zero[r] = make([]float32, seq)
+	}
+	policyIn := func(prev, ref [][]float32) []*tensors.Tensor {
+		in := objectiveInputs(batch) // tokens, targets, mask, positions, valid; one set a runtime
+		adv := tensors.FromFlatDataAndDimensions([]float32{1.5, -0.5, 0.25, -1.25}, n)
+		// tokens, targets, positions, valid, mask, old, behaviour, ref, adv
+		return []*tensors.Tensor{in[0], in[1], in[3], in[4], in[2], flat(prev), flat(prev), flat(ref), adv}
+	}
+	before := exportWeights(t, a)
+	ma, err := a.StepObjective(objective.Policy(cfg), policyIn(old, old), 1e-2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := b.StepObjective(objective.PolicyOnPolicy(cfg), policyIn(zero, old) /* KL: a separate reference */, 1e-2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(float64(ma["loss"]-mb["loss"])) > 1e-5 || math.Abs(float64(ma["grad_norm"]-mb["grad_norm"]))/float64(ma["grad_norm"]) > 1e-4 {
+		t.Fatalf("recomputed old: %v; on-policy: %v", ma, mb)
+	}
+	if mb["ratio_mean"] != 1 || mb["clip_frac_low"] != 0 || mb["clip_frac_high"] != 0 {
+		t.Fatalf("on-policy step: ratio %v, clipped %v/%v: want exactly 1 and none", mb["ratio_mean"], mb["clip_frac_low"], mb["clip_frac_high"])
+	}
+	wa, wb := exportWeights(t, a), exportWeights(t, b)
+	moved := 0.0
+	for k, x := range wa {
+		for i := range x {
+			if d := math.Abs(float64(x[i] - wb[k][i])); d > 1e-6 {
+				t.Fatalf("%s[%d]: recomputed old %v, on-policy %v", k, i, x[i], wb[k][i])
+			}
+			moved = math.Max(moved, math.Abs(float64(x[i]-before[k][i])))
+		}
+	}
+	if moved < 1e-3 {
+		t.Fatalf("the step moved no weight by more than %g: the comparison proves nothing", moved)
 	}
 }

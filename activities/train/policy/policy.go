@@ -173,10 +173,7 @@ func buildPolicyRows(rs []rollout.Rollout, adv []float64, idx []int) policyRows 
 	for _, i := range idx {
 		longest = max(longest, len(rs[i].PromptTokens)+len(rs[i].Tokens))
 	}
-	seq := 8
-	for seq < longest-1 {
-		seq *= 2 // power-of-two buckets bound recompilation
-	}
+	seq := SeqBucket(longest - 1)
 	p := policyRows{seq: seq}
 	for _, i := range idx {
 		r := rs[i]
@@ -200,6 +197,30 @@ func buildPolicyRows(rs []rollout.Rollout, adv []float64, idx []int) policyRows 
 		p.adv = append(p.adv, float32(adv[i]))
 	}
 	return p
+}
+
+// SeqBucket is the padded length of n positions: the smallest of 8, 12, 16, 24, 32, 48, … (powers of
+// two and 1.5 times them) that holds n. Two buckets an octave bound recompilation (one compiled step
+// a bucket) while padding at most a third of a row; powers of two alone padded an add2 rollout's 10
+// positions to 16, and the policy step's time is proportional to the padded length.
+func SeqBucket(n int) int {
+	for b := 8; ; b *= 2 {
+		if n <= b {
+			return b
+		}
+		if n <= b+b/2 {
+			return b + b/2
+		}
+	}
+}
+
+// zeros is a [rows][seq] block of zeros.
+func zeros(rows, seq int) [][]float32 {
+	out := make([][]float32, rows)
+	for r := range out {
+		out[r] = make([]float32, seq)
+	}
+	return out
 }
 
 func (p policyRows) batch() train.Batch {
@@ -277,25 +298,35 @@ func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput
 		for lo := 0; lo < len(idx); lo += mb {
 			chunks = append(chunks, idx[lo:min(lo+mb, len(idx))])
 		}
-		// Old and reference log-probs, once per iteration, before any update.
+		// Old and reference log-probs, once per iteration, before any update. One epoch of one
+		// minibatch is on-policy: π_old is the policy being stepped, so the objective takes it from
+		// its own forward pass (objective.PolicyOnPolicy) and the separate pass is skipped, unless a
+		// KL term needs it as its reference.
+		separateRef := in.Reference != "" && in.Reference != in.Policy
+		onPolicy := max(1, in.Epochs) == 1 && len(chunks) == 1 && (in.Loss.KLBeta == 0 || separateRef)
 		rows := make([]policyRows, len(chunks))
 		old := make([][][]float32, len(chunks))
 		ref := make([][][]float32, len(chunks))
 		for c, ch := range chunks {
 			rows[c] = buildPolicyRows(rs, adv, ch)
-			if old[c], err = eng.LogProbs(rows[c].batch()); err != nil {
+			if onPolicy {
+				old[c] = zeros(len(ch), rows[c].seq) // ignored by the on-policy objective
+			} else if old[c], err = eng.LogProbs(rows[c].batch()); err != nil {
 				return contract.PolicyStepOutput{}, fmt.Errorf("train: policy step old log-probs: %w", err)
 			}
 			ref[c] = old[c]
 			beat()
 		}
-		if in.Loss.KLBeta > 0 && in.Reference != "" && in.Reference != in.Policy {
+		if in.Loss.KLBeta > 0 && separateRef {
 			if err := a.referenceLogProbs(ctx, in.Reference, rows, ref); err != nil {
 				return contract.PolicyStepOutput{}, fmt.Errorf("train: policy step: %w", err)
 			}
 			beat()
 		}
 		obj := objective.Policy(in.Loss)
+		if onPolicy {
+			obj = objective.PolicyOnPolicy(in.Loss)
+		}
 		inputs := func(c int) ([]*tensors.Tensor, error) {
 			return append(rows[c].inputs(old[c], ref[c]), tensors.FromFlatDataAndDimensions(rows[c].adv, len(rows[c].adv))), nil
 		}
