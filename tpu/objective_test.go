@@ -141,3 +141,80 @@ func TestPolicyOnPolicyMatchesRecomputedOld(t *testing.T) {
 		t.Fatalf("the step moved no weight by more than %g: the comparison proves nothing", moved)
 	}
 }
+
+// TestPolicyWindowMatchesFullRows: the policy objective computed at each row's completion columns
+// only (objective.PolicyOptions.Window) gives the loss, metrics and weights of the one computed at
+// every column, to rounding: completions of different lengths at different columns, one column in
+// a completion that is not trained (mask 0, an episode's tool result), KL and TIS on.
+func TestPolicyWindowMatchesFullRows(t *testing.T) {
+	batch := randomBatch(t, tinyCfg().Vocab, 4, 8, 11)
+	n, seq := batch.Dims()
+	cols := [][]int{{5, 6, 7}, {3, 4}, {4, 5, 6}, {2, 3, 4, 5}}
+	untrained := [2]int{2, 5} // row 2, column 5
+	mask := make([]float32, n*seq)
+	colsFlat := make([]int32, 0, n*4)
+	for r, cs := range cols {
+		for _, c := range cs {
+			if [2]int{r, c} != untrained {
+				mask[r*seq+c] = 1
+			}
+		}
+		for j := range 4 {
+			c := -1
+			if j < len(cs) {
+				c = cs[j]
+			}
+			colsFlat = append(colsFlat, int32(c))
+		}
+	}
+	vals := func(scale float32) *tensors.Tensor { // log-prob-like inputs, different at every column
+		x := make([]float32, n*seq)
+		for i := range x {
+			x[i] = -scale * float32(1+i%7)
+		}
+		return tensors.FromFlatDataAndDimensions(x, n, seq)
+	}
+	cfg := loss.DefaultPolicyConfig(loss.AlgoGRPO)
+	cfg.KLBeta, cfg.TISThreshold = 0.05, 2
+	inputs := func(window bool) []*tensors.Tensor {
+		in := objectiveInputs(batch)
+		ins := []*tensors.Tensor{in[0], in[1], in[3], in[4], tensors.FromFlatDataAndDimensions(append([]float32(nil), mask...), n, seq),
+			vals(0.5), vals(0.45), vals(0.55), tensors.FromFlatDataAndDimensions([]float32{1.5, -0.5, 0.25, -1.25}, n)}
+		if window {
+			ins = append(ins, tensors.FromFlatDataAndDimensions(append([]int32(nil), colsFlat...), n, 4))
+		}
+		return ins
+	}
+	a := newRuntime(t, Options{Seed: 5})
+	b := newRuntime(t, Options{Seed: 5})
+	before := exportWeights(t, a)
+	ma, err := a.StepObjective(objective.Policy(cfg), inputs(false), 1e-2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := b.StepObjective(objective.PolicyWith(cfg, objective.PolicyOptions{Window: 4}), inputs(true), 1e-2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range append([]string{"loss", "grad_norm"}, objective.PolicyMetrics...) {
+		if d := math.Abs(float64(ma[k] - mb[k])); d > 1e-5*math.Max(1, math.Abs(float64(ma[k]))) {
+			t.Errorf("%s: full rows %v, window %v", k, ma[k], mb[k])
+		}
+	}
+	if ma["tokens"] != 11 || ma["clip_frac_low"]+ma["clip_frac_high"] == 0 || ma["kl"] == 0 {
+		t.Fatalf("metrics %v: want 11 tokens, some clipping and a KL term, or the comparison proves little", ma)
+	}
+	wa, wb := exportWeights(t, a), exportWeights(t, b)
+	moved := 0.0
+	for k, x := range wa {
+		for i := range x {
+			if d := math.Abs(float64(x[i] - wb[k][i])); d > 1e-6 {
+				t.Fatalf("%s[%d]: full rows %v, window %v", k, i, x[i], wb[k][i])
+			}
+			moved = math.Max(moved, math.Abs(float64(x[i]-before[k][i])))
+		}
+	}
+	if moved < 1e-3 {
+		t.Fatalf("the step moved no weight by more than %g", moved)
+	}
+}

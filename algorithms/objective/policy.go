@@ -3,6 +3,9 @@ package objective
 import (
 	"fmt"
 
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	gm "github.com/gomlx/gomlx/ml/model"
 
@@ -29,38 +32,73 @@ var PolicyMetrics = []string{"pg_loss", "kl", "clip_frac_low", "clip_frac_high",
 //	6 behaviour float32   log π_behaviour(target) recorded by the rollout engine (TIS)
 //	7 ref       float32   log π_ref(target) (ignored when kl_beta = 0)
 //	8 adv       float32   [rows] sequence-level advantages
-func Policy(cfg loss.PolicyConfig) Objective { return policy(cfg, false) }
+func Policy(cfg loss.PolicyConfig) Objective { return PolicyWith(cfg, PolicyOptions{}) }
 
 // PolicyOnPolicy is Policy for a step whose old policy is the one being trained: one epoch of one
 // minibatch, so π_old = π_θ before the update and the trainer need not recompute it in a separate
 // forward pass. The old input (5) is ignored; log π_old is StopGradient(log π_θ) in the graph (ratio 1,
 // no clipping), which is what the recomputation gave up to rounding, at a third less work per step.
-func PolicyOnPolicy(cfg loss.PolicyConfig) Objective { return policy(cfg, true) }
+func PolicyOnPolicy(cfg loss.PolicyConfig) Objective {
+	return PolicyWith(cfg, PolicyOptions{OnPolicy: true})
+}
 
-func policy(cfg loss.PolicyConfig, onPolicy bool) Objective {
+// PolicyOptions are the ways a policy objective can be built for one step's shapes.
+type PolicyOptions struct {
+	OnPolicy bool // as PolicyOnPolicy: input 5 ignored, π_old = StopGradient(π_θ)
+	// Window > 0 takes a 10th input, cols [rows, Window] int32: the columns of each row's completion
+	// targets (−1 past its completion). The LM head, log-probs and entropy are computed at those
+	// columns only; every [rows, seq] float input is read there. A completion is a few positions of
+	// a row that also holds its prompt, and the head over the 264-token vocabulary (its one-hot, log-
+	// sum-exp and entropy) was a large part of a policy step's work at every position. Every masked
+	// column must be in cols: the objective cannot see one that is not.
+	Window int
+}
+
+// PolicyWith is Policy built with o.
+func PolicyWith(cfg loss.PolicyConfig, o PolicyOptions) Objective {
 	name := "policy"
-	if onPolicy {
+	if o.OnPolicy {
 		name = "policy-onpolicy"
+	}
+	want := 9
+	if o.Window > 0 {
+		name += fmt.Sprintf("-window%d", o.Window)
+		want = 10
 	}
 	return Objective{
 		Name: fmt.Sprintf("%s[%s clip=%g/%g dual=%g kl=%g/%s agg=%s max=%d tis=%g ent=%g]", name, cfg.Algorithm,
 			cfg.ClipLow, cfg.ClipHigh, cfg.DualClip, cfg.KLBeta, cfg.KLEstimator, cfg.Aggregation, cfg.MaxLen, cfg.TISThreshold, cfg.EntropyCoef),
 		Metrics: PolicyMetrics,
 		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
-			if len(in) != 9 {
-				panic(fmt.Sprintf("objective policy: %d inputs, want 9", len(in)))
+			if len(in) != want {
+				panic(fmt.Sprintf("objective %s: %d inputs, want %d", name, len(in), want))
 			}
-			logits := model.Forward(scope, mc, in[0], in[2], in[3])
-			logp := model.TokenLogProbs(logits, in[1])
-			pin := loss.PolicyInputs{Logp: logp, OldLogp: in[5], Advantages: in[8], Mask: in[4]}
-			if onPolicy {
+			targets, mask, old, behaviour, ref := in[1], in[4], in[5], in[6], in[7]
+			hidden := model.Hidden(scope, mc, in[0], in[2], in[3])
+			maxLen := cfg.MaxLen
+			if o.Window > 0 {
+				if maxLen <= 0 { // seq-mean-token-sum-norm's default divisor: the row length, not the window
+					maxLen = in[0].Shape().Dim(1)
+				}
+				at := windowAt(in[9], o.Window)
+				hidden = Gather(hidden, at.idx) // [rows, window, d]
+				targets = Gather(targets, at.idx)
+				mask = Mul(Gather(mask, at.idx), at.present)
+				old, behaviour, ref = Gather(old, at.idx), Gather(behaviour, at.idx), Gather(ref, at.idx)
+			}
+			cfg := cfg
+			cfg.MaxLen = maxLen
+			logits := model.LMHead(scope, mc, hidden)
+			logp := model.TokenLogProbs(logits, targets)
+			pin := loss.PolicyInputs{Logp: logp, OldLogp: old, Advantages: in[8], Mask: mask}
+			if o.OnPolicy {
 				pin.OldLogp = nil // loss.PolicyLoss: StopGradient(logp)
 			}
 			if cfg.TISThreshold > 0 {
-				pin.BehaviourLogp = in[6]
+				pin.BehaviourLogp = behaviour
 			}
 			if cfg.KLBeta > 0 {
-				pin.RefLogp = in[7]
+				pin.RefLogp = ref
 			}
 			entropy := model.Entropy(logits)
 			if cfg.EntropyCoef != 0 {
@@ -68,13 +106,29 @@ func policy(cfg loss.PolicyConfig, onPolicy bool) Objective {
 			}
 			l, m := loss.PolicyLoss(cfg, pin)
 			out := map[string]*Node(m)
-			out["tokens"] = ReduceAllSum(in[4])
+			out["tokens"] = ReduceAllSum(mask)
 			if _, ok := out["entropy"]; !ok {
 				// Measured without a bonus too: a collapsing or spreading policy is what an RL run's
 				// entropy curve is watched for, and 0 would read as a collapsed one.
-				out["entropy"] = StopGradient(loss.Aggregate(entropy, in[4], cfg.Aggregation, cfg.MaxLen))
+				out["entropy"] = StopGradient(loss.Aggregate(entropy, mask, cfg.Aggregation, cfg.MaxLen))
 			}
 			return l, out
 		},
 	}
+}
+
+// window is where a policy objective reads a row's completion: Gather indices [rows, window, 2]
+// (row, column) and present [rows, window] float32, 0 where cols is −1.
+type window struct{ idx, present *Node }
+
+func windowAt(cols *Node, n int) window {
+	if cols.Rank() != 2 || cols.Shape().Dim(1) != n || cols.DType() != dtypes.Int32 {
+		panic(fmt.Sprintf("objective policy: cols %s: want [rows, %d] int32", cols.Shape(), n))
+	}
+	g, rows := cols.Graph(), cols.Shape().Dim(0)
+	zero := ScalarZero(g, dtypes.Int32)
+	row := Iota(g, shapes.Make(dtypes.Int32, rows, n, 1), 0)
+	col := Reshape(Max(cols, zero), rows, n, 1)
+	present := ConvertDType(GreaterOrEqual(cols, zero), dtypes.Float32)
+	return window{idx: Concatenate([]*Node{row, col}, -1), present: present}
 }

@@ -82,6 +82,34 @@ type policyRows struct {
 	mask, behaviour            [][]float32
 	adv                        []float32
 	seq                        int
+	// cols[r] are row r's completion columns (the t whose target is a completion token), −1 past
+	// them; window is their padded count (a multiple of 4, the longest completion's).
+	cols   [][]int
+	window int
+}
+
+// completionWindow is the window of a policy step's rows (objective.PolicyOptions.Window): 0, the whole
+// row, unless the completions fit in fewer columns.
+func (p policyRows) completionWindow() int {
+	if p.window >= p.seq {
+		return 0
+	}
+	return p.window
+}
+
+// colsTensor is cols as the objective's [rows, window] int32 input.
+func (p policyRows) colsTensor() *tensors.Tensor {
+	flat := make([]int32, 0, len(p.cols)*p.window)
+	for _, row := range p.cols {
+		for j := range p.window {
+			c := -1
+			if j < len(row) {
+				c = row[j]
+			}
+			flat = append(flat, int32(c))
+		}
+	}
+	return tensors.FromFlatDataAndDimensions(flat, len(p.cols), p.window)
 }
 
 // rewardStats sets reward_mean, reward_std (population) and response_length (mean completion
@@ -180,6 +208,7 @@ func buildPolicyRows(rs []rollout.Rollout, adv []float64, idx []int) policyRows 
 		full := append(append([]int{}, r.PromptTokens...), r.Tokens...)
 		tok, tgt, pos := make([]int, seq), make([]int, seq), make([]int, seq)
 		valid, mask, beh := make([]bool, seq), make([]float32, seq), make([]float32, seq)
+		var cols []int
 		for t := 0; t < seq; t++ {
 			pos[t] = t
 			tok[t], tgt[t] = tokenize.BytePAD, tokenize.BytePAD
@@ -187,11 +216,16 @@ func buildPolicyRows(rs []rollout.Rollout, adv []float64, idx []int) policyRows 
 				tok[t], tgt[t], valid[t] = full[t], full[t+1], true
 				// Only the policy's own tokens are trained on: not the prompt, not an episode's tool
 				// results (their log-prob is not the policy's).
-				if c := t + 1 - len(r.PromptTokens); c >= 0 && r.Trained(c) {
-					mask[t], beh[t] = 1, r.LogProbs[c]
+				if c := t + 1 - len(r.PromptTokens); c >= 0 {
+					cols = append(cols, t)
+					if r.Trained(c) {
+						mask[t], beh[t] = 1, r.LogProbs[c]
+					}
 				}
 			}
 		}
+		p.cols = append(p.cols, cols)
+		p.window = max(p.window, (len(cols)+3)/4*4)
 		p.tokens, p.targets, p.positions = append(p.tokens, tok), append(p.targets, tgt), append(p.positions, pos)
 		p.valid, p.mask, p.behaviour = append(p.valid, valid), append(p.mask, mask), append(p.behaviour, beh)
 		p.adv = append(p.adv, float32(adv[i]))
@@ -323,14 +357,19 @@ func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput
 			}
 			beat()
 		}
-		obj := objective.Policy(in.Loss)
-		if onPolicy {
-			obj = objective.PolicyOnPolicy(in.Loss)
+		// Each chunk's objective reads its completion window only (objective.PolicyOptions.Window).
+		objs := make([]objective.Objective, len(chunks))
+		for c := range chunks {
+			objs[c] = objective.PolicyWith(in.Loss, objective.PolicyOptions{OnPolicy: onPolicy, Window: rows[c].completionWindow()})
 		}
 		inputs := func(c int) ([]*tensors.Tensor, error) {
-			return append(rows[c].inputs(old[c], ref[c]), tensors.FromFlatDataAndDimensions(rows[c].adv, len(rows[c].adv))), nil
+			ins := append(rows[c].inputs(old[c], ref[c]), tensors.FromFlatDataAndDimensions(rows[c].adv, len(rows[c].adv)))
+			if rows[c].completionWindow() > 0 {
+				ins = append(ins, rows[c].colsTensor())
+			}
+			return ins, nil
 		}
-		if nonFinite, err = optimizeEpochs(ctx, eng, obj, inputs, len(chunks), in, metrics); err != nil {
+		if nonFinite, err = optimizeEpochsWith(ctx, eng, func(c int) objective.Objective { return objs[c] }, inputs, len(chunks), in, metrics); err != nil {
 			return contract.PolicyStepOutput{}, err
 		}
 	}
@@ -377,6 +416,12 @@ func finiteOnly(m map[string]float64) {
 // optimization). nonFinite reports a NaN/Inf loss or gradient norm in any step.
 func optimizeEpochs(ctx context.Context, eng objectiveStepper, obj objective.Objective, inputs func(c int) ([]*tensors.Tensor, error), n int,
 	in contract.PolicyStepInput, metrics map[string]float64) (nonFinite bool, err error) {
+	return optimizeEpochsWith(ctx, eng, func(int) objective.Objective { return obj }, inputs, n, in, metrics)
+}
+
+// optimizeEpochsWith is optimizeEpochs with minibatch c's objective obj(c).
+func optimizeEpochsWith(ctx context.Context, eng objectiveStepper, obj func(c int) objective.Objective, inputs func(c int) ([]*tensors.Tensor, error), n int,
+	in contract.PolicyStepInput, metrics map[string]float64) (nonFinite bool, err error) {
 	start := time.Now()
 	epochs := max(1, in.Epochs)
 	steps, total := 0, epochs*n
@@ -387,7 +432,7 @@ func optimizeEpochs(ctx context.Context, eng objectiveStepper, obj objective.Obj
 			if err != nil {
 				return false, fmt.Errorf("train: %s step %s/%s v%d: %w", in.Loss.Algorithm, in.Run, in.Phase, in.Version, err)
 			}
-			m, err := eng.StepObjective(obj, ins, float32(in.LR))
+			m, err := eng.StepObjective(obj(c), ins, float32(in.LR))
 			if err != nil {
 				return false, fmt.Errorf("train: %s step %s/%s v%d: %w", in.Loss.Algorithm, in.Run, in.Phase, in.Version, err)
 			}

@@ -1,6 +1,11 @@
 package policy
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+
+	"github.com/temperml/temper/algorithms/rollout"
+)
 
 // TestSeqBucket: the padded lengths of a policy step's rows, two buckets an octave.
 func TestSeqBucket(t *testing.T) {
@@ -11,5 +16,36 @@ func TestSeqBucket(t *testing.T) {
 		if got := SeqBucket(c.n); got != c.want {
 			t.Errorf("SeqBucket(%d) = %d, want %d", c.n, got, c.want)
 		}
+	}
+}
+
+// TestPolicyRowsCompletionWindow: each row's completion columns (trained or not) and the window,
+// a multiple of 4, used only when it is shorter than the rows.
+func TestPolicyRowsCompletionWindow(t *testing.T) {
+	rs := []rollout.Rollout{
+		{PromptTokens: []int{1, 2, 3}, Tokens: []int{4, 5}, LogProbs: []float32{-1, -2}},
+		{PromptTokens: []int{1, 2, 3, 4, 5}, Tokens: []int{6, 7, 8, 9, 10}, LogProbs: []float32{-1, -2, -3, -4, -5},
+			Policy: []bool{true, false, true, true, true}},
+	}
+	p := buildPolicyRows(rs, []float64{1, -1}, []int{0, 1})
+	if p.seq != 12 || p.window != 8 || p.completionWindow() != 8 {
+		t.Fatalf("seq %d, window %d (%d): want 12, 8", p.seq, p.window, p.completionWindow())
+	}
+	if got := fmt.Sprint(p.cols); got != "[[2 3] [4 5 6 7 8]]" {
+		t.Fatalf("cols %s", got)
+	}
+	if p.mask[1][5] != 0 || p.mask[1][4] != 1 || p.mask[0][2] != 1 || p.mask[0][4] != 0 {
+		t.Fatalf("mask %v", p.mask)
+	}
+	if ct := p.colsTensor(); fmt.Sprint(ct.Shape().Dimensions) != "[2 8]" {
+		t.Fatalf("cols tensor %s", ct.Shape())
+	}
+	short := buildPolicyRows(rs[:1], []float64{1}, []int{0})
+	if short.seq != 8 || short.window != 4 || short.completionWindow() != 4 {
+		t.Fatalf("one short row: seq %d, window %d", short.seq, short.window)
+	}
+	long := rollout.Rollout{PromptTokens: []int{1}, Tokens: []int{2, 3, 4, 5, 6, 7, 8}, LogProbs: make([]float32, 7)}
+	if w := buildPolicyRows([]rollout.Rollout{long}, []float64{1}, []int{0}); w.completionWindow() != 0 {
+		t.Fatalf("a completion filling its row: window %d, want 0 (the whole row)", w.completionWindow())
 	}
 }
