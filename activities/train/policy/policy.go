@@ -233,17 +233,17 @@ func buildPolicyRows(rs []rollout.Rollout, adv []float64, idx []int) policyRows 
 	return p
 }
 
-// SeqBucket is the padded length of n positions: the smallest of 8, 12, 16, 24, 32, 48, … (powers of
-// two and 1.5 times them) that holds n. Two buckets an octave bound recompilation (one compiled step
-// a bucket) while padding at most a third of a row; powers of two alone padded an add2 rollout's 10
-// positions to 16, and the policy step's time is proportional to the padded length.
+// SeqBucket is the padded length of n positions: the smallest of 8, 10, 12, 14, 16, 20, 24, 28, 32,
+// 40, … (four buckets an octave) that holds n. Buckets bound recompilation (one compiled step a
+// bucket; an RL phase's rows keep the same longest length from one iteration to the next) while
+// padding at most a quarter of a row: the policy step's time is proportional to the padded length,
+// and powers of two alone padded an add2 rollout's 10 positions to 16.
 func SeqBucket(n int) int {
 	for b := 8; ; b *= 2 {
-		if n <= b {
-			return b
-		}
-		if n <= b+b/2 {
-			return b + b/2
+		for _, q := range []int{b, b + b/4, b + b/2, b + 3*b/4} {
+			if n <= q {
+				return q
+			}
 		}
 	}
 }

@@ -10,8 +10,9 @@ import (
 // TestSeqBucket: the padded lengths of a policy step's rows, two buckets an octave.
 func TestSeqBucket(t *testing.T) {
 	for _, c := range []struct{ n, want int }{
-		{0, 8}, {1, 8}, {8, 8}, {9, 12}, {10, 12}, {12, 12}, {13, 16}, {16, 16}, {17, 24}, {24, 24},
-		{25, 32}, {33, 48}, {48, 48}, {49, 64}, {100, 128}, {129, 192}, {200, 256},
+		{0, 8}, {1, 8}, {8, 8}, {9, 10}, {10, 10}, {11, 12}, {12, 12}, {13, 14}, {15, 16}, {16, 16},
+		{17, 20}, {21, 24}, {25, 28}, {29, 32}, {33, 40}, {48, 48}, {49, 56}, {57, 64}, {100, 112},
+		{129, 160}, {200, 224}, {225, 256},
 	} {
 		if got := SeqBucket(c.n); got != c.want {
 			t.Errorf("SeqBucket(%d) = %d, want %d", c.n, got, c.want)
@@ -28,8 +29,8 @@ func TestPolicyRowsCompletionWindow(t *testing.T) {
 			Policy: []bool{true, false, true, true, true}},
 	}
 	p := buildPolicyRows(rs, []float64{1, -1}, []int{0, 1})
-	if p.seq != 12 || p.window != 8 || p.completionWindow() != 8 {
-		t.Fatalf("seq %d, window %d (%d): want 12, 8", p.seq, p.window, p.completionWindow())
+	if p.seq != 10 || p.window != 8 || p.completionWindow() != 8 {
+		t.Fatalf("seq %d, window %d (%d): want 10, 8", p.seq, p.window, p.completionWindow())
 	}
 	if got := fmt.Sprint(p.cols); got != "[[2 3] [4 5 6 7 8]]" {
 		t.Fatalf("cols %s", got)
