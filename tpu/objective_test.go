@@ -82,7 +82,7 @@ func TestObjectiveMatchesTrainStep(t *testing.T) {
 }
 
 // TestPolicyOnPolicyMatchesRecomputedOld: one on-policy step of the policy objective, π_old taken in
-// the graph (objective.PolicyOnPolicy), moves the weights as the step given π_old recomputed by a
+// the graph (objective.PolicyOptions.OnPolicy), moves the weights as the step given π_old recomputed by a
 // separate LogProbs pass (objective.Policy), to rounding; what the trainer's one-epoch,
 // one-minibatch shortcut relies on. Positive and negative advantages, GRPO's clip range.
 func TestPolicyOnPolicyMatchesRecomputedOld(t *testing.T) {
@@ -117,7 +117,7 @@ func TestPolicyOnPolicyMatchesRecomputedOld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mb, err := b.StepObjective(objective.PolicyOnPolicy(cfg), policyIn(zero, old) /* KL: a separate reference */, 1e-2)
+	mb, err := b.StepObjective(objective.PolicyWith(cfg, objective.PolicyOptions{OnPolicy: true}), policyIn(zero, old) /* KL: a separate reference */, 1e-2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,19 +127,7 @@ func TestPolicyOnPolicyMatchesRecomputedOld(t *testing.T) {
 	if mb["ratio_mean"] != 1 || mb["clip_frac_low"] != 0 || mb["clip_frac_high"] != 0 {
 		t.Fatalf("on-policy step: ratio %v, clipped %v/%v: want exactly 1 and none", mb["ratio_mean"], mb["clip_frac_low"], mb["clip_frac_high"])
 	}
-	wa, wb := exportWeights(t, a), exportWeights(t, b)
-	moved := 0.0
-	for k, x := range wa {
-		for i := range x {
-			if d := math.Abs(float64(x[i] - wb[k][i])); d > 1e-6 {
-				t.Fatalf("%s[%d]: recomputed old %v, on-policy %v", k, i, x[i], wb[k][i])
-			}
-			moved = math.Max(moved, math.Abs(float64(x[i]-before[k][i])))
-		}
-	}
-	if moved < 1e-3 {
-		t.Fatalf("the step moved no weight by more than %g: the comparison proves nothing", moved)
-	}
+	sameStep(t, before, exportWeights(t, a), exportWeights(t, b), "recomputed old", "on-policy")
 }
 
 // TestPolicyWindowMatchesFullRows: the policy objective computed at each row's completion columns
@@ -204,17 +192,23 @@ func TestPolicyWindowMatchesFullRows(t *testing.T) {
 	if ma["tokens"] != 11 || ma["clip_frac_low"]+ma["clip_frac_high"] == 0 || ma["kl"] == 0 {
 		t.Fatalf("metrics %v: want 11 tokens, some clipping and a KL term, or the comparison proves little", ma)
 	}
-	wa, wb := exportWeights(t, a), exportWeights(t, b)
+	sameStep(t, before, exportWeights(t, a), exportWeights(t, b), "full rows", "window")
+}
+
+// sameStep fails unless weights a and b (one step from before each, by the ways named x and y) agree
+// to 1e-6 and the step moved some weight by 1e-3 (else the comparison proves nothing).
+func sameStep(t *testing.T, before, a, b map[string][]float32, x, y string) {
+	t.Helper()
 	moved := 0.0
-	for k, x := range wa {
-		for i := range x {
-			if d := math.Abs(float64(x[i] - wb[k][i])); d > 1e-6 {
-				t.Fatalf("%s[%d]: full rows %v, window %v", k, i, x[i], wb[k][i])
+	for k, w := range a {
+		for i := range w {
+			if d := math.Abs(float64(w[i] - b[k][i])); d > 1e-6 {
+				t.Fatalf("%s[%d]: %s %v, %s %v", k, i, x, w[i], y, b[k][i])
 			}
-			moved = math.Max(moved, math.Abs(float64(x[i]-before[k][i])))
+			moved = math.Max(moved, math.Abs(float64(w[i]-before[k][i])))
 		}
 	}
 	if moved < 1e-3 {
-		t.Fatalf("the step moved no weight by more than %g", moved)
+		t.Fatalf("the step moved no weight by more than %g: the comparison proves nothing", moved)
 	}
 }

@@ -34,17 +34,12 @@ var PolicyMetrics = []string{"pg_loss", "kl", "clip_frac_low", "clip_frac_high",
 //	8 adv       float32   [rows] sequence-level advantages
 func Policy(cfg loss.PolicyConfig) Objective { return PolicyWith(cfg, PolicyOptions{}) }
 
-// PolicyOnPolicy is Policy for a step whose old policy is the one being trained: one epoch of one
-// minibatch, so π_old = π_θ before the update and the trainer need not recompute it in a separate
-// forward pass. The old input (5) is ignored; log π_old is StopGradient(log π_θ) in the graph (ratio 1,
-// no clipping), which is what the recomputation gave up to rounding, at a third less work per step.
-func PolicyOnPolicy(cfg loss.PolicyConfig) Objective {
-	return PolicyWith(cfg, PolicyOptions{OnPolicy: true})
-}
-
 // PolicyOptions are the ways a policy objective can be built for one step's shapes.
 type PolicyOptions struct {
-	OnPolicy bool // as PolicyOnPolicy: input 5 ignored, π_old = StopGradient(π_θ)
+	// OnPolicy is for a step whose old policy is the one being trained (one epoch of one minibatch):
+	// input 5 is ignored and log π_old is StopGradient(log π_θ) in the graph (ratio 1, no clipping),
+	// what a separate recomputation gave up to rounding, without that forward pass.
+	OnPolicy bool
 	// Window > 0 takes a 10th input, cols [rows, Window] int32: the columns of each row's completion
 	// targets (−1 past its completion). The LM head, log-probs and entropy are computed at those
 	// columns only; every [rows, seq] float input is read there. A completion is a few positions of

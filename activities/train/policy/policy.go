@@ -248,15 +248,6 @@ func SeqBucket(n int) int {
 	}
 }
 
-// zeros is a [rows][seq] block of zeros.
-func zeros(rows, seq int) [][]float32 {
-	out := make([][]float32, rows)
-	for r := range out {
-		out[r] = make([]float32, seq)
-	}
-	return out
-}
-
 func (p policyRows) batch() train.Batch {
 	lm := make([][]float32, len(p.mask))
 	copy(lm, p.mask)
@@ -334,7 +325,7 @@ func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput
 		}
 		// Old and reference log-probs, once per iteration, before any update. One epoch of one
 		// minibatch is on-policy: π_old is the policy being stepped, so the objective takes it from
-		// its own forward pass (objective.PolicyOnPolicy) and the separate pass is skipped, unless a
+		// its own forward pass (objective.PolicyOptions.OnPolicy) and the separate pass is skipped, unless a
 		// KL term needs it as its reference.
 		separateRef := in.Reference != "" && in.Reference != in.Policy
 		onPolicy := max(1, in.Epochs) == 1 && len(chunks) == 1 && (in.Loss.KLBeta == 0 || separateRef)
@@ -344,7 +335,7 @@ func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput
 		for c, ch := range chunks {
 			rows[c] = buildPolicyRows(rs, adv, ch)
 			if onPolicy {
-				old[c] = zeros(len(ch), rows[c].seq) // ignored by the on-policy objective
+				old[c] = train.Zeros(len(ch), rows[c].seq) // ignored by the on-policy objective
 			} else if old[c], err = eng.LogProbs(rows[c].batch()); err != nil {
 				return contract.PolicyStepOutput{}, fmt.Errorf("train: policy step old log-probs: %w", err)
 			}
