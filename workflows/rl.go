@@ -57,6 +57,14 @@ type RLState struct {
 	WaitGenerate float64 `json:"wait_generate"`
 	WaitScore    float64 `json:"wait_score"`
 	WaitTrain    float64 `json:"wait_train"`
+	// Inside the policy step (its seconds_read + seconds_load, seconds_optimize, seconds_commit), summed.
+	StepLoad     float64 `json:"step_load,omitempty"`
+	StepOptimize float64 `json:"step_optimize,omitempty"`
+	StepCommit   float64 `json:"step_commit,omitempty"`
+	StepQueued   float64 `json:"step_queued,omitempty"` // scheduled to started
+	// Outside the iterations' seconds: held-out evaluations and pruning of old versions.
+	WaitEval   float64 `json:"wait_eval,omitempty"`
+	WaitRetain float64 `json:"wait_retain,omitempty"`
 	// Sums of per-iteration throughputs (tokens/s) of rollout generation and policy training.
 	RolloutTokS float64 `json:"rollout_tok_s"`
 	TrainTokS   float64 `json:"train_tok_s"`
@@ -182,6 +190,23 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	sharded := workflow.GetVersion(ctx, "rl-sharded", workflow.DefaultVersion, 1) >= 1
 	fan := rlFanOut{rolloutCtx: rolloutCtx, rewardCtx: rewardCtx, in: in, cfg: cfg, seed: seed}
 	var nextShards []workflow.Future // async, sharded: shards of iteration st.Iter being generated
+	// From "rl-overlap" on, an async run scores the next iteration's shards while the policy step
+	// trains (nextPipe), and prunes old versions (retain) while the next iteration runs: neither
+	// stands between two steps any more.
+	overlap := sharded && workflow.GetVersion(ctx, "rl-overlap", workflow.DefaultVersion, 1) >= 1
+	var nextPipe *rlPipe          // overlap, async: nextShards with their scoring
+	var retainFut workflow.Future // overlap: the last retain, awaited before the next one
+	awaitRetain := func() error {
+		if retainFut == nil {
+			return nil
+		}
+		f := retainFut
+		retainFut = nil
+		if err := f.Get(ctx, nil); err != nil {
+			return fmt.Errorf("%s %s: retain: %w", in.Kind, in.Phase, err)
+		}
+		return nil
+	}
 	backtrack := func(reason string) error {
 		if len(st.Branches) >= cfg.Backtrack.Budget {
 			return temporal.NewNonRetryableApplicationError(
@@ -201,7 +226,7 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		st.Dir = fmt.Sprintf("%s.b%d", in.Phase, len(st.Branches))
 		st.FreshOptimizer = st.Good == in.From
 		st.Pending, next = nil, nil
-		st.PendingShards, nextShards = nil, nil
+		st.PendingShards, nextShards, nextPipe = nil, nil, nil
 		workflow.GetLogger(ctx).Warn("back-tracking", "reason", reason, "to_version", st.GoodVersion, "lr_scale", st.LRScale)
 		if err := workflow.UpsertMemo(ctx, map[string]any{"branches": len(st.Branches), "last_branch": reason}); err != nil {
 			return err
@@ -237,6 +262,11 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			}
 		case len(st.PendingShards) > 0:
 			batch, genVersion, st.PendingShards = fan.started(st.PendingShards), st.PendingVersion, nil
+		case nextPipe != nil:
+			if batch, err = nextPipe.wait(ctx); err != nil {
+				return PhaseOutput{}, fmt.Errorf("%s %s: generate iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
+			}
+			genVersion, nextShards, nextPipe = nextVersion, nil, nil
 		case nextShards != nil:
 			if batch, err = fan.await(ctx, nextShards); err != nil {
 				return PhaseOutput{}, fmt.Errorf("%s %s: generate iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
@@ -261,6 +291,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			// Generate the next iteration with the current policy while this one trains.
 			if sharded {
 				nextShards, nextVersion = fan.generate(st.Policy, st.Version, st.Iter+1), st.Version
+				if overlap {
+					nextPipe = fan.pipeline(ctx, nextShards)
+				}
 			} else {
 				next, nextVersion = generate(st.Policy, st.Version, st.Iter+1), st.Version
 			}
@@ -321,6 +354,10 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		st.Iter++
 		st.WaitTrain += workflow.Now(ctx).Sub(trainStart).Seconds()
 		st.TrainTokS += step.Metrics["train_tokens_per_s"]
+		st.StepLoad += step.Metrics["seconds_load"] + step.Metrics["seconds_read"]
+		st.StepOptimize += step.Metrics["seconds_optimize"]
+		st.StepCommit += step.Metrics["seconds_commit"]
+		st.StepQueued += step.Metrics["seconds_queued"]
 		st.Seconds += workflow.Now(ctx).Sub(iterStart).Seconds()
 		st.RewardSum += sc.Metrics.MeanScore
 		st.LastReward = sc.Metrics.MeanScore
@@ -331,6 +368,10 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				_ = next.Get(ctx, nil)
 			}
 			drain(ctx, nextShards)
+			nextPipe.drain(ctx)
+			if err := awaitRetain(); err != nil {
+				return PhaseOutput{}, err
+			}
 			if err := backtrack(fmt.Sprintf("non-finite loss or gradient at iteration %d", st.Iter)); err != nil {
 				return PhaseOutput{}, err
 			}
@@ -345,7 +386,9 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		memo := map[string]any{"iteration": st.Iter, "version": st.Version, "reward_mean": sc.Metrics.MeanScore}
 		last := st.Iter >= cfg.Iterations || outOfTime()
 		if last || (cfg.EvalEvery > 0 && st.Iter%cfg.EvalEvery == 0) {
+			evalStart := workflow.Now(ctx)
 			m, err := evaluate(st.Policy)
+			st.WaitEval += workflow.Now(ctx).Sub(evalStart).Seconds()
 			if err != nil {
 				return PhaseOutput{}, fmt.Errorf("%s %s: evaluate iteration %d: %w", in.Kind, in.Phase, st.Iter, err)
 			}
@@ -363,6 +406,10 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 					_ = next.Get(ctx, nil)
 				}
 				drain(ctx, nextShards)
+				nextPipe.drain(ctx)
+				if err := awaitRetain(); err != nil {
+					return PhaseOutput{}, err
+				}
 				if err := backtrack(fmt.Sprintf("held-out exact match fell from %.3f to %.3f at iteration %d", st.GoodScore, score, st.Iter)); err != nil {
 					return PhaseOutput{}, err
 				}
@@ -386,11 +433,28 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			if st.Good != in.From {
 				best = st.Good
 			}
-			if err := workflow.ExecuteActivity(retainCtx, train.RetainName, train.RetainInput{
-				Store: in.Store, Run: in.RunID, Phase: st.Dir, KeepLast: cfg.KeepLast, Best: best,
-			}).Get(ctx, nil); err != nil {
-				return PhaseOutput{}, fmt.Errorf("%s %s: retain: %w", in.Kind, in.Phase, err)
+			retainStart := workflow.Now(ctx)
+			if err := awaitRetain(); err != nil {
+				return PhaseOutput{}, err
 			}
+			// An overlapped retain runs beside the next step, which reads this version and commits the
+			// next: keeping two, it never deletes what that step or the generation beside it reads.
+			// The last one runs alone and keeps keep_last.
+			keep, inline := cfg.KeepLast, !overlap || last || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+			if !inline {
+				keep = max(keep, 2)
+			}
+			f := workflow.ExecuteActivity(retainCtx, train.RetainName, train.RetainInput{
+				Store: in.Store, Run: in.RunID, Phase: st.Dir, KeepLast: keep, Best: best,
+			})
+			if inline {
+				if err := f.Get(ctx, nil); err != nil {
+					return PhaseOutput{}, fmt.Errorf("%s %s: retain: %w", in.Kind, in.Phase, err)
+				}
+			} else {
+				retainFut = f
+			}
+			st.WaitRetain += workflow.Now(ctx).Sub(retainStart).Seconds()
 		}
 		if err := workflow.UpsertMemo(ctx, memo); err != nil {
 			return PhaseOutput{}, err
@@ -411,12 +475,19 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				if err != nil {
 					return PhaseOutput{}, err
 				}
+				nextPipe.drain(ctx) // its scoring is redone there (the same verdicts)
 				st.PendingShards, st.PendingVersion = gens, nextVersion
+			}
+			if err := awaitRetain(); err != nil {
+				return PhaseOutput{}, err
 			}
 			next := in
 			next.RL = &st
 			return PhaseOutput{}, workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, next)
 		}
+	}
+	if err := awaitRetain(); err != nil {
+		return PhaseOutput{}, err
 	}
 	if st.Last == nil { // ended on a back-track: report the restored checkpoint
 		if st.Last, err = evaluate(st.Policy); err != nil {
@@ -428,7 +499,10 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		"reward_mean": st.RewardSum / float64(max(1, st.Iter)), "last_reward_mean": st.LastReward,
 		"seconds_per_iteration": st.Seconds / float64(max(1, st.Iter)), "train_seconds": st.Seconds,
 		"seconds_generate_wait": st.WaitGenerate / float64(max(1, st.Iter)), "seconds_score": st.WaitScore / float64(max(1, st.Iter)),
-		"seconds_policy_step":  st.WaitTrain / float64(max(1, st.Iter)),
+		"seconds_policy_step": st.WaitTrain / float64(max(1, st.Iter)),
+		"seconds_step_load":   st.StepLoad / float64(max(1, st.Iter)), "seconds_step_optimize": st.StepOptimize / float64(max(1, st.Iter)),
+		"seconds_step_commit": st.StepCommit / float64(max(1, st.Iter)), "seconds_step_queued": st.StepQueued / float64(max(1, st.Iter)),
+		"seconds_eval": st.WaitEval, "seconds_retain": st.WaitRetain,
 		"rollout_tokens_per_s": st.RolloutTokS / float64(max(1, st.Iter)), "train_tokens_per_s": st.TrainTokS / float64(max(1, st.Iter)),
 	}
 	if cfg.SelfCorrect.Retries > 0 {

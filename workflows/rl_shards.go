@@ -192,3 +192,43 @@ func (s rlScored) tokensPerS() float64 {
 	}
 	return float64(s.tokens) / s.seconds
 }
+
+// rlPipe is an async iteration's shards generating, each one's scoring started as soon as its
+// rollouts exist, by a workflow coroutine: the scoring then overlaps the policy step that runs
+// meanwhile, instead of standing between the two steps (runs from the "rl-overlap" version on).
+type rlPipe struct {
+	done  workflow.Future // ready when every shard is generated and its scoring started
+	batch rlBatch
+	err   error
+}
+
+// pipeline starts the coroutine that waits for futs (fan.generate's) and scores each shard.
+func (f rlFanOut) pipeline(ctx workflow.Context, futs []workflow.Future) *rlPipe {
+	done, set := workflow.NewFuture(ctx)
+	p := &rlPipe{done: done}
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		// Activity options come from the fan's contexts; the coroutine's own context blocks.
+		g := f
+		g.rewardCtx = workflow.WithActivityOptions(gctx, workflow.GetActivityOptions(f.rewardCtx))
+		p.batch, p.err = g.await(gctx, futs)
+		set.Set(nil, nil)
+	})
+	return p
+}
+
+// wait returns the generated shards with their scoring started.
+func (p *rlPipe) wait(ctx workflow.Context) (rlBatch, error) {
+	if err := p.done.Get(ctx, nil); err != nil {
+		return rlBatch{}, err
+	}
+	return p.batch, p.err
+}
+
+// drain waits for the shards and their scoring when their results are not wanted.
+func (p *rlPipe) drain(ctx workflow.Context) {
+	if p == nil {
+		return
+	}
+	b, _ := p.wait(ctx)
+	drain(ctx, b.scores)
+}

@@ -7,11 +7,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	reward "github.com/temperml/temper/activities/reward/contract"
+	rollout "github.com/temperml/temper/activities/rollout/contract"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -301,4 +304,89 @@ func TestAgenticRL(t *testing.T) {
 	if !strings.Contains(string(log), `"episode_turns"`) {
 		t.Fatalf("no episode metrics in the policy steps' log:\n%s", log)
 	}
+}
+
+// TestRLAsyncScoresBesideStep checks the async loop's overlap in its history: every shard generated
+// beside a policy step is scored in the workflow task that learns of its rollouts (so its scoring
+// runs while the step trains, instead of after it), each run of the phase replays, and the phase
+// reports where its time went. Taking the scoring back behind the step (the workflow waiting for the
+// step before it starts the Score) fails it whenever the generation ends first, as it does here.
+func TestRLAsyncScoresBesideStep(t *testing.T) {
+	env := testenv.Get(t)
+	env.Roles(t)
+	in := rlPipeline(t, `{"mode": "async", "iterations": 4, "prompts": 4, "group": 2, "epochs": 3}`)
+	run := start(t, env.Client, in)
+	var out workflows.PipelineOutput
+	if err := run.Get(context.Background(), &out); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	if m := out.Phases[1].Metrics; m["iterations"] != 4 || m["version"] != 4 {
+		t.Fatalf("async run: %v", m)
+	}
+	for _, k := range []string{"seconds_step_optimize", "seconds_step_commit", "seconds_step_load", "seconds_step_queued"} {
+		if _, ok := out.Phases[1].Metrics[k]; !ok {
+			t.Errorf("phase metrics lack %s", k)
+		}
+	}
+	// The test server continues the phase as new every few iterations: look through every run. A run's
+	// first workflow task scores the shards the run before it left generated (RLState.PendingShards).
+	resp, err := env.Client.ListWorkflow(context.Background(), workflowListRequest{query: "WorkflowId = '" + run.GetID() + ".grpo'"}.build())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sched struct {
+		name  string
+		input []byte
+	}
+	scored := map[string]bool{}
+	for _, ex := range resp.Executions {
+		scheduled := map[int64]sched{}
+		var completed []string       // rollouts objects of the generations completed since the last workflow task
+		var started []string         // those the workflow task in progress learned of
+		seen := map[int64][]string{} // workflow task (its completed event) → the generations it learned of
+		var firstTask int64
+		for _, e := range history(t, env.Client, ex.Execution.WorkflowId, ex.Execution.RunId).Events {
+			switch {
+			case e.GetActivityTaskScheduledEventAttributes() != nil:
+				a := e.GetActivityTaskScheduledEventAttributes()
+				s := sched{name: a.GetActivityType().GetName(), input: a.GetInput().GetPayloads()[0].GetData()}
+				scheduled[e.GetEventId()] = s
+				if s.name != reward.ScoreName {
+					continue
+				}
+				var si reward.ScoreInput
+				if err := json.Unmarshal(s.input, &si); err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(si.Rollouts, "iter-000000-") || a.GetWorkflowTaskCompletedEventId() == firstTask {
+					continue // the first iteration has no step beside it; a run's first task scores what it inherited
+				}
+				scored[si.Rollouts] = true
+				if !slices.Contains(seen[a.GetWorkflowTaskCompletedEventId()], si.Rollouts) {
+					t.Errorf("score of %s scheduled in a workflow task that learned of generations %v, not of it",
+						si.Rollouts, seen[a.GetWorkflowTaskCompletedEventId()])
+				}
+			case e.GetActivityTaskCompletedEventAttributes() != nil:
+				a := e.GetActivityTaskCompletedEventAttributes()
+				if scheduled[a.GetScheduledEventId()].name == rollout.GenerateName {
+					var g rollout.GenerateOutput
+					if err := json.Unmarshal(a.GetResult().GetPayloads()[0].GetData(), &g); err != nil {
+						t.Fatal(err)
+					}
+					completed = append(completed, g.Rollouts)
+				}
+			case e.GetWorkflowTaskStartedEventAttributes() != nil:
+				started, completed = completed, nil
+			case e.GetWorkflowTaskCompletedEventAttributes() != nil:
+				seen[e.GetEventId()] = started
+				if firstTask == 0 {
+					firstTask = e.GetEventId()
+				}
+			}
+		}
+	}
+	if len(scored) == 0 {
+		t.Fatalf("no score of a generation beside a step in %d runs of the phase", len(resp.Executions))
+	}
+	replayAll(t, env.Client, run.GetID())
 }

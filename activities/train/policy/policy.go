@@ -282,6 +282,7 @@ func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput
 	if len(in.Shards) > 0 && in.Minibatch > 0 { // by reference, in minibatches: read as it trains (stream.go)
 		return a.streamedStep(ctx, in, next)
 	}
+	readStart := time.Now()
 	rs, err := a.scoredRollouts(ctx, &in)
 	if err != nil {
 		return contract.PolicyStepOutput{}, err
@@ -289,7 +290,11 @@ func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput
 	if len(rs) != len(in.Rewards) {
 		return contract.PolicyStepOutput{}, train.BadInput(fmt.Errorf("train: policy step %s: %d rewards for %d rollouts", in.Rollouts, len(in.Rewards), len(rs)))
 	}
-	metrics := map[string]float64{}
+	metrics := map[string]float64{"seconds_read": time.Since(readStart).Seconds()}
+	if activity.IsActivity(ctx) { // how long the step waited for a trainer to take it
+		info := activity.GetInfo(ctx)
+		metrics["seconds_queued"] = info.StartedTime.Sub(info.ScheduledTime).Seconds()
+	}
 	adv, err := advantages(in.Loss.Algorithm, rs, in.Rewards)
 	if err != nil {
 		return contract.PolicyStepOutput{}, train.BadInput(err)
@@ -304,11 +309,13 @@ func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput
 	metrics["groups_dropped"] = float64(dropped)
 	rewardStats(metrics, rs, in.Rewards)
 
+	loadStart := time.Now()
 	eng, cfg, _, err := a.LoadEngine(ctx, in.Policy, in.Optim, !in.FreshOptimizer)
 	if err != nil {
 		return contract.PolicyStepOutput{}, err
 	}
 	defer eng.Close()
+	metrics["seconds_load"] = time.Since(loadStart).Seconds()
 	// Loading and the log-probs passes come before the first optimizer step's heartbeat; on a loaded
 	// 2-core machine they once took past the 30 s heartbeat timeout, and the attempt was retried.
 	beat := func() { activity.RecordHeartbeat(ctx, contract.Progress{}) }
@@ -378,6 +385,7 @@ func (a *Activities) commitPolicy(ctx context.Context, in contract.PolicyStepInp
 	}
 	finiteOnly(metrics)
 	metrics["lr"] = in.LR
+	commitStart := time.Now()
 	st := ckpt.State{Step: int64(next), PolicyVersion: int64(next), ConfigHash: train.ConfigHash(cfg), Scalars: metrics}
 	// Logged before the commit: a retry after a crash in between rewrites the same iteration.
 	if err := a.Ckpt.AppendMetrics(ctx, in.Store, in.Run, in.Phase, []ckpt.MetricsRecord{
@@ -388,6 +396,8 @@ func (a *Activities) commitPolicy(ctx context.Context, in contract.PolicyStepInp
 	if err != nil {
 		return contract.PolicyStepOutput{}, fmt.Errorf("train: %s step %s/%s commit v%d: %w", in.Loss.Algorithm, in.Run, in.Phase, next, err)
 	}
+	// The commit's own time reaches the workflow, not the committed checkpoint's scalars.
+	metrics["seconds_commit"] = time.Since(commitStart).Seconds()
 	return contract.PolicyStepOutput{Checkpoint: out.URI, Version: next, NonFinite: nonFinite, Metrics: metrics}, nil
 }
 
@@ -441,7 +451,9 @@ func optimizeEpochsWith(ctx context.Context, eng objectiveStepper, obj func(c in
 		metrics[k] = v / float64(steps)
 	}
 	metrics["optimizer_steps"] = float64(steps)
-	if d := time.Since(start).Seconds(); d > 0 {
+	d := time.Since(start).Seconds()
+	metrics["seconds_optimize"] = d
+	if d > 0 {
 		metrics["train_tokens_per_s"] = sums["tokens"] / d // completion tokens trained, all epochs
 	}
 	return nonFinite, nil
