@@ -191,8 +191,8 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	fan := rlFanOut{rolloutCtx: rolloutCtx, rewardCtx: rewardCtx, in: in, cfg: cfg, seed: seed}
 	var nextShards []workflow.Future // async, sharded: shards of iteration st.Iter being generated
 	// From "rl-overlap" on, an async run scores the next iteration's shards while the policy step
-	// trains (nextPipe), and prunes old versions (retain) while the next iteration runs: neither
-	// stands between two steps any more.
+	// trains (nextPipe), and every run (sync too) prunes old versions (retain) while the next
+	// iteration runs: neither stands between two steps any more.
 	overlap := sharded && workflow.GetVersion(ctx, "rl-overlap", workflow.DefaultVersion, 1) >= 1
 	var nextPipe *rlPipe          // overlap, async: nextShards with their scoring
 	var retainFut workflow.Future // overlap: the last retain, awaited before the next one
