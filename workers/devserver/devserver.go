@@ -116,7 +116,7 @@ func Start(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, server: srv, uiErr: make(chan error, 1)}
-	if err := srv.Start(); err != nil {
+	if _, err := guard(func() (struct{}, error) { return struct{}{}, srv.Start() }); err != nil {
 		return nil, fmt.Errorf("devserver: start temporal: %w", err)
 	}
 	if !opts.NoUI {
@@ -306,15 +306,17 @@ func newServer(o Options, confp *config.Config, logger slogLogger) (temporal.Ser
 		primitives.HistoryService:  static.SingleLocalHost(hostPort(o.IP, ports["history"])),
 		primitives.WorkerService:   static.SingleLocalHost(hostPort(o.IP, ports["worker"])),
 	}
-	srv, err := temporal.NewServer(
-		temporal.WithConfig(conf),
-		temporal.ForServices(temporal.DefaultServices),
-		temporal.WithStaticHosts(hosts),
-		temporal.WithLogger(logger),
-		temporal.WithAuthorizer(authorizer),
-		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
-		temporal.WithDynamicConfigClient(dyn),
-	)
+	srv, err := guard(func() (temporal.Server, error) {
+		return temporal.NewServer(
+			temporal.WithConfig(conf),
+			temporal.ForServices(temporal.DefaultServices),
+			temporal.WithStaticHosts(hosts),
+			temporal.WithLogger(logger),
+			temporal.WithAuthorizer(authorizer),
+			temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+			temporal.WithDynamicConfigClient(dyn),
+		)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("devserver: build temporal: %w", err)
 	}

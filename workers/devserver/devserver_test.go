@@ -32,3 +32,28 @@ func TestAddrInUse(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildOnTakenPortIsAnError: when a port the server was told to use is taken by the time it binds
+// (two `temper demo` started at the same instant), building the server returns an "address in use"
+// error, which Start retries, instead of panicking inside Temporal on the nil listener its Fatal log
+// left behind.
+func TestBuildOnTakenPortIsAnError(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	o := Options{IP: "127.0.0.1", FrontendPort: l.Addr().(*net.TCPAddr).Port, Namespace: "default"}
+	srv, err := buildServer(&o, false)
+	if err == nil {
+		_ = srv.Stop()
+		t.Fatal("built a server on a taken frontend port")
+	}
+	if !addrInUse(err) {
+		t.Fatalf("error %q does not say the address is in use", err)
+	}
+	var fe *FatalError
+	if !errors.As(err, &fe) {
+		t.Fatalf("error %q is not the server's fatal log record", err)
+	}
+}
