@@ -118,6 +118,38 @@ func (a Arithmetic) Check(ex Example, completion string) (bool, string) {
 	return false, fmt.Sprintf("%s is wrong; recompute %s", got, strings.TrimSuffix(ex.Prompt, "="))
 }
 
+// Partial implements PartialCredit: for a wrong integer answer of the right sign, half a point times
+// the fraction of digit places (right-aligned) it gets right, so 52 for 57 earns 0.25 and 157 for 57
+// earns 1/3; an answer that is not a plain integer (no leading zeros or "+"), or has the wrong sign,
+// earns 0. It gives RL a gradient on prompts no sample solves yet (a group of eight wrong answers
+// scores all zeros with the exact check alone).
+func (a Arithmetic) Partial(ex Example, completion string) float64 {
+	got := FirstLine(completion)
+	if got == ex.Answer {
+		return 0 // a correct answer scores 1 through Check, not here
+	}
+	gotDigits, gotNeg := strings.CutPrefix(got, "-")
+	wantDigits, wantNeg := strings.CutPrefix(ex.Answer, "-")
+	if gotNeg != wantNeg || !plainDigits(gotDigits) || !plainDigits(wantDigits) {
+		return 0
+	}
+	return placeCredit(gotDigits, wantDigits)
+}
+
+// plainDigits reports whether s is an unsigned decimal integer as the tasks write one: digits only,
+// no leading zero unless it is "0".
+func plainDigits(s string) bool {
+	if s == "" || len(s) > 19 || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -103,8 +103,17 @@ func (SplitSum) Partial(ex Example, completion string) float64 {
 	if !okA || !okB || a+b == n {
 		return 0 // a correct answer scores 1 through Check, not here
 	}
-	got, want := strconv.FormatInt(a+b, 10), strconv.FormatInt(n, 10)
+	return placeCredit(strconv.FormatInt(a+b, 10), strconv.FormatInt(n, 10))
+}
+
+// placeCredit is half a point times the fraction of digit places, right-aligned, where two unsigned
+// decimal numbers agree: the partial credit of the arithmetic tasks ("52" for "57": 0.25; "157" for
+// "57": 2 of 3 places, 1/3).
+func placeCredit(got, want string) float64 {
 	places := max(len(got), len(want))
+	if places == 0 {
+		return 0
+	}
 	same := 0
 	for i := 1; i <= min(len(got), len(want)); i++ {
 		if got[len(got)-i] == want[len(want)-i] {

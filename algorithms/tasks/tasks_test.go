@@ -255,3 +255,51 @@ func TestSum2Operands(t *testing.T) {
 		}
 	}
 }
+
+// TestArithmeticPartialCredit: hand-computed digit-place credit; the correct answer, malformed
+// answers and wrong signs earn nothing here.
+func TestArithmeticPartialCredit(t *testing.T) {
+	add, err := Lookup("add2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := Lookup("addsub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		task       Task
+		ex         Example
+		completion string
+		want       float64
+	}{
+		{add, Example{Prompt: "50+7=", Answer: "57"}, "57", 0},
+		{add, Example{Prompt: "50+7=", Answer: "57"}, "52", 0.25},
+		{add, Example{Prompt: "50+7=", Answer: "57"}, "47", 0.25},
+		{add, Example{Prompt: "50+7=", Answer: "57"}, "75", 0},
+		{add, Example{Prompt: "50+7=", Answer: "57"}, "157", 1.0 / 3},
+		{add, Example{Prompt: "50+7=", Answer: "57"}, "7", 0.25},
+		{add, Example{Prompt: "99+9=", Answer: "108"}, "118", 1.0 / 3},
+		{add, Example{Prompt: "99+9=", Answer: "108"}, "98", 0.5 / 3},
+		{add, Example{Prompt: "50+7=", Answer: "57"}, "057", 0},
+		{add, Example{Prompt: "50+7=", Answer: "57"}, "+57", 0},
+		{add, Example{Prompt: "50+7=", Answer: "57"}, "5 7", 0},
+		{add, Example{Prompt: "50+7=", Answer: "57"}, "", 0},
+		{add, Example{Prompt: "50+7=", Answer: "57"}, "-57", 0},
+		{add, Example{Prompt: "50+7=", Answer: "57"}, "52\nmore", 0.25},
+		{sub, Example{Prompt: "5-62=", Answer: "-57"}, "-52", 0.25},
+		{sub, Example{Prompt: "5-62=", Answer: "-57"}, "57", 0},
+		{sub, Example{Prompt: "62-5=", Answer: "57"}, "-57", 0},
+		{add, Example{Prompt: "0+0=", Answer: "0"}, "1", 0},
+		{add, Example{Prompt: "5+5=", Answer: "10"}, "0", 0.25},
+		{add, Example{Prompt: "5+5=", Answer: "10"}, "20", 0.25},
+	} {
+		pc, ok := c.task.(PartialCredit)
+		if !ok {
+			t.Fatalf("%s has no partial credit", c.task.Name())
+		}
+		if got := pc.Partial(c.ex, c.completion); abs(got-c.want) > 1e-12 {
+			t.Errorf("%s %q for %q: partial %g, want %g", c.task.Name(), c.completion, c.ex.Answer, got, c.want)
+		}
+	}
+}
