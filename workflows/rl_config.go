@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -182,7 +184,7 @@ func (c *RLConfig) Validate() error {
 		return &config.FieldError{Path: "self_correct.retries", Msg: "agentic episodes (rollout.tools) correct themselves inside the episode with the check tool: leave retries 0"}
 	}
 	if len(c.Reward.Verifiers) > 0 {
-		if err := c.Reward.Validate(); err != nil {
+		if err := rewardRegistry().Validate(c.Reward); err != nil {
 			return &config.FieldError{Path: "reward", Msg: err.Error()}
 		}
 	}
@@ -231,5 +233,30 @@ func init() {
 		RegisterPhase(PhaseKind{Kind: algo, WorkflowName: "RL-" + algo, Workflow: RL,
 			Doc:       doc,
 			NewConfig: func() PhaseConfig { return defaultRLConfig(algo) }})
+	}
+}
+
+// WorkerVerifiers are the verifiers the reward workers add to verify.Builtins: "task" and "code"
+// (activities/reward) and "critic" (workers, which own the engine it needs). This layer cannot build
+// them, so a reward spec naming one is checked here for everything else (names, labels, weights, that
+// params is an object) and its params when the reward worker composes the spec. A test in workers
+// holds this list to the worker's registry.
+var WorkerVerifiers = []string{"code", "critic", "task"}
+
+// rewardRegistry is verify.Builtins plus WorkerVerifiers as placeholders that accept any params and
+// are never run.
+func rewardRegistry() *verify.Registry {
+	r := verify.Builtins()
+	for _, name := range WorkerVerifiers {
+		_ = r.Register(name, workerSideVerifier(name)) // cannot clash: none is a built-in name (tested)
+	}
+	return r
+}
+
+func workerSideVerifier(name string) verify.Factory {
+	return func(json.RawMessage) (verify.Verifier, error) {
+		return verify.Func(func(context.Context, verify.Sample) (verify.Verdict, error) {
+			return verify.Verdict{}, fmt.Errorf("verify: %q runs on the reward worker, not in the workflow", name)
+		}), nil
 	}
 }
