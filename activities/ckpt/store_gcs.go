@@ -124,8 +124,13 @@ func (s *gcsStore) uploadOne(ctx context.Context, h *storage.ObjectHandle, r io.
 	return crc.Sum32(), n, w.Close()
 }
 
-func (s *gcsStore) putParts(ctx context.Context, key string, br *bufio.Reader) (int64, error) {
-	ctx, cancel := context.WithCancel(ctx)
+// putParts uploads br in parts, s.parallel at a time, and composes them into key. A part already
+// being sent when another fails (or the source fails) is left to finish, not cancelled: a cancelled
+// request can still land on the server after the client gave up on it, i.e. after the cleanup below
+// deleted the parts, and leave an orphan under the writer's prefix (seen with the emulator). Only the
+// caller's own cancellation interrupts them.
+func (s *gcsStore) putParts(parent context.Context, key string, br *bufio.Reader) (int64, error) {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	var (
 		mu       sync.Mutex
@@ -163,13 +168,15 @@ func (s *gcsStore) putParts(ctx context.Context, key string, br *bufio.Reader) (
 		}
 		name := fmt.Sprintf("%s%s.part-%s-%05d", s.prefix, key, tag, i)
 		parts = append(parts, name)
-		w := s.bkt.Object(name).NewWriter(ctx)
+		wctx, wcancel := context.WithCancel(parent)
+		w := s.bkt.Object(name).NewWriter(wctx)
 		w.ChunkSize = chunkFor(s.partSize)
 		w.ContentType = "application/octet-stream"
 		n, err := io.CopyN(w, src, int64(s.partSize))
 		total += n
 		if err != nil && err != io.EOF {
-			fail(err) // cancelling ctx aborts w without finalizing it
+			wcancel() // aborts w before its last chunk: the part is never finalized
+			fail(err)
 			<-sem
 			break
 		}
@@ -177,6 +184,7 @@ func (s *gcsStore) putParts(ctx context.Context, key string, br *bufio.Reader) (
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			defer wcancel()
 			// Close sends the part (the writer already holds it) and waits.
 			if err := w.Close(); err != nil {
 				fail(fmt.Errorf("part %d: %w", i, err))
