@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/temperml/temper/workers"
 )
@@ -42,6 +43,16 @@ func init() {
 					fmt.Fprintf(os.Stderr, "using the Temporal server already running at %s\n", addr)
 				}
 				st, err := s.start(os.Stderr)
+				if err != nil && s.temporal == "" && !s.pinnedPorts() && strings.Contains(err.Error(), "already in use") {
+					// Another demo found the default port free in the same instant and bound it first:
+					// serve this one on free ports rather than fail.
+					fmt.Fprintf(os.Stderr, "%s was taken while the server started (another temper demo?): serving on free ports\n", addr)
+					s.port = 0
+					if s.uiPort >= 0 {
+						s.uiPort = 0
+					}
+					st, err = s.start(os.Stderr)
+				}
 				if err != nil {
 					return err
 				}

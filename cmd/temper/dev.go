@@ -55,6 +55,16 @@ func (s *stackFlags) prepare(w io.Writer) error {
 	return s.applyTemporalEnv(w, explicit)
 }
 
+// pinnedPorts reports whether the user chose the server's ports (--port, --ui-port, or a loopback
+// TEMPORAL_ADDRESS, which applyTemporalEnv turns into the port), so they must not be changed.
+func (s *stackFlags) pinnedPorts() bool {
+	pinned := os.Getenv("TEMPORAL_ADDRESS") != ""
+	if s.fs != nil {
+		s.fs.Visit(func(f *flag.Flag) { pinned = pinned || f.Name == "port" || f.Name == "ui-port" })
+	}
+	return pinned
+}
+
 func (s *stackFlags) start(w io.Writer) (*devStack, error) {
 	roles, err := stackRoles(s.roles)
 	if err != nil {
