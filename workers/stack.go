@@ -55,6 +55,9 @@ type StackOptions struct {
 	Namespace string
 	Roles     []string // workers to run; empty runs none
 	Ephemeral bool     // in-memory SQLite (tests)
+	// Kind is the command serving the embedded server ("dev" or "demo"), recorded on its namespace
+	// (StackKindKey) so that a demo can tell a lasting `temper dev` from another demo's server.
+	Kind string
 	// DB, a postgres:// URL, keeps the embedded server's state in PostgreSQL instead of SQLite.
 	DB      string
 	Logger  *slog.Logger
@@ -102,6 +105,9 @@ func StartStack(opts StackOptions) (*Stack, error) {
 	if s.Server != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		err := EnsureSearchAttributes(ctx, c, opts.Namespace)
+		if err == nil && opts.Kind != "" {
+			err = markStackKind(ctx, c, opts.Namespace, opts.Kind)
+		}
 		cancel()
 		if err != nil {
 			s.Close()

@@ -38,9 +38,18 @@ func init() {
 				}
 				addr := fmt.Sprintf("%s:%d", s.ip, s.port)
 				if s.temporal == "" && workers.Reachable(addr) {
-					// A `temper dev` is already up: use its server; our workers join its own.
-					s.temporal = addr
-					fmt.Fprintf(os.Stderr, "using the Temporal server already running at %s\n", addr)
+					if !s.pinnedPorts() && workers.StackKindAt(addr, workers.DefaultNamespace) == "demo" {
+						// Another demo's server: it stops when that demo ends, taking this run with it.
+						fmt.Fprintf(os.Stderr, "%s is another temper demo's server (it stops when that demo ends): serving this one on free ports\n", addr)
+						s.port = 0
+						if s.uiPort >= 0 {
+							s.uiPort = 0
+						}
+					} else {
+						// A `temper dev` (or another server) is already up: use it; our workers join its own.
+						s.temporal = addr
+						fmt.Fprintf(os.Stderr, "using the Temporal server already running at %s\n", addr)
+					}
 				}
 				st, err := s.start(os.Stderr)
 				if err != nil && s.temporal == "" && !s.pinnedPorts() && strings.Contains(err.Error(), "already in use") {

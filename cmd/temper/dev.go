@@ -93,7 +93,7 @@ func (s *stackFlags) start(w io.Writer) (*devStack, error) {
 		}
 	}
 	st, err := workers.StartStack(workers.StackOptions{
-		Home: s.home, Temporal: s.temporal, IP: s.ip, Port: s.port, UIPort: s.uiPort, Roles: roles, Logger: logger, DB: s.db,
+		Home: s.home, Temporal: s.temporal, IP: s.ip, Port: s.port, UIPort: s.uiPort, Roles: roles, Logger: logger, DB: s.db, Kind: s.command,
 		Workers: workers.Options{Metrics: m},
 	})
 	if err != nil {
