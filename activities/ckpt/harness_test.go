@@ -32,7 +32,10 @@ type emulator struct {
 	client *storage.Client
 }
 
-func newEmulator(t testing.TB, faulty bool) *emulator {
+func newEmulator(t testing.TB, faulty bool) *emulator { return newEmulatorBehind(t, faulty, nil) }
+
+// newEmulatorBehind is newEmulator with the emulator's handler (after any faults) wrapped by wrap.
+func newEmulatorBehind(t testing.TB, faulty bool, wrap func(http.Handler) http.Handler) *emulator {
 	t.Helper()
 	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{
 		NoListener: true,
@@ -49,6 +52,9 @@ func newEmulator(t testing.TB, faulty bool) *emulator {
 		e.faults = &faultHandler{next: h, rng: rand.New(rand.NewPCG(42, 7)), rate: 0.2}
 		e.faults.forcedCreates.Store(2)
 		h = e.faults
+	}
+	if wrap != nil {
+		h = wrap(h)
 	}
 	e.ts = httptest.NewServer(h)
 	e.client = e.newClient(t, e.ts.URL)

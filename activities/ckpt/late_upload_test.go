@@ -6,12 +6,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/fsouza/fake-gcs-server/fakestorage"
 )
 
 // lateUploads applies every upload request to the emulator a while after it has read its body, even
@@ -52,19 +49,11 @@ func (s slowErrReader) Read([]byte) (int, error) { time.Sleep(s.pause); return 0
 // TestAbortedSaveIsInvisible once saw in CI.)
 func TestFailedStreamLeavesNoLateParts(t *testing.T) {
 	ctx := context.Background()
-	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{NoListener: true, Scheme: "http", PublicHost: "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: testBucket})
-	ts := httptest.NewServer(lateUploads{next: srv.HTTPHandler(), delay: 300 * time.Millisecond})
-	e := &emulator{srv: srv, ts: ts}
-	e.client = e.newClient(t, ts.URL)
-	t.Cleanup(func() { e.client.Close(); ts.Close(); srv.Stop() })
+	e := newEmulatorBehind(t, false, func(h http.Handler) http.Handler { return lateUploads{next: h, delay: 300 * time.Millisecond} })
 	opts := Options{GCS: e.client, PartSize: testPartSize, Parallelism: 3, Retry: fastRetry}
 	root := "gs://" + testBucket + "/late"
 	boom := errors.New("source broke")
-	_, err = New(opts).Save(ctx, root, "r", "sft", 1, func(w *Writer) error {
+	_, err := New(opts).Save(ctx, root, "r", "sft", 1, func(w *Writer) error {
 		src := io.MultiReader(bytes.NewReader(payload(1, testPartSize+1000)), slowErrReader{100 * time.Millisecond, boom})
 		return w.Add(ctx, ModelName, src)
 	})

@@ -41,10 +41,7 @@ func init() {
 					if !s.pinnedPorts() && workers.StackKindAt(addr, workers.DefaultNamespace) == "demo" {
 						// Another demo's server: it stops when that demo ends, taking this run with it.
 						fmt.Fprintf(os.Stderr, "%s is another temper demo's server (it stops when that demo ends): serving this one on free ports\n", addr)
-						s.port = 0
-						if s.uiPort >= 0 {
-							s.uiPort = 0
-						}
+						s.freePorts()
 					} else {
 						// A `temper dev` (or another server) is already up: use it; our workers join its own.
 						s.temporal = addr
@@ -56,10 +53,7 @@ func init() {
 					// Another demo found the default port free in the same instant and bound it first:
 					// serve this one on free ports rather than fail.
 					fmt.Fprintf(os.Stderr, "%s was taken while the server started (another temper demo?): serving on free ports\n", addr)
-					s.port = 0
-					if s.uiPort >= 0 {
-						s.uiPort = 0
-					}
+					s.freePorts()
 					st, err = s.start(os.Stderr)
 				}
 				if err != nil {

@@ -65,6 +65,14 @@ func (s *stackFlags) pinnedPorts() bool {
 	return pinned
 }
 
+// freePorts lets the embedded server pick free ports (the UI's too, unless it is off).
+func (s *stackFlags) freePorts() {
+	s.port = 0
+	if s.uiPort >= 0 {
+		s.uiPort = 0
+	}
+}
+
 func (s *stackFlags) start(w io.Writer) (*devStack, error) {
 	roles, err := stackRoles(s.roles)
 	if err != nil {

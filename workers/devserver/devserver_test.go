@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"testing"
 )
 
@@ -55,5 +56,8 @@ func TestBuildOnTakenPortIsAnError(t *testing.T) {
 	var fe *FatalError
 	if !errors.As(err, &fe) {
 		t.Fatalf("error %q is not the server's fatal log record", err)
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("error %q does not wrap the bind error", err)
 	}
 }

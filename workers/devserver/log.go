@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"go.temporal.io/server/common/log/tag"
+	"go.uber.org/zap/zapcore"
 )
 
 // slogLogger adapts the server's tag logger to slog, dropping records below level.
@@ -46,9 +47,13 @@ type FatalError struct {
 func newFatalError(msg string, tags []tag.Tag) *FatalError {
 	e := &FatalError{Msg: msg}
 	for _, t := range tags {
-		if err, ok := t.Value().(error); ok && e.Err == nil {
-			e.Err = err
-			continue
+		// tag.Error keeps the error itself in its zap field (Value() would flatten it to text), so the
+		// chain survives: errors.Is(err, syscall.EADDRINUSE) holds for a failed bind.
+		if zt, ok := t.(tag.ZapTag); ok && e.Err == nil {
+			if err, ok := zt.Field().Interface.(error); ok && zt.Field().Type == zapcore.ErrorType {
+				e.Err = err
+				continue
+			}
 		}
 		e.Detail = append(e.Detail, fmt.Sprintf("%s=%v", t.Key(), t.Value()))
 	}
