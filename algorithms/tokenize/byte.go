@@ -43,3 +43,14 @@ func (Byte) VocabSize() int { return ByteVocabSize }
 
 // Special names <pad>, <bos> and <eos>.
 func (Byte) Special() Special { return byteSpecial }
+
+// EncodeOffsets is Encode with each id's one-byte span.
+func (b Byte) EncodeOffsets(text string) ([]int, [][2]int) {
+	offsets := make([][2]int, len(text))
+	for i := range offsets {
+		offsets[i] = [2]int{i, i + 1}
+	}
+	return b.Encode(text), offsets
+}
+
+var _ OffsetEncoder = Byte{}
