@@ -296,6 +296,8 @@ func (r *hfReader) familyFeatures(c *Config, fam hfFamily) error {
 		}
 		return t
 	}
+	c.PostNorms = c.Family == FamilyGemma2 || c.Family == FamilyGemma3
+	c.QKNorm = c.Family == FamilyQwen3 || c.Family == FamilyGemma3
 	window := fam.window
 	var explicit []string
 	if _, err := r.get("layer_types", &explicit); err != nil {
