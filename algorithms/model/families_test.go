@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/core/tensors"
@@ -126,6 +127,12 @@ func cachedLogitsDiff(t *testing.T, cfg Config, w map[string][]float32, g family
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cachedWith(t, gen, cfg, g, promptLen)
+}
+
+// cachedWith is cachedLogitsDiff with a given Generator.
+func cachedWith(t *testing.T, gen *Generator, cfg Config, g familyGolden, promptLen int) float64 {
+	t.Helper()
 	seqs := g.Sequences
 	b := len(seqs)
 	pl := make([]int, b)
@@ -333,4 +340,78 @@ func TestFamiliesFeaturesMatter(t *testing.T) {
 	}
 }
 
-
+// TestFamiliesLoRA attaches adapters to every module of each reference model: fresh adapters
+// leave the logits bit-identical, trained ones equal the merged weights in both formulations and
+// through the KV cache, and the PEFT tensor names are the family's own (Phi-3's fused qkv_proj
+// and gate_up_proj).
+func TestFamiliesLoRA(t *testing.T) {
+	for _, fd := range loadFamilyDirs(t) {
+		if !strings.HasSuffix(fd.dir, "-old") {
+			continue // one form per family: the graph does not depend on the form
+		}
+		t.Run(filepath.Base(fd.dir), func(t *testing.T) {
+			cfg, g := fd.cfg, fd.golden
+			l := LoRA{Rank: 2, Alpha: 3, Seed: 5}
+			longest := len(g.Sequences[0])
+			tok, pos, mask := leftPadded(g.Sequences, longest)
+			store := newStore(t, cfg, fd.weights)
+			base := runForward(t, cfg, store, tok, pos, mask)
+			if err := AttachLoRA(store.RootScope(), cfg, l); err != nil {
+				t.Fatal(err)
+			}
+			if got := runForward(t, cfg, store, tok, pos, mask); !slices.Equal(got, base) {
+				t.Fatal("fresh adapters changed the logits")
+			}
+			ad := randomAdapters(t, cfg, l, 9, 0.3)
+			if err := ImportLoRA(store.RootScope(), cfg, ad); err != nil {
+				t.Fatal(err)
+			}
+			merged, err := MergeLoRA(cfg, l, fd.weights, ad)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := runForward(t, cfg, newStore(t, cfg, merged), tok, pos, mask)
+			for _, mode := range []string{loraExplicit, loraMerged} {
+				withMode(t, mode)
+				if d := maxAbs(runForward(t, cfg, store, tok, pos, mask), want); d > 1e-4 {
+					t.Errorf("%s adapters vs merged weights: max |Δ| %.2e", mode, d)
+				}
+			}
+			withMode(t, loraAuto)
+			if d := maxAbs(base, want); d < 1e-2 {
+				t.Fatalf("adapters moved the logits by only %.2e: the test proves nothing", d)
+			}
+			// Through the KV cache too: the merged model's logits are the reference here.
+			mg := g
+			mg.Logits = make([][][]float64, len(g.Sequences))
+			for b, s := range g.Sequences {
+				pad := longest - len(s)
+				for p := range s {
+					row := want[(b*longest+pad+p)*cfg.Vocab : (b*longest+pad+p+1)*cfg.Vocab]
+					r64 := make([]float64, len(row))
+					for i, v := range row {
+						r64[i] = float64(v)
+					}
+					mg.Logits[b] = append(mg.Logits[b], r64)
+				}
+			}
+			gen, err := NewGenerator(testBackend(), store.RootScope(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cachedWith(t, gen, cfg, mg, 8); d > 1e-4 {
+				t.Errorf("cached path with adapters vs merged weights: max |Δ| %.2e", d)
+			}
+			shapes, err := l.PEFTShapes(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fused := cfg.Family == FamilyPhi3
+			_, hasFused := shapes["base_model.model.model.layers.0.self_attn.qkv_proj.lora_A.weight"]
+			_, hasQ := shapes["base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"]
+			if hasFused != fused || hasQ == fused {
+				t.Errorf("PEFT names for %s: qkv_proj %v, q_proj %v", cfg.Family, hasFused, hasQ)
+			}
+		})
+	}
+}
