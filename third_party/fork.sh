@@ -173,7 +173,7 @@ cmd_rebase() {
 	g -C "$work" checkout -q -b fork
 	replace_tree "$work" "$FORK" --cached --others --exclude-standard
 	g -C "$work" add -A -f
-	g -C "$work" commit -q -m "Temper fork of $MODULE $old (third_party/compute)"
+	g -C "$work" commit -q -m "Temper fork (third_party/compute at $(git -C "$ROOT" rev-parse --short HEAD), on $old)"
 	g -C "$work" checkout -q upstream
 	find "$work" -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +
 	copy_upstream "$work" "$new"
