@@ -176,7 +176,7 @@ func (ev *evaluator) execFor(n forNode, sc *scope) error {
 	loop := newDict()
 	loopVal := &namespace{d: loop}
 	for i, item := range items {
-		body.vars["loop"] = loopVal // names set in one pass stay for the next, as in Jinja2
+		body.vars = map[string]value{"loop": loopVal} // names set in one pass are gone in the next, as in Jinja2
 		if err := bind(item); err != nil {
 			return err
 		}

@@ -799,7 +799,7 @@ func (t *tokens) parseFilters(x expr) (expr, error) {
 				if te.args, _, err = t.parseArgs(); err != nil {
 					return nil, err
 				}
-			} else if k, ok := t.peek(); ok && (k.kind == tokString || k.kind == tokInt || k.kind == tokFloat || k.kind == tokName && k.s != "and" && k.s != "or" && k.s != "if" && k.s != "else" && k.s != "in" && k.s != "not" && k.s != "is") {
+			} else if k, ok := t.peek(); ok && (k.kind == tokOp && (k.s == "[" || k.s == "{") || k.kind == tokString || k.kind == tokInt || k.kind == tokFloat || k.kind == tokName && k.s != "and" && k.s != "or" && k.s != "if" && k.s != "else" && k.s != "in" && k.s != "not" && k.s != "is") {
 				// a test's single argument without parentheses: "is divisibleby 3", "is sameas false"
 				arg, err := t.parsePrimary()
 				if err != nil {

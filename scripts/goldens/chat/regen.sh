@@ -8,3 +8,4 @@ npm ci --no-audit --no-fund
 node make.mjs
 /usr/bin/python3 crosscheck.py
 node ids.mjs
+/usr/bin/python3 features.py
