@@ -230,7 +230,16 @@ func (f Format) Spans(msgs []tokenize.Message) (string, [][2]int, error) {
 		if err != nil {
 			return "", nil, fmt.Errorf("chat: prompt before message %d: %w", c.from[i], err)
 		}
+		// Where the generation prompt is not what precedes the turn in the whole text (Qwen3's
+		// enable_thinking false prompts with an empty think block that earlier turns do not
+		// have), the model's text starts after the last line break they agree on: turn headers
+		// end lines, and "<think>" must not count as the start of "<tool_call>".
 		start := commonPrefix(prompt.Text, full.Text)
+		if start < len(prompt.Text) {
+			if nl := strings.LastIndexByte(full.Text[len(pre.Text):start], '\n'); nl >= 0 {
+				start = len(pre.Text) + nl + 1
+			}
+		}
 		end := -1
 		for _, e := range f.EndOfTurn {
 			if j := strings.Index(full.Text[start:], e); j >= 0 && (end < 0 || start+j+len(e) < end) {

@@ -93,37 +93,31 @@ func (f Format) ParseCall(text string) (tokenize.ToolCall, bool, error) {
 // since every style's call is followed by the turn's end-of-turn token (StopIDs).
 func (f Format) CallStop() string { return "" }
 
-// ToolMarkers are the texts around a tool's result that follow a policy turn ending in a call
-// (the turn's own end-of-turn marker included in the policy's tokens): open before the result,
-// close after it up to the next turn's generation prompt. Found by rendering a probe conversation,
-// so they are the template's own.
-func (f Format) ToolMarkers() (open, close string, err error) {
-	const sentinel = "\ue000"
+// ToolText is the text that follows a policy turn ending in a call (the turn's own end-of-turn
+// marker included in the policy's tokens) when the tool answered result: the template's tool
+// turn up to the next turn's generation prompt. It is found by rendering, since templates differ
+// in more than the text around a result (Llama 3.1's writes a string result as JSON, quoted).
+func (f Format) ToolText(result string) (string, error) {
 	msgs := []tokenize.Message{
 		{Role: tokenize.RoleUser, Content: "?"},
 		{Role: tokenize.RoleAssistant, ToolCalls: []tokenize.ToolCall{{Name: "f", Arguments: json.RawMessage(`{}`)}}},
 	}
-	before, err := f.Text(msgs, false)
+	msgs = append(msgs, tokenize.Message{Role: tokenize.RoleTool, Content: result})
+	// The policy's turn ends at its end-of-turn marker (the end of the assistant's span); what
+	// follows is the template's. The call's own turn may render otherwise once a result follows
+	// it (Qwen3's empty think block of a last turn), so both come from the same conversation.
+	text, spans, err := f.Spans(msgs)
 	if err != nil {
-		return "", "", fmt.Errorf("chat: tool markers of %s: %w", f.Template.Name, err)
+		return "", fmt.Errorf("chat: tool text of %s: %w", f.Template.Name, err)
 	}
-	after, err := f.Text(append(msgs, tokenize.Message{Role: tokenize.RoleTool, Content: sentinel}), true)
+	after, err := f.Text(msgs, true)
 	if err != nil {
-		return "", "", fmt.Errorf("chat: tool markers of %s: %w", f.Template.Name, err)
+		return "", fmt.Errorf("chat: tool text of %s: %w", f.Template.Name, err)
 	}
-	// The policy's turn ends at its end-of-turn marker; what follows in the rendering is the
-	// template's, up to the result, and from the result to the end.
-	end := -1
-	for _, e := range f.EndOfTurn {
-		if j := strings.LastIndex(before, e); j >= 0 && j+len(e) > end {
-			end = j + len(e)
-		}
+	if len(spans) != 1 || !strings.HasPrefix(after, text[:spans[0][1]]) {
+		return "", fmt.Errorf("chat: tool text of %s: a tool result does not follow the assistant's turn in the rendering", f.Template.Name)
 	}
-	i := strings.Index(after, sentinel)
-	if end < 0 || i < end || !strings.HasPrefix(after, before[:end]) {
-		return "", "", fmt.Errorf("chat: tool markers of %s: a tool result does not follow the assistant's turn in the rendering", f.Template.Name)
-	}
-	return after[end:i], after[i+len(sentinel):], nil
+	return after[spans[0][1]:], nil
 }
 
 // Hermes / Qwen.
