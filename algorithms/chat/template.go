@@ -265,3 +265,18 @@ func (ts *Templates) Select(name string, tools bool) (*Template, error) {
 	}
 	return nil, fmt.Errorf("chat: no default chat template (have %s); name one", strings.Join(ts.Names(), ", "))
 }
+
+// FromConfig is the Format of a model directory's files: tokenizer_config.json (config, name labels
+// errors) and chat_template.jinja (nil when absent), the template named templateName ("": the
+// default, or tool_use when opts has tools), and the tool style ("": detected).
+func FromConfig(name string, config, jinja []byte, templateName string, style ToolStyle, opts Options) (Format, error) {
+	ts, err := Load(name, config, jinja)
+	if err != nil {
+		return Format{}, err
+	}
+	t, err := ts.Select(templateName, opts.Tools != nil)
+	if err != nil {
+		return Format{}, err
+	}
+	return NewFormat(t, style, opts)
+}
