@@ -145,8 +145,8 @@ func openAIMessage(m tokenize.Message) json.RawMessage {
 			}{c.Name, args})
 			var cb bytes.Buffer
 			cb.WriteByte('{')
-			if c.ID != "" {
-				id, _ := json.Marshal(c.ID)
+			if c.CallID() != "" {
+				id, _ := json.Marshal(c.CallID())
 				cb.WriteString(`"id": `)
 				cb.Write(id)
 				cb.WriteString(", ")

@@ -227,7 +227,7 @@ func TestGemmaToolCodeIsTheGolden(t *testing.T) {
 	f := format(t, "gemma3", Options{})
 	text, err := f.Text([]tokenize.Message{
 		{Role: tokenize.RoleUser, Content: "12*34?"},
-		{Role: tokenize.RoleAssistant, ToolCalls: []tokenize.ToolCall{{ID: "c1", Name: "calc", Arguments: json.RawMessage(`{"expr":"12*34"}`)}}},
+		{Role: tokenize.RoleAssistant, ToolCalls: []tokenize.ToolCall{{Name: "calc", Arguments: json.RawMessage(`{"expr":"12*34"}`)}}},
 		{Role: tokenize.RoleTool, ToolCallID: "c1", Content: "408"},
 		{Role: tokenize.RoleAssistant, Content: "408"},
 	}, false)

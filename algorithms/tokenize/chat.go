@@ -40,25 +40,21 @@ func (m Message) Trained() bool {
 	return m.Role == RoleAssistant && (m.Weight == nil || *m.Weight != 0)
 }
 
-// ToolCall is one call of a tool. Temper writes it as {"name": ..., "arguments": {...}}; it also
-// reads OpenAI's form {"id": ..., "type": "function", "function": {"name": ..., "arguments": ...}}
-// with the arguments as a JSON object or as a string holding one. Arguments is always the
-// object; a call whose arguments came as a string remembers it, so that a chat template that
-// tells the two apart (Qwen3 writes a string as it is) renders what the data said.
+// ToolCall is one call of a tool, as Temper writes it: {"name": ..., "arguments": {...}}. A
+// message's tool_calls also read OpenAI's form {"id": ..., "type": "function", "function":
+// {"name": ..., "arguments": ...}}, the arguments a JSON object or a string holding one; the call
+// keeps the id and whether the arguments came as a string, so that a chat template that tells
+// the two apart (Qwen3 writes a string as it is) renders what the data said. Decoding a ToolCall
+// on its own (a policy's call) reads Temper's form only.
 type ToolCall struct {
-	ID        string          `json:"id,omitempty"`
-	Type      string          `json:"type,omitempty"`
-	Function  *ToolFunction   `json:"function,omitempty"` // OpenAI form, read only: folded into Name and Arguments
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
-	argString *string         // arguments as given, when given as a JSON string
+	id        string
+	argString *string // arguments as given, when given as a JSON string holding an object
 }
 
-// ToolFunction is the "function" object of an OpenAI tool call.
-type ToolFunction struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
+// CallID is the call's id in OpenAI form ("" when it had none).
+func (c ToolCall) CallID() string { return c.id }
 
 // ArgumentsString is the arguments as the data gave them when that was a JSON string.
 func (c ToolCall) ArgumentsString() (string, bool) {
@@ -68,39 +64,81 @@ func (c ToolCall) ArgumentsString() (string, bool) {
 	return *c.argString, true
 }
 
-// UnmarshalJSON reads either form strictly (an unknown field is an error naming it).
-func (c *ToolCall) UnmarshalJSON(b []byte) error {
-	type plain ToolCall
-	var p plain
+// messageFields is a message's JSON form, decoded strictly.
+type messageFields struct {
+	Role             string            `json:"role"`
+	Content          *string           `json:"content"`
+	ReasoningContent string            `json:"reasoning_content"`
+	ToolCalls        []json.RawMessage `json:"tool_calls"`
+	ToolCallID       string            `json:"tool_call_id"`
+	Name             string            `json:"name"`
+	Weight           *int              `json:"weight"`
+}
+
+// UnmarshalJSON reads a message strictly (an unknown field is an error naming it, as encoding/json
+// words it), its tool calls in either form; "content": null reads as "".
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var f messageFields
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return fmt.Errorf("tool call: %w", err)
+	if err := dec.Decode(&f); err != nil {
+		return err
 	}
-	if p.Type != "" && p.Type != "function" {
-		return fmt.Errorf("tool call: type %q: allowed values: function", p.Type)
+	out := Message{Role: f.Role, ReasoningContent: f.ReasoningContent, ToolCallID: f.ToolCallID, Name: f.Name, Weight: f.Weight}
+	if f.Content != nil {
+		out.Content = *f.Content
 	}
-	if p.Function != nil {
-		if p.Name != "" || len(p.Arguments) > 0 {
-			return fmt.Errorf("tool call: both \"function\" and a top-level name/arguments; use one form")
+	for i, raw := range f.ToolCalls {
+		c, err := readToolCall(raw)
+		if err != nil {
+			return fmt.Errorf("tool_calls[%d]: %w", i, err)
 		}
-		p.Name, p.Arguments, p.Function = p.Function.Name, p.Function.Arguments, nil
+		out.ToolCalls = append(out.ToolCalls, c)
 	}
-	if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && a[0] == '"' {
+	*m = out
+	return nil
+}
+
+func readToolCall(b []byte) (ToolCall, error) {
+	var f struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function *struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return ToolCall{}, err
+	}
+	if f.Type != "" && f.Type != "function" {
+		return ToolCall{}, fmt.Errorf("type %q: allowed values: function", f.Type)
+	}
+	c := ToolCall{Name: f.Name, Arguments: f.Arguments, id: f.ID}
+	if f.Function != nil {
+		if f.Name != "" || len(f.Arguments) > 0 {
+			return ToolCall{}, fmt.Errorf("both \"function\" and a top-level name/arguments; use one form")
+		}
+		c.Name, c.Arguments = f.Function.Name, f.Function.Arguments
+	}
+	if a := bytes.TrimSpace(c.Arguments); len(a) > 0 && a[0] == '"' {
 		var s string
 		if err := json.Unmarshal(a, &s); err != nil {
-			return fmt.Errorf("tool call %q: arguments: %w", p.Name, err)
+			return ToolCall{}, fmt.Errorf("%q: arguments: %w", c.Name, err)
 		}
 		// A string that holds no JSON object stays a string: the data's validation
 		// (tasks.ReadJSONL) names the message it is in.
 		obj := bytes.TrimSpace([]byte(s))
 		var m map[string]json.RawMessage
 		if json.Unmarshal(obj, &m) == nil && m != nil {
-			p.Arguments, p.argString = obj, &s
+			c.Arguments, c.argString = obj, &s
 		}
 	}
-	*c = ToolCall(p)
-	return nil
+	return c, nil
 }
 
 // The markers around a tool call in a policy's text.
@@ -111,10 +149,7 @@ const (
 
 // FormatToolCall writes c as a policy writes it in Temper's own formats.
 func FormatToolCall(c ToolCall) string {
-	b, _ := json.Marshal(struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	}{c.Name, c.Arguments}) // a name and a raw JSON value always marshal
+	b, _ := json.Marshal(c) // a name and a raw JSON value always marshal
 	return ToolOpenTag + string(b) + ToolCloseTag
 }
 

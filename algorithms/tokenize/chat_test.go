@@ -329,22 +329,23 @@ func TestMask(t *testing.T) {
 	}
 }
 
-// TestToolCallForms: a call reads in Temper's form and in OpenAI's (arguments as an object or a
-// string holding one), and a bad one is refused naming what is wrong.
+// TestToolCallForms: a message's call reads in Temper's form and in OpenAI's (arguments as an
+// object or a string holding one), and a bad one is refused naming what is wrong; a call decoded
+// on its own (a policy's) reads Temper's form only, as before.
 func TestToolCallForms(t *testing.T) {
 	for _, c := range []struct {
-		in, name, args, str, err string
+		in, name, args, str, id, err string
 	}{
 		{in: `{"name":"calc","arguments":{"expr":"1+1"}}`, name: "calc", args: `{"expr":"1+1"}`},
-		{in: `{"id":"c1","type":"function","function":{"name":"calc","arguments":{"expr":"1"}}}`, name: "calc", args: `{"expr":"1"}`},
+		{in: `{"id":"c1","type":"function","function":{"name":"calc","arguments":{"expr":"1"}}}`, name: "calc", args: `{"expr":"1"}`, id: "c1"},
 		{in: `{"type":"function","function":{"name":"calc","arguments":"{\"expr\": \"2\"}"}}`, name: "calc", args: `{"expr": "2"}`, str: `{"expr": "2"}`},
 		{in: `{"function":{"name":"calc","arguments":"[1]"}}`, name: "calc", args: `"[1]"`}, // refused by the data's check
 		{in: `{"type":"code","name":"x"}`, err: `type "code": allowed values: function`},
 		{in: `{"name":"x","argumnets":{}}`, err: `unknown field "argumnets"`},
 		{in: `{"name":"x","function":{"name":"y"}}`, err: "use one form"},
 	} {
-		var tc ToolCall
-		err := json.Unmarshal([]byte(c.in), &tc)
+		var m Message
+		err := json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[`+c.in+`]}`), &m)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: err = %v, want %q", c.in, err, c.err)
@@ -354,13 +355,24 @@ func TestToolCallForms(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.in, err)
 		}
+		tc := m.ToolCalls[0]
 		s, isStr := tc.ArgumentsString()
-		if tc.Name != c.name || string(tc.Arguments) != c.args || tc.Function != nil || isStr != (c.str != "") || s != c.str {
+		if tc.Name != c.name || string(tc.Arguments) != c.args || tc.CallID() != c.id || isStr != (c.str != "") || s != c.str {
 			t.Errorf("%s: got %+v (string %q %v)", c.in, tc, s, isStr)
 		}
 		if got := FormatToolCall(tc); got != "<tool>{\"name\":\""+c.name+"\",\"arguments\":"+compact(c.args)+"}</tool>" {
 			t.Errorf("%s: FormatToolCall = %s", c.in, got)
 		}
+	}
+	var tc ToolCall
+	dec := json.NewDecoder(strings.NewReader(`{"name":"calc","function":{"name":"x"}}`))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&tc); err == nil {
+		t.Error("a policy's call in OpenAI form decoded; Temper's form only")
+	}
+	var m Message
+	if err := json.Unmarshal([]byte(`{"role":"tool","content":"4","tool_call_id":"c1","name":"calc","colour":1}`), &m); err == nil || !strings.Contains(err.Error(), `unknown field "colour"`) {
+		t.Errorf("unknown message field: %v", err)
 	}
 }
 
