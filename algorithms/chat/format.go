@@ -55,6 +55,15 @@ func NewFormat(t *Template, style ToolStyle, opts Options) (Format, error) {
 	return f, nil
 }
 
+// WithTools is f with the tool definitions of one conversation (an example's "tools").
+func (f Format) WithTools(tools []json.RawMessage) (Format, error) {
+	if len(tools) > 0 && !strings.Contains(f.Template.Source, "tools") {
+		return Format{}, fmt.Errorf("chat: template %s does not render tool definitions (tools); describe the tools in the system message instead", f.Template.Name)
+	}
+	f.Options.Tools = tools
+	return f, nil
+}
+
 func contains1(ss []string, s string) bool {
 	for _, x := range ss {
 		if x == s {

@@ -56,7 +56,7 @@ func (e Encoder) Encode(ex tasks.Example) (Encoded, error) {
 		add(e.Tok.Encode(ex.Prompt), false)
 		add(e.Tok.Encode(ex.Completion), true)
 	case "messages":
-		ids, mask, err := e.render(ex.Messages)
+		ids, mask, err := e.render(ex)
 		if err != nil {
 			return Encoded{}, err
 		}
@@ -83,18 +83,34 @@ func (e Encoder) PromptIDs(ex tasks.Example) ([]int, error) {
 			msgs = msgs[:len(msgs)-1]
 		}
 		if e.Model != nil {
-			return e.Model.Prompt(e.Tok, msgs)
+			f, err := e.Model.WithTools(ex.Tools)
+			if err != nil {
+				return nil, err
+			}
+			return f.Prompt(e.Tok, msgs)
+		}
+		if len(ex.Tools) > 0 {
+			return nil, errNoTools
 		}
 		return e.Chat.Prompt(e.Tok, msgs)
 	}
 	return append(ids, e.Tok.Encode(ex.Prompt)...), nil
 }
 
-func (e Encoder) render(msgs []tokenize.Message) ([]int, []bool, error) {
+var errNoTools = errors.New(`data: "tools": Temper's fixed chat formats do not render tool definitions; describe the tools in the system message, or use the model's own chat template`)
+
+func (e Encoder) render(ex tasks.Example) ([]int, []bool, error) {
 	if e.Model != nil {
-		return e.Model.Encode(e.Tok, msgs)
+		f, err := e.Model.WithTools(ex.Tools)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f.Encode(e.Tok, ex.Messages)
 	}
-	return e.Chat.Render(e.Tok, msgs)
+	if len(ex.Tools) > 0 {
+		return nil, nil, errNoTools
+	}
+	return e.Chat.Render(e.Tok, ex.Messages)
 }
 
 // Batch is a packed training batch: host slices of [Rows][Seq].

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/temperml/temper/algorithms/chat"
@@ -62,6 +63,17 @@ func TestModelTemplate(t *testing.T) {
 	}
 	if want := tok.Encode("<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"); !slices.Equal(p, want) {
 		t.Errorf("prompt %q", tok.Decode(p))
+	}
+	tool := json.RawMessage(`{"type": "function", "function": {"name": "calc", "parameters": {}}}`)
+	withTools, err := enc.Encode(tasks.Example{Messages: ex.Messages, Tools: []json.RawMessage{tool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := tok.Decode(withTools.IDs); !strings.Contains(s, "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"calc\", \"parameters\": {}}}\n</tools>") {
+		t.Errorf("the example's tools are not rendered: %q", s)
+	}
+	if _, err := (Encoder{Tok: tok, Chat: tokenize.ChatML()}).Encode(tasks.Example{Messages: ex.Messages, Tools: []json.RawMessage{tool}}); err == nil || !strings.Contains(err.Error(), "do not render tool definitions") {
+		t.Errorf("tools with a fixed format: %v", err)
 	}
 	txt, err := enc.Encode(tasks.Example{Text: "hi"})
 	if err != nil || !slices.Equal(txt.IDs, append(tok.Encode("hi"), tok.Special().EOS)) {
