@@ -34,19 +34,24 @@ const (
 	AdapterConfigFile = "adapter_config.json"
 )
 
-// AdapterEngine is an Engine built with EngineOptions.LoRA: it trains only the adapters and
-// saves/loads them alone (PEFT adapter_model.safetensors). SaveWeights/LoadWeights still move the
-// base weights, SaveOptimizer/LoadOptimizer the adapters' optimizer state.
-type AdapterEngine interface {
-	Engine
-	SaveAdapters(w io.Writer) error
-	LoadAdapters(r io.Reader) error
-}
-
-// Adapters says an engine trains LoRA adapters on top of the plain checkpoint Base.
+// Adapters says an engine trains LoRA adapters on top of the plain checkpoint Base. An engine built
+// with EngineOptions.LoRA trains only the adapters; its Caps().Adapters saves/loads them alone (PEFT
+// adapter_model.safetensors), asked for once when it is loaded and kept here for the commit, while
+// SaveWeights/LoadWeights still move the base weights and SaveOptimizer/LoadOptimizer the adapters'
+// optimizer state.
 type Adapters struct {
 	LoRA model.LoRA
 	Base string
+	io   AdapterIO
+}
+
+// adapterIO is the adapters' capability of an engine built with EngineOptions.LoRA; what names the
+// checkpoint in the error.
+func adapterIO(eng Engine, what string) (AdapterIO, error) {
+	if a := eng.Caps().Adapters; a != nil {
+		return a, nil
+	}
+	return nil, fmt.Errorf("train: %s: the engine (%T) cannot hold LoRA adapters", what, eng)
 }
 
 // IsAdapterCheckpoint reports whether ck holds LoRA adapters rather than full weights.
@@ -132,7 +137,7 @@ func LoadAdapterEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine
 	return eng, cfg, ck, nil
 }
 
-// loadAdapterCheckpoint loads base + adapters of ck into an AdapterEngine for training with want
+// loadAdapterCheckpoint loads base + adapters of ck into an adapter engine for training with want
 // (a phase's config): the checkpoint's adapters must have the same modules, rank and scale; want's
 // dropout and seed are the ones used.
 func loadAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, ck *ckpt.Checkpoint, optim contract.Optim, want model.LoRA, withOptimizer bool) (Engine, model.Config, *Adapters, error) {
@@ -153,10 +158,10 @@ func loadAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, newEngine NewEn
 	if err != nil {
 		return nil, cfg, nil, err
 	}
-	ae, ok := eng.(AdapterEngine)
-	if !ok {
+	ae, err := adapterIO(eng, "load "+ck.Ref.URI)
+	if err != nil {
 		eng.Close()
-		return nil, cfg, nil, fmt.Errorf("train: load %s: the engine (%T) cannot hold LoRA adapters", ck.Ref.URI, eng)
+		return nil, cfg, nil, err
 	}
 	if err := LoadFile(ctx, bck, contract.ModelFile, eng.LoadWeights); err != nil {
 		eng.Close()
@@ -174,7 +179,7 @@ func loadAdapterCheckpoint(ctx context.Context, cl *ckpt.Client, newEngine NewEn
 			}
 		}
 	}
-	return eng, cfg, &Adapters{LoRA: l, Base: base}, nil
+	return eng, cfg, &Adapters{LoRA: l, Base: base, io: ae}, nil
 }
 
 // LoadTrainEngine is what a training chunk loads from checkpoint uri:
@@ -221,15 +226,16 @@ func LoadTrainEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, 
 		if err != nil {
 			return nil, cfg, nil, err
 		}
-		if _, ok := eng.(AdapterEngine); !ok {
+		ae, err := adapterIO(eng, "lora on "+uri)
+		if err != nil {
 			eng.Close()
-			return nil, cfg, nil, fmt.Errorf("train: lora on %s: the engine (%T) cannot hold LoRA adapters", uri, eng)
+			return nil, cfg, nil, err
 		}
 		if err := LoadFile(ctx, ck, contract.ModelFile, eng.LoadWeights); err != nil {
 			eng.Close()
 			return nil, cfg, nil, err
 		}
-		return eng, cfg, &Adapters{LoRA: l, Base: ck.Ref.URI}, nil
+		return eng, cfg, &Adapters{LoRA: l, Base: ck.Ref.URI, io: ae}, nil
 	}
 	eng, cfg, _, err := LoadEngine(ctx, cl, newEngine, uri, optim, withOptimizer)
 	return eng, cfg, nil, err
@@ -242,8 +248,7 @@ func WriteTrained(ctx context.Context, w *ckpt.Writer, eng Engine, cfg model.Con
 	if ad == nil {
 		return WriteModel(ctx, w, eng, cfg, st, true)
 	}
-	ae, ok := eng.(AdapterEngine)
-	if !ok {
+	if ad.io == nil {
 		return fmt.Errorf("train: write adapters: the engine (%T) holds no LoRA adapters", eng)
 	}
 	js, err := ad.LoRA.PEFTConfigJSON(cfg, ad.Base)
@@ -253,7 +258,7 @@ func WriteTrained(ctx context.Context, w *ckpt.Writer, eng Engine, cfg model.Con
 	if err := w.Add(ctx, AdapterConfigFile, BytesReader(append(js, '\n'))); err != nil {
 		return err
 	}
-	if err := Stream(ctx, w, AdapterFile, ae.SaveAdapters); err != nil {
+	if err := Stream(ctx, w, AdapterFile, ad.io.SaveAdapters); err != nil {
 		return err
 	}
 	if err := Stream(ctx, w, contract.OptimizerFile, eng.SaveOptimizer); err != nil {
