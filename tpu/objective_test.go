@@ -2,6 +2,7 @@ package tpu
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
@@ -106,6 +107,33 @@ func TestObjectiveMatchesTrainStep(t *testing.T) {
 	}}
 	if _, err := b.StepObjective(bad, ceBatch(batch), 1e-2); err == nil {
 		t.Fatal("want an error for a non-scalar loss")
+	}
+}
+
+// TestObjectiveBadBatch: a batch of another objective, a ragged batch and no batch are errors that
+// say what is wrong, not crashes, and change nothing.
+func TestObjectiveBadBatch(t *testing.T) {
+	r := newRuntime(t, Options{Seed: 3})
+	batch := randomBatch(t, tinyCfg().Vocab, 2, 8, 5)
+	before := exportWeights(t, r)
+	ragged := objective.Sequences{Tokens: [][]int{{1, 2}, {3}}, Positions: [][]int{{0, 1}, {0}}, Valid: [][]bool{{true, true}, {true}},
+		Last: []int{1, 0}, Completion: [][]float32{{0, 1}, {0}}}
+	for _, c := range []struct {
+		name string
+		obj  Objective
+		b    objective.Batch
+		want string
+	}{
+		{"another objective's batch", objective.Policy(loss.DefaultPolicyConfig(loss.AlgoGRPO)), ceBatch(batch), "PolicyBatch"},
+		{"ragged", objective.RewardScores(2), ragged, "batch objective.Sequences"},
+		{"none", ceObjective, nil, "no batch"},
+	} {
+		if _, err := r.StepObjective(c.obj, c.b, 1e-2); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+	if d := bitsEqual(before, exportWeights(t, r)); d != "" {
+		t.Fatalf("a refused step changed %s", d)
 	}
 }
 

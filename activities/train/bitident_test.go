@@ -192,7 +192,9 @@ type fingerprint struct {
 	lines []string
 }
 
-func (f *fingerprint) line(format string, args ...any) { f.lines = append(f.lines, fmt.Sprintf(format, args...)) }
+func (f *fingerprint) line(format string, args ...any) {
+	f.lines = append(f.lines, fmt.Sprintf(format, args...))
+}
 
 // ckpt records the sha256 of every file of a checkpoint but state.json (it holds timings; its
 // scalars are recorded without them) and adapter_config.json (it names its base by URI, in the
@@ -220,7 +222,7 @@ func (f *fingerprint) ckpt(name, uri string) {
 func (f *fingerprint) metrics(name string, m map[string]float64) {
 	keys := make([]string, 0, len(m))
 	for k := range m {
-		if !strings.HasPrefix(k, "seconds") && !strings.HasSuffix(k, "_per_s") && !strings.HasPrefix(k, "metric/seconds") && !strings.HasSuffix(k, "_per_s") {
+		if !strings.HasPrefix(k, "seconds") && !strings.HasPrefix(k, "metric/seconds") && !strings.HasSuffix(k, "_per_s") {
 			keys = append(keys, k)
 		}
 	}

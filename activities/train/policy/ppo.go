@@ -13,6 +13,12 @@ import (
 	"github.com/temperml/temper/algorithms/safetensors"
 )
 
+// PPO (Schulman et al. 2017) trains a value-head critic on the policy's trunk. The plan (policy.go)
+// loads it with the policy (ppoEngine), reads V_old with π_old before any update, folds
+// ppo.kl_coef·(log π_old − log π_ref) into the token rewards and computes GAE(γ, λ) advantages,
+// whitened over the iteration's tokens, and returns R = A + V_old (ppoAdvantages); it commits the
+// critic beside the policy (writePolicyWithCritic).
+
 // ppoEngine loads checkpoint uri into an engine whose model has a value head: the head of a PPO
 // checkpoint (contract.CriticFile) or of a reward model (score.* in model.safetensors), or else a new one
 // initialised as RewardInit does (w ~ N(0, HeadInitStd²) from PCG(seed, headStream), b = 0). A LoRA
