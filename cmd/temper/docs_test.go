@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/temperml/temper/workflows"
 )
@@ -102,6 +103,7 @@ func TestDocCheckerCatchesMadeUpNames(t *testing.T) {
 		{"made-up path", "see `scripts/no-such-script.sh`", []string{`scripts/no-such-script.sh`}},
 		{"made-up glob", "`scripts/demo-trials/*.toml`", []string{`scripts/demo-trials/*.toml`}},
 		{"made-up link", "[notes](docs/lab-notes/nothing.md)", []string{`docs/lab-notes/nothing.md`}},
+		{"made-up anchor", "[x](docs/benchmarks.md#the-demo) and\n[y](docs/benchmarks.md#no-such-heading)", []string{`no heading with that anchor`}},
 		{"span across lines", "the `temper samples RUN\nPHASE --itr 3` command", []string{`temper samples has no flag --itr`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -317,15 +319,19 @@ func (c *docChecker) check(file, doc string) []string {
 	}
 	spans, prose := splitDoc(doc)
 	for _, p := range prose {
-		for _, m := range docLinkRe.FindAllStringSubmatch(p.text, -1) {
-			target := m[1]
+		for _, ix := range docLinkRe.FindAllStringSubmatchIndex(p.text, -1) {
+			target, line := p.text[ix[2]:ix[3]], p.line+strings.Count(p.text[:ix[0]], "\n")
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
 				continue
 			}
-			target, _, _ = strings.Cut(target, "#")
+			target, frag, _ := strings.Cut(target, "#")
 			rel := filepath.Join(filepath.Dir(file), target)
 			if _, err := os.Stat(filepath.Join(c.root, rel)); err != nil {
-				report(p.line, "link to %s: no such file in the repository", m[1])
+				report(line, "link to %s: no such file in the repository", p.text[ix[2]:ix[3]])
+				continue
+			}
+			if frag != "" && strings.HasSuffix(rel, ".md") && !c.hasAnchor(rel, frag) {
+				report(line, "link to %s: %s has no heading with that anchor", p.text[ix[2]:ix[3]], rel)
 			}
 		}
 	}
@@ -335,6 +341,45 @@ func (c *docChecker) check(file, doc string) []string {
 		}
 	}
 	return problems
+}
+
+// hasAnchor reports whether the Markdown file rel (relative to the root) has a heading whose
+// GitHub anchor is frag: lower case, punctuation dropped, spaces as hyphens, -1, -2… for repeats.
+func (c *docChecker) hasAnchor(rel, frag string) bool {
+	data, err := os.ReadFile(filepath.Join(c.root, rel))
+	if err != nil {
+		return false
+	}
+	seen := map[string]int{}
+	inFence := false
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			inFence = !inFence
+		}
+		if inFence || !strings.HasPrefix(l, "#") {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(strings.TrimSpace(strings.TrimLeft(l, "#"))) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			seen[a]++
+			a = fmt.Sprintf("%s-%d", a, n)
+		} else {
+			seen[a] = 1
+		}
+		if a == frag {
+			return true
+		}
+	}
+	return false
 }
 
 // splitDoc returns the doc's code (inline spans, fenced lines with their continuations joined) and its
