@@ -86,12 +86,13 @@ func TestDocCheckerCatchesMadeUpNames(t *testing.T) {
 		want      []string // substrings of the problems, one per problem, in order
 	}{
 		{"real names pass", "Run `temper run p.yaml --wait --json`, `bin/temper ckpt verify URI`, `temper config explain grpo`,\n" +
-			"`make test-long`, `TestReadmeIsShort`, `scripts/cluster.sh`, `activities/*/contract`, `./workflows/`,\n" +
+			"`make test-long`, `CI=true make test`, `TestReadmeIsShort`, `scripts/cluster.sh`, `activities/*/contract`, `./workflows/`,\n" +
 			"[the design](docs/architecture.md) and `cd third_party/compute && go test ./internal/gobackend/`.\n" +
 			"```sh\ntemper worker --roles trainer \\\n  --temporal HOST:PORT   # a comment with --no-such-flag\n```\n" +
 			"```\ncmd/temper          one binary: demo | dev\n```\n" +
 			"```text\ninject_nan_at   int   0   testing: make iteration N's update non-finite\n```\n", nil},
 		{"make target after a separator", "`cd /tmp && make frob`", []string{`make frob`}},
+		{"make target after an environment", "`CI=true make tests`", []string{`make tests`}},
 		{"made-up command through go run", "`go run ./cmd/temper frob`", []string{`"frob" is not a temper command`}},
 		{"made-up command", "`temper frobnicate RUN`", []string{`"frobnicate" is not a temper command`}},
 		{"made-up subcommand", "`temper ckpt shred URI`", []string{`"shred" is not a subcommand of temper ckpt`}},
@@ -302,6 +303,7 @@ var (
 	docTemperWord = regexp.MustCompile(`^(?:(?:\./)?bin/|\./cmd/)?temper(?:-xla)?$`)
 	docLinkRe     = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 	docSpanRe     = regexp.MustCompile("`([^`]+)`")
+	docEnvAssign  = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`)
 	docTestNameRe = regexp.MustCompile(`^(?:Test|Fuzz)[A-Z0-9_]\w*$`)
 )
 
@@ -447,7 +449,7 @@ func (c *docChecker) checkSpan(text string) []string {
 		switch {
 		case w == "cd" && next != "":
 			dirs = append(dirs, strings.TrimPrefix(next, "./"))
-		case w == "make" && (i == 0 || docShellSeparator(words[i-1])) && docSubcommandWord.MatchString(next):
+		case w == "make" && docCommandStart(words, i) && docSubcommandWord.MatchString(next):
 			// only a command: help text says "make iteration N non-finite"
 			if !c.makeTargets[next] {
 				problems = append(problems, fmt.Sprintf("make %s: no such target in the Makefile", next))
@@ -471,6 +473,20 @@ func (c *docChecker) checkSpan(text string) []string {
 		}
 	}
 	return problems
+}
+
+// docCommandStart reports whether words[i] is where a shell command starts: the first word, or after a
+// separator, with only environment assignments (CI=true) between.
+func docCommandStart(words []string, i int) bool {
+	for j := i - 1; j >= 0; j-- {
+		if docShellSeparator(words[j]) {
+			return true
+		}
+		if !docEnvAssign.MatchString(words[j]) {
+			return false
+		}
+	}
+	return true
 }
 
 // testPrefix reports whether a -run pattern's alternative matches a test: go test matches prefixes.
