@@ -40,6 +40,16 @@ fmt: # the main module only: third_party/compute keeps upstream's files as publi
 test-fork:
 	cd third_party/compute && $(GO) test ./internal/...
 
+# The engine fork against the upstream release it forks (third_party/README.md): fork-diff rewrites
+# third_party/compute.patch (commit it: the fork's suite fails while it is stale); fork-generate runs the
+# fork's go generate with pinned tools and fails unless git status of third_party/compute stays clean.
+.PHONY: fork-diff fork-generate
+fork-diff:
+	third_party/fork.sh diff
+
+fork-generate:
+	third_party/fork.sh generate
+
 # Scale-out cluster on PostgreSQL (not in `make test`: minutes, and it installs/starts PostgreSQL from
 # Debian packages): Temporal on PostgreSQL via `temper server --db`, one workflow, trainer and reward
 # worker process and two rollout worker processes, one killed mid-shard.

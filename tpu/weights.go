@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 
 	"github.com/temperml/temper/algorithms/model"
@@ -241,10 +242,8 @@ func (r *Runtime) LoadModelDir(dir string) error {
 // sameArchitecture compares what decides the weights' shapes and the graph's math.
 func sameArchitecture(a, b model.Config) bool {
 	a.MaxSeq, b.MaxSeq = 0, 0 // only a limit on inputs
-	ra, rb := a.RopeScaling, b.RopeScaling
-	a.RopeScaling, b.RopeScaling = nil, nil
-	if (ra == nil) != (rb == nil) || (ra != nil && *ra != *rb) {
-		return false
+	if len(a.LayerTypes) == 0 && len(b.LayerTypes) == 0 {
+		a.LayerTypes, b.LayerTypes = nil, nil // nil and empty mean the same
 	}
-	return a == b
+	return reflect.DeepEqual(a, b) // follows RopeScaling's pointer and compares LayerTypes
 }

@@ -23,7 +23,7 @@ import (
 // without an answer.
 func runEpisodes(ctx context.Context, gen episode.Generator, maxContext int, enc data.Encoder, in GenerateInput, rs []rollout.Rollout,
 	prompts [][]int, seeds []uint64, cuts []int, remote toolsact.Dispatcher, beat func(done int)) (tokens, unanswered int, err error) {
-	cfg := train.EpisodeConfig(enc.Chat, in.MaxTurns, in.MaxNewTokens, in.MaxTokens, maxContext)
+	cfg := train.EpisodeConfig(enc, in.MaxTurns, in.MaxNewTokens, in.MaxTokens, maxContext)
 	if err := cfg.Validate(); err != nil {
 		return 0, 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollout: generate %s/%s: %v", in.Run, in.Phase, err), "InvalidInput", err)
 	}
@@ -50,7 +50,7 @@ func runEpisodes(ctx context.Context, gen episode.Generator, maxContext int, enc
 			return 0, 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollout: generate %s/%s: %v", in.Run, in.Phase, err), "InvalidInput", err)
 		}
 		eps, err := episode.Run(ctx, gen, enc.Tok, reg, prompts[lo:hi], sample.Options{Temperature: in.Temperature, TopP: in.TopP,
-			StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds[lo:hi]}, cfg)
+			StopTokens: train.StopTokens(enc), Seeds: seeds[lo:hi]}, cfg)
 		if err != nil {
 			return 0, 0, fmt.Errorf("rollout: generate %s/%s iteration %d: %w", in.Run, in.Phase, in.Iteration, err)
 		}

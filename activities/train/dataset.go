@@ -3,14 +3,18 @@ package train
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/algorithms/chat"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/rollout"
@@ -21,6 +25,61 @@ import (
 // Encoder is the tokenizer and template every built-in model uses: bytes, BOS first, EOS last.
 func Encoder() data.Encoder {
 	return data.Encoder{Tok: tokenize.Byte{}, Chat: tokenize.DefaultChat(), BOS: true}
+}
+
+// ChatSpec says how conversations are written for a model that has its own chat template.
+type ChatSpec struct {
+	// Template names one of several named templates ("": default, or tool_use with tools).
+	Template string `json:"template,omitempty"`
+	// ToolStyle is the model's tool-call convention ("": detected from the template; allowed:
+	// chat.ToolStyles()).
+	ToolStyle string `json:"tool_style,omitempty"`
+	// Kwargs are extra template variables, e.g. {"enable_thinking": false}.
+	Kwargs map[string]json.RawMessage `json:"kwargs,omitempty"`
+}
+
+// ModelEncoder is the encoder of a Hugging Face model directory: its tokenizer.json, and its own
+// chat template (chat_template.jinja, else tokenizer_config.json's chat_template) for
+// conversations, with BOS before text and prompt/completion examples when the config's
+// add_bos_token says so. Errors name the file.
+func ModelEncoder(dir string, spec ChatSpec) (data.Encoder, error) {
+	read := func(name string) ([]byte, error) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("train: model %s: %w", dir, err)
+		}
+		return b, nil
+	}
+	tj, err := read("tokenizer.json")
+	if err != nil {
+		return data.Encoder{}, err
+	}
+	tok, err := tokenize.LoadHF(bytes.NewReader(tj))
+	if err != nil {
+		return data.Encoder{}, fmt.Errorf("train: model %s: tokenizer.json: %w", dir, err)
+	}
+	cfgPath := filepath.Join(dir, "tokenizer_config.json")
+	cfg, err := read("tokenizer_config.json")
+	if err != nil {
+		return data.Encoder{}, err
+	}
+	jinja, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja"))
+	if errors.Is(err, os.ErrNotExist) {
+		jinja = nil
+	} else if err != nil {
+		return data.Encoder{}, fmt.Errorf("train: model %s: %w", dir, err)
+	}
+	format, err := chat.FromConfig(cfgPath, cfg, jinja, spec.Template, chat.ToolStyle(spec.ToolStyle), chat.Options{Kwargs: spec.Kwargs})
+	if err != nil {
+		return data.Encoder{}, fmt.Errorf("train: model %s: %w", dir, err)
+	}
+	var flags struct {
+		AddBOS *bool `json:"add_bos_token"`
+	}
+	if err := json.Unmarshal(cfg, &flags); err != nil {
+		return data.Encoder{}, fmt.Errorf("train: %s: %w", cfgPath, err)
+	}
+	return data.Encoder{Tok: tok, Chat: tokenize.DefaultChat(), Model: &format, BOS: flags.AddBOS != nil && *flags.AddBOS}, nil
 }
 
 // Examples returns the train and held-out examples of spec; seed is used when spec.Seed is 0.

@@ -4,25 +4,42 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/episode"
 	"github.com/temperml/temper/algorithms/tasks"
-	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/algorithms/tools"
 )
 
 // EpisodeConfig is the episode bounds of a rollout or an evaluation: maxTurns policy turns of
 // turnTokens each, maxTokens after the prompt in all (0: maxTurns·turnTokens plus room for tool
-// results), within the model's context of maxContext tokens (0: unbounded), with the chat
-// template's tool markers.
-func EpisodeConfig(chat tokenize.ChatTemplate, maxTurns, turnTokens, maxTokens, maxContext int) episode.Config {
+// results), within the model's context of maxContext tokens (0: unbounded), in the encoder's
+// conversation format: the model's own tool-call convention when it has its own chat template
+// (enc.Model), else the fixed template's tool markers.
+func EpisodeConfig(enc data.Encoder, maxTurns, turnTokens, maxTokens, maxContext int) episode.Config {
 	if maxTurns == 0 {
 		maxTurns = 4
 	}
 	if maxTokens == 0 {
 		maxTokens = maxTurns * (turnTokens + 64)
 	}
-	open, close := chat.ToolMarkers()
-	return episode.Config{MaxTurns: maxTurns, TurnTokens: turnTokens, MaxTokens: maxTokens, MaxContext: maxContext, ToolOpen: open, ToolClose: close}
+	cfg := episode.Config{MaxTurns: maxTurns, TurnTokens: turnTokens, MaxTokens: maxTokens, MaxContext: maxContext}
+	if enc.Model != nil {
+		cfg.Syntax = *enc.Model
+		return cfg
+	}
+	cfg.ToolOpen, cfg.ToolClose = enc.Chat.ToolMarkers()
+	return cfg
+}
+
+// StopTokens are the ids that end a policy's turn: the model's end-of-turn tokens when it has its
+// own chat template, else the tokenizer's EOS (the byte-level models').
+func StopTokens(enc data.Encoder) []int {
+	if enc.Model != nil {
+		if ids := enc.Model.StopIDs(enc.Tok); len(ids) > 0 {
+			return ids
+		}
+	}
+	return []int{enc.Tok.Special().EOS}
 }
 
 // ToolRegistry builds the named built-in tools for a batch of episodes; check judges an answer with

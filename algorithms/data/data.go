@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/temperml/temper/algorithms/chat"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
@@ -20,6 +21,11 @@ type Encoded struct {
 type Encoder struct {
 	Tok  tokenize.Tokenizer
 	Chat tokenize.ChatTemplate
+	// Model, when set, writes conversations in the model's own chat template (its
+	// tokenizer_config.json or chat_template.jinja) instead of Chat: the rendered text tokenised
+	// at once, the loss on the assistant's turns (chat.Format.Encode). Tok must then report
+	// offsets (tokenize.OffsetEncoder).
+	Model *chat.Format
 	// BOS prepends the tokenizer's BOS to text and prompt/completion examples (chat templates decide
 	// for themselves).
 	BOS bool
@@ -50,7 +56,7 @@ func (e Encoder) Encode(ex tasks.Example) (Encoded, error) {
 		add(e.Tok.Encode(ex.Prompt), false)
 		add(e.Tok.Encode(ex.Completion), true)
 	case "messages":
-		ids, mask, err := e.Chat.Render(e.Tok, ex.Messages)
+		ids, mask, err := e.render(ex)
 		if err != nil {
 			return Encoded{}, err
 		}
@@ -76,9 +82,35 @@ func (e Encoder) PromptIDs(ex tasks.Example) ([]int, error) {
 		if msgs[len(msgs)-1].Role == tokenize.RoleAssistant {
 			msgs = msgs[:len(msgs)-1]
 		}
+		if e.Model != nil {
+			f, err := e.Model.WithTools(ex.Tools)
+			if err != nil {
+				return nil, err
+			}
+			return f.Prompt(e.Tok, msgs)
+		}
+		if len(ex.Tools) > 0 {
+			return nil, errNoTools
+		}
 		return e.Chat.Prompt(e.Tok, msgs)
 	}
 	return append(ids, e.Tok.Encode(ex.Prompt)...), nil
+}
+
+var errNoTools = errors.New(`data: "tools": Temper's fixed chat formats do not render tool definitions; describe the tools in the system message, or use the model's own chat template`)
+
+func (e Encoder) render(ex tasks.Example) ([]int, []bool, error) {
+	if e.Model != nil {
+		f, err := e.Model.WithTools(ex.Tools)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f.Encode(e.Tok, ex.Messages)
+	}
+	if len(ex.Tools) > 0 {
+		return nil, nil, errNoTools
+	}
+	return e.Chat.Render(e.Tok, ex.Messages)
 }
 
 // Batch is a packed training batch: host slices of [Rows][Seq].

@@ -4,6 +4,10 @@
 // permutation per epoch. Same dataset, cursor and config → the same batch, bit for bit, on any machine;
 // that is what makes a retried training chunk recompute exactly what its first attempt did.
 //
+// Conversations are rendered as text and tokenised at once, the loss mask taken from where each id's
+// bytes sit in that text: with Temper's fixed formats (Encoder.Chat, byte-level models) or, when
+// Encoder.Model is set, with the model's own chat template (algorithms/chat).
+//
 // Packing concatenates examples in a row separated by their EOS; attention is causal over the whole row
 // (no block-diagonal mask) and positions continue across examples, as in GPT-style pretraining. Rows are
 // padded with PAD, which is never attended to nor trained on.

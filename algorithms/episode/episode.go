@@ -36,6 +36,21 @@ type Config struct {
 	ToolClose string `json:"tool_close,omitempty"`
 	// MaxToolChars truncates a tool result (default 512), so one call cannot flood the context.
 	MaxToolChars int `json:"max_tool_chars,omitempty"`
+	// Syntax is the model's own tool-call convention (chat.Format satisfies it): how a call is
+	// parsed from a turn and the text that brings a result back. nil: Temper's
+	// <tool>{json}</tool> with ToolOpen and ToolClose, for the byte-level models.
+	Syntax Syntax `json:"-"`
+}
+
+// Syntax is a model's convention for tool calls in its own chat template.
+type Syntax interface {
+	// ParseCall finds the first call in a policy turn's text (found false: an answer).
+	ParseCall(text string) (call tools.Call, found bool, err error)
+	// CallStop is text that ends a turn at a call besides the stop tokens ("" for none).
+	CallStop() string
+	// ToolText is the text after a turn that called a tool: the tool's turn with result, up to
+	// the next turn's generation prompt.
+	ToolText(result string) (string, error)
 }
 
 // Defaults of Config's tool message markers, in the style of tokenize.DefaultChat.
@@ -118,7 +133,14 @@ func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, p
 		return nil, fmt.Errorf("episode: no tool registry")
 	}
 	cfg = cfg.withDefaults()
-	closeSeq := codec.Encode(tools.CloseTag)
+	parse, stop := tools.ParseCall, tools.CloseTag
+	if cfg.Syntax != nil {
+		parse, stop = cfg.Syntax.ParseCall, cfg.Syntax.CallStop()
+	}
+	var closeSeq []int
+	if stop != "" {
+		closeSeq = codec.Encode(stop)
+	}
 	eps := make([]Episode, len(prompts))
 	live := make([]int, len(prompts))
 	for i := range live {
@@ -154,7 +176,10 @@ func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, p
 		o := opts
 		o.MaxNewTokens = max(1, budget)
 		o.Seeds = seeds
-		o.StopSequences = append(append([][]int(nil), opts.StopSequences...), closeSeq)
+		o.StopSequences = append([][]int(nil), opts.StopSequences...)
+		if len(closeSeq) > 0 {
+			o.StopSequences = append(o.StopSequences, closeSeq)
+		}
 		outs, err := gen.Generate(ctxs, o)
 		if err != nil {
 			return nil, fmt.Errorf("episode: turn %d: %w", turn, err)
@@ -169,7 +194,7 @@ func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, p
 		sem := make(chan struct{}, maxConcurrentCalls)
 		for j, i := range live {
 			texts[j] = codec.Decode(outs[j].Tokens)
-			call, found, perr := tools.ParseCall(texts[j])
+			call, found, perr := parse(texts[j])
 			if !found {
 				continue
 			}
@@ -217,9 +242,16 @@ func Run(ctx context.Context, gen Generator, codec Codec, reg *tools.Registry, p
 			if len(msg) > cfg.MaxToolChars {
 				msg = msg[:cfg.MaxToolChars] + "…"
 			}
-			// Encoded piece by piece, as the chat template renders a tool message, so that a
-			// merging tokenizer gives demonstrations and episodes the same tokens.
-			toolToks := append(append(codec.Encode(cfg.ToolOpen), codec.Encode(msg)...), codec.Encode(cfg.ToolClose)...)
+			// Tokenised as one text, as a chat template's rendering is, so that demonstrations and
+			// episodes are the same tokens after the policy's own.
+			toolText := cfg.ToolOpen + msg + cfg.ToolClose
+			if cfg.Syntax != nil {
+				var err error
+				if toolText, err = cfg.Syntax.ToolText(msg); err != nil {
+					return nil, fmt.Errorf("episode: turn %d: %w", turn, err)
+				}
+			}
+			toolToks := codec.Encode(toolText)
 			if cfg.MaxContext > 0 && len(prompts[i])+len(ep.Tokens)+len(toolToks) > cfg.MaxContext {
 				ep.End = EndTokens // the result does not fit the context: the episode ends on its call
 				continue

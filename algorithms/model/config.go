@@ -10,22 +10,35 @@ import (
 // model's methods (weights, FLOPs, Hugging Face names) hang on it; convert with model.Config(c).
 type Config modelcfg.Config
 
-// RopeScaling is the optional "llama3" frequency rescaling (see modelcfg).
+// RopeScaling is the optional RoPE frequency rescaling, "llama3" or "linear" (see modelcfg).
 type RopeScaling = modelcfg.RopeScaling
 
 // Family and activation names and the default vocabulary: see modelcfg.
 const (
-	FamilyLlama  = modelcfg.FamilyLlama
-	FamilyGemma  = modelcfg.FamilyGemma
-	FamilyQwen2  = modelcfg.FamilyQwen2
-	ActSiLU      = modelcfg.ActSiLU
-	ActGELU      = modelcfg.ActGELU
-	ActGELUExact = modelcfg.ActGELUExact
-	DefaultVocab = modelcfg.DefaultVocab
+	FamilyLlama   = modelcfg.FamilyLlama
+	FamilyGemma   = modelcfg.FamilyGemma
+	FamilyQwen2   = modelcfg.FamilyQwen2
+	FamilyGemma2  = modelcfg.FamilyGemma2
+	FamilyGemma3  = modelcfg.FamilyGemma3
+	FamilyQwen3   = modelcfg.FamilyQwen3
+	FamilyMistral = modelcfg.FamilyMistral
+	FamilyPhi3    = modelcfg.FamilyPhi3
+	LayerFull     = modelcfg.LayerFull
+	LayerSliding  = modelcfg.LayerSliding
+	ActSiLU       = modelcfg.ActSiLU
+	ActGELU       = modelcfg.ActGELU
+	ActGELUExact  = modelcfg.ActGELUExact
+	DefaultVocab  = modelcfg.DefaultVocab
 )
 
 // Validate checks every field and names the first bad one with its allowed values.
 func (c Config) Validate() error { return modelcfg.Config(c).Validate() }
+
+// Sliding reports whether layer l is a sliding-window layer.
+func (c Config) Sliding(l int) bool { return modelcfg.Config(c).Sliding(l) }
+
+// Clone returns c with its pointer and slice fields copied.
+func (c Config) Clone() Config { return Config(modelcfg.Config(c).Clone()) }
 
 // Presets returns the names accepted by Preset, sorted.
 func Presets() []string { return modelcfg.Presets() }
@@ -46,6 +59,15 @@ func (c Config) ParamCount() int64 {
 	perLayer := d*int64(c.qkvWidth()) + int64(c.Heads*c.HeadDim)*d + 3*d*int64(c.FFN) + 2*d
 	if c.QKVBias {
 		perLayer += int64(c.qkvWidth())
+	}
+	if c.AttnOutBias {
+		perLayer += d
+	}
+	if c.QKNorm {
+		perLayer += 2 * int64(c.HeadDim)
+	}
+	if c.PostNorms {
+		perLayer += 2 * d
 	}
 	n := int64(c.Layers)*perLayer + int64(c.Vocab)*d + d
 	if !c.TiedEmbeddings {
@@ -84,16 +106,39 @@ func (c Config) TrainFLOPsPerToken(seq int) float64 {
 	return 6*float64(c.matmulParams()) + 6*float64(c.Layers)*float64(c.Heads*c.HeadDim)*float64(seq)
 }
 
-// ropeInvFreq returns the RoPE inverse frequencies [head_dim/2], with the llama3 rescaling applied
-// when configured (the same formula as transformers' _compute_llama3_parameters).
-func (c Config) ropeInvFreq() []float64 {
-	half := c.HeadDim / 2
-	inv := make([]float64, half)
-	for i := range inv {
-		inv[i] = 1 / math.Pow(c.RopeTheta, float64(2*i)/float64(c.HeadDim))
+// rotaryDim is the number of features of each head that RoPE rotates.
+func (c Config) rotaryDim() int {
+	if c.RotaryDim > 0 {
+		return c.RotaryDim
 	}
+	return c.HeadDim
+}
+
+// ropeInvFreq returns the RoPE inverse frequencies [rotary_dim/2] of the full-attention layers, with
+// the configured rescaling applied (the same formulas as transformers' _compute_llama3_parameters
+// and _compute_linear_scaling_rope_parameters).
+func (c Config) ropeInvFreq() []float64 { return c.ropeInvFreqFor(false) }
+
+// ropeInvFreqFor is ropeInvFreq for sliding layers when local is set: plain RoPE with base
+// RopeLocalTheta if that is set (Gemma 3), else the full layers' frequencies.
+func (c Config) ropeInvFreqFor(local bool) []float64 {
+	dim := c.rotaryDim()
+	theta := c.RopeTheta
 	s := c.RopeScaling
+	if local && c.RopeLocalTheta > 0 {
+		theta, s = c.RopeLocalTheta, nil
+	}
+	inv := make([]float64, dim/2)
+	for i := range inv {
+		inv[i] = 1 / math.Pow(theta, float64(2*i)/float64(dim))
+	}
 	if s == nil {
+		return inv
+	}
+	if s.Type == modelcfg.RopeLinear {
+		for i := range inv {
+			inv[i] /= s.Factor
+		}
 		return inv
 	}
 	lowWavelen := float64(s.OriginalMaxPositions) / s.LowFreqFactor

@@ -1,7 +1,10 @@
-// Package model is Temper's decoder-only transformer (Llama / Gemma / Qwen2 families) in GoMLX:
-// config and presets, weights in a GoMLX model.Store (v0.28's replacement for context.Context)
-// under a scope, Hugging Face names and config.json, forward/hidden/value graphs, log-probs and
-// losses, and batched generation with a static-shape KV cache.
+// Package model is Temper's decoder-only transformer in GoMLX, for the Hugging Face families llama,
+// gemma, gemma2, gemma3_text, qwen2, qwen3, mistral and phi3: config and presets, weights in a
+// GoMLX model.Store (v0.28's replacement for context.Context) under a scope, Hugging Face names
+// and config.json (both forms transformers writes; unimplemented fields refused by name),
+// forward/hidden/value graphs, log-probs and losses, LoRA, and batched generation with a
+// static-shape KV cache (sliding-window layers mask it). Each family's logits are checked against
+// a PyTorch re-implementation of transformers (testdata/families, docs/model-families.md).
 //
 // Graph functions (Forward, Hidden, Values, TokenLogProbs, …) state shapes in their doc comments
 // and panic on misuse, as GoMLX code does; the host-side entry points (Generator, Generate, the

@@ -54,16 +54,64 @@ func Hidden(scope *gm.Scope, cfg Config, tokens, positions, mask *Node) *Node {
 	}
 	g := tokens.Graph()
 	batch, seq := tokens.Shape().Dim(0), tokens.Shape().Dim(1)
-	valid := validMask(mask)
-	// bias: [batch, 1, seq, seq]: 0 where key j is visible from query i, maskedScore elsewhere.
+	return trunk(scope, cfg, tokens, positions, squareBias(cfg, g, validMask(mask), batch, seq), nil)
+}
+
+// attnBias holds the additive attention biases [batch, 1, seq, keys] (0 where a key is visible,
+// maskedScore elsewhere) of the two layer kinds: full for full-attention layers, sliding for
+// sliding-window ones; each is nil when no layer of the config needs it.
+type attnBias struct{ full, sliding *Node }
+
+func (b attnBias) layer(cfg Config, l int) *Node {
+	if cfg.Sliding(l) {
+		return b.sliding
+	}
+	return b.full
+}
+
+// hasFull and hasSliding report whether some layer is of that kind.
+func (c Config) hasFull() bool {
+	for l := range c.Layers {
+		if !c.Sliding(l) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c Config) hasSliding() bool {
+	for l := range c.Layers {
+		if c.Sliding(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// squareBias is the attention bias of a sequence attending to itself: valid [batch, seq] Bool →
+// biases [batch, 1, seq, seq]. Key j is visible from query i when j <= i and j is a real token;
+// a padded query sees only itself, so its (meaningless) output stays finite. A sliding layer's
+// query also needs i - j < sliding_window (transformers' sliding_window_overlay): the window counts
+// sequence columns, which for the real tokens of a left-padded row differ as their positions do.
+func squareBias(cfg Config, g *Graph, valid *Node, batch, seq int) attnBias {
 	row := Iota(g, shapes.Make(dtypes.Int32, seq, seq), 0)
 	col := Iota(g, shapes.Make(dtypes.Int32, seq, seq), 1)
 	causal := Reshape(GreaterOrEqual(row, col), 1, seq, seq)
 	diag := Reshape(Equal(row, col), 1, seq, seq)
 	visible := LogicalAnd(causal, LogicalOr(Reshape(valid, batch, 1, seq), diag))
-	bias := Reshape(Where(visible, ScalarZero(g, dtypes.Float32), Scalar(g, dtypes.Float32, maskedScore)),
-		batch, 1, seq, seq)
-	return trunk(scope, cfg, tokens, positions, bias, nil)
+	toBias := func(v *Node) *Node {
+		return Reshape(Where(v, ScalarZero(g, dtypes.Float32), Scalar(g, dtypes.Float32, maskedScore)),
+			batch, 1, seq, seq)
+	}
+	var b attnBias
+	if cfg.hasFull() {
+		b.full = toBias(visible)
+	}
+	if cfg.hasSliding() {
+		inWindow := Reshape(GreaterThan(AddScalar(col, cfg.SlidingWindow), row), 1, seq, seq) // i - j < window
+		b.sliding = toBias(LogicalAnd(visible, inWindow))
+	}
+	return b
 }
 
 // Values is the scalar head on the trunk (reward models, PPO critics).
@@ -105,7 +153,16 @@ func lmHead(scope *gm.Scope, cfg Config, h *Node) *Node {
 		logits = Dot(h2, param(scope, g, VarLMHead, cfg.DModel, cfg.Vocab)).Product()
 	}
 	out := append(append([]int(nil), dims[:len(dims)-1]...), cfg.Vocab)
-	return Reshape(logits, out...)
+	logits = Reshape(logits, out...)
+	if cfg.FinalSoftcap > 0 {
+		logits = softcap(logits, cfg.FinalSoftcap)
+	}
+	return logits
+}
+
+// softcap is cap·tanh(x/cap) (Gemma 2's attention-score and final-logit capping).
+func softcap(x *Node, limit float64) *Node {
+	return MulScalar(Tanh(DivScalar(x, limit)), limit)
 }
 
 // validMask turns a mask of any dtype into Bool.
@@ -141,9 +198,10 @@ type kvState struct {
 
 // trunk runs embeddings, the blocks and the final norm.
 //
-//	bias: [batch, 1, seq, keys] additive attention bias (keys = seq, or the cache length in decode)
+//	bias: [batch, 1, seq, keys] additive attention biases per layer kind (keys = seq, or the cache
+//	length in decode)
 //	hidden: [batch, seq, d]
-func trunk(scope *gm.Scope, cfg Config, tokens, positions, bias *Node, kv *kvState) *Node {
+func trunk(scope *gm.Scope, cfg Config, tokens, positions *Node, bias attnBias, kv *kvState) *Node {
 	g := tokens.Graph()
 	if tokens.DType() != dtypes.Int32 {
 		tokens = ConvertDType(tokens, dtypes.Int32)
@@ -159,17 +217,38 @@ func trunk(scope *gm.Scope, cfg Config, tokens, positions, bias *Node, kv *kvSta
 	if cfg.ScaleEmbeddings {
 		x = MulScalar(x, float64(float32(math.Sqrt(float64(d)))))
 	}
-	cos, sin := ropeTables(cfg, positions)
+	// RoPE tables per layer kind, built once for the layers that use them: sliding layers have
+	// their own when they rotate with another base (Gemma 3's rope_local_base_freq).
+	var tables [2][2]*Node
+	rope := func(l int) (cos, sin *Node) {
+		k := 0
+		if cfg.Sliding(l) && cfg.RopeLocalTheta > 0 {
+			k = 1
+		}
+		if tables[k][0] == nil {
+			tables[k][0], tables[k][1] = ropeTables(cfg, positions, k == 1)
+		}
+		return tables[k][0], tables[k][1]
+	}
 	for l := range cfg.Layers {
+		cos, sin := rope(l)
 		h := rmsNorm(x, param(scope, g, layerPath(VarAttnNorm, l), d), cfg)
-		x = Add(x, attention(scope, cfg, l, h, cos, sin, bias, kv))
+		a := attention(scope, cfg, l, h, cos, sin, bias.layer(cfg, l), kv)
+		if cfg.PostNorms {
+			a = rmsNorm(a, param(scope, g, layerPath(VarAttnPostNorm, l), d), cfg)
+		}
+		x = Add(x, a)
 		h = rmsNorm(x, param(scope, g, layerPath(VarMLPNorm, l), d), cfg)
-		x = Add(x, mlp(scope, cfg, l, h))
+		m := mlp(scope, cfg, l, h)
+		if cfg.PostNorms {
+			m = rmsNorm(m, param(scope, g, layerPath(VarMLPPostNorm, l), d), cfg)
+		}
+		x = Add(x, m)
 	}
 	return rmsNorm(x, param(scope, g, VarFinalNorm, d), cfg)
 }
 
-// rmsNorm: x [..., d], w [d] → x / rms(x) · w  (· (1+w) when NormPlusOne).
+// rmsNorm: x [..., n], w [n] → x / rms(x) · w  (· (1+w) when NormPlusOne), over the last axis.
 func rmsNorm(x, w *Node, cfg Config) *Node {
 	ms := ReduceAndKeep(Square(x), ReduceMean, -1)
 	y := Div(x, Sqrt(AddScalar(ms, cfg.NormEps))) // Rsqrt has no gradient in GoMLX v0.28
@@ -180,16 +259,18 @@ func rmsNorm(x, w *Node, cfg Config) *Node {
 	for i := range dims {
 		dims[i] = 1
 	}
-	dims[len(dims)-1] = cfg.DModel
+	dims[len(dims)-1] = w.Shape().Dim(0)
 	return Mul(y, Reshape(w, dims...))
 }
 
 // ropeTables: positions [batch, seq] → cos, sin [batch, seq, 1, head_dim] in the rotate-half
-// layout used by Hugging Face (frequency i at columns i and i+head_dim/2).
-func ropeTables(cfg Config, positions *Node) (cos, sin *Node) {
+// layout used by Hugging Face (frequency i at columns i and i+rotary_dim/2), for the sliding layers'
+// RoPE when local is set. With a partial rotary dimension the features past it get cos 1 and sin 0,
+// so applyRope passes them through exactly.
+func ropeTables(cfg Config, positions *Node, local bool) (cos, sin *Node) {
 	g := positions.Graph()
 	batch, seq := positions.Shape().Dim(0), positions.Shape().Dim(1)
-	inv := cfg.ropeInvFreq()
+	inv := cfg.ropeInvFreqFor(local)
 	inv32 := make([]float32, len(inv))
 	for i, f := range inv {
 		inv32[i] = float32(f)
@@ -199,21 +280,27 @@ func ropeTables(cfg Config, positions *Node) (cos, sin *Node) {
 	ang := Mul(pos, freqs) // [batch, seq, head_dim/2]
 	// cos and sin of the half, then each duplicated: the same values as of the duplicated angles,
 	// for half the transcendental calls (the backend's are scalar float64, one per element).
-	full := func(x *Node) *Node {
-		return Reshape(Concatenate([]*Node{x, x}, -1), batch, seq, 1, cfg.HeadDim) // broadcast over heads
+	pass := cfg.HeadDim - cfg.rotaryDim()
+	full := func(x *Node, fill float64) *Node {
+		parts := []*Node{x, x}
+		if pass > 0 {
+			parts = append(parts, BroadcastToDims(Scalar(g, dtypes.Float32, fill), batch, seq, pass))
+		}
+		return Reshape(Concatenate(parts, -1), batch, seq, 1, cfg.HeadDim) // broadcast over heads
 	}
-	return full(Cos(ang)), full(Sin(ang))
+	return full(Cos(ang), 1), full(Sin(ang), 0)
 }
 
-// applyRope: x [batch, seq, heads, head_dim] → x·cos + rotate_half(x)·sin.
+// applyRope: x [batch, seq, heads, head_dim] → x·cos + rotate_half(x)·sin, rotate_half acting on the
+// first rotary features (all of them but with Phi-3's partial rotary factor).
 //
 // rotate_half(x) = [-x2, x1] is one small matmul with a constant signed permutation (each output
 // column has a single ±1), which is exact and keeps the backward pass a matmul too: the
 // slice/negate/concatenate form costs two Pads, a Slice and a Concatenate per call in the
 // gradient, each over the whole activation.
-func applyRope(x, cos, sin *Node) *Node {
+func applyRope(x, cos, sin *Node, rotary int) *Node {
 	hd := x.Shape().Dim(-1)
-	half := hd / 2
+	half := rotary / 2
 	r := make([]float32, hd*hd) // r[i, j]: x[i]'s weight in rotate_half(x)[j]
 	for j := range half {
 		r[(j+half)*hd+j] = -1
@@ -246,8 +333,17 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, attnBias *Node, 
 	q := Reshape(parts[0], batch, seq, nh, hd)
 	k := Reshape(parts[1], batch, seq, nkv, hd)
 	v := Reshape(parts[2], batch, seq, nkv, hd)
-	q = MulScalar(applyRope(q, cos, sin), 1/math.Sqrt(float64(hd)))
-	k = applyRope(k, cos, sin)
+	if cfg.QKNorm {
+		q = rmsNorm(q, param(scope, g, layerPath(VarQNorm, l), hd), cfg)
+		k = rmsNorm(k, param(scope, g, layerPath(VarKNorm, l), hd), cfg)
+	}
+	scaleDim := float64(hd)
+	if cfg.QueryScale > 0 {
+		scaleDim = cfg.QueryScale
+	}
+	rd := cfg.rotaryDim()
+	q = MulScalar(applyRope(q, cos, sin, rd), 1/math.Sqrt(scaleDim))
+	k = applyRope(k, cos, sin, rd)
 
 	// q: [batch, seq, kv, grp, hd] → [batch·kv, grp·seq, hd]
 	q = permute(Reshape(q, batch, seq, nkv, grp, hd), 0, 2, 3, 1, 4)
@@ -294,12 +390,19 @@ func attentionOut(scope *gm.Scope, cfg Config, l int, scores, vv, attnBias *Node
 	g := scores.Graph()
 	d, nh, nkv, hd := cfg.DModel, cfg.Heads, cfg.KVHeads, cfg.HeadDim
 	grp := nh / nkv
-	scores = Add(Reshape(scores, batch, nh, seq, keys), attnBias)
+	scores = Reshape(scores, batch, nh, seq, keys)
+	if cfg.AttnSoftcap > 0 {
+		scores = softcap(scores, cfg.AttnSoftcap)
+	}
+	scores = Add(scores, attnBias)
 	probs := Reshape(softmax(scores), batch*nkv, grp*seq, keys)
 	out := DotGeneral(probs, []int{2}, []int{0}, vv, []int{1}, []int{0}) // [batch·kv, grp·seq, hd]
 	out = permute(Reshape(out, batch, nkv, grp, seq, hd), 0, 3, 1, 2, 4)
 	out = Reshape(out, batch*seq, nh*hd)
 	out = linear(scope, VarAttnOut, l, out, param(scope, g, layerPath(VarAttnOut, l), nh*hd, d))
+	if cfg.AttnOutBias {
+		out = Add(out, Reshape(param(scope, g, layerPath(VarAttnOutBias, l), d), 1, d))
+	}
 	return Reshape(out, batch, seq, d)
 }
 

@@ -115,12 +115,7 @@ func (gen *Generator) prefillGraph(tokens, positions, cacheMask *Node) []*Node {
 	cfg := gen.cfg
 	b, p, s := tokens.Shape().Dim(0), tokens.Shape().Dim(1), cacheMask.Shape().Dim(1)
 	mask := SliceAxis(cacheMask, 1, AxisRange(0, p))
-	g := tokens.Graph()
-	row := Iota(g, shapes.Make(dtypes.Int32, p, p), 0)
-	col := Iota(g, shapes.Make(dtypes.Int32, p, p), 1)
-	visible := LogicalAnd(Reshape(GreaterOrEqual(row, col), 1, p, p),
-		LogicalOr(Reshape(mask, b, 1, p), Reshape(Equal(row, col), 1, p, p)))
-	bias := Reshape(Where(visible, ScalarZero(g, dtypes.Float32), Scalar(g, dtypes.Float32, maskedScore)), b, 1, p, p)
+	bias := squareBias(cfg, tokens.Graph(), mask, b, p)
 	kv := &kvState{mode: kvPrefill, cacheLen: s, k: make([]*Node, cfg.Layers), v: make([]*Node, cfg.Layers)}
 	h := trunk(gen.scope, cfg, tokens, positions, bias, kv)
 	last := SliceAxis(h, 1, AxisRange(p-1, p)) // [b, 1, d]
@@ -147,7 +142,18 @@ func (gen *Generator) decodeGraph(token, position, slot, cacheMask *Node, k, v [
 		BroadcastToDims(Reshape(ConvertDType(slot, dtypes.Int32), 1, 1, 1), b*nkv, hd, 1)}, -1)
 	kv := &kvState{mode: kvDecode, cacheLen: s, slotIdx: slotIdx, slotIdxK: slotIdxK,
 		k: append([]*Node(nil), k...), v: append([]*Node(nil), v...)}
-	h := trunk(gen.scope, cfg, token, position, biasFromMask(cacheMask), kv)
+	var bias attnBias
+	if cfg.hasFull() {
+		bias.full = biasFromMask(cacheMask)
+	}
+	if cfg.hasSliding() {
+		// The cache keeps every column (local layers mask it rather than keep only their window):
+		// a sliding layer sees the columns c with slot - c < window, the slot itself included.
+		col := Iota(g, shapes.Make(dtypes.Int32, b, s), 1)
+		at := BroadcastToDims(Reshape(ConvertDType(slot, dtypes.Int32), 1, 1), b, s)
+		bias.sliding = biasFromMask(LogicalAnd(cacheMask, GreaterThan(AddScalar(col, cfg.SlidingWindow), at)))
+	}
+	h := trunk(gen.scope, cfg, token, position, bias, kv)
 	logits := Reshape(lmHead(gen.scope, cfg, h), b, cfg.Vocab)
 	return append(append([]*Node{logits}, kv.k...), kv.v...)
 }

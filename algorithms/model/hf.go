@@ -1,13 +1,16 @@
 package model
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
 )
 
-// Hugging Face tensor names. All three families share them; Qwen2 adds the q/k/v biases.
+// Hugging Face tensor names. The families share them, with three differences: Gemma 2/3 name their
+// four norms input_layernorm, post_attention_layernorm (the attention output's norm),
+// pre_feedforward_layernorm and post_feedforward_layernorm where the others have
+// post_attention_layernorm before the MLP; Qwen3 and Gemma 3 add self_attn.q_norm/k_norm; Phi-3
+// stores q|k|v as one self_attn.qkv_proj and gate|up as one mlp.gate_up_proj (our fused layout).
 // Hugging Face linear weights are [out, in]; ours are [in, out], so every linear weight is
 // transposed by ToHF/FromHF (embeddings are [vocab, d] on both sides, norms and biases are 1-D).
 // Gemma's norm weights are stored as w in both (the graph computes ·(1+w)).
@@ -63,8 +66,34 @@ func (c Config) hfParts(path string) ([]hfPart, error) {
 	case VarAttnNorm:
 		return []hfPart{{name: p + "input_layernorm.weight", hi: c.DModel}}, nil
 	case VarMLPNorm:
+		if c.PostNorms {
+			return []hfPart{{name: p + "pre_feedforward_layernorm.weight", hi: c.DModel}}, nil
+		}
 		return []hfPart{{name: p + "post_attention_layernorm.weight", hi: c.DModel}}, nil
+	case VarAttnPostNorm:
+		if c.PostNorms {
+			return []hfPart{{name: p + "post_attention_layernorm.weight", hi: c.DModel}}, nil
+		}
+	case VarMLPPostNorm:
+		if c.PostNorms {
+			return []hfPart{{name: p + "post_feedforward_layernorm.weight", hi: c.DModel}}, nil
+		}
+	case VarQNorm:
+		if c.QKNorm {
+			return []hfPart{{name: p + "self_attn.q_norm.weight", hi: c.HeadDim}}, nil
+		}
+	case VarKNorm:
+		if c.QKNorm {
+			return []hfPart{{name: p + "self_attn.k_norm.weight", hi: c.HeadDim}}, nil
+		}
+	case VarAttnOutBias:
+		if c.AttnOutBias {
+			return []hfPart{{name: p + "self_attn.o_proj.bias", hi: c.DModel}}, nil
+		}
 	case VarQKV:
+		if c.Family == FamilyPhi3 {
+			return []hfPart{{p + "self_attn.qkv_proj.weight", 0, nh + 2*nkv, true}}, nil
+		}
 		return []hfPart{
 			{p + "self_attn.q_proj.weight", 0, nh, true},
 			{p + "self_attn.k_proj.weight", nh, nh + nkv, true},
@@ -79,6 +108,9 @@ func (c Config) hfParts(path string) ([]hfPart, error) {
 	case VarAttnOut:
 		return []hfPart{{name: p + "self_attn.o_proj.weight", hi: c.DModel, transpose: true}}, nil
 	case VarGateUp:
+		if c.Family == FamilyPhi3 {
+			return []hfPart{{p + "mlp.gate_up_proj.weight", 0, 2 * f, true}}, nil
+		}
 		return []hfPart{
 			{p + "mlp.gate_proj.weight", 0, f, true},
 			{p + "mlp.up_proj.weight", f, 2 * f, true}}, nil
@@ -239,157 +271,6 @@ func (c Config) FromHF(hf map[string][]float32) (map[string][]float32, error) {
 		out[v.Path] = data
 	}
 	return out, nil
-}
-
-// hfConfig is the subset of config.json that the three families use.
-type hfConfig struct {
-	Architectures     []string        `json:"architectures,omitempty"`
-	ModelType         string          `json:"model_type"`
-	VocabSize         int             `json:"vocab_size"`
-	HiddenSize        int             `json:"hidden_size"`
-	IntermediateSize  int             `json:"intermediate_size"`
-	NumLayers         int             `json:"num_hidden_layers"`
-	NumHeads          int             `json:"num_attention_heads"`
-	NumKVHeads        *int            `json:"num_key_value_heads,omitempty"`
-	HeadDim           *int            `json:"head_dim,omitempty"`
-	MaxPositions      int             `json:"max_position_embeddings"`
-	RopeTheta         *float64        `json:"rope_theta,omitempty"`
-	RopeScaling       json.RawMessage `json:"rope_scaling,omitempty"`
-	RMSNormEps        *float64        `json:"rms_norm_eps,omitempty"`
-	HiddenAct         string          `json:"hidden_act,omitempty"`
-	HiddenActivation  string          `json:"hidden_activation,omitempty"`
-	TieWordEmbeddings *bool           `json:"tie_word_embeddings,omitempty"`
-	AttentionBias     *bool           `json:"attention_bias,omitempty"`
-	MLPBias           *bool           `json:"mlp_bias,omitempty"`
-	UseSlidingWindow  *bool           `json:"use_sliding_window,omitempty"`
-	TorchDType        string          `json:"torch_dtype,omitempty"`
-}
-
-var hfArchitectures = map[string]string{
-	FamilyLlama: "LlamaForCausalLM", FamilyGemma: "GemmaForCausalLM", FamilyQwen2: "Qwen2ForCausalLM"}
-
-// FromHFConfig reads a Hugging Face config.json of a Llama, Gemma (v1) or Qwen2 model. Features
-// this package does not implement (sliding windows, attention/MLP biases on Llama, rope scalings
-// other than llama3) are reported as errors rather than silently ignored.
-func FromHFConfig(data []byte) (Config, error) {
-	var h hfConfig
-	if err := json.Unmarshal(data, &h); err != nil {
-		return Config{}, fmt.Errorf("model: hf config: %w", err)
-	}
-	c := Config{Family: h.ModelType, Vocab: h.VocabSize, DModel: h.HiddenSize, Layers: h.NumLayers,
-		Heads: h.NumHeads, KVHeads: h.NumHeads, FFN: h.IntermediateSize, MaxSeq: h.MaxPositions,
-		RopeTheta: 10000, NormEps: 1e-6}
-	if _, ok := hfArchitectures[c.Family]; !ok {
-		return Config{}, fmt.Errorf("model: hf config: model_type=%q: allowed llama, gemma, qwen2", h.ModelType)
-	}
-	if h.NumKVHeads != nil {
-		c.KVHeads = *h.NumKVHeads
-	}
-	if h.NumHeads > 0 {
-		c.HeadDim = h.HiddenSize / h.NumHeads
-	}
-	if h.HeadDim != nil {
-		c.HeadDim = *h.HeadDim
-	}
-	if h.RopeTheta != nil {
-		c.RopeTheta = *h.RopeTheta
-	}
-	if h.RMSNormEps != nil {
-		c.NormEps = *h.RMSNormEps
-	}
-	tied := c.Family == FamilyGemma // transformers' per-family defaults
-	if h.TieWordEmbeddings != nil {
-		tied = *h.TieWordEmbeddings
-	}
-	c.TiedEmbeddings = tied
-	act := h.HiddenAct
-	if c.Family == FamilyGemma {
-		// transformers' Gemma uses hidden_activation, and the tanh GELU when it is unset.
-		act = h.HiddenActivation
-		if act == "" {
-			act = "gelu_pytorch_tanh"
-		}
-		c.ScaleEmbeddings, c.NormPlusOne = true, true
-	}
-	switch act {
-	case "silu", "swish", "":
-		c.Activation = ActSiLU
-	case "gelu_pytorch_tanh", "gelu_new", "gelu_fast":
-		c.Activation = ActGELU
-	case "gelu":
-		c.Activation = ActGELUExact
-	default:
-		return Config{}, fmt.Errorf("model: hf config: activation %q: allowed silu, gelu, gelu_pytorch_tanh", act)
-	}
-	if c.Family == FamilyQwen2 {
-		c.QKVBias = true
-		if h.UseSlidingWindow != nil && *h.UseSlidingWindow {
-			return Config{}, fmt.Errorf("model: hf config: use_sliding_window=true is not supported")
-		}
-	}
-	if (h.AttentionBias != nil && *h.AttentionBias) || (h.MLPBias != nil && *h.MLPBias) {
-		return Config{}, fmt.Errorf("model: hf config: attention_bias/mlp_bias=true is not supported for %s", c.Family)
-	}
-	if len(h.RopeScaling) > 0 && string(h.RopeScaling) != "null" {
-		var rs struct {
-			RopeScaling
-			LegacyType string `json:"type"`
-		}
-		if err := json.Unmarshal(h.RopeScaling, &rs); err != nil {
-			return Config{}, fmt.Errorf("model: hf config: rope_scaling: %w", err)
-		}
-		s := rs.RopeScaling
-		if s.Type == "" {
-			s.Type = rs.LegacyType
-		}
-		if s.Type != "default" {
-			c.RopeScaling = &s
-		}
-	}
-	if err := c.Validate(); err != nil {
-		return Config{}, fmt.Errorf("model: hf config: %w", err)
-	}
-	return c, nil
-}
-
-// ToHFConfig writes a config.json that transformers loads as the same architecture.
-func (c Config) ToHFConfig() ([]byte, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	wantGemma := c.Family == FamilyGemma
-	if c.ScaleEmbeddings != wantGemma || c.NormPlusOne != wantGemma || c.QKVBias != (c.Family == FamilyQwen2) {
-		return nil, fmt.Errorf("model: to hf config: family %q does not match scale_embeddings=%v norm_plus_one=%v qkv_bias=%v",
-			c.Family, c.ScaleEmbeddings, c.NormPlusOne, c.QKVBias)
-	}
-	act := map[string]string{ActSiLU: "silu", ActGELU: "gelu_pytorch_tanh", ActGELUExact: "gelu"}[c.Activation]
-	kv, hd, theta, eps, tied := c.KVHeads, c.HeadDim, c.RopeTheta, c.NormEps, c.TiedEmbeddings
-	h := hfConfig{Architectures: []string{hfArchitectures[c.Family]}, ModelType: c.Family, VocabSize: c.Vocab,
-		HiddenSize: c.DModel, IntermediateSize: c.FFN, NumLayers: c.Layers, NumHeads: c.Heads, NumKVHeads: &kv,
-		HeadDim: &hd, MaxPositions: c.MaxSeq, RopeTheta: &theta, RMSNormEps: &eps, TieWordEmbeddings: &tied,
-		TorchDType: "float32"}
-	if wantGemma {
-		h.HiddenActivation = act
-		h.HiddenAct = act
-	} else {
-		h.HiddenAct = act
-	}
-	if c.Family == FamilyLlama {
-		f := false
-		h.AttentionBias, h.MLPBias = &f, &f
-	}
-	if c.Family == FamilyQwen2 {
-		f := false
-		h.UseSlidingWindow = &f
-	}
-	if c.RopeScaling != nil {
-		b, err := json.Marshal(c.RopeScaling)
-		if err != nil {
-			return nil, err
-		}
-		h.RopeScaling = b
-	}
-	return json.MarshalIndent(h, "", "  ")
 }
 
 // WithHeads returns c with the heads that a weights file holds besides the causal LM (config.json

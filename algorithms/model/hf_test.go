@@ -333,3 +333,88 @@ func TestFLOPs(t *testing.T) {
 		t.Errorf("train FLOPs = %v, want %v", got, want)
 	}
 }
+
+// TestHFConfigForms reads the same model in both config.json forms, and refuses what is not
+// implemented by name.
+func TestHFConfigForms(t *testing.T) {
+	llamaOld := `{"model_type":"llama","vocab_size":64,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":2,
+	  "num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":64,"torch_dtype":"bfloat16",
+	  "rope_theta":500000.0,"rope_scaling":{"rope_type":"llama3","factor":32.0,"low_freq_factor":1.0,
+	  "high_freq_factor":4.0,"original_max_position_embeddings":8192}}`
+	llamaNew := `{"model_type":"llama","vocab_size":64,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":2,
+	  "num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":64,"dtype":"bfloat16",
+	  "rope_parameters":{"rope_type":"llama3","rope_theta":500000.0,"factor":32.0,"low_freq_factor":1.0,
+	  "high_freq_factor":4.0,"original_max_position_embeddings":8192}}`
+	a, err := FromHFConfig([]byte(llamaOld))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := FromHFConfig([]byte(llamaNew))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) || a.RopeTheta != 500000 || a.RopeScaling == nil || a.RopeScaling.Factor != 32 {
+		t.Fatalf("old form %+v\nnew form %+v", a, b)
+	}
+	gemma3Old := `{"model_type":"gemma3_text","vocab_size":64,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":6,
+	  "num_attention_heads":4,"num_key_value_heads":1,"head_dim":16,"max_position_embeddings":64,"rope_theta":1000000.0,
+	  "rope_local_base_freq":10000.0,"rope_scaling":{"rope_type":"linear","factor":8.0},"sliding_window":512,
+	  "sliding_window_pattern":6,"query_pre_attn_scalar":16,"final_logit_softcapping":null,"attn_logit_softcapping":null}`
+	gemma3New := `{"model_type":"gemma3_text","vocab_size":64,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":6,
+	  "num_attention_heads":4,"num_key_value_heads":1,"head_dim":16,"max_position_embeddings":64,"sliding_window":512,
+	  "layer_types":["sliding_attention","sliding_attention","sliding_attention","sliding_attention","sliding_attention","full_attention"],
+	  "rope_parameters":{"full_attention":{"rope_type":"linear","factor":8.0,"rope_theta":1000000.0},
+	  "sliding_attention":{"rope_type":"default","rope_theta":10000.0}},"query_pre_attn_scalar":16}`
+	a, err = FromHFConfig([]byte(gemma3Old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = FromHFConfig([]byte(gemma3New))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) || a.RopeLocalTheta != 10000 || a.SlidingWindow != 512 || a.Sliding(5) || !a.Sliding(4) ||
+		!a.QKNorm || !a.PostNorms || a.QueryScale != 0 || a.KVHeads != 1 {
+		t.Fatalf("old form %+v\nnew form %+v", a, b)
+	}
+
+	mk := func(mt, extra string) string {
+		return `{"model_type":"` + mt + `","vocab_size":64,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":2,` +
+			`"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":64` + extra + `}`
+	}
+	bad := []struct{ name, js, field string }{
+		{"unknown field", mk("llama", `,"num_experts":8`), "num_experts"},
+		{"moe on qwen3", mk("qwen3", `,"num_experts_per_tok":2`), "num_experts_per_tok"},
+		{"yarn", mk("llama", `,"rope_scaling":{"rope_type":"yarn","factor":4}`), "rope_type"},
+		{"new-form dynamic", mk("qwen3", `,"rope_parameters":{"rope_type":"dynamic","factor":2,"rope_theta":1e6}`), "rope_type"},
+		{"rope key", mk("llama", `,"rope_parameters":{"rope_type":"default","rope_theta":1e4,"beta_fast":32}`), "beta_fast"},
+		{"dropout", mk("mistral", `,"attention_dropout":0.1`), "attention_dropout"},
+		{"phi3 dropout", mk("phi3", `,"resid_pdrop":0.1`), "resid_pdrop"},
+		{"attn implementation", mk("llama", `,"attn_implementation":"paged_attention"`), "attn_implementation"},
+		{"qwen sliding", mk("qwen3", `,"use_sliding_window":true`), "use_sliding_window"},
+		{"gemma3 attn cap", mk("gemma3_text", `,"attn_logit_softcapping":50.0`), "attn_logit_softcapping"},
+		{"bidirectional", mk("gemma2", `,"use_bidirectional_attention":true`), "use_bidirectional_attention"},
+		{"mlp bias", mk("llama", `,"mlp_bias":true`), "mlp_bias"},
+		{"qwen2 field elsewhere", mk("llama", `,"query_pre_attn_scalar":16`), "query_pre_attn_scalar"},
+		{"forms disagree", mk("llama", `,"rope_theta":1e4,"rope_parameters":{"rope_type":"default","rope_theta":1e6}`), "disagree"},
+		{"multimodal gemma3", mk("gemma3", ``), "text_config"},
+		{"layer types", mk("mistral", `,"sliding_window":4,"layer_types":["full_attention","sliding_attention"]`), "layer_types"},
+		{"activation", mk("qwen3", `,"hidden_act":"relu"`), "hidden_act"},
+	}
+	for _, tc := range bad {
+		_, err := FromHFConfig([]byte(tc.js))
+		if err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: error %v should name %q", tc.name, err, tc.field)
+		}
+	}
+	// Bookkeeping fields and nulls are accepted.
+	if _, err := FromHFConfig([]byte(mk("mistral", `,"sliding_window":null,"bos_token_id":1,"eos_token_id":[2,3],"transformers_version":"5.0.0","dtype":"bfloat16","_name_or_path":"x","use_cache":true`))); err != nil {
+		t.Errorf("bookkeeping refused: %v", err)
+	}
+	// A config a family cannot express is refused on the way out.
+	c, _ := Preset("tiny")
+	c.QKNorm = true
+	if _, err := c.ToHFConfig(); err == nil || !strings.Contains(err.Error(), "cannot express") {
+		t.Errorf("llama with qk_norm written: %v", err)
+	}
+}

@@ -13,19 +13,26 @@ import (
 // are stored [in, out] (x·W), the transpose of Hugging Face's [out, in]; q/k/v and gate/up are fused
 // column-wise (see HFNames for the split).
 const (
-	VarEmbed     = "embed/tokens"              // [vocab, d]
-	VarAttnNorm  = "layers/%d/attn_norm/scale" // [d]
-	VarQKV       = "layers/%d/attn/qkv"        // [d, (heads+2·kv_heads)·head_dim]: q | k | v columns
-	VarQKVBias   = "layers/%d/attn/qkv_bias"   // [(heads+2·kv_heads)·head_dim] (qkv_bias only)
-	VarAttnOut   = "layers/%d/attn/out"        // [heads·head_dim, d]
-	VarMLPNorm   = "layers/%d/mlp_norm/scale"  // [d]
-	VarGateUp    = "layers/%d/mlp/gate_up"     // [d, 2·ffn]: gate | up columns
-	VarDown      = "layers/%d/mlp/down"        // [ffn, d]
-	VarFinalNorm = "final_norm/scale"          // [d]
-	VarLMHead    = "lm_head/w"                 // [d, vocab] (untied only)
-	VarValueW    = "value_head/w"              // [d, 1] (value_head only)
-	VarValueB    = "value_head/b"              // [1] (value_head only)
-	VarValueLP   = "value_head/logprob"        // [1] (reward_logprob only): α of the generative reward term
+	VarEmbed    = "embed/tokens"              // [vocab, d]
+	VarAttnNorm = "layers/%d/attn_norm/scale" // [d]
+	VarQKV      = "layers/%d/attn/qkv"        // [d, (heads+2·kv_heads)·head_dim]: q | k | v columns
+	VarQKVBias  = "layers/%d/attn/qkv_bias"   // [(heads+2·kv_heads)·head_dim] (qkv_bias only)
+	VarAttnOut  = "layers/%d/attn/out"        // [heads·head_dim, d]
+	VarMLPNorm  = "layers/%d/mlp_norm/scale"  // [d]
+
+	VarAttnOutBias  = "layers/%d/attn/out_bias"        // [d] (attn_out_bias only)
+	VarQNorm        = "layers/%d/attn/q_norm/scale"    // [head_dim] (qk_norm only)
+	VarKNorm        = "layers/%d/attn/k_norm/scale"    // [head_dim] (qk_norm only)
+	VarAttnPostNorm = "layers/%d/attn_post_norm/scale" // [d] (post_norms only)
+	VarMLPPostNorm  = "layers/%d/mlp_post_norm/scale"  // [d] (post_norms only)
+
+	VarGateUp    = "layers/%d/mlp/gate_up" // [d, 2·ffn]: gate | up columns
+	VarDown      = "layers/%d/mlp/down"    // [ffn, d]
+	VarFinalNorm = "final_norm/scale"      // [d]
+	VarLMHead    = "lm_head/w"             // [d, vocab] (untied only)
+	VarValueW    = "value_head/w"          // [d, 1] (value_head only)
+	VarValueB    = "value_head/b"          // [1] (value_head only)
+	VarValueLP   = "value_head/logprob"    // [1] (reward_logprob only): α of the generative reward term
 )
 
 // VarSpec is one model variable: its path relative to the model scope and its shape.
@@ -58,6 +65,17 @@ func (c Config) Variables() []VarSpec {
 			VarSpec{f(VarMLPNorm), []int{d}},
 			VarSpec{f(VarGateUp), []int{d, 2 * c.FFN}},
 			VarSpec{f(VarDown), []int{c.FFN, d}})
+		// Variables of the newer features come after a layer's original ones, so that InitWeights
+		// draws the same values as before for configs without them.
+		if c.AttnOutBias {
+			vs = append(vs, VarSpec{f(VarAttnOutBias), []int{d}})
+		}
+		if c.QKNorm {
+			vs = append(vs, VarSpec{f(VarQNorm), []int{c.HeadDim}}, VarSpec{f(VarKNorm), []int{c.HeadDim}})
+		}
+		if c.PostNorms {
+			vs = append(vs, VarSpec{f(VarAttnPostNorm), []int{d}}, VarSpec{f(VarMLPPostNorm), []int{d}})
+		}
 	}
 	vs = append(vs, VarSpec{VarFinalNorm, []int{d}})
 	if !c.TiedEmbeddings {

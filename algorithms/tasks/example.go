@@ -20,7 +20,10 @@ import (
 //   - chat: {"messages": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
 //     with roles system, user, assistant and tool; an assistant message may end with one call
 //     {"tool_calls": [{"name": "calc", "arguments": {"expr": "12*34"}}]}, answered by the tool message
-//     that follows it (its result). SFT trains on the assistant's messages and calls only.
+//     that follows it (its result), also in OpenAI's form ({"type": "function", "function":
+//     {"name": ..., "arguments": ...}}, tool messages with tool_call_id and name), and the line
+//     may carry the tool definitions, {"tools": [...]}, for models with their own chat template.
+//     SFT trains on the assistant's messages and calls only.
 //
 // Answer is the reference a verifier checks a generated completion against; Task names the built-in task
 // whose checker applies.
@@ -32,6 +35,9 @@ type Example struct {
 	Completion string             `json:"completion,omitempty"`
 	Messages   []tokenize.Message `json:"messages,omitempty"`
 	Answer     string             `json:"answer,omitempty"`
+	// Tools are the tool definitions of a conversation (OpenAI form), rendered by a model's own
+	// chat template; only with messages.
+	Tools []json.RawMessage `json:"tools,omitempty"`
 }
 
 // Shape names which of the three forms an example has, or returns an error for none or several.
@@ -45,6 +51,9 @@ func (e Example) Shape() (string, error) {
 	}
 	if len(e.Messages) > 0 {
 		shapes = append(shapes, "messages")
+	}
+	if len(e.Tools) > 0 && len(e.Messages) == 0 {
+		return "", errors.New(`"tools" without "messages": tool definitions belong to a conversation`)
 	}
 	switch len(shapes) {
 	case 0:

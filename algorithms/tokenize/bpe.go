@@ -1,56 +1,51 @@
 package tokenize
 
 import (
-	"container/heap"
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"golang.org/x/text/unicode/norm"
 )
 
-// BPE is a byte-level BPE tokenizer loaded from a Hugging Face
-// tokenizer.json. It is immutable after LoadHF and safe for concurrent use.
+// BPE is a Hugging Face tokenizer.json tokenizer with a BPE model: byte-level (GPT-2,
+// Llama 3, Qwen, DeepSeek, o200k) or SentencePiece-style (Gemma, Llama 2: ▁ for spaces,
+// byte_fallback). It runs HF's pipeline step by step: added tokens, normalizer,
+// pre-tokenizer, model, post-processor; and decoders for Decode. It is immutable after
+// LoadHF and safe for concurrent use.
 type BPE struct {
-	vocab  map[string]int
-	tokens []string // id -> text; "" for unused ids
-	added  []bool   // id -> is an added token (decoded verbatim)
-	merges map[[2]int]mergeRule
-
-	addedByFirst [256][]addedToken // candidates by first byte, longest first
-	split        splitter          // nil: no split
-	prefixSpace  bool
-	nfc          bool
-	ignoreMerges bool
-	byteFallback bool
-	fallbackIDs  [256]int // <0xXX> ids, -1 when absent
-	unk          int      // -1 when absent
-	special      Special
-}
-
-type mergeRule struct{ rank, id int }
-
-type addedToken struct {
-	text           string
-	id             int
-	lstrip, rstrip bool
+	model      bpeModel
+	added      addedVocab
+	normalizer normalizer    // nil: none
+	pre        preTokenizer  // nil: none
+	post       postProcessor // nil: none
+	decoder    decoderStep   // nil: tokens joined by " ", as HF does
+	// needOrig: some step (Metaspace prepend_scheme "first") asks where a piece starts in the
+	// input, so spans are tracked even when offsets are not wanted.
+	needOrig bool
+	tokens   []string // id -> text Decode starts from; "" for unused ids
+	special  Special
 }
 
 type hfAddedToken struct {
-	ID      int    `json:"id"`
-	Content string `json:"content"`
-	LStrip  bool   `json:"lstrip"`
-	RStrip  bool   `json:"rstrip"`
+	ID         int    `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	Normalized *bool  `json:"normalized"`
+	Special    bool   `json:"special"`
 }
 
 type hfModel struct {
 	Type                    string            `json:"type"`
 	Vocab                   map[string]int    `json:"vocab"`
 	Merges                  []json.RawMessage `json:"merges"`
+	Dropout                 *float64          `json:"dropout"`
 	UnkToken                *string           `json:"unk_token"`
+	FuseUnk                 bool              `json:"fuse_unk"`
 	ByteFallback            bool              `json:"byte_fallback"`
 	IgnoreMerges            bool              `json:"ignore_merges"`
 	ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
@@ -58,126 +53,100 @@ type hfModel struct {
 }
 
 type hfTokenizer struct {
-	AddedTokens  []hfAddedToken  `json:"added_tokens"`
-	Normalizer   json.RawMessage `json:"normalizer"`
-	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
-	Model        hfModel         `json:"model"`
+	Version       *string         `json:"version"`
+	Truncation    json.RawMessage `json:"truncation"`
+	Padding       json.RawMessage `json:"padding"`
+	AddedTokens   []hfAddedToken  `json:"added_tokens"`
+	Normalizer    json.RawMessage `json:"normalizer"`
+	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
+	PostProcessor json.RawMessage `json:"post_processor"`
+	Decoder       json.RawMessage `json:"decoder"`
+	Model         hfModel         `json:"model"`
 }
 
-// hfStep is one normalizer or pre-tokenizer node; fields unused by a type
-// stay zero.
-type hfStep struct {
-	Type           string            `json:"type"`
-	Normalizers    []json.RawMessage `json:"normalizers"`
-	Pretokenizers  []json.RawMessage `json:"pretokenizers"`
-	AddPrefixSpace bool              `json:"add_prefix_space"`
-	UseRegex       *bool             `json:"use_regex"`
-	Pattern        struct {
-		Regex  *string `json:"Regex"`
-		String *string `json:"String"`
-	} `json:"pattern"`
-	Behavior string `json:"behavior"`
-	Invert   bool   `json:"invert"`
-}
-
-// LoadHF reads a Hugging Face tokenizer.json holding a byte-level BPE model.
+// LoadHF reads a Hugging Face tokenizer.json whose model is BPE.
 //
-// Supported: model.type "BPE" with vocab, merges as "a b" strings or
-// ["a","b"] pairs, unk_token, byte_fallback, ignore_merges; added_tokens
-// (matched leftmost-longest in the raw text before anything else, honouring
-// lstrip/rstrip; single_word and normalized are ignored); normalizer null or
-// NFC; pre_tokenizer ByteLevel (use_regex selects the GPT-2 split,
-// add_prefix_space is honoured) alone or after one Split whose regex is the
-// GPT-2, Llama-3 or Qwen2 pattern with behavior Isolated. Anything else is
-// an error, so a tokenizer is never silently approximated. post_processor
-// and decoder are ignored: Encode adds no BOS, Decode always inverts the
-// byte-level map.
+// Supported, with HF's semantics (checked against the Rust tokenizers on real files):
+// normalizers NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, Replace, Sequence;
+// pre-tokenizers Split (String or Oniguruma regex, every behavior, invert), ByteLevel,
+// Metaspace, Digits, Punctuation, Whitespace, WhitespaceSplit, CharDelimiterSplit,
+// Sequence; the BPE model with vocab, merges as "a b" or ["a","b"], unk_token, fuse_unk,
+// byte_fallback, ignore_merges; post-processors TemplateProcessing (single sequence),
+// ByteLevel, Sequence; decoders ByteLevel, ByteFallback, Fuse, Strip, Replace, Metaspace,
+// BPEDecoder, Sequence; added tokens with single_word, lstrip, rstrip, normalized and special.
+// Anything else (another model type, dropout, a continuing-subword prefix, truncation or
+// padding, an unknown component) is an error naming it, so a tokenizer is never silently
+// approximated.
 //
-// BOS/EOS/PAD are guessed from common added-token names
-// (<|begin_of_text|>, <s>, <bos>; <|end_of_text|>, <|endoftext|>, </s>,
-// <eos>; <pad>, <|pad|>, [PAD]); use WithSpecial to set them from
-// tokenizer_config.json.
+// BOS/EOS/PAD are guessed from common added-token names (<|begin_of_text|>, <s>, <bos>;
+// <|end_of_text|>, <|endoftext|>, </s>, <eos>; <pad>, <|pad|>, [PAD]); WithConfig sets
+// them from tokenizer_config.json.
 func LoadHF(r io.Reader) (*BPE, error) {
 	var f hfTokenizer
 	if err := json.NewDecoder(r).Decode(&f); err != nil {
 		return nil, fmt.Errorf("tokenize: load tokenizer.json: %w", err)
 	}
-	m := f.Model
-	if m.Type != "BPE" && !(m.Type == "" && m.Vocab != nil) {
-		return nil, fmt.Errorf("tokenize: load tokenizer.json: model type %q, want BPE", m.Type)
+	b, err := buildHF(&f)
+	if err != nil {
+		return nil, fmt.Errorf("tokenize: load tokenizer.json: %w", err)
 	}
-	if m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "" ||
-		m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "" {
-		return nil, fmt.Errorf("tokenize: load tokenizer.json: continuing_subword_prefix/end_of_word_suffix unsupported")
+	return b, nil
+}
+
+func buildHF(f *hfTokenizer) (*BPE, error) {
+	if f.Version != nil && *f.Version != "1.0" {
+		return nil, fmt.Errorf("version %q unsupported (want 1.0)", *f.Version)
 	}
-	b := &BPE{vocab: m.Vocab, unk: -1, ignoreMerges: m.IgnoreMerges, byteFallback: m.ByteFallback}
-	if b.vocab == nil {
-		b.vocab = map[string]int{}
+	if !isNull(f.Truncation) {
+		return nil, fmt.Errorf("truncation is set; unsupported (Encode never truncates: set it to null)")
+	}
+	if !isNull(f.Padding) {
+		return nil, fmt.Errorf("padding is set; unsupported (Encode never pads: set it to null)")
+	}
+	b := &BPE{}
+	if err := b.model.build(&f.Model); err != nil {
+		return nil, err
+	}
+	var err error
+	if !isNull(f.Normalizer) {
+		if b.normalizer, err = parseNormalizer(f.Normalizer); err != nil {
+			return nil, err
+		}
+	}
+	if !isNull(f.PreTokenizer) {
+		if b.pre, err = parsePreTokenizer(f.PreTokenizer); err != nil {
+			return nil, err
+		}
+		b.needOrig = strings.Contains(string(f.PreTokenizer), `"first"`)
+	}
+	if !isNull(f.PostProcessor) {
+		if b.post, err = parsePostProcessor(f.PostProcessor); err != nil {
+			return nil, err
+		}
+	}
+	if !isNull(f.Decoder) {
+		if b.decoder, err = parseDecoder(f.Decoder); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.addTokens(f.AddedTokens); err != nil {
+		return nil, err
 	}
 
-	size := 0
-	for tok, id := range b.vocab {
-		if id < 0 {
-			return nil, fmt.Errorf("tokenize: load tokenizer.json: vocab %q has negative id %d", tok, id)
-		}
-		size = max(size, id+1)
-	}
-	for _, a := range f.AddedTokens {
-		if a.ID < 0 || a.Content == "" {
-			return nil, fmt.Errorf("tokenize: load tokenizer.json: added token %q with id %d", a.Content, a.ID)
-		}
-		size = max(size, a.ID+1)
+	size := len(b.model.vocabR)
+	for _, t := range b.added.tokens {
+		size = max(size, t.id+1)
 	}
 	if size > 1<<24 {
-		return nil, fmt.Errorf("tokenize: load tokenizer.json: vocabulary of %d ids is implausible", size)
+		return nil, fmt.Errorf("vocabulary of %d ids is implausible", size)
 	}
 	b.tokens = make([]string, size)
-	b.added = make([]bool, size)
-	seen := make([]bool, size)
-	for tok, id := range b.vocab {
-		if seen[id] {
-			return nil, fmt.Errorf("tokenize: load tokenizer.json: id %d used by %q and %q", id, b.tokens[id], tok)
-		}
-		seen[id] = true
-		b.tokens[id] = tok
-	}
-
+	copy(b.tokens, b.model.vocabR)
 	var named []SpecialToken
-	for _, a := range f.AddedTokens {
-		b.tokens[a.ID] = a.Content
-		b.added[a.ID] = true
-		named = append(named, SpecialToken{Text: a.Content, ID: a.ID})
-		c := a.Content[0]
-		b.addedByFirst[c] = append(b.addedByFirst[c], addedToken{text: a.Content, id: a.ID, lstrip: a.LStrip, rstrip: a.RStrip})
+	for _, t := range b.added.tokens {
+		b.tokens[t.id] = t.decoded
+		named = append(named, SpecialToken{Text: t.text, ID: t.id})
 	}
-	for _, list := range &b.addedByFirst {
-		sortLongestFirst(list)
-	}
-
-	if m.UnkToken != nil {
-		id, ok := b.lookup(*m.UnkToken)
-		if !ok {
-			return nil, fmt.Errorf("tokenize: load tokenizer.json: unk_token %q not in vocab", *m.UnkToken)
-		}
-		b.unk = id
-	}
-	for i := range b.fallbackIDs {
-		b.fallbackIDs[i] = -1
-		if id, ok := b.vocab[fmt.Sprintf("<0x%02X>", i)]; ok {
-			b.fallbackIDs[i] = id
-		}
-	}
-
-	if err := b.parseMerges(m.Merges); err != nil {
-		return nil, err
-	}
-	if err := b.parseNormalizer(f.Normalizer); err != nil {
-		return nil, err
-	}
-	if err := b.parsePreTokenizer(f.PreTokenizer); err != nil {
-		return nil, err
-	}
-
 	pick := func(names ...string) int {
 		for _, n := range names {
 			for _, t := range named {
@@ -195,165 +164,66 @@ func LoadHF(r io.Reader) (*BPE, error) {
 	return b, nil
 }
 
-func sortLongestFirst(list []addedToken) {
-	for i := 1; i < len(list); i++ { // insertion sort: stable, lists are short
-		for j := i; j > 0 && len(list[j].text) > len(list[j-1].text); j-- {
-			list[j], list[j-1] = list[j-1], list[j]
-		}
-	}
-}
-
-// lookup finds an added token, else a vocab entry.
-func (b *BPE) lookup(tok string) (int, bool) {
-	for _, list := range b.addedByFirst[firstByte(tok)] {
-		if list.text == tok {
-			return list.id, true
-		}
-	}
-	id, ok := b.vocab[tok]
-	return id, ok
-}
-
-func firstByte(s string) byte {
-	if s == "" {
-		return 0
-	}
-	return s[0]
-}
-
-func (b *BPE) parseMerges(raw []json.RawMessage) error {
-	b.merges = make(map[[2]int]mergeRule, len(raw))
-	for rank, r := range raw {
-		var left, right string
-		var line string
-		var pair []string
-		switch {
-		case len(r) > 0 && r[0] == '"' && json.Unmarshal(r, &line) == nil:
-			parts := strings.Split(line, " ")
-			if len(parts) != 2 {
-				return fmt.Errorf("tokenize: load tokenizer.json: merge %d %q is not two space-separated tokens", rank, line)
-			}
-			left, right = parts[0], parts[1]
-		case len(r) > 0 && r[0] == '[' && json.Unmarshal(r, &pair) == nil && len(pair) == 2:
-			left, right = pair[0], pair[1]
-		default:
-			return fmt.Errorf("tokenize: load tokenizer.json: merge %d %s is neither \"a b\" nor [\"a\",\"b\"]", rank, r)
-		}
-		l, okL := b.vocab[left]
-		rr, okR := b.vocab[right]
-		id, okM := b.vocab[left+right]
-		if !okL || !okR || !okM {
-			return fmt.Errorf("tokenize: load tokenizer.json: merge %d (%q, %q) uses a token not in vocab", rank, left, right)
-		}
-		if _, dup := b.merges[[2]int{l, rr}]; !dup { // the first (best) rank wins
-			b.merges[[2]int{l, rr}] = mergeRule{rank: rank, id: id}
-		}
-	}
-	return nil
-}
-
 func isNull(raw json.RawMessage) bool {
 	s := strings.TrimSpace(string(raw))
 	return s == "" || s == "null"
 }
 
-func (b *BPE) parseNormalizer(raw json.RawMessage) error {
-	if isNull(raw) {
-		return nil
-	}
-	var n hfStep
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return fmt.Errorf("tokenize: load tokenizer.json: normalizer: %w", err)
-	}
-	switch n.Type {
-	case "NFC":
-		b.nfc = true
-		return nil
-	case "Sequence":
-		for _, s := range n.Normalizers {
-			if err := b.parseNormalizer(s); err != nil {
-				return err
-			}
+// addTokens registers added tokens as HF's AddedVocabulary::add_tokens does: a token's id is
+// its model id when the model knows its content, else the next free id; tokens with
+// normalized=true are matched (and decoded) in their normalised form.
+func (b *BPE) addTokens(list []hfAddedToken) error {
+	byText := map[string]int{}
+	next := len(b.model.vocab) // HF computes the next free id once, before adding the list
+	for _, a := range list {
+		if a.Content == "" {
+			return fmt.Errorf("added token with id %d has empty content", a.ID)
 		}
-		return nil
-	}
-	return fmt.Errorf("tokenize: load tokenizer.json: normalizer %q unsupported (only NFC)", n.Type)
-}
-
-func (b *BPE) parsePreTokenizer(raw json.RawMessage) error {
-	if isNull(raw) {
-		return fmt.Errorf("tokenize: load tokenizer.json: no pre_tokenizer; byte-level BPE needs ByteLevel")
-	}
-	var steps []hfStep
-	var flatten func(raw json.RawMessage) error
-	flatten = func(raw json.RawMessage) error {
-		var s hfStep
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return fmt.Errorf("tokenize: load tokenizer.json: pre_tokenizer: %w", err)
+		normalized := !a.Special
+		if a.Normalized != nil {
+			normalized = *a.Normalized
 		}
-		if s.Type != "Sequence" {
-			steps = append(steps, s)
-			return nil
+		id, ok := byText[a.Content]
+		if !ok {
+			id, ok = b.model.vocab[a.Content]
 		}
-		for _, p := range s.Pretokenizers {
-			if err := flatten(p); err != nil {
-				return err
-			}
+		if !ok {
+			id = next
+			next++
 		}
-		return nil
-	}
-	if err := flatten(raw); err != nil {
-		return err
-	}
-	byteLevel := false
-	for _, s := range steps {
-		switch s.Type {
-		case "Split":
-			if byteLevel || b.split != nil {
-				return fmt.Errorf("tokenize: load tokenizer.json: pre_tokenizer: Split must come once, before ByteLevel")
-			}
-			if s.Pattern.Regex == nil {
-				return fmt.Errorf("tokenize: load tokenizer.json: pre_tokenizer: Split without a Regex pattern unsupported")
-			}
-			if s.Behavior != "Isolated" || s.Invert {
-				return fmt.Errorf("tokenize: load tokenizer.json: pre_tokenizer: Split behavior %q invert %v unsupported", s.Behavior, s.Invert)
-			}
-			sp, ok := splitterFor(*s.Pattern.Regex)
-			if !ok {
-				return fmt.Errorf("tokenize: load tokenizer.json: pre_tokenizer: Split regex %q is not the GPT-2, Llama-3 or Qwen2 pattern", *s.Pattern.Regex)
-			}
-			b.split = sp
-		case "ByteLevel":
-			if byteLevel {
-				return fmt.Errorf("tokenize: load tokenizer.json: pre_tokenizer: ByteLevel twice")
-			}
-			byteLevel = true
-			b.prefixSpace = s.AddPrefixSpace
-			if s.UseRegex == nil || *s.UseRegex { // HF's default is true
-				if b.split != nil {
-					return fmt.Errorf("tokenize: load tokenizer.json: pre_tokenizer: Split followed by ByteLevel with use_regex unsupported")
+		if id != a.ID {
+			return fmt.Errorf("added token %q declares id %d but Hugging Face assigns it %d", a.Content, a.ID, id)
+		}
+		t := addedToken{text: a.Content, id: id, lstrip: a.LStrip, rstrip: a.RStrip, singleWord: a.SingleWord,
+			normalized: normalized, special: a.Special, pattern: a.Content, decoded: a.Content}
+		if normalized && b.normalizer != nil {
+			n := newNormString(a.Content, 0, false)
+			b.normalizer.normalize(&n)
+			t.pattern, t.decoded = n.s, n.s
+		}
+		if prev, dup := byText[a.Content]; dup {
+			for i := range b.added.tokens {
+				if b.added.tokens[i].id == prev {
+					b.added.tokens[i] = t
 				}
-				b.split = splitGPT2
 			}
-		default:
-			return fmt.Errorf("tokenize: load tokenizer.json: pre_tokenizer %q unsupported", s.Type)
+			continue
 		}
+		byText[a.Content] = id
+		b.added.tokens = append(b.added.tokens, t)
 	}
-	if !byteLevel {
-		return fmt.Errorf("tokenize: load tokenizer.json: pre_tokenizer has no ByteLevel step")
-	}
+	b.added.build()
 	return nil
 }
 
-// WithSpecial returns a copy whose BOS/EOS/PAD are the named tokens (as in
-// tokenizer_config.json); "" means none.
+// WithSpecial returns a copy whose BOS/EOS/PAD are the named tokens; "" means none.
 func (b *BPE) WithSpecial(bos, eos, pad string) (*BPE, error) {
 	ids := [3]int{-1, -1, -1}
 	for i, name := range []string{bos, eos, pad} {
 		if name == "" {
 			continue
 		}
-		id, ok := b.lookup(name)
+		id, ok := b.TokenID(name)
 		if !ok {
 			return nil, fmt.Errorf("tokenize: with special: token %q not in vocabulary", name)
 		}
@@ -364,221 +234,365 @@ func (b *BPE) WithSpecial(bos, eos, pad string) (*BPE, error) {
 	return &c, nil
 }
 
+// TokenID finds an added token, else a model vocabulary entry, by its text.
+func (b *BPE) TokenID(tok string) (int, bool) {
+	for _, t := range b.added.tokens {
+		if t.text == tok {
+			return t.id, true
+		}
+	}
+	id, ok := b.model.vocab[tok]
+	return id, ok
+}
+
 // VocabSize is one more than the largest id in vocab or added tokens.
 func (b *BPE) VocabSize() int { return len(b.tokens) }
 
 // Special reports BOS/EOS/PAD and the added tokens by name.
 func (b *BPE) Special() Special { return b.special }
 
-// Encode tokenises text: added tokens first, then normalise, split, map
-// bytes and merge each pre-token.
+// Encode tokenises text as HF's encode(text, add_special_tokens=False).
 func (b *BPE) Encode(text string) []int {
-	var ids []int
-	start := 0 // start of the pending ordinary segment
-	for i := 0; i < len(text); {
-		t, ok := b.matchAdded(text[i:])
-		if !ok {
-			i++
-			continue
-		}
-		segEnd, next := i, i+len(t.text)
-		if t.lstrip {
-			for segEnd > start {
-				r, n := utf8.DecodeLastRuneInString(text[start:segEnd])
-				if !unicode.IsSpace(r) {
-					break
-				}
-				segEnd -= n
-			}
-		}
-		if t.rstrip {
-			next += runOf(text[next:], unicode.IsSpace)
-		}
-		ids = b.encodeOrdinary(ids, text[start:segEnd])
-		ids = append(ids, t.id)
-		start, i = next, next
-	}
-	return b.encodeOrdinary(ids, text[start:])
+	var e encoding
+	b.encode(text, b.needOrig, &e)
+	return e.ids
 }
 
-// matchAdded finds the longest added token at the start of s.
-func (b *BPE) matchAdded(s string) (addedToken, bool) {
-	for _, t := range b.addedByFirst[s[0]] {
-		if strings.HasPrefix(s, t.text) {
-			return t, true
-		}
+// EncodeOffsets is Encode with each id's byte span of text, as HF reports offsets
+// (converted from characters to bytes): spans of normalised or byte-level text map back to
+// the input characters they came from.
+func (b *BPE) EncodeOffsets(text string) ([]int, [][2]int) {
+	e := encoding{offsets: true}
+	b.encode(text, true, &e)
+	toks := e.tokens()
+	if b.post != nil {
+		toks = b.post.process(toks, false)
 	}
-	return addedToken{}, false
+	ids := make([]int, len(toks))
+	offs := make([][2]int, len(toks))
+	for i, t := range toks {
+		ids[i], offs[i] = t.id, t.offset
+	}
+	return ids, offs
 }
 
-func (b *BPE) encodeOrdinary(ids []int, s string) []int {
-	if s == "" {
+// EncodeSpecial tokenises text as HF's encode(text, add_special_tokens=True): the
+// post-processor's template adds what the model expects around a sequence (e.g. BOS).
+func (b *BPE) EncodeSpecial(text string) []int {
+	ids := b.Encode(text)
+	return b.PostProcess(ids)
+}
+
+// PostProcess adds the post-processor's special tokens around ids of one sequence.
+func (b *BPE) PostProcess(ids []int) []int {
+	if b.post == nil {
 		return ids
 	}
-	if b.nfc {
-		s = norm.NFC.String(s)
+	toks := make([]encToken, len(ids))
+	for i, id := range ids {
+		toks[i] = encToken{id: id}
 	}
-	if b.prefixSpace && s[0] != ' ' {
-		s = " " + s
+	toks = b.post.process(toks, true)
+	out := make([]int, len(toks))
+	for i, t := range toks {
+		out[i] = t.id
 	}
-	if b.split == nil {
-		return b.encodeWord(ids, byteLevelMap(s))
-	}
-	for _, w := range b.split(s) {
-		ids = b.encodeWord(ids, byteLevelMap(w))
-	}
-	return ids
+	return out
 }
 
-// symbol is one node of the doubly linked list a word is merged on.
-type symbol struct {
-	id         int
-	prev, next int
-	dead       bool
+// encoding collects the output of one encode.
+type encoding struct {
+	offsets bool
+	ids     []int
+	spans   [][2]int
+	values  []string
 }
 
-type candidate struct {
-	rank, left, right int
-	leftID, rightID   int
-}
-
-type candidates []candidate
-
-func (c candidates) Len() int { return len(c) }
-func (c candidates) Less(i, j int) bool {
-	if c[i].rank != c[j].rank {
-		return c[i].rank < c[j].rank
+func (e *encoding) add(id int, value string, span [2]int) {
+	e.ids = append(e.ids, id)
+	if e.offsets {
+		e.spans = append(e.spans, span)
+		e.values = append(e.values, value)
 	}
-	return c[i].left < c[j].left
-}
-func (c candidates) Swap(i, j int) { c[i], c[j] = c[j], c[i] }
-func (c *candidates) Push(x any)   { *c = append(*c, x.(candidate)) }
-func (c *candidates) Pop() any {
-	old := *c
-	x := old[len(old)-1]
-	*c = old[:len(old)-1]
-	return x
 }
 
-// encodeWord merges one byte-level-mapped pre-token: always the
-// lowest-rank adjacent pair, leftmost on ties (as HF does), in O(n log n).
-func (b *BPE) encodeWord(ids []int, word string) []int {
-	if b.ignoreMerges {
-		if id, ok := b.vocab[word]; ok {
-			return append(ids, id)
-		}
+func (e *encoding) tokens() []encToken {
+	out := make([]encToken, len(e.ids))
+	for i := range out {
+		out[i] = encToken{id: e.ids[i], value: e.values[i], offset: e.spans[i]}
 	}
-	syms := make([]symbol, 0, len(word))
-	for _, r := range word {
-		s := string(r)
-		if id, ok := b.vocab[s]; ok {
-			syms = append(syms, symbol{id: id})
+	return out
+}
+
+// piece is one split of the text: either fixed (an added token) or still to tokenise.
+type piece struct {
+	ns    normString
+	fixed int // id of the added token; -1 when not fixed
+}
+
+func (b *BPE) encode(text string, track bool, e *encoding) {
+	if text == "" {
+		return
+	}
+	whole := newNormString(text, 0, track)
+	pieces := b.added.split(whole, false, nil)
+	var pre []normString
+	var toks []bpeToken
+	for _, p := range pieces {
+		if p.fixed >= 0 {
+			e.add(p.fixed, p.ns.s, p.ns.span(0, len(p.ns.s)))
 			continue
 		}
-		if b.byteFallback && b.allFallback(s) {
-			for i := 0; i < len(s); i++ {
-				syms = append(syms, symbol{id: b.fallbackIDs[s[i]]})
+		ns := p.ns
+		if b.normalizer != nil {
+			b.normalizer.normalize(&ns)
+		}
+		for _, q := range b.added.split(ns, true, nil) {
+			if q.fixed >= 0 {
+				e.add(q.fixed, q.ns.s, q.ns.span(0, len(q.ns.s)))
+				continue
 			}
-			continue
+			if q.ns.s == "" {
+				continue
+			}
+			pre = pre[:0]
+			if b.pre != nil {
+				pre = b.pre.split(q.ns, pre)
+			} else {
+				pre = append(pre, q.ns)
+			}
+			for i := range pre {
+				w := &pre[i]
+				if w.s == "" {
+					continue
+				}
+				toks = b.model.tokenize(w.s, toks[:0])
+				for _, t := range toks {
+					var value string
+					if e.offsets {
+						value = b.model.vocabR[t.id]
+					}
+					e.add(t.id, value, w.span(t.start, t.end))
+				}
+			}
 		}
-		if b.unk >= 0 {
-			syms = append(syms, symbol{id: b.unk})
-		}
-		// No vocab entry, fallback or unk: HF drops the character too.
 	}
-	for i := range syms {
-		syms[i].prev, syms[i].next = i-1, i+1
-	}
-	if len(syms) > 0 {
-		syms[len(syms)-1].next = -1
-	}
-
-	var q candidates
-	try := func(l, r int) {
-		if l < 0 || r < 0 {
-			return
-		}
-		if m, ok := b.merges[[2]int{syms[l].id, syms[r].id}]; ok {
-			heap.Push(&q, candidate{rank: m.rank, left: l, right: r, leftID: syms[l].id, rightID: syms[r].id})
-		}
-	}
-	for i := 0; i+1 < len(syms); i++ {
-		try(i, i+1)
-	}
-	for q.Len() > 0 {
-		c := heap.Pop(&q).(candidate)
-		l, r := &syms[c.left], &syms[c.right]
-		if l.dead || r.dead || l.next != c.right || l.id != c.leftID || r.id != c.rightID {
-			continue // stale: a neighbour merged first
-		}
-		l.id = b.merges[[2]int{c.leftID, c.rightID}].id
-		l.next = r.next
-		if r.next >= 0 {
-			syms[r.next].prev = c.left
-		}
-		r.dead = true
-		try(l.prev, c.left)
-		try(c.left, l.next)
-	}
-	for i := 0; i >= 0 && i < len(syms); i = syms[i].next {
-		ids = append(ids, syms[i].id)
-	}
-	return ids
 }
 
-func (b *BPE) allFallback(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if b.fallbackIDs[s[i]] < 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// Decode inverts Encode: vocab tokens are un-mapped from the byte-level
-// alphabet, added tokens are written verbatim, <0xXX> byte-fallback tokens
-// contribute their byte, and unknown ids are skipped.
+// Decode renders ids as HF's decode(ids, skip_special_tokens=False): each id's token
+// (added tokens in their normalised form) goes through the decoder chain; ids outside the
+// vocabulary are skipped. Invalid UTF-8 that byte-level or byte-fallback pieces spell
+// becomes U+FFFD, as in the reference.
 func (b *BPE) Decode(ids []int) string {
-	var out, pending []byte
-	flush := func() {
-		out = byteLevelUnmap(out, pending)
-		pending = pending[:0]
-	}
+	toks := make([]string, 0, len(ids))
 	for _, id := range ids {
 		if id < 0 || id >= len(b.tokens) || b.tokens[id] == "" {
 			continue
 		}
-		tok := b.tokens[id]
-		switch {
-		case b.added[id]:
-			flush()
-			out = append(out, tok...)
-		case b.byteFallback && isByteToken(tok):
-			pending = append(pending, hexByte(tok))
-		default:
-			pending = append(pending, tok...)
-		}
+		toks = append(toks, b.tokens[id])
 	}
-	flush()
-	return string(out)
+	if b.decoder == nil {
+		return strings.Join(toks, " ")
+	}
+	return strings.Join(b.decoder.decodeChain(toks), "")
 }
 
-// isByteToken reports whether tok is "<0xXX>".
-func isByteToken(tok string) bool {
-	return len(tok) == 6 && strings.HasPrefix(tok, "<0x") && tok[5] == '>' && isHex(tok[3]) && isHex(tok[4])
+var _ OffsetEncoder = (*BPE)(nil)
+
+// ---- added tokens ----
+
+type addedToken struct {
+	text                       string // content as in tokenizer.json
+	pattern                    string // what is matched: content, or its normalised form
+	decoded                    string // what Decode starts from
+	id                         int
+	lstrip, rstrip, singleWord bool
+	normalized, special        bool
 }
 
-func isHex(c byte) bool { return '0' <= c && c <= '9' || 'A' <= c && c <= 'F' || 'a' <= c && c <= 'f' }
+// addedVocab matches added tokens leftmost-longest, raw ones in the input and normalized
+// ones in each normalised piece (HF's two Aho-Corasick automata).
+type addedVocab struct {
+	tokens      []addedToken
+	raw, normed *trie
+}
 
-func hexByte(tok string) byte {
-	v := func(c byte) byte {
-		switch {
-		case c <= '9':
-			return c - '0'
-		case c <= 'F':
-			return c - 'A' + 10
+func (v *addedVocab) build() {
+	var raw, normed []int
+	for i, t := range v.tokens {
+		if t.normalized {
+			normed = append(normed, i)
+		} else {
+			raw = append(raw, i)
 		}
-		return c - 'a' + 10
 	}
-	return v(tok[3])<<4 | v(tok[4])
+	v.raw = newTrie(v.tokens, raw)
+	v.normed = newTrie(v.tokens, normed)
+}
+
+// trie is a byte trie over token patterns; node 0 is the root.
+type trie struct {
+	nodes []trieNode
+	first [256]bool // bytes a pattern can start with
+}
+
+type trieNode struct {
+	edges []trieEdge // sorted by byte
+	token int        // index into addedVocab.tokens; -1 when no pattern ends here
+}
+
+type trieEdge struct {
+	b  byte
+	to int32
+}
+
+func newTrie(tokens []addedToken, which []int) *trie {
+	if len(which) == 0 {
+		return nil
+	}
+	t := &trie{nodes: []trieNode{{token: -1}}}
+	for _, i := range which {
+		p := tokens[i].pattern
+		if p == "" {
+			continue
+		}
+		n := 0
+		for k := 0; k < len(p); k++ {
+			n = t.child(n, p[k], true)
+		}
+		if t.nodes[n].token < 0 {
+			t.nodes[n].token = i
+		}
+		t.first[p[0]] = true
+	}
+	return t
+}
+
+func (t *trie) child(n int, c byte, create bool) int {
+	es := t.nodes[n].edges
+	k := sort.Search(len(es), func(i int) bool { return es[i].b >= c })
+	if k < len(es) && es[k].b == c {
+		return int(es[k].to)
+	}
+	if !create {
+		return -1
+	}
+	t.nodes = append(t.nodes, trieNode{token: -1})
+	id := len(t.nodes) - 1
+	es = append(es, trieEdge{})
+	copy(es[k+1:], es[k:])
+	es[k] = trieEdge{b: c, to: int32(id)}
+	t.nodes[n].edges = es
+	return id
+}
+
+// longestAt returns the token index and end of the longest pattern starting at s[i:].
+func (t *trie) longestAt(s string, i int) (int, int) {
+	best, end := -1, 0
+	n := 0
+	for j := i; j < len(s); j++ {
+		n = t.child(n, s[j], false)
+		if n < 0 {
+			break
+		}
+		if tok := t.nodes[n].token; tok >= 0 {
+			best, end = tok, j+1
+		}
+	}
+	return best, end
+}
+
+// split cuts ns around added-token matches as HF's AddedVocabulary::split_with_indices
+// (find_matches: single_word, lstrip and rstrip widen or veto a match).
+func (v *addedVocab) split(ns normString, normalized bool, out []piece) []piece {
+	t := v.raw
+	if normalized {
+		t = v.normed
+	}
+	s := ns.s
+	if t == nil || s == "" {
+		if s == "" {
+			return out
+		}
+		return append(out, piece{ns: ns, fixed: -1})
+	}
+	type cut struct {
+		start, end int
+		tok        int
+	}
+	var cuts []cut
+	startOffset := 0
+	for i := 0; i < len(s); {
+		if !t.first[s[i]] {
+			i++
+			continue
+		}
+		tok, end := t.longestAt(s, i)
+		if tok < 0 {
+			i++
+			continue
+		}
+		start, stop := i, end
+		i = end // the automaton resumes after the raw match, vetoed or not
+		a := &v.tokens[tok]
+		if a.singleWord {
+			startSpace := start == 0 || !endsWithWord(s[:start])
+			stopSpace := stop == len(s) || !startsWithWord(s[stop:])
+			if !startSpace || !stopSpace {
+				continue
+			}
+		}
+		if a.lstrip {
+			start = max(trailingSpaceStart(s[:start]), startOffset)
+		}
+		if a.rstrip {
+			stop += runOf(s[stop:], unicode.IsSpace)
+		}
+		if startOffset < start {
+			cuts = append(cuts, cut{startOffset, start, -1})
+		}
+		cuts = append(cuts, cut{start, stop, tok})
+		startOffset = stop
+	}
+	if len(cuts) == 0 {
+		return append(out, piece{ns: ns, fixed: -1})
+	}
+	if startOffset != len(s) {
+		cuts = append(cuts, cut{startOffset, len(s), -1})
+	}
+	for _, c := range cuts {
+		sl := ns.slice(c.start, c.end)
+		if sl.s == "" {
+			continue
+		}
+		p := piece{ns: sl, fixed: -1}
+		if c.tok >= 0 {
+			p.fixed = v.tokens[c.tok].id
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func endsWithWord(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return s != "" && isWordChar(r)
+}
+
+func startsWithWord(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return s != "" && isWordChar(r)
+}
+
+// trailingSpaceStart is where the run of whitespace ending s begins.
+func trailingSpaceStart(s string) int {
+	i := len(s)
+	for i > 0 {
+		r, size := utf8.DecodeLastRuneInString(s[:i])
+		if !unicode.IsSpace(r) {
+			break
+		}
+		i -= size
+	}
+	return i
 }

@@ -1,6 +1,8 @@
 package tokenize
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -257,4 +259,125 @@ func TestChatWeight(t *testing.T) {
 			t.Errorf("%+v: %v, want an error naming weight", bad, err)
 		}
 	}
+}
+
+// mergingTok is an OffsetEncoder over bytes that spells "\n\n" as one id (1000), as Llama 3's and
+// Qwen's tokenizers do: encoding a conversation piece by piece gives other ids than the whole text.
+type mergingTok struct{ Byte }
+
+func (m mergingTok) EncodeOffsets(text string) ([]int, [][2]int) {
+	var ids []int
+	var offs [][2]int
+	for i := 0; i < len(text); i++ {
+		if strings.HasPrefix(text[i:], "\n\n") {
+			ids, offs = append(ids, 1000), append(offs, [2]int{i, i + 2})
+			i++
+			continue
+		}
+		ids, offs = append(ids, int(text[i])), append(offs, [2]int{i, i + 1})
+	}
+	return ids, offs
+}
+
+func (m mergingTok) Encode(text string) []int { ids, _ := m.EncodeOffsets(text); return ids }
+
+// TestChatRendersWholeText: the fixed formats tokenise the rendered text at once, so a merge
+// across a marker ("\n" ending the content, "\n" of the Sep) is one id, and a token that straddles
+// trained and untrained text is trained.
+func TestChatRendersWholeText(t *testing.T) {
+	tmpl := ChatTemplate{User: Turn{Prefix: "U:", Sep: "\n"}, Assistant: Turn{Prefix: "A:", Sep: "\n"}}
+	msgs := []Message{{Role: RoleUser, Content: "hi\n"}, {Role: RoleAssistant, Content: "yo\n"}}
+	ids, mask, err := tmpl.Render(mergingTok{}, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "U:hi\n\nA:yo\n\n": the two "\n\n" are single ids; the second straddles "yo\n" and the Sep.
+	want := concat(bytesOf("U:hi"), []int{1000}, bytesOf("A:yo"), []int{1000})
+	if !reflect.DeepEqual(ids, want) {
+		t.Fatalf("ids = %v, want %v", ids, want)
+	}
+	wantMask := concat2(repeat(false, 4+1+2), repeat(true, 3))
+	if !reflect.DeepEqual(mask, wantMask) {
+		t.Fatalf("mask = %v, want %v", mask, wantMask)
+	}
+	prompt, err := tmpl.Prompt(mergingTok{}, msgs[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := concat(bytesOf("U:hi"), []int{1000}, bytesOf("A:")); !reflect.DeepEqual(prompt, want) {
+		t.Fatalf("prompt = %v, want %v", prompt, want)
+	}
+}
+
+func TestMask(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		offs  [][2]int
+		spans [][2]int
+		want  []bool
+	}{
+		{"inside and outside", [][2]int{{0, 2}, {2, 4}, {4, 6}}, [][2]int{{2, 4}}, []bool{false, true, false}},
+		{"straddling either edge", [][2]int{{0, 3}, {3, 5}, {5, 8}}, [][2]int{{2, 6}}, []bool{true, true, true}},
+		{"touching is not overlapping", [][2]int{{0, 2}, {2, 4}}, [][2]int{{2, 2}, {4, 9}}, []bool{false, false}},
+		{"two spans", [][2]int{{0, 1}, {1, 2}, {2, 3}, {3, 4}}, [][2]int{{0, 1}, {3, 4}}, []bool{true, false, false, true}},
+		{"empty offset inside", [][2]int{{0, 0}, {3, 3}, {5, 5}}, [][2]int{{0, 4}}, []bool{true, true, false}},
+		{"shared character", [][2]int{{0, 4}, {0, 4}, {4, 5}}, [][2]int{{3, 4}}, []bool{true, true, false}},
+	} {
+		if got := Mask(c.offs, c.spans); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: Mask = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestToolCallForms: a message's call reads in Temper's form and in OpenAI's (arguments as an
+// object or a string holding one), and a bad one is refused naming what is wrong; a call decoded
+// on its own (a policy's) reads Temper's form only, as before.
+func TestToolCallForms(t *testing.T) {
+	for _, c := range []struct {
+		in, name, args, str, id, err string
+	}{
+		{in: `{"name":"calc","arguments":{"expr":"1+1"}}`, name: "calc", args: `{"expr":"1+1"}`},
+		{in: `{"id":"c1","type":"function","function":{"name":"calc","arguments":{"expr":"1"}}}`, name: "calc", args: `{"expr":"1"}`, id: "c1"},
+		{in: `{"type":"function","function":{"name":"calc","arguments":"{\"expr\": \"2\"}"}}`, name: "calc", args: `{"expr": "2"}`, str: `{"expr": "2"}`},
+		{in: `{"function":{"name":"calc","arguments":"[1]"}}`, name: "calc", args: `"[1]"`}, // refused by the data's check
+		{in: `{"type":"code","name":"x"}`, err: `type "code": allowed values: function`},
+		{in: `{"name":"x","argumnets":{}}`, err: `unknown field "argumnets"`},
+		{in: `{"name":"x","function":{"name":"y"}}`, err: "use one form"},
+	} {
+		var m Message
+		err := json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[`+c.in+`]}`), &m)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: err = %v, want %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		tc := m.ToolCalls[0]
+		s, isStr := tc.ArgumentsString()
+		if tc.Name != c.name || string(tc.Arguments) != c.args || tc.CallID() != c.id || isStr != (c.str != "") || s != c.str {
+			t.Errorf("%s: got %+v (string %q %v)", c.in, tc, s, isStr)
+		}
+		if got := FormatToolCall(tc); got != "<tool>{\"name\":\""+c.name+"\",\"arguments\":"+compact(c.args)+"}</tool>" {
+			t.Errorf("%s: FormatToolCall = %s", c.in, got)
+		}
+	}
+	var tc ToolCall
+	dec := json.NewDecoder(strings.NewReader(`{"name":"calc","function":{"name":"x"}}`))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&tc); err == nil {
+		t.Error("a policy's call in OpenAI form decoded; Temper's form only")
+	}
+	var m Message
+	if err := json.Unmarshal([]byte(`{"role":"tool","content":"4","tool_call_id":"c1","name":"calc","colour":1}`), &m); err == nil || !strings.Contains(err.Error(), `unknown field "colour"`) {
+		t.Errorf("unknown message field: %v", err)
+	}
+}
+
+func compact(s string) string {
+	var b bytes.Buffer
+	_ = json.Compact(&b, []byte(s))
+	return b.String()
 }

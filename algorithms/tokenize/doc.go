@@ -4,16 +4,22 @@
 // Implementations of Tokenizer:
 //   - Byte: 256 byte ids plus PAD/BOS/EOS; the default for built-in tasks.
 //     Decode(Encode(s)) == s for every string, valid UTF-8 or not.
-//   - BPE (LoadHF): a Hugging Face tokenizer.json with a byte-level BPE model
-//     (GPT-2, Llama-3, Qwen2 style). Added tokens are matched in the raw text
-//     first; the rest is NFC-normalised when the file asks for it, split by a
-//     hand-written scanner for the GPT-2, Llama-3 or Qwen2 pattern, mapped
-//     through the GPT-2 byte-to-unicode table and merged by rank.
+//   - BPE (LoadHF): a Hugging Face tokenizer.json with a BPE model, byte-level
+//     (GPT-2, Llama 3, Qwen, DeepSeek, o200k) or SentencePiece-style (Gemma,
+//     Llama 2). The pipeline is a port of HF's Rust tokenizers, step by step:
+//     added tokens, normalizer, pre-tokenizer (regexes run by an
+//     Oniguruma-compatible matcher, with hand-written scanners for the GPT-2,
+//     Llama-3 and Qwen2 patterns), BPE merges, post-processor; decoders for
+//     Decode. Ids, offsets and decodes are checked against the reference on
+//     real files (testdata/hf, made by scripts/goldens/tokenizers).
+//     EncodeSpecial adds what the post-processor's template adds (HF's
+//     add_special_tokens=True); LoadHFConfig reads tokenizer_config.json.
 //   - SentencePiece (LoadSentencePiece): a SentencePiece BPE tokenizer.model
 //     (Gemma), via github.com/eliben/go-sentencepiece.
 //
 // Contract: Encode never adds BOS/EOS (callers and ChatTemplate do);
-// Decode skips ids outside the vocabulary instead of failing; loaders
+// Decode skips ids outside the vocabulary instead of failing (BPE.Decode is
+// HF's decode: invalid UTF-8 becomes U+FFFD); loaders
 // return errors (prefixed "tokenize:") for anything they cannot reproduce
 // faithfully rather than tokenising differently from the reference; nothing
 // panics. Tokenizers are safe for concurrent use once loaded.

@@ -54,9 +54,10 @@ func (s Special) ID(token string) (int, bool) {
 
 // OffsetEncoder is a Tokenizer that also says where each id came from: offsets[i] is the byte
 // span [start, end) of text that produced ids[i] (Hugging Face's offsets, in bytes of the input,
-// not of the normalised text). Spans are non-decreasing; an id whose text was inserted by
-// normalisation (a prepended "▁") has an empty span where it was inserted, and ids that share one
-// character split across tokens share its span. A chat template uses this to mark which ids of a
+// not of the normalised text). Spans are non-decreasing; text inserted by normalisation (a
+// prepended "▁") takes the span of the character it was inserted before, as in Hugging Face,
+// ids that share one character split across tokens share its span, and special tokens added by a
+// template have the empty span (0, 0). A chat template uses this to mark which ids of a
 // rendered conversation belong to assistant text, after tokenising the whole text at once.
 type OffsetEncoder interface {
 	Tokenizer

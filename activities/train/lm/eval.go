@@ -215,7 +215,7 @@ func evalDigest(in contract.EvalInput) string {
 // every held-out prompt, exact match on the final answer, and the episodes' tool use.
 func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput, eng train.Engine, maxContext int, heldout []tasks.Example, beat func(int)) (contract.EvalOutput, error) {
 	enc := train.Encoder()
-	cfg := train.EpisodeConfig(enc.Chat, in.MaxTurns, in.MaxNewTokens, 0, maxContext)
+	cfg := train.EpisodeConfig(enc, in.MaxTurns, in.MaxNewTokens, 0, maxContext)
 	if err := cfg.Validate(); err != nil {
 		return contract.EvalOutput{}, train.BadInput(fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err))
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -131,7 +132,7 @@ func TestLoRACheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ev.Close()
-	if _, isAdapter := ev.(interface{ LoRA() (model.LoRA, bool) }).LoRA(); isAdapter || evCfg != cfg {
+	if _, isAdapter := ev.(interface{ LoRA() (model.LoRA, bool) }).LoRA(); isAdapter || !reflect.DeepEqual(evCfg, cfg) {
 		t.Fatalf("LoadAdapterEngine: adapters attached %v, config %+v", isAdapter, evCfg)
 	}
 	if d := loraMaxDiff(loraLogProbs(t, ev, probe), atStep3); d > 1e-5 {

@@ -2,15 +2,33 @@ package modelcfg
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 )
 
 // Family names: they decide the Hugging Face architecture name and the defaults of FromHFConfig.
 const (
-	FamilyLlama = "llama"
-	FamilyGemma = "gemma"
-	FamilyQwen2 = "qwen2"
+	FamilyLlama   = "llama"
+	FamilyGemma   = "gemma"
+	FamilyQwen2   = "qwen2"
+	FamilyGemma2  = "gemma2"
+	FamilyGemma3  = "gemma3_text"
+	FamilyQwen3   = "qwen3"
+	FamilyMistral = "mistral"
+	FamilyPhi3    = "phi3"
+)
+
+// Attention kinds of Config.LayerTypes, as transformers names them in config.json "layer_types".
+const (
+	LayerFull    = "full_attention"
+	LayerSliding = "sliding_attention"
+)
+
+// RoPE scaling types (RopeScaling.Type).
+const (
+	RopeLlama3 = "llama3"
+	RopeLinear = "linear"
 )
 
 // Activation names for the gated MLP: silu → SwiGLU; gelu → GeGLU with the tanh approximation
@@ -26,24 +44,29 @@ const (
 const DefaultVocab = 264
 
 var (
-	families    = []string{FamilyLlama, FamilyGemma, FamilyQwen2}
+	families    = []string{FamilyLlama, FamilyGemma, FamilyQwen2, FamilyGemma2, FamilyGemma3, FamilyQwen3, FamilyMistral, FamilyPhi3}
+	layerTypes  = []string{LayerFull, LayerSliding}
+	ropeTypes   = []string{RopeLlama3, RopeLinear}
 	activations = []string{ActSiLU, ActGELU, ActGELUExact}
 )
 
-// RopeScaling is the optional "llama3" frequency rescaling of Llama 3.1/3.2 (config.json "rope_scaling").
+// RopeScaling is the optional RoPE frequency rescaling (config.json "rope_scaling"): "llama3" (Llama
+// 3.1/3.2: factor, low/high_freq_factor, original_max_position_embeddings) or "linear" (Gemma 3's
+// global layers: every frequency divided by factor; the other fields stay zero).
 type RopeScaling struct {
-	Type                 string  `json:"rope_type"` // only "llama3"
+	Type                 string  `json:"rope_type"` // "llama3" | "linear"
 	Factor               float64 `json:"factor"`
-	LowFreqFactor        float64 `json:"low_freq_factor"`
-	HighFreqFactor       float64 `json:"high_freq_factor"`
-	OriginalMaxPositions int     `json:"original_max_position_embeddings"`
+	LowFreqFactor        float64 `json:"low_freq_factor,omitempty"`
+	HighFreqFactor       float64 `json:"high_freq_factor,omitempty"`
+	OriginalMaxPositions int     `json:"original_max_position_embeddings,omitempty"`
 }
 
-// Config describes a decoder-only transformer of the Llama / Gemma / Qwen2 families.
+// Config describes a decoder-only transformer of the Llama, Gemma (1, 2, 3), Qwen (2, 3), Mistral and
+// Phi-3 families.
 // All fields are explicit (the family only names the architecture); the presets and FromHFConfig
 // fill them per family.
 type Config struct {
-	Family  string `json:"family"`   // "llama" | "gemma" | "qwen2"
+	Family  string `json:"family"`   // see Families
 	Vocab   int    `json:"vocab"`    // vocabulary size
 	DModel  int    `json:"d_model"`  // hidden size
 	Layers  int    `json:"layers"`   // decoder blocks
@@ -62,6 +85,30 @@ type Config struct {
 	ScaleEmbeddings bool `json:"scale_embeddings"` // multiply embeddings by sqrt(d_model) (Gemma)
 	NormPlusOne     bool `json:"norm_plus_one"`    // RMSNorm scales by (1+w) (Gemma); weights start at 0
 	QKVBias         bool `json:"qkv_bias"`         // biases on q/k/v projections (Qwen2)
+
+	// The features below belong to the newer families (Gemma 2/3, Qwen3, Mistral, Phi-3). Each is
+	// off at its zero value, so older configs (and their JSON, hence their config hashes) read as
+	// before, and a graph built without them has exactly the ops it had before they existed.
+
+	AttnOutBias bool `json:"attn_out_bias,omitempty"` // bias on the attention output projection (attention_bias)
+	QKNorm      bool `json:"qk_norm,omitempty"`       // per-head RMSNorm of q and k before RoPE (Qwen3, Gemma 3)
+	PostNorms   bool `json:"post_norms,omitempty"`    // RMSNorm of the attention and MLP outputs before each residual add (Gemma 2/3)
+	// QueryScale replaces head_dim in the attention scale 1/√head_dim (query_pre_attn_scalar); 0: head_dim.
+	QueryScale float64 `json:"query_scale,omitempty"`
+	// AttnSoftcap and FinalSoftcap cap attention scores and output logits as cap·tanh(x/cap); 0: none.
+	AttnSoftcap  float64 `json:"attn_softcap,omitempty"`
+	FinalSoftcap float64 `json:"final_softcap,omitempty"`
+	// SlidingWindow: a query of a sliding layer sees the SlidingWindow most recent keys (itself
+	// included); 0: no sliding layers. LayerTypes then names each layer's kind ("full_attention" or
+	// "sliding_attention", as config.json's layer_types) and must have one entry per layer.
+	SlidingWindow int      `json:"sliding_window,omitempty"`
+	LayerTypes    []string `json:"layer_types,omitempty"`
+	// RopeLocalTheta is the RoPE base of the sliding layers, which then use plain RoPE (Gemma 3's
+	// rope_local_base_freq); 0: sliding layers use the same RoPE as full ones.
+	RopeLocalTheta float64 `json:"rope_local_theta,omitempty"`
+	// RotaryDim rotates only the first RotaryDim features of each head (Phi-3's
+	// partial_rotary_factor·head_dim); 0: all of them.
+	RotaryDim int `json:"rotary_dim,omitempty"`
 
 	// ValueHead adds a scalar head (value_head/w [d,1], value_head/b [1]) on the final hidden state,
 	// for reward models and PPO critics; it shares the trunk. See Values.
@@ -110,12 +157,46 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model: config activation=%q: allowed %q", c.Activation, activations)
 	}
 	if s := c.RopeScaling; s != nil {
-		if s.Type != "llama3" {
-			return fmt.Errorf("model: config rope_scaling.rope_type=%q: allowed [\"llama3\"]", s.Type)
+		switch s.Type {
+		case RopeLlama3:
+			if !(s.Factor > 0) || !(s.LowFreqFactor > 0) || !(s.HighFreqFactor > s.LowFreqFactor) || s.OriginalMaxPositions <= 0 {
+				return fmt.Errorf("model: config rope_scaling=%+v: need factor>0, 0<low_freq_factor<high_freq_factor, original_max_position_embeddings>0", *s)
+			}
+		case RopeLinear:
+			if !(s.Factor > 0) || s.LowFreqFactor != 0 || s.HighFreqFactor != 0 || s.OriginalMaxPositions != 0 {
+				return fmt.Errorf("model: config rope_scaling=%+v: linear needs factor>0 and no other field", *s)
+			}
+		default:
+			return fmt.Errorf("model: config rope_scaling.rope_type=%q: allowed %q", s.Type, ropeTypes)
 		}
-		if !(s.Factor > 0) || !(s.LowFreqFactor > 0) || !(s.HighFreqFactor > s.LowFreqFactor) || s.OriginalMaxPositions <= 0 {
-			return fmt.Errorf("model: config rope_scaling=%+v: need factor>0, 0<low_freq_factor<high_freq_factor, original_max_position_embeddings>0", *s)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"query_scale", c.QueryScale}, {"attn_softcap", c.AttnSoftcap}, {"final_softcap", c.FinalSoftcap},
+		{"rope_local_theta", c.RopeLocalTheta}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("model: config %s=%g: must be finite and >= 0 (0: off)", f.name, f.v)
 		}
+	}
+	if c.RotaryDim < 0 || c.RotaryDim > c.HeadDim || c.RotaryDim%2 != 0 {
+		return fmt.Errorf("model: config rotary_dim=%d: must be even and in [0, head_dim=%d] (0: head_dim)", c.RotaryDim, c.HeadDim)
+	}
+	switch {
+	case c.SlidingWindow < 0:
+		return fmt.Errorf("model: config sliding_window=%d: must be >= 0 (0: no sliding layers)", c.SlidingWindow)
+	case c.SlidingWindow == 0 && len(c.LayerTypes) > 0:
+		return fmt.Errorf("model: config layer_types=%q: needs sliding_window > 0", c.LayerTypes)
+	case c.SlidingWindow > 0 && len(c.LayerTypes) != c.Layers:
+		return fmt.Errorf("model: config layer_types has %d entries: want one per layer (%d) with sliding_window=%d", len(c.LayerTypes), c.Layers, c.SlidingWindow)
+	}
+	for i, t := range c.LayerTypes {
+		if !slices.Contains(layerTypes, t) {
+			return fmt.Errorf("model: config layer_types[%d]=%q: allowed %q", i, t, layerTypes)
+		}
+	}
+	if c.RopeLocalTheta > 0 && c.SlidingWindow == 0 {
+		return fmt.Errorf("model: config rope_local_theta=%g: needs sliding layers (sliding_window > 0)", c.RopeLocalTheta)
 	}
 	if c.RewardLogProb && !c.ValueHead {
 		return fmt.Errorf("model: config reward_logprob=true needs value_head=true")
@@ -142,11 +223,26 @@ func Preset(name string) (Config, error) {
 	if !ok {
 		return Config{}, fmt.Errorf("model: preset %q: allowed %q", name, Presets())
 	}
+	return c.Clone(), nil
+}
+
+// Families returns the family names a Config may have.
+func Families() []string { return slices.Clone(families) }
+
+// Clone returns c with its pointer and slice fields copied, so that changing the copy's
+// RopeScaling or LayerTypes leaves c alone.
+func (c Config) Clone() Config {
 	if c.RopeScaling != nil {
 		s := *c.RopeScaling
 		c.RopeScaling = &s
 	}
-	return c, nil
+	c.LayerTypes = slices.Clone(c.LayerTypes)
+	return c
+}
+
+// Sliding reports whether layer l is a sliding-window layer.
+func (c Config) Sliding(l int) bool {
+	return c.SlidingWindow > 0 && l < len(c.LayerTypes) && c.LayerTypes[l] == LayerSliding
 }
 
 func llamaStyle(d, layers, heads, kv, hd, ffn int) Config {

@@ -22,7 +22,7 @@ type LoRA struct {
 	Rank    int      `json:"rank,omitempty" default:"8" help:"adapter rank r"`
 	Alpha   float64  `json:"alpha,omitempty" default:"2*rank" help:"scaling numerator: the adapter output is multiplied by alpha/rank"`
 	Dropout float64  `json:"dropout,omitempty" default:"0" help:"dropout on the adapter input while training, in [0, 1)"`
-	Targets []string `json:"targets,omitempty" default:"[all-linear]" help:"modules to adapt: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj, groups attn.* mlp.* all-linear, a module-name suffix (self_attn.q_proj, model.layers.0.mlp.up_proj) or a glob on the full name (model.layers.1.*)"`
+	Targets []string `json:"targets,omitempty" default:"[all-linear]" help:"modules to adapt: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj (Phi-3: qkv_proj gate_up_proj), groups attn.* mlp.* all-linear, a module-name suffix (self_attn.q_proj, model.layers.0.mlp.up_proj) or a glob on the full name (model.layers.1.*)"`
 	Seed    uint64   `json:"seed,omitempty" help:"initialises A (Kaiming-uniform, as PEFT) and draws the dropout masks"`
 }
 
@@ -35,13 +35,17 @@ const (
 	LoRAGate = "gate_proj"
 	LoRAUp   = "up_proj"
 	LoRADown = "down_proj"
+	// Phi-3 keeps q|k|v and gate|up fused in its checkpoints, so its adapters (and PEFT's) are on
+	// the fused modules.
+	LoRAQKV    = "qkv_proj"
+	LoRAGateUp = "gate_up_proj"
 )
 
 var (
-	loraShortNames = []string{LoRAQ, LoRAK, LoRAV, LoRAO, LoRAGate, LoRAUp, LoRADown}
+	loraShortNames = []string{LoRAQ, LoRAK, LoRAV, LoRAQKV, LoRAO, LoRAGate, LoRAUp, LoRAGateUp, LoRADown}
 	loraGroups     = map[string][]string{
-		"attn.*":     {LoRAQ, LoRAK, LoRAV, LoRAO},
-		"mlp.*":      {LoRAGate, LoRAUp, LoRADown},
+		"attn.*":     {LoRAQ, LoRAK, LoRAV, LoRAQKV, LoRAO},
+		"mlp.*":      {LoRAGate, LoRAUp, LoRAGateUp, LoRADown},
 		"all-linear": loraShortNames,
 	}
 )

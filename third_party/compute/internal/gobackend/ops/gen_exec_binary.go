@@ -93,11 +93,29 @@ func execAdd(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobacke
 
 func execAddNumericGeneric[T gobackend.PODNumericConstraints](lhs, rhs []T, output []T,
 	lhsShape, rhsShape, outputShape shapes.Shape) {
-	// Temper fork: every case runs through the op's run kernels (SIMD for float32 where available).
-	binaryWithKernels(lhs, rhs, output, lhsShape, rhsShape, outputShape, kernelsFor[T](binaryAdd, addKernels[T]),
-		func(a, b T) T { return a + b })
+	switch {
+	case len(rhs) == 1:
+		// Case 1: One side (rhs) is a scalar: only iterate over the lhs.
+		c := rhs[0]
+		for ii, input := range lhs {
+			output[ii] = input + c
+		}
+		return
+	case lhsShape.Equal(rhsShape):
+		// Case 2: Exact same shapes, no broadcasting.
+		for ii, input := range lhs {
+			output[ii] = input + rhs[ii]
+		}
+		return
+	default:
+		// Case 3: with broadcasting non-scalar tensors:
+		zipIter := gobackend.NewZippedBroadcastIterator(lhsShape, rhsShape, outputShape)
+		for indices := range zipIter.IterFlatIndices() {
+			output[indices.TgtFlatIdx] = lhs[indices.LHSFlatIdx] + rhs[indices.RHSFlatIdx]
+		}
+		return
+	}
 }
-
 func execAddNumericBFloat16(lhs, rhs []bfloat16.BFloat16, output []bfloat16.BFloat16,
 	lhsShape, rhsShape, outputShape shapes.Shape) {
 	switch {
@@ -214,11 +232,29 @@ func execMul(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobacke
 
 func execMulNumericGeneric[T gobackend.PODNumericConstraints](lhs, rhs []T, output []T,
 	lhsShape, rhsShape, outputShape shapes.Shape) {
-	// Temper fork: every case runs through the op's run kernels (SIMD for float32 where available).
-	binaryWithKernels(lhs, rhs, output, lhsShape, rhsShape, outputShape, kernelsFor[T](binaryMul, mulKernels[T]),
-		func(a, b T) T { return a * b })
+	switch {
+	case len(rhs) == 1:
+		// Case 1: One side (rhs) is a scalar: only iterate over the lhs.
+		c := rhs[0]
+		for ii, input := range lhs {
+			output[ii] = input * c
+		}
+		return
+	case lhsShape.Equal(rhsShape):
+		// Case 2: Exact same shapes, no broadcasting.
+		for ii, input := range lhs {
+			output[ii] = input * rhs[ii]
+		}
+		return
+	default:
+		// Case 3: with broadcasting non-scalar tensors:
+		zipIter := gobackend.NewZippedBroadcastIterator(lhsShape, rhsShape, outputShape)
+		for indices := range zipIter.IterFlatIndices() {
+			output[indices.TgtFlatIdx] = lhs[indices.LHSFlatIdx] * rhs[indices.RHSFlatIdx]
+		}
+		return
+	}
 }
-
 func execMulNumericBFloat16(lhs, rhs []bfloat16.BFloat16, output []bfloat16.BFloat16,
 	lhsShape, rhsShape, outputShape shapes.Shape) {
 	switch {
@@ -331,11 +367,36 @@ func execSub(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobacke
 
 func execSubNumericGeneric[T gobackend.PODNumericConstraints](lhs, rhs []T, output []T,
 	lhsShape, rhsShape, outputShape shapes.Shape) {
-	// Temper fork: every case runs through the op's run kernels (SIMD for float32 where available).
-	binaryWithKernels(lhs, rhs, output, lhsShape, rhsShape, outputShape, kernelsFor[T](binarySub, subKernels[T]),
-		func(a, b T) T { return a - b })
+	switch {
+	case len(rhs) == 1:
+		// Case 1: One side (rhs) is a scalar: only iterate over the lhs.
+		c := rhs[0]
+		for ii, input := range lhs {
+			output[ii] = input - c
+		}
+		return
+	case len(lhs) == 1:
+		// Case 1b: One side (lhs) is a scalar: only iterate over the rhs.
+		c := lhs[0]
+		for ii, input := range rhs {
+			output[ii] = c - input
+		}
+		return
+	case lhsShape.Equal(rhsShape):
+		// Case 2: Exact same shapes, no broadcasting.
+		for ii, input := range lhs {
+			output[ii] = input - rhs[ii]
+		}
+		return
+	default:
+		// Case 3: with broadcasting non-scalar tensors:
+		zipIter := gobackend.NewZippedBroadcastIterator(lhsShape, rhsShape, outputShape)
+		for indices := range zipIter.IterFlatIndices() {
+			output[indices.TgtFlatIdx] = lhs[indices.LHSFlatIdx] - rhs[indices.RHSFlatIdx]
+		}
+		return
+	}
 }
-
 func execSubNumericBFloat16(lhs, rhs []bfloat16.BFloat16, output []bfloat16.BFloat16,
 	lhsShape, rhsShape, outputShape shapes.Shape) {
 	switch {
@@ -464,11 +525,36 @@ func execDiv(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobacke
 
 func execDivNumericGeneric[T gobackend.PODNumericConstraints](lhs, rhs []T, output []T,
 	lhsShape, rhsShape, outputShape shapes.Shape) {
-	// Temper fork: every case runs through the op's run kernels (SIMD for float32 where available).
-	binaryWithKernels(lhs, rhs, output, lhsShape, rhsShape, outputShape, kernelsFor[T](binaryDiv, divKernels[T]),
-		func(a, b T) T { return a / b })
+	switch {
+	case len(rhs) == 1:
+		// Case 1: One side (rhs) is a scalar: only iterate over the lhs.
+		c := rhs[0]
+		for ii, input := range lhs {
+			output[ii] = input / c
+		}
+		return
+	case len(lhs) == 1:
+		// Case 1b: One side (lhs) is a scalar: only iterate over the rhs.
+		c := lhs[0]
+		for ii, input := range rhs {
+			output[ii] = c / input
+		}
+		return
+	case lhsShape.Equal(rhsShape):
+		// Case 2: Exact same shapes, no broadcasting.
+		for ii, input := range lhs {
+			output[ii] = input / rhs[ii]
+		}
+		return
+	default:
+		// Case 3: with broadcasting non-scalar tensors:
+		zipIter := gobackend.NewZippedBroadcastIterator(lhsShape, rhsShape, outputShape)
+		for indices := range zipIter.IterFlatIndices() {
+			output[indices.TgtFlatIdx] = lhs[indices.LHSFlatIdx] / rhs[indices.RHSFlatIdx]
+		}
+		return
+	}
 }
-
 func execDivNumericBFloat16(lhs, rhs []bfloat16.BFloat16, output []bfloat16.BFloat16,
 	lhsShape, rhsShape, outputShape shapes.Shape) {
 	switch {
@@ -1132,10 +1218,6 @@ func execMaxNumericGeneric[T gobackend.PODNumericConstraints](lhs, rhs []T, outp
 		}
 		return
 	default:
-		// Temper fork: runs of contiguous elements instead of one iterator step per element.
-		if stridedBinary(lhs, rhs, output, lhsShape, rhsShape, outputShape, maxKernels[T]()) {
-			return
-		}
 		// Case 3: with broadcasting non-scalar tensors:
 		zipIter := gobackend.NewZippedBroadcastIterator(lhsShape, rhsShape, outputShape)
 		for indices := range zipIter.IterFlatIndices() {
@@ -1275,10 +1357,6 @@ func execMinNumericGeneric[T gobackend.PODNumericConstraints](lhs, rhs []T, outp
 		}
 		return
 	default:
-		// Temper fork: runs of contiguous elements instead of one iterator step per element.
-		if stridedBinary(lhs, rhs, output, lhsShape, rhsShape, outputShape, minKernels[T]()) {
-			return
-		}
 		// Case 3: with broadcasting non-scalar tensors:
 		zipIter := gobackend.NewZippedBroadcastIterator(lhsShape, rhsShape, outputShape)
 		for indices := range zipIter.IterFlatIndices() {

@@ -286,6 +286,11 @@ func avx2LargeKernelFloat64( //alt:f64
 			outputRowStart := lhsRowIdx
 			outputColStart := rhsColIdx
 			outputStride := rhsPanelCols
+			//alt:f32  if contractingLen > 0 { Temper fork: the micro-tile in assembly (same FMA chains)
+			//alt:f32 avx2LargeTile4x16Asm(&packedLHS[lhsRowIdx*contractingLen], &packedRHS[rhsColIdx*contractingLen],
+			//alt:f32 &packedOutput[outputRowStart*outputStride+outputColStart], outputStride, contractingLen)
+			//alt:f32 continue
+			//alt:f32 }
 
 			// ---------------------------------------------------------
 			// MICRO KERNEL BODY

@@ -32,6 +32,9 @@ func avx2RouterFloat64( //alt:f64
 	output []float64) { //alt:f64
 
 	if !ForceLargeVariant && (ForceSmallVariant || (lhsCrossSize*rhsCrossSize*contractingSize < noSIMDSmallMatMulSizeThreshold)) {
+		//alt:f32  if layout == dot.LayoutTransposed && lhsCrossSize >= transposedRowsForRegisterKernel && avx2SmallTransposedViaRegisters(backend, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) { Temper fork
+		//alt:f32 return
+		//alt:f32 }
 		//alt:f32 avx2SmallFloat32Parallel(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
 		//alt:bf16  avx2SmallBFloat16Parallel(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
 		//alt:f16  avx2SmallFloat16Parallel(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)

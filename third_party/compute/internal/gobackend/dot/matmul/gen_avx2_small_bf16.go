@@ -44,9 +44,13 @@ func avx2SmallBFloat16Parallel( //alt:bf16
 		maxWorkers = backend.Workers.AdjustedMaxParallelism()
 	}
 
+	//alt:f32  if layout == dot.LayoutNonTransposed && maxWorkers > 1 && batchSize < maxWorkers && rhsCrossSize >= 64 && lhsCrossSize*rhsCrossSize*contractingSize >= noSIMDSmallMatMulSizeThreshold { Temper fork
+	//alt:f32 avx2SmallRegByColumns(backend, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output, maxWorkers)
+	//alt:f32 return
+	//alt:f32 }
 	if maxWorkers <= 1 || batchSize <= 1 {
 		if layout == dot.LayoutNonTransposed {
-			//alt:f32 avx2SmallFloat32(lhs, rhs, 0, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
+			//alt:f32  avx2SmallRegFloat32(lhs, rhs, 0, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) Temper fork: register-blocked
 			avx2SmallBFloat16(lhs, rhs, 0, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) //alt:bf16
 			//alt:f16  avx2SmallFloat16(lhs, rhs, 0, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
 			//alt:f64  avx2SmallFloat64(lhs, rhs, 0, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
@@ -74,7 +78,7 @@ func avx2SmallBFloat16Parallel( //alt:bf16
 	backend.Workers.Saturate(func() {
 		for chunk := range work {
 			if layout == dot.LayoutNonTransposed {
-				//alt:f32 avx2SmallFloat32(lhs, rhs, chunk.batchIdx, chunk.batchCount, lhsCrossSize, rhsCrossSize, contractingSize, output)
+				//alt:f32  avx2SmallRegFloat32(lhs, rhs, chunk.batchIdx, chunk.batchCount, lhsCrossSize, rhsCrossSize, contractingSize, output) Temper fork: register-blocked
 				avx2SmallBFloat16(lhs, rhs, chunk.batchIdx, chunk.batchCount, lhsCrossSize, rhsCrossSize, contractingSize, output) //alt:bf16
 				//alt:f16  avx2SmallFloat16(lhs, rhs, chunk.batchIdx, chunk.batchCount, lhsCrossSize, rhsCrossSize, contractingSize, output)
 				//alt:f64  avx2SmallFloat64(lhs, rhs, chunk.batchIdx, chunk.batchCount, lhsCrossSize, rhsCrossSize, contractingSize, output)

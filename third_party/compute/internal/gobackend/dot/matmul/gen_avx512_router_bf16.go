@@ -36,6 +36,9 @@ func avx512RouterBFloat16( //alt:bf16
 	// Check if small matrix multiplication kernel can be used.
 	flops := batchSize * lhsCrossSize * rhsCrossSize * contractingSize
 	useSmallVariant := !ForceLargeVariant && (ForceSmallVariant || flops < noSIMDSmallMatMulSizeThreshold)
+	// Temper fork: a product with few lhs rows (decode: one row per sequence) takes the register-blocked
+	// kernel whatever its size: packing the weight on every call costs as much as the product.
+	//alt:f32 useSmallVariant = useSmallVariant || (!ForceLargeVariant && layout == dot.LayoutNonTransposed && batchSize == 1 && lhsCrossSize <= decodeRows)
 	if klog.V(1).Enabled() {
 		variant := "large (avx512)"
 		if useSmallVariant {
@@ -56,7 +59,10 @@ func avx512RouterBFloat16( //alt:bf16
 		//alt:f64  const vecWidth = 8
 
 		if layout == dot.LayoutNonTransposed {
-			if rhsCrossSize > vecWidth {
+			// Temper fork: for float32 one whole vector already pays (upstream: >); the generated
+			// bfloat16, float16 and float64 routers keep upstream's test.
+			//alt:f32 if rhsCrossSize >= vecWidth {
+			if rhsCrossSize > vecWidth { //alt:bf16|f16|f64
 				//alt:f32 avx512SmallFloat32Parallel(
 				avx512SmallBFloat16Parallel( //alt:bf16
 					//alt:f16  avx512SmallFloat16Parallel(
@@ -73,6 +79,9 @@ func avx512RouterBFloat16( //alt:bf16
 			return
 		} else {
 			// Transposed matmul:
+			//alt:f32  if lhsCrossSize >= transposedRowsForRegisterKernel && avx512SmallTransposedViaRegisters(backend, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) { Temper fork
+			//alt:f32 return
+			//alt:f32 }
 			if contractingSize >= vecWidth {
 				//alt:f32 avx512SmallFloat32Parallel(
 				avx512SmallBFloat16Parallel( //alt:bf16

@@ -42,9 +42,13 @@ func avx512SmallBFloat16Parallel( //alt:bf16
 		maxWorkers = backend.Workers.AdjustedMaxParallelism()
 	}
 
+	//alt:f32  if layout == dot.LayoutNonTransposed && maxWorkers > 1 && batchSize < maxWorkers && rhsCrossSize >= 64 && lhsCrossSize*rhsCrossSize*contractingSize >= noSIMDSmallMatMulSizeThreshold { Temper fork
+	//alt:f32 avx512SmallRegByColumns(backend, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output, maxWorkers)
+	//alt:f32 return
+	//alt:f32 }
 	if maxWorkers <= 1 || batchSize <= 1 {
 		if layout == dot.LayoutNonTransposed {
-			//alt:f32 avx512SmallFloat32(
+			//alt:f32  avx512SmallRegFloat32( Temper fork: register-blocked
 			avx512SmallBFloat16( //alt:bf16
 				//alt:f16  avx512SmallFloat16(
 				//alt:f64  avx512SmallFloat64(
@@ -74,7 +78,7 @@ func avx512SmallBFloat16Parallel( //alt:bf16
 	backend.Workers.Saturate(func() {
 		for chunk := range work {
 			if layout == dot.LayoutNonTransposed {
-				//alt:f32 avx512SmallFloat32(
+				//alt:f32  avx512SmallRegFloat32( Temper fork: register-blocked
 				avx512SmallBFloat16( //alt:bf16
 					//alt:f16  avx512SmallFloat16(
 					//alt:f64  avx512SmallFloat64(

@@ -42,9 +42,13 @@ func avx512SmallFloat64Parallel( //alt:f64
 		maxWorkers = backend.Workers.AdjustedMaxParallelism()
 	}
 
+	//alt:f32  if layout == dot.LayoutNonTransposed && maxWorkers > 1 && batchSize < maxWorkers && rhsCrossSize >= 64 && lhsCrossSize*rhsCrossSize*contractingSize >= noSIMDSmallMatMulSizeThreshold { Temper fork
+	//alt:f32 avx512SmallRegByColumns(backend, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output, maxWorkers)
+	//alt:f32 return
+	//alt:f32 }
 	if maxWorkers <= 1 || batchSize <= 1 {
 		if layout == dot.LayoutNonTransposed {
-			//alt:f32 avx512SmallFloat32(
+			//alt:f32  avx512SmallRegFloat32( Temper fork: register-blocked
 			//alt:bf16  avx512SmallBFloat16(
 			//alt:f16  avx512SmallFloat16(
 			avx512SmallFloat64( //alt:f64
@@ -74,7 +78,7 @@ func avx512SmallFloat64Parallel( //alt:f64
 	backend.Workers.Saturate(func() {
 		for chunk := range work {
 			if layout == dot.LayoutNonTransposed {
-				//alt:f32 avx512SmallFloat32(
+				//alt:f32  avx512SmallRegFloat32( Temper fork: register-blocked
 				//alt:bf16  avx512SmallBFloat16(
 				//alt:f16  avx512SmallFloat16(
 				avx512SmallFloat64( //alt:f64
