@@ -86,7 +86,7 @@ func TestDocCheckerCatchesMadeUpNames(t *testing.T) {
 		want      []string // substrings of the problems, one per problem, in order
 	}{
 		{"real names pass", "Run `temper run p.yaml --wait --json`, `bin/temper ckpt verify URI`, `temper config explain grpo`,\n" +
-			"`make test-long`, `CI=true make test`, `TestReadmeIsShort`, `scripts/cluster.sh`, `activities/*/contract`, `./workflows/`,\n" +
+			"`make test-long`, `CI=true make test`, `TestReadmeIsShort`, `algorithms/model/testdata/families/<family>-<old|new>/`, `scripts/cluster.sh`, `activities/*/contract`, `./workflows/`,\n" +
 			"[the design](docs/architecture.md) and `cd third_party/compute && go test ./internal/gobackend/`.\n" +
 			"```sh\ntemper worker --roles trainer \\\n  --temporal HOST:PORT   # a comment with --no-such-flag\n```\n" +
 			"```\ncmd/temper          one binary: demo | dev\n```\n" +
@@ -103,6 +103,7 @@ func TestDocCheckerCatchesMadeUpNames(t *testing.T) {
 		{"made-up test in -run", "`go test -run 'TestReadmeIsShort|TestNope' ./cmd/temper/`", []string{`TestNope`}},
 		{"made-up path", "see `scripts/no-such-script.sh`", []string{`scripts/no-such-script.sh`}},
 		{"made-up glob", "`scripts/demo-trials/*.toml`", []string{`scripts/demo-trials/*.toml`}},
+		{"placeholder matching nothing", "`algorithms/model/testdata/<nothing>.toml`", []string{`no such path`}},
 		{"made-up link", "[notes](docs/lab-notes/nothing.md)", []string{`docs/lab-notes/nothing.md`}},
 		{"made-up anchor", "[x](docs/benchmarks.md#the-demo) and\n[y](docs/benchmarks.md#no-such-heading)", []string{`no heading with that anchor`}},
 		{"span across lines", "the `temper samples RUN\nPHASE --itr 3` command", []string{`temper samples has no flag --itr`}},
@@ -300,11 +301,12 @@ var (
 	docSubcommandWord = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 	// docTemperWord finds the binary in a command line: `temper`, `bin/temper`, `bin/temper-xla`, `go run
 	// ./cmd/temper`; not the package path cmd/temper.
-	docTemperWord = regexp.MustCompile(`^(?:(?:\./)?bin/|\./cmd/)?temper(?:-xla)?$`)
-	docLinkRe     = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
-	docSpanRe     = regexp.MustCompile("`([^`]+)`")
-	docEnvAssign  = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`)
-	docTestNameRe = regexp.MustCompile(`^(?:Test|Fuzz)[A-Z0-9_]\w*$`)
+	docTemperWord  = regexp.MustCompile(`^(?:(?:\./)?bin/|\./cmd/)?temper(?:-xla)?$`)
+	docLinkRe      = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	docSpanRe      = regexp.MustCompile("`([^`]+)`")
+	docPlaceholder = regexp.MustCompile(`<[^<>/]*>`)
+	docEnvAssign   = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`)
+	docTestNameRe  = regexp.MustCompile(`^(?:Test|Fuzz)[A-Z0-9_]\w*$`)
 )
 
 // docSpan is a piece of code a doc names: an inline code span or one logical line of a fenced block.
@@ -560,7 +562,7 @@ func docFlagName(w string) (string, bool) {
 
 // checkPath checks a word that names a repository path: relative, with a directory, starting at a
 // top-level entry of the repository, or ./-relative after a `cd DIR` in the same span. Placeholders
-// (runs/RUN/..., STORE/...) start elsewhere and are left alone; * is a glob that must match.
+// (runs/RUN/..., STORE/...) start elsewhere and are left alone; * and <name> are globs that must match.
 func (c *docChecker) checkPath(w string, dirs []string) string {
 	dotRel := strings.HasPrefix(w, "./")
 	p := strings.TrimPrefix(strings.Trim(w, "()[],;:'\""), "./")
@@ -569,6 +571,7 @@ func (c *docChecker) checkPath(w string, dirs []string) string {
 		strings.Contains(p, "…") || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "../") {
 		return ""
 	}
+	p = docPlaceholder.ReplaceAllString(p, "*") // testdata/<family>/: any family
 	first, _, _ := strings.Cut(p, "/")
 	var bases []string
 	if c.topLevel[first] {
