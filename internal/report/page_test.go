@@ -37,7 +37,7 @@ func TestWritePage(t *testing.T) {
 	d := &Data{RunID: "r1", Name: "p", Status: "completed", Store: "file:///s", Config: `{"seed": 5}`, Phases: []Phase{
 		{Name: "grpo", Kind: "grpo", Result: &workflows.PhaseResult{Name: "grpo", Checkpoint: "file:///s/runs/r1/grpo.b1/step-000006/", Seconds: 12},
 			Metrics: []kv{{"heldout_exact_match", "0.3"}},
-			Series: []series{{Dir: "grpo", Records: records(1, 3, 100)}, {Dir: "grpo.b1", Records: records(4, 6, 100), At: 3, Reason: "non-finite loss at iteration 3"}},
+			Series:  []series{{Dir: "grpo", Records: records(1, 3, 100)}, {Dir: "grpo.b1", Records: records(4, 6, 100), At: 3, Reason: "non-finite loss at iteration 3"}},
 			Samples: []rollout.Rollout{{ID: "i6-0", Prompt: "12+34=", Completion: "46", Answer: "46", StopReason: "eos", PolicyVersion: 6}}, SamplesFrom: "file:///s/x.jsonl"},
 		{Name: "later", Kind: "sft"},
 	}}
