@@ -1,5 +1,3 @@
-// Command temper is Temper's one binary: the embedded dev stack, workers, and the client commands that
-// start and follow pipelines. `temper help` lists the commands; each takes -h.
 package main
 
 import (
