@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/workers"
+)
+
+func init() {
+	register(&command{name: "ckpt", summary: "checkpoints: `ckpt ls [URI]`, `ckpt verify URI`, `ckpt export URI DIR`",
+		usage: "ls [STORE[/runs/RUN[/PHASE]]] | verify CHECKPOINT_URI | export CHECKPOINT_URI DIR",
+		subs:  []string{"ls", "verify", "export"}, flags: flagsOf[ckptCmd]()})
+}
+
+type ckptCmd struct {
+	home    string
+	timeout time.Duration
+}
+
+func (c *ckptCmd) bind(fs *flag.FlagSet) {
+	fs.StringVar(&c.home, "home", workers.Home(), "state directory; the default store is HOME/store")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long (an unreachable bucket otherwise retries)")
+}
+
+func (c *ckptCmd) run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usageErr("usage: temper ckpt ls [URI] | verify URI | export URI DIR")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	switch args[0] {
+	case "ls":
+		return c.ls(ctx, args)
+	case "verify":
+		if len(args) != 2 {
+			return usageErr("usage: temper ckpt verify CHECKPOINT_URI")
+		}
+		if err := ckpt.Verify(ctx, args[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: every file matches its manifest (size and sha256)\n", args[1])
+		return nil
+	case "export":
+		if len(args) != 3 {
+			return usageErr("usage: temper ckpt export CHECKPOINT_URI DIR")
+		}
+		names, err := ckpt.Export(ctx, args[1], args[2])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "exported %s to %s\n", strings.Join(names, ", "), args[2])
+		return nil
+	}
+	return usageErr("unknown ckpt command %q (ls, verify, export)", args[0])
+}
+
+// ls is `temper ckpt ls [URI]`: the committed checkpoints under a store, run or phase.
+func (c *ckptCmd) ls(ctx context.Context, args []string) error {
+	uri := defaultStore(c.home)
+	if len(args) > 1 {
+		uri = args[1]
+	}
+	root, run, phase := splitRunsURI(uri)
+	refs, err := ckpt.ListCheckpoints(ctx, root, run, phase)
+	if err != nil {
+		return err
+	}
+	for _, r := range refs {
+		best := ""
+		if r.Best {
+			best = " best"
+		}
+		fmt.Fprintf(stdout, "%s%s\n", r.URI, best)
+	}
+	if len(refs) == 0 {
+		fmt.Fprintf(stdout, "no committed checkpoints under %s\n", uri)
+	}
+	return nil
+}
+
+// splitRunsURI splits "ROOT/runs/RUN/PHASE" into its parts; RUN and PHASE may be absent.
+func splitRunsURI(uri string) (root, run, phase string) {
+	uri = strings.TrimSuffix(uri, "/")
+	i := strings.LastIndex(uri, "/runs/")
+	if i < 0 {
+		return uri, "", ""
+	}
+	root = uri[:i]
+	rest := strings.Split(uri[i+len("/runs/"):], "/")
+	run = rest[0]
+	if len(rest) > 1 {
+		phase = rest[1]
+	}
+	return root, run, phase
+}
