@@ -12,7 +12,7 @@ import (
 type bpeModel struct {
 	vocab        map[string]int
 	vocabR       []string // id -> token; "" for ids the model lacks
-	merges       map[[2]int]mergeRule
+	merges       map[uint64]mergeRule // key: pairKey(left, right)
 	unk          int // -1 when none
 	fuseUnk      bool
 	byteFallback bool
@@ -24,6 +24,9 @@ type bpeModel struct {
 }
 
 type mergeRule struct{ rank, id int }
+
+// pairKey packs a pair of ids into a map key that hashes faster than [2]int.
+func pairKey(l, r int) uint64 { return uint64(uint32(l))<<32 | uint64(uint32(r)) }
 
 // bpeToken is one model token and its byte span in the word.
 type bpeToken struct{ id, start, end int }
@@ -86,7 +89,7 @@ func (m *bpeModel) build(f *hfModel) error {
 // parseMerges reads merges in either JSON form. As in HF (a HashMap built in order), a pair
 // listed twice keeps its last rank.
 func (m *bpeModel) parseMerges(raw []json.RawMessage) error {
-	m.merges = make(map[[2]int]mergeRule, len(raw))
+	m.merges = make(map[uint64]mergeRule, len(raw))
 	for rank, r := range raw {
 		var left, right, line string
 		var pair []string
@@ -108,7 +111,7 @@ func (m *bpeModel) parseMerges(raw []json.RawMessage) error {
 		if !okL || !okR || !okM {
 			return fmt.Errorf("merge %d (%q, %q) uses a token not in vocab", rank, left, right)
 		}
-		m.merges[[2]int{l, rr}] = mergeRule{rank: rank, id: id}
+		m.merges[pairKey(l, rr)] = mergeRule{rank: rank, id: id}
 	}
 	return nil
 }
@@ -121,7 +124,7 @@ type symbol struct {
 	size       int
 }
 
-type candidate struct{ rank, pos, newID int }
+type candidate struct{ rank, pos, newID, left, right int }
 
 // candHeap is a min-heap by (rank, pos): the lowest rank, leftmost on ties, as HF's.
 type candHeap []candidate
@@ -250,8 +253,8 @@ func (m *bpeModel) tokenize(w string, out []bpeToken) []bpeToken {
 func (m *bpeModel) mergeAll(syms []symbol) {
 	q := make(candHeap, 0, len(syms))
 	for i := 0; i+1 < len(syms); i++ {
-		if mr, ok := m.merges[[2]int{syms[i].id, syms[i+1].id}]; ok {
-			q.push(candidate{rank: mr.rank, pos: i, newID: mr.id})
+		if mr, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
+			q.push(candidate{rank: mr.rank, pos: i, newID: mr.id, left: syms[i].id, right: syms[i+1].id})
 		}
 	}
 	for len(q) > 0 {
@@ -262,8 +265,11 @@ func (m *bpeModel) mergeAll(syms []symbol) {
 		}
 		nextPos := cur.next
 		right := syms[nextPos]
-		if mr, ok := m.merges[[2]int{cur.id, right.id}]; !ok || mr.id != top.newID {
-			continue
+		// The pair the entry was queued for merges into newID; any other pair must too.
+		if cur.id != top.left || right.id != top.right {
+			if mr, ok := m.merges[pairKey(cur.id, right.id)]; !ok || mr.id != top.newID {
+				continue
+			}
 		}
 		cur.id = top.newID
 		cur.size += right.size
@@ -273,13 +279,13 @@ func (m *bpeModel) mergeAll(syms []symbol) {
 			syms[right.next].prev = top.pos
 		}
 		if cur.prev >= 0 {
-			if mr, ok := m.merges[[2]int{syms[cur.prev].id, cur.id}]; ok {
-				q.push(candidate{rank: mr.rank, pos: cur.prev, newID: mr.id})
+			if mr, ok := m.merges[pairKey(syms[cur.prev].id, cur.id)]; ok {
+				q.push(candidate{rank: mr.rank, pos: cur.prev, newID: mr.id, left: syms[cur.prev].id, right: cur.id})
 			}
 		}
 		if cur.next >= 0 {
-			if mr, ok := m.merges[[2]int{cur.id, syms[cur.next].id}]; ok {
-				q.push(candidate{rank: mr.rank, pos: top.pos, newID: mr.id})
+			if mr, ok := m.merges[pairKey(cur.id, syms[cur.next].id)]; ok {
+				q.push(candidate{rank: mr.rank, pos: top.pos, newID: mr.id, left: cur.id, right: syms[cur.next].id})
 			}
 		}
 	}
