@@ -11,9 +11,9 @@ import (
 // the vocabulary) merged pairwise by rank.
 type bpeModel struct {
 	vocab        map[string]int
-	vocabR       []string // id -> token; "" for ids the model lacks
+	vocabR       []string             // id -> token; "" for ids the model lacks
 	merges       map[uint64]mergeRule // key: pairKey(left, right)
-	unk          int // -1 when none
+	unk          int                  // -1 when none
 	fuseUnk      bool
 	byteFallback bool
 	ignoreMerges bool
