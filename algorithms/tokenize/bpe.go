@@ -266,7 +266,7 @@ func (b *BPE) EncodeOffsets(text string) ([]int, [][2]int) {
 	b.encode(text, true, &e)
 	toks := e.tokens()
 	if b.post != nil {
-		toks = b.post.process(toks, false)
+		toks = b.post.process(toks, false, text)
 	}
 	ids := make([]int, len(toks))
 	offs := make([][2]int, len(toks))
@@ -292,7 +292,7 @@ func (b *BPE) PostProcess(ids []int) []int {
 	for i, id := range ids {
 		toks[i] = encToken{id: id}
 	}
-	toks = b.post.process(toks, true)
+	toks = b.post.process(toks, true, "")
 	out := make([]int, len(toks))
 	for i, t := range toks {
 		out[i] = t.id
