@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -21,7 +22,20 @@ type bpeModel struct {
 	// runeIDs caches the ids of single characters below 0x200 (every byte-level character):
 	// the hot lookup of byte-level BPE, without building a string per character.
 	runeIDs [0x200]int32
+	cache   *wordCache
 }
+
+// wordCache remembers the tokens of short words, as HF's BPE cache does: natural text repeats
+// its words, and merging is the expensive part of encoding.
+type wordCache struct {
+	mu    sync.RWMutex
+	words map[string][]bpeToken
+}
+
+const (
+	cacheWords  = 10000 // HF's default capacity
+	cacheMaxLen = 256   // HF's MAX_LENGTH: longer words are not cached
+)
 
 type mergeRule struct{ rank, id int }
 
@@ -47,6 +61,7 @@ func (m *bpeModel) build(f *hfModel) error {
 		m.vocab = map[string]int{}
 	}
 	m.unk, m.fuseUnk, m.byteFallback, m.ignoreMerges = -1, f.FuseUnk, f.ByteFallback, f.IgnoreMerges
+	m.cache = &wordCache{words: map[string][]bpeToken{}}
 	size := 0
 	for tok, id := range m.vocab {
 		if id < 0 {
@@ -190,6 +205,27 @@ func (m *bpeModel) tokenize(w string, out []bpeToken) []bpeToken {
 			return append(out, bpeToken{id: id, start: 0, end: len(w)})
 		}
 	}
+	if m.cache == nil || len(w) >= cacheMaxLen {
+		return m.merge(w, out)
+	}
+	m.cache.mu.RLock()
+	hit, ok := m.cache.words[w]
+	m.cache.mu.RUnlock()
+	if ok {
+		return append(out, hit...)
+	}
+	start := len(out)
+	out = m.merge(w, out)
+	m.cache.mu.Lock()
+	if len(m.cache.words) < cacheWords {
+		m.cache.words[strings.Clone(w)] = append([]bpeToken(nil), out[start:]...)
+	}
+	m.cache.mu.Unlock()
+	return out
+}
+
+// merge tokenises w without the cache.
+func (m *bpeModel) merge(w string, out []bpeToken) []bpeToken {
 	syms := make([]symbol, 0, len(w))
 	add := func(id, size int) { syms = append(syms, symbol{id: id, size: size}) }
 	unkID, unkLen := -1, 0
