@@ -72,6 +72,7 @@ func TestHFConfigErrors(t *testing.T) {
 		{"unknown special", `{"eos_token": "<nope>"}`, `token "<nope>" not in vocabulary`},
 		{"added only in config", `{"added_tokens_decoder": {"300": {"content": "<x>", "special": true}}}`, "not an added token of tokenizer.json"},
 		{"added flags differ", `{"added_tokens_decoder": {"263": {"content": "<|eot_id|>", "lstrip": true, "special": true}}}`, "differs from tokenizer.json"},
+		{"added normalized differs", `{"added_tokens_decoder": {"263": {"content": "<|eot_id|>", "normalized": true, "special": true}}}`, "differs from tokenizer.json"},
 		{"add bos without bos", `{"add_bos_token": true}`, "add_bos_token is true but bos_token is null"},
 	}
 	for _, tc := range tests {
