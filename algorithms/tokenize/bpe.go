@@ -117,7 +117,7 @@ func buildHF(f *hfTokenizer) (*BPE, error) {
 		if b.pre, err = parsePreTokenizer(f.PreTokenizer); err != nil {
 			return nil, err
 		}
-		b.needOrig = strings.Contains(string(f.PreTokenizer), `"first"`)
+		b.needOrig = needsOrigin(b.pre)
 	}
 	if !isNull(f.PostProcessor) {
 		if b.post, err = parsePostProcessor(f.PostProcessor); err != nil {
@@ -162,6 +162,22 @@ func buildHF(f *hfTokenizer) (*BPE, error) {
 	pad := pick("<pad>", "<|pad|>", "[PAD]")
 	b.special = NewSpecial(bos, eos, pad, named)
 	return b, nil
+}
+
+// needsOrigin reports a Metaspace with prepend_scheme "first", which asks whether a piece
+// starts the input.
+func needsOrigin(p preTokenizer) bool {
+	switch p := p.(type) {
+	case preMetaspace:
+		return p.scheme == prependFirst
+	case preSeq:
+		for _, x := range p {
+			if needsOrigin(x) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func isNull(raw json.RawMessage) bool {
