@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	reward "github.com/temperml/temper/activities/reward/contract"
@@ -75,11 +76,15 @@ var rlDurations = map[string]time.Duration{
 	train.EvaluateName: time.Minute, train.RetainName: 10 * time.Second,
 }
 
-func newRLWorld(t *testing.T, exact map[string]float64) *rlWorld {
+// newRLWorld makes the world; slower replaces some activities' durations.
+func newRLWorld(t *testing.T, exact map[string]float64, slower ...map[string]time.Duration) *rlWorld {
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	w := &rlWorld{t: t, env: suite.NewTestWorkflowEnvironment(), exact: exact, byKey: map[string]*rlCall{}}
 	env := w.env
+	// The SDK's deadlock detector fails a workflow task that runs a second without yielding; on a
+	// loaded machine a cold first task can, and that says nothing about the workflow.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	w.t0 = env.Now()
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "run.grpo"})
 	env.RegisterWorkflowWithOptions(workflows.RL, workflow.RegisterOptions{Name: "RL-grpo"})
@@ -100,7 +105,11 @@ func newRLWorld(t *testing.T, exact map[string]float64) *rlWorld {
 		if a.name == train.RetainName || a.name == rollout.KeepName {
 			ret = nil
 		}
-		env.OnActivity(a.name, mock.Anything, mock.Anything).Return(ret).After(rlDurations[a.name])
+		d := rlDurations[a.name]
+		for _, m := range slower {
+			d = max(d, m[a.name])
+		}
+		env.OnActivity(a.name, mock.Anything, mock.Anything).Return(ret).After(d)
 	}
 	env.SetOnActivityStartedListener(w.started)
 	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
@@ -222,15 +231,18 @@ func TestRLUnitBacktrack(t *testing.T) {
 		from        string // the policy the branch starts from
 		fresh       bool   // and whether its optimizer starts fresh (the phase's start has none)
 		final       string
+		slower      map[string]time.Duration
 	}{
-		{"nan", `{"inject_nan_at":2}`, nil, rlUnitFrom, true, "mem://grpo.b1/step-000002"},
-		{"nan-async-sharded", `{"inject_nan_at":2,"mode":"async","rollout":{"shards":2}}`, nil, rlUnitFrom, true, "mem://grpo.b1/step-000002"},
+		{"nan", `{"inject_nan_at":2}`, nil, rlUnitFrom, true, "mem://grpo.b1/step-000002", nil},
+		// The next iteration's shards are still generating when the step fails: the parent waits for them.
+		{"nan-async-sharded", `{"inject_nan_at":2,"mode":"async","rollout":{"shards":2}}`, nil, rlUnitFrom, true, "mem://grpo.b1/step-000002",
+			map[string]time.Duration{rollout.GenerateName: 15 * time.Minute}},
 		{"regression", `{"eval_every":1}`, map[string]float64{"mem://grpo/step-000001": 0.5, "mem://grpo/step-000002": 0.3,
 			"mem://grpo.b1/step-000002": 0.5, "mem://grpo.b1/step-000003": 0.5},
-			"mem://grpo/step-000001", false, "mem://grpo.b1/step-000003"},
+			"mem://grpo/step-000001", false, "mem://grpo.b1/step-000003", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w := newRLWorld(t, c.exact)
+			w := newRLWorld(t, c.exact, c.slower)
 			out, err := w.run(rlUnitConfig(t, c.extra))
 			if err != nil {
 				t.Fatal(err)
