@@ -63,8 +63,6 @@ type rlWorld struct {
 	env   *testsuite.TestWorkflowEnvironment
 	t0    time.Time
 	exact map[string]float64
-	// onStart, when set, sees every activity as it starts.
-	onStart func(c *rlCall)
 
 	mu    sync.Mutex
 	calls []*rlCall
@@ -141,9 +139,6 @@ func (w *rlWorld) started(info *activity.Info, _ context.Context, args converter
 	w.calls = append(w.calls, c)
 	w.byKey[callKey(info)] = c
 	w.mu.Unlock()
-	if w.onStart != nil {
-		w.onStart(c)
-	}
 }
 
 func (w *rlWorld) generate(_ context.Context, in rollout.GenerateInput) (rollout.GenerateOutput, error) {
@@ -382,12 +377,11 @@ func TestRLUnitContinueAsNew(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			// The server suggests continue-as-new while the second step trains (the first run is the
+			// uninterrupted one until then: the same times on the test clock).
 			first := newRLWorld(t, exact)
-			first.onStart = func(c *rlCall) {
-				if s, ok := c.in.(train.PolicyStepInput); ok && s.Iteration == 1 {
-					first.env.SetContinueAsNewSuggested(true)
-				}
-			}
+			step2 := whole.of(train.PolicyStepName)[1]
+			first.env.RegisterDelayedCallback(func() { first.env.SetContinueAsNewSuggested(true) }, (step2.start+step2.end)/2)
 			_, err = first.run(in)
 			var can *workflow.ContinueAsNewError
 			if !errors.As(err, &can) {
