@@ -151,7 +151,7 @@ func (r *rlRun) begin() error {
 	if err := upsertSearch(r.ctx, in.Search, rlIdentity(in, st)...); err != nil {
 		return err
 	}
-	r.src = r.rolloutSource()
+	r.src = r.pickSource()
 	return nil
 }
 

@@ -26,8 +26,8 @@ const (
 	versionRetain = "rl-retain"
 )
 
-// rolloutSource picks the run's rollout source (and the overlap of its retains).
-func (r *rlRun) rolloutSource() rolloutSource {
+// pickSource picks the run's rollout source (and whether its retains overlap the next iteration).
+func (r *rlRun) pickSource() rolloutSource {
 	if workflow.GetVersion(r.ctx, versionSharded, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return &inlineSource{}
 	}

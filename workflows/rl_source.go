@@ -12,7 +12,7 @@ import (
 //
 // Implementations: shardedSource (sync runs; async runs before "rl-overlap"), pipelinedSource
 // (async: the next iteration generated and scored beside the step), and inlineSource (runs before
-// "rl-sharded", rl_legacy.go). rolloutSource (rl_legacy.go) picks one from the run's history.
+// "rl-sharded", rl_legacy.go). pickSource (rl_legacy.go) picks one from the run's history.
 type rolloutSource interface {
 	// next waits for iteration st.Iter's rollouts (carried across continue-as-new, generated ahead,
 	// or generated now); their scoring may start as they arrive.
