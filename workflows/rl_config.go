@@ -142,29 +142,10 @@ func (c *RLConfig) Validate() error {
 	if err := c.Data.Validate(); err != nil {
 		return err
 	}
-	if err := c.Loss.Validate(); err != nil {
-		return &config.FieldError{Path: "loss", Msg: err.Error()}
+	if err := c.validateLoss(); err != nil {
+		return err
 	}
 	ppo := c.kind == losscfg.AlgoPPO
-	switch {
-	case c.Loss.Algorithm == losscfg.AlgoPPO && !ppo:
-		return &config.FieldError{Path: "loss.algorithm", Msg: "ppo needs a critic and is its own phase kind (kind: ppo); allowed here: grpo, dr_grpo, dapo, gspo, rloo, reinforce_pp"}
-	case ppo && c.Loss.Algorithm != losscfg.AlgoPPO:
-		return &config.FieldError{Path: "loss.algorithm", Msg: fmt.Sprintf("%q: a ppo phase trains ppo (leave loss.algorithm unset)", c.Loss.Algorithm)}
-	case c.PPO != nil && !ppo:
-		return &config.FieldError{Path: "ppo", Msg: "only the ppo phase kind has a critic to configure"}
-	case ppo && c.PPO == nil:
-		return &config.FieldError{Path: "ppo", Msg: "the ppo phase needs its settings (null is not allowed)"}
-	case ppo && c.Loss.ValueCoef <= 0:
-		return &config.FieldError{Path: "loss.value_coef", Msg: fmt.Sprintf("%g: ppo trains its critic with the value loss: want > 0 (default 0.5)", c.Loss.ValueCoef)}
-	case ppo && c.DynamicSampling:
-		return &config.FieldError{Path: "dynamic_sampling", Msg: "ppo's advantages come from its critic, not from groups: leave it off"}
-	}
-	if ppo {
-		if err := c.PPO.Validate(); err != nil {
-			return err
-		}
-	}
 	if err := c.Optimizer.Validate(); err != nil {
 		return err
 	}
@@ -219,6 +200,32 @@ func (c *RLConfig) Validate() error {
 		return &config.FieldError{Path: "backtrack", Msg: "budget >= 0, lr_factor > 0 and kl_factor > 0"}
 	case c.HeartbeatTimeout.D() < time.Second:
 		return &config.FieldError{Path: "heartbeat_timeout", Msg: "want at least 1s"}
+	}
+	return nil
+}
+
+// validateLoss checks the loss and that it fits the phase kind: ppo, with its critic, is its own kind.
+func (c *RLConfig) validateLoss() error {
+	if err := c.Loss.Validate(); err != nil {
+		return &config.FieldError{Path: "loss", Msg: err.Error()}
+	}
+	ppo := c.kind == losscfg.AlgoPPO
+	switch {
+	case c.Loss.Algorithm == losscfg.AlgoPPO && !ppo:
+		return &config.FieldError{Path: "loss.algorithm", Msg: "ppo needs a critic and is its own phase kind (kind: ppo); allowed here: grpo, dr_grpo, dapo, gspo, rloo, reinforce_pp"}
+	case ppo && c.Loss.Algorithm != losscfg.AlgoPPO:
+		return &config.FieldError{Path: "loss.algorithm", Msg: fmt.Sprintf("%q: a ppo phase trains ppo (leave loss.algorithm unset)", c.Loss.Algorithm)}
+	case c.PPO != nil && !ppo:
+		return &config.FieldError{Path: "ppo", Msg: "only the ppo phase kind has a critic to configure"}
+	case ppo && c.PPO == nil:
+		return &config.FieldError{Path: "ppo", Msg: "the ppo phase needs its settings (null is not allowed)"}
+	case ppo && c.Loss.ValueCoef <= 0:
+		return &config.FieldError{Path: "loss.value_coef", Msg: fmt.Sprintf("%g: ppo trains its critic with the value loss: want > 0 (default 0.5)", c.Loss.ValueCoef)}
+	case ppo && c.DynamicSampling:
+		return &config.FieldError{Path: "dynamic_sampling", Msg: "ppo's advantages come from its critic, not from groups: leave it off"}
+	}
+	if ppo {
+		return c.PPO.Validate()
 	}
 	return nil
 }
