@@ -46,9 +46,9 @@ type style struct {
 }
 
 var (
-	ink     = color.NRGBA{0x11, 0x18, 0x27, 0xff}
-	none    = color.NRGBA{}
-	styles  = map[string]style{
+	ink    = color.NRGBA{0x11, 0x18, 0x27, 0xff}
+	none   = color.NRGBA{}
+	styles = map[string]style{
 		RoleBackground: {fill: color.NRGBA{0xff, 0xff, 0xff, 0xff}, textColor: ink, maxSize: 0.08},
 		RoleTitle:      {textColor: ink, bold: true, maxSize: 0.12},
 		RoleSubtitle:   {textColor: ink, bold: true, maxSize: 0.08},

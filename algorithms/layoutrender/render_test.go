@@ -185,10 +185,10 @@ func TestPixels(t *testing.T) {
 		x, y int
 		want color.RGBA
 	}{
-		{10, 10, color.RGBA{255, 0, 0, 255}},    // red box: canvas x 0..50 → pixels 0..100, y 0..25 → 0..25
-		{99, 24, color.RGBA{255, 0, 0, 255}},    // its last pixel
+		{10, 10, color.RGBA{255, 0, 0, 255}},      // red box: canvas x 0..50 → pixels 0..100, y 0..25 → 0..25
+		{99, 24, color.RGBA{255, 0, 0, 255}},      // its last pixel
 		{100, 10, color.RGBA{255, 255, 255, 255}}, // title box: no fill
-		{10, 60, color.RGBA{127, 127, 255, 255}}, // half-transparent blue over white
+		{10, 60, color.RGBA{127, 127, 255, 255}},  // half-transparent blue over white
 		{150, 60, color.RGBA{0x25, 0x63, 0xeb, 255}},
 		{10, 90, color.RGBA{255, 255, 255, 255}},
 	}
