@@ -120,6 +120,9 @@ func clipBytes(b []byte, n int) []byte {
 	return b
 }
 
+// FromImage converts a decoded or drawn image (a rendered layout, say) to RGB as Decode does.
+func FromImage(img image.Image) *RGB { return toRGB(img) }
+
 // toRGB converts any decoded image to RGB the way Pillow's convert("RGB") does for the same file.
 func toRGB(img image.Image) *RGB {
 	b := img.Bounds()

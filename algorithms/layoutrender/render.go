@@ -47,7 +47,6 @@ type style struct {
 
 var (
 	ink    = color.NRGBA{0x11, 0x18, 0x27, 0xff}
-	none   = color.NRGBA{}
 	styles = map[string]style{
 		RoleBackground: {fill: color.NRGBA{0xff, 0xff, 0xff, 0xff}, textColor: ink, maxSize: 0.08},
 		RoleTitle:      {textColor: ink, bold: true, maxSize: 0.12},

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/temperml/temper/algorithms/imageproc"
 	"github.com/temperml/temper/algorithms/verify"
 )
 
@@ -210,5 +211,22 @@ func TestPixels(t *testing.T) {
 	}
 	if strings.Join(res.Skipped, ",") != "bad,nan" {
 		t.Errorf("skipped %v", res.Skipped)
+	}
+}
+
+// TestRenderFeedsTheProcessor: a render at the processor's size goes through imageproc without a
+// resize (the exact no-op), white to 1 and the red fill's green channel to -1.
+func TestRenderFeedsTheProcessor(t *testing.T) {
+	res, err := Render(`[{"id": "r", "x": 0, "y": 0, "w": 10, "h": 10, "color": "red"}]`, Options{Canvas: verify.Size{W: 100, H: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, err := imageproc.Process(imageproc.FromImage(res.Image), imageproc.Default(DefaultSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plane := DefaultSize * DefaultSize
+	if px.H != DefaultSize || px.Values[plane+5*DefaultSize+5] != -1 || px.Values[plane-1] != 1 {
+		t.Fatalf("pixels %dx%d: green at (5,5) %v, red at the last pixel %v", px.H, px.W, px.Values[plane+5*DefaultSize+5], px.Values[plane-1])
 	}
 }
