@@ -27,7 +27,9 @@ type rule struct {
 
 var rules = []rule{
 	{layer: "algorithms", allow: []string{"std", module + "algorithms/", module + "internal/config", "github.com/gomlx/", "github.com/eliben/go-sentencepiece", "github.com/santhosh-tekuri/jsonschema/",
-		"golang.org/x/text/", "google.golang.org/protobuf/"},
+		"golang.org/x/text/", "google.golang.org/protobuf/",
+		// fonts and the glyph rasteriser of algorithms/layoutrender (pure Go, no I/O)
+		"golang.org/x/image/font", "golang.org/x/image/math/fixed"},
 		deny: []string{"os", "net", "syscall", "plugin", "go.temporal.io/", "cloud.google.com/"}},
 	{layer: "tpu", allow: []string{"std", module + "algorithms/", module + "internal/config", module + "tpu/", "github.com/gomlx/"},
 		deny: []string{"go.temporal.io/", "cloud.google.com/", "net"}},
