@@ -12,6 +12,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/tpu"
@@ -92,11 +93,24 @@ func TestLoRAMergeCommand(t *testing.T) {
 	if out, err := cli(t, "lora", "merge", adRef.URI, dir); err != nil {
 		t.Fatalf("lora merge: %v\n%s", err, out)
 	}
-	merged, err := tpu.NewFromDir(dir, tpu.Options{})
+	mdir, err := hf.Inspect(tpu.DirSource(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := tpu.New(tpu.Options{Model: mdir.Config})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer merged.Close()
+	wr, err := mdir.OpenWeights(tpu.DirSource(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = merged.LoadWeights(wr)
+	wr.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	want, err := rt.Logits(batch)
 	if err != nil {
 		t.Fatal(err)

@@ -8,9 +8,12 @@ import (
 	"os"
 	"strings"
 
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/tpu"
+	"github.com/temperml/temper/workers"
 )
 
 func init() {
@@ -34,12 +37,15 @@ func init() {
 				if len(args) != 1 || len(prompts) == 0 {
 					return usageErr("usage: temper generate MODEL_DIR --prompt TEXT [--prompt TEXT ...]")
 				}
-				o := tpu.Options{Executor: *executor}
-				o.Backend, o.Plugin = backendFlags(*backend, *plugin)
-				rt, err := tpu.NewFromDir(args[0], o)
+				eo := workers.EngineOptions{Executor: *executor}
+				eo.Backend, eo.Plugin = backendFlags(*backend, *plugin)
+				cl := ckpt.New(ckpt.Options{})
+				defer cl.Close()
+				m, err := train.Loader{Ckpt: cl, NewEngine: workers.NewTrainEngine(eo)}.Load(ctx, args[0], train.LoadOptions{})
 				if err != nil {
 					return err
 				}
+				rt := m.Engine
 				defer rt.Close()
 				tok := tokenize.Byte{}
 				ids := make([][]int, len(prompts))
