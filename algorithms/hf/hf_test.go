@@ -498,3 +498,19 @@ func TestParseGeneration(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"5GB", 5_000_000_000, true}, {"20KB", 20_000, true}, {"1.5MB", 1_500_000, true}, {"4096", 4096, true},
+		{" 2 gb", 2_000_000_000, true}, {"5GiB", 0, false}, {"GB", 0, false}, {"-1MB", 0, false},
+	} {
+		got, err := ParseSize(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d (ok %v)", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}

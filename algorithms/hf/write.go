@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
@@ -291,4 +292,22 @@ func stateDictOrder(shapes map[string][]int) []string {
 		return names[i] < names[j]
 	})
 	return names
+}
+
+// ParseSize reads a shard size as huggingface_hub's parse_size_to_int does ("5GB", "500MB", "20KB",
+// "1.5TB": decimal units) or as a number of bytes.
+func ParseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	units := map[string]float64{"TB": 1e12, "GB": 1e9, "MB": 1e6, "KB": 1e3}
+	if len(s) > 2 {
+		if u, ok := units[strings.ToUpper(s[len(s)-2:])]; ok {
+			if v, err := strconv.ParseFloat(strings.TrimSpace(s[:len(s)-2]), 64); err == nil && v >= 0 {
+				return int64(v * u), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("hf: size %q: want bytes or a number with TB, GB, MB or KB", s)
 }

@@ -8,6 +8,10 @@ import (
 	"time"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/hf"
+	"github.com/temperml/temper/algorithms/safetensors"
+	"github.com/temperml/temper/tpu"
 	"github.com/temperml/temper/workers"
 )
 
@@ -35,6 +39,8 @@ func init() {
 		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
 			home := fs.String("home", workers.Home(), "state directory; the default store is HOME/store")
 			timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long (an unreachable bucket otherwise retries)")
+			dtype := fs.String("dtype", "", "export: weight dtype F32, BF16, F16 or F64 (default: the dtype the model came in)")
+			maxShard := fs.String("max-shard-size", "5GB", "export: cut the weights into shards of at most this size (bytes or e.g. 500MB), as save_pretrained does")
 			return func(ctx context.Context, args []string) error {
 				if len(args) == 0 {
 					return usageErr("usage: temper ckpt ls [URI] | verify URI | export URI DIR")
@@ -76,11 +82,21 @@ func init() {
 					if len(args) != 3 {
 						return usageErr("usage: temper ckpt export CHECKPOINT_URI DIR")
 					}
-					names, err := ckpt.Export(ctx, args[1], args[2])
+					shard, err := hf.ParseSize(*maxShard)
+					if err != nil {
+						return usageErr("--max-shard-size: %v", err)
+					}
+					cl := ckpt.New(ckpt.Options{})
+					defer cl.Close()
+					m, err := train.Loader{Ckpt: cl}.Load(ctx, args[1], train.LoadOptions{Want: train.WantWeights})
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(stdout, "exported %s to %s\n", strings.Join(names, ", "), args[2])
+					opt := hf.WriteOptions{DType: safetensors.DType(strings.ToUpper(*dtype)), MaxShardSize: shard}
+					if err := train.WriteDir(tpu.DirSink(args[2]), m, opt); err != nil {
+						return err
+					}
+					fmt.Fprintf(stdout, "exported %s to %s as a Hugging Face model directory\n", args[1], args[2])
 					return nil
 				}
 				return usageErr("unknown ckpt command %q (ls, verify, export)", args[0])

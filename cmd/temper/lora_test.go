@@ -139,6 +139,15 @@ func TestLoRAMergeCommand(t *testing.T) {
 	if _, base, err := model.ParsePEFTConfig(js); err != nil || base != baseRef.URI {
 		t.Fatalf("exported adapter config names base %q (%v), want %s", base, err, baseRef.URI)
 	}
+	// ckpt export writes a Hugging Face directory in the dtype asked for (the merged adapters here).
+	edir := filepath.Join(t.TempDir(), "exported")
+	if out, err := cli(t, "ckpt", "--dtype", "bf16", "--max-shard-size", "20KB", "export", adRef.URI, edir); err != nil {
+		t.Fatalf("ckpt export: %v\n%s", err, out)
+	}
+	exported, err := hf.Inspect(tpu.DirSource(edir))
+	if err != nil || exported.Meta.DType != safetensors.BF16 || !exported.Sharded || hf.ConfigDType(exported.Meta.ConfigJSON) != safetensors.BF16 {
+		t.Fatalf("ckpt export --dtype bf16: %+v (%v)", exported, err)
+	}
 	if out, err := cli(t, "lora", "merge", baseRef.URI, dir); err == nil || !strings.Contains(out+err.Error(), "not a LoRA checkpoint") {
 		t.Fatalf("merging a plain checkpoint: %v %s", err, out)
 	}
