@@ -145,8 +145,11 @@ func TestLoRAMergeCommand(t *testing.T) {
 		t.Fatalf("ckpt export: %v\n%s", err, out)
 	}
 	exported, err := hf.Inspect(tpu.DirSource(edir))
-	if err != nil || exported.Meta.DType != safetensors.BF16 || !exported.Sharded || hf.ConfigDType(exported.Meta.ConfigJSON) != safetensors.BF16 {
-		t.Fatalf("ckpt export --dtype bf16: %+v (%v)", exported, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exported.Meta.DType != safetensors.BF16 || !exported.Sharded || hf.ConfigDType(exported.Meta.ConfigJSON) != safetensors.BF16 {
+		t.Fatalf("ckpt export --dtype bf16: weights %s, sharded %v, config.json %s", exported.Meta.DType, exported.Sharded, exported.Meta.ConfigJSON)
 	}
 	if out, err := cli(t, "lora", "merge", baseRef.URI, dir); err == nil || !strings.Contains(out+err.Error(), "not a LoRA checkpoint") {
 		t.Fatalf("merging a plain checkpoint: %v %s", err, out)
