@@ -386,7 +386,7 @@ func (a *Activities) commitPolicy(ctx context.Context, in contract.PolicyStepInp
 		metrics["non_finite"] = 1
 	}
 	finiteOnly(metrics)
-	metrics["lr"] = in.LR
+	metrics["lr"] = train.PolicyLR(in)
 	commitStart := time.Now()
 	st := ckpt.State{Step: int64(next), PolicyVersion: int64(next), ConfigHash: train.ConfigHash(cfg), Scalars: metrics}
 	// Logged before the commit: a retry after a crash in between rewrites the same iteration.
@@ -435,7 +435,7 @@ func optimizeEpochsWith(ctx context.Context, eng objectiveStepper, obj func(c in
 			if err != nil {
 				return false, fmt.Errorf("train: %s step %s/%s v%d: %w", in.Loss.Algorithm, in.Run, in.Phase, in.Version, err)
 			}
-			m, err := eng.StepObjective(obj(c), ins, float32(in.LR))
+			m, err := eng.StepObjective(obj(c), ins, float32(train.PolicyLR(in)))
 			if err != nil {
 				return false, fmt.Errorf("train: %s step %s/%s v%d: %w", in.Loss.Algorithm, in.Run, in.Phase, in.Version, err)
 			}
