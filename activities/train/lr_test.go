@@ -33,6 +33,28 @@ func TestLRSchedule(t *testing.T) {
 			}
 		}
 	}
+	// Hand-computed RL cases (workflows' TestRLLearningRateSchedule): warmup over 4 of 10 iterations
+	// then constant; cosine to 0.1 at the last iteration; the RL default (warmup 20 of 40, constant).
+	for _, tc := range []struct {
+		o           contract.Optim
+		iter, of    int
+		scale, want float64
+	}{
+		{contract.Optim{LR: 0.001, WarmupSteps: 4, MinLRRatio: 1}, 0, 10, 1, 0.00025},
+		{contract.Optim{LR: 0.001, WarmupSteps: 4, MinLRRatio: 1}, 1, 10, 1, 0.0005},
+		{contract.Optim{LR: 0.001, WarmupSteps: 4, MinLRRatio: 1}, 3, 10, 1, 0.001},
+		{contract.Optim{LR: 0.001, WarmupSteps: 4, MinLRRatio: 1}, 9, 10, 1, 0.001},
+		{contract.Optim{LR: 0.001, MinLRRatio: 0.1}, 10, 10, 1, 0.0001},
+		{contract.Optim{LR: 0.001, WarmupSteps: 20, MinLRRatio: 1}, 0, 40, 1, 0.00005},
+		{contract.Optim{LR: 0.001, WarmupSteps: 20, MinLRRatio: 1}, 9, 40, 1, 0.0005},
+		{contract.Optim{LR: 0.001, WarmupSteps: 20, MinLRRatio: 1}, 20, 40, 0.5, 0.0005},
+		{contract.Optim{LR: 0.001, WarmupSteps: 20, MinLRRatio: 1}, 39, 40, 1, 0.001},
+	} {
+		in := contract.PolicyStepInput{Optim: tc.o, Iteration: tc.iter, Iterations: tc.of, LRScale: tc.scale}
+		if got := PolicyLR(in); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%+v iteration %d of %d, scale %v: %g, want %g", tc.o, tc.iter, tc.of, tc.scale, got, tc.want)
+		}
+	}
 	if got := PolicyLR(contract.PolicyStepInput{Optim: contract.Optim{LR: 1}, LR: 2.5e-5, Iteration: 3}); got != 2.5e-5 {
 		t.Fatalf("an input from before the schedule moved: %v, want its lr 2.5e-5", got)
 	}
