@@ -26,8 +26,10 @@
 //     the non-finite values. Same seed + same batches give bit-identical weights on the sequential
 //     executor; OptimizerState/SetOptimizerState and SaveOptimizer/LoadOptimizer restore AdamW
 //     exactly. StepObjective/EvalObjective run other objectives with the same update.
-//   - Weights: safetensors with Hugging Face tensor names (io.Reader/io.Writer), and model
-//     directories holding config.json + model.safetensors.
+//   - Weights: safetensors with Hugging Face tensor names through algorithms/hf (io.Reader/
+//     io.Writer, one tensor converted at a time; LoadWeights also takes hf.Join's stream of
+//     shards), PEFT adapter files, and local model directories (SaveModelDir; DirSource and
+//     DirSink serve hf's directory reader and writer). Loading a model is activities/train's Load.
 //   - Methods are safe for concurrent use; executions are serialized.
 //
 // Imports: algorithms/..., GoMLX/compute and the standard library (os for model directories and

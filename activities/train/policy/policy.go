@@ -176,10 +176,11 @@ func summary(ep *rollout.Episode) *rollout.Episode {
 // referenceLogProbs fills ref[c] with the reference model's log-probs of rows[c] (the KL term's
 // π_ref), loading the reference checkpoint once for all chunks.
 func (a *Activities) referenceLogProbs(ctx context.Context, uri string, rows []policyRows, ref [][][]float32) error {
-	refEng, _, _, err := a.LoadEngine(ctx, uri, contract.Optim{}, false)
+	rm, err := a.Load(ctx, uri, train.LoadOptions{})
 	if err != nil {
 		return err
 	}
+	refEng := rm.Engine
 	defer refEng.Close()
 	for c := range rows {
 		if ref[c], err = refEng.LogProbs(rows[c].batch()); err != nil {
@@ -310,10 +311,11 @@ func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput
 	rewardStats(metrics, rs, in.Rewards)
 
 	loadStart := time.Now()
-	eng, cfg, _, err := a.LoadEngine(ctx, in.Policy, in.Optim, !in.FreshOptimizer)
+	pol, err := a.Load(ctx, in.Policy, train.LoadOptions{Optim: in.Optim, Optimizer: !in.FreshOptimizer})
 	if err != nil {
 		return contract.PolicyStepOutput{}, err
 	}
+	eng, cfg := pol.Engine, pol.Config
 	defer eng.Close()
 	metrics["seconds_load"] = time.Since(loadStart).Seconds()
 	// Loading and the log-probs passes come before the first optimizer step's heartbeat; on a loaded
@@ -372,7 +374,7 @@ func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput
 		}
 	}
 	return a.commitPolicy(ctx, in, next, cfg, metrics, nonFinite, func(w *ckpt.Writer, st ckpt.State) error {
-		return train.WriteModel(ctx, w, eng, cfg, st, true)
+		return train.WriteModel(ctx, w, pol, st, true)
 	})
 }
 
@@ -384,7 +386,7 @@ func (a *Activities) commitPolicy(ctx context.Context, in contract.PolicyStepInp
 		metrics["non_finite"] = 1
 	}
 	finiteOnly(metrics)
-	metrics["lr"] = in.LR
+	metrics["lr"] = train.PolicyLR(in)
 	commitStart := time.Now()
 	st := ckpt.State{Step: int64(next), PolicyVersion: int64(next), ConfigHash: train.ConfigHash(cfg), Scalars: metrics}
 	// Logged before the commit: a retry after a crash in between rewrites the same iteration.
@@ -433,7 +435,7 @@ func optimizeEpochsWith(ctx context.Context, eng objectiveStepper, obj func(c in
 			if err != nil {
 				return false, fmt.Errorf("train: %s step %s/%s v%d: %w", in.Loss.Algorithm, in.Run, in.Phase, in.Version, err)
 			}
-			m, err := eng.StepObjective(obj(c), ins, float32(in.LR))
+			m, err := eng.StepObjective(obj(c), ins, float32(train.PolicyLR(in)))
 			if err != nil {
 				return false, fmt.Errorf("train: %s step %s/%s v%d: %w", in.Loss.Algorithm, in.Run, in.Phase, in.Version, err)
 			}

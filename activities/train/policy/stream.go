@@ -55,10 +55,11 @@ func (a *Activities) streamedStep(ctx context.Context, in contract.PolicyStepInp
 	}
 	metrics["response_length"] = tokens / float64(len(lengths))
 
-	eng, cfg, _, err := a.LoadEngine(ctx, in.Policy, in.Optim, !in.FreshOptimizer)
+	pol, err := a.Load(ctx, in.Policy, train.LoadOptions{Optim: in.Optim, Optimizer: !in.FreshOptimizer})
 	if err != nil {
 		return contract.PolicyStepOutput{}, err
 	}
+	eng, cfg := pol.Engine, pol.Config
 	defer eng.Close()
 	nonFinite := false
 	if len(idx) > 0 {
@@ -92,7 +93,7 @@ func (a *Activities) streamedStep(ctx context.Context, in contract.PolicyStepInp
 		}
 	}
 	return a.commitPolicy(ctx, in, next, cfg, metrics, nonFinite, func(w *ckpt.Writer, st ckpt.State) error {
-		return train.WriteModel(ctx, w, eng, cfg, st, true)
+		return train.WriteModel(ctx, w, pol, st, true)
 	})
 }
 
@@ -146,10 +147,11 @@ func (a *Activities) scanShards(ctx context.Context, in contract.PolicyStepInput
 func (a *Activities) oldLogProbs(ctx context.Context, in contract.PolicyStepInput, eng train.Engine, chunks [][]int, adv []float64) (*logProbScratch, error) {
 	var refEng train.Engine
 	if in.Loss.KLBeta > 0 && in.Reference != "" && in.Reference != in.Policy {
-		var err error
-		if refEng, _, _, err = a.LoadEngine(ctx, in.Reference, contract.Optim{}, false); err != nil {
+		ref, err := a.Load(ctx, in.Reference, train.LoadOptions{})
+		if err != nil {
 			return nil, err
 		}
+		refEng = ref.Engine
 		defer refEng.Close()
 	}
 	scratch, err := newLogProbScratch()
