@@ -268,9 +268,9 @@ func TestRLUnitBacktrack(t *testing.T) {
 			if len(branch) == 0 {
 				t.Fatal("no policy step ran in the branch child run.grpo.b1")
 			}
-			if b := branch[0]; b.Policy != c.from || b.Phase != "grpo.b1" || b.FreshOptimizer != c.fresh || b.LR != rlUnitLR/2 {
-				t.Errorf("branch's first step: policy %s in %s, fresh optimizer %v, lr %g; want %s in grpo.b1, %v, %g",
-					b.Policy, b.Phase, b.FreshOptimizer, b.LR, c.from, c.fresh, rlUnitLR/2)
+			if b := branch[0]; b.Policy != c.from || b.Phase != "grpo.b1" || b.FreshOptimizer != c.fresh || b.Optim.LR != rlUnitLR || b.LRScale != 0.5 {
+				t.Errorf("branch's first step: policy %s in %s, fresh optimizer %v, lr %g × %g; want %s in grpo.b1, %v, %g × 0.5",
+					b.Policy, b.Phase, b.FreshOptimizer, b.Optim.LR, b.LRScale, c.from, c.fresh, rlUnitLR)
 			}
 		})
 	}
