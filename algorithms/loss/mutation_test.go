@@ -91,7 +91,7 @@ func TestMutationsAreCaught(t *testing.T) {
 	}
 	run := func(t *testing.T, tests string, overlay map[string]string) (string, bool) {
 		t.Helper()
-		args := []string{"test", "-short", "-count=1", "-run", tests}
+		args := []string{"test", "-short", "-count=1", "-timeout=300s", "-run", tests}
 		if overlay != nil {
 			js, err := json.Marshal(map[string]any{"Replace": overlay})
 			if err != nil {
@@ -138,6 +138,8 @@ func TestMutationsAreCaught(t *testing.T) {
 				t.Errorf("mutation survived: %s pass with %q → %q", mu.tests, mu.from, mu.to)
 			case strings.Contains(out, "[build failed]") || strings.Contains(out, "[setup failed]"):
 				t.Errorf("mutation does not build (fix the table):\n%s", out)
+			case strings.Contains(out, "panic: test timed out"):
+				t.Errorf("mutation hangs the tests instead of failing them:\n%s", out)
 			default:
 				var failed []string // the top-level tests that failed
 				for _, line := range strings.Split(out, "\n") {

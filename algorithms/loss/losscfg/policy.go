@@ -51,7 +51,7 @@ type PolicyConfig struct {
 	Aggregation AggMode `json:"aggregation" default:"seq-mean-token-mean" help:"token-mean | seq-mean-token-mean | seq-mean-token-sum | seq-mean-token-sum-norm"`
 	MaxLen      int     `json:"max_len" default:"0" help:"constant divisor of seq-mean-token-sum-norm (the generation budget); 0 = the padded sequence length"`
 	// Correction is the off-policy correction of rollouts π_old did not sample (see Correction).
-	Correction Correction `json:"correction"`
+	Correction Correction `json:"correction" help:"off-policy correction of rollouts π_old did not sample (stale versions, sampler numerics): {mode, low, high}"`
 	// TISThreshold is the deprecated spelling of Correction{Mode: tis, High: TISThreshold}; setting
 	// both is an error.
 	TISThreshold float64 `json:"tis_threshold" default:"0" help:"deprecated alias of correction {mode: tis, high: C}: C ≥ 1 of truncated importance sampling min(π_old/π_behaviour, C); 0 = off"`
