@@ -53,9 +53,10 @@ var CorrectionMetrics = []string{"tis_truncated_frac", "tis_weight_mean", Metric
 //   - geo_mask: verl's geometric-mean rejection (Geo-RS, rollout_corr_math.md §3.3.3, rollout_rs=
 //     "seq_mean_k1"): the sequence is judged by its average per-token log-ratio, so the test does not
 //     tighten with length as a product of ratios would; no IS weight.
-//   - icepop: IcePop (Ling team, Ring-1T, 2025): the policy gradient of token t is multiplied by
-//     M(ρ_t) = ρ_t if ρ_t ∈ [α, β] else 0, and the objective keeps its 1/Σ|y_i| normalisation, so a
-//     masked token stays in the denominators (as slime's icepop_function does).
+//   - icepop: IcePop (Ring-1T report, arXiv 2510.18855, eq. for J_IcePop): the policy gradient of
+//     token t is multiplied by M(ρ_t) = ρ_t if ρ_t ∈ [α, β] else 0, and the objective keeps its
+//     1/Σ|y_i| normalisation, so a masked token stays in the denominators (as slime's
+//     icepop_function and prime-rl's IcePop loss do).
 //
 // log ρ is clamped to [−20, 20] before exp (verl's SAFETY_BOUND) and the bounds are tested on the log
 // side, so extreme ratios stay finite. A row without a counted token is never kept.

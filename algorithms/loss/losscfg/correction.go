@@ -52,7 +52,8 @@ type Correction struct {
 //   - mis: [0.5, 2], verl's and slime's token rejection-sampling example thresholds ("0.5_2.0").
 //   - geo_mask: [0.999, 1.001], verl's Geo-RS bounds (docs/algo/rollout_corr_math.md §3.3.3): the
 //     geometric mean is an average per-token drift, so its bounds are tight.
-//   - icepop: [0.5, 5], the α and β of the IcePop post (Ling team, Ring-1T, 2025).
+//   - icepop: [0.5, 5], the α and β of IcePop (Ring-1T report, arXiv 2510.18855), the paper defaults
+//     that rllm (PR #741) and open-instruct (PR #1650) carry.
 func DefaultCorrectionBounds(mode string) (low, high float64) {
 	switch mode {
 	case CorrectionTIS:
