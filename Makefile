@@ -1,4 +1,4 @@
-# The one place that sets how Temper is built: the README, .ci/run and scripts/ all go through here.
+# The one place that sets how Temper is built: the README and docs/, .ci/run and scripts/ all go through here.
 # GOEXPERIMENT=simd turns on the engine's AVX-512/AVX2 kernels (GoMLX's matmul, the fork's elementwise and exp); a plain `go build` still works.
 export GOEXPERIMENT := simd
 export GOFLAGS := -mod=mod

@@ -28,8 +28,10 @@
 //     exactly. StepObjective/EvalObjective run other objectives (algorithms/objective) with the same
 //     update, each on its own batch type; a batch of another objective, or one that cannot be laid
 //     out, is an error.
-//   - Weights: safetensors with Hugging Face tensor names (io.Reader/io.Writer), and model
-//     directories holding config.json + model.safetensors.
+//   - Weights: safetensors with Hugging Face tensor names through algorithms/hf (io.Reader/
+//     io.Writer, one tensor converted at a time; LoadWeights also takes hf.Join's stream of
+//     shards), PEFT adapter files, and local model directories (SaveModelDir; DirSource and
+//     DirSink serve hf's directory reader and writer). Loading a model is activities/train's Load.
 //   - Methods are safe for concurrent use; executions are serialized.
 //
 // Imports: algorithms/..., GoMLX/compute and the standard library (os for model directories and

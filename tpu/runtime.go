@@ -45,7 +45,7 @@ var ErrClosed = errors.New("runtime closed")
 
 // Options configures a Runtime. The zero value of each field means its documented default.
 type Options struct {
-	// Model is the architecture. Required (use model.Preset or NewFromDir).
+	// Model is the architecture. Required (model.Preset, or a model directory's config through activities/train's Load).
 	Model model.Config `json:"model"`
 	// Seed and InitStd initialise the weights (model.InitWeights); InitStd 0 → 0.02.
 	Seed    uint64  `json:"seed"`
@@ -79,8 +79,6 @@ type Options struct {
 
 	// execHook, when set (tests), runs inside the watchdog just before each execution.
 	execHook func(op string)
-	// skipInit leaves the weights uninitialised (NewFromDir loads them right after).
-	skipInit bool
 }
 
 func (o Options) withDefaults() Options {
@@ -187,15 +185,13 @@ func New(opts Options) (rt *Runtime, err error) {
 	r.scope = r.store.RootScope().At("model")
 	r.cache = newExecCache(opts.MaxExecs)
 	r.stats.PeakGFLOPS = opts.PeakGFLOPS
-	if !opts.skipInit {
-		if err := model.InitWeights(r.scope, r.cfg, opts.Seed, opts.InitStd); err != nil {
-			backend.Finalize()
-			return nil, fmt.Errorf("tpu: new: %w", err)
-		}
-		if err := r.bindParams(); err != nil {
-			backend.Finalize()
-			return nil, err
-		}
+	if err := model.InitWeights(r.scope, r.cfg, opts.Seed, opts.InitStd); err != nil {
+		backend.Finalize()
+		return nil, fmt.Errorf("tpu: new: %w", err)
+	}
+	if err := r.bindParams(); err != nil {
+		backend.Finalize()
+		return nil, err
 	}
 	return r, nil
 }

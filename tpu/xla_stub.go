@@ -16,5 +16,5 @@ const xlaLinked = false
 func newXLABackend(plugin string) (compute.Backend, error) {
 	return nil, fmt.Errorf("tpu: new backend xla (plugin %q): this binary was built without -tags xla; "+
 		"rebuild with `go build -tags xla ./cmd/temper` (needs cgo and a C compiler) and run it with "+
-		"--backend xla --plugin cpu|cuda|tpu|PATH (see the README's \"XLA/PJRT backend\")", plugin)
+		"--backend xla --plugin cpu|cuda|tpu|PATH (see docs/xla.md)", plugin)
 }

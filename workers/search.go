@@ -25,7 +25,7 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 }
 
 // SearchAttributeCommands are the Temporal CLI commands that register Temper's search attributes on
-// an external cluster (the README shows them; `temper ls` prints them when they are missing).
+// an external cluster (docs/observability.md shows them; `temper ls` prints them when they are missing).
 func SearchAttributeCommands(namespace string) []string {
 	var out []string
 	for _, k := range workflows.SearchAttributeKeys() {
@@ -95,7 +95,7 @@ func searchAttributesCheck(c client.Client) func(ctx context.Context) (bool, err
 			return false, err
 		}
 		if len(missing) > 0 {
-			activity.GetLogger(ctx).Warn("Temper search attributes missing: runs set none (see README, search attributes)", "missing", strings.Join(missing, ", "))
+			activity.GetLogger(ctx).Warn("Temper search attributes missing: runs set none (see docs/observability.md)", "missing", strings.Join(missing, ", "))
 		}
 		return len(missing) == 0, nil
 	}

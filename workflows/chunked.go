@@ -159,28 +159,9 @@ func runChunked(ctx workflow.Context, in PhaseInput, k chunkedKind) (PhaseOutput
 	fail := func(what string, err error) (PhaseOutput, error) {
 		return PhaseOutput{}, fmt.Errorf("%s %s: %s: %w", in.Kind, in.Phase, what, err)
 	}
-	point := func(m map[string]float64) CurvePoint {
-		p := CurvePoint{Seconds: st.Seconds, Step: st.Step, ExactMatch: m["heldout_exact_match"]}
-		if k.headline != "heldout_exact_match" {
-			p.Score = m[k.headline]
-		}
-		return p
-	}
 	if st.Checkpoint == "" {
-		st.Cursor = train.Cursor{Seed: r.seed}
-		if k.dataSeed != 0 {
-			st.Cursor.Seed = k.dataSeed
-		}
-		uri, fresh, err := k.start(r)
-		if err != nil {
+		if err := r.begin(k); err != nil {
 			return PhaseOutput{}, err
-		}
-		st.Checkpoint, st.FreshOptimizer = uri, fresh
-		if k.cadence.Before {
-			if st.Before, err = k.evaluate(r, st.Checkpoint); err != nil {
-				return fail("evaluate start", err)
-			}
-			st.Curve = append(st.Curve, point(st.Before))
 		}
 	}
 	latest := st.Last
@@ -215,7 +196,7 @@ func runChunked(ctx workflow.Context, in PhaseInput, k chunkedKind) (PhaseOutput
 				return fail(fmt.Sprintf("evaluate step %d", st.Step), err)
 			}
 			st.Last, evaluated = m, m
-			st.Curve = append(st.Curve, point(m))
+			st.Curve = append(st.Curve, r.point(k, m))
 			memo[k.headline] = m[k.headline]
 			if score := k.score(m); st.Best == "" || score > st.BestScore {
 				st.Best, st.BestScore = st.Checkpoint, score
@@ -233,6 +214,43 @@ func runChunked(ctx workflow.Context, in PhaseInput, k chunkedKind) (PhaseOutput
 			return PhaseOutput{}, workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, next)
 		}
 	}
+	return PhaseOutput{Checkpoint: st.Checkpoint, Metrics: r.metrics(k), Curve: st.Curve}, nil
+}
+
+// begin starts the phase on its first run: the kind's start makes the first checkpoint and, with
+// eval.before, the driver evaluates it.
+func (r *chunkedRun) begin(k chunkedKind) error {
+	st := &r.st
+	st.Cursor = train.Cursor{Seed: r.seed}
+	if k.dataSeed != 0 {
+		st.Cursor.Seed = k.dataSeed
+	}
+	uri, fresh, err := k.start(r)
+	if err != nil {
+		return err
+	}
+	st.Checkpoint, st.FreshOptimizer = uri, fresh
+	if k.cadence.Before {
+		if st.Before, err = k.evaluate(r, st.Checkpoint); err != nil {
+			return fmt.Errorf("%s %s: evaluate start: %w", r.in.Kind, r.in.Phase, err)
+		}
+		st.Curve = append(st.Curve, r.point(k, st.Before))
+	}
+	return nil
+}
+
+// point is the curve point of an evaluation m at the current step.
+func (r *chunkedRun) point(k chunkedKind, m map[string]float64) CurvePoint {
+	p := CurvePoint{Seconds: r.st.Seconds, Step: r.st.Step, ExactMatch: m["heldout_exact_match"]}
+	if k.headline != "heldout_exact_match" {
+		p.Score = m[k.headline]
+	}
+	return p
+}
+
+// metrics are the phase's result: the loop's sums, the kind's own, its setup's and the evaluations.
+func (r *chunkedRun) metrics(k chunkedKind) map[string]float64 {
+	st := &r.st
 	metrics := map[string]float64{
 		"steps": float64(st.Step), "loss": st.LossSum / float64(max(1, st.Step)), "last_loss": st.LastLoss,
 		"non_finite_steps": float64(st.NonFinite), "train_seconds": st.Seconds,
@@ -243,5 +261,5 @@ func runChunked(ctx workflow.Context, in PhaseInput, k chunkedKind) (PhaseOutput
 	copyMetrics(metrics, st.Setup.Metrics, "")
 	copyMetrics(metrics, st.Last, "")
 	copyMetrics(metrics, st.Before, "_before")
-	return PhaseOutput{Checkpoint: st.Checkpoint, Metrics: metrics, Curve: st.Curve}, nil
+	return metrics
 }

@@ -96,6 +96,8 @@ func TestRecordHistories(t *testing.T) {
 		"steps":4,"chunk_steps":2,"eval":{"pairs":16}}`
 	rl := `{"data":{"task":"add2","heldout_examples":16},"iterations":4,"prompts":4,"group":4,"max_new_tokens":4,
 		"eval_every":0,"eval":{"examples":16,"max_new_tokens":4,"before":false},"heartbeat_timeout":"10s"%s}`
+	// Two shards per iteration, evaluated after each.
+	overlapRL := strings.NewReplacer(`"eval_every":0`, `"eval_every":1`, `"prompts":4,"group":4`, `"prompts":8,"group":16`).Replace(rl)
 	for _, c := range []struct {
 		name   string
 		phases []workflows.PhaseSpec
@@ -114,6 +116,15 @@ func TestRecordHistories(t *testing.T) {
 			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(strings.Replace(fmt.Sprintf(rl,
 				`,"mode":"async","inject_nan_at":2,"rollout":{"shards":2},"self_correct":{"retries":1,"resample":true}`),
 				`"prompts":4,"group":4`, `"prompts":8,"group":16`, 1))}}},
+		// The paths runs take from rl-overlap on: async with the next iteration's shards scored beside
+		// the step, evaluations every iteration (keep-best), a back-track on NaN with shards and their
+		// scoring in flight; and sync with a back-track on regression. (The test server suggests
+		// continue-as-new after every iteration, so their retains run inline.)
+		{"grpo-overlap-async", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
+			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(fmt.Sprintf(overlapRL,
+				`,"mode":"async","inject_nan_at":3,"rollout":{"shards":2},"self_correct":{"retries":1,"resample":true}`))}}},
+		{"grpo-overlap-sync-regression", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
+			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(fmt.Sprintf(overlapRL, `,"inject_regression_at":3,"rollout":{"shards":2}`))}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := workflows.PipelineInput{Name: c.name, Store: "file://" + t.TempDir(), Seed: 3, Phases: c.phases}

@@ -226,12 +226,9 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
 		spec := in.Phases[i]
 		kind, _ := LookupPhase(spec.Kind) // validated above
 		from := resolveFrom(spec, i, state.Results)
-		var fromData *PhaseData
-		if spec.FromData != "" {
-			if fromData = resolveFromData(spec.FromData, state.Results); fromData == nil {
-				err := fmt.Errorf("pipeline %s: phase %s: from_data %q wrote no data", runID, spec.Name, spec.FromData)
-				return PipelineOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
-			}
+		fromData, err := phaseFromData(runID, spec, state.Results)
+		if err != nil {
+			return PipelineOutput{}, err
 		}
 		childID := runID + "." + spec.Name
 		progress.Phase, progress.Kind, progress.Index, progress.ChildID = spec.Name, spec.Kind, i, childID
@@ -249,7 +246,7 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
 			Memo:       map[string]any{"run": runID, "phase": spec.Name, "phase_kind": spec.Kind},
 		})
 		var out PhaseOutput
-		err := workflow.ExecuteChildWorkflow(cctx, kind.WorkflowName, PhaseInput{
+		err = workflow.ExecuteChildWorkflow(cctx, kind.WorkflowName, PhaseInput{
 			RunID: runID, Phase: spec.Name, Kind: spec.Kind, Store: in.Store, Seed: in.Seed, From: from, Config: spec.Config,
 			Search: search, Earlier: earlierCheckpoints(state.Results), FromData: fromData,
 		}).Get(ctx, &out)
@@ -277,6 +274,20 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
 		total += r.Seconds
 	}
 	return PipelineOutput{RunID: runID, Phases: state.Results, Seconds: total}, nil
+}
+
+// phaseFromData is the data of the phase spec's from_data names (nil without from_data); a phase
+// that wrote none is bad config.
+func phaseFromData(runID string, spec PhaseSpec, done []PhaseResult) (*PhaseData, error) {
+	if spec.FromData == "" {
+		return nil, nil
+	}
+	d := resolveFromData(spec.FromData, done)
+	if d == nil {
+		err := fmt.Errorf("pipeline %s: phase %s: from_data %q wrote no data", runID, spec.Name, spec.FromData)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
+	}
+	return d, nil
 }
 
 // earlierCheckpoints lists the finished phases' checkpoints for PhaseInput.Earlier.

@@ -114,77 +114,15 @@ func Preference(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		// held-out pairs and the exact-match checker.
 		cfg.Data.Train, cfg.Data.FromModel = fd.Pairs, nil
 	}
-	// data is the configured data with what the phase made from the model in its place.
-	data := func(s PhaseSetup) train.PrefDataSpec {
-		d := cfg.Data
-		if s.Train != "" {
-			d.Train, d.FromModel = s.Train, nil
-		}
-		if s.Heldout != "" {
-			d.Heldout = s.Heldout
-		}
-		return d
-	}
 	return runChunked(ctx, in, chunkedKind{
 		spec: cfg.ChunkSpec, cadence: cfg.Eval.EvalCadence, dataSeed: cfg.Data.Seed,
-		start: func(r *chunkedRun) (string, bool, error) {
-			s := &r.st.Setup
-			s.Reference = cfg.RefCheckpoint
-			if s.Reference == "" {
-				s.Reference = in.From
-			}
-			if fm := cfg.Data.FromModel; fm != nil {
-				samp := fm.WithDefaults()
-				samp.SyntheticHeldout = samp.SyntheticHeldout || cfg.Data.Heldout != "" // the user's held-out set wins
-				var out train.PrefFromModelOutput
-				if err := r.exec(true, train.PreferencesFromModelName, train.PrefFromModelInput{
-					Store: in.Store, Run: in.RunID, Phase: in.Phase, Checkpoint: in.From, Data: cfg.Data, Sampling: samp, Seed: r.seed,
-				}, &out); err != nil {
-					return "", false, fmt.Errorf("%s %s: preferences from model: %w", in.Kind, in.Phase, err)
-				}
-				s.Train, s.Heldout = out.Train, out.Heldout
-				s.Metrics = map[string]float64{"data_pairs": float64(out.Pairs), "data_prompts": float64(out.Prompts),
-					"data_all_correct": float64(out.AllCorrect), "data_none_correct": float64(out.NoneCorrect), "data_sample_rate": out.SampleRate,
-					"data_heldout_pairs": float64(out.HeldoutPairs)}
-			}
-			if cfg.Reference == train.RefPrecomputed && cfg.Loss.UsesReference() {
-				var out train.RefLogProbsOutput
-				if err := r.exec(true, train.RefLogProbsName, train.RefLogProbsInput{
-					Store: in.Store, Run: in.RunID, Phase: in.Phase, Reference: s.Reference, Data: data(*s), Kind: cfg.Loss.Kind,
-					Seq: cfg.Batch.Seq, Seed: r.seed,
-				}, &out); err != nil {
-					return "", false, fmt.Errorf("%s %s: reference log-probs: %w", in.Kind, in.Phase, err)
-				}
-				s.RefData = out.RefData
-			}
-			return in.From, true, nil
-		},
+		start: func(r *chunkedRun) (string, bool, error) { return prefStart(r, cfg) },
 		chunk: func(r *chunkedRun, head train.ChunkHead) (string, any) {
 			s := r.st.Setup
-			return train.PrefChunkName, train.PrefChunkInput{ChunkHead: head, Data: data(s), RefData: s.RefData, Reference: s.Reference,
+			return train.PrefChunkName, train.PrefChunkInput{ChunkHead: head, Data: prefData(cfg, s), RefData: s.RefData, Reference: s.Reference,
 				Batch: cfg.Batch, Loss: cfg.Loss}
 		},
-		evaluate: func(r *chunkedRun, uri string) (map[string]float64, error) {
-			var out train.EvalOutput
-			if err := r.exec(true, train.PrefEvaluateName, train.PrefEvalInput{
-				Store: in.Store, Checkpoint: uri, Reference: r.st.Setup.Reference, Data: data(r.st.Setup), Loss: cfg.Loss,
-				Examples: cfg.Eval.Examples, KLTokens: cfg.Eval.KLTokens, Seed: r.seed,
-			}, &out); err != nil {
-				return nil, err
-			}
-			m := out.Metrics
-			if spec, ok := cfg.Data.TaskSpec(); ok && cfg.Eval.ExactMatch {
-				var em train.EvalOutput
-				if err := r.exec(true, train.EvaluateName, train.EvalInput{
-					Store: in.Store, Checkpoint: uri, Data: spec, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.Eval.MaxNewTokens,
-					PassK: 1, Seed: r.seed,
-				}, &em); err != nil {
-					return nil, err
-				}
-				copyMetrics(m, em.Metrics, "")
-			}
-			return m, nil
-		},
+		evaluate: func(r *chunkedRun, uri string) (map[string]float64, error) { return prefEvaluate(r, cfg, uri) },
 		headline: "heldout_pref_accuracy",
 		score:    func(m map[string]float64) float64 { return m["heldout_pref_accuracy"] + 1e-3*m["heldout_exact_match"] },
 		report: func(st *LoopState, metrics map[string]float64) {
@@ -193,4 +131,76 @@ func Preference(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			}
 		},
 	})
+}
+
+// prefData is the configured data with what the phase made from the model in its place.
+func prefData(cfg *PrefConfig, s PhaseSetup) train.PrefDataSpec {
+	d := cfg.Data
+	if s.Train != "" {
+		d.Train, d.FromModel = s.Train, nil
+	}
+	if s.Heldout != "" {
+		d.Heldout = s.Heldout
+	}
+	return d
+}
+
+// prefStart sets the reference model, makes the pairs from the model's samples (data.from_model)
+// and precomputes the reference log-probs (reference: precomputed); the phase starts from `from`.
+func prefStart(r *chunkedRun, cfg *PrefConfig) (string, bool, error) {
+	in, s := r.in, &r.st.Setup
+	s.Reference = cfg.RefCheckpoint
+	if s.Reference == "" {
+		s.Reference = in.From
+	}
+	if fm := cfg.Data.FromModel; fm != nil {
+		samp := fm.WithDefaults()
+		samp.SyntheticHeldout = samp.SyntheticHeldout || cfg.Data.Heldout != "" // the user's held-out set wins
+		var out train.PrefFromModelOutput
+		if err := r.exec(true, train.PreferencesFromModelName, train.PrefFromModelInput{
+			Store: in.Store, Run: in.RunID, Phase: in.Phase, Checkpoint: in.From, Data: cfg.Data, Sampling: samp, Seed: r.seed,
+		}, &out); err != nil {
+			return "", false, fmt.Errorf("%s %s: preferences from model: %w", in.Kind, in.Phase, err)
+		}
+		s.Train, s.Heldout = out.Train, out.Heldout
+		s.Metrics = map[string]float64{"data_pairs": float64(out.Pairs), "data_prompts": float64(out.Prompts),
+			"data_all_correct": float64(out.AllCorrect), "data_none_correct": float64(out.NoneCorrect), "data_sample_rate": out.SampleRate,
+			"data_heldout_pairs": float64(out.HeldoutPairs)}
+	}
+	if cfg.Reference == train.RefPrecomputed && cfg.Loss.UsesReference() {
+		var out train.RefLogProbsOutput
+		if err := r.exec(true, train.RefLogProbsName, train.RefLogProbsInput{
+			Store: in.Store, Run: in.RunID, Phase: in.Phase, Reference: s.Reference, Data: prefData(cfg, *s), Kind: cfg.Loss.Kind,
+			Seq: cfg.Batch.Seq, Seed: r.seed,
+		}, &out); err != nil {
+			return "", false, fmt.Errorf("%s %s: reference log-probs: %w", in.Kind, in.Phase, err)
+		}
+		s.RefData = out.RefData
+	}
+	return in.From, true, nil
+}
+
+// prefEvaluate measures preference accuracy on held-out pairs and, with a task and eval.exact_match,
+// greedy exact match.
+func prefEvaluate(r *chunkedRun, cfg *PrefConfig, uri string) (map[string]float64, error) {
+	in := r.in
+	var out train.EvalOutput
+	if err := r.exec(true, train.PrefEvaluateName, train.PrefEvalInput{
+		Store: in.Store, Checkpoint: uri, Reference: r.st.Setup.Reference, Data: prefData(cfg, r.st.Setup), Loss: cfg.Loss,
+		Examples: cfg.Eval.Examples, KLTokens: cfg.Eval.KLTokens, Seed: r.seed,
+	}, &out); err != nil {
+		return nil, err
+	}
+	m := out.Metrics
+	if spec, ok := cfg.Data.TaskSpec(); ok && cfg.Eval.ExactMatch {
+		var em train.EvalOutput
+		if err := r.exec(true, train.EvaluateName, train.EvalInput{
+			Store: in.Store, Checkpoint: uri, Data: spec, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.Eval.MaxNewTokens,
+			PassK: 1, Seed: r.seed,
+		}, &em); err != nil {
+			return nil, err
+		}
+		copyMetrics(m, em.Metrics, "")
+	}
+	return m, nil
 }

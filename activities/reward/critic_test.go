@@ -138,10 +138,11 @@ func TestCriticScoresWithTheRewardModel(t *testing.T) {
 	// rewards (the logit of the score) since the second one's are far from 0.
 	samples := []verify.Sample{{Prompt: "12+34=", Completion: "46"}, {Prompt: "12+34=", Completion: "47"}, {Completion: "no prompt"}}
 	for k, uri := range rms[:2] {
-		eng, cfg, err := train.LoadRewardEngine(ctx, cl, (&engineCounter{}).new, uri, train.Optim{}, false)
+		ld, err := train.Loader{Ckpt: cl, NewEngine: (&engineCounter{}).new}.Load(ctx, uri, train.LoadOptions{Head: train.HeadRequired})
 		if err != nil {
 			t.Fatal(err)
 		}
+		eng, cfg := ld.Engine, ld.Config
 		if cfg.RewardLogProb != (k == 1) {
 			t.Fatalf("%s: reward_logprob %v", uri, cfg.RewardLogProb)
 		}

@@ -249,11 +249,12 @@ func (f *fingerprint) policy(name string, out contract.PolicyStepOutput) {
 // a tool result (not the policy's) and the rollouts carry episode summaries.
 func bitRollouts(t *testing.T, policy, dir, name string, n int, episodes bool) (string, []float64, []rollout.Rollout) {
 	t.Helper()
-	eng, _, _, err := train.LoadEngine(context.Background(), ckpt.New(ckpt.Options{}), traintest.NewEngine, policy, contract.Optim{}, false)
+	m, err := train.Loader{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: traintest.NewEngine}.Load(context.Background(), policy, train.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close()
+	defer m.Close()
+	eng := m.Engine
 	prompts := make([][]int, n)
 	for i := range prompts {
 		prompts[i] = []int{tokenize.ByteBOS, 'a' + i/4, '+', '1' + i/4%9, '='}

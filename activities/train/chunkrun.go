@@ -35,6 +35,29 @@ type ChunkObjective[B any] struct {
 	Close func() // releases what open loaded besides eng (a reference engine); may be nil
 }
 
+// LR is the learning rate of step (0-based) of a phase of total steps on o's schedule: linear
+// warmup over o.WarmupSteps, then cosine decay to o.LR·o.MinLRRatio at total (algorithms/schedule).
+// Every kind's rate is computed here, in the trainer, from the schedule and the position its
+// workflow passes: a chunk's many steps need their rates where they are taken, and a workflow
+// then only says where in the phase a step is (and, for RL, back-tracking's scale), never a rate.
+func LR(o contract.Optim, step, total int) float64 {
+	return schedule.WarmupCosine{Peak: o.LR, Warmup: o.WarmupSteps, Total: total, MinRatio: o.MinLRRatio}.At(step)
+}
+
+// PolicyLR is the learning rate of an RL policy step: LR at in.Iteration of in.Iterations, times
+// in.LRScale (back-tracking lowers it; 0 means 1). An input without Iterations carries the rate its
+// workflow computed (in.LR), as workflows did before and histories recorded.
+func PolicyLR(in contract.PolicyStepInput) float64 {
+	if in.Iterations <= 0 {
+		return in.LR
+	}
+	scale := in.LRScale
+	if scale == 0 {
+		scale = 1
+	}
+	return LR(in.Optim, in.Iteration, in.Iterations) * scale
+}
+
 // metricPrefix marks objective metrics among a checkpoint's state scalars.
 const metricPrefix = "metric/"
 
@@ -63,7 +86,6 @@ func RunChunk[B any](ctx context.Context, a *Activities, in contract.ChunkHead, 
 	if obj.Close != nil {
 		defer obj.Close()
 	}
-	sched := schedule.WarmupCosine{Peak: in.Optim.LR, Warmup: in.Optim.WarmupSteps, Total: in.TotalSteps, MinRatio: in.Optim.MinLRRatio}
 	out := contract.ChunkOutput{Step: end, Cursor: in.Cursor, Metrics: map[string]float64{}}
 	var lossSum, normSum float64
 	var units int
@@ -78,7 +100,7 @@ func RunChunk[B any](ctx context.Context, a *Activities, in contract.ChunkHead, 
 			return contract.ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
 		}
 		out.Cursor = next
-		out.LR = sched.At(in.Step + i)
+		out.LR = LR(in.Optim, in.Step+i, in.TotalSteps)
 		var r StepResult
 		if in.InjectNaNAt == in.Step+i+1 {
 			r = StepResult{Loss: math.NaN(), GradNorm: math.NaN()}

@@ -14,8 +14,11 @@
 // factory), Retain (marks the best checkpoint, prunes old ones; registered by Register), the one
 // chunk runner (RunChunk: it returns the checkpoint an earlier attempt committed, owns the LR
 // schedule, heartbeats, the non-finite policy, state.json and the commit; an objective supplies
-// only its batches and its step), the engine loaders (plain, LoRA adapters, value head), the one
-// JSONL reader over the injected store (ReadLines) and the host-tensor packers.
+// only its batches and its step; LR and PolicyLR are every kind's learning rate), the one loader
+// (Load: a checkpoint, a Hugging Face model directory, LoRA adapters on their base, a value head;
+// load.go) with its writer (WriteModel, WriteDir), the one JSONL reader over the injected store
+// (ReadLines) and the host batch helpers. The Hugging Face and PEFT files themselves are
+// algorithms/hf's.
 //
 // Every activity is safe to retry from its input: a checkpoint's path derives from run, phase and
 // step, so a retried chunk whose first attempt committed returns that commit, and one whose first

@@ -58,13 +58,14 @@ func TestLoadersRefuseMissingCaps(t *testing.T) {
 		eng, err := traintest.NewEngine(o)
 		return lacking{eng}, err
 	}
-	_, _, _, err := train.LoadTrainEngine(context.Background(), ckpt.New(ckpt.Options{}), newLacking, base.Checkpoint, contract.Optim{}, &model.LoRA{Rank: 2}, false)
+	lora := train.LoadOptions{LoRA: &model.LoRA{Rank: 2}}
+	_, err := train.Loader{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: newLacking}.Load(context.Background(), base.Checkpoint, lora)
 	if err == nil || !strings.Contains(err.Error(), "cannot hold LoRA adapters") {
 		t.Fatalf("LoRA on an engine without adapters: %v", err)
 	}
-	eng, _, ad, err := train.LoadTrainEngine(context.Background(), ckpt.New(ckpt.Options{}), traintest.NewEngine, base.Checkpoint, contract.Optim{}, &model.LoRA{Rank: 2}, false)
-	if err != nil || ad == nil {
-		t.Fatalf("LoRA on the workers' engine: adapters %+v, %v", ad, err)
+	m, err := train.Loader{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: traintest.NewEngine}.Load(context.Background(), base.Checkpoint, lora)
+	if err != nil || m.Adapters == nil {
+		t.Fatalf("LoRA on the workers' engine: %v", err)
 	}
-	eng.Close()
+	m.Close()
 }

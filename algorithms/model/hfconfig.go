@@ -762,3 +762,8 @@ func (c Config) ToHFConfig() ([]byte, error) {
 	}
 	return js, nil
 }
+
+// HFBookkeeping reports whether a config.json field is one FromHFConfig accepts without using it
+// (token ids, provenance, the dtype the weights were saved in, …): what a writer re-exporting a
+// loaded model keeps from the original config.json.
+func HFBookkeeping(field string) bool { return slices.Contains(hfBookkeeping, field) }

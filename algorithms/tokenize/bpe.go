@@ -117,7 +117,7 @@ func buildHF(f *hfTokenizer) (*BPE, error) {
 		if b.pre, err = parsePreTokenizer(f.PreTokenizer); err != nil {
 			return nil, err
 		}
-		b.needOrig = strings.Contains(string(f.PreTokenizer), `"first"`)
+		b.needOrig = needsOrigin(b.pre)
 	}
 	if !isNull(f.PostProcessor) {
 		if b.post, err = parsePostProcessor(f.PostProcessor); err != nil {
@@ -162,6 +162,22 @@ func buildHF(f *hfTokenizer) (*BPE, error) {
 	pad := pick("<pad>", "<|pad|>", "[PAD]")
 	b.special = NewSpecial(bos, eos, pad, named)
 	return b, nil
+}
+
+// needsOrigin reports a Metaspace with prepend_scheme "first", which asks whether a piece
+// starts the input.
+func needsOrigin(p preTokenizer) bool {
+	switch p := p.(type) {
+	case preMetaspace:
+		return p.scheme == prependFirst
+	case preSeq:
+		for _, x := range p {
+			if needsOrigin(x) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func isNull(raw json.RawMessage) bool {
@@ -266,7 +282,7 @@ func (b *BPE) EncodeOffsets(text string) ([]int, [][2]int) {
 	b.encode(text, true, &e)
 	toks := e.tokens()
 	if b.post != nil {
-		toks = b.post.process(toks, false)
+		toks = b.post.process(toks, false, text)
 	}
 	ids := make([]int, len(toks))
 	offs := make([][2]int, len(toks))
@@ -292,7 +308,7 @@ func (b *BPE) PostProcess(ids []int) []int {
 	for i, id := range ids {
 		toks[i] = encToken{id: id}
 	}
-	toks = b.post.process(toks, true)
+	toks = b.post.process(toks, true, "")
 	out := make([]int, len(toks))
 	for i, t := range toks {
 		out[i] = t.id

@@ -265,14 +265,14 @@ func naiveMerge(b *BPE, ids []int) []int {
 	for {
 		best, at := -1, -1
 		for i := 0; i+1 < len(ids); i++ {
-			if m, ok := b.model.merges[[2]int{ids[i], ids[i+1]}]; ok && (best < 0 || m.rank < best) {
+			if m, ok := b.model.merges[pairKey(ids[i], ids[i+1])]; ok && (best < 0 || m.rank < best) {
 				best, at = m.rank, i
 			}
 		}
 		if at < 0 {
 			return ids
 		}
-		ids[at] = b.model.merges[[2]int{ids[at], ids[at+1]}].id
+		ids[at] = b.model.merges[pairKey(ids[at], ids[at+1])].id
 		ids = append(ids[:at+1], ids[at+2:]...)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -11,9 +12,9 @@ import (
 // the vocabulary) merged pairwise by rank.
 type bpeModel struct {
 	vocab        map[string]int
-	vocabR       []string // id -> token; "" for ids the model lacks
-	merges       map[[2]int]mergeRule
-	unk          int // -1 when none
+	vocabR       []string             // id -> token; "" for ids the model lacks
+	merges       map[uint64]mergeRule // key: pairKey(left, right)
+	unk          int                  // -1 when none
 	fuseUnk      bool
 	byteFallback bool
 	ignoreMerges bool
@@ -21,9 +22,25 @@ type bpeModel struct {
 	// runeIDs caches the ids of single characters below 0x200 (every byte-level character):
 	// the hot lookup of byte-level BPE, without building a string per character.
 	runeIDs [0x200]int32
+	cache   *wordCache
 }
 
+// wordCache remembers the tokens of short words, as HF's BPE cache does: natural text repeats
+// its words, and merging is the expensive part of encoding.
+type wordCache struct {
+	mu    sync.RWMutex
+	words map[string][]bpeToken
+}
+
+const (
+	cacheWords  = 10000 // HF's default capacity
+	cacheMaxLen = 256   // HF's MAX_LENGTH: longer words are not cached
+)
+
 type mergeRule struct{ rank, id int }
+
+// pairKey packs a pair of ids into a map key that hashes faster than [2]int.
+func pairKey(l, r int) uint64 { return uint64(uint32(l))<<32 | uint64(uint32(r)) }
 
 // bpeToken is one model token and its byte span in the word.
 type bpeToken struct{ id, start, end int }
@@ -44,6 +61,7 @@ func (m *bpeModel) build(f *hfModel) error {
 		m.vocab = map[string]int{}
 	}
 	m.unk, m.fuseUnk, m.byteFallback, m.ignoreMerges = -1, f.FuseUnk, f.ByteFallback, f.IgnoreMerges
+	m.cache = &wordCache{words: map[string][]bpeToken{}}
 	size := 0
 	for tok, id := range m.vocab {
 		if id < 0 {
@@ -86,7 +104,7 @@ func (m *bpeModel) build(f *hfModel) error {
 // parseMerges reads merges in either JSON form. As in HF (a HashMap built in order), a pair
 // listed twice keeps its last rank.
 func (m *bpeModel) parseMerges(raw []json.RawMessage) error {
-	m.merges = make(map[[2]int]mergeRule, len(raw))
+	m.merges = make(map[uint64]mergeRule, len(raw))
 	for rank, r := range raw {
 		var left, right, line string
 		var pair []string
@@ -108,7 +126,7 @@ func (m *bpeModel) parseMerges(raw []json.RawMessage) error {
 		if !okL || !okR || !okM {
 			return fmt.Errorf("merge %d (%q, %q) uses a token not in vocab", rank, left, right)
 		}
-		m.merges[[2]int{l, rr}] = mergeRule{rank: rank, id: id}
+		m.merges[pairKey(l, rr)] = mergeRule{rank: rank, id: id}
 	}
 	return nil
 }
@@ -121,7 +139,7 @@ type symbol struct {
 	size       int
 }
 
-type candidate struct{ rank, pos, newID int }
+type candidate struct{ rank, pos, newID, left, right int }
 
 // candHeap is a min-heap by (rank, pos): the lowest rank, leftmost on ties, as HF's.
 type candHeap []candidate
@@ -187,6 +205,27 @@ func (m *bpeModel) tokenize(w string, out []bpeToken) []bpeToken {
 			return append(out, bpeToken{id: id, start: 0, end: len(w)})
 		}
 	}
+	if m.cache == nil || len(w) >= cacheMaxLen {
+		return m.merge(w, out)
+	}
+	m.cache.mu.RLock()
+	hit, ok := m.cache.words[w]
+	m.cache.mu.RUnlock()
+	if ok {
+		return append(out, hit...)
+	}
+	start := len(out)
+	out = m.merge(w, out)
+	m.cache.mu.Lock()
+	if len(m.cache.words) < cacheWords {
+		m.cache.words[strings.Clone(w)] = append([]bpeToken(nil), out[start:]...)
+	}
+	m.cache.mu.Unlock()
+	return out
+}
+
+// merge tokenises w without the cache.
+func (m *bpeModel) merge(w string, out []bpeToken) []bpeToken {
 	syms := make([]symbol, 0, len(w))
 	add := func(id, size int) { syms = append(syms, symbol{id: id, size: size}) }
 	unkID, unkLen := -1, 0
@@ -250,8 +289,8 @@ func (m *bpeModel) tokenize(w string, out []bpeToken) []bpeToken {
 func (m *bpeModel) mergeAll(syms []symbol) {
 	q := make(candHeap, 0, len(syms))
 	for i := 0; i+1 < len(syms); i++ {
-		if mr, ok := m.merges[[2]int{syms[i].id, syms[i+1].id}]; ok {
-			q.push(candidate{rank: mr.rank, pos: i, newID: mr.id})
+		if mr, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
+			q.push(candidate{rank: mr.rank, pos: i, newID: mr.id, left: syms[i].id, right: syms[i+1].id})
 		}
 	}
 	for len(q) > 0 {
@@ -262,8 +301,11 @@ func (m *bpeModel) mergeAll(syms []symbol) {
 		}
 		nextPos := cur.next
 		right := syms[nextPos]
-		if mr, ok := m.merges[[2]int{cur.id, right.id}]; !ok || mr.id != top.newID {
-			continue
+		// The pair the entry was queued for merges into newID; any other pair must too.
+		if cur.id != top.left || right.id != top.right {
+			if mr, ok := m.merges[pairKey(cur.id, right.id)]; !ok || mr.id != top.newID {
+				continue
+			}
 		}
 		cur.id = top.newID
 		cur.size += right.size
@@ -273,13 +315,13 @@ func (m *bpeModel) mergeAll(syms []symbol) {
 			syms[right.next].prev = top.pos
 		}
 		if cur.prev >= 0 {
-			if mr, ok := m.merges[[2]int{syms[cur.prev].id, cur.id}]; ok {
-				q.push(candidate{rank: mr.rank, pos: cur.prev, newID: mr.id})
+			if mr, ok := m.merges[pairKey(syms[cur.prev].id, cur.id)]; ok {
+				q.push(candidate{rank: mr.rank, pos: cur.prev, newID: mr.id, left: syms[cur.prev].id, right: cur.id})
 			}
 		}
 		if cur.next >= 0 {
-			if mr, ok := m.merges[[2]int{cur.id, syms[cur.next].id}]; ok {
-				q.push(candidate{rank: mr.rank, pos: top.pos, newID: mr.id})
+			if mr, ok := m.merges[pairKey(cur.id, syms[cur.next].id)]; ok {
+				q.push(candidate{rank: mr.rank, pos: top.pos, newID: mr.id, left: cur.id, right: syms[cur.next].id})
 			}
 		}
 	}

@@ -13,9 +13,14 @@
 //     Decode. Ids, offsets and decodes are checked against the reference on
 //     real files (testdata/hf, made by scripts/goldens/tokenizers).
 //     EncodeSpecial adds what the post-processor's template adds (HF's
-//     add_special_tokens=True); LoadHFConfig reads tokenizer_config.json.
+//     add_special_tokens=True); LoadHFConfig reads tokenizer_config.json and
+//     WithConfig applies its specials. docs/tokenizers.md lists what is
+//     supported and refused.
 //   - SentencePiece (LoadSentencePiece): a SentencePiece BPE tokenizer.model
 //     (Gemma), via github.com/eliben/go-sentencepiece.
+//
+// Byte, BPE and SentencePiece are OffsetEncoders: EncodeOffsets gives each
+// id's byte span of the input with Hugging Face's conventions.
 //
 // Contract: Encode never adds BOS/EOS (callers and ChatTemplate do);
 // Decode skips ids outside the vocabulary instead of failing (BPE.Decode is

@@ -40,8 +40,9 @@ func newNormString(s string, base int, track bool) normString {
 // characters (HF's (char, isize)): 0 replaces the next input character, +1 is inserted,
 // -k replaces the next input character and removes k more.
 type change struct {
-	r  rune
-	ch int
+	r   rune
+	ch  int
+	raw string // when set, written instead of r: an invalid UTF-8 byte kept as it is
 }
 
 // transformRange replaces the normalised bytes [start, end) by dest, skipping initialOffset
@@ -51,7 +52,7 @@ func (n *normString) transformRange(start, end int, dest []change, initialOffset
 	sb.Grow(end - start)
 	if n.align == nil {
 		for _, d := range dest {
-			sb.WriteRune(d.r)
+			d.write(&sb)
 		}
 		n.s = n.s[:start] + sb.String() + n.s[end:]
 		return
@@ -88,8 +89,7 @@ func (n *normString) transformRange(start, end int, dest []change, initialOffset
 		for k := 0; k < -d.ch; k++ {
 			skip()
 		}
-		sb.WriteRune(d.r)
-		for k := utf8.RuneLen(d.r); k > 0; k-- {
+		for k := d.write(&sb); k > 0; k-- {
 			al = append(al, a)
 		}
 	}
@@ -99,15 +99,30 @@ func (n *normString) transformRange(start, end int, dest []change, initialOffset
 	n.align = out
 }
 
+func (d change) write(sb *strings.Builder) int {
+	if d.raw != "" {
+		sb.WriteString(d.raw)
+		return len(d.raw)
+	}
+	n, _ := sb.WriteRune(d.r)
+	return n
+}
+
 // runeChanges turns a per-character mapping into changes: each input character becomes
 // its outputs, the first replacing it and the rest inserted.
 func runeChanges(s string, f func(r rune, out []rune) []rune) []change {
 	var ch []change
 	var buf []rune
-	for _, r := range s {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				ch = append(ch, change{r: r, raw: s[i : i+1]})
+				continue
+			}
+		}
 		buf = f(r, buf[:0])
 		for i, o := range buf {
-			ch = append(ch, change{o, min(i, 1)})
+			ch = append(ch, change{r: o, ch: min(i, 1)})
 		}
 		if len(buf) == 0 { // a removed character: fold it into the previous change
 			if len(ch) > 0 {
@@ -130,7 +145,13 @@ func (n *normString) lowercase() {
 		var sb strings.Builder
 		sb.Grow(len(n.s))
 		var buf []rune
-		for _, r := range n.s {
+		for i, r := range n.s {
+			if r == utf8.RuneError {
+				if _, size := utf8.DecodeRuneInString(n.s[i:]); size == 1 {
+					sb.WriteByte(n.s[i])
+					continue
+				}
+			}
 			for _, o := range lower(r, buf[:0]) {
 				sb.WriteRune(o)
 			}
@@ -151,12 +172,41 @@ func (n *normString) normalize(form norm.Form) {
 		n.s = form.String(n.s)
 		return
 	}
-	compat := form == norm.NFKC || form == norm.NFKD
-	ch := decomposeChanges(n.s, compat)
-	if form == norm.NFC || form == norm.NFKC {
-		ch = recomposeChanges(ch)
+	// Each run of valid UTF-8 separately: invalid bytes (which the reference never sees) stay.
+	runs := validRuns(n.s)
+	for i := len(runs) - 1; i >= 0; i-- {
+		r := runs[i]
+		seg := n.s[r[0]:r[1]]
+		if form.IsNormalString(seg) {
+			continue
+		}
+		compat := form == norm.NFKC || form == norm.NFKD
+		ch := decomposeChanges(seg, compat)
+		if form == norm.NFC || form == norm.NFKC {
+			ch = recomposeChanges(ch)
+		}
+		n.transformRange(r[0], r[1], ch, 0)
 	}
-	n.transformRange(0, len(n.s), ch, 0)
+}
+
+// validRuns lists the maximal runs of valid UTF-8 in s.
+func validRuns(s string) [][2]int {
+	var runs [][2]int
+	start := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			if start < i {
+				runs = append(runs, [2]int{start, i})
+			}
+			start = i + 1
+		}
+		i += size
+	}
+	if start < len(s) {
+		runs = append(runs, [2]int{start, len(s)})
+	}
+	return runs
 }
 
 func ccc(r rune) uint8 { return norm.NFD.PropertiesString(string(r)).CCC() }
@@ -185,7 +235,7 @@ func decomposeChanges(s string, compat bool) []change {
 			if cl == 0 {
 				sortPending()
 			}
-			buf = append(buf, item{cl, change{d, min(i, 1)}})
+			buf = append(buf, item{cl, change{r: d, ch: min(i, 1)}})
 		}
 	}
 	sortPending()
@@ -225,7 +275,7 @@ func recomposeChanges(in []change) []change {
 		k := *composee
 		if lastCCC < 0 {
 			if r, ok := compose(k.r, c.r); ok {
-				composee = &change{r, k.ch + c.ch - 1}
+				composee = &change{r: r, ch: k.ch + c.ch - 1}
 				continue
 			}
 			if class == 0 {
@@ -253,7 +303,7 @@ func recomposeChanges(in []change) []change {
 			continue
 		}
 		if r, ok := compose(k.r, c.r); ok {
-			composee = &change{r, k.ch + c.ch - 1}
+			composee = &change{r: r, ch: k.ch + c.ch - 1}
 			continue
 		}
 		buffer = append(buffer, c)
@@ -313,9 +363,9 @@ func (n *normString) prepend(s string) {
 	first, size := utf8.DecodeRuneInString(n.s)
 	var dest []change
 	for i, r := range s {
-		dest = append(dest, change{r, min(i, 1)})
+		dest = append(dest, change{r: r, ch: min(i, 1)})
 	}
-	dest = append(dest, change{first, 1})
+	dest = append(dest, change{r: first, ch: 1, raw: n.s[:size]})
 	n.transformRange(0, size, dest, 0)
 }
 

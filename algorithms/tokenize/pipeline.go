@@ -31,9 +31,9 @@ type encToken struct {
 	offset [2]int
 }
 
-// postProcessor is HF's PostProcessor on a single sequence.
+// postProcessor is HF's PostProcessor on a single sequence of text.
 type postProcessor interface {
-	process(toks []encToken, addSpecial bool) []encToken
+	process(toks []encToken, addSpecial bool, text string) []encToken
 }
 
 // hfNode is the union of fields the components read; each type uses its own.
@@ -707,9 +707,9 @@ func parseDecoder(raw json.RawMessage) (decoderStep, error) {
 
 type postSeq []postProcessor
 
-func (s postSeq) process(toks []encToken, addSpecial bool) []encToken {
+func (s postSeq) process(toks []encToken, addSpecial bool, text string) []encToken {
 	for _, p := range s {
-		toks = p.process(toks, addSpecial)
+		toks = p.process(toks, addSpecial, text)
 	}
 	return toks
 }
@@ -717,10 +717,23 @@ func (s postSeq) process(toks []encToken, addSpecial bool) []encToken {
 // postByteLevel trims the byte-level spaces off offsets when trim_offsets is set.
 type postByteLevel struct{ trim, addPrefixSpace bool }
 
-func (p postByteLevel) process(toks []encToken, _ bool) []encToken {
-	if !p.trim {
+// process trims as HF's process_offsets does on the offsets its Python and Node bindings
+// report, which count characters: the leading and trailing Ġ/whitespace characters of a
+// token's text are taken off its span in characters, then converted back to bytes.
+func (p postByteLevel) process(toks []encToken, _ bool, text string) []encToken {
+	if !p.trim || len(toks) == 0 {
 		return toks
 	}
+	charAt := make([]int, len(text)+1) // byte offset -> character index (at boundaries)
+	byteAt := make([]int, 0, len(text)+1)
+	n := 0
+	for i := range text {
+		charAt[i] = n
+		byteAt = append(byteAt, i)
+		n++
+	}
+	charAt[len(text)] = n
+	byteAt = append(byteAt, len(text))
 	isSp := func(r rune) bool { return r == 'Ġ' || unicode.IsSpace(r) }
 	for i := range toks {
 		t := &toks[i]
@@ -735,16 +748,21 @@ func (p postByteLevel) process(toks []encToken, _ bool) []encToken {
 		for k := len(rs) - 1; k >= 0 && isSp(rs[k]); k-- {
 			trail++
 		}
+		if lead == 0 && trail == 0 || t.offset[1] > len(text) {
+			continue
+		}
+		start, end := charAt[t.offset[0]], charAt[t.offset[1]]
 		if lead > 0 {
-			first := i == 0 || t.offset[0] == 0
+			first := i == 0 || start == 0
 			if first && p.addPrefixSpace && lead == 1 {
 				lead = 0
 			}
-			t.offset[0] = min(t.offset[0]+lead, t.offset[1])
+			start = min(start+lead, end)
 		}
-		if trail > 0 && t.offset[1] >= trail {
-			t.offset[1] = max(t.offset[1]-trail, t.offset[0])
+		if trail > 0 && end >= trail {
+			end = max(end-trail, start)
 		}
+		t.offset = [2]int{byteAt[start], byteAt[end]}
 	}
 	return toks
 }
@@ -761,7 +779,7 @@ type templateItem struct {
 	tokens   []string
 }
 
-func (p postTemplate) process(toks []encToken, addSpecial bool) []encToken {
+func (p postTemplate) process(toks []encToken, addSpecial bool, _ string) []encToken {
 	var out []encToken
 	for _, it := range p.pieces {
 		if it.sequence {

@@ -48,8 +48,12 @@ func (n reAlt) match(s string, i int, k func(int) bool) bool {
 	return false
 }
 
-// reChar matches one character satisfying pred.
-type reChar struct{ pred func(rune) bool }
+// reChar matches one character satisfying pred; lit is the character of a case-folded
+// literal (0 otherwise), kept to refuse multi-character case folds.
+type reChar struct {
+	pred func(rune) bool
+	lit  rune
+}
 
 func (n reChar) match(s string, i int, k func(int) bool) bool {
 	if i >= len(s) {
@@ -265,6 +269,16 @@ func (p *reParser) sequence() (reNode, error) {
 		if atom == nil { // an inline option such as (?i)
 			continue
 		}
+		if c, ok := atom.(reChar); ok && c.lit != 0 {
+			if hasMultiFold(c.lit) {
+				return nil, p.errorf("case-insensitive %q (a multi-character case fold) unsupported", c.lit)
+			}
+			if len(seq) > 0 {
+				if prev, ok := seq[len(seq)-1].(reChar); ok && multiFoldTargets[[2]rune{prev.lit, c.lit}] {
+					return nil, p.errorf("case-insensitive %q (which one character folds to) unsupported", string([]rune{prev.lit, c.lit}))
+				}
+			}
+		}
 		atom, err = p.quantifiers(atom)
 		if err != nil {
 			return nil, err
@@ -375,8 +389,24 @@ func (p *reParser) literal(c rune) reNode {
 	if !p.fold {
 		return reChar{pred: func(r rune) bool { return r == c }}
 	}
-	return reChar{pred: p.folded(func(r rune) bool { return r == c })}
+	return reChar{pred: p.folded(func(r rune) bool { return r == c }), lit: unicode.ToLower(c)}
 }
+
+// hasMultiFold reports characters whose full case folding is several characters (ß -> ss,
+// ﬁ -> fi, ...; CaseFolding.txt status F): Oniguruma matches them against character
+// sequences under (?i), which this engine does not.
+func hasMultiFold(r rune) bool {
+	switch {
+	case r == 0xDF, r == 0x130, r == 0x149, r == 0x1F0, r == 0x390, r == 0x3B0, r == 0x587,
+		r >= 0x1E96 && r <= 0x1E9A, r == 0x1E9E, r >= 0x1F50 && r <= 0x1F56, r >= 0x1F80 && r <= 0x1FFC && r != 0x1FB8 && r != 0x1FB9,
+		r >= 0xFB00 && r <= 0xFB06, r >= 0xFB13 && r <= 0xFB17:
+		return true
+	}
+	return false
+}
+
+// multiFoldTargets are the ASCII pairs a single character folds to (ß, ﬀ, ﬁ, ﬂ, ﬅ/ﬆ).
+var multiFoldTargets = map[[2]rune]bool{{'s', 's'}: true, {'f', 'f'}: true, {'f', 'i'}: true, {'f', 'l'}: true, {'s', 't'}: true}
 
 // folded widens pred to every case variant when (?i) is in effect.
 func (p *reParser) folded(pred func(rune) bool) func(rune) bool {
@@ -526,10 +556,9 @@ func atWordBoundary(s string, i int) bool {
 	return before != after
 }
 
-// isWordChar is Oniguruma's Unicode \w: alphabetic, marks, decimal digits, connectors and
-// the join controls.
+// isWordChar is Oniguruma's Unicode \w: alphabetic, marks, decimal digits, connectors.
 func isWordChar(r rune) bool {
-	return r == 0x200C || r == 0x200D || unicode.IsLetter(r) || unicode.IsMark(r) || unicode.Is(unicode.Nd, r) || unicode.Is(unicode.Pc, r) ||
+	return unicode.IsLetter(r) || unicode.IsMark(r) || unicode.Is(unicode.Nd, r) || unicode.Is(unicode.Pc, r) ||
 		unicode.Is(unicode.Nl, r) || unicode.Is(unicode.Other_Alphabetic, r)
 }
 
@@ -775,6 +804,13 @@ func (p *reParser) class() (func(rune) bool, error) {
 				return nil, p.errorf("empty range %q-%q", lo, h)
 			}
 			hi = h
+		}
+		if p.fold {
+			for r := lo; r <= hi && r-lo < 0x10000; r++ {
+				if hasMultiFold(r) {
+					return nil, p.errorf("case-insensitive class member %q (a multi-character case fold) unsupported", r)
+				}
+			}
 		}
 		ranges = append(ranges, [2]rune{lo, hi})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	sentencepiece "github.com/eliben/go-sentencepiece"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -18,6 +19,7 @@ import (
 type SentencePiece struct {
 	proc    *sentencepiece.Processor
 	pieces  int
+	isByte  []bool // byte-fallback pieces <0xXX>: one normalised byte each
 	special Special
 }
 
@@ -27,6 +29,7 @@ const (
 	spUnknown     = 2
 	spControl     = 3
 	spUserDefined = 4
+	spByte        = 6
 )
 
 // spModel is the part of a ModelProto read here, to validate before the
@@ -78,7 +81,9 @@ func LoadSentencePiece(r io.Reader) (*SentencePiece, error) {
 		return -1
 	}
 	var named []SpecialToken
+	isByte := make([]bool, len(m.pieces))
 	for id, p := range m.pieces {
+		isByte[id] = p.typ == spByte
 		switch p.typ {
 		case spControl, spUserDefined, spUnknown:
 			named = append(named, SpecialToken{Text: p.text, ID: id})
@@ -87,6 +92,7 @@ func LoadSentencePiece(r io.Reader) (*SentencePiece, error) {
 	return &SentencePiece{
 		proc:    proc,
 		pieces:  len(m.pieces),
+		isByte:  isByte,
 		special: NewSpecial(inRange(m.bos), inRange(m.eos), inRange(m.pad), named),
 	}, nil
 }
@@ -210,6 +216,51 @@ func (s *SentencePiece) Encode(text string) []int {
 	}
 	return ids
 }
+
+// EncodeOffsets is Encode with each id's byte span of text, with Hugging Face's conventions:
+// the normalised text spells each space as "▁" (three bytes for one), a piece covers the
+// input characters its normalised bytes came from, and byte-fallback pieces of one character
+// share that character's span.
+func (s *SentencePiece) EncodeOffsets(text string) ([]int, [][2]int) {
+	if text == "" {
+		return nil, nil
+	}
+	var align [][2]int // normalised byte -> input span, as the library normalises
+	for i, r := range text {
+		size := utf8.RuneLen(r)
+		if r == utf8.RuneError {
+			_, size = utf8.DecodeRuneInString(text[i:])
+		}
+		n := size
+		if r == ' ' {
+			n = len("▁")
+		}
+		for k := 0; k < n; k++ {
+			align = append(align, [2]int{i, i + size})
+		}
+	}
+	toks := s.proc.Encode(text)
+	ids := make([]int, len(toks))
+	offs := make([][2]int, len(toks))
+	pos := 0
+	for i, t := range toks {
+		n := len(t.Text)
+		if t.ID >= 0 && t.ID < len(s.isByte) && s.isByte[t.ID] {
+			n = 1
+		}
+		end := min(pos+n, len(align))
+		ids[i] = t.ID
+		if pos < end {
+			offs[i] = [2]int{align[pos][0], align[end-1][1]}
+		} else {
+			offs[i] = [2]int{len(text), len(text)}
+		}
+		pos = end
+	}
+	return ids, offs
+}
+
+var _ OffsetEncoder = (*SentencePiece)(nil)
 
 // Decode renders ids as text: control pieces render as nothing, byte pieces
 // are reassembled into UTF-8, and ids outside the vocabulary are skipped.

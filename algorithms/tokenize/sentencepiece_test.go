@@ -217,3 +217,38 @@ func TestLoadSentencePieceRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestSentencePieceOffsets: spans in bytes of the input, with a space's "▁" mapped back to the
+// space and byte-fallback pieces of one character sharing its span (HF's conventions, as the
+// gemma3 goldens show them for the tokenizer.json form of the same model family).
+func TestSentencePieceOffsets(t *testing.T) {
+	f, err := os.Open("testdata/tiny_sp.model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sp, err := LoadSentencePiece(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		in   string
+		ids  []int
+		offs [][2]int
+	}{
+		{"", nil, nil},
+		{"hello world", []int{273, 278}, [][2]int{{0, 5}, {5, 11}}},
+		{"hello  ", []int{273, 266, 266}, [][2]int{{0, 5}, {5, 6}, {6, 7}}},
+		{"<start_of_turn>hello<end_of_turn>", []int{4, 273, 5}, [][2]int{{0, 15}, {15, 20}, {20, 33}}},
+		{"hé w", []int{262, 6 + 0xc3, 6 + 0xa9, 274}, [][2]int{{0, 1}, {1, 3}, {1, 3}, {3, 5}}},
+	}
+	for _, tc := range tests {
+		ids, offs := sp.EncodeOffsets(tc.in)
+		if !reflect.DeepEqual(ids, tc.ids) || !reflect.DeepEqual(offs, tc.offs) {
+			t.Errorf("EncodeOffsets(%q) = %v %v, want %v %v", tc.in, ids, offs, tc.ids, tc.offs)
+		}
+		if enc := sp.Encode(tc.in); !reflect.DeepEqual(enc, ids) {
+			t.Errorf("Encode(%q) = %v, EncodeOffsets ids %v", tc.in, enc, ids)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package tokenize
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -61,11 +62,15 @@ func runOf(s string, in func(rune) bool) int {
 	return n
 }
 
-// matchContraction matches 's 't 're 've 'm 'll 'd, ASCII case-folded when
-// fold is set (the (?i:...) group).
+// matchContraction matches 's 't 're 've 'm 'll 'd, case-folded when fold is set (the
+// (?i:...) group): ASCII case, and ſ (U+017F), whose case-fold orbit holds s and S, as
+// Oniguruma folds it.
 func matchContraction(s string, fold bool) int {
 	if len(s) < 2 || s[0] != '\'' {
 		return 0
+	}
+	if fold && strings.HasPrefix(s[1:], "\u017f") {
+		return 3
 	}
 	lower := func(c byte) byte {
 		if fold && 'A' <= c && c <= 'Z' {

@@ -176,9 +176,13 @@ func (r rect) edge(e string) float64 {
 	}
 }
 
-func parseBoxes(text string) ([]Box, error) {
+func parseBoxes(text string) ([]Box, error) { return decodeBoxes[Box](text) }
+
+// decodeBoxes reads the boxes of either layout form into T (Box, or json.RawMessage for readers
+// of the attributes the verifier ignores).
+func decodeBoxes[T any](text string) ([]T, error) {
 	trim := bytes.TrimSpace([]byte(text))
-	var boxes []Box
+	var boxes []T
 	if len(trim) > 0 && trim[0] == '[' {
 		if err := json.Unmarshal(trim, &boxes); err != nil {
 			return nil, err
@@ -186,7 +190,7 @@ func parseBoxes(text string) ([]Box, error) {
 		return boxes, nil
 	}
 	var wrapped struct {
-		Boxes []Box `json:"boxes"`
+		Boxes []T `json:"boxes"`
 	}
 	if err := json.Unmarshal(trim, &wrapped); err != nil {
 		return nil, err
@@ -205,16 +209,9 @@ func (l *layoutVerifier) Verify(ctx context.Context, s Sample) (Verdict, error) 
 	if err := p.validate(true); err != nil {
 		return Verdict{}, err
 	}
-	text, err := jsonText(s.Completion, p.Tag)
+	boxes, _, err := ParseLayout(s.Completion, p.Tag)
 	if err != nil {
-		return fail("no layout JSON found: %v", err), nil
-	}
-	boxes, err := parseBoxes(text)
-	if err != nil {
-		return fail("layout is not valid JSON boxes: %v", err), nil
-	}
-	if len(boxes) > 4*maxBoxes {
-		return fail("too many boxes (%d)", len(boxes)), nil
+		return fail("%s", err.Error()), nil
 	}
 	byID := map[string]rect{}
 	invalid := map[string]bool{}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/temperml/temper/internal/bench"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -258,7 +258,7 @@ func TestRLTrialsPipelineIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bench, err := rlVsSFTPhases(rlVsSFTOptions{Task: "add2", SFTExamples: 500, SFTSteps: 400, Pretrain: 2000, Seconds: 1, Algo: "grpo", Heldout: 200}, "")
+	benchPhases, err := bench.RLvsSFTPhases(bench.RLvsSFTOptions{Task: "add2", SFTExamples: 500, SFTSteps: 400, Pretrain: 2000, Seconds: 1, Algo: "grpo", Heldout: 200}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,9 +268,9 @@ func TestRLTrialsPipelineIsValid(t *testing.T) {
 			Steps     int             `json:"steps"`
 			Optimizer json.RawMessage `json:"optimizer"`
 		}
-		if in.Phases[i].Name != name || json.Unmarshal(in.Phases[i].Config, &got) != nil || json.Unmarshal(bench[i].Config, &want) != nil ||
+		if in.Phases[i].Name != name || json.Unmarshal(in.Phases[i].Config, &got) != nil || json.Unmarshal(benchPhases[i].Config, &want) != nil ||
 			got.Steps != want.Steps || !jsonEqual(got.Data, want.Data) || !jsonEqual(got.Optimizer, want.Optimizer) {
-			t.Errorf("phase %d %s: %s, want the bench's %s", i, in.Phases[i].Name, in.Phases[i].Config, bench[i].Config)
+			t.Errorf("phase %d %s: %s, want the bench's %s", i, in.Phases[i].Name, in.Phases[i].Config, benchPhases[i].Config)
 		}
 	}
 }
@@ -278,30 +278,6 @@ func TestRLTrialsPipelineIsValid(t *testing.T) {
 func jsonEqual(a, b json.RawMessage) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
-}
-
-// TestPrintResultDigits: text output rounds metrics to 4 significant digits (whole numbers stay whole,
-// non-finite values stay readable); --json keeps every digit.
-func TestPrintResultDigits(t *testing.T) {
-	r := result{RunID: "r", Status: "completed", ElapsedSeconds: 1, Phases: []phaseResult{{Name: "sft", Kind: "sft",
-		Metrics: map[string]float64{"heldout_loss": 1.8422898054122925, "steps": 1500, "lr": 0.00012345678, "tokens_per_s": 12345.678, "bad": math.NaN()}}}}
-	var text bytes.Buffer
-	printResult(&text, r, false)
-	for _, want := range []string{"heldout_loss             1.842\n", "steps                    1500\n", "lr                       0.0001235\n", "tokens_per_s             12346\n", "bad                      NaN\n"} {
-		if !strings.Contains(text.String(), want) {
-			t.Errorf("text output lacks %q:\n%s", want, text.String())
-		}
-	}
-	delete(r.Phases[0].Metrics, "bad") // JSON has no NaN
-	var js bytes.Buffer
-	printResult(&js, r, true)
-	var back result
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
-		t.Fatal(err)
-	}
-	if got := back.Phases[0].Metrics["heldout_loss"]; got != 1.8422898054122925 {
-		t.Errorf("json heldout_loss %v, want full precision", got)
-	}
 }
 
 // TestDemoTrialsPipelinesAreValid: scripts/demo-trials/*.yaml, which the README cites for issue 21's

@@ -16,6 +16,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/temperml/temper/internal/report"
 	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workflows"
 )
@@ -74,7 +75,7 @@ func TestClusterModeRL(t *testing.T) {
 		t.Fatalf("temper run: %v\n%s\ndev log: %s", err, out, clusterReadFile(filepath.Join(home, "dev.log")))
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	var r result
+	var r report.Result
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
 		t.Fatalf("last line is not the JSON result: %v\n%s", err, out)
 	}

@@ -1,5 +1,3 @@
-// Command temper is Temper's one binary: the embedded dev stack, workers, and the client commands that
-// start and follow pipelines. `temper help` lists the commands; each takes -h.
 package main
 
 import (
@@ -20,13 +18,33 @@ import (
 type command struct {
 	name    string
 	summary string
-	usage   string // positional arguments, for help
+	usage   string   // positional arguments, for help
+	subs    []string // the subcommands it takes as its first argument (`temper data gen`), if any
 	flags   func(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 }
 
+// commands is the table of commands: each registers itself from its own file (cmd_NAME.go).
 var commands = map[string]*command{}
 
 func register(c *command) { commands[c.name] = c }
+
+// runner is a command's flag struct: bind declares its flags, run is the command.
+type runner interface {
+	bind(fs *flag.FlagSet)
+	run(ctx context.Context, args []string) error
+}
+
+// flagsOf is the flags function of the command whose flag struct is T: a fresh T per parse.
+func flagsOf[T any, P interface {
+	*T
+	runner
+}]() func(*flag.FlagSet) func(context.Context, []string) error {
+	return func(fs *flag.FlagSet) func(context.Context, []string) error {
+		c := P(new(T))
+		c.bind(fs)
+		return c.run
+	}
+}
 
 // exitError carries a process exit code; 2 is bad usage or bad input.
 type exitError struct {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temperml/temper/internal/report"
 	"github.com/temperml/temper/workers/testenv"
 )
 
@@ -54,7 +55,7 @@ phases:
 	defer env.Client.CancelWorkflow(context.Background(), id, "")
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		s, err := observe(ctx, env.Client, id)
+		s, err := report.Observe(ctx, env.Client, id)
 		if err == nil && s.Progress.Phase == "long" && s.Step.Step > 0 {
 			break
 		}

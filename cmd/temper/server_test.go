@@ -15,6 +15,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/temperml/temper/internal/report"
 	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
@@ -30,7 +31,7 @@ func TestRunWaitJSONAndStatus(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var r result
+	var r report.Result
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
 		t.Fatalf("last line is not the JSON result: %v\n%s", err, out)
 	}
@@ -116,7 +117,7 @@ func TestDevSurvivesKill9(t *testing.T) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		s, err := observe(context.Background(), c, "crash-1")
+		s, err := report.Observe(context.Background(), c, "crash-1")
 		if err == nil && s.Progress.Phase == "long" && s.Step.Step >= 5 {
 			break
 		}
@@ -136,7 +137,7 @@ func TestDevSurvivesKill9(t *testing.T) {
 		t.Fatalf("after restart: %v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var r result
+	var r report.Result
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

@@ -25,6 +25,8 @@ var lightPackages = []string{
 	"algorithms/model/modelcfg",
 	"algorithms/loss/losscfg",
 	"algorithms/objective/objectivecfg",
+	"algorithms/vision/visioncfg",
+	"algorithms/imageproc",
 }
 
 // goListDeps returns the transitive imports of pkgs (go list -deps), keyed by package.

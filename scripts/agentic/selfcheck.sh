@@ -3,7 +3,7 @@
 # additions written as chats (the format episodes are in: plain `a+b=c` text did not carry over to
 # chats, measured: 0.945 as text, 0.02 as episodes), fine-tuned on add2check demonstrations (write an
 # answer and check it; half first check a plausible slip, weight 0, read the failure and answer
-# again). (GRPO on check episodes from its checkpoint regressed: see the README.) Every evaluation reports heldout_first_answer_exact_match (the
+# again). (GRPO on check episodes from its checkpoint regressed: see docs/lab-notes/agentic.md.) Every evaluation reports heldout_first_answer_exact_match (the
 # first answer an episode proposed) beside heldout_exact_match (its final answer).
 # Needs `temper dev` running (or TEMPORAL_ADDRESS); extra arguments go to `temper run`.
 set -e

@@ -2,7 +2,7 @@
 # Greedy exact match of a checkpoint on the demo's held-out add2 prompts, by operand digit counts
 # (1+1, 1+2, 2+1, 2+2): `scripts/demo-trials/heldout-classes.sh CHECKPOINT [SEED]`, CHECKPOINT a
 # checkpoint directory or file:// URI (`temper status` lists a run's), SEED the pipeline seed (1).
-# It shows the structure behind README, "Sizing the demo": a quarter of add2's draws are the 100
+# It shows the structure behind docs/lab-notes/demo-sizing.md: a quarter of add2's draws are the 100
 # one-digit facts, so 500 held-out draws hold 81 of them (seed 1), and training never sees those prompts.
 set -e
 cd "$(dirname "$0")/../.."

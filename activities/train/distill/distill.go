@@ -210,10 +210,11 @@ func (a *Activities) loadTeacher(ctx context.Context, uri string) (train.LogitRe
 	if uri == "" {
 		return nil, nil, model.Config{}, train.BadInput(fmt.Errorf("train: distill: no teacher checkpoint"))
 	}
-	eng, cfg, _, err := a.LoadEngine(ctx, uri, contract.Optim{}, false)
+	m, err := a.Load(ctx, uri, train.LoadOptions{})
 	if err != nil {
-		return nil, nil, cfg, fmt.Errorf("train: distill: teacher: %w", err)
+		return nil, nil, model.Config{}, fmt.Errorf("train: distill: teacher: %w", err)
 	}
+	eng, cfg := m.Engine, m.Config
 	lr := eng.Caps().Logits
 	if lr == nil {
 		eng.Close()
@@ -268,10 +269,11 @@ func (a *Activities) DistillChunk(ctx context.Context, in contract.DistillChunkI
 				return nil, train.BadInput(fmt.Errorf("%s: targets %s have %d examples, the data %d: were they made from other data?", op, in.Targets, len(stored), len(enc)))
 			}
 		}
-		eng, cfg, ad, err := train.LoadTrainEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, nil, !in.FreshOptimizer)
+		m, err := a.Load(ctx, in.From, train.LoadOptions{Optim: in.Optim, Optimizer: !in.FreshOptimizer})
 		if err != nil {
 			return nil, err
 		}
+		eng, cfg := m.Engine, m.Config
 		var teacher train.LogitReader
 		closeT := func() {}
 		if in.Teacher != "" {
@@ -341,7 +343,7 @@ func (a *Activities) DistillChunk(ctx context.Context, in contract.DistillChunkI
 				return res, err
 			},
 			Write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
-				return train.WriteTrained(ctx, w, eng, cfg, ad, st)
+				return train.WriteModel(ctx, w, m, st, true)
 			},
 		}, nil
 	})

@@ -183,11 +183,12 @@ func (p *plan) advantages(rs []rollout.Rollout) (idx []int, adv []float64, err e
 // run loads the policy, reads what the updates need before the first one, optimizes and commits.
 func (p *plan) run(ctx context.Context) (contract.PolicyStepOutput, error) {
 	loadStart := time.Now()
-	eng, cfg, critic, err := p.load(ctx)
+	pol, critic, err := p.load(ctx)
 	if err != nil {
 		return contract.PolicyStepOutput{}, err
 	}
-	defer eng.Close()
+	defer pol.Close()
+	eng := pol.Engine
 	p.metrics["seconds_load"] = time.Since(loadStart).Seconds()
 	// Loading and the pre-update pass come before the first optimizer step's heartbeat; on a loaded
 	// 2-core machine they once took past the 30 s heartbeat timeout, and the attempt was retried.
@@ -208,31 +209,33 @@ func (p *plan) run(ctx context.Context) (contract.PolicyStepOutput, error) {
 			return contract.PolicyStepOutput{}, err
 		}
 	}
-	write := func(w *ckpt.Writer, st ckpt.State) error { return train.WriteModel(ctx, w, eng, cfg, st, true) }
+	write := func(w *ckpt.Writer, st ckpt.State) error { return train.WriteModel(ctx, w, pol, st, true) }
 	if p.gae != nil {
-		write = func(w *ckpt.Writer, st ckpt.State) error { return writePolicyWithCritic(ctx, w, eng, cfg, st) }
+		write = func(w *ckpt.Writer, st ckpt.State) error { return writePolicyWithCritic(ctx, w, pol, st) }
 	}
-	return p.commit(ctx, cfg, nonFinite, write)
+	return p.commit(ctx, pol.Config, nonFinite, write)
 }
 
 // load loads the policy with its optimizer state (unless FreshOptimizer) and, with GAE, its critic:
-// the value head of the checkpoint or a new one (ppoEngine), asked of the engine here, once.
-func (p *plan) load(ctx context.Context) (train.Engine, model.Config, train.ValueReader, error) {
-	if p.gae == nil {
-		eng, cfg, _, err := p.a.LoadEngine(ctx, p.in.Policy, p.in.Optim, !p.in.FreshOptimizer)
-		return eng, cfg, nil, err
+// the value head of the checkpoint (a PPO checkpoint's contract.CriticFile, a reward model's
+// score.*) or a new one seeded by ppo.seed (train.HeadCritic), asked of the engine here, once. The
+// optimizer state is loaded only when the head is not new (a new head has no moments).
+func (p *plan) load(ctx context.Context) (*train.Loaded, train.ValueReader, error) {
+	o := train.LoadOptions{Optim: p.in.Optim, Optimizer: !p.in.FreshOptimizer}
+	if p.gae != nil {
+		o.Head, o.HeadSeed = train.HeadCritic, p.gae.Seed
 	}
-	eng, cfg, newHead, err := p.a.ppoEngine(ctx, p.in.Policy, p.in.Optim, !p.in.FreshOptimizer, p.gae.Seed)
-	if err != nil {
-		return nil, cfg, nil, err
+	pol, err := p.a.Load(ctx, p.in.Policy, o)
+	if err != nil || p.gae == nil {
+		return pol, nil, err
 	}
-	critic := eng.Caps().Values
+	critic := pol.Engine.Caps().Values
 	if critic == nil {
-		eng.Close()
-		return nil, cfg, nil, train.BadInput(fmt.Errorf("%s: engine %T cannot read per-token values (its Caps offer no train.ValueReader)", p.op, eng))
+		pol.Close()
+		return nil, nil, train.BadInput(fmt.Errorf("%s: engine %T cannot read per-token values (its Caps offer no train.ValueReader)", p.op, pol.Engine))
 	}
-	p.metrics["new_value_head"] = train.RewardFlag(newHead)
-	return eng, cfg, critic, nil
+	p.metrics["new_value_head"] = train.RewardFlag(pol.NewHead)
+	return pol, critic, nil
 }
 
 // onPolicy reports a step whose π_old is the policy being stepped: one epoch of one minibatch. Its
@@ -250,13 +253,14 @@ func (p *plan) separateReference() bool { return p.in.Reference != "" && p.in.Re
 // and π_ref from the reference model when a KL term (loss.kl_beta, or GAE's ppo.kl_coef) needs one
 // apart from the policy, else π_old; the source keeps them for the updates.
 func (p *plan) prepare(ctx context.Context, eng train.Scorer, critic train.ValueReader, onPolicy bool, beat func()) error {
-	var ref train.Engine
+	var ref train.Scorer
 	if (p.in.Loss.KLBeta > 0 || (p.gae != nil && p.gae.KLCoef > 0)) && p.separateReference() {
-		var err error
-		if ref, _, _, err = p.a.LoadEngine(ctx, p.in.Reference, contract.Optim{}, false); err != nil {
+		rm, err := p.a.Load(ctx, p.in.Reference, train.LoadOptions{})
+		if err != nil {
 			return err
 		}
-		defer ref.Close()
+		defer rm.Close()
+		ref = rm.Engine
 	}
 	for c := range p.chunks {
 		rows, err := p.src.rows(c)
@@ -364,7 +368,7 @@ func (p *plan) optimize(ctx context.Context, eng train.Stepper, onPolicy bool) (
 			if err != nil {
 				return false, fmt.Errorf("%s v%d: %w", p.op, p.in.Version, err)
 			}
-			m, err := eng.StepObjective(obj, b, float32(p.in.LR))
+			m, err := eng.StepObjective(obj, b, float32(train.PolicyLR(p.in)))
 			if err != nil {
 				return false, fmt.Errorf("%s v%d: %w", p.op, p.in.Version, err)
 			}
@@ -398,7 +402,7 @@ func (p *plan) commit(ctx context.Context, cfg model.Config, nonFinite bool, wri
 		metrics["non_finite"] = 1
 	}
 	finiteOnly(metrics)
-	metrics["lr"] = p.in.LR
+	metrics["lr"] = train.PolicyLR(p.in)
 	commitStart := time.Now()
 	st := ckpt.State{Step: int64(next), PolicyVersion: int64(next), ConfigHash: train.ConfigHash(cfg), Scalars: metrics}
 	log := []ckpt.MetricsRecord{{Kind: ckpt.RecordTrain, Step: p.in.Iteration + 1, Time: train.Now(), Metrics: metrics}}

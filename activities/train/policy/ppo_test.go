@@ -30,10 +30,11 @@ import (
 func ppoToyRollouts(t *testing.T, policy, dir string, iter, n int) (string, []float64, float64) {
 	t.Helper()
 	ctx := context.Background()
-	eng, _, _, err := train.LoadEngine(ctx, ckpt.New(ckpt.Options{}), traintest.NewEngine, policy, contract.Optim{}, false)
+	m, err := train.Loader{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: traintest.NewEngine}.Load(ctx, policy, train.LoadOptions{})
 	if err != nil {
 		t.Fatalf("load policy %s: %v", policy, err)
 	}
+	eng := m.Engine
 	defer eng.Close()
 	prompt := []int{tokenize.ByteBOS, 'q', '='}
 	prompts := make([][]int, n)

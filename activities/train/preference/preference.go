@@ -55,16 +55,19 @@ func (a *Activities) PrefChunk(ctx context.Context, in contract.PrefChunkInput) 
 		if in.Loss.UsesReference() && in.RefData == "" && in.Reference == "" {
 			return nil, train.BadInput(fmt.Errorf("%s: %s needs a reference: set ref_data (precomputed) or reference (on the fly)", op, in.Loss.Kind))
 		}
-		eng, cfg, _, err := a.LoadEngine(ctx, in.From, in.Optim, !in.FreshOptimizer)
+		pol, err := a.Load(ctx, in.From, train.LoadOptions{Optim: in.Optim, Optimizer: !in.FreshOptimizer})
 		if err != nil {
 			return nil, err
 		}
+		eng, cfg := pol.Engine, pol.Config
 		var refEng train.Engine
 		if in.Loss.UsesReference() && in.RefData == "" {
-			if refEng, _, _, err = a.LoadEngine(ctx, in.Reference, contract.Optim{}, false); err != nil {
+			ref, err := a.Load(ctx, in.Reference, train.LoadOptions{})
+			if err != nil {
 				eng.Close()
 				return nil, err
 			}
+			refEng = ref.Engine
 		}
 		c := &train.ChunkObjective[[]int]{Eng: eng, Cfg: cfg, Unit: "rows",
 			Next: func(cur contract.Cursor) ([]int, contract.Cursor, error) {
@@ -80,7 +83,7 @@ func (a *Activities) PrefChunk(ctx context.Context, in contract.PrefChunkInput) 
 				return train.ObjectiveStep(obj, m, len(idx)), err
 			},
 			Write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
-				return train.WriteModel(ctx, w, eng, cfg, st, true)
+				return train.WriteModel(ctx, w, pol, st, true)
 			},
 		}
 		if refEng != nil {
@@ -214,10 +217,11 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in contract.PrefEvalInput
 		activity.RecordHeartbeat(ctx, contract.Progress{Step: done, Total: total})
 	}
 
-	eng, _, _, err := a.LoadEngine(ctx, in.Checkpoint, contract.Optim{}, false)
+	pm, err := a.Load(ctx, in.Checkpoint, train.LoadOptions{})
 	if err != nil {
 		return contract.EvalOutput{}, err
 	}
+	eng := pm.Engine
 	pol, err := seqLogProbs(ctx, eng, enc, beat)
 	if err != nil {
 		eng.Close()
@@ -240,10 +244,11 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in contract.PrefEvalInput
 	var ref [][2][]float32
 	var refSamples [][]float32
 	if useRef {
-		reng, _, _, err := a.LoadEngine(ctx, in.Reference, contract.Optim{}, false)
+		rm, err := a.Load(ctx, in.Reference, train.LoadOptions{})
 		if err != nil {
 			return contract.EvalOutput{}, err
 		}
+		reng := rm.Engine
 		defer reng.Close()
 		if ref, err = seqLogProbs(ctx, reng, enc, beat); err != nil {
 			return contract.EvalOutput{}, fmt.Errorf("%s: reference: %w", op, err)

@@ -71,10 +71,11 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in contract.PrefF
 	}
 	// Training prompts come from the training split only: never a held-out prompt.
 	trainPrompts, heldPrompts := tasks.Split(task, s.Prompts, in.Data.HeldoutExamples, seed)
-	eng, _, _, err := a.LoadEngine(ctx, in.Checkpoint, contract.Optim{}, false)
+	m, err := a.Load(ctx, in.Checkpoint, train.LoadOptions{})
 	if err != nil {
 		return contract.PrefFromModelOutput{}, err
 	}
+	eng := m.Engine
 	defer eng.Close()
 	total := len(trainPrompts)
 	if !s.SyntheticHeldout {

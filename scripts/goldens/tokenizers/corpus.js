@@ -49,7 +49,10 @@ const hand = [
   "I'm", "I'M", "i'm", "you'll", "YOU'LL", "You'Ll", "she's", "SHE'S", "it's", "IT'S", "we've", "WE'VE",
   "they're", "THEY'RE", "I'd", "I'D", "don't", "DON'T", "can't", "won't", "'s", "'S", "'t", "''s",
   "'ſ", "'K", "it’s", "rock 'n' roll", "the '90s", "O'Neill", "Mc'Donald's", "'ll'll'll", "x'", "'",
-  "'re're", "he'sn't",
+  "'re're", "he'sn't", "'ſt", "X'ſX", "don'ſt", "IT'ſ OK", "'ſ'S", "ʼs", "'ß",
+  // added-token flags (the variants add HELLO, <flag>, word, is, ▁x)
+  'word', 'a word.', 'words', 'sword', 'word_word', 'wordword', 'is this', 'This is it', 'HELLO world', 'hello',
+  'Hello HELLO hElLo', ' <flag> x', 'x<flag>y', 'a  <flag>  b', '\t<flag>\n', '<flag><flag>', '▁x', 'x▁x', 'ab▁x',
   // code
   'def main():\n    print("hello")\n', 'function f(a, b) { return a + b; }', 'for (int i = 0; i < n; ++i) {}',
   'if x != None and y >= 2:\n\treturn x**2', '#include <stdio.h>\nint main(void) { return 0; }',

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/temperml/temper/internal/bench"
+	"github.com/temperml/temper/scripts/peer"
+	"github.com/temperml/temper/tpu"
+)
+
+func init() {
+	register(&command{name: "bench",
+		summary: "benchmarks: `bench model` (train tok/s, GFLOP/s, MFU, memory, cached vs uncached generation; --peer: Temper/PyTorch ratios); `bench rl` (async vs sync GRPO; --rollout-workers 1,2: rollout generation vs worker processes); `bench rl-vs-sft` (RL vs continued SFT, same training time); `bench distill` (a student distilled from a bigger teacher vs one fine-tuned on the same labels, same training time)",
+		usage:   "model | rl | rl-vs-sft | distill", subs: []string{"model", "rl", "rl-vs-sft", "distill"}, flags: flagsOf[benchCmd]()})
+}
+
+// benchCmd holds the flags of every benchmark: each names the ones it reads.
+type benchCmd struct {
+	fs                *flag.FlagSet
+	presets           string
+	batch, seq, steps int
+	genPrompts        int
+	genTokens         int
+	mode              string
+	backend, plugin   string
+	peer              peerFlags
+	peak              float64
+	asJSON            bool
+	iterations        int
+	rolloutWorkers    string
+	rs                bench.RLvsSFTOptions
+	ds                bench.DistillOptions
+}
+
+// peerFlags are the flags of `bench model --peer`.
+type peerFlags struct {
+	on                   bool
+	repeats              int
+	torch, interop, blas int
+	decodeAttend         string
+	genPromptLen         int
+}
+
+func (c *benchCmd) bind(fs *flag.FlagSet) {
+	c.fs = fs
+	fs.StringVar(&c.presets, "presets", "tiny,small,base", "model presets, comma-separated")
+	fs.IntVar(&c.batch, "batch", 16, "training rows")
+	fs.IntVar(&c.seq, "seq", 128, "training tokens per row")
+	fs.IntVar(&c.steps, "steps", 5, "timed training steps after the first")
+	fs.IntVar(&c.genPrompts, "gen-prompts", 64, "prompts per generation call (negative: skip generation)")
+	fs.IntVar(&c.genTokens, "gen-tokens", 64, "new tokens per prompt")
+	fs.StringVar(&c.mode, "executor", tpu.ExecutorSequential, "Go backend executor: sequential or parallel (with --peer the default is "+bench.PeerDefaultExecutor+")")
+	fs.StringVar(&c.backend, "backend", "", "bench model: compute backend: go, or xla (a binary built with -tags xla, and a PJRT plugin); default go, or xla when --plugin is set")
+	fs.StringVar(&c.plugin, "plugin", "", "bench model: PJRT plugin of --backend xla: cpu (default), cuda, tpu, or the path of a plugin .so (e.g. a TPU VM's libtpu.so)")
+	c.peer.bind(fs)
+	fs.Float64Var(&c.peak, "peak-gflops", tpu.DefaultPeakGFLOPS, "machine peak for MFU")
+	fs.BoolVar(&c.asJSON, "json", false, "print JSON instead of a table")
+	fs.IntVar(&c.iterations, "iterations", 12, "bench rl: GRPO iterations per mode")
+	fs.StringVar(&c.rolloutWorkers, "rollout-workers", "", "bench rl: instead of sync vs async, time an iteration's rollout generation with these numbers of rollout worker processes, each on one core (GOMAXPROCS=1, taskset), e.g. 1,2")
+	c.bindRLvsSFT(fs)
+	c.bindDistill(fs)
+}
+
+func (p *peerFlags) bind(fs *flag.FlagSet) {
+	fs.BoolVar(&p.on, "peer", false, "bench model: also run the PyTorch peer (scripts/peer/bench_torch.py on "+peer.Python+"), alternating with Temper, and print Temper/PyTorch ratios")
+	fs.IntVar(&p.repeats, "repeats", 2, "bench model --peer: runs of each side per preset (the order alternates between repeats)")
+	fs.IntVar(&p.torch, "peer-torch-threads", 1, "bench model --peer: torch.set_num_threads of the peer")
+	fs.IntVar(&p.interop, "peer-interop-threads", 1, "bench model --peer: torch.set_num_interop_threads of the peer")
+	fs.IntVar(&p.blas, "peer-blas-threads", runtime.NumCPU(), "bench model --peer: OPENBLAS_NUM_THREADS of the peer (0: the environment's)")
+	fs.StringVar(&p.decodeAttend, "peer-decode-attend", "filled", "bench model --peer: the peer's decode attends over the filled cache (filled, as inference engines do) or all of it with a mask (full); Temper attends over the filled part rounded up to 32 columns")
+	fs.IntVar(&p.genPromptLen, "gen-prompt-len", 16, "bench model: tokens per generation prompt")
+}
+
+func (c *benchCmd) bindRLvsSFT(fs *flag.FlagSet) {
+	rs := &c.rs
+	fs.StringVar(&rs.Task, "task", "add2", "bench rl-vs-sft: built-in task")
+	fs.IntVar(&rs.SFTExamples, "sft-examples", 500, "bench rl-vs-sft: labelled examples (base and continued SFT train on these only)")
+	fs.IntVar(&rs.SFTSteps, "sft-steps", 400, "bench rl-vs-sft: base SFT steps on the labelled examples")
+	fs.IntVar(&rs.Heldout, "heldout", 200, "bench rl-vs-sft: held-out prompts (never trained on by any phase; both arms are evaluated on them)")
+	fs.IntVar(&rs.Pretrain, "pretrain-steps", 2000, "bench rl-vs-sft: pretraining steps on the task's text (8000 examples) before the base SFT; 0: SFT from scratch")
+	fs.StringVar(&rs.PretrainOn, "pretrain-task", "", "bench rl-vs-sft: built-in task whose text the base model is pretrained on (default: --task)")
+	fs.Float64Var(&rs.Seconds, "seconds", 150, "bench rl-vs-sft: training wall time of each arm")
+	fs.IntVar(&rs.Seeds, "seeds", 3, "bench rl-vs-sft: seeds (each runs both arms from the same base checkpoint)")
+	fs.StringVar(&rs.Algo, "algo", "grpo", "bench rl-vs-sft: RL phase kind (ppo: lr 5e-4, loss.value_coef 0.1, loss.kl_beta 0.04 unless --rl-config says otherwise)")
+	fs.StringVar(&rs.From, "from", "", "bench rl-vs-sft: start both arms from this checkpoint URI instead of training a base SFT model (its labelled set and held-out prompts: data seed 1)")
+	fs.StringVar(&rs.RLConfig, "rl-config", "", "bench rl, rl-vs-sft: JSON merged into the RL phases' config")
+	fs.StringVar(&rs.SFTConfig, "sft-config", "", "bench rl-vs-sft: JSON merged into the continued-SFT arm's config")
+}
+
+func (c *benchCmd) bindDistill(fs *flag.FlagSet) {
+	ds := &c.ds
+	fs.IntVar(&ds.TeacherSteps, "teacher-steps", 600, "bench distill: the teacher's SFT steps on the labelled examples (--task, --sft-examples, --heldout, --seconds and --seeds apply too)")
+	fs.IntVar(&ds.TeacherData, "teacher-examples", 0, "bench distill: the teacher's labelled examples (0: the students' --sft-examples; more: a superset of them, the held-out prompts still unseen)")
+	fs.StringVar(&ds.TeacherPreset, "teacher-preset", "small", "bench distill: the teacher's model preset")
+	fs.StringVar(&ds.StudentPreset, "student-preset", "tiny", "bench distill: both students' model preset")
+	fs.StringVar(&ds.Teacher, "teacher", "", "bench distill: teacher checkpoint URI instead of training one (it should have trained on data seed 1's labelled set only)")
+	fs.StringVar(&ds.DistillConfig, "distill-config", "", "bench distill: JSON merged into the distill arm's config (e.g. {\"loss\":{\"divergence\":\"jsd\",\"lambda\":0.5}})")
+}
+
+func (c *benchCmd) run(ctx context.Context, args []string) error {
+	runs := map[string]func(context.Context) (bench.Report, error){"model": c.model, "rl": c.rl, "rl-vs-sft": c.rlVsSFT, "distill": c.distill}
+	if len(args) != 1 || runs[args[0]] == nil {
+		return usageErr("usage: temper bench %s [flags]", strings.Join(commands["bench"].subs, "|"))
+	}
+	rep, err := runs[args[0]](ctx)
+	var ue *bench.UsageError
+	if errors.As(err, &ue) {
+		return &exitError{code: 2, err: err}
+	}
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		b, err := rep.JSON()
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", args[0], err)
+		}
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	rep.Text(stdout)
+	return nil
+}
+
+func (c *benchCmd) model(ctx context.Context) (bench.Report, error) {
+	c.backend, c.plugin = backendFlags(c.backend, c.plugin)
+	o := bench.ModelOptions{Bench: tpu.BenchOptions{
+		Presets: strings.Split(c.presets, ","), Batch: c.batch, Seq: c.seq, Steps: c.steps,
+		GenPrompts: c.genPrompts, GenTokens: c.genTokens, Mode: c.mode, Backend: c.backend, Plugin: c.plugin,
+		GenPromptLen: c.peer.genPromptLen, PeakGFLOPS: c.peak, Progress: func(line string) { fmt.Fprintln(os.Stderr, line) },
+	}}
+	if c.peer.on {
+		o.Peer = &bench.PeerOptions{Repeats: c.peer.repeats, DecodeAttend: c.peer.decodeAttend, ExecutorSet: flagSet(c.fs, "executor"),
+			Threads: peer.Threads{Torch: c.peer.torch, Interop: c.peer.interop, BLAS: c.peer.blas}, Log: os.Stderr}
+	}
+	return bench.Model(ctx, o)
+}
+
+func (c *benchCmd) rl(ctx context.Context) (bench.Report, error) {
+	if c.rolloutWorkers == "" {
+		return bench.RL(ctx, bench.RLOptions{Iterations: c.iterations, RLConfig: c.rs.RLConfig, Log: os.Stderr})
+	}
+	counts, err := parseCounts(c.rolloutWorkers)
+	if err != nil {
+		return nil, err
+	}
+	return bench.RolloutWorkers(ctx, bench.RolloutOptions{Workers: counts, Iterations: c.iterations, RLConfig: c.rs.RLConfig, Log: os.Stderr})
+}
+
+func (c *benchCmd) rlVsSFT(ctx context.Context) (bench.Report, error) {
+	rs := c.rs
+	if rs.Seeds < 1 || rs.Seconds <= 0 || rs.SFTExamples < 1 || rs.SFTSteps < 1 || rs.Heldout < 1 {
+		return nil, usageErr("bench rl-vs-sft: --seeds, --seconds, --sft-examples, --sft-steps and --heldout must be positive")
+	}
+	rs.Log = os.Stderr
+	return bench.RLvsSFT(ctx, rs)
+}
+
+func (c *benchCmd) distill(ctx context.Context) (bench.Report, error) {
+	ds, rs := c.ds, c.rs
+	ds.Task, ds.Examples, ds.Heldout, ds.Seconds, ds.Seeds, ds.SFTConfig = rs.Task, rs.SFTExamples, rs.Heldout, rs.Seconds, rs.Seeds, rs.SFTConfig
+	if ds.Seeds < 1 || ds.Seconds <= 0 || ds.Examples < 1 || ds.TeacherSteps < 1 || ds.Heldout < 1 {
+		return nil, usageErr("bench distill: --seeds, --seconds, --sft-examples, --teacher-steps and --heldout must be positive")
+	}
+	ds.Log = os.Stderr
+	return bench.Distill(ctx, ds)
+}
+
+// parseCounts reads --rollout-workers "1,2" as worker counts.
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > runtime.NumCPU() {
+			return nil, usageErr("--rollout-workers %q: want counts from 1 to %d (this machine's CPUs), e.g. 1,2", s, runtime.NumCPU())
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

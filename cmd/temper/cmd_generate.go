@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/tokenize"
+	"github.com/temperml/temper/tpu"
+	"github.com/temperml/temper/workers"
+)
+
+func init() {
+	register(&command{name: "generate", summary: "generate text from a model directory (config.json + model.safetensors), e.g. one `temper ckpt export` wrote",
+		usage: "MODEL_DIR", flags: flagsOf[generateCmd]()})
+}
+
+type generateCmd struct {
+	prompts         multiFlag
+	maxNew, topK    int
+	temp, topP      float64
+	seed            uint64
+	bos             bool
+	executor        string
+	backend, plugin string
+}
+
+func (c *generateCmd) bind(fs *flag.FlagSet) {
+	fs.Var(&c.prompts, "prompt", "prompt text (repeatable: prompts are generated as one batch)")
+	fs.IntVar(&c.maxNew, "max-new-tokens", 32, "tokens to generate per prompt")
+	fs.Float64Var(&c.temp, "temperature", 0, "0 = greedy")
+	fs.IntVar(&c.topK, "top-k", 0, "keep the k most likely tokens (0: off)")
+	fs.Float64Var(&c.topP, "top-p", 0, "nucleus sampling mass (0: off)")
+	fs.Uint64Var(&c.seed, "seed", 1, "sampling seed: same seed, same text")
+	fs.BoolVar(&c.bos, "bos", true, "prepend BOS (models trained by temper expect it)")
+	fs.StringVar(&c.executor, "executor", tpu.ExecutorSequential, "Go backend executor: sequential or parallel")
+	fs.StringVar(&c.backend, "backend", "", "compute backend: go, or xla (a binary built with -tags xla, and a PJRT plugin); default go, or xla when --plugin is set")
+	fs.StringVar(&c.plugin, "plugin", "", "PJRT plugin of --backend xla: cpu (default), cuda, tpu, or the path of a plugin .so")
+}
+
+func (c *generateCmd) run(ctx context.Context, args []string) error {
+	if len(args) != 1 || len(c.prompts) == 0 {
+		return usageErr("usage: temper generate MODEL_DIR --prompt TEXT [--prompt TEXT ...]")
+	}
+	eo := workers.EngineOptions{Executor: c.executor}
+	eo.Backend, eo.Plugin = backendFlags(c.backend, c.plugin)
+	cl := ckpt.New(ckpt.Options{})
+	defer cl.Close()
+	m, err := train.Loader{Ckpt: cl, NewEngine: workers.NewTrainEngine(eo)}.Load(ctx, args[0], train.LoadOptions{})
+	if err != nil {
+		return err
+	}
+	rt := m.Engine
+	defer rt.Close()
+	tok := tokenize.Byte{}
+	ids := make([][]int, len(c.prompts))
+	for i, p := range c.prompts {
+		if c.bos {
+			ids[i] = append(ids[i], tokenize.ByteBOS)
+		}
+		ids[i] = append(ids[i], tok.Encode(p)...)
+	}
+	opts := sample.Options{MaxNewTokens: c.maxNew, Temperature: c.temp, TopK: c.topK, TopP: c.topP, Seed: c.seed, StopTokens: []int{tokenize.ByteEOS}}
+	outs, err := rt.Generate(ids, opts)
+	if err != nil {
+		return err
+	}
+	for i, o := range outs {
+		toks := o.Tokens
+		if n := len(toks); n > 0 && toks[n-1] == tokenize.ByteEOS {
+			toks = toks[:n-1]
+		}
+		fmt.Fprintf(stdout, "%s%s\t[%s]\n", c.prompts[i], tok.Decode(toks), o.StopReason)
+	}
+	return nil
+}

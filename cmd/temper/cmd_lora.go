@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/hf"
+	"github.com/temperml/temper/tpu"
+)
+
+func init() {
+	register(&command{name: "lora", summary: "LoRA checkpoints: `lora merge CKPT DIR` writes base + adapters as a plain model directory; `lora export CKPT DIR` writes the PEFT adapter directory",
+		usage: "merge LORA_CHECKPOINT_URI DIR | export LORA_CHECKPOINT_URI DIR", subs: []string{"merge", "export"}, flags: flagsOf[loraCmd]()})
+}
+
+type loraCmd struct{ timeout time.Duration }
+
+func (c *loraCmd) bind(fs *flag.FlagSet) {
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long (an unreachable bucket otherwise retries)")
+}
+
+func (c *loraCmd) run(ctx context.Context, args []string) error {
+	if len(args) != 3 || (args[0] != "merge" && args[0] != "export") {
+		return usageErr("usage: temper lora merge LORA_CHECKPOINT_URI DIR | temper lora export LORA_CHECKPOINT_URI DIR")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	cl := ckpt.New(ckpt.Options{})
+	defer cl.Close()
+	uri, dir := args[1], args[2]
+	if args[0] == "export" {
+		return exportAdapters(ctx, cl, uri, dir)
+	}
+	m, err := train.Loader{Ckpt: cl}.Load(ctx, uri, train.LoadOptions{Want: train.WantWeights})
+	if err != nil {
+		return err
+	}
+	if !m.Merged {
+		return fmt.Errorf("lora merge %s: not a LoRA checkpoint (no %s)", uri, train.AdapterConfigFile)
+	}
+	if err := train.WriteDir(tpu.DirSink(dir), m, hf.WriteOptions{}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "merged %s into %s (%s, %s)\n", uri, dir, hf.ConfigFile, hf.WeightsFile)
+	return nil
+}
+
+// exportAdapters copies a LoRA checkpoint's adapter_config.json and adapter_model.safetensors into
+// dir: a PEFT adapter directory (its base_model_name_or_path is the base checkpoint's URI).
+func exportAdapters(ctx context.Context, cl *ckpt.Client, uri, dir string) error {
+	ck, err := cl.Read(ctx, uri)
+	if err != nil {
+		return err
+	}
+	if !train.IsAdapterCheckpoint(ck) {
+		return fmt.Errorf("lora export %s: not a LoRA checkpoint (no %s)", uri, train.AdapterConfigFile)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("lora export: %w", err)
+	}
+	for _, name := range []string{train.AdapterConfigFile, train.AdapterFile} {
+		if err := copyCheckpointFile(ctx, ck, name, filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "exported %s, %s of %s to %s\n", train.AdapterConfigFile, train.AdapterFile, uri, dir)
+	return nil
+}
+
+func copyCheckpointFile(ctx context.Context, ck *ckpt.Checkpoint, name, dst string) (err error) {
+	rc, err := ck.Open(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+name+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("lora export %s: %w", dst, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = io.Copy(tmp, rc); err != nil {
+		return fmt.Errorf("lora export %s%s: %w", ck.Ref.URI, name, err)
+	}
+	if err = rc.Close(); err != nil { // a checksum mismatch shows here
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("lora export %s: %w", dst, err)
+	}
+	return os.Rename(tmp.Name(), dst)
+}

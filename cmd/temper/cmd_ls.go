@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/temperml/temper/internal/report"
+	"github.com/temperml/temper/workflows"
+)
+
+func init() {
+	register(&command{name: "ls", summary: "list pipeline runs, newest first; --kind/--where list the pipelines and phases a visibility query finds",
+		flags: flagsOf[lsCmd]()})
+}
+
+type lsCmd struct {
+	cf    clientFlags
+	n     int
+	kind  string
+	where string
+}
+
+func (c *lsCmd) bind(fs *flag.FlagSet) {
+	c.cf.bind(fs)
+	fs.IntVar(&c.n, "n", 20, "how many runs")
+	fs.StringVar(&c.kind, "kind", "", "only workflows of this kind (a phase kind such as grpo, or pipeline): TemperKind = 'KIND'")
+	fs.StringVar(&c.where, "where", "", "a visibility query on Temper's search attributes, e.g. 'TemperExactMatch > 0.5' (TemperRun, TemperPhase, TemperKind, TemperStep, TemperExactMatch, TemperRewardMean, TemperBacktrack)")
+}
+
+func (c *lsCmd) run(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		return usageErr("ls takes no arguments, got %q (filter with --kind and --where)", args)
+	}
+	var query string
+	if c.kind != "" || c.where != "" {
+		q, err := searchQuery(c.kind, c.where)
+		if err != nil {
+			return err
+		}
+		query = q
+	}
+	cl, err := c.cf.dial()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if query != "" {
+		rows, err := report.Search(ctx, cl, c.cf.namespace, query, c.n)
+		if err != nil {
+			return err
+		}
+		report.WriteSearch(stdout, rows)
+		return nil
+	}
+	runs, err := report.Runs(ctx, cl, c.n)
+	if err != nil {
+		return err
+	}
+	report.WriteRuns(stdout, runs)
+	return nil
+}
+
+// searchQuery builds the visibility query of `temper ls --kind K --where EXPR`: the kind as a
+// TemperKind filter, AND the expression as given (the server parses it and names what it rejects).
+func searchQuery(kind, where string) (string, error) {
+	var parts []string
+	if kind != "" {
+		kinds := []string{workflows.KindPipeline}
+		for _, k := range workflows.PhaseKinds() {
+			kinds = append(kinds, k.Kind)
+		}
+		if !slices.Contains(kinds, kind) {
+			return "", usageErr("--kind %q: want one of %s", kind, strings.Join(kinds, ", "))
+		}
+		parts = append(parts, fmt.Sprintf("TemperKind = '%s'", kind))
+	}
+	if w := strings.TrimSpace(where); w != "" {
+		parts = append(parts, "("+w+")")
+	}
+	return strings.Join(parts, " AND "), nil
+}

@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/temperml/temper/workflows"
+)
+
+// RLOptions size `temper bench rl`.
+type RLOptions struct {
+	Iterations int       // GRPO iterations per mode
+	RLConfig   string    // JSON merged into both GRPO phases' config
+	Log        io.Writer // progress
+}
+
+// RLReport is `bench rl`'s result: seconds per iteration of each mode and, per iteration, the waits on
+// generation, scoring and the policy step, keyed as the JSON output names them.
+type RLReport struct {
+	Iterations int
+	Values     map[string]float64
+}
+
+// RLPipeline trains a small SFT model, then runs the same GRPO phase twice from it: sync and
+// async. Async mode only pays off when rollout and training cost about the same, so the phase is sized
+// for that on this CPU backend, where a policy step costs ~3× generating the same tokens (backward
+// pass, old log-probs): hot sampling (temperature 5, 48 new tokens) makes every rollout long, and a
+// rare reward ("starts with 9") with dynamic sampling drops the groups whose rewards are all equal, as
+// DAPO's over-sampling does, so the trainer sees a fraction of the generated rows. The report shows
+// the per-step waits, so the balance is visible. extra (JSON) overrides any field of the GRPO phases.
+func RLPipeline(iterations int, extra string) (workflows.PipelineInput, error) {
+	sft := `{"model":{"preset":"tiny"},"data":{"task":"add2","train_examples":2000,"heldout_examples":50},
+		"batch":{"rows":16,"seq":64},"steps":100,"chunk_steps":100,"optimizer":{"lr":0.01},"eval":{"before":false,"examples":50,"max_new_tokens":4}}`
+	in := workflows.PipelineInput{Name: "bench-rl", Seed: 1, Phases: []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)}}}
+	for _, mode := range []string{"sync", "async"} {
+		c, err := mergeJSON(fmt.Sprintf(`{"data":{"task":"add2","heldout_examples":50},"iterations":%d,"prompts":32,"group":8,
+			"max_new_tokens":48,"temperature":5,"epochs":1,"minibatch":0,"loss":{"kl_beta":0},"dynamic_sampling":true,
+			"reward":{"verifiers":[{"name":"format","params":{"regex":["^9"]}}]},
+			"mode":%q,"eval_every":0,"eval":{"before":false,"examples":50,"max_new_tokens":4}}`, iterations, mode), extra)
+		if err != nil {
+			return in, usage("--rl-config: %v", err)
+		}
+		in.Phases = append(in.Phases, workflows.PhaseSpec{Name: mode, Kind: "grpo", From: "sft", Config: c})
+	}
+	return in, nil
+}
+
+// RL runs RLPipeline in one run on a private stack and reports sync against async.
+func RL(ctx context.Context, o RLOptions) (*RLReport, error) {
+	st, err := newStack("bench-rl", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer st.close()
+	in, err := RLPipeline(o.Iterations, o.RLConfig)
+	if err != nil {
+		return nil, err
+	}
+	in.Store = st.store()
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(logTo(o.Log), "bench rl: sft, then %d GRPO iterations sync and %d async from the same checkpoint\n", o.Iterations, o.Iterations)
+	out, err := st.run(ctx, fmt.Sprintf("bench-rl-%d", time.Now().Unix()), in)
+	if err != nil {
+		return nil, err
+	}
+	sync, async := out.Phases[1].Metrics["seconds_per_iteration"], out.Phases[2].Metrics["seconds_per_iteration"]
+	rep := &RLReport{Iterations: o.Iterations, Values: map[string]float64{"iterations": float64(o.Iterations),
+		"sync_seconds_per_iteration": sync, "async_seconds_per_iteration": async, "async_over_sync": async / sync}}
+	for i, mode := range []string{"sync", "async"} {
+		for _, k := range []string{"seconds_generate_wait", "seconds_score", "seconds_policy_step"} {
+			rep.Values[mode+"_"+k] = out.Phases[1+i].Metrics[k]
+		}
+	}
+	return rep, nil
+}
+
+func (r *RLReport) JSON() ([]byte, error) { return json.Marshal(r.Values) }
+
+func (r *RLReport) Text(w io.Writer) {
+	v := r.Values
+	fmt.Fprintf(w, "GRPO, %d iterations each, measured in one run (per iteration: waiting on generation, scoring, policy step):\n", r.Iterations)
+	for _, mode := range []string{"sync", "async"} {
+		fmt.Fprintf(w, "  %-6s %.3f s/iteration (generate %.3f, score %.3f, policy step %.3f)\n", mode, v[mode+"_seconds_per_iteration"],
+			v[mode+"_seconds_generate_wait"], v[mode+"_seconds_score"], v[mode+"_seconds_policy_step"])
+	}
+	fmt.Fprintf(w, "  async/sync = %.2f\n", v["async_seconds_per_iteration"]/v["sync_seconds_per_iteration"])
+}
