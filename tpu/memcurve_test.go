@@ -24,6 +24,7 @@ type memPoint struct {
 	Attention string  `json:"attention"`
 	Remat     string  `json:"remat"`
 	Seconds   float64 `json:"step_seconds"` // the second step (the first compiles)
+	CPU       float64 `json:"step_cpu_seconds"` // process CPU time of the second step (robust to load)
 	Loss      float32 `json:"loss"`
 	PeakRSS   int64   `json:"peak_rss_bytes"` // the child's VmHWM
 	Estimate  int64   `json:"estimate_bytes"` // TrainStepMemory's estimate
@@ -78,8 +79,8 @@ func TestMemoryCurve(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s seq %d %s: %v", preset, seq, mode, err)
 			}
-			t.Logf("%s seq %6d %-14s step %7.2f s  peak RSS %6.0f MiB (maxrss %6.0f)  estimate %6.0f MiB  loss %.4f",
-				preset, seq, mode, p.Seconds, float64(p.PeakRSS)/(1<<20), float64(p.MaxRSS)/(1<<20), float64(p.Estimate)/(1<<20), p.Loss)
+			t.Logf("%s seq %6d %-14s step %7.2f s (CPU %7.2f s)  peak RSS %6.0f MiB (maxrss %6.0f)  estimate %6.0f MiB  loss %.4f",
+				preset, seq, mode, p.Seconds, p.CPU, float64(p.PeakRSS)/(1<<20), float64(p.MaxRSS)/(1<<20), float64(p.Estimate)/(1<<20), p.Loss)
 			points = append(points, p)
 		}
 	}
@@ -145,6 +146,15 @@ func memCurveChild(preset string, seq int, attention, remat string) (memPoint, e
 	return p, nil
 }
 
+// cpuSeconds is the process's CPU time so far (user and system).
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
 // TestMemoryCurveChild is one point of TestMemoryCurve (it runs only as its child).
 func TestMemoryCurveChild(t *testing.T) {
 	spec := os.Getenv("TEMPER_MEMCURVE_CHILD")
@@ -173,11 +183,12 @@ func TestMemoryCurveChild(t *testing.T) {
 	p.Estimate = plan.EstimateBytes
 	batch := randomBatch(t, cfg.Vocab, 1, p.Seq, 1)
 	for range 2 {
+		c0 := cpuSeconds()
 		m, err := r.TrainStep(batch, 1e-3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.Seconds, p.Loss = m.Seconds, m.Loss
+		p.Seconds, p.Loss, p.CPU = m.Seconds, m.Loss, cpuSeconds()-c0
 	}
 	mem, err := ReadMemory()
 	if err != nil {

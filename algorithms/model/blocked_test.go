@@ -120,8 +120,8 @@ func bitsEqual(a, b []float32) bool {
 	return len(a) == len(b)
 }
 
-// raggedRows are token rows of lengths 150, 97 and 3 (three, two and one 64-blocks of the kernel,
-// none whole) over vocab.
+// raggedRows are token rows of lengths 150, 97 and 3 over vocab: with the kernel's blocks of 96,
+// a whole block and a partial one, a whole block and one column, one partial block.
 func raggedRows(vocab int) [][]int {
 	rng := rand.New(rand.NewPCG(4, 4))
 	var rows [][]int

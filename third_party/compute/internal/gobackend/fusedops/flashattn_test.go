@@ -317,3 +317,27 @@ func TestFlashAttentionRefusesBadRequests(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkFlashAttention: forward and backward of one layer's attention at the small preset's
+// head shapes (4 heads, 2 KV heads, head_dim 32), batch 1, per sequence length.
+//
+//	GOEXPERIMENT=simd go test ./internal/gobackend/fusedops/ -run '^$' -bench FlashAttention -benchtime 3x
+func BenchmarkFlashAttention(b *testing.B) {
+	backend, err := gobackend.New("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer backend.Finalize()
+	for _, s := range []int{512, 2048, 8192} {
+		c := flashCase{b: 1, h: 4, hk: 2, s: s, d: 32, bq: flashBlockQ, bk: flashBlockK, pad: "right:7"}
+		q, k, v, mask, dOut := flashInputs(c, 1)
+		t := &testing.T{}
+		b.Run(fmt.Sprintf("seq%d", s), func(b *testing.B) {
+			for range b.N {
+				flashRun(t, backend, c, q, k, v, mask, dOut)
+			}
+			// Causal attention: 2·s²·d·h multiply-adds forward (scores, values), 3.5× that backward.
+			b.ReportMetric(float64(b.N)*4.5*2*float64(s*s)*float64(c.d*c.h)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
