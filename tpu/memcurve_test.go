@@ -23,7 +23,7 @@ type memPoint struct {
 	Seq       int     `json:"seq"`
 	Attention string  `json:"attention"`
 	Remat     string  `json:"remat"`
-	Seconds   float64 `json:"step_seconds"` // the second step (the first compiles)
+	Seconds   float64 `json:"step_seconds"`     // the second step (the first compiles)
 	CPU       float64 `json:"step_cpu_seconds"` // process CPU time of the second step (robust to load)
 	Loss      float32 `json:"loss"`
 	PeakRSS   int64   `json:"peak_rss_bytes"` // the child's VmHWM
