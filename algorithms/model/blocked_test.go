@@ -20,9 +20,10 @@ import (
 // variable (model weights, or the LoRA adapters), and the executor's estimate of the largest
 // total of intermediate values live at once.
 type stepRun struct {
-	logits []float32
-	grads  map[string][]float32
-	mem    int64
+	logits  []float32
+	grads   map[string][]float32
+	mem     int64
+	kernels int // blocked attention forward nodes in the graph (recomputations included)
 }
 
 // runStep differentiates Σ logits·R (R fixed and random, so every logit's gradient matters) with
@@ -83,6 +84,11 @@ func runStep(t *testing.T, cfg Config, w map[string][]float32, rows [][]int, seq
 		t.Fatal(err)
 	}
 	run := stepRun{logits: tensors.MustCopyFlatData[float32](outs[0]), grads: map[string][]float32{}, mem: est.EstimatedTemporaryMemory()}
+	for _, n := range g.Nodes() {
+		if n.Type() == NodeTypeFusedScaledDotProductAttention {
+			run.kernels++
+		}
+	}
 	for i, s := range specs {
 		run.grads[s.Path] = tensors.MustCopyFlatData[float32](outs[1+i])
 	}

@@ -247,7 +247,7 @@ func trunk(scope *gm.Scope, cfg Config, tokens, positions *Node, bias attnBias, 
 		x = remat.start(RematLayer, x)
 		h := rmsNorm(x, param(scope, g, layerPath(VarAttnNorm, l), d), cfg)
 		h = remat.start(RematAttention, h)
-		a := remat.end(RematAttention, attention(scope, cfg, l, h, cos, sin, bias, kv))
+		a := remat.end(RematAttention, attention(scope, cfg, l, h, cos, sin, bias, kv, remat))
 		if cfg.PostNorms {
 			a = rmsNorm(a, param(scope, g, layerPath(VarAttnPostNorm, l), d), cfg)
 		}
@@ -332,7 +332,7 @@ func applyRope(x, cos, sin *Node, rotary int) *Node {
 // Layout: heads are grouped by their KV head (head = kv·group + j, as transformers' repeat_kv), so
 // queries reshape to [batch·kv_heads, group·seq, head_dim] and multiply the un-repeated keys
 // [batch·kv_heads, keys, head_dim] directly: batched rank-3 matmuls, no repeat of K/V.
-func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin *Node, bias attnBias, kv *kvState) *Node {
+func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin *Node, bias attnBias, kv *kvState, remat rematMode) *Node {
 	g := h.Graph()
 	batch, seq, d := h.Shape().Dim(0), h.Shape().Dim(1), cfg.DModel
 	nh, nkv, hd := cfg.Heads, cfg.KVHeads, cfg.HeadDim
@@ -391,6 +391,7 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin *Node, bias attnB
 		}
 	}
 	if bias.valid != nil {
+		q, kk, vv = remat.keep(q), remat.keep(kk), remat.keep(vv)
 		return attentionProject(scope, cfg, l, blockedAttentionValues(cfg, l, q, kk, vv, bias.valid), batch, seq)
 	}
 	// Contracting the last axis of both (the backend's native "transposed" layout) measured as fast

@@ -37,3 +37,16 @@ func (r rematMode) end(k string, x *Node) *Node {
 	}
 	return x.StopCheckpoint()
 }
+
+// keep ends recomputation at x under any remat: x is kept from the forward pass. The blocked
+// attention kernel's inputs are kept so that the kernel (the quadratic part of a layer) runs once,
+// in the forward, and its backward reads the outputs and log-sum-exps kept from it; they all grow
+// linearly with the sequence. Recomputed, it would run twice in the backward pass: GoMLX rebuilds
+// a node once as the input of its consumers' gradients (the output projection's) and once more
+// for its own gradient.
+func (r rematMode) keep(x *Node) *Node {
+	if r == RematNone {
+		return x
+	}
+	return x.StopCheckpoint()
+}

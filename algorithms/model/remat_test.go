@@ -8,8 +8,9 @@ import (
 // TestRematBitIdentical: recomputing each layer (or each attention sub-block) in the backward pass
 // gives the logits and gradients of keeping every activation bit for bit, with plain and blocked
 // attention, for full training and for LoRA adapters (with dropout: its masks are recomputed from
-// the same seed); and the executor's estimate of the step's live memory goes down, so the
-// recomputation is really in the graph.
+// the same seed); the executor's estimate of the step's live memory goes down, so the
+// recomputation is really in the graph; and the blocked kernel is not among what is recomputed
+// (its inputs are kept: it is the quadratic part, and GoMLX would rebuild it twice).
 func TestRematBitIdentical(t *testing.T) {
 	cases := blockedCases(t)
 	lora := &LoRA{Rank: 4, Dropout: 0.1, Seed: 7}
@@ -32,6 +33,9 @@ func TestRematBitIdentical(t *testing.T) {
 							if !bitsEqual(got.grads[path], want) {
 								t.Errorf("remat %s: gradient of %s differs (max %.3g)", remat, path, relDiff(got.grads[path], want))
 							}
+						}
+						if got.kernels != base.kernels {
+							t.Errorf("remat %s: %d blocked attention forwards in the graph, %d without: the kernel is recomputed", remat, got.kernels, base.kernels)
 						}
 						if got.mem >= base.mem {
 							t.Errorf("remat %s: estimated memory %d, not below %d without", remat, got.mem, base.mem)
