@@ -22,7 +22,7 @@ type MemoryPlan struct {
 	Remat string `json:"remat"`
 	// EstimateBytes is the executor's estimate of the intermediate values live at once (the
 	// activations and gradients of a training step; weights, optimizer state and inputs not
-	// included); -1 on backends without an estimate.
+	// included); -1 on backends without an estimate, or when nothing asked for it.
 	EstimateBytes int64 `json:"estimate_bytes"`
 }
 
@@ -31,14 +31,15 @@ type MemoryPlan struct {
 // "layer", which is kept if its estimate is lower (a graph without a backward pass gains nothing).
 // The graph functions read the model config from r.cfg, which holds the config being built while
 // they run (r.mu is held).
-func (r *Runtime) compile(graphFn func(in []*Node) []*Node, in []shapes.Shape) (*gm.Exec, MemoryPlan, error) {
-	e, plan, err := r.compileWith(r.cfg, graphFn, in)
-	if err != nil || r.opts.MemoryBudget <= 0 || r.cfg.Remat != "" || plan.EstimateBytes <= r.opts.MemoryBudget {
+func (r *Runtime) compile(graphFn func(in []*Node) []*Node, in []shapes.Shape, estimate bool) (*gm.Exec, MemoryPlan, error) {
+	budget := r.opts.MemoryBudget > 0 && r.cfg.Remat == ""
+	e, plan, err := r.compileWith(r.cfg, graphFn, in, estimate || budget)
+	if err != nil || !budget || plan.EstimateBytes <= r.opts.MemoryBudget {
 		return e, plan, err
 	}
 	cfg := r.cfg.Clone()
 	cfg.Remat = model.RematLayer
-	e2, plan2, err := r.compileWith(cfg, graphFn, in)
+	e2, plan2, err := r.compileWith(cfg, graphFn, in, true)
 	if err != nil {
 		e.Finalize()
 		return nil, MemoryPlan{}, err
@@ -51,7 +52,9 @@ func (r *Runtime) compile(graphFn func(in []*Node) []*Node, in []shapes.Shape) (
 	return e, plan, nil
 }
 
-func (r *Runtime) compileWith(cfg model.Config, graphFn func(in []*Node) []*Node, in []shapes.Shape) (*gm.Exec, MemoryPlan, error) {
+// compileWith compiles graphFn with the model config cfg, and estimates its memory if asked (a
+// walk over the schedule).
+func (r *Runtime) compileWith(cfg model.Config, graphFn func(in []*Node) []*Node, in []shapes.Shape, estimate bool) (*gm.Exec, MemoryPlan, error) {
 	saved := r.cfg
 	r.cfg = cfg
 	defer func() { r.cfg = saved }()
@@ -69,7 +72,7 @@ func (r *Runtime) compileWith(cfg model.Config, graphFn func(in []*Node) []*Node
 		e.Finalize()
 		return nil, plan, err
 	}
-	if est, ok := g.Executable().(memoryEstimator); ok {
+	if est, ok := g.Executable().(memoryEstimator); ok && estimate {
 		plan.EstimateBytes = est.EstimatedTemporaryMemory()
 	}
 	return e, plan, nil
@@ -91,7 +94,7 @@ func (r *Runtime) TrainStepMemory(rows, seq int) (plan MemoryPlan, err error) {
 		}
 		b := func(d dtypes.DType) shapes.Shape { return shapes.Make(d, rows, seq) }
 		e, p, err := r.compile(r.trainGraph, []shapes.Shape{b(dtypes.Int32), b(dtypes.Int32), b(dtypes.Float32),
-			b(dtypes.Int32), b(dtypes.Bool), shapes.Make(dtypes.Float32)})
+			b(dtypes.Int32), b(dtypes.Bool), shapes.Make(dtypes.Float32)}, true)
 		if err != nil {
 			return err
 		}

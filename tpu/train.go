@@ -272,7 +272,7 @@ func finalize(ts []*tensors.Tensor) {
 // and the execution time (compile excluded). Call inside guard.
 func (r *Runtime) run(key CacheKey, graphFn func(in []*Node) []*Node, in []shapes.Shape, args ...any) ([]*tensors.Tensor, float64, error) {
 	exec, err := r.cache.get(key, func() (*gm.Exec, error) {
-		e, _, err := r.compile(graphFn, in) // memory.go: remat when over Options.MemoryBudget
+		e, _, err := r.compile(graphFn, in, false) // memory.go: remat when over Options.MemoryBudget
 		return e, err
 	})
 	if err != nil {
