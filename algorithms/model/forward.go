@@ -390,7 +390,7 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin *Node, bias attnB
 			return attentionOut(scope, cfg, l, scores, vv, bias.layer(cfg, l), batch, seq, keys)
 		}
 	}
-	if bias.valid != nil {
+	if bias.valid != nil { // blocked attention (selfAttnBias chose it): no [seq × seq] scores
 		q, kk, vv = remat.keep(q), remat.keep(kk), remat.keep(vv)
 		return attentionProject(scope, cfg, l, blockedAttentionValues(cfg, l, q, kk, vv, bias.valid), batch, seq)
 	}
