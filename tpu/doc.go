@@ -26,6 +26,10 @@
 //     the non-finite values. Same seed + same batches give bit-identical weights on the sequential
 //     executor; OptimizerState/SetOptimizerState and SaveOptimizer/LoadOptimizer restore AdamW
 //     exactly. StepObjective/EvalObjective run other objectives with the same update.
+//   - Memory: the model config's attention (auto: blocked from 1,024 tokens on the Go backend) and
+//     remat choose how steps compute; Options.MemoryBudget makes a step whose executor-estimated
+//     intermediate memory exceeds it recompute per layer (remat "layer", bit-identical results);
+//     TrainStepMemory tells which and how much without running. docs/engine-memory.md.
 //   - Weights: safetensors with Hugging Face tensor names through algorithms/hf (io.Reader/
 //     io.Writer, one tensor converted at a time; LoadWeights also takes hf.Join's stream of
 //     shards), PEFT adapter files, and local model directories (SaveModelDir; DirSource and

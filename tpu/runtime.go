@@ -76,6 +76,11 @@ type Options struct {
 	ExecTimeout time.Duration `json:"exec_timeout"`
 	// PeakGFLOPS is the machine's peak to compute MFU against; 0 → 180.
 	PeakGFLOPS float64 `json:"peak_gflops"`
+	// MemoryBudget (bytes; 0: none) bounds the intermediate memory of a step (activations and
+	// gradients, as the Go executor estimates it when compiling): a graph over it is built with
+	// the model's remat "layer" unless Model.Remat is set (see memory.go). The xla backend has
+	// no estimate, so there it changes nothing.
+	MemoryBudget int64 `json:"memory_budget,omitempty"`
 
 	// execHook, when set (tests), runs inside the watchdog just before each execution.
 	execHook func(op string)
@@ -134,6 +139,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxExecs < 0 {
 		return fmt.Errorf("tpu: options: max_execs=%d: must be >= 0", o.MaxExecs)
+	}
+	if o.MemoryBudget < 0 {
+		return fmt.Errorf("tpu: options: memory_budget=%d: must be >= 0 bytes (0: none)", o.MemoryBudget)
 	}
 	if !(o.PeakGFLOPS > 0) {
 		return fmt.Errorf("tpu: options: peak_gflops=%g: must be > 0", o.PeakGFLOPS)
