@@ -28,6 +28,9 @@
 //     exactly. StepObjective/EvalObjective run other objectives with the same update.
 //   - Weights: safetensors with Hugging Face tensor names (io.Reader/io.Writer), and model
 //     directories holding config.json + model.safetensors.
+//   - MFU: against Options.PeakGFLOPS, the machine's attainable rate as `temper bench peak`
+//     measures it with MeasureMatmul (the engine's float32 matmul on every core); without one,
+//     Stats report no MFU rather than one against an assumed figure.
 //   - Methods are safe for concurrent use; executions are serialized.
 //
 // Imports: algorithms/..., GoMLX/compute and the standard library (os for model directories and

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"time"
 
@@ -30,31 +29,57 @@ func (s MatmulShape) String() string { return fmt.Sprintf("%d×%d×%d", s.M, s.K
 // whatever the number of workers the kernel split it across.
 type MatmulRate struct {
 	Shape   MatmulShape `json:"shape"`
-	Calls   int         `json:"calls"`   // timed calls, after one untimed call (compile, buffers)
+	Calls   int         `json:"calls"`   // timed calls, after two untimed ones (compile, buffers, check; calibration)
+	Groups  int         `json:"groups"`  // timed groups of calls (see MatmulOptions.Group)
 	Seconds float64     `json:"seconds"` // their total wall time
-	// MedianGFLOPS is the median call's rate: a load spike on a shared machine moves it less than
-	// the mean, and one lucky call does not set it as it sets BestGFLOPS.
+	// MedianGFLOPS is the median group's rate: a load spike on a shared machine moves it less than
+	// the mean, and one lucky group does not set it as it sets BestGFLOPS.
 	MedianGFLOPS float64 `json:"median_gflops"`
 	MeanGFLOPS   float64 `json:"mean_gflops"` // total FLOPs / total seconds
 	BestGFLOPS   float64 `json:"best_gflops"`
+	// CPUSeconds is the process's CPU time (user + system) over the timed calls, and
+	// GFLOPSPerCPUSecond the work per CPU-second: what a core computes while it runs the kernel,
+	// which other processes' load changes far less than the wall-time rates. 0 without
+	// MatmulOptions.CPUTime.
+	CPUSeconds         float64 `json:"cpu_seconds,omitempty"`
+	GFLOPSPerCPUSecond float64 `json:"gflops_per_cpu_second,omitempty"`
 }
+
+// MatmulOptions configures MeasureMatmul.
+type MatmulOptions struct {
+	Shapes   []MatmulShape
+	PerShape time.Duration // wall time of each shape's timed calls (at least one group); > 0
+	// Group is the least wall time of one timed group of calls; 0 → DefaultMatmulGroup. Calls
+	// shorter than a scheduler time slice could run between other processes' slices on a shared
+	// machine and read faster than long ones; grouped, every shape's figure spans slices alike.
+	Group time.Duration
+	// CPUTime, when set, reads the process's CPU time, for MatmulRate.CPUSeconds.
+	CPUTime func() (time.Duration, error)
+}
+
+// DefaultMatmulGroup is MatmulOptions.Group's default: several scheduler time slices.
+const DefaultMatmulGroup = 50 * time.Millisecond
 
 // MeasureMatmul runs each shape's product on the Go backend as the runtime builds it (sequential
 // executor: the matmul kernels split a product across the backend's worker pool, GOMAXPROCS
-// workers), once untimed and then for at least perShape of wall time (at least one timed call).
-// Products this large take the fork's packing kernel (third_party/compute, dot/matmul/*_large.go)
-// on the best vector ISA the engine found. After the untimed call a few output elements are
-// checked against float64 dot products, so a kernel that skipped work cannot pass for a fast one.
-// ctx is checked between calls.
-func MeasureMatmul(ctx context.Context, shapes []MatmulShape, perShape time.Duration) (rates []MatmulRate, err error) {
+// workers): one untimed call compiles it and checks a few output elements against float64 dot
+// products (a kernel that skipped work cannot pass for a fast one), a second one sizes the groups,
+// then groups of calls run for at least o.PerShape. Products of 4M multiply-adds or more take the
+// fork's packing kernel (third_party/compute, dot/matmul/*_large.go) on the best vector ISA the
+// engine found; on AVX-512 products of at most 64 rows take the register-blocked one. ctx is
+// checked between calls.
+func MeasureMatmul(ctx context.Context, o MatmulOptions) (rates []MatmulRate, err error) {
 	defer recoverInto("measure matmul", &err)
-	for _, s := range shapes {
+	for _, s := range o.Shapes {
 		if s.M < 1 || s.K < 1 || s.N < 1 {
 			return nil, fmt.Errorf("tpu: measure matmul: shape %s: every dimension must be >= 1", s)
 		}
 	}
-	if !(perShape > 0) {
-		return nil, fmt.Errorf("tpu: measure matmul: duration %v: must be > 0", perShape)
+	if !(o.PerShape > 0) {
+		return nil, fmt.Errorf("tpu: measure matmul: duration %v: must be > 0", o.PerShape)
+	}
+	if o.Group == 0 {
+		o.Group = DefaultMatmulGroup
 	}
 	backend, err := newBackend(Options{Backend: BackendGo, Executor: ExecutorSequential})
 	if err != nil {
@@ -67,9 +92,9 @@ func MeasureMatmul(ctx context.Context, shapes []MatmulShape, perShape time.Dura
 	}
 	defer exec.Finalize()
 	// Each shape compiles once; the default cache of a few shapes would recompile on revisits.
-	exec.SetMaxCache(len(shapes) + 1)
-	for _, s := range shapes {
-		r, err := measureShape(ctx, exec, s, perShape)
+	exec.SetMaxCache(len(o.Shapes) + 1)
+	for _, s := range o.Shapes {
+		r, err := measureShape(ctx, exec, s, o)
 		if err != nil {
 			return rates, fmt.Errorf("tpu: measure matmul %s: %w", s, err)
 		}
@@ -78,7 +103,7 @@ func MeasureMatmul(ctx context.Context, shapes []MatmulShape, perShape time.Dura
 	return rates, nil
 }
 
-func measureShape(ctx context.Context, exec *graph.Exec, s MatmulShape, d time.Duration) (MatmulRate, error) {
+func measureShape(ctx context.Context, exec *graph.Exec, s MatmulShape, o MatmulOptions) (MatmulRate, error) {
 	r := MatmulRate{Shape: s}
 	a, b := peakOperand(s.M*s.K, 1), peakOperand(s.K*s.N, 2)
 	ta := tensors.FromFlatDataAndDimensions(a, s.M, s.K)
@@ -97,23 +122,53 @@ func measureShape(ctx context.Context, exec *graph.Exec, s MatmulShape, d time.D
 	if err := checkProduct(s, a, b, got); err != nil {
 		return r, err
 	}
+	call := func() error {
+		outs, err := exec.Call(ta, tb)
+		if err != nil {
+			return err
+		}
+		finalize(outs)
+		return nil
+	}
+	t0 := time.Now()
+	if err := call(); err != nil {
+		return r, err
+	}
+	group := max(1, int(math.Ceil(float64(o.Group)/float64(time.Since(t0)))))
 
+	var cpu0 time.Duration
+	if o.CPUTime != nil {
+		if cpu0, err = o.CPUTime(); err != nil {
+			return r, err
+		}
+	}
 	var rates []float64
 	start := time.Now()
-	for r.Calls == 0 || time.Since(start) < d {
+	for r.Groups == 0 || time.Since(start) < o.PerShape {
 		if err := ctx.Err(); err != nil {
 			return r, err
 		}
 		t0 := time.Now()
-		outs, err := exec.Call(ta, tb)
+		for range group {
+			if err := call(); err != nil {
+				return r, err
+			}
+		}
 		sec := time.Since(t0).Seconds()
+		r.Groups++
+		r.Calls += group
+		r.Seconds += sec
+		rates = append(rates, float64(group)*s.FLOPs()/sec/1e9)
+	}
+	if o.CPUTime != nil {
+		cpu1, err := o.CPUTime()
 		if err != nil {
 			return r, err
 		}
-		finalize(outs)
-		r.Calls++
-		r.Seconds += sec
-		rates = append(rates, s.FLOPs()/sec/1e9)
+		r.CPUSeconds = (cpu1 - cpu0).Seconds()
+		if r.CPUSeconds > 0 {
+			r.GFLOPSPerCPUSecond = s.FLOPs() * float64(r.Calls) / r.CPUSeconds / 1e9
+		}
 	}
 	r.MedianGFLOPS = medianOf(rates)
 	r.MeanGFLOPS = s.FLOPs() * float64(r.Calls) / r.Seconds / 1e9
@@ -163,7 +218,3 @@ func medianOf(xs []float64) float64 {
 	}
 	return (s[n/2-1] + s[n/2]) / 2
 }
-
-// MatmulWorkers is the number of workers the Go backend's matmul kernels split a product across:
-// its pool's limit, GOMAXPROCS.
-func MatmulWorkers() int { return runtime.GOMAXPROCS(0) }

@@ -2,6 +2,7 @@ package tpu
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -50,37 +51,55 @@ func TestThroughputMFU(t *testing.T) {
 
 func TestMeasureMatmul(t *testing.T) {
 	shapes := []MatmulShape{{M: 33, K: 17, N: 65, Label: "ragged"}, {M: 128, K: 256, N: 160}}
-	rates, err := MeasureMatmul(context.Background(), shapes, 20*time.Millisecond)
+	var cpuReads int
+	// A fake clock: 1 s more CPU time at every read, so each shape's timed calls took 1 CPU-second.
+	cpu := func() (time.Duration, error) { cpuReads++; return time.Duration(cpuReads) * time.Second, nil }
+	rates, err := MeasureMatmul(context.Background(), MatmulOptions{Shapes: shapes, PerShape: 20 * time.Millisecond,
+		Group: 2 * time.Millisecond, CPUTime: cpu})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rates) != 2 {
-		t.Fatalf("%d rates, want 2", len(rates))
+	if len(rates) != 2 || cpuReads != 4 {
+		t.Fatalf("%d rates, %d CPU time reads; want 2 and 4", len(rates), cpuReads)
 	}
 	for i, r := range rates {
-		if r.Shape != shapes[i] || r.Calls < 1 || !(r.Seconds > 0) || !(r.MedianGFLOPS > 0) ||
+		if r.Shape != shapes[i] || r.Groups < 1 || r.Calls%r.Groups != 0 || !(r.Seconds > 0) || !(r.MedianGFLOPS > 0) ||
 			!(r.BestGFLOPS >= r.MedianGFLOPS) || !(r.MeanGFLOPS > 0) {
 			t.Errorf("rate %+v", r)
 		}
 		if mean := r.Shape.FLOPs() * float64(r.Calls) / r.Seconds / 1e9; r.MeanGFLOPS != mean {
 			t.Errorf("%s: mean %v, want total FLOPs / total seconds %v", r.Shape, r.MeanGFLOPS, mean)
 		}
+		if want := r.Shape.FLOPs() * float64(r.Calls) / 1e9; r.CPUSeconds != 1 || r.GFLOPSPerCPUSecond != want {
+			t.Errorf("%s: %v CPU-s, %v GFLOP per CPU-second; want 1 and %v", r.Shape, r.CPUSeconds, r.GFLOPSPerCPUSecond, want)
+		}
 	}
+	// The small shape's calls take microseconds: they must run in groups of about Group.
+	if r := rates[0]; r.Calls < 2*r.Groups {
+		t.Errorf("%s: %d calls in %d groups, want groups of several calls", r.Shape, r.Calls, r.Groups)
+	}
+	rates, err = MeasureMatmul(context.Background(), MatmulOptions{Shapes: shapes[:1], PerShape: time.Millisecond})
+	if err != nil || rates[0].CPUSeconds != 0 || rates[0].GFLOPSPerCPUSecond != 0 {
+		t.Errorf("without CPUTime: %+v, %v", rates, err)
+	}
+
 	for _, c := range []struct {
-		shapes []MatmulShape
-		d      time.Duration
-		want   string
+		name string
+		o    MatmulOptions
+		want string
 	}{
-		{[]MatmulShape{{M: 0, K: 1, N: 1}}, time.Millisecond, "shape 0×1×1: every dimension must be >= 1"},
-		{shapes, 0, "duration 0s: must be > 0"},
+		{"shape", MatmulOptions{Shapes: []MatmulShape{{M: 0, K: 1, N: 1}}, PerShape: time.Millisecond}, "shape 0×1×1: every dimension must be >= 1"},
+		{"duration", MatmulOptions{Shapes: shapes}, "duration 0s: must be > 0"},
+		{"cpu time", MatmulOptions{Shapes: shapes, PerShape: time.Millisecond,
+			CPUTime: func() (time.Duration, error) { return 0, errors.New("no rusage") }}, "no rusage"},
 	} {
-		if _, err := MeasureMatmul(context.Background(), c.shapes, c.d); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v, %v: err %v, want %q", c.shapes, c.d, err, c.want)
+		if _, err := MeasureMatmul(context.Background(), c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want %q", c.name, err, c.want)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := MeasureMatmul(ctx, shapes[:1], time.Second); err == nil || !strings.Contains(err.Error(), "context canceled") {
+	if _, err := MeasureMatmul(ctx, MatmulOptions{Shapes: shapes[:1], PerShape: time.Second}); err == nil || !strings.Contains(err.Error(), "context canceled") {
 		t.Errorf("cancelled: err %v", err)
 	}
 }

@@ -92,8 +92,8 @@ func (r modelReport) Text(w io.Writer) {
 	switch r.source {
 	case peakMeasured:
 		p := r.peak
-		fmt.Fprintf(w, "peak measured in this run: %.1f GFLOP/s (the median call of float32 %s on the Go engine's %s kernels, %d cores; `temper bench peak` prints every shape)\n",
-			p.PeakGFLOPS, p.PeakShape, p.ISA, p.GOMAXPROCS)
+		fmt.Fprintf(w, "peak measured in this run: %.1f GFLOP/s (float32 %s on the Go engine's %s kernels, %d cores, %s GFLOP per CPU-second; `temper bench peak` prints every shape)\n",
+			p.PeakGFLOPS, p.PeakShape, p.ISA, p.GOMAXPROCS, perCPU(p.PeakGFLOPSPerCPUSecond))
 	case peakFromFlag:
 		fmt.Fprintf(w, "peak from --peak: %.1f GFLOP/s\n", r.rep.PeakGFLOPS)
 	default:

@@ -146,8 +146,15 @@ func TestMeasurePeak(t *testing.T) {
 	if !(best > 0) || r.PeakGFLOPS != best || r.PeakPerCoreGFLOPS != best/float64(r.GOMAXPROCS) {
 		t.Errorf("peak %v (per core %v), want the best median %v over %d cores", r.PeakGFLOPS, r.PeakPerCoreGFLOPS, best, r.GOMAXPROCS)
 	}
-	if m := r.Matmul[0]; m.MedianGFLOPS == best && r.PeakShape != m.Shape || m.MedianGFLOPS != best && r.PeakShape != r.Matmul[1].Shape {
-		t.Errorf("peak shape %v is not the best one's", r.PeakShape)
+	peakRate := r.Matmul[1]
+	if r.Matmul[0].MedianGFLOPS == best {
+		peakRate = r.Matmul[0]
+	}
+	if r.PeakShape != peakRate.Shape || r.PeakGFLOPSPerCPUSecond != peakRate.GFLOPSPerCPUSecond {
+		t.Errorf("peak shape %v (%v GFLOP per CPU-s) is not the best one's, %+v", r.PeakShape, r.PeakGFLOPSPerCPUSecond, peakRate)
+	}
+	if haveCPUTime && !(r.PeakGFLOPSPerCPUSecond > 0) {
+		t.Errorf("no GFLOP per CPU-second: %+v", r.Matmul)
 	}
 	if len(r.Stream) != 2 || r.Stream[0].Kernel != "copy" || r.Stream[1].Kernel != "triad" {
 		t.Fatalf("stream %+v", r.Stream)
@@ -164,7 +171,7 @@ func TestMeasurePeak(t *testing.T) {
 	var text bytes.Buffer
 	r.Text(&text)
 	for _, want := range []string{"engine kernels: " + r.ISA, "64×64×64", "tiny", "median GFLOP/s", "attainable: ",
-		"per core", "memory: float32 arrays of 1 MiB", "copy", "triad"} {
+		"per core", "per CPU-s", "GFLOP per CPU-second there", "memory: float32 arrays of 1 MiB", "copy", "triad"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
@@ -177,7 +184,7 @@ func TestMeasurePeak(t *testing.T) {
 	if err := json.Unmarshal(js, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"isa", "cpu", "gomaxprocs", "matmul", "peak_gflops", "peak_per_core_gflops", "peak_shape", "stream"} {
+	for _, k := range []string{"isa", "cpu", "gomaxprocs", "matmul", "peak_gflops", "peak_per_core_gflops", "peak_shape", "peak_gflops_per_cpu_second", "stream"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("JSON lacks %q: %s", k, js)
 		}
