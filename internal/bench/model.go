@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 
+	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/scripts/peer"
 	"github.com/temperml/temper/tpu"
 )
@@ -59,6 +60,12 @@ func Model(ctx context.Context, o ModelOptions) (Report, error) {
 	if o.Bench.PeakGFLOPS == 0 {
 		r.source = peakNone
 		if o.Bench.Backend == "" || o.Bench.Backend == tpu.BackendGo {
+			// A misspelt preset should not wait for the peak's seconds to be reported.
+			for _, name := range o.Bench.Presets {
+				if _, err := model.Preset(name); err != nil {
+					return nil, fmt.Errorf("bench model: %w", err)
+				}
+			}
 			po := o.Peak
 			po.StreamBytes = -1
 			peak, err := MeasurePeak(ctx, po)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/temperml/temper/tpu"
 )
@@ -298,5 +299,11 @@ func TestModelPeak(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ue) {
 			t.Errorf("%s: err %v, want a usage error with %q", c.name, err, c.want)
 		}
+	}
+	// An unknown preset is reported before the peak's seconds, not after.
+	start := time.Now()
+	_, err := Model(context.Background(), ModelOptions{Bench: tpu.BenchOptions{Presets: []string{"tiny", "huge"}}, Peak: PeakOptions{Seconds: 12, Shapes: []tpu.MatmulShape{{M: 8, K: 8, N: 8}}}})
+	if err == nil || !strings.Contains(err.Error(), `preset "huge"`) || time.Since(start) > 10*time.Second {
+		t.Errorf("unknown preset: err %v after %v", err, time.Since(start))
 	}
 }
