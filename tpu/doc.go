@@ -34,6 +34,9 @@
 //     io.Writer, one tensor converted at a time; LoadWeights also takes hf.Join's stream of
 //     shards), PEFT adapter files, and local model directories (SaveModelDir; DirSource and
 //     DirSink serve hf's directory reader and writer). Loading a model is activities/train's Load.
+//   - MFU: against Options.PeakGFLOPS, the machine's attainable rate as `temper bench peak`
+//     measures it with MeasureMatmul (the engine's float32 matmul on every core); without one,
+//     Stats report no MFU rather than one against an assumed figure.
 //   - Methods are safe for concurrent use; executions are serialized.
 //
 // Imports: algorithms/..., GoMLX/compute and the standard library (os for model directories and
