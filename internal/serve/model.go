@@ -48,8 +48,8 @@ type ChatSpec struct {
 // ByteModel is a Temper byte-level model (no tokenizer files): tokenize.Byte, DefaultChat, BOS
 // before completions prompts, EOS stops.
 func ByteModel(name string, cfg model.Config) (*Model, error) {
-	if cfg.Vocab < tokenize.ByteVocabSize {
-		return nil, fmt.Errorf("serve: model %s: vocab %d is smaller than the byte tokenizer's %d and there is no tokenizer.json", name, cfg.Vocab, tokenize.ByteVocabSize)
+	if cfg.Vocab != tokenize.ByteVocabSize {
+		return nil, fmt.Errorf("serve: model %s: no tokenizer.json, and its vocab %d is not the byte tokenizer's %d: give the directory of its tokenizer files (--tokenizer)", name, cfg.Vocab, tokenize.ByteVocabSize)
 	}
 	tok := tokenize.Byte{}
 	return &Model{Name: name, Config: cfg, Tok: tok, Fixed: tokenize.DefaultChat(), StopIDs: []int{tokenize.ByteEOS},

@@ -412,29 +412,50 @@ func jsonRoundTrip(s string) string {
 	return out
 }
 
-// TestOpenAIGoToolCalls: a model writing a call in its own format (Qwen3's <tool_call>, through
-// the real Qwen3 tokenizer and chat template; the engine is scripted) reaches the official client as
-// tool_calls, whole or streamed; the tool definitions reach the template.
-func TestOpenAIGoToolCalls(t *testing.T) {
-	m := qwen3Model(t)
-	bpe := m.Tok
+// toolServer serves the real Qwen3 tokenizer and chat template with a scripted engine that answers
+// every prompt with some text and a call in Qwen's format.
+type toolServer struct {
+	m       *Model
+	http    *httptest.Server
+	mu      sync.Mutex
+	prompts [][]int
+}
+
+func newToolServer(t *testing.T) *toolServer {
+	t.Helper()
+	ts := &toolServer{m: qwen3Model(t)}
+	bpe := ts.m.Tok
 	imEnd, ok := bpe.Special().ID("<|im_end|>")
 	if !ok {
 		t.Fatal("no <|im_end|>")
 	}
 	call := "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>"
-	var prompts [][]int
-	var mu sync.Mutex
-	eng := &scriptEngine{vocab: m.Config.Vocab, stop: imEnd, script: func(p []int) []int {
-		mu.Lock()
-		prompts = append(prompts, p)
-		mu.Unlock()
+	eng := &scriptEngine{vocab: ts.m.Config.Vocab, stop: imEnd, script: func(p []int) []int {
+		ts.mu.Lock()
+		ts.prompts = append(ts.prompts, p)
+		ts.mu.Unlock()
 		return bpe.Encode("Let me check." + call)
 	}}
-	srv := New(m, eng, Options{})
-	hs := httptest.NewServer(srv.Handler())
-	defer func() { hs.Close(); srv.Close() }()
-	cl := openai.NewClient(option.WithBaseURL(hs.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	srv := New(ts.m, eng, Options{})
+	ts.http = httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.http.Close(); srv.Close() })
+	return ts
+}
+
+func (ts *toolServer) lastPrompt() []int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.prompts[len(ts.prompts)-1]
+}
+
+// TestOpenAIGoToolCalls: a model writing a call in its own format (Qwen3's <tool_call>, through
+// the real Qwen3 tokenizer and chat template; the engine is scripted) reaches the official client as
+// tool_calls, whole or streamed; the tool definitions reach the template.
+func TestOpenAIGoToolCalls(t *testing.T) {
+	tsrv := newToolServer(t)
+	bpe := tsrv.m.Tok
+	cl := openai.NewClient(option.WithBaseURL(tsrv.http.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	lastPrompt := tsrv.lastPrompt
 	params := openai.ChatCompletionNewParams{Model: "qwen3-script", Seed: openai.Int(1),
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
 		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
@@ -465,7 +486,7 @@ func TestOpenAIGoToolCalls(t *testing.T) {
 		}
 		c := out.Choices[0]
 		check(t, c.Message.Content, c.Message.ToolCalls, string(c.FinishReason))
-		text := bpe.Decode(prompts[len(prompts)-1])
+		text := bpe.Decode(lastPrompt())
 		if !strings.Contains(text, "<tools>") || !strings.Contains(text, `"name": "get_weather"`) || !strings.HasSuffix(text, "<|im_start|>assistant\n") {
 			t.Fatalf("the prompt does not carry the tools in Qwen3's template:\n%s", text)
 		}
@@ -497,7 +518,7 @@ func TestOpenAIGoToolCalls(t *testing.T) {
 		if _, err := cl.Chat.Completions.New(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		text := bpe.Decode(prompts[len(prompts)-1])
+		text := bpe.Decode(lastPrompt())
 		if !strings.Contains(text, "<tool_response>\n{\"temp\": 21}\n</tool_response>") || !strings.Contains(text, `{"city":"Paris","unit":"celsius"}`) {
 			t.Fatalf("the call and its result are not in the next prompt:\n%s", text)
 		}

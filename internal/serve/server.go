@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -421,12 +422,21 @@ func (req *request) run(w http.ResponseWriter, r *http.Request) *apiError {
 				}
 			}
 		}
+		// One write and flush for all the events that were waiting: a client that falls behind
+		// costs fewer system calls, not more.
+		if sse != nil {
+			if err := sse.flush(); err != nil {
+				req.job.Cancel()
+				return nil
+			}
+		}
 	}
 	if failure != nil {
 		if sse != nil {
 			_ = sse.send(struct {
 				Error *apiError `json:"error"`
 			}{errorf(http.StatusServiceUnavailable, "server_error", "", "engine_error", "%v", failure)})
+			_ = sse.flush()
 			return nil
 		}
 		return errorf(http.StatusServiceUnavailable, "server_error", "", "engine_error", "%v", failure)
@@ -656,10 +666,11 @@ func (req *request) streamChoice(sse *sseWriter, c *choiceState) error {
 	return chunk(chatDelta{}, nil, &finish)
 }
 
-// sseWriter writes server-sent events and flushes each.
+// sseWriter buffers server-sent events; flush writes them out.
 type sseWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf bytes.Buffer
 }
 
 func newSSE(w http.ResponseWriter) *sseWriter {
@@ -671,18 +682,32 @@ func newSSE(w http.ResponseWriter) *sseWriter {
 	return &sseWriter{w: w, rc: http.NewResponseController(w)}
 }
 
+// send queues one event.
 func (s *sseWriter) send(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
+	s.buf.WriteString("data: ")
+	s.buf.Write(b)
+	s.buf.WriteString("\n\n")
+	return nil
+}
+
+// flush writes the queued events and flushes them to the client.
+func (s *sseWriter) flush() error {
+	if s.buf.Len() == 0 {
+		return nil
+	}
+	_, err := s.w.Write(s.buf.Bytes())
+	s.buf.Reset()
+	if err != nil {
 		return err
 	}
 	return s.rc.Flush()
 }
 
 func (s *sseWriter) done() {
-	_, _ = fmt.Fprint(s.w, "data: [DONE]\n\n")
-	_ = s.rc.Flush()
+	s.buf.WriteString("data: [DONE]\n\n")
+	_ = s.flush()
 }
