@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/temperml/temper/algorithms/model"
@@ -53,11 +54,16 @@ type BenchRow struct {
 	ServeSeconds     float64 `json:"serve_seconds"`
 	ServeTokS        float64 `json:"serve_tokens_per_sec"`
 	Ratio            float64 `json:"ratio"` // serve / in-process tokens per second
-	TTFTClient0      float64 `json:"ttft_client0_seconds"`
-	TTFTMedian       float64 `json:"ttft_median_seconds"`
-	TTFTMax          float64 `json:"ttft_max_seconds"`
-	LatencyMean      float64 `json:"latency_mean_seconds"`
-	SameTokens       bool    `json:"same_tokens"` // every request got the in-process tokens
+	// CPU seconds of the whole process (server and clients) during the runs above, and the ratio of
+	// tokens per CPU second: what the wall-clock ratio would be if both sides got the same cores.
+	InProcessCPU float64 `json:"in_process_cpu_seconds"`
+	ServeCPU     float64 `json:"serve_cpu_seconds"`
+	CPURatio     float64 `json:"cpu_ratio"`
+	TTFTClient0  float64 `json:"ttft_client0_seconds"`
+	TTFTMedian   float64 `json:"ttft_median_seconds"`
+	TTFTMax      float64 `json:"ttft_max_seconds"`
+	LatencyMean  float64 `json:"latency_mean_seconds"`
+	SameTokens   bool    `json:"same_tokens"` // every request got the in-process tokens
 }
 
 // BenchReport is `temper bench serve`'s result.
@@ -172,12 +178,12 @@ func benchPreset(ctx context.Context, o BenchOptions, preset string, rt BenchRun
 		row := BenchRow{Preset: preset, Clients: n}
 		var want [][]int
 		inProcess := func() error {
-			start := time.Now()
+			start, cpu0 := time.Now(), cpuSeconds()
 			out, err := rt.Generate(prompts, gopts)
 			if err != nil {
 				return err
 			}
-			sec := time.Since(start).Seconds()
+			sec, cpu := time.Since(start).Seconds(), cpuSeconds()-cpu0
 			toks := 0
 			want = want[:0]
 			for _, c := range out {
@@ -187,12 +193,19 @@ func benchPreset(ctx context.Context, o BenchOptions, preset string, rt BenchRun
 			if row.InProcessSeconds == 0 || sec < row.InProcessSeconds {
 				row.InProcessSeconds, row.InProcessTokens = sec, toks
 			}
+			if row.InProcessCPU == 0 || cpu < row.InProcessCPU {
+				row.InProcessCPU = cpu
+			}
 			return nil
 		}
 		served := func() error {
+			cpu0 := cpuSeconds()
 			res, sec, err := runClients(ctx, client, url, preset, prompts, seeds, o.Tokens)
 			if err != nil {
 				return err
+			}
+			if cpu := cpuSeconds() - cpu0; row.ServeCPU == 0 || cpu < row.ServeCPU {
+				row.ServeCPU = cpu
 			}
 			toks := 0
 			same := len(want) == len(res)
@@ -223,7 +236,7 @@ func benchPreset(ctx context.Context, o BenchOptions, preset string, rt BenchRun
 		if err := served(); err != nil {
 			return nil, err
 		}
-		row.InProcessSeconds, row.ServeSeconds = 0, 0
+		row.InProcessSeconds, row.ServeSeconds, row.InProcessCPU, row.ServeCPU = 0, 0, 0, 0
 		for k := range o.Repeats {
 			sides := []func() error{inProcess, served}
 			if k%2 == 1 {
@@ -238,10 +251,22 @@ func benchPreset(ctx context.Context, o BenchOptions, preset string, rt BenchRun
 		row.InProcessTokS = float64(row.InProcessTokens) / row.InProcessSeconds
 		row.ServeTokS = float64(row.ServeTokens) / row.ServeSeconds
 		row.Ratio = row.ServeTokS / row.InProcessTokS
-		o.Progress(fmt.Sprintf("%-5s %2d clients: serve %.0f tok/s, in-process %.0f tok/s (×%.2f), ttft client 0 %.0f ms", preset, n, row.ServeTokS, row.InProcessTokS, row.Ratio, 1000*row.TTFTClient0))
+		row.CPURatio = (float64(row.ServeTokens) / row.ServeCPU) / (float64(row.InProcessTokens) / row.InProcessCPU)
+		o.Progress(fmt.Sprintf("%-5s %2d clients: serve %.0f tok/s, in-process %.0f tok/s (×%.2f; per CPU second ×%.2f), ttft client 0 %.0f ms",
+			preset, n, row.ServeTokS, row.InProcessTokS, row.Ratio, row.CPURatio, 1000*row.TTFTClient0))
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// cpuSeconds is the process's user + system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
 }
 
 // clientResult is one streaming client's view.
@@ -336,10 +361,11 @@ func streamOne(ctx context.Context, client *http.Client, url, modelName string, 
 func (r BenchReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "serve vs in-process batched generation: %d-token prompts, max_tokens %d, temperature 1, best of %d runs each (alternating)\n", r.PromptLen, r.Tokens, r.Repeats)
-	fmt.Fprintf(&b, "%-6s %7s %12s %12s %7s %10s %10s %10s %10s %6s\n", "preset", "clients", "serve tok/s", "inproc tok/s", "ratio", "ttft c0", "ttft p50", "ttft max", "latency", "same")
+	fmt.Fprintf(&b, "%-6s %7s %12s %12s %7s %9s %10s %10s %10s %10s %6s\n", "preset", "clients", "serve tok/s", "inproc tok/s", "ratio", "cpu ratio", "ttft c0", "ttft p50", "ttft max", "latency", "same")
 	for _, x := range r.Rows {
-		fmt.Fprintf(&b, "%-6s %7d %12.0f %12.0f %7.2f %8.0fms %8.0fms %8.0fms %8.0fms %6v\n", x.Preset, x.Clients, x.ServeTokS, x.InProcessTokS, x.Ratio,
+		fmt.Fprintf(&b, "%-6s %7d %12.0f %12.0f %7.2f %9.2f %8.0fms %8.0fms %8.0fms %8.0fms %6v\n", x.Preset, x.Clients, x.ServeTokS, x.InProcessTokS, x.Ratio, x.CPURatio,
 			1000*x.TTFTClient0, 1000*x.TTFTMedian, 1000*x.TTFTMax, 1000*x.LatencyMean, x.SameTokens)
 	}
+	b.WriteString("ratio: wall-clock tokens/s, serve / in-process (best run of each); cpu ratio: tokens per CPU second of this process (clients included), serve / in-process\n")
 	return b.String()
 }

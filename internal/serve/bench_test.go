@@ -68,6 +68,13 @@ func TestBenchServe(t *testing.T) {
 		t.Skip("set TEMPER_BENCH_SERVE=1 to run the serving benchmark")
 	}
 	o := BenchOptions{Open: openPreset, Progress: func(s string) { t.Log(s) }}
+	if r := os.Getenv("TEMPER_BENCH_REPEATS"); r != "" {
+		n, err := strconv.Atoi(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Repeats = n
+	}
 	if p := os.Getenv("TEMPER_BENCH_PRESETS"); p != "" {
 		o.Presets = strings.Split(p, ",")
 	}

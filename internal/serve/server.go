@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/temperml/temper/algorithms/chat"
 	"github.com/temperml/temper/algorithms/sample"
 )
 
@@ -131,14 +133,21 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status)
-	_ = json.NewEncoder(w).Encode(struct {
+	_ = newEncoder(w).Encode(struct {
 		Error *apiError `json:"error"`
 	}{e})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
+	_ = newEncoder(w).Encode(v)
+}
+
+// newEncoder writes JSON as OpenAI does: <, > and & as they are.
+func newEncoder(w io.Writer) *json.Encoder {
+	e := json.NewEncoder(w)
+	e.SetEscapeHTML(false)
+	return e
 }
 
 func (s *Server) card() modelCard {
@@ -233,10 +242,11 @@ func (s *Server) submit(req *request) *apiError {
 			specs = append(specs, RowSpec{Prompt: prompt, MaxTokens: maxTokens, Temperature: req.p.temperature, TopP: req.p.topP,
 				Seed: seeds.SeedFor(i), StopIDs: s.m.StopIDs, TopLogprobs: top})
 			c := &choiceState{index: len(req.choices), prompt: k}
-			c.text = choiceText{m: s.m, stops: req.p.stop}
+			var tools *chat.Format
 			if req.tools {
-				c.text.tools = s.m.ToolFormat
+				tools = s.m.ToolFormat
 			}
+			c.text = newChoiceText(s.m, req.p.stop, tools)
 			req.choices = append(req.choices, c)
 		}
 	}
@@ -504,9 +514,9 @@ func (c *choiceState) textTokens() []Token {
 // calls parses the choice's tool calls when the request has tools.
 func (req *request) calls(c *choiceState) (string, []parsedCall) {
 	if !req.tools || c.finish == FinishLength {
-		return c.text.text, nil
+		return c.text.text(), nil
 	}
-	content, calls := parseCalls(req.s.m.ToolFormat, c.text.text)
+	content, calls := parseCalls(req.s.m.ToolFormat, c.text.text())
 	if len(calls) > 1 && !req.parallel {
 		calls = calls[:1]
 	}
@@ -593,7 +603,7 @@ func (req *request) completionResponse() completion {
 		SystemFingerprint: fingerprint, Usage: &u}
 	for _, c := range req.choices {
 		f := c.finish
-		ch := completionChoice{Text: c.text.text, Index: c.index, FinishReason: &f}
+		ch := completionChoice{Text: c.text.text(), Index: c.index, FinishReason: &f}
 		if req.logprobs {
 			ch.Logprobs = req.completionLogprobs(c.textTokens(), 0)
 		}
@@ -610,7 +620,7 @@ func (req *request) streamChoice(sse *sseWriter, c *choiceState) error {
 	c.lpSent = len(toks)
 	if !req.chat {
 		text := c.text.pending(c.done)
-		if text == "" && len(newToks) == 0 && !c.done {
+		if text == "" && (len(newToks) == 0 || !req.logprobs) && !c.done {
 			return nil
 		}
 		ch := completionChoice{Text: text, Index: c.index}
@@ -651,7 +661,7 @@ func (req *request) streamChoice(sse *sseWriter, c *choiceState) error {
 	if c.text.sent < len(content) {
 		rest = content[c.text.sent:]
 	}
-	c.text.sent = len(c.text.text)
+	c.text.sent = len(c.text.buf)
 	if rest != "" || lp != nil {
 		if err := chunk(chatDelta{Content: &rest}, lp, nil); err != nil {
 			return err
@@ -684,13 +694,11 @@ func newSSE(w http.ResponseWriter) *sseWriter {
 
 // send queues one event.
 func (s *sseWriter) send(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	s.buf.WriteString("data: ")
+	if err := newEncoder(&s.buf).Encode(v); err != nil { // the line ends with the encoder's newline
 		return err
 	}
-	s.buf.WriteString("data: ")
-	s.buf.Write(b)
-	s.buf.WriteString("\n\n")
+	s.buf.WriteString("\n")
 	return nil
 }
 

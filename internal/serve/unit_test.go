@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temperml/temper/algorithms/chat"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
@@ -32,25 +33,37 @@ func TestChoiceTextStreaming(t *testing.T) {
 		{"second stop first", m, "xx END yy STOP", []string{"STOP", "END"}, false, "xx ", true, "EN"},
 		{"unfinished stop", m, "abc##", []string{"###"}, false, "abc##", false, "#"},
 		{"utf-8 waits for its last byte", m, "é€x", nil, false, "é€x", false, ""},
+		{"long text, characters split over tokens", qm, strings.Repeat("naïve café 東京タワー 🚀🌍 ok; ", 12), nil, false,
+			strings.Repeat("naïve café 東京タワー 🚀🌍 ok; ", 12), false, ""},
+		{"stop string far in, over the kept head", qm, strings.Repeat("données 数据 ", 20) + "<END> more", []string{"<END>"}, false,
+			strings.Repeat("données 数据 ", 20), true, "<E"},
+		{"long byte-level text", m, strings.Repeat("añb€c", 30) + "STOP", []string{"STOP"}, false, strings.Repeat("añb€c", 30), true, "ST"},
+		{"tool call after long content", qm, strings.Repeat("Thinking about it. ", 10) + "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", nil, true,
+			strings.Repeat("Thinking about it. ", 10) + "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", false, "<tool"},
 		{"tool call held back", qm, "Let me check.<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", nil, true,
 			"Let me check.<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", false, "<tool"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ct := choiceText{m: c.m, stops: c.stops}
+			var tools *chat.Format
 			if c.tools {
-				ct.tools = c.m.ToolFormat
+				tools = c.m.ToolFormat
 			}
+			ct := newChoiceText(c.m, c.stops, tools)
 			var streamed strings.Builder
 			stopped := false
 			ids := c.m.Tok.Encode(c.text)
 			if _, isByte := c.m.Tok.(tokenize.Byte); !isByte {
 				ids = c.m.Tok.Encode(c.text)
 			}
-			for _, id := range ids {
+			for k, id := range ids {
 				if ct.add(id) {
 					stopped = true
 					break
+				}
+				// Incremental decoding gives the text of decoding every token at once.
+				if whole := c.m.decode(ids[:k+1]); ct.text() != whole {
+					t.Fatalf("after token %d: text %q, decoding all %q", k, ct.text(), whole)
 				}
 				piece := ct.pending(false)
 				if c.neverHas != "" && strings.Contains(piece, c.neverHas) {
@@ -62,8 +75,8 @@ func TestChoiceTextStreaming(t *testing.T) {
 				streamed.WriteString(piece)
 			}
 			streamed.WriteString(ct.pending(true))
-			if streamed.String() != c.want || ct.text != c.want || stopped != c.stopped {
-				t.Fatalf("streamed %q, text %q, stopped %v; want %q, %v", streamed.String(), ct.text, stopped, c.want, c.stopped)
+			if streamed.String() != c.want || ct.text() != c.want || stopped != c.stopped {
+				t.Fatalf("streamed %q, text %q, stopped %v; want %q, %v", streamed.String(), ct.text(), stopped, c.want, c.stopped)
 			}
 		})
 	}
@@ -252,20 +265,23 @@ func TestSchedulerCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for {
-		evs, err := j.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(evs) > 0 {
-			break
-		}
+	evs, err := j.Next(ctx) // the first tokens
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("first events %v, %v", evs, err)
 	}
 	j.CancelChoice(0)
 	for range 990 {
 		eng.gate <- struct{}{}
 	}
 	toks, ends, err := collect(t, j)
+	for _, e := range evs {
+		if e.Err == nil {
+			toks[e.Choice] = append(toks[e.Choice], e.Token.ID)
+			if e.Finish != "" {
+				ends[e.Choice] = e.Finish
+			}
+		}
+	}
 	if !errors.Is(err, context.Canceled) || ends[0] != "error" || ends[1] != FinishLength {
 		t.Fatalf("ends %v err %v, want choice 0 cancelled and choice 1 at its length", ends, err)
 	}
