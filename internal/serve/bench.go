@@ -36,7 +36,7 @@ type BenchOptions struct {
 	Clients   []int    // concurrent streaming clients; default 1, 8, 32
 	PromptLen int      // tokens per prompt; default 16
 	Tokens    int      // max_tokens per request; default 128
-	Repeats   int      // timed runs of each side, alternating (the best counts); default 2
+	Repeats   int      // pairs of timed runs (in-process, serve), the order alternating; default 5
 	// Open builds the runtime of a preset (random weights, seeded); close releases it.
 	Open     func(preset string) (rt BenchRuntime, close func(), err error)
 	Progress func(line string)
@@ -53,9 +53,11 @@ type BenchRow struct {
 	ServeTokens      int     `json:"serve_tokens"`
 	ServeSeconds     float64 `json:"serve_seconds"`
 	ServeTokS        float64 `json:"serve_tokens_per_sec"`
-	Ratio            float64 `json:"ratio"` // serve / in-process tokens per second
-	// CPU seconds of the whole process (server and clients) during the runs above, and the ratio of
-	// tokens per CPU second: what the wall-clock ratio would be if both sides got the same cores.
+	// Ratio is serve / in-process tokens per second: the median over back-to-back pairs of runs.
+	Ratio float64 `json:"ratio"`
+	// CPU seconds of the whole process (server and clients) of the least costly runs, and the
+	// median ratio of tokens per CPU second over the pairs: the wall-clock ratio were both sides
+	// given the same cores.
 	InProcessCPU float64 `json:"in_process_cpu_seconds"`
 	ServeCPU     float64 `json:"serve_cpu_seconds"`
 	CPURatio     float64 `json:"cpu_ratio"`
@@ -88,7 +90,7 @@ func (o BenchOptions) withDefaults() BenchOptions {
 		o.Tokens = 128
 	}
 	if o.Repeats <= 0 {
-		o.Repeats = 2
+		o.Repeats = 5
 	}
 	if o.Progress == nil {
 		o.Progress = func(string) {}
@@ -177,6 +179,7 @@ func benchPreset(ctx context.Context, o BenchOptions, preset string, rt BenchRun
 		gopts := sample.Options{MaxNewTokens: o.Tokens, Temperature: 1, Seeds: perRow, StopTokens: m.StopIDs}
 		row := BenchRow{Preset: preset, Clients: n}
 		var want [][]int
+		var last [2][2]float64 // tokens per wall and per CPU second of the last run: [in-process, serve]
 		inProcess := func() error {
 			start, cpu0 := time.Now(), cpuSeconds()
 			out, err := rt.Generate(prompts, gopts)
@@ -196,6 +199,7 @@ func benchPreset(ctx context.Context, o BenchOptions, preset string, rt BenchRun
 			if row.InProcessCPU == 0 || cpu < row.InProcessCPU {
 				row.InProcessCPU = cpu
 			}
+			last[0] = [2]float64{float64(toks) / sec, float64(toks) / cpu}
 			return nil
 		}
 		served := func() error {
@@ -204,7 +208,8 @@ func benchPreset(ctx context.Context, o BenchOptions, preset string, rt BenchRun
 			if err != nil {
 				return err
 			}
-			if cpu := cpuSeconds() - cpu0; row.ServeCPU == 0 || cpu < row.ServeCPU {
+			cpu := cpuSeconds() - cpu0
+			if row.ServeCPU == 0 || cpu < row.ServeCPU {
 				row.ServeCPU = cpu
 			}
 			toks := 0
@@ -215,6 +220,7 @@ func benchPreset(ctx context.Context, o BenchOptions, preset string, rt BenchRun
 				same = same && slices.Equal(got[fmt.Sprint(prompts[i])], want[i])
 			}
 			mu.Unlock()
+			last[1] = [2]float64{float64(toks) / sec, float64(toks) / cpu}
 			if row.ServeSeconds == 0 || sec < row.ServeSeconds {
 				row.ServeSeconds, row.ServeTokens, row.SameTokens = sec, toks, same
 				var ttft []float64
@@ -237,6 +243,9 @@ func benchPreset(ctx context.Context, o BenchOptions, preset string, rt BenchRun
 			return nil, err
 		}
 		row.InProcessSeconds, row.ServeSeconds, row.InProcessCPU, row.ServeCPU = 0, 0, 0, 0
+		// Each pair of back-to-back runs meets about the same load from the rest of the machine:
+		// the ratios are the medians over the pairs.
+		var ratios, cpuRatios []float64
 		for k := range o.Repeats {
 			sides := []func() error{inProcess, served}
 			if k%2 == 1 {
@@ -247,16 +256,26 @@ func benchPreset(ctx context.Context, o BenchOptions, preset string, rt BenchRun
 					return nil, err
 				}
 			}
+			ratios = append(ratios, last[1][0]/last[0][0])
+			cpuRatios = append(cpuRatios, last[1][1]/last[0][1])
 		}
 		row.InProcessTokS = float64(row.InProcessTokens) / row.InProcessSeconds
 		row.ServeTokS = float64(row.ServeTokens) / row.ServeSeconds
-		row.Ratio = row.ServeTokS / row.InProcessTokS
-		row.CPURatio = (float64(row.ServeTokens) / row.ServeCPU) / (float64(row.InProcessTokens) / row.InProcessCPU)
+		row.Ratio, row.CPURatio = median(ratios), median(cpuRatios)
 		o.Progress(fmt.Sprintf("%-5s %2d clients: serve %.0f tok/s, in-process %.0f tok/s (×%.2f; per CPU second ×%.2f), ttft client 0 %.0f ms",
 			preset, n, row.ServeTokS, row.InProcessTokS, row.Ratio, row.CPURatio, 1000*row.TTFTClient0))
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // cpuSeconds is the process's user + system CPU time.
@@ -360,12 +379,12 @@ func streamOne(ctx context.Context, client *http.Client, url, modelName string, 
 // String renders the report as a table.
 func (r BenchReport) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "serve vs in-process batched generation: %d-token prompts, max_tokens %d, temperature 1, best of %d runs each (alternating)\n", r.PromptLen, r.Tokens, r.Repeats)
+	fmt.Fprintf(&b, "serve vs in-process batched generation: %d-token prompts, max_tokens %d, temperature 1, %d pairs of runs (order alternating)\n", r.PromptLen, r.Tokens, r.Repeats)
 	fmt.Fprintf(&b, "%-6s %7s %12s %12s %7s %9s %10s %10s %10s %10s %6s\n", "preset", "clients", "serve tok/s", "inproc tok/s", "ratio", "cpu ratio", "ttft c0", "ttft p50", "ttft max", "latency", "same")
 	for _, x := range r.Rows {
 		fmt.Fprintf(&b, "%-6s %7d %12.0f %12.0f %7.2f %9.2f %8.0fms %8.0fms %8.0fms %8.0fms %6v\n", x.Preset, x.Clients, x.ServeTokS, x.InProcessTokS, x.Ratio, x.CPURatio,
 			1000*x.TTFTClient0, 1000*x.TTFTMedian, 1000*x.TTFTMax, 1000*x.LatencyMean, x.SameTokens)
 	}
-	b.WriteString("ratio: wall-clock tokens/s, serve / in-process (best run of each); cpu ratio: tokens per CPU second of this process (clients included), serve / in-process\n")
+	b.WriteString("tok/s: the best run of each side; ratio: serve / in-process tokens/s, median over the pairs; cpu ratio: the same per CPU second of this process (clients included); ttft and latency: the best serve run\n")
 	return b.String()
 }

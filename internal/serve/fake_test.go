@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/tokenize"
@@ -29,7 +30,14 @@ type scriptEngine struct {
 	maxLive int
 	gate    chan struct{} // when set, each Step waits for a value
 	failAt  int           // when > 0, the failAt-th Step fails
+	delay   time.Duration // each Step takes this long
 	steps   int
+}
+
+func (e *scriptEngine) stepCount() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.steps
 }
 
 type scriptRow struct {
@@ -72,6 +80,7 @@ func (e *scriptEngine) Step(ids, tokens []int) ([]float32, error) {
 	if e.gate != nil {
 		<-e.gate
 	}
+	time.Sleep(e.delay)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.steps++

@@ -381,27 +381,60 @@ func TestOpenAIGoClient(t *testing.T) {
 		}
 	})
 
-	t.Run("client disconnect cancels", func(t *testing.T) {
-		cctx, cancel := context.WithCancel(ctx)
-		stream := cl.Chat.Completions.NewStreaming(cctx, chatParams("Go on forever.", 3, 400))
-		for stream.Next() {
-			if ch := stream.Current(); len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != "" {
-				break
+}
+
+// TestClientDisconnect: when the client goes away, streaming (the server notices at its next write or
+// through the request's context) or not (only the context tells), the request's rows leave the
+// batch long before their max_tokens.
+func TestClientDisconnect(t *testing.T) {
+	m := byteModel(t, 512)
+	eng := byteScript(func(p []int) string { return strings.Repeat("z", 480) })
+	eng.delay = 2 * time.Millisecond
+	srv := New(m, eng, Options{})
+	hs := httptest.NewServer(srv.Handler())
+	defer func() { hs.Close(); srv.Close() }()
+	cl := openai.NewClient(option.WithBaseURL(hs.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	p := openai.ChatCompletionNewParams{Model: "bytes", MaxTokens: openai.Int(400),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Go on forever.")}}
+	for _, stream := range []bool{true, false} {
+		ctx, cancel := context.WithCancel(context.Background())
+		steps0 := eng.stepCount()
+		if stream {
+			st := cl.Chat.Completions.NewStreaming(ctx, p)
+			got := false
+			for !got && st.Next() {
+				ch := st.Current()
+				got = len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != ""
 			}
+			if !got {
+				t.Fatalf("no text streamed: %v", st.Err())
+			}
+			cancel()
+			_ = st.Close()
+		} else {
+			done := make(chan error, 1)
+			go func() { _, err := cl.Chat.Completions.New(ctx, p); done <- err }()
+			for eng.stepCount() < steps0+5 {
+				select {
+				case err := <-done:
+					t.Fatalf("the request ended before it was cancelled: %v", err)
+				case <-time.After(time.Millisecond):
+				}
+			}
+			cancel()
+			<-done
 		}
-		if ts.srv.Scheduler().Running() == 0 {
-			t.Fatal("nothing running while streaming")
-		}
-		cancel()
-		_ = stream.Close()
 		deadline := time.Now().Add(10 * time.Second)
-		for ts.srv.Scheduler().Running() > 0 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
+		for srv.Scheduler().Running() > 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
 		}
-		if n := ts.srv.Scheduler().Running(); n != 0 {
-			t.Fatalf("%d rows still decoding after the client left", n)
+		if n := srv.Scheduler().Running(); n != 0 {
+			t.Fatalf("stream=%v: %d rows still decoding after the client left", stream, n)
 		}
-	})
+		if steps := eng.stepCount() - steps0; steps > 200 {
+			t.Fatalf("stream=%v: %d decode steps: the request ran on after its client left", stream, steps)
+		}
+	}
 }
 
 // jsonRoundTrip is s as a JSON string decodes: invalid UTF-8 bytes become U+FFFD.

@@ -571,10 +571,15 @@ func (s *Scheduler) failAll(err error) {
 // top alternatives when asked).
 func (r *row) pick(lg []float32) Token {
 	id := r.sampler.Next(lg)
-	mx := math.Inf(-1)
+	// The maximum as sample.LogProb finds it (math.Max over float64), for finite logits; a plain
+	// comparison costs a fraction of math.Max's NaN and signed-zero handling.
+	m32 := float32(math.Inf(-1))
 	for _, l := range lg {
-		mx = math.Max(mx, float64(l))
+		if l > m32 {
+			m32 = l
+		}
 	}
+	mx := float64(m32)
 	var z float64
 	for _, l := range lg {
 		z += math.Exp(float64(l) - mx)

@@ -3,12 +3,15 @@ package serve
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/temperml/temper/algorithms/chat"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
 
@@ -294,5 +297,45 @@ func TestSchedulerCancel(t *testing.T) {
 	}
 	if eng.live() != 0 {
 		t.Fatalf("%d rows still in the batch", eng.live())
+	}
+}
+
+// TestPick: a served token's log-probability is bit for bit sample.LogProb's (what Temper's own
+// rollouts record), and the alternatives are the k most likely tokens, most likely first.
+func TestPick(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 50 {
+		vocab := 5 + rng.IntN(300)
+		lg := make([]float32, vocab)
+		for i := range lg {
+			lg[i] = float32(rng.NormFloat64() * 3)
+		}
+		if trial%5 == 0 {
+			lg[rng.IntN(vocab)] = lg[0] // a tie
+		}
+		if trial%3 == 0 {
+			for i := range lg {
+				lg[i] -= 1000 // every logit far below 0: exp(l) underflows unless shifted by the max
+			}
+		}
+		k := 1 + rng.IntN(6)
+		r := &row{spec: RowSpec{TopLogprobs: k}, sampler: sample.NewSampler(sample.Options{Temperature: 1}, uint64(trial))}
+		tok := r.pick(lg)
+		if want := float32(sample.LogProb(lg, tok.ID)); tok.LogProb != want {
+			t.Fatalf("trial %d: logprob %v, sample.LogProb %v", trial, tok.LogProb, want)
+		}
+		order := make([]int, vocab)
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return lg[order[a]] > lg[order[b]] })
+		if len(tok.Top) != min(k, vocab) {
+			t.Fatalf("trial %d: %d alternatives, want %d", trial, len(tok.Top), k)
+		}
+		for i, a := range tok.Top {
+			if a.ID != order[i] || a.LogProb != float32(sample.LogProb(lg, a.ID)) {
+				t.Fatalf("trial %d: alternative %d is %+v, want id %d", trial, i, a, order[i])
+			}
+		}
 	}
 }
