@@ -350,10 +350,17 @@ func streamOne(ctx context.Context, client *http.Client, url, modelName string, 
 			r.latency = time.Since(start).Seconds()
 			return r, nil
 		}
+		// A lean client: only the usage chunk and errors are decoded; the first text is spotted
+		// in the bytes (a completions chunk has one "text" field, its choice's).
+		if r.ttft == 0 {
+			if i := bytes.Index(data, []byte(`"text":"`)); i >= 0 && i+8 < len(data) && data[i+8] != '"' {
+				r.ttft = time.Since(start).Seconds()
+			}
+		}
+		if !bytes.Contains(data, []byte(`"usage":{`)) && !bytes.HasPrefix(data, []byte(`{"error"`)) {
+			continue
+		}
 		var chunk struct {
-			Choices []struct {
-				Text string `json:"text"`
-			} `json:"choices"`
 			Usage *usage    `json:"usage"`
 			Error *apiError `json:"error"`
 		}
@@ -362,9 +369,6 @@ func streamOne(ctx context.Context, client *http.Client, url, modelName string, 
 		}
 		if chunk.Error != nil {
 			return r, fmt.Errorf("stream error: %s", chunk.Error.Message)
-		}
-		if r.ttft == 0 && len(chunk.Choices) > 0 && chunk.Choices[0].Text != "" {
-			r.ttft = time.Since(start).Seconds()
 		}
 		if chunk.Usage != nil {
 			r.tokens = chunk.Usage.CompletionTokens

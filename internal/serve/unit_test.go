@@ -339,3 +339,32 @@ func TestPick(t *testing.T) {
 		}
 	}
 }
+
+// TestTextFrame: a text-only chunk written around the text is byte for byte the chunk the general
+// path encodes, for texts JSON must escape.
+func TestTextFrame(t *testing.T) {
+	m := byteModel(t, 64)
+	srv := &Server{m: m}
+	texts := []string{"plain", "", `quo"te \ back`, "<b> & </b>", "tab\tnew\nline\r\x01", "\xff\xfe broken \xe2\x82", "é€🚀", "\u2028\u2029"}
+	for _, chat := range []bool{false, true} {
+		req := &request{s: srv, id: "cmpl-x", created: 42, chat: chat}
+		for i, text := range texts {
+			var fast, slow sseWriter
+			if err := fast.sendText(req.textFrame(i%3), text); err != nil {
+				t.Fatal(err)
+			}
+			var v any = completion{ID: req.id, Object: "text_completion", Created: req.created, Model: m.Name, SystemFingerprint: fingerprint,
+				Choices: []completionChoice{{Text: text, Index: i % 3}}}
+			if chat {
+				v = chatChunk{ID: req.id, Object: "chat.completion.chunk", Created: req.created, Model: m.Name, SystemFingerprint: fingerprint,
+					Choices: []chunkChoice{{Index: i % 3, Delta: chatDelta{Content: &text}}}}
+			}
+			if err := slow.send(v); err != nil {
+				t.Fatal(err)
+			}
+			if fast.buf.String() != slow.buf.String() {
+				t.Fatalf("chat=%v text %q:\nframed  %s\nencoded %s", chat, text, fast.buf.String(), slow.buf.String())
+			}
+		}
+	}
+}
