@@ -18,7 +18,7 @@ import (
 func init() {
 	register(&command{name: "bench",
 		summary: "benchmarks: `bench peak` (the machine's attainable float32 matmul GFLOP/s on the engine's best kernel, and memory bandwidth); `bench model` (train tok/s, GFLOP/s, MFU against the measured peak, memory, cached vs uncached generation; --peer: Temper/PyTorch ratios); `bench rl` (async vs sync GRPO; --rollout-workers 1,2: rollout generation vs worker processes); `bench rl-vs-sft` (RL vs continued SFT, same training time); `bench distill` (a student distilled from a bigger teacher vs one fine-tuned on the same labels, same training time)",
-		usage:   "peak | model | rl | rl-vs-sft | distill", subs: []string{"peak", "model", "rl", "rl-vs-sft", "distill"}, flags: flagsOf[benchCmd]()})
+		usage:   "peak | model | rl | rl-vs-sft | distill | serve", subs: []string{"peak", "model", "rl", "rl-vs-sft", "distill", "serve"}, flags: flagsOf[benchCmd]()})
 }
 
 // benchCmd holds the flags of every benchmark: each names the ones it reads.
@@ -109,6 +109,9 @@ func (c *benchCmd) bindDistill(fs *flag.FlagSet) {
 }
 
 func (c *benchCmd) run(ctx context.Context, args []string) error {
+	if len(args) == 1 && args[0] == "serve" {
+		return runBenchServe(ctx, c.presets, "", 0, 0, c.asJSON)
+	}
 	runs := map[string]func(context.Context) (bench.Report, error){"peak": c.peakCmd, "model": c.model, "rl": c.rl, "rl-vs-sft": c.rlVsSFT, "distill": c.distill}
 	if len(args) != 1 || runs[args[0]] == nil {
 		return usageErr("usage: temper bench %s [flags]", strings.Join(commands["bench"].subs, "|"))
