@@ -757,6 +757,7 @@ func (c Config) ToHFConfig() ([]byte, error) {
 	back, err := FromHFConfig(js)
 	want := c.Clone()
 	want.ValueHead, want.RewardLogProb = false, false // heads live in the weights file, not config.json
+	want.Attention, want.Remat = "", ""               // how to compute, not what
 	if err != nil || !reflect.DeepEqual(back, want) {
 		return nil, fmt.Errorf("model: to hf config: family %q cannot express this config (%+v); read back: %+v (%v)", c.Family, c, back, err)
 	}
