@@ -37,7 +37,12 @@ func forwardControl(c client.Client) func(context.Context, workflows.ForwardInpu
 			time.Sleep(time.Duration(200*(attempt+1)) * time.Millisecond)
 		}
 		if err != nil {
-			return reply, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s %s: %v", in.Update, in.Workflow, err), "Refused", nil)
+			msg := err.Error()
+			var app *temporal.ApplicationError
+			if errors.As(err, &app) {
+				msg = app.Message() // the phase's own words, without the SDK's annotations
+			}
+			return reply, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s %s: %s", in.Update, in.Workflow, msg), "Refused", nil)
 		}
 		return reply, nil
 	}
