@@ -260,7 +260,7 @@ func (r *chunkedRun) startSteering(k *chunkedKind) error {
 		}
 		return b
 	}
-	if r.st.Steer == nil || len(r.st.Steer.Applied) == 0 {
+	if len(r.steer.st.Applied) == 0 {
 		return nil
 	}
 	return r.reshape(k)
@@ -277,7 +277,7 @@ func (r *chunkedRun) atBoundary(k *chunkedKind) error {
 
 // reshape sets the kind's shape from its config with the applied changes set over it.
 func (r *chunkedRun) reshape(k *chunkedKind) error {
-	c, err := decodeEffective("config", r.in.Kind, r.in.Config, r.st.Steer.Applied)
+	c, err := decodeEffective("config", r.in.Kind, r.in.Config, r.steer.st.Applied)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
 	}

@@ -163,7 +163,7 @@ func (r *rlRun) atBoundary() error {
 	if !changed {
 		return nil
 	}
-	c, err := decodeEffective("config", r.in.Kind, r.in.Config, r.st.Steer.Applied)
+	c, err := decodeEffective("config", r.in.Kind, r.in.Config, r.steer.st.Applied)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
 	}
@@ -179,8 +179,9 @@ func (r *rlRun) atBoundary() error {
 func (r *rlRun) begin() error {
 	st, in := &r.st, r.in
 	if !st.Started {
+		// Steer survives: a request can arrive with the phase's first workflow task, before this.
 		*st = RLState{Started: true, Policy: in.From, Reference: in.From, Dir: in.Phase, Root: workflow.GetInfo(r.ctx).WorkflowExecution.ID,
-			LRScale: 1, KLScale: 1, FreshOptimizer: true, Good: in.From}
+			LRScale: 1, KLScale: 1, FreshOptimizer: true, Good: in.From, Steer: st.Steer}
 		if r.cfg.Eval.Before {
 			var err error
 			if st.Before, err = r.evaluate(in.From); err != nil {

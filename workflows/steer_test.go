@@ -91,10 +91,17 @@ func TestSteerGRPO(t *testing.T) {
 	a := waitOut(t, first)
 
 	// The second run: the same change at k (asked before it gets there), paused after iteration 3.
+	// Sent until the pipeline has a phase running to forward it to: the first that lands reaches the
+	// phase with its first workflow task.
 	second := startID(t, env.Client, ids+"-second", grpo("second"))
-	waitDone(t, env.Client, second.GetID()+".grpo", 0)
-	if _, err := steer(env.Client, second.GetID(), workflows.UpdateSet, workflows.SteerRequest{Set: []string{"optimizer.lr=1e-4", "loss.kl_beta=0.02"}, At: k}); err != nil {
-		t.Fatal(err)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		_, err := steer(env.Client, second.GetID(), workflows.UpdateSet, workflows.SteerRequest{Set: []string{"optimizer.lr=1e-4", "loss.kl_beta=0.02"}, At: k})
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "no phase is running") || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
 	}
 	if r, err := steer(env.Client, second.GetID(), workflows.UpdatePause, workflows.SteerRequest{At: 3, Note: "look at the curves"}); err != nil || r.At != 3 {
 		t.Fatalf("pause: %+v, %v", r, err)

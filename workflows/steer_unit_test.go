@@ -196,11 +196,12 @@ func TestSteerUnitPause(t *testing.T) {
 	})
 }
 
-// TestSteerUnitAt: a set asked to apply at a later boundary waits for it; one behind the next
+// TestSteerUnitAt: a set asked to apply at a later boundary waits for it, also when it arrives
+// with the phase's first workflow task (before the loop has set up its state); one behind the next
 // boundary is refused.
 func TestSteerUnitAt(t *testing.T) {
 	w := newRLWorld(t, nil)
-	late := w.update(time.Minute, workflows.UpdateSet, workflows.SteerRequest{Set: []string{"optimizer.lr=0.002"}, At: 3})
+	late := w.update(0, workflows.UpdateSet, workflows.SteerRequest{Set: []string{"optimizer.lr=0.002"}, At: 3})
 	past := w.update(rlIteration+5*time.Minute, workflows.UpdateSet, workflows.SteerRequest{Set: []string{"optimizer.lr=0.002"}, At: 1})
 	if _, err := w.run(rlUnitConfig(t, "")); err != nil {
 		t.Fatal(err)
