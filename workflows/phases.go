@@ -136,7 +136,7 @@ func ExplainPhase(kind string) (string, error) {
 	text := fmt.Sprintf("%s (workflow %s): %s\n\n%s\ndefaults: %s\n", k.Kind, k.WorkflowName, k.Doc,
 		config.ExplainMarked(reflect.ValueOf(k.NewConfig()).Elem().Interface(), mark), defaults)
 	if len(live) > 0 {
-		text += "\n[live]: `temper set RUN PHASE key=value` changes the field while the phase runs, at its next boundary (docs/steering.md).\n"
+		text += "\n[live]: `temper set RUN PHASE key=value` changes the field while the phase runs, at its next boundary; see docs/steering.md\n"
 	}
 	return text, nil
 }

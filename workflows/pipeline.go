@@ -32,7 +32,7 @@ type PipelineInput struct {
 	// State carries progress across continue-as-new; users leave it empty.
 	State *PipelineState `json:"state,omitempty" help:"set by the pipeline itself when it continues as new; leave empty"`
 	// Parent is set by temper fork: the run and checkpoint this one starts from (its lineage).
-	Parent *Lineage `json:"parent,omitempty" help:"set by temper fork: the run, phase and checkpoint this run was forked from"`
+	Parent *Lineage `json:"parent,omitempty" help:"the run, phase and checkpoint this run was forked from (set by the fork command)"`
 }
 
 // Lineage is where a forked run comes from.
