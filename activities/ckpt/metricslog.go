@@ -18,9 +18,9 @@ import (
 // over a whole phase never pass through workflow history. A back-tracking branch has its own phase
 // directory ("grpo.b1") and so its own log.
 //
-// Writes are idempotent under activity retries: a write replaces the records of the same kind, step
-// (and, for control records, seq and event) and rewrites the whole object (atomically, like every Put), so a retried chunk leaves one
-// record per step. Writers of one phase are sequential (the workflow waits on each trainer activity),
+// Writes are idempotent under activity retries: a write replaces the records of the same kind and
+// step (control records: and seq and event) and rewrites the whole object (atomically, like every
+// Put), so a retried chunk leaves one record per step. Writers of one phase are sequential (the workflow waits on each trainer activity),
 // which the read-modify-write relies on.
 
 // MetricsLogName is the log's object name in its phase directory.
