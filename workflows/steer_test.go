@@ -368,3 +368,73 @@ func countUpdates(t *testing.T, c client.Client, id string) int {
 	})
 	return n
 }
+
+// TestSteerSFT: a chunked phase (sft, one chunk per run: the test server continues it as new after
+// each) given more steps and another peak learning rate after step 2, and paused after step 4:
+// the chunks from step 2 on are asked for the new total and peak, the phase ends at the new total,
+// and the control records sit at their boundaries.
+func TestSteerSFT(t *testing.T) {
+	env := testenv.Get(t)
+	env.Roles(t)
+	store := "file://" + t.TempDir()
+	sft := `{"model":{"preset":"tiny"},"data":{"task":"add2","train_examples":300,"heldout_examples":16},
+		"batch":{"rows":8,"seq":32},"steps":8,"chunk_steps":2,"eval":{"examples":16,"max_new_tokens":4,"before":false}}`
+	in := workflows.PipelineInput{Name: "steer-sft", Store: store, Seed: 3, Phases: []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)}}}
+	id := fmt.Sprintf("steer-sft-%d", time.Now().UnixNano())
+	run := startID(t, env.Client, id, in)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		_, err := steer(env.Client, id, workflows.UpdateSet, workflows.SteerRequest{Set: []string{"steps=10", "optimizer.lr=0.006"}, At: 2})
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "no phase is running") || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := steer(env.Client, id, workflows.UpdatePause, workflows.SteerRequest{At: 3}); err != nil {
+		t.Fatal(err)
+	}
+	st := waitPaused(t, env.Client, id+".sft")
+	if st.Paused.At != 4 || st.Unit != "step" || st.Live["steps"] != 10 {
+		t.Fatalf("paused state %+v: want paused after step 4 (the chunk boundary at or after 3), steps 10", st)
+	}
+	if _, err := steer(env.Client, id, workflows.UpdateResume, workflows.SteerRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	out := waitOut(t, run)
+	if out.Phases[0].Metrics["steps"] != 10 {
+		t.Fatalf("metrics %v: want 10 steps", out.Phases[0].Metrics)
+	}
+	chunks := 0
+	forEachEvent(t, env.Client, id+".sft", func(e eventView) {
+		if e.scheduled != train.ChunkName {
+			return
+		}
+		var head train.ChunkHead
+		if err := json.Unmarshal(e.input, &head); err != nil {
+			t.Fatal(err)
+		}
+		lr, total := 0.003, 8
+		if head.Step >= 2 {
+			lr, total = 0.006, 10
+		}
+		if head.Optim.LR != lr || head.TotalSteps != total {
+			t.Errorf("chunk at step %d: lr %g of %d steps, want %g of %d", head.Step, head.Optim.LR, head.TotalSteps, lr, total)
+		}
+		chunks++
+	})
+	recs, err := ckpt.New(ckpt.Options{}).ReadMetrics(context.Background(), store, id, "sft")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var controls []string
+	for _, r := range recs {
+		if r.Kind == ckpt.RecordControl {
+			controls = append(controls, fmt.Sprintf("%s@%d", r.Event, r.Step))
+		}
+	}
+	if chunks != 5 || strings.Join(controls, " ") != "set@2 pause@4 resume@4" {
+		t.Errorf("%d chunks, control records %v: want 5 chunks, set@2 pause@4 resume@4", chunks, controls)
+	}
+	replayAll(t, env.Client, id)
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/temperml/temper/internal/report"
+	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -38,7 +39,7 @@ func waitCLI(t *testing.T, want string, args ...string) string {
 // naming the metric. `temper config explain` marks the live fields.
 func TestSteerCLI(t *testing.T) {
 	env := testenv.Get(t)
-	env.Roles(t)
+	ws := env.Roles(t)
 	addr := env.Server.FrontendAddr()
 	p := writeFile(t, "p.yaml", `name: gates
 phases:
@@ -62,6 +63,15 @@ phases:
 		t.Errorf("status while paused:\n%s", status)
 	}
 	waitCLI(t, id+".a", "ls", "--waiting", "--temporal", addr)
+	// With every worker stopped the run's query goes unanswered; status still says it is paused.
+	workers.StopAll(ws)
+	start := time.Now()
+	status, err := cli(t, "status", id, "--temporal", addr)
+	if err != nil || !strings.Contains(status, "no workflow worker answers") || !strings.Contains(status, "paused=after step") {
+		t.Errorf("status with no workers: %v\n%s", err, status)
+	}
+	t.Logf("status with no workers took %v", time.Since(start).Round(time.Millisecond))
+	env.Roles(t)
 	for _, bad := range []struct{ set, words string }{{"model.layers=2", "model.layers: not a live field"}, {"optimizer.lr=-1", "want 0 < lr < 10"}} {
 		out, err := cli(t, "set", id, "a", bad.set, "--temporal", addr)
 		if ee, ok := err.(*exitError); !ok || ee.code != 2 || !strings.Contains(err.Error(), bad.words) {

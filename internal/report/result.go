@@ -12,6 +12,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/temperml/temper/workflows"
@@ -133,7 +134,7 @@ func WriteStatus(ctx context.Context, c client.Client, w io.Writer, id string, l
 	if info.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		s, err := Observe(ctx, c, id)
 		if err != nil {
-			return fmt.Errorf("query %s: %w", id, err)
+			return writeUnanswered(ctx, c, w, id, desc, err)
 		}
 		if asJSON {
 			m := map[string]any{"run_id": id, "status": status, "progress": s.Progress, "step": s.Step}
@@ -172,5 +173,25 @@ func WriteStatus(ctx context.Context, c client.Client, w io.Writer, id string, l
 	r := ToResult(id, out, elapsed, runErr)
 	r.Status = status
 	WriteResult(w, r, asJSON)
+	return nil
+}
+
+// writeUnanswered is the status of a running run whose workflow workers do not answer its query
+// (all stopped, as they may be while a phase is paused): what the server itself holds, the
+// pipeline's and the current phase's memo.
+func writeUnanswered(ctx context.Context, c client.Client, w io.Writer, id string, desc *workflowservice.DescribeWorkflowExecutionResponse, qerr error) error {
+	info := desc.WorkflowExecutionInfo
+	fields := info.GetMemo().GetFields()
+	var phase string
+	if f, ok := fields["phase"]; !ok || json.Unmarshal(f.GetData(), &phase) != nil {
+		return fmt.Errorf("query %s: %w", id, qerr)
+	}
+	fmt.Fprintf(w, "%s running since %s; no workflow worker answers its query (%v)\n", id, info.StartTime.AsTime().UTC().Format(time.RFC3339), qerr)
+	if line := phaseMemo(ctx, c, id); line != "" {
+		fmt.Fprintf(w, "  run: %s\n", line)
+	}
+	if line := phaseMemo(ctx, c, id+"."+phase); line != "" {
+		fmt.Fprintf(w, "  now: %s %s\n", phase, line)
+	}
 	return nil
 }
