@@ -98,8 +98,8 @@ func TestSteerUnitSet(t *testing.T) {
 		if s.Iteration >= 2 {
 			lr, kl = 0.0005, 0.02
 		}
-		if s.LR != lr || s.Loss.KLBeta != kl {
-			t.Errorf("step %d (iteration %d): lr %g, kl_beta %g; want %g, %g", i, s.Iteration, s.LR, s.Loss.KLBeta, lr, kl)
+		if s.Optim.LR != lr || s.Loss.KLBeta != kl {
+			t.Errorf("step %d (iteration %d): lr %g, kl_beta %g; want %g, %g", i, s.Iteration, s.Optim.LR, s.Loss.KLBeta, lr, kl)
 		}
 	}
 	for _, g := range w.of(rollout.GenerateName) {
@@ -210,8 +210,8 @@ func TestSteerUnitAt(t *testing.T) {
 		t.Fatalf("late %+v, past %+v", late, past)
 	}
 	for _, s := range stepsOf(w) {
-		if want := map[bool]float64{false: rlUnitLR, true: 0.002}[s.Iteration >= 3]; s.LR != want {
-			t.Errorf("iteration %d: lr %g, want %g", s.Iteration, s.LR, want)
+		if want := map[bool]float64{false: rlUnitLR, true: 0.002}[s.Iteration >= 3]; s.Optim.LR != want {
+			t.Errorf("iteration %d: lr %g, want %g", s.Iteration, s.Optim.LR, want)
 		}
 	}
 }
