@@ -18,8 +18,8 @@ import (
 	sdktally "go.temporal.io/sdk/contrib/tally"
 	"go.temporal.io/sdk/interceptor"
 
-	"github.com/temperml/temper/activities/reward"
-	"github.com/temperml/temper/activities/rollout"
+	"github.com/temperml/temper/activities/reward/rewardapi"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train/trainapi"
 )
 
@@ -141,11 +141,11 @@ func recordResult(s tally.Scope, out any) {
 		for k, v := range o.Metrics { // heldout_exact_match, heldout_loss...
 			s.Gauge("eval_" + k).Update(v)
 		}
-	case rollout.GenerateOutput:
+	case rolloutapi.GenerateOutput:
 		s.Gauge("rollout_tokens_per_second").Update(o.TokensPerS)
 		s.Gauge("rollout_mean_length").Update(o.MeanLength)
 		s.Counter("rollout_samples_total").Inc(int64(o.Samples))
-	case reward.ScoreOutput:
+	case rewardapi.ScoreOutput:
 		s.Gauge("reward_mean").Update(o.Metrics.MeanScore)
 		s.Gauge("reward_pass_rate").Update(o.Metrics.PassRate)
 		// From the counts, not the verdicts: those stay in the store when scored by reference.

@@ -17,10 +17,14 @@ import (
 	"github.com/temperml/temper/activities/control"
 	"github.com/temperml/temper/activities/control/controlapi"
 	"github.com/temperml/temper/activities/demo"
+	"github.com/temperml/temper/activities/demo/demoapi"
 	"github.com/temperml/temper/activities/reward"
+	"github.com/temperml/temper/activities/reward/rewardapi"
 	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/activities/rollout"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	toolsact "github.com/temperml/temper/activities/tools"
+	"github.com/temperml/temper/activities/tools/toolsapi"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/distill"
 	"github.com/temperml/temper/activities/train/lm"
@@ -63,7 +67,7 @@ func Register(role string, r worker.Registry, opts Options) error {
 		r.RegisterActivityWithOptions(func(context.Context) (string, error) { return DefaultStoreURI(), nil },
 			activity.RegisterOptions{Name: workflows.DefaultStoreName})
 	case workflows.QueueTrainer:
-		r.RegisterActivityWithOptions(acts.Tick, activity.RegisterOptions{Name: demo.TickName})
+		r.RegisterActivityWithOptions(acts.Tick, activity.RegisterOptions{Name: demoapi.TickName})
 		RegisterTrainer(r, &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}})
 		ctl := &control.Activities{Ckpt: ckpt.New(ckpt.Options{})}
 		r.RegisterActivityWithOptions(ctl.Log, activity.RegisterOptions{Name: controlapi.LogName})
@@ -72,23 +76,23 @@ func Register(role string, r worker.Registry, opts Options) error {
 		if err != nil {
 			return err
 		}
-		r.RegisterActivityWithOptions(ra.Score, activity.RegisterOptions{Name: reward.ScoreName})
+		r.RegisterActivityWithOptions(ra.Score, activity.RegisterOptions{Name: rewardapi.ScoreName})
 	case workflows.QueueRollout:
 		ro := &rollout.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}}
-		r.RegisterActivityWithOptions(ro.Generate, activity.RegisterOptions{Name: rollout.GenerateName})
-		r.RegisterActivityWithOptions(ro.Keep, activity.RegisterOptions{Name: rollout.KeepName})
-		r.RegisterActivityWithOptions(ro.Search, activity.RegisterOptions{Name: rollout.SearchName})
-		r.RegisterActivityWithOptions(ro.SearchData, activity.RegisterOptions{Name: rollout.SearchDataName})
+		r.RegisterActivityWithOptions(ro.Generate, activity.RegisterOptions{Name: rolloutapi.GenerateName})
+		r.RegisterActivityWithOptions(ro.Keep, activity.RegisterOptions{Name: rolloutapi.KeepName})
+		r.RegisterActivityWithOptions(ro.Search, activity.RegisterOptions{Name: rolloutapi.SearchName})
+		r.RegisterActivityWithOptions(ro.SearchData, activity.RegisterOptions{Name: rolloutapi.SearchDataName})
 	case workflows.QueueTools:
 		ta, err := toolsact.New(rewardSandbox())
 		if err != nil {
 			return err
 		}
-		r.RegisterActivityWithOptions(ta.Run, activity.RegisterOptions{Name: toolsact.RunName})
+		r.RegisterActivityWithOptions(ta.Run, activity.RegisterOptions{Name: toolsapi.RunName})
 	default:
 		return fmt.Errorf("workers: register: unknown role %q", role)
 	}
-	r.RegisterActivityWithOptions(acts.Ping, activity.RegisterOptions{Name: demo.PingName(role)})
+	r.RegisterActivityWithOptions(acts.Ping, activity.RegisterOptions{Name: demoapi.PingName(role)})
 	return nil
 }
 

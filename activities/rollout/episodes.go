@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	toolsact "github.com/temperml/temper/activities/tools"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/data"
@@ -21,7 +22,7 @@ import (
 // episode summary, calling beat with the episodes done after each batch (and every few seconds
 // while a long-running tool's call runs on the tools queue through remote). It returns the tokens sampled (policy and tool) and the episodes that ended
 // without an answer.
-func runEpisodes(ctx context.Context, gen episode.Generator, maxContext int, enc data.Encoder, in GenerateInput, rs []rollout.Rollout,
+func runEpisodes(ctx context.Context, gen episode.Generator, maxContext int, enc data.Encoder, in rolloutapi.GenerateInput, rs []rollout.Rollout,
 	prompts [][]int, seeds []uint64, cuts []int, remote toolsact.Dispatcher, beat func(done int)) (tokens, unanswered int, err error) {
 	cfg := train.EpisodeConfig(enc, in.MaxTurns, in.MaxNewTokens, in.MaxTokens, maxContext)
 	if err := cfg.Validate(); err != nil {

@@ -10,20 +10,13 @@ import (
 	"github.com/temperml/temper/algorithms/tasks"
 )
 
-// BatchPrompts, ShardRanges and ShardTag are pure and workflows call them: they live in contract.
-var (
-	BatchPrompts = rolloutapi.BatchPrompts
-	ShardRanges  = rolloutapi.ShardRanges
-	ShardTag     = rolloutapi.ShardTag
-)
-
 // batchSamples: see rolloutapi.BatchSamples.
 const batchSamples = rolloutapi.BatchSamples
 
 // batchCuts returns the sample index where each generation batch ends for a shard whose first
 // prompt is prompt lo of the iteration, with n prompts of group samples each.
 func batchCuts(lo, n, group int) []int {
-	unit := BatchPrompts(group)
+	unit := rolloutapi.BatchPrompts(group)
 	var cuts []int
 	for p := lo; p < lo+n; {
 		end := min(lo+n, (p/unit+1)*unit)
@@ -59,7 +52,7 @@ func readShards(ctx context.Context, cl *ckpt.Client, uris []string) ([]rollout.
 
 // promptRange returns the shard's slice of the iteration's prompts: [PromptLo, PromptHi), or all
 // of them when PromptHi is 0.
-func promptRange(in GenerateInput, exs []tasks.Example) ([]tasks.Example, int, error) {
+func promptRange(in rolloutapi.GenerateInput, exs []tasks.Example) ([]tasks.Example, int, error) {
 	if in.PromptHi == 0 && in.PromptLo == 0 {
 		return exs, 0, nil
 	}

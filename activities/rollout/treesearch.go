@@ -16,6 +16,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/search"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -238,7 +239,7 @@ func (e *engineEnv) Sample(reqs []search.Request) ([]search.Sample, error) {
 			}
 			e.samples += len(part)
 			if activity.IsActivity(e.ctx) {
-				activity.RecordHeartbeat(e.ctx, train.Progress{Step: e.samples})
+				activity.RecordHeartbeat(e.ctx, trainapi.Progress{Step: e.samples})
 			}
 		}
 		if err := e.ctx.Err(); err != nil {
@@ -334,23 +335,9 @@ func (a *Activities) SearchData(ctx context.Context, in rolloutapi.SearchDataInp
 	return out, nil
 }
 
-// Type aliases of the search contract, as for Generate.
-type (
-	SearchInput      = rolloutapi.SearchInput
-	SearchOutput     = rolloutapi.SearchOutput
-	SearchDataInput  = rolloutapi.SearchDataInput
-	SearchDataOutput = rolloutapi.SearchDataOutput
-)
-
 func b2f(b bool) float64 {
 	if b {
 		return 1
 	}
 	return 0
 }
-
-// Activity names of the search phase: see contract.
-const (
-	SearchName     = rolloutapi.SearchName
-	SearchDataName = rolloutapi.SearchDataName
-)

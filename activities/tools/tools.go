@@ -17,20 +17,6 @@ import (
 	"github.com/temperml/temper/algorithms/tools"
 )
 
-// The names and I/O types live in contract (workflows import it); these aliases keep callers short.
-type (
-	RunInput   = toolsapi.RunInput
-	RunOutput  = toolsapi.RunOutput
-	CallInput  = toolsapi.CallInput
-	CallOutput = toolsapi.CallOutput
-)
-
-// Names: see contract.
-const (
-	RunName          = toolsapi.RunName
-	CallWorkflowName = toolsapi.CallWorkflowName
-)
-
 // Served names the tools a tools worker runs.
 var Served = []string{"calc", "python"}
 
@@ -54,14 +40,14 @@ func New(sb *sandbox.Sandbox) (*Activities, error) {
 const heartbeatEvery = time.Second
 
 // Run runs one call, heartbeating until it returns.
-func (a *Activities) Run(ctx context.Context, in RunInput) (RunOutput, error) {
+func (a *Activities) Run(ctx context.Context, in toolsapi.RunInput) (toolsapi.RunOutput, error) {
 	stop := KeepBeating(ctx, heartbeatEvery, func() { activity.RecordHeartbeat(ctx, in.Tool) })
 	res := a.Registry.Call(ctx, tools.Call{Name: in.Tool, Arguments: in.Args})
 	stop()
 	if err := ctx.Err(); err != nil {
-		return RunOutput{}, fmt.Errorf("tools: run %s: %w", in.Tool, err) // cancelled or timed out: retried
+		return toolsapi.RunOutput{}, fmt.Errorf("tools: run %s: %w", in.Tool, err) // cancelled or timed out: retried
 	}
-	return RunOutput{Output: res.Output, Error: res.Err, Kind: string(res.Kind), Attempt: activity.GetInfo(ctx).Attempt}, nil
+	return toolsapi.RunOutput{Output: res.Output, Error: res.Err, Kind: string(res.Kind), Attempt: activity.GetInfo(ctx).Attempt}, nil
 }
 
 // KeepBeating calls beat every period until the returned stop is called or ctx ends.
@@ -133,7 +119,7 @@ func PythonFunc(sb *sandbox.Sandbox, lim sandbox.Limits) tools.Func {
 // the one already started or finished under that id) and returns its result. workers implement it
 // over a Temporal client.
 type Dispatcher interface {
-	Call(ctx context.Context, id string, in CallInput) (CallOutput, error)
+	Call(ctx context.Context, id string, in toolsapi.CallInput) (toolsapi.CallOutput, error)
 }
 
 // CallID names one call for its ToolCall workflow: place (the caller's run, phase, iteration,
@@ -158,7 +144,7 @@ func Remote(d Dispatcher, place func(ctx context.Context) string, beat func()) f
 				stop := KeepBeating(ctx, 2*time.Second, beat)
 				defer stop()
 			}
-			out, err := d.Call(ctx, CallID(place(ctx), t.Name, args), CallInput{RunInput: RunInput{Tool: t.Name, Args: args}})
+			out, err := d.Call(ctx, CallID(place(ctx), t.Name, args), toolsapi.CallInput{RunInput: toolsapi.RunInput{Tool: t.Name, Args: args}})
 			if err != nil {
 				return "", err
 			}

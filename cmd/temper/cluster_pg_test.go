@@ -15,7 +15,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/temperml/temper/activities/rollout"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workflows"
@@ -129,7 +129,7 @@ poll:
 			continue
 		}
 		for _, pa := range desc.PendingActivities {
-			if victim != nil || pa.ActivityType.GetName() != rollout.GenerateName || pa.State != enumspb.PENDING_ACTIVITY_STATE_STARTED || pa.Attempt != 1 {
+			if victim != nil || pa.ActivityType.GetName() != rolloutapi.GenerateName || pa.State != enumspb.PENDING_ACTIVITY_STATE_STARTED || pa.Attempt != 1 {
 				continue
 			}
 			for _, p := range rolls {
@@ -156,7 +156,7 @@ poll:
 	two := waitRun(t, r)
 	t.Logf("two-rollout-worker run with a kill in %.1fs", time.Since(start).Seconds())
 
-	if retried := rlRetried(t, c, wfID); retried[rollout.GenerateName] != 1 {
+	if retried := rlRetried(t, c, wfID); retried[rolloutapi.GenerateName] != 1 {
 		t.Errorf("want exactly the killed shard retried, got retries %v", retried)
 	}
 	took := completed()
@@ -192,7 +192,7 @@ func killedShard(t *testing.T, c client.Client, wfID string, pid int) string {
 		t.Fatalf("describe %s: %v", wfID, err)
 	}
 	for _, pa := range desc.PendingActivities {
-		if pa.ActivityType.GetName() == rollout.GenerateName && pa.State == enumspb.PENDING_ACTIVITY_STATE_STARTED && pa.Attempt == 1 &&
+		if pa.ActivityType.GetName() == rolloutapi.GenerateName && pa.State == enumspb.PENDING_ACTIVITY_STATE_STARTED && pa.Attempt == 1 &&
 			strings.HasPrefix(pa.LastWorkerIdentity, fmt.Sprintf("%d@", pid)) {
 			return pa.ActivityId
 		}
@@ -215,7 +215,7 @@ func generateIdentities(t *testing.T, c client.Client, wfID string) []string {
 		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
 			types[e.EventId] = a.ActivityType.GetName()
 		}
-		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && types[a.ScheduledEventId] == rollout.GenerateName {
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && types[a.ScheduledEventId] == rolloutapi.GenerateName {
 			out = append(out, a.Identity)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/temperml/temper/activities/reward"
+	"github.com/temperml/temper/activities/reward/rewardapi"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/verify"
 	"github.com/temperml/temper/internal/config"
@@ -63,10 +64,10 @@ func parseRewardSpec(arg string) (verify.Spec, error) {
 // reference, either reference (a JSON object), task (a built-in task's checker, with answer), or
 // answer alone. Rollout lines (`temper samples --json`) are accepted as they are. Errors name file and
 // line.
-func readScoreItems(r io.Reader, name string) ([]reward.Item, []int, error) {
+func readScoreItems(r io.Reader, name string) ([]rewardapi.Item, []int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	var items []reward.Item
+	var items []rewardapi.Item
 	var lines []int
 	for n := 1; sc.Scan(); n++ {
 		b := bytes.TrimSpace(sc.Bytes())
@@ -102,7 +103,7 @@ func readScoreItems(r io.Reader, name string) ([]reward.Item, []int, error) {
 		if id == "" {
 			id = fmt.Sprintf("%s:%d", name, n)
 		}
-		items = append(items, reward.Item{ID: id, Prompt: ro.Prompt, Completion: ro.Completion, Reference: ref})
+		items = append(items, rewardapi.Item{ID: id, Prompt: ro.Prompt, Completion: ro.Completion, Reference: ref})
 		lines = append(lines, n)
 	}
 	if err := sc.Err(); err != nil {
@@ -169,8 +170,8 @@ func (c *scoreCmd) run(ctx context.Context, args []string) error {
 }
 
 // score runs the reward activity's scoring in-process, reward.MaxItems at a time.
-func (c *scoreCmd) score(ctx context.Context, s verify.Spec, items []reward.Item) ([]reward.ItemVerdict, reward.Metrics, error) {
-	var m reward.Metrics
+func (c *scoreCmd) score(ctx context.Context, s verify.Spec, items []rewardapi.Item) ([]rewardapi.ItemVerdict, rewardapi.Metrics, error) {
+	var m rewardapi.Metrics
 	usesCode := false
 	for _, v := range s.Verifiers {
 		usesCode = usesCode || v.Name == "code"
@@ -179,9 +180,9 @@ func (c *scoreCmd) score(ctx context.Context, s verify.Spec, items []reward.Item
 	if err != nil {
 		return nil, m, err
 	}
-	var verdicts []reward.ItemVerdict
-	for lo := 0; lo < len(items); lo += reward.MaxItems {
-		out, err := ra.ScoreItems(ctx, reward.ScoreInput{Items: items[lo:min(lo+reward.MaxItems, len(items))], Spec: s,
+	var verdicts []rewardapi.ItemVerdict
+	for lo := 0; lo < len(items); lo += rewardapi.MaxItems {
+		out, err := ra.ScoreItems(ctx, rewardapi.ScoreInput{Items: items[lo:min(lo+rewardapi.MaxItems, len(items))], Spec: s,
 			ItemTimeout: config.Duration(c.timeout)}, nil)
 		if errors.Is(err, reward.ErrInvalidInput) {
 			return nil, m, usageErr("--reward: %v", err)
@@ -196,7 +197,7 @@ func (c *scoreCmd) score(ctx context.Context, s verify.Spec, items []reward.Item
 }
 
 // printVerdict prints the verdict on line of file: a JSON line, or score, pass and feedback.
-func (c *scoreCmd) printVerdict(file string, line int, v reward.ItemVerdict) {
+func (c *scoreCmd) printVerdict(file string, line int, v rewardapi.ItemVerdict) {
 	l := scoreLine{Line: line, ID: v.ID, Score: v.Score, Pass: v.Pass, Feedback: v.Feedback, Partial: v.Partial, Error: v.Error}
 	if c.asJSON {
 		b, _ := json.Marshal(l)
@@ -217,7 +218,7 @@ func (c *scoreCmd) printVerdict(file string, line int, v reward.ItemVerdict) {
 }
 
 // mergeMetrics combines the metrics of consecutive batches (means weighted by judged items).
-func mergeMetrics(a, b reward.Metrics) reward.Metrics {
+func mergeMetrics(a, b rewardapi.Metrics) rewardapi.Metrics {
 	if a.Items == 0 {
 		return b
 	}
@@ -228,7 +229,7 @@ func mergeMetrics(a, b reward.Metrics) reward.Metrics {
 		}
 		return (x*float64(a.Judged) + y*float64(b.Judged)) / float64(j)
 	}
-	out := reward.Metrics{Items: a.Items + b.Items, Judged: j, Errors: a.Errors + b.Errors, TimedOut: a.TimedOut + b.TimedOut,
+	out := rewardapi.Metrics{Items: a.Items + b.Items, Judged: j, Errors: a.Errors + b.Errors, TimedOut: a.TimedOut + b.TimedOut,
 		MeanScore: mean(a.MeanScore, b.MeanScore), PassRate: mean(a.PassRate, b.PassRate), SandboxMode: a.SandboxMode}
 	for i, v := range a.Verifiers {
 		if i < len(b.Verifiers) {

@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/temperml/temper/activities/demo"
+	"github.com/temperml/temper/activities/demo/demoapi"
 	"github.com/temperml/temper/activities/reward/rewardapi"
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train/trainapi"
@@ -180,7 +180,7 @@ func ProgressLine(s Snapshot, eta time.Duration, frac float64) string {
 func progressUnit(activity string) string {
 	switch {
 	// Every kind's chunk activity is named train.*Chunk and every evaluation train.*Evaluate.
-	case strings.HasSuffix(activity, "Chunk") || activity == trainapi.PolicyStepName || activity == demo.TickName:
+	case strings.HasSuffix(activity, "Chunk") || activity == trainapi.PolicyStepName || activity == demoapi.TickName:
 		return "step"
 	case strings.HasSuffix(activity, "Evaluate"):
 		return "eval"

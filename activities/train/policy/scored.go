@@ -12,9 +12,6 @@ import (
 	"github.com/temperml/temper/algorithms/rollout"
 )
 
-// ScoredShard: see contract.
-type ScoredShard = trainapi.ScoredShard
-
 // verdictLine is what the trainer reads of a verdict line (reward.ItemVerdict): the reward role
 // imports this package, so the format is read by field names, not by its type.
 type verdictLine struct {

@@ -41,7 +41,7 @@ func TestScoredRolloutsFromShards(t *testing.T) {
 	v1 := put("s1.verdicts.jsonl", `{"id":"c","score":0,"error":"timeout"}`+"\n")
 	a := &Activities{&train.Activities{Ckpt: ckpt.New(ckpt.Options{})}}
 	ctx := context.Background()
-	in := trainapi.PolicyStepInput{Run: "r", Phase: "grpo", Shards: []ScoredShard{{Rollouts: s0, Verdicts: v0}, {Rollouts: s1, Verdicts: v1}}}
+	in := trainapi.PolicyStepInput{Run: "r", Phase: "grpo", Shards: []trainapi.ScoredShard{{Rollouts: s0, Verdicts: v0}, {Rollouts: s1, Verdicts: v1}}}
 	rs, err := a.scoredRollouts(ctx, &in)
 	if err != nil {
 		t.Fatal(err)
@@ -54,9 +54,9 @@ func TestScoredRolloutsFromShards(t *testing.T) {
 		in   trainapi.PolicyStepInput
 		want string
 	}{
-		{"swapped verdicts", trainapi.PolicyStepInput{Shards: []ScoredShard{{Rollouts: s0, Verdicts: v1}}}, "s1.verdicts.jsonl:1"},
-		{"short verdicts", trainapi.PolicyStepInput{Shards: []ScoredShard{{Rollouts: s1, Verdicts: v1}, {Rollouts: s0, Verdicts: put("short.jsonl", `{"id":"a","score":1}`+"\n")}}}, "1 verdicts for 2 rollouts"},
-		{"both forms", trainapi.PolicyStepInput{Rollouts: s0, Shards: []ScoredShard{{Rollouts: s0, Verdicts: v0}}}, "not both"},
+		{"swapped verdicts", trainapi.PolicyStepInput{Shards: []trainapi.ScoredShard{{Rollouts: s0, Verdicts: v1}}}, "s1.verdicts.jsonl:1"},
+		{"short verdicts", trainapi.PolicyStepInput{Shards: []trainapi.ScoredShard{{Rollouts: s1, Verdicts: v1}, {Rollouts: s0, Verdicts: put("short.jsonl", `{"id":"a","score":1}`+"\n")}}}, "1 verdicts for 2 rollouts"},
+		{"both forms", trainapi.PolicyStepInput{Rollouts: s0, Shards: []trainapi.ScoredShard{{Rollouts: s0, Verdicts: v0}}}, "not both"},
 	} {
 		if _, err := a.scoredRollouts(ctx, &c.in); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)

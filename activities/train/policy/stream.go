@@ -46,7 +46,7 @@ func (a *Activities) scanShards(ctx context.Context, in trainapi.PolicyStepInput
 type shardStream struct {
 	ctx    context.Context
 	a      *Activities
-	shards []ScoredShard
+	shards []trainapi.ScoredShard
 	s      int // shard open (or next to open)
 	rc     io.ReadCloser
 	sc     *bufio.Scanner
