@@ -19,7 +19,7 @@ import (
 // (tools.PythonTimeout) and its activity's attempts.
 const toolCallTimeout = 10 * time.Minute
 
-// ToolDispatcher runs long-running tools' calls as ToolCall workflows (activities/tools.Dispatcher):
+// ToolDispatcher runs long-running tools' calls as ToolCall workflows (activities/tools/toolclient.Dispatcher):
 // on Client, or, when nil, on the client of the activity whose episode makes the call.
 type ToolDispatcher struct {
 	Client client.Client

@@ -23,7 +23,7 @@ import (
 	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/activities/rollout"
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
-	toolsact "github.com/temperml/temper/activities/tools"
+	"github.com/temperml/temper/activities/tools"
 	"github.com/temperml/temper/activities/tools/toolsapi"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/distill"
@@ -84,7 +84,7 @@ func Register(role string, r worker.Registry, opts Options) error {
 		r.RegisterActivityWithOptions(ro.Search, activity.RegisterOptions{Name: rolloutapi.SearchName})
 		r.RegisterActivityWithOptions(ro.SearchData, activity.RegisterOptions{Name: rolloutapi.SearchDataName})
 	case workflows.QueueTools:
-		ta, err := toolsact.New(rewardSandbox())
+		ta, err := tools.New(rewardSandbox())
 		if err != nil {
 			return err
 		}

@@ -18,7 +18,7 @@ const ToolCallName = toolsapi.CallWorkflowName
 // ToolCall runs one call of a long-running tool as the tools.Run activity on the tools queue, so
 // that the call is retried on another tools worker when its worker dies (its heartbeat stops) and
 // shows in the Web UI with its arguments and result. Episodes start it from their rollout or
-// evaluation activity under an ID naming the call (activities/tools.CallID), so that a retried
+// evaluation activity under an ID naming the call (activities/tools/toolclient.CallID), so that a retried
 // activity finds the finished call instead of running it again. When every attempt fails, the
 // result says so (Error, Kind "failed") instead of failing the workflow: the episode goes on with
 // that error as the tool message.

@@ -21,7 +21,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
-	toolsact "github.com/temperml/temper/activities/tools"
+	"github.com/temperml/temper/activities/tools/toolclient"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/rollout"
@@ -36,7 +36,7 @@ type Activities struct {
 	NewEngine train.NewEngine
 	// Tools runs long-running tools' calls (python) on the tools queue; nil: episodes that call
 	// one get an error message back.
-	Tools   toolsact.Dispatcher
+	Tools   toolclient.Dispatcher
 	prompts promptCache // the data specs' prompt sets, read once per worker (prompts.go)
 	engines engineCache // the last policy's engine, shared by its shards on this worker (engines.go)
 }

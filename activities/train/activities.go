@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
-	toolsact "github.com/temperml/temper/activities/tools"
+	"github.com/temperml/temper/activities/tools/toolclient"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
 )
@@ -23,7 +23,7 @@ type Activities struct {
 	NewEngine NewEngine
 	// Tools runs long-running tools' calls (python) of evaluation episodes on the tools queue;
 	// nil: such calls get an error message back.
-	Tools toolsact.Dispatcher
+	Tools toolclient.Dispatcher
 }
 
 func ConfigHash(cfg model.Config) string {

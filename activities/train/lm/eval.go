@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	toolsact "github.com/temperml/temper/activities/tools"
+	"github.com/temperml/temper/activities/tools/toolclient"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
@@ -249,7 +249,7 @@ func (a *Activities) evaluateEpisodes(ctx context.Context, in trainapi.EvalInput
 				return fmt.Sprintf("eval-%s.k%d.p%d.s%d.t%d", evalDigest(in), k, owner[j], j-(owner[j]-lo)*k, turn)
 			}
 			reg, err := train.ToolRegistry(in.Tools, func(j int) tasks.Example { return heldout[owner[j]] },
-				toolsact.Remote(a.Tools, place, func() { beat(0) }))
+				toolclient.Remote(a.Tools, place, func() { beat(0) }))
 			if err != nil {
 				return nil, train.BadInput(fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err))
 			}
