@@ -15,6 +15,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/reward/rewardapi"
 	"github.com/temperml/temper/activities/reward/sandbox"
+	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/verify"
 )
 
@@ -46,6 +47,11 @@ func NewActivities(sb *sandbox.Sandbox) *Activities {
 
 // Registry returns the verifiers the activities know; callers may Register more before use.
 func (a *Activities) Registry() *verify.Registry { return a.registry }
+
+// Register registers the reward activity under its contract name on the reward queue's worker.
+func Register(r train.Registrar, a *Activities) {
+	r.RegisterActivityWithOptions(a.Score, activity.RegisterOptions{Name: rewardapi.ScoreName})
+}
 
 // Score is the reward.Score activity: ScoreItems with heartbeats. Bad input fails without
 // retries; a retried attempt simply scores everything again (verifiers are pure or sandboxed,

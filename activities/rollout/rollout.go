@@ -299,3 +299,11 @@ func firstPromptLine(p string) string {
 	}
 	return p
 }
+
+// Register registers the rollout activities under their contract names on the rollout queue's worker.
+func Register(r train.Registrar, a *Activities) {
+	r.RegisterActivityWithOptions(a.Generate, activity.RegisterOptions{Name: rolloutapi.GenerateName})
+	r.RegisterActivityWithOptions(a.Keep, activity.RegisterOptions{Name: rolloutapi.KeepName})
+	r.RegisterActivityWithOptions(a.Search, activity.RegisterOptions{Name: rolloutapi.SearchName})
+	r.RegisterActivityWithOptions(a.SearchData, activity.RegisterOptions{Name: rolloutapi.SearchDataName})
+}

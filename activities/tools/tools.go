@@ -35,6 +35,17 @@ func New(sb *sandbox.Sandbox) (*Activities, error) {
 	return &Activities{Registry: reg}, nil
 }
 
+// Registrar is the part of a Temporal worker that registers activities (worker.Worker satisfies it),
+// declared here so that this package needs neither the worker package nor the trainer's kernel.
+type Registrar interface {
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}
+
+// Register registers tools.Run under its contract name on the tools queue's worker.
+func Register(r Registrar, a *Activities) {
+	r.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: toolsapi.RunName})
+}
+
 // heartbeatEvery is how often a running call heartbeats (well inside toolsapi.DefaultHeartbeat).
 const heartbeatEvery = time.Second
 
