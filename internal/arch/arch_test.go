@@ -59,6 +59,24 @@ var rules = []rule{
 	{layer: "cmd", allow: []string{""}},
 }
 
+// narrower are stricter rules for single packages, checked before their layer's (which applies too):
+// pure leaves that workflows or untrusted input reach. A rule names one directory, not its subtree.
+var narrower = []rule{
+	// advantages are host-side arithmetic.
+	{layer: "algorithms/advantage", allow: []string{"std"}, deny: []string{"os", "net"}},
+	// bytes come in (fetching them is an activity's job), so workflows and every role may import it.
+	{layer: "algorithms/imageproc", allow: []string{"std"}, deny: []string{"os", "net", "syscall", "unsafe", "plugin"}},
+	// verifiers judge untrusted text.
+	{layer: "algorithms/verify", allow: []string{"std", "github.com/santhosh-tekuri/jsonschema/"},
+		deny: []string{"os", "net", "syscall", "unsafe", "plugin", "runtime/cgo"}},
+	{layer: "algorithms/layoutrender", allow: []string{"std", "golang.org/x/image/", module + "algorithms/"}, deny: []string{"os", "net"}},
+	{layer: "algorithms/model", allow: []string{"std", "github.com/gomlx/", module + "algorithms/"}, deny: []string{"os", "net"}},
+	{layer: "algorithms/sample", allow: []string{"std", "github.com/gomlx/", module + "algorithms/"}, deny: []string{"os", "net"}},
+	{layer: "algorithms/vision", allow: []string{"std", "github.com/gomlx/", module + "algorithms/"}, deny: []string{"os", "net"}},
+	// workflows carry the vision config.
+	{layer: "algorithms/vision/visioncfg", allow: []string{"std"}, deny: []string{"os", "net"}},
+}
+
 // isContract reports whether path is a role's contract package: activities/ROLE/ROLEapi (its
 // activity names and I/O types, named after the role so that no importer needs an alias).
 func isContract(path string) bool {
@@ -83,27 +101,38 @@ func isStd(path string) bool {
 
 // violation returns why dir may not import path, or "".
 func violation(dir, path string) string {
+	for _, r := range narrower {
+		if dir == r.layer {
+			if v := r.check(dir, path); v != "" {
+				return v
+			}
+		}
+	}
 	for _, r := range rules {
-		if !hasPrefixPath(dir, r.layer) {
-			continue
+		if hasPrefixPath(dir, r.layer) {
+			return r.check(dir, path)
 		}
-		for _, d := range r.deny {
-			if hasPrefixPath(path, d) {
-				return fmt.Sprintf("%s must not import %s (denied: %s)", dir, path, d)
-			}
-		}
-		if r.contractsOnly && hasPrefixPath(path, module+"activities/") && !isContract(path) {
-			role, _, _ := strings.Cut(strings.TrimPrefix(path, module+"activities/"), "/")
-			return fmt.Sprintf("%s must not import %s: import the role's contract package (activities/%s/%sapi) instead", dir, path, role, role)
-		}
-		for _, a := range r.allow {
-			if (a == "std" && isStd(path)) || (a != "std" && hasPrefixPath(path, a)) {
-				return ""
-			}
-		}
-		return fmt.Sprintf("%s must not import %s (layer %s allows: %s)", dir, path, r.layer, strings.Join(r.allow, ", "))
 	}
 	return fmt.Sprintf("%s is in no layer of DESIGN.md; add a rule for it to internal/arch", dir)
+}
+
+// check returns why r forbids dir to import path, or "".
+func (r rule) check(dir, path string) string {
+	for _, d := range r.deny {
+		if hasPrefixPath(path, d) {
+			return fmt.Sprintf("%s must not import %s (denied: %s)", dir, path, d)
+		}
+	}
+	if r.contractsOnly && hasPrefixPath(path, module+"activities/") && !isContract(path) {
+		role, _, _ := strings.Cut(strings.TrimPrefix(path, module+"activities/"), "/")
+		return fmt.Sprintf("%s must not import %s: import the role's contract package (activities/%s/%sapi) instead", dir, path, role, role)
+	}
+	for _, a := range r.allow {
+		if (a == "std" && isStd(path)) || (a != "std" && hasPrefixPath(path, a)) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%s must not import %s (layer %s allows: %s)", dir, path, r.layer, strings.Join(r.allow, ", "))
 }
 
 type goFile struct {
@@ -238,6 +267,13 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"workflows", module + "activities/train/lm"},
 		{"workflows", module + "activities/rollout/trainapi"},
 		{"newlayer", "fmt"},
+		{"algorithms/imageproc", "github.com/gomlx/gomlx/core/graph"},
+		{"algorithms/imageproc", "unsafe"},
+		{"algorithms/advantage", "github.com/gomlx/gomlx/core/graph"},
+		{"algorithms/verify", "runtime/cgo"},
+		{"algorithms/vision/visioncfg", module + "algorithms/model"},
+		{"algorithms/layoutrender", "github.com/gomlx/gomlx/core/graph"},
+		{"algorithms/sample", "os/exec"},
 		{"internal/config", module + "internal/report"},
 		{"activities/train", module + "internal/bench"},
 		{"internal/report", module + "cmd/temper"},
@@ -253,6 +289,9 @@ func TestRulesCatchViolations(t *testing.T) {
 	good := [][2]string{
 		{"algorithms/model", "github.com/gomlx/gomlx/core/graph"},
 		{"algorithms/model", "math"},
+		{"algorithms/verify", "github.com/santhosh-tekuri/jsonschema/v6"},
+		{"algorithms/vision", "github.com/gomlx/gomlx/core/graph"},
+		{"algorithms/layoutrender", "golang.org/x/image/font"},
 		{"tpu", module + "algorithms/model"},
 		{"activities/train", "go.temporal.io/sdk/activity"},
 		{"activities/ckpt", "cloud.google.com/go/storage"},
