@@ -15,7 +15,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/reward/rewardapi"
 	"github.com/temperml/temper/activities/train"
-	trainlm "github.com/temperml/temper/activities/train/lm"
+	"github.com/temperml/temper/activities/train/lm"
 	"github.com/temperml/temper/activities/train/rewardmodel"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
@@ -84,13 +84,13 @@ func (c *engineCounter) new(o train.EngineOptions) (train.Engine, error) {
 }
 
 // rewardModels commits reward models (fresh tiny models with value heads) and one causal LM.
-func rewardModels(t *testing.T, seeds ...uint64) (rms []string, lm string) {
+func rewardModels(t *testing.T, seeds ...uint64) (rms []string, causal string) {
 	t.Helper()
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
 	ec := &engineCounter{}
 	deps := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: ec.new}
-	trainlm.Register(env, deps)
+	lm.Register(env, deps)
 	rewardmodel.Register(env, deps)
 	store := "file://" + t.TempDir()
 	cfg, err := model.Preset("tiny")

@@ -41,15 +41,6 @@ type Activities struct {
 	engines engineCache // the last policy's engine, shared by its shards on this worker (engines.go)
 }
 
-// RolloutsKey is where an iteration's rollouts live, relative to the store root.
-func RolloutsKey(run, phase string, iteration int, tag string) string {
-	name := fmt.Sprintf("iter-%06d", iteration)
-	if tag != "" {
-		name += "-" + tag
-	}
-	return path.Join("runs", run, phase, "rollouts", name+".jsonl")
-}
-
 // Prompts returns the prompts of an iteration: fresh draws from a built-in task (never a held-out
 // prompt), or a window of the train file.
 // It reads the data afresh; Generate draws through the worker's cache instead.
@@ -188,7 +179,7 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 	if err := rollout.Write(&buf, rs); err != nil {
 		return rolloutapi.GenerateOutput{}, err
 	}
-	uri, err := put(ctx, a.Ckpt, in.Store, RolloutsKey(in.Run, in.Phase, in.Iteration, in.Tag), &buf)
+	uri, err := put(ctx, a.Ckpt, in.Store, rolloutapi.RolloutsKey(in.Run, in.Phase, in.Iteration, in.Tag), &buf)
 	if err != nil {
 		return rolloutapi.GenerateOutput{}, err
 	}

@@ -15,7 +15,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/temperml/temper/activities/rollout"
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workers/testenv"
@@ -126,7 +125,7 @@ func rlExactResume(t *testing.T, basePipeline func(store string) workflows.Pipel
 	clean := waitRun(t, run(ids+"-clean", rlGRPOPipelineWith(store, from, grpoCfg)))
 	t.Logf("clean GRPO run in %.1fs; activity durations %v", time.Since(start).Seconds(), rlActivityDurations(t, env.Client, ids+"-clean.grpo"))
 	if check != nil {
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rollout.RolloutsKey(clean.RunID, "grpo", 0, rolloutapi.ShardTag(0)))))
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rolloutapi.RolloutsKey(clean.RunID, "grpo", 0, rolloutapi.ShardTag(0)))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,8 +195,8 @@ func rlExactResume(t *testing.T, basePipeline func(store string) workflows.Pipel
 	}
 	// Rollouts are seeded per (iteration, prompt, sample): the retried Generate rewrote the same bytes.
 	for i := 0; i < 7; i++ {
-		a := rlHashKey(t, dir, rollout.RolloutsKey(clean.RunID, "grpo", i, rolloutapi.ShardTag(0)))
-		b := rlHashKey(t, dir, rollout.RolloutsKey(killed.RunID, "grpo", i, rolloutapi.ShardTag(0)))
+		a := rlHashKey(t, dir, rolloutapi.RolloutsKey(clean.RunID, "grpo", i, rolloutapi.ShardTag(0)))
+		b := rlHashKey(t, dir, rolloutapi.RolloutsKey(killed.RunID, "grpo", i, rolloutapi.ShardTag(0)))
 		if a != b {
 			t.Errorf("rollouts of iteration %d differ: %s vs %s", i, a, b)
 		}

@@ -320,3 +320,47 @@ func TestRulesCatchViolations(t *testing.T) {
 		t.Errorf("want 3 hazards, got %v", got)
 	}
 }
+
+// TestNoAliasForTemperPackages: every Temper package is imported under its own name (tests too), so a
+// package reads the same wherever it is used; a clash means one of the two packages needs a better
+// name. A blank import (_) is allowed.
+func TestNoAliasForTemperPackages(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "third_party" || d.Name() == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		seen++
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if imp.Name != nil && imp.Name.Name != "_" && hasPrefixPath(path, module) {
+				t.Errorf("%s imports %s as %s: import it under its own name (rename a package that clashes)", fset.Position(imp.Pos()), path, imp.Name.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen < 100 {
+		t.Fatalf("read %d Go files: is the walk broken?", seen)
+	}
+}

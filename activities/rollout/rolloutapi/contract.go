@@ -6,6 +6,8 @@ package rolloutapi
 
 import (
 	"fmt"
+	"path"
+
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/rollout"
 )
@@ -123,3 +125,13 @@ func ShardRanges(prompts, group, shards int) [][2]int {
 
 // ShardTag names shard s's rollouts object (iter-000003-s0001.jsonl).
 func ShardTag(s int) string { return fmt.Sprintf("s%04d", s) }
+
+// RolloutsKey is where an iteration's rollouts live, relative to the store root (the
+// reward role writes verdicts beside it; `temper samples` reads it).
+func RolloutsKey(run, phase string, iteration int, tag string) string {
+	name := fmt.Sprintf("iter-%06d", iteration)
+	if tag != "" {
+		name += "-" + tag
+	}
+	return path.Join("runs", run, phase, "rollouts", name+".jsonl")
+}
