@@ -14,15 +14,18 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/activities/rollout/contract"
 	toolsact "github.com/temperml/temper/activities/tools"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -35,7 +38,10 @@ type Activities struct {
 	NewEngine train.NewEngine
 	// Tools runs long-running tools' calls (python) on the tools queue; nil: episodes that call
 	// one get an error message back.
-	Tools   toolsact.Dispatcher
+	Tools toolsact.Dispatcher
+	// Sandbox is the code sandbox agent episodes run in (rollout.agent; nil, or nil returned:
+	// none on this worker, and agent episodes are refused saying so). Called when first needed.
+	Sandbox func() *sandbox.Sandbox
 	prompts promptCache // the data specs' prompt sets, read once per worker (prompts.go)
 	engines engineCache // the last policy's engine, shared by its shards on this worker (engines.go)
 }
@@ -74,6 +80,10 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 		}
 		in.Retry, in.RetryOf, in.RetryOfShards = retry, "", nil
 	}
+	if in.Agent != nil && (len(in.Tools) > 0 || len(in.Retry) > 0) {
+		return GenerateOutput{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("rollout: generate %s/%s: agent episodes take neither built-in tools nor self-correction retries", in.Run, in.Phase), "InvalidInput", nil)
+	}
 	if len(in.Tools) > 0 && len(in.Retry) > 0 {
 		return GenerateOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("rollout: generate %s/%s: self-correction retries with tools: episodes correct themselves with the check tool", in.Run, in.Phase), "InvalidInput", nil)
@@ -82,13 +92,7 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 		return GenerateOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("rollout: generate %s/%s: prompts %d, group %d, max_new_tokens %d: want > 0", in.Run, in.Phase, in.Prompts, in.Group, in.MaxNewTokens), "InvalidInput", nil)
 	}
-	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (train.Engine, int, error) {
-		m, err := train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}.Load(ctx, uri, train.LoadOptions{})
-		if err != nil {
-			return nil, 0, err
-		}
-		return m.Engine, m.Config.MaxSeq, nil
-	})
+	shared, err := a.engines.acquire(ctx, in.Checkpoint, a.loadPolicy)
 	if err != nil {
 		return GenerateOutput{}, err
 	}
@@ -146,6 +150,18 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 	}
 	start := time.Now()
 	tokens, truncated := 0, 0
+	var dropped, failures int
+	if in.Agent != nil {
+		var done atomic.Int64
+		stop := heartbeatEvery(ctx, time.Second, func() {
+			activity.RecordHeartbeat(ctx, train.Progress{Step: int(done.Load()), Total: len(prompts)})
+		})
+		rs, tokens, dropped, failures, err = a.runAgents(ctx, shared, in, rs, seeds, func(n int) { done.Store(int64(n)) })
+		stop()
+		if err != nil {
+			return GenerateOutput{}, err
+		}
+	}
 	if len(in.Tools) > 0 {
 		tokens, truncated, err = runEpisodes(ctx, eng, shared.maxSeq, enc, in, rs, prompts, seeds, cuts, a.Tools, func(done int) {
 			activity.RecordHeartbeat(ctx, train.Progress{Step: done, Total: len(prompts)})
@@ -155,7 +171,7 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 		}
 	}
 	for b, hi := range cuts {
-		if len(in.Tools) > 0 {
+		if len(in.Tools) > 0 || in.Agent != nil {
 			break
 		}
 		lo := 0
@@ -191,12 +207,23 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 	if err != nil {
 		return GenerateOutput{}, err
 	}
-	out := GenerateOutput{Rollouts: uri, Samples: len(rs), MeanLength: float64(tokens) / float64(len(rs)),
-		Truncated: float64(truncated) / float64(len(rs)), Tokens: tokens, Seconds: secs}
+	out := GenerateOutput{Rollouts: uri, Samples: len(rs), Tokens: tokens, Seconds: secs, AgentGroupsDropped: dropped, AgentFailures: failures}
+	if len(rs) > 0 { // agent groups may all have been dropped
+		out.MeanLength, out.Truncated = float64(tokens)/float64(len(rs)), float64(truncated)/float64(len(rs))
+	}
 	if secs > 0 {
 		out.TokensPerS = float64(tokens) / secs
 	}
 	return out, nil
+}
+
+// loadPolicy loads a policy checkpoint for sampling (engineCache.acquire's loader).
+func (a *Activities) loadPolicy(ctx context.Context, uri string) (train.Engine, model.Config, error) {
+	m, err := train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}.Load(ctx, uri, train.LoadOptions{})
+	if err != nil {
+		return nil, model.Config{}, err
+	}
+	return m.Engine, m.Config, nil
 }
 
 // retriesOf reads the rollouts in.RetryOf names and returns those in.RetryIndex picks, each with its
@@ -310,6 +337,7 @@ type (
 
 // Activity names: see contract.
 const (
-	GenerateName = contract.GenerateName
-	KeepName     = contract.KeepName
+	GenerateName  = contract.GenerateName
+	KeepName      = contract.KeepName
+	AgentEvalName = contract.AgentEvalName
 )
