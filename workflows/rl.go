@@ -68,6 +68,10 @@ type RLState struct {
 	Started    bool `json:"started"`
 	// PendingShards are the next iteration's shards (async, sharded runs) across continue-as-new.
 	PendingShards []rollout.GenerateOutput `json:"pending_shards,omitempty"`
+	// Agent episodes (rollout.agent): groups dropped because an episode failed past its retries,
+	// and failed attempts, summed over the iterations.
+	AgentDropped  int `json:"agent_dropped,omitempty"`
+	AgentFailures int `json:"agent_failures,omitempty"`
 }
 
 // RL is the rollout → reward → train loop over policy versions, in sync or async mode, with held-out
@@ -261,6 +265,9 @@ func (r *rlRun) metrics() map[string]float64 {
 	}
 	if r.cfg.SelfCorrect.Retries > 0 {
 		metrics["self_corrections_tried"], metrics["self_corrections_passed"] = float64(st.CorrTried), float64(st.CorrPassed)
+	}
+	if r.cfg.Rollout.Agent != nil {
+		metrics["agent_groups_dropped"], metrics["agent_failures"] = float64(st.AgentDropped), float64(st.AgentFailures)
 	}
 	copyMetrics(metrics, st.Last, "")
 	copyMetrics(metrics, st.Before, "_before")

@@ -71,7 +71,7 @@ type rlWorld struct {
 
 var rlDurations = map[string]time.Duration{
 	rollout.GenerateName: time.Minute, reward.ScoreName: time.Minute, train.PolicyStepName: 10 * time.Minute,
-	train.EvaluateName: time.Minute, train.RetainName: 10 * time.Second,
+	train.EvaluateName: time.Minute, train.RetainName: 10 * time.Second, rollout.AgentEvalName: time.Minute,
 }
 
 // newRLWorld makes the world; slower replaces some activities' durations.
@@ -92,6 +92,7 @@ func newRLWorld(t *testing.T, exact map[string]float64, slower ...map[string]tim
 		fn   any
 	}{
 		{rollout.GenerateName, w.generate}, {reward.ScoreName, w.score}, {train.PolicyStepName, w.step}, {train.EvaluateName, w.evaluate},
+		{rollout.AgentEvalName, w.agentEval},
 		{train.RetainName, func(context.Context, train.RetainInput) error { return nil }},
 		{rollout.KeepName, func(context.Context, rollout.KeepInput) error { return nil }},
 	}
@@ -128,6 +129,7 @@ func (w *rlWorld) started(info *activity.Info, _ context.Context, args converter
 		rollout.GenerateName: func() any { return new(rollout.GenerateInput) }, reward.ScoreName: func() any { return new(reward.ScoreInput) },
 		train.PolicyStepName: func() any { return new(train.PolicyStepInput) }, train.EvaluateName: func() any { return new(train.EvalInput) },
 		train.RetainName: func() any { return new(train.RetainInput) }, rollout.KeepName: func() any { return new(rollout.KeepInput) },
+		rollout.AgentEvalName: func() any { return new(rollout.AgentEvalInput) },
 	}
 	in := ins[info.ActivityType.Name]()
 	if err := args.Get(in); err != nil {
@@ -142,8 +144,13 @@ func (w *rlWorld) started(info *activity.Info, _ context.Context, args converter
 }
 
 func (w *rlWorld) generate(_ context.Context, in rollout.GenerateInput) (rollout.GenerateOutput, error) {
-	return rollout.GenerateOutput{Rollouts: fmt.Sprintf("mem://%s/rollouts/iter-%06d-%s-v%d.jsonl", in.Phase, in.Iteration, in.Tag, in.PolicyVersion),
-		Samples: (in.PromptHi - in.PromptLo) * in.Group, TokensPerS: 100, Tokens: 50, Seconds: 0.5}, nil
+	out := rollout.GenerateOutput{Rollouts: fmt.Sprintf("mem://%s/rollouts/iter-%06d-%s-v%d.jsonl", in.Phase, in.Iteration, in.Tag, in.PolicyVersion),
+		Samples: (in.PromptHi - in.PromptLo) * in.Group, TokensPerS: 100, Tokens: 50, Seconds: 0.5}
+	if in.Agent != nil { // every shard drops one group after three failed attempts
+		out.Samples -= in.Group
+		out.AgentGroupsDropped, out.AgentFailures = 1, 3
+	}
+	return out, nil
 }
 
 // score passes every fourth sample; verdicts go to the store when asked (sharded runs), else inline.
@@ -177,6 +184,10 @@ func (w *rlWorld) step(_ context.Context, in train.PolicyStepInput) (train.Polic
 
 func (w *rlWorld) evaluate(_ context.Context, in train.EvalInput) (train.EvalOutput, error) {
 	return train.EvalOutput{Metrics: map[string]float64{"heldout_exact_match": w.exact[in.Checkpoint]}}, nil
+}
+
+func (w *rlWorld) agentEval(_ context.Context, in rollout.AgentEvalInput) (train.EvalOutput, error) {
+	return train.EvalOutput{Metrics: map[string]float64{"heldout_exact_match": w.exact[in.Eval.Checkpoint]}}, nil
 }
 
 // run executes the phase and returns its result.

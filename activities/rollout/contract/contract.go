@@ -73,26 +73,26 @@ type GenerateInput struct {
 type AgentSpec struct {
 	// Command is the argv; a first word without a slash is looked up in the sandbox's PATH
 	// (/usr/local/bin, /usr/bin, /bin).
-	Command []string `json:"command"`
+	Command []string `json:"command" help:"the agent program and its arguments, run once per episode in the code sandbox (a bare name is looked up in /usr/local/bin, /usr/bin, /bin; a relative path in dir)"`
 	// Env adds variables to the sandbox's (OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are
 	// the gateway's).
-	Env map[string]string `json:"env,omitempty"`
+	Env map[string]string `json:"env,omitempty" help:"variables added to the agent's environment (OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are the gateway's)"`
 	// Dir is a directory on the rollout worker (relative: to the worker's working directory),
 	// visible read-only at /agent inside the sandbox and the command's working directory: the
 	// agent's code and packages.
-	Dir string `json:"dir,omitempty"`
+	Dir string `json:"dir,omitempty" help:"a directory on the rollout worker (relative: to its working directory) shown read-only at /agent in the sandbox, the agent's working directory: its code and packages"`
 	// Timeout bounds one attempt of an episode (wall clock).
-	Timeout config.Duration `json:"timeout,omitempty"`
+	Timeout config.Duration `json:"timeout,omitempty" default:"1m0s" help:"wall-clock limit of one attempt of an episode"`
 	// Retries is how many times a failed or timed-out attempt is run again, each in a fresh
 	// sandbox, before its whole group is dropped.
-	Retries int `json:"retries,omitempty"`
+	Retries int `json:"retries,omitempty" default:"0" help:"attempts run again, each in a fresh sandbox, when the agent fails or times out; past them the episode's whole group is dropped (agent_groups_dropped)"`
 	// MaxCalls bounds an episode's model calls.
-	MaxCalls int `json:"max_calls,omitempty"`
+	MaxCalls int `json:"max_calls,omitempty" default:"16" help:"model calls an episode may make; later ones are refused (400)"`
 	// MemoryMiB bounds the agent's memory (its cgroup, and RLIMIT_AS unless AddressSpaceGiB is
 	// larger).
-	MemoryMiB int `json:"memory_mib,omitempty"`
+	MemoryMiB int `json:"memory_mib,omitempty" default:"512" help:"memory of the agent's processes (their cgroup), and their address space unless address_space_gib is larger"`
 	// AddressSpaceGiB raises RLIMIT_AS alone (Node's fetch reserves 16 GiB it never touches).
-	AddressSpaceGiB int `json:"address_space_gib,omitempty"`
+	AddressSpaceGiB int `json:"address_space_gib,omitempty" default:"0" help:"address space (RLIMIT_AS) alone, for runtimes that reserve more than they use: Node's fetch needs 16"`
 }
 
 // Defaults of AgentSpec's zero fields.
