@@ -309,6 +309,7 @@ func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput
 	idx, dropped := keptRows(rs, in.Rewards, in.DynamicSampling)
 	metrics["groups_dropped"] = float64(dropped)
 	rewardStats(metrics, rs, in.Rewards)
+	rs, adv, idx = segmentRows(rs, adv, idx) // an agent's further segments: rows of their own
 
 	loadStart := time.Now()
 	pol, err := a.Load(ctx, in.Policy, train.LoadOptions{Optim: in.Optim, Optimizer: !in.FreshOptimizer})

@@ -47,6 +47,9 @@ func (a *Activities) ppoStep(ctx context.Context, in contract.PolicyStepInput) (
 	if len(rs) == 0 {
 		return contract.PolicyStepOutput{}, train.BadInput(fmt.Errorf("train: ppo step %s: no rollouts", in.Rollouts))
 	}
+	if err := noSegments(rs, "ppo step", "use a GRPO-family phase for agents that rewrite their history"); err != nil {
+		return contract.PolicyStepOutput{}, err
+	}
 	metrics := map[string]float64{}
 	for i, r := range in.Rewards {
 		if math.IsNaN(r) || math.IsInf(r, 0) {

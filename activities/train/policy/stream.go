@@ -130,6 +130,9 @@ func (a *Activities) scanShards(ctx context.Context, in contract.PolicyStepInput
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		if err := noSegments(part, "streamed policy step", "set minibatch 0"); err != nil {
+			return nil, nil, nil, err
+		}
 		for _, r := range part {
 			light = append(light, rollout.Rollout{ID: r.ID, Group: r.Group, Ep: summary(r.Ep)})
 			lengths = append(lengths, len(r.Tokens))
