@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/big"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -221,85 +222,13 @@ func TestAgentEpisodes(t *testing.T) {
 		}
 		return kept, dropped, failures, eng
 	}
-	check := func(t *testing.T, r rollout.Rollout, attempts int) {
-		t.Helper()
-		answer, log, _ := strings.Cut(r.Completion, "\n")
-		if answer != r.Answer || r.PolicyVersion != 4 || len(r.Segments) != 0 || r.Ep == nil || r.Ep.Calls != 2 || r.Ep.Attempts != attempts {
-			t.Fatalf("%s: answer %q (want %s), version %d, %d extra segments, episode %+v", r.ID, answer, r.Answer, r.PolicyVersion, len(r.Segments), r.Ep)
-		}
-		var bt tokenize.Byte
-		wantPrompt, _ := tokenize.DefaultChat().Prompt(bt, []tokenize.Message{{Role: tokenize.RoleUser, Content: r.Prompt}})
-		if !slices.Equal(r.PromptTokens, wantPrompt) {
-			t.Errorf("%s: prompt %q, want the chat template's %q", r.ID, bt.Decode(r.PromptTokens), bt.Decode(wantPrompt))
-		}
-		// What the server returned to the agent, call by call: the policy's runs of tokens.
-		var served [][]int
-		var servedLP [][]float32
-		for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
-			var resp agentResponse
-			if err := json.Unmarshal([]byte(l), &resp); err != nil || len(resp.Choices) != 1 {
-				t.Fatalf("%s: agent log line %q: %v", r.ID, l, err)
-			}
-			var ids []int
-			var lps []float32
-			for _, c := range resp.Choices[0].Logprobs.Content {
-				if len(c.Bytes) != 1 {
-					t.Fatalf("%s: a byte-level token of %d bytes", r.ID, len(c.Bytes))
-				}
-				ids, lps = append(ids, c.Bytes[0]), append(lps, c.Logprob)
-			}
-			served, servedLP = append(served, ids), append(servedLP, lps)
-		}
-		var runs [][]int
-		var runLP [][]float32
-		var env []int
-		for i, tok := range r.Tokens {
-			switch {
-			case !r.Policy[i]:
-				env = append(env, tok)
-				if r.LogProbs[i] != 0 {
-					t.Errorf("%s: token %d is the agent's but has log-prob %v", r.ID, i, r.LogProbs[i])
-				}
-			case i == 0 || !r.Policy[i-1]:
-				runs, runLP = append(runs, []int{tok}), append(runLP, []float32{r.LogProbs[i]})
-			default:
-				runs[len(runs)-1] = append(runs[len(runs)-1], tok)
-				runLP[len(runLP)-1] = append(runLP[len(runLP)-1], r.LogProbs[i])
-			}
-		}
-		if len(runs) != 2 || len(served) != 2 {
-			t.Fatalf("%s: %d policy runs, %d responses: want 2 calls", r.ID, len(runs), len(served))
-		}
-		// The server's log-probs cover the stop string that ended the call (its text does not);
-		// the answer's EOS stop token ends the choice without being part of its text or log-probs.
-		if !strings.HasSuffix(bt.Decode(served[0]), "</tool>") {
-			t.Errorf("%s: the first call's tokens %q do not end with the stop string", r.ID, bt.Decode(served[0]))
-		}
-		want := [][]int{served[0], append(slices.Clone(served[1]), tokenize.ByteEOS)}
-		for c := range runs {
-			if !slices.Equal(runs[c], want[c]) {
-				t.Errorf("%s call %d: trained on %q, served %q", r.ID, c, bt.Decode(runs[c]), bt.Decode(want[c]))
-			}
-			for j, lp := range runLP[c] {
-				if j < len(servedLP[c]) && lp != servedLP[c][j] {
-					t.Errorf("%s call %d token %d: trained log-prob %v, served %v", r.ID, c, j, lp, servedLP[c][j])
-				}
-				if lp != scriptedLogProb {
-					t.Errorf("%s call %d token %d: log-prob %v, the model's is %v", r.ID, c, j, lp, scriptedLogProb)
-				}
-			}
-		}
-		if got, want := bt.Decode(env), "\n<|tool|>\n"+r.Answer+"\n<|assistant|>\n"; got != want {
-			t.Errorf("%s: masked tokens %q, want only the tool message %q", r.ID, got, want)
-		}
-	}
 	t.Run("episodes", func(t *testing.T) {
 		kept, dropped, failures, _ := run(t, map[string]string{"TEMPER_AGENT_LOG": "-"})
 		if len(kept) != len(rs) || dropped != 0 || failures != 0 {
 			t.Fatalf("kept %d of %d, dropped %d groups, %d failures", len(kept), len(rs), dropped, failures)
 		}
 		for _, r := range kept {
-			check(t, r, 1)
+			checkAgentRollout(t, r, 1)
 		}
 	})
 	t.Run("killed agent retried", func(t *testing.T) {
@@ -309,7 +238,7 @@ func TestAgentEpisodes(t *testing.T) {
 				len(kept), len(rs), dropped, failures, eng.made)
 		}
 		for _, r := range kept {
-			check(t, r, 2)
+			checkAgentRollout(t, r, 2)
 		}
 	})
 	t.Run("group dropped", func(t *testing.T) {
@@ -321,10 +250,128 @@ func TestAgentEpisodes(t *testing.T) {
 	})
 }
 
+// checkAgentRollout checks one bigmul episode of an example agent (TEMPER_AGENT_LOG=-) against the
+// scripted policy: one segment of two calls whose policy tokens and log-probabilities are what the
+// server returned to the agent, and whose only other tokens are the tool message.
+func checkAgentRollout(t *testing.T, r rollout.Rollout, attempts int) {
+	t.Helper()
+	answer, log, _ := strings.Cut(r.Completion, "\n")
+	if answer != r.Answer || r.PolicyVersion != 4 || len(r.Segments) != 0 || r.Ep == nil || r.Ep.Calls != 2 || r.Ep.Attempts != attempts {
+		t.Fatalf("%s: answer %q (want %s), version %d, %d extra segments, episode %+v", r.ID, answer, r.Answer, r.PolicyVersion, len(r.Segments), r.Ep)
+	}
+	var bt tokenize.Byte
+	wantPrompt, _ := tokenize.DefaultChat().Prompt(bt, []tokenize.Message{{Role: tokenize.RoleUser, Content: r.Prompt}})
+	if !slices.Equal(r.PromptTokens, wantPrompt) {
+		t.Errorf("%s: prompt %q, want the chat template's %q", r.ID, bt.Decode(r.PromptTokens), bt.Decode(wantPrompt))
+	}
+	// What the server returned to the agent, call by call: the policy's runs of tokens.
+	var served [][]int
+	var servedLP [][]float32
+	for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
+		var resp agentResponse
+		if err := json.Unmarshal([]byte(l), &resp); err != nil || len(resp.Choices) != 1 {
+			t.Fatalf("%s: agent log line %q: %v", r.ID, l, err)
+		}
+		var ids []int
+		var lps []float32
+		for _, c := range resp.Choices[0].Logprobs.Content {
+			if len(c.Bytes) != 1 {
+				t.Fatalf("%s: a byte-level token of %d bytes", r.ID, len(c.Bytes))
+			}
+			ids, lps = append(ids, c.Bytes[0]), append(lps, c.Logprob)
+		}
+		served, servedLP = append(served, ids), append(servedLP, lps)
+	}
+	var runs [][]int
+	var runLP [][]float32
+	var env []int
+	for i, tok := range r.Tokens {
+		switch {
+		case !r.Policy[i]:
+			env = append(env, tok)
+			if r.LogProbs[i] != 0 {
+				t.Errorf("%s: token %d is the agent's but has log-prob %v", r.ID, i, r.LogProbs[i])
+			}
+		case i == 0 || !r.Policy[i-1]:
+			runs, runLP = append(runs, []int{tok}), append(runLP, []float32{r.LogProbs[i]})
+		default:
+			runs[len(runs)-1] = append(runs[len(runs)-1], tok)
+			runLP[len(runLP)-1] = append(runLP[len(runLP)-1], r.LogProbs[i])
+		}
+	}
+	if len(runs) != 2 || len(served) != 2 {
+		t.Fatalf("%s: %d policy runs, %d responses: want 2 calls", r.ID, len(runs), len(served))
+	}
+	// The server's log-probs cover the stop string that ended the call (its text does not);
+	// the answer's EOS stop token ends the choice without being part of its text or log-probs.
+	if !strings.HasSuffix(bt.Decode(served[0]), "</tool>") {
+		t.Errorf("%s: the first call's tokens %q do not end with the stop string", r.ID, bt.Decode(served[0]))
+	}
+	want := [][]int{served[0], append(slices.Clone(served[1]), tokenize.ByteEOS)}
+	for c := range runs {
+		if !slices.Equal(runs[c], want[c]) {
+			t.Errorf("%s call %d: trained on %q, served %q", r.ID, c, bt.Decode(runs[c]), bt.Decode(want[c]))
+		}
+		for j, lp := range runLP[c] {
+			if j < len(servedLP[c]) && lp != servedLP[c][j] {
+				t.Errorf("%s call %d token %d: trained log-prob %v, served %v", r.ID, c, j, lp, servedLP[c][j])
+			}
+			if lp != scriptedLogProb {
+				t.Errorf("%s call %d token %d: log-prob %v, the model's is %v", r.ID, c, j, lp, scriptedLogProb)
+			}
+		}
+	}
+	if got, want := bt.Decode(env), "\n<|tool|>\n"+r.Answer+"\n<|assistant|>\n"; got != want {
+		t.Errorf("%s: masked tokens %q, want only the tool message %q", r.ID, got, want)
+	}
+}
+
 // product is a*b for a prompt "a*b=".
 func product(p string) string {
 	a, b, _ := strings.Cut(strings.TrimSuffix(p, "="), "*")
 	x, _ := new(big.Int).SetString(a, 10)
 	y, _ := new(big.Int).SetString(b, 10)
 	return new(big.Int).Mul(x, y).String()
+}
+
+// TestAgentEpisodesNode is TestAgentEpisodes' first case with the Node example agent (the official
+// openai npm client): TEMPER_NODE_TEST=1 go test -run TestAgentEpisodesNode ./activities/rollout/
+// (it runs npm ci in scripts/agents/node the first time).
+func TestAgentEpisodesNode(t *testing.T) {
+	if os.Getenv("TEMPER_NODE_TEST") != "1" {
+		t.Skip("set TEMPER_NODE_TEST=1 to run the Node example agent (needs node and npm)")
+	}
+	sb, _ := agentFixture(t)
+	dir, err := filepath.Abs("../../scripts/agents/node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil {
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci: %v\n%s", err, out)
+		}
+	}
+	cfg, err := model.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []rollout.Rollout
+	for g, p := range []string{"48213*9071=", "1234*56789="} {
+		rs = append(rs, rollout.Rollout{ID: fmt.Sprintf("p%d-0", g), Group: g, Task: "bigmul", Prompt: p, Answer: product(p)})
+	}
+	a := &Activities{Sandbox: func() *sandbox.Sandbox { return sb }}
+	in := GenerateInput{Run: "r", Phase: "grpo", PolicyVersion: 4, MaxNewTokens: 64, Temperature: 0,
+		Agent: &contract.AgentSpec{Command: []string{"node", "agent.mjs"}, Dir: dir, AddressSpaceGiB: 32, Env: map[string]string{"TEMPER_AGENT_LOG": "-"}}}
+	kept, _, dropped, failures, err := a.runAgents(context.Background(), &sharedEngine{eng: &scriptedEngine{}, cfg: cfg}, in, rs, []uint64{1, 2}, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != len(rs) || dropped != 0 || failures != 0 {
+		t.Fatalf("kept %d of %d, dropped %d groups, %d failures", len(kept), len(rs), dropped, failures)
+	}
+	for _, r := range kept {
+		checkAgentRollout(t, r, 1)
+	}
 }
