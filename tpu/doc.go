@@ -25,7 +25,9 @@
 //     gradient norm is not finite changes nothing (weights, moments and step stay put) and reports
 //     the non-finite values. Same seed + same batches give bit-identical weights on the sequential
 //     executor; OptimizerState/SetOptimizerState and SaveOptimizer/LoadOptimizer restore AdamW
-//     exactly. StepObjective/EvalObjective run other objectives with the same update.
+//     exactly. StepObjective/EvalObjective run other objectives (algorithms/objective) with the same
+//     update, each on its own batch type; a batch of another objective, or one that cannot be laid
+//     out, is an error.
 //   - Memory: the model config's attention (auto: blocked from 1,024 tokens on the Go backend) and
 //     remat choose how steps compute; Options.MemoryBudget makes a step whose executor-estimated
 //     intermediate memory exceeds it recompute per layer (remat "layer", bit-identical results);

@@ -98,7 +98,7 @@ func TestLoRATrainsOnlyAdapters(t *testing.T) {
 	}
 	// Objectives train the adapters only, too.
 	w1 := exportWeights(t, r)
-	if _, err := r.StepObjective(ceObjective, objectiveInputs(batches[0]), 1e-2); err != nil {
+	if _, err := r.StepObjective(ceObjective, ceBatch(batches[0]), 1e-2); err != nil {
 		t.Fatal(err)
 	}
 	if k := bitsEqual(w1, exportWeights(t, r)); k != "" {

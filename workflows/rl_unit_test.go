@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	control "github.com/temperml/temper/activities/control/contract"
 	reward "github.com/temperml/temper/activities/reward/contract"
 	rollout "github.com/temperml/temper/activities/rollout/contract"
 	train "github.com/temperml/temper/activities/train/contract"
@@ -72,6 +73,7 @@ type rlWorld struct {
 var rlDurations = map[string]time.Duration{
 	rollout.GenerateName: time.Minute, reward.ScoreName: time.Minute, train.PolicyStepName: 10 * time.Minute,
 	train.EvaluateName: time.Minute, train.RetainName: 10 * time.Second, rollout.AgentEvalName: time.Minute,
+	control.LogName: time.Second,
 }
 
 // newRLWorld makes the world; slower replaces some activities' durations.
@@ -95,13 +97,14 @@ func newRLWorld(t *testing.T, exact map[string]float64, slower ...map[string]tim
 		{rollout.AgentEvalName, w.agentEval},
 		{train.RetainName, func(context.Context, train.RetainInput) error { return nil }},
 		{rollout.KeepName, func(context.Context, rollout.KeepInput) error { return nil }},
+		{control.LogName, func(context.Context, control.LogInput) error { return nil }},
 	}
 	for _, a := range fns {
 		env.RegisterActivityWithOptions(a.fn, activity.RegisterOptions{Name: a.name})
 	}
 	for _, a := range fns {
 		ret := a.fn
-		if a.name == train.RetainName || a.name == rollout.KeepName {
+		if a.name == train.RetainName || a.name == rollout.KeepName || a.name == control.LogName {
 			ret = nil
 		}
 		d := rlDurations[a.name]
@@ -130,6 +133,7 @@ func (w *rlWorld) started(info *activity.Info, _ context.Context, args converter
 		train.PolicyStepName: func() any { return new(train.PolicyStepInput) }, train.EvaluateName: func() any { return new(train.EvalInput) },
 		train.RetainName: func() any { return new(train.RetainInput) }, rollout.KeepName: func() any { return new(rollout.KeepInput) },
 		rollout.AgentEvalName: func() any { return new(rollout.AgentEvalInput) },
+		control.LogName:       func() any { return new(control.LogInput) },
 	}
 	in := ins[info.ActivityType.Name]()
 	if err := args.Get(in); err != nil {

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gomlx/gomlx/core/tensors"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/temperml/temper/activities/ckpt"
@@ -57,12 +56,13 @@ func (e criticEngine) Generate(p [][]int, o sample.Options) ([]model.Completion,
 func (e criticEngine) LogProbs(b train.Batch) ([][]float32, error) {
 	return e.rt.LogProbs(b)
 }
-func (e criticEngine) StepObjective(obj objective.Objective, in []*tensors.Tensor, lr float32) (map[string]float32, error) {
-	return e.rt.StepObjective(obj, in, lr)
+func (e criticEngine) StepObjective(obj objective.Objective, b objective.Batch, lr float32) (map[string]float32, error) {
+	return e.rt.StepObjective(obj, b, lr)
 }
-func (e criticEngine) EvalObjective(obj objective.Objective, in []*tensors.Tensor) (map[string]float32, error) {
-	return e.rt.EvalObjective(obj, in)
+func (e criticEngine) EvalObjective(obj objective.Objective, b objective.Batch) (map[string]float32, error) {
+	return e.rt.EvalObjective(obj, b)
 }
+func (e criticEngine) Caps() train.Caps { return train.Caps{} }
 
 // engineCounter builds tpu engines and counts how many were made and closed.
 type engineCounter struct {

@@ -73,10 +73,10 @@ func RunChunk[B any](ctx context.Context, a *Activities, in contract.ChunkHead, 
 		return contract.ChunkOutput{}, BadInput(fmt.Errorf("%s: steps %d: want > 0", op, in.Steps))
 	}
 	end := in.Step + in.Steps
-	if ref, err := a.Ckpt.Lookup(ctx, in.Store, in.Run, in.Phase, int64(end)); err == nil {
-		return a.committedChunk(ctx, ref.URI)
-	} else if !errors.Is(err, ckpt.ErrNotExist) {
+	if uri, st, ok, err := a.Committed(ctx, in.Store, in.Run, in.Phase, end); err != nil {
 		return contract.ChunkOutput{}, err
+	} else if ok {
+		return committedChunk(uri, st), nil
 	}
 	obj, err := open()
 	if err != nil {
@@ -153,31 +153,59 @@ func RunChunk[B any](ctx context.Context, a *Activities, in contract.ChunkHead, 
 	for name, v := range out.Metrics {
 		st.Scalars[metricPrefix+name] = v
 	}
-	// Logged before the commit: a retry after a crash in between recomputes and rewrites the same steps.
-	if err := a.Ckpt.AppendMetrics(ctx, in.Store, in.Run, in.Phase, log); err != nil {
-		return contract.ChunkOutput{}, fmt.Errorf("%s metrics log: %w", op, err)
-	}
-	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(end), func(w *ckpt.Writer) error {
+	uri, err := a.Commit(ctx, CommitAt{Store: in.Store, Run: in.Run, Phase: in.Phase, Step: end}, op, log, func(w *ckpt.Writer) error {
 		return obj.Write(ctx, w, st)
 	})
 	if err != nil {
-		return contract.ChunkOutput{}, fmt.Errorf("%s commit step %d: %w", op, end, err)
+		return contract.ChunkOutput{}, err
 	}
-	out.Checkpoint = ref.URI
+	out.Checkpoint = uri
 	return out, nil
 }
 
-// committedChunk rebuilds a ChunkOutput from the state.json of a checkpoint an earlier attempt
-// committed.
-func (a *Activities) committedChunk(ctx context.Context, uri string) (contract.ChunkOutput, error) {
-	ck, err := a.Ckpt.Read(ctx, uri)
-	if err != nil {
-		return contract.ChunkOutput{}, err
+// CommitAt names a checkpoint: the phase's directory and the step (an RL phase's policy version).
+type CommitAt struct {
+	Store, Run, Phase string
+	Step              int
+}
+
+// Committed returns the checkpoint an earlier attempt committed at step of the phase and its state,
+// or ok false when there is none: how a retried activity finds its own output instead of training
+// again. The chunk runner and the policy step both begin with it.
+func (a *Activities) Committed(ctx context.Context, store, run, phase string, step int) (uri string, st ckpt.State, ok bool, err error) {
+	ref, err := a.Ckpt.Lookup(ctx, store, run, phase, int64(step))
+	if errors.Is(err, ckpt.ErrNotExist) {
+		return "", ckpt.State{}, false, nil
+	} else if err != nil {
+		return "", ckpt.State{}, false, err
 	}
-	st, err := ck.ReadState(ctx)
+	ck, err := a.Ckpt.Read(ctx, ref.URI)
 	if err != nil {
-		return contract.ChunkOutput{}, err
+		return "", ckpt.State{}, false, err
 	}
+	if st, err = ck.ReadState(ctx); err != nil {
+		return "", ckpt.State{}, false, err
+	}
+	return ref.URI, st, true, nil
+}
+
+// Commit appends log to the phase's metrics log, then commits the checkpoint at (write adds its
+// files and state.json) and returns its URI. The log goes first: a retry after a crash in between
+// recomputes and rewrites the same records, whereas a commit without its log would be returned as
+// is by Committed and its records lost. op prefixes the errors.
+func (a *Activities) Commit(ctx context.Context, at CommitAt, op string, log []ckpt.MetricsRecord, write func(w *ckpt.Writer) error) (string, error) {
+	if err := a.Ckpt.AppendMetrics(ctx, at.Store, at.Run, at.Phase, log); err != nil {
+		return "", fmt.Errorf("%s metrics log: %w", op, err)
+	}
+	ref, err := a.Ckpt.Save(ctx, at.Store, at.Run, at.Phase, int64(at.Step), write)
+	if err != nil {
+		return "", fmt.Errorf("%s commit step %d: %w", op, at.Step, err)
+	}
+	return ref.URI, nil
+}
+
+// committedChunk rebuilds a ChunkOutput from the state of a checkpoint an earlier attempt committed.
+func committedChunk(uri string, st ckpt.State) contract.ChunkOutput {
 	s := st.Scalars
 	out := contract.ChunkOutput{
 		Checkpoint: uri, Step: int(st.Step), Resumed: true,
@@ -190,5 +218,5 @@ func (a *Activities) committedChunk(ctx context.Context, uri string) (contract.C
 			out.Metrics[name] = v
 		}
 	}
-	return out, nil
+	return out
 }

@@ -39,7 +39,8 @@ type LoadOptions struct {
 	Optimizer bool
 	// LoRA, when set, trains adapters: on a plain model fresh ones (A seeded by LoRA.Seed, B = 0, so
 	// step 0 computes exactly the base); on an adapter checkpoint its own, which must have the same
-	// modules, rank and scale (LoRA's dropout and seed are used). The engine is an AdapterEngine.
+	// modules, rank and scale (LoRA's dropout and seed are used). The engine's Caps().Adapters is
+	// kept in Loaded.Adapters for WriteModel.
 	LoRA *model.LoRA
 	// Head says what value head the model gets (HeadAsSaved by default).
 	Head Head
@@ -310,10 +311,12 @@ func (ld Loader) fill(out *Loaded, parts []hf.Part, l *model.LoRA, o LoadOptions
 		return err
 	}
 	if l != nil {
-		if _, ok := eng.(AdapterEngine); !ok {
+		ae, err := adapterIO(eng, "lora on "+out.URI)
+		if err != nil {
 			eng.Close()
-			return fmt.Errorf("train: lora on %s: the engine (%T) cannot hold LoRA adapters", out.URI, eng)
+			return err
 		}
+		out.Adapters.io = ae
 	}
 	if err := eng.LoadWeights(stream); err != nil {
 		eng.Close()
@@ -436,8 +439,7 @@ func (ld Loader) continueAdapters(ctx context.Context, src, bsrc *source, l mode
 	if o.Want != WantEngine {
 		return out, nil
 	}
-	ae := out.Engine.(AdapterEngine)
-	if err := loadFile(ctx, src.ck, AdapterFile, ae.LoadAdapters); err != nil {
+	if err := loadFile(ctx, src.ck, AdapterFile, out.Adapters.io.LoadAdapters); err != nil {
 		out.Close()
 		return nil, fail(src.uri, err)
 	}
@@ -544,8 +546,8 @@ func WriteModelFiles(ctx context.Context, w *ckpt.Writer, m *Loaded) error {
 
 // writeAdapters commits the adapters being trained (see WriteModel).
 func writeAdapters(ctx context.Context, w *ckpt.Writer, m *Loaded, st ckpt.State) error {
-	ae, ok := m.Engine.(AdapterEngine)
-	if !ok {
+	ae := m.Adapters.io
+	if ae == nil {
 		return fmt.Errorf("train: write adapters: the engine (%T) holds no LoRA adapters", m.Engine)
 	}
 	js, err := hf.AdapterConfigJSON(m.Config, m.Adapters.LoRA, m.Adapters.Base)

@@ -1,7 +1,7 @@
 package train
 
 import (
-	"io"
+	"fmt"
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/algorithms/hf"
@@ -29,19 +29,24 @@ const (
 	AdapterConfigFile = hf.AdapterConfigFile
 )
 
-// AdapterEngine is an Engine built with EngineOptions.LoRA: it trains only the adapters and
-// saves/loads them alone (PEFT adapter_model.safetensors). SaveWeights/LoadWeights still move the
-// base weights, SaveOptimizer/LoadOptimizer the adapters' optimizer state.
-type AdapterEngine interface {
-	Engine
-	SaveAdapters(w io.Writer) error
-	LoadAdapters(r io.Reader) error
-}
-
-// Adapters says an engine trains LoRA adapters on top of the plain checkpoint Base.
+// Adapters says an engine trains LoRA adapters on top of the plain checkpoint Base. An engine built
+// with EngineOptions.LoRA trains only the adapters; its Caps().Adapters saves/loads them alone (PEFT
+// adapter_model.safetensors), asked for once when it is loaded and kept here for the commit, while
+// SaveWeights/LoadWeights still move the base weights and SaveOptimizer/LoadOptimizer the adapters'
+// optimizer state.
 type Adapters struct {
 	LoRA model.LoRA
 	Base string
+	io   AdapterIO
+}
+
+// adapterIO is the adapters' capability of an engine built with EngineOptions.LoRA; what names the
+// checkpoint in the error.
+func adapterIO(eng Engine, what string) (AdapterIO, error) {
+	if a := eng.Caps().Adapters; a != nil {
+		return a, nil
+	}
+	return nil, fmt.Errorf("train: %s: the engine (%T) cannot hold LoRA adapters", what, eng)
 }
 
 // IsAdapterCheckpoint reports whether ck holds LoRA adapters rather than full weights.

@@ -159,10 +159,10 @@ func TestLoRACheckpoints(t *testing.T) {
 	steps(full, batches[3:])
 	steps(resumed, batches[3:])
 	var fa, ra bytes.Buffer
-	if err := full.(train.AdapterEngine).SaveAdapters(&fa); err != nil {
+	if err := full.Caps().Adapters.SaveAdapters(&fa); err != nil {
 		t.Fatal(err)
 	}
-	if err := resumed.(train.AdapterEngine).SaveAdapters(&ra); err != nil {
+	if err := resumed.Caps().Adapters.SaveAdapters(&ra); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(fa.Bytes(), ra.Bytes()) {

@@ -190,5 +190,11 @@ func TestPPOConfigValidate(t *testing.T) {
 	}
 }
 
-// noValues hides the engine's Values method: an engine that cannot read a value head.
+// noValues is an engine that cannot read a value head: its Caps offer none.
 type noValues struct{ train.Engine }
+
+func (e noValues) Caps() train.Caps {
+	c := e.Engine.Caps()
+	c.Values = nil
+	return c
+}

@@ -33,12 +33,12 @@ func segmentRows(rs []rollout.Rollout, adv []float64, idx []int) ([]rollout.Roll
 }
 
 // noSegments refuses rollouts with further segments in a step that trains one row per rollout
-// (PPO's critic, the streamed minibatches): what names the step and how to train them instead.
-func noSegments(rs []rollout.Rollout, what, instead string) error {
+// (PPO's critic, the streamed minibatches): op prefixes the error, instead says how to train them.
+func noSegments(rs []rollout.Rollout, op, instead string) error {
 	for _, r := range rs {
 		if len(r.Segments) > 0 {
-			return train.BadInput(fmt.Errorf("train: %s: rollout %s is an agent's episode of %d segments (its calls did not extend one context); %s trains one row per rollout: %s",
-				what, r.ID, len(r.Segments)+1, what, instead))
+			return train.BadInput(fmt.Errorf("%s: rollout %s is an agent's episode of %d segments (its calls did not extend one context); this step trains one row per rollout: %s",
+				op, r.ID, len(r.Segments)+1, instead))
 		}
 	}
 	return nil

@@ -58,11 +58,11 @@ func TestSegmentRows(t *testing.T) {
 			}
 		})
 	}
-	err := noSegments([]rollout.Rollout{plain, ep}, "ppo step", "use a GRPO-family phase")
+	err := noSegments([]rollout.Rollout{plain, ep}, "train: ppo step r/p", "use a GRPO-family phase")
 	if err == nil || !strings.Contains(err.Error(), "rollout ep") || !strings.Contains(err.Error(), "2 segments") {
 		t.Fatalf("ppo over segments: %v", err)
 	}
-	if err := noSegments([]rollout.Rollout{plain}, "ppo step", ""); err != nil {
+	if err := noSegments([]rollout.Rollout{plain}, "train: ppo step r/p", ""); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -129,7 +129,7 @@ func writePairs(ctx context.Context, cl *ckpt.Client, root, key string, pairs []
 
 // samplePairs samples s.Samples completions per prompt (seeded by seed, split, prompt and sample) and pairs
 // a verified-correct completion with a wrong one; it returns the pairs and the stats of the prompts.
-func samplePairs(ctx context.Context, eng sampler, prompts []tasks.Example, s contract.PrefSampling, seed uint64, split int, beat func(int)) ([]tasks.PrefExample, contract.PrefFromModelOutput, error) {
+func samplePairs(ctx context.Context, eng train.Sampler, prompts []tasks.Example, s contract.PrefSampling, seed uint64, split int, beat func(int)) ([]tasks.PrefExample, contract.PrefFromModelOutput, error) {
 	enc := train.Encoder()
 	st := contract.PrefFromModelOutput{Prompts: len(prompts)}
 	var pairs []tasks.PrefExample

@@ -102,7 +102,7 @@ func (a *Activities) RewardChunk(ctx context.Context, in contract.RewardChunkInp
 				return idx, next, nil
 			},
 			Step: func(idx []int, lr float32) (train.StepResult, error) {
-				m, err := eng.StepObjective(obj, pairInputs(enc, idx, in.Batch.Rows, in.Batch.MaxSeq), lr)
+				m, err := eng.StepObjective(obj, pairBatch(enc, idx, in.Batch.Rows, in.Batch.MaxSeq), lr)
 				return train.ObjectiveStep(obj, m, len(idx)), err
 			},
 			Write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
@@ -156,7 +156,7 @@ func (a *Activities) RewardEvaluate(ctx context.Context, in contract.RewardEvalI
 		var right, n float64
 		for lo := 0; lo < len(idx); lo += rewardEvalRows {
 			hi := min(lo+rewardEvalRows, len(idx))
-			m, err := eng.EvalObjective(obj, pairInputs(enc, idx[lo:hi], rewardEvalRows, in.Batch.MaxSeq))
+			m, err := eng.EvalObjective(obj, pairBatch(enc, idx[lo:hi], rewardEvalRows, in.Batch.MaxSeq))
 			if err != nil {
 				return contract.RewardEvalOutput{}, fmt.Errorf("train: reward evaluate %s: %w", in.Checkpoint, err)
 			}
