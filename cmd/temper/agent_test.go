@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -222,26 +223,47 @@ func TestAgentRLExactResumeAfterSIGKILL(t *testing.T) {
 	})
 }
 
-// TestAgentHeldoutCurve measures the Python example agent's held-out exact match on bigmul over a
-// GRPO run (every eval_every iterations) and logs the curve; it asserts nothing about the numbers.
-// TEMPER_AGENT_CURVE=ITERATIONS go test -run TestAgentHeldoutCurve ./cmd/temper/
+// TestAgentHeldoutCurve runs scripts/agents/bigmul-python.yaml (SFT, then GRPO on the Python example
+// agent's episodes) on the embedded stack and logs the agent's held-out exact match at every
+// evaluation, and each iteration's mean reward; it asserts nothing about the numbers (a measurement,
+// reported in docs/agent-gateway.md). TEMPER_AGENT_CURVE=1 runs the file as it is; a larger number
+// sets the GRPO phase's iterations.
+//
+//	TEMPER_AGENT_CURVE=1 go test -run TestAgentHeldoutCurve -v -timeout 3h ./cmd/temper/
 func TestAgentHeldoutCurve(t *testing.T) {
 	iters := 0
 	if _, err := fmt.Sscan(os.Getenv("TEMPER_AGENT_CURVE"), &iters); err != nil || iters <= 0 {
-		t.Skip("set TEMPER_AGENT_CURVE=ITERATIONS to measure the curve")
+		t.Skip("set TEMPER_AGENT_CURVE=1 to measure the curve")
 	}
 	agentSandbox(t)
 	env := testenv.Get(t)
 	env.Roles(t)
 	dir := t.TempDir()
-	store := "file://" + dir
-	ids := fmt.Sprintf("agent-curve-%d", time.Now().UnixNano())
-	base := waitRun(t, mustStart(t, env.Client, ids+"-base", agentBasePipeline(store)))
-	cfg := agentGRPOConfig(t, iters, 32, "",
-		`"reward":{"verifiers":[{"name":"exact"},{"name":"digits","weight":0.5}]},"eval_every":`+fmt.Sprint(max(1, iters/6))+`,"eval":{"examples":32,"before":true}`)
+	agentDir, err := filepath.Abs("../../scripts/agents/python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("../../scripts/agents/bigmul-python.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := []string{"store=file://" + dir, "phases.grpo.config.rollout.agent.dir=" + agentDir}
+	if iters > 1 {
+		sets = append(sets, fmt.Sprintf("phases.grpo.config.iterations=%d", iters))
+	}
+	in, err := parsePipeline("bigmul-python.yaml", data, sets, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
-	out := waitRun(t, mustStart(t, env.Client, ids+"-grpo", rlGRPOPipelineWith(store, base.Phases[0].Checkpoint, cfg)))
-	t.Logf("%d iterations in %.0fs: %v", iters, time.Since(start).Seconds(), out.Phases[0].Metrics)
+	run := mustStart(t, env.Client, fmt.Sprintf("agent-curve-%d", time.Now().UnixNano()), in)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
+	defer cancel()
+	var out workflows.PipelineOutput
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatalf("run %s: %v", run.GetID(), err)
+	}
+	t.Logf("pipeline in %.0fs; sft %v; grpo %v", time.Since(start).Seconds(), out.Phases[0].Metrics, out.Phases[1].Metrics)
 	f, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ckpt.MetricsLogKey(out.RunID, "grpo"))))
 	if err != nil {
 		t.Fatal(err)
@@ -258,5 +280,36 @@ func TestAgentHeldoutCurve(t *testing.T) {
 		case ckpt.RecordTrain:
 			t.Logf("iteration %d: reward_mean %.4f", rec.Step, rec.Metrics["reward_mean"])
 		}
+	}
+}
+
+// TestAgentPipelinesAreValid: the example pipelines of the agent gateway (scripts/agents/*.yaml,
+// cited by docs/agent-gateway.md) parse and validate, and each trains its own example agent.
+func TestAgentPipelinesAreValid(t *testing.T) {
+	for _, c := range []struct{ file, command, dir string }{
+		{"bigmul-python.yaml", "python3 agent.py", "scripts/agents/python"},
+		{"bigmul-node.yaml", "node agent.mjs", "scripts/agents/node"},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("..", "..", "scripts", "agents", c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := parsePipeline(c.file, data, nil, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cfg workflows.RLConfig
+			if len(in.Phases) != 2 || in.Phases[1].Kind != "grpo" || json.Unmarshal(in.Phases[1].Config, &cfg) != nil || cfg.Rollout.Agent == nil {
+				t.Fatalf("%s: want an SFT phase, then a GRPO phase with rollout.agent", c.file)
+			}
+			a := cfg.Rollout.Agent
+			if got := strings.Join(a.Command, " "); got != c.command || a.Dir != c.dir {
+				t.Fatalf("%s: agent %q in %q, want %q in %q", c.file, got, a.Dir, c.command, c.dir)
+			}
+			if _, err := os.Stat(filepath.Join("..", "..", a.Dir, a.Command[1])); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
