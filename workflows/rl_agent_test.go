@@ -4,8 +4,8 @@ import (
 	"reflect"
 	"testing"
 
-	rollout "github.com/temperml/temper/activities/rollout/contract"
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -16,27 +16,27 @@ import (
 func TestRLUnitAgent(t *testing.T) {
 	const agentCfg = `{"max_new_tokens":48,"eval_every":2,"rollout":{"shards":2,"agent":{"command":["python3","agent.py"],
 		"dir":"scripts/agents/python","retries":2,"timeout":"20s"}}}`
-	want := rollout.AgentSpec{Command: []string{"python3", "agent.py"}, Dir: "scripts/agents/python", Retries: 2, Timeout: config.Duration(20e9)}
+	want := rolloutapi.AgentSpec{Command: []string{"python3", "agent.py"}, Dir: "scripts/agents/python", Retries: 2, Timeout: config.Duration(20e9)}
 	w := newRLWorld(t, map[string]float64{"mem://grpo/step-000004": 1})
 	out, err := w.run(rlUnitConfig(t, agentCfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gens := w.of(rollout.GenerateName)
+	gens := w.of(rolloutapi.GenerateName)
 	if len(gens) != 8 {
 		t.Fatalf("%d rollout shards, want 2 per iteration", len(gens))
 	}
 	for _, g := range gens {
-		if in := g.in.(rollout.GenerateInput); in.Agent == nil || !reflect.DeepEqual(*in.Agent, want) {
+		if in := g.in.(rolloutapi.GenerateInput); in.Agent == nil || !reflect.DeepEqual(*in.Agent, want) {
 			t.Fatalf("shard input agent %+v, want %+v", in.Agent, want)
 		}
 	}
-	if n := len(w.of(train.EvaluateName)); n != 0 {
+	if n := len(w.of(trainapi.EvaluateName)); n != 0 {
 		t.Errorf("%d trainer evaluations in an agent phase", n)
 	}
-	var evals []rollout.AgentEvalInput
-	for _, c := range w.of(rollout.AgentEvalName) {
-		evals = append(evals, c.in.(rollout.AgentEvalInput))
+	var evals []rolloutapi.AgentEvalInput
+	for _, c := range w.of(rolloutapi.AgentEvalName) {
+		evals = append(evals, c.in.(rolloutapi.AgentEvalInput))
 	}
 	if len(evals) != 2 || evals[1].Eval.Checkpoint != out.Checkpoint || evals[1].PolicyVersion != 4 ||
 		evals[1].Eval.MaxNewTokens != 48 || evals[1].Eval.Examples != 16 || !reflect.DeepEqual(evals[1].Agent, want) {

@@ -18,18 +18,18 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/reward/sandbox"
-	"github.com/temperml/temper/activities/rollout/contract"
 	"github.com/temperml/temper/activities/rollout/gateway"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train"
-	traincontract "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/episode"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/internal/serve"
 )
 
-// AgentSpec: see contract.AgentSpec.
-type AgentSpec = contract.AgentSpec
+// AgentSpec: see rolloutapi.AgentSpec.
+type AgentSpec = rolloutapi.AgentSpec
 
 // agentDir is where rollout.agent.dir appears inside the sandbox (the agent's working directory).
 const agentDir = "/agent"
@@ -109,13 +109,13 @@ func (a *Activities) newAgentRunner(ctx context.Context, spec AgentSpec, eng tra
 		return nil, bad("%v", err)
 	}
 	if spec.Timeout == 0 {
-		spec.Timeout = contract.DefaultAgentTimeout
+		spec.Timeout = rolloutapi.DefaultAgentTimeout
 	}
 	if spec.MaxCalls == 0 {
-		spec.MaxCalls = contract.DefaultAgentMaxCalls
+		spec.MaxCalls = rolloutapi.DefaultAgentMaxCalls
 	}
 	if spec.MemoryMiB == 0 {
-		spec.MemoryMiB = contract.DefaultAgentMemoryMiB
+		spec.MemoryMiB = rolloutapi.DefaultAgentMemoryMiB
 	}
 	if len(spec.Command) == 0 || spec.Command[0] == "" {
 		return nil, bad("rollout.agent.command is empty: give the program and its arguments")
@@ -372,34 +372,34 @@ func fillAgent(r *rollout.Rollout, segs []episode.Segment, o agentOutcome, decod
 // (exact match); an episode that fails past its retries counts as wrong. Metrics: heldout_n,
 // heldout_exact_match, heldout_agent_failed (share of episodes that failed), heldout_agent_calls
 // (model calls per episode), heldout_agent_segments (segments per episode).
-func (a *Activities) AgentEval(ctx context.Context, in contract.AgentEvalInput) (traincontract.EvalOutput, error) {
+func (a *Activities) AgentEval(ctx context.Context, in rolloutapi.AgentEvalInput) (trainapi.EvalOutput, error) {
 	out, err := a.agentEval(ctx, in)
 	return out, train.Permanent(err)
 }
 
-func (a *Activities) agentEval(ctx context.Context, in contract.AgentEvalInput) (traincontract.EvalOutput, error) {
+func (a *Activities) agentEval(ctx context.Context, in rolloutapi.AgentEvalInput) (trainapi.EvalOutput, error) {
 	ev := in.Eval
 	_, heldout, err := train.Examples(ctx, a.Ckpt, ev.Data, ev.Seed)
 	if err != nil {
-		return traincontract.EvalOutput{}, err
+		return trainapi.EvalOutput{}, err
 	}
 	if ev.Examples > 0 && ev.Examples < len(heldout) {
 		heldout = heldout[:ev.Examples]
 	}
 	if len(heldout) == 0 {
-		return traincontract.EvalOutput{}, train.BadInput(fmt.Errorf("rollout: agent eval %s: no held-out examples (set data.heldout_examples or data.heldout)", ev.Checkpoint))
+		return trainapi.EvalOutput{}, train.BadInput(fmt.Errorf("rollout: agent eval %s: no held-out examples (set data.heldout_examples or data.heldout)", ev.Checkpoint))
 	}
 	if ev.MaxNewTokens <= 0 {
 		ev.MaxNewTokens = 32
 	}
 	shared, err := a.engines.acquire(ctx, ev.Checkpoint, a.loadPolicy)
 	if err != nil {
-		return traincontract.EvalOutput{}, err
+		return trainapi.EvalOutput{}, err
 	}
 	defer a.engines.release(shared)
 	r, err := a.newAgentRunner(ctx, in.Agent, shared.eng, shared.cfg, in.PolicyVersion)
 	if err != nil {
-		return traincontract.EvalOutput{}, err
+		return trainapi.EvalOutput{}, err
 	}
 	tasks := make([]AgentTask, len(heldout))
 	seeds := make([]uint64, len(heldout))
@@ -414,7 +414,7 @@ func (a *Activities) agentEval(ctx context.Context, in contract.AgentEvalInput) 
 		activity.RecordHeartbeat(ctx, train.Progress{Step: n, Total: len(tasks)})
 	})
 	if err != nil {
-		return traincontract.EvalOutput{}, err
+		return trainapi.EvalOutput{}, err
 	}
 	var correct, failed, calls, segments float64
 	for i, o := range outs {
@@ -437,10 +437,10 @@ func (a *Activities) agentEval(ctx context.Context, in contract.AgentEvalInput) 
 	}
 	if ev.Log != nil {
 		if err := a.Ckpt.AppendMetrics(ctx, ev.Store, ev.Log.Run, ev.Log.Phase, []ckpt.MetricsRecord{{Kind: ckpt.RecordEval, Step: ev.Log.Step, Time: train.Now(), Metrics: metrics}}); err != nil {
-			return traincontract.EvalOutput{}, fmt.Errorf("rollout: agent eval %s: %w", ev.Checkpoint, err)
+			return trainapi.EvalOutput{}, fmt.Errorf("rollout: agent eval %s: %w", ev.Checkpoint, err)
 		}
 	}
-	return traincontract.EvalOutput{Metrics: metrics}, nil
+	return trainapi.EvalOutput{Metrics: metrics}, nil
 }
 
 // heartbeatEvery keeps an activity's heartbeat going while agents run (an attempt may take its

@@ -17,8 +17,8 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/activities/reward/sandbox"
-	"github.com/temperml/temper/activities/rollout/contract"
 	"github.com/temperml/temper/activities/rollout/gateway"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/rollout"
@@ -207,7 +207,7 @@ func TestAgentEpisodes(t *testing.T) {
 		eng = &scriptedEngine{}
 		a := &Activities{Sandbox: func() *sandbox.Sandbox { return sb }}
 		in := GenerateInput{Run: "r", Phase: "grpo", PolicyVersion: 4, MaxNewTokens: 64, Temperature: 0,
-			Agent: &contract.AgentSpec{Command: []string{"python3", "wrapper.py"}, Dir: dir, Env: env, Retries: 1}}
+			Agent: &rolloutapi.AgentSpec{Command: []string{"python3", "wrapper.py"}, Dir: dir, Env: env, Retries: 1}}
 		var beats int
 		kept, _, dropped, failures, err := a.runAgents(context.Background(), &sharedEngine{eng: eng, cfg: cfg}, in, slices.Clone(rs), seeds,
 			func(int) { beats++ })
@@ -363,7 +363,7 @@ func TestAgentEpisodesNode(t *testing.T) {
 	}
 	a := &Activities{Sandbox: func() *sandbox.Sandbox { return sb }}
 	in := GenerateInput{Run: "r", Phase: "grpo", PolicyVersion: 4, MaxNewTokens: 64, Temperature: 0,
-		Agent: &contract.AgentSpec{Command: []string{"node", "agent.mjs"}, Dir: dir, AddressSpaceGiB: 32, Env: map[string]string{"TEMPER_AGENT_LOG": "-"}}}
+		Agent: &rolloutapi.AgentSpec{Command: []string{"node", "agent.mjs"}, Dir: dir, AddressSpaceGiB: 32, Env: map[string]string{"TEMPER_AGENT_LOG": "-"}}}
 	kept, _, dropped, failures, err := a.runAgents(context.Background(), &sharedEngine{eng: &scriptedEngine{}, cfg: cfg}, in, rs, []uint64{1, 2}, func(int) {})
 	if err != nil {
 		t.Fatal(err)
