@@ -37,7 +37,7 @@ func TestRegisteredNames(t *testing.T) {
 		{workflows.QueueTrainer, "control.Log demo.Tick train.Chunk train.DistillChunk train.DistillTargets train.Evaluate " +
 			"train.Init train.PolicyStep train.PrefChunk train.PrefEvaluate train.PreferencesFromModel train.RefLogProbs " +
 			"train.Retain train.RewardChunk train.RewardEvaluate train.RewardInit trainer.Ping"},
-		{workflows.QueueRollout, "rollout.Generate rollout.Keep rollout.Ping rollout.Search rollout.SearchData"},
+		{workflows.QueueRollout, "rollout.AgentEval rollout.Generate rollout.Keep rollout.Ping rollout.Search rollout.SearchData"},
 		{workflows.QueueReward, "reward.Ping reward.Score"},
 		{workflows.QueueTools, "tools.Ping tools.Run"},
 	} {

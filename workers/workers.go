@@ -71,7 +71,7 @@ var roles = map[string]func(r worker.Registry, opts Options) error{
 		return nil
 	},
 	workflows.QueueRollout: func(r worker.Registry, opts Options) error {
-		rollout.Register(r, &rollout.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}})
+		rollout.Register(r, &rollout.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}, Sandbox: rewardSandbox})
 		return nil
 	},
 	workflows.QueueReward: func(r worker.Registry, opts Options) error {

@@ -68,6 +68,10 @@ type RLState struct {
 	Started    bool `json:"started"`
 	// PendingShards are the next iteration's shards (async, sharded runs) across continue-as-new.
 	PendingShards []rolloutapi.GenerateOutput `json:"pending_shards,omitempty"`
+	// Agent episodes (rolloutapi.agent): groups dropped because an episode failed past its retries,
+	// and failed attempts, summed over the iterations.
+	AgentDropped  int `json:"agent_dropped,omitempty"`
+	AgentFailures int `json:"agent_failures,omitempty"`
 	// Steer is what people changed while the phase runs (steer.go); nil until someone does.
 	Steer *SteerState `json:"steer,omitempty"`
 }
@@ -304,6 +308,9 @@ func (r *rlRun) metrics() map[string]float64 {
 	}
 	if r.cfg.SelfCorrect.Retries > 0 {
 		metrics["self_corrections_tried"], metrics["self_corrections_passed"] = float64(st.CorrTried), float64(st.CorrPassed)
+	}
+	if r.cfg.Rollout.Agent != nil {
+		metrics["agent_groups_dropped"], metrics["agent_failures"] = float64(st.AgentDropped), float64(st.AgentFailures)
 	}
 	copyMetrics(metrics, st.Last, "")
 	copyMetrics(metrics, st.Before, "_before")

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"slices"
 	"time"
 
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/verify"
@@ -84,9 +87,10 @@ func (c *RLConfig) evalTools() []string {
 
 // evalMaxNewTokens is the evaluations' budget per generation: eval.max_new_tokens, but at least the
 // rollouts' max_new_tokens per turn when the evaluation takes its episodes from rollout.tools (its
-// default of 8 tokens cut every tool call short: every held-out episode was a tool error).
+// default of 8 tokens cut every tool call short: every held-out episode was a tool error), or from
+// rollout.agent (the agent's budget per model call).
 func (c *RLConfig) evalMaxNewTokens() int {
-	if len(c.Eval.Tools) == 0 && len(c.Rollout.Tools) > 0 {
+	if (len(c.Eval.Tools) == 0 && len(c.Rollout.Tools) > 0) || c.Rollout.Agent != nil {
 		return max(c.Eval.MaxNewTokens, c.MaxNewTokens)
 	}
 	return c.Eval.MaxNewTokens
@@ -149,6 +153,9 @@ func (c *RLConfig) Validate() error {
 	if err := checkLookup("eval.tools", c.Eval.Tools, c.Data); err != nil {
 		return err
 	}
+	if err := c.validateAgent(); err != nil {
+		return err
+	}
 	if len(c.Rollout.Tools) > 0 && c.SelfCorrect.Retries > 0 {
 		return &config.FieldError{Path: "self_correct.retries", Msg: "agentic episodes (rollout.tools) correct themselves inside the episode with the check tool: leave retries 0"}
 	}
@@ -191,6 +198,56 @@ func (c *RLConfig) Validate() error {
 	}
 	return nil
 }
+
+// validateAgent names a bad rollout.agent field, or a setting an agent phase cannot honour.
+func (c *RLConfig) validateAgent() error {
+	a := c.Rollout.Agent
+	if a == nil {
+		return nil
+	}
+	bad := func(field, format string, args ...any) error {
+		return &config.FieldError{Path: "rollout.agent" + field, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case len(a.Command) == 0 || a.Command[0] == "":
+		return bad(".command", "required: the agent program and its arguments, e.g. [python3, agent.py]")
+	case a.Timeout < 0 || (a.Timeout > 0 && a.Timeout.D() < time.Second) || a.Timeout.D() > time.Hour:
+		return bad(".timeout", "%v: want 0 (default 1m) or 1s to 1h", a.Timeout.D())
+	case a.Retries < 0 || a.Retries > 10:
+		return bad(".retries", "%d: want 0 to 10", a.Retries)
+	case a.MaxCalls < 0 || a.MaxCalls > 1024:
+		return bad(".max_calls", "%d: want 0 (default %d) to 1024", a.MaxCalls, rolloutapi.DefaultAgentMaxCalls)
+	case a.MemoryMiB < 0 || (a.MemoryMiB > 0 && a.MemoryMiB < 16) || a.MemoryMiB > 1<<16:
+		return bad(".memory_mib", "%d: want 0 (default %d) or 16 to 65536", a.MemoryMiB, rolloutapi.DefaultAgentMemoryMiB)
+	case a.AddressSpaceGiB < 0 || a.AddressSpaceGiB > 1024:
+		return bad(".address_space_gib", "%d: want 0 (memory_mib) to 1024", a.AddressSpaceGiB)
+	case len(c.Rollout.Tools) > 0:
+		return bad("", "an agent brings its own tools: leave rollout.tools (the built-in episodes) unset")
+	case c.SelfCorrect.Retries > 0:
+		return &config.FieldError{Path: "self_correct.retries", Msg: "agent episodes are not regenerated with feedback: leave retries 0 (rollout.agent.retries retries failed agents)"}
+	case len(c.Eval.Tools) > 0 || c.Eval.MaxTurns != 0:
+		return &config.FieldError{Path: "eval.tools", Msg: "an agent phase is evaluated by its agent (rollout.agent): leave eval.tools and eval.max_turns unset"}
+	case c.Eval.PassK > 1:
+		return &config.FieldError{Path: "eval.pass_k", Msg: fmt.Sprintf("%d: an agent phase's evaluation plays each held-out prompt once, greedily: want 1", c.Eval.PassK)}
+	}
+	keys := make([]string, 0, len(a.Env))
+	for k := range a.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the first bad name, whatever the map's order
+	for _, k := range keys {
+		switch {
+		case !envName.MatchString(k):
+			return bad(".env", "%q: not a variable name ([A-Za-z_][A-Za-z0-9_]*)", k)
+		case k == "OPENAI_BASE_URL" || k == "OPENAI_API_KEY" || k == "OPENAI_MODEL":
+			return bad(".env", "%s is the gateway's (the episode's endpoint): leave it unset", k)
+		}
+	}
+	return nil
+}
+
+// envName is an environment variable's name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // validateLoss checks the loss and that it fits the phase kind: ppo, with its critic, is its own kind.
 func (c *RLConfig) validateLoss() error {

@@ -27,6 +27,9 @@ type RolloutSpec struct {
 	Tools     []string `json:"tools,omitempty" help:"agentic episodes: built-in tools the policy may call (calc, check, python: python runs each call as its own activity on the tools queue, in the code sandbox of a tools worker); the task's prompt is the user's message, max_new_tokens bounds each turn, tool results are masked out of the loss"`
 	MaxTurns  int      `json:"max_turns,omitempty" help:"with tools: policy turns per episode (0: 4)"`
 	MaxTokens int      `json:"max_tokens,omitempty" help:"with tools: token budget of an episode after the prompt, policy and tool tokens (0: max_turns*(max_new_tokens+64))"`
+	// Agent makes every sample an agent program's episode (activities/rollout: GenerateInput.Agent;
+	// docs/agent-gateway.md).
+	Agent *rolloutapi.AgentSpec `json:"agent,omitempty" help:"agent episodes: a program run per episode in the code sandbox against an OpenAI-compatible endpoint serving the policy; its calls are the trajectory, its standard output the answer the verifiers score (docs/agent-gateway.md)"`
 }
 
 // Validate names the bad field.
@@ -71,7 +74,7 @@ func (f rlFanOut) generate(policy string, version, iter int) []workflow.Future {
 			Store: f.in.Store, Run: f.in.RunID, Phase: f.in.Phase, Checkpoint: policy, PolicyVersion: version, Iteration: iter,
 			Data: f.cfg.Data, Seed: f.seed, Prompts: f.cfg.Prompts, Group: f.cfg.Group, MaxNewTokens: f.cfg.MaxNewTokens,
 			Temperature: f.cfg.Temperature, Tag: rolloutapi.ShardTag(s), PromptLo: r[0], PromptHi: r[1],
-			Tools: f.cfg.Rollout.Tools, MaxTurns: f.cfg.Rollout.MaxTurns, MaxTokens: f.cfg.Rollout.MaxTokens,
+			Tools: f.cfg.Rollout.Tools, MaxTurns: f.cfg.Rollout.MaxTurns, MaxTokens: f.cfg.Rollout.MaxTokens, Agent: f.cfg.Rollout.Agent,
 		}))
 	}
 	return futs
@@ -145,6 +148,8 @@ type rlScored struct {
 	// tokens and seconds sum the shards' sampled tokens and sampling time.
 	tokens  int
 	seconds float64
+	// Agent episodes: groups dropped and attempts failed, summed over the shards.
+	agentDropped, agentFailures int
 }
 
 // collect waits for the scoring of every shard and sums up; limit bounds failed.
@@ -163,6 +168,8 @@ func (b rlBatch) collect(ctx workflow.Context, limit int) (rlScored, error) {
 		out.sources = append(out.sources, g.Rollouts)
 		out.tokens += g.Tokens
 		out.seconds += g.Seconds
+		out.agentDropped += g.AgentGroupsDropped
+		out.agentFailures += g.AgentFailures
 		m := sc.Metrics
 		out.metrics.Items += m.Items
 		out.metrics.Errors += m.Errors

@@ -70,7 +70,7 @@ func (s *shardedSource) score(r *rlRun) (rlRollouts, error) {
 	}
 	// The shards are the step's rollouts; their verdicts are in the store (Rewards stays empty).
 	return rlRollouts{version: s.version, rewards: []float64{}, shards: sc.shards, metrics: sc.metrics, tokensPerS: sc.tokensPerS(),
-		srcShards: sc.sources, failed: sc.failed, feedback: sc.feedback}, nil
+		srcShards: sc.sources, failed: sc.failed, feedback: sc.feedback, agentDropped: sc.agentDropped, agentFailures: sc.agentFailures}, nil
 }
 
 func (s *shardedSource) drop(r *rlRun) {

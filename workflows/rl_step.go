@@ -26,6 +26,8 @@ type rlRollouts struct {
 	srcShards []string
 	failed    []int
 	feedback  []string
+	// Agent episodes: groups dropped (not in the rollouts) and attempts failed.
+	agentDropped, agentFailures int
 }
 
 // nextRollouts waits for iteration st.Iter's rollouts and, in async mode, starts generating the next
@@ -53,6 +55,8 @@ func (r *rlRun) score() (rlRollouts, error) {
 	}
 	st.WaitScore += r.since(scoreStart)
 	st.RolloutTokS += b.tokensPerS
+	st.AgentDropped += b.agentDropped
+	st.AgentFailures += b.agentFailures
 	if r.cfg.SelfCorrect.Retries > 0 {
 		if err := r.selfCorrect(b.src, b.srcShards, b.failed, b.feedback); err != nil {
 			return b, r.fail(fmt.Sprintf("iteration %d", st.Iter), err)
@@ -154,16 +158,23 @@ func (r *rlRun) step(b rlRollouts, iterStart time.Time) (trainapi.PolicyStepOutp
 	return step, nil
 }
 
-// evaluate measures a checkpoint on the held-out data.
+// evaluate measures a checkpoint on the held-out data (an agent phase: by its agent, on the
+// rollout queue).
 func (r *rlRun) evaluate(uri string) (map[string]float64, error) {
 	st, in, cfg := &r.st, r.in, r.cfg
 	var out trainapi.EvalOutput
-	err := workflow.ExecuteActivity(r.trainCtx, trainapi.EvaluateName, trainapi.EvalInput{
+	ev := trainapi.EvalInput{
 		Store: in.Store, Checkpoint: uri, Data: cfg.Data, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.evalMaxNewTokens(),
 		PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: r.seed,
 		Log:   &trainapi.LogAt{Run: in.RunID, Phase: st.Dir, Step: st.Iter},
 		Tools: cfg.evalTools(), MaxTurns: cfg.evalMaxTurns(),
-	}).Get(r.ctx, &out)
+	}
+	if cfg.Rollout.Agent != nil {
+		err := workflow.ExecuteActivity(r.rolloutCtx, rolloutapi.AgentEvalName, rolloutapi.AgentEvalInput{Eval: ev, Agent: *cfg.Rollout.Agent,
+			PolicyVersion: st.Version}).Get(r.ctx, &out)
+		return out.Metrics, err
+	}
+	err := workflow.ExecuteActivity(r.trainCtx, trainapi.EvaluateName, ev).Get(r.ctx, &out)
 	return out.Metrics, err
 }
 

@@ -72,7 +72,8 @@ type rlWorld struct {
 
 var rlDurations = map[string]time.Duration{
 	rolloutapi.GenerateName: time.Minute, rewardapi.ScoreName: time.Minute, trainapi.PolicyStepName: 10 * time.Minute,
-	trainapi.EvaluateName: time.Minute, trainapi.RetainName: 10 * time.Second, controlapi.LogName: time.Second,
+	trainapi.EvaluateName: time.Minute, trainapi.RetainName: 10 * time.Second, rolloutapi.AgentEvalName: time.Minute,
+	controlapi.LogName: time.Second,
 }
 
 // newRLWorld makes the world; slower replaces some activities' durations.
@@ -93,6 +94,7 @@ func newRLWorld(t *testing.T, exact map[string]float64, slower ...map[string]tim
 		fn   any
 	}{
 		{rolloutapi.GenerateName, w.generate}, {rewardapi.ScoreName, w.score}, {trainapi.PolicyStepName, w.step}, {trainapi.EvaluateName, w.evaluate},
+		{rolloutapi.AgentEvalName, w.agentEval},
 		{trainapi.RetainName, func(context.Context, trainapi.RetainInput) error { return nil }},
 		{rolloutapi.KeepName, func(context.Context, rolloutapi.KeepInput) error { return nil }},
 		{controlapi.LogName, func(context.Context, controlapi.LogInput) error { return nil }},
@@ -130,7 +132,8 @@ func (w *rlWorld) started(info *activity.Info, _ context.Context, args converter
 		rolloutapi.GenerateName: func() any { return new(rolloutapi.GenerateInput) }, rewardapi.ScoreName: func() any { return new(rewardapi.ScoreInput) },
 		trainapi.PolicyStepName: func() any { return new(trainapi.PolicyStepInput) }, trainapi.EvaluateName: func() any { return new(trainapi.EvalInput) },
 		trainapi.RetainName: func() any { return new(trainapi.RetainInput) }, rolloutapi.KeepName: func() any { return new(rolloutapi.KeepInput) },
-		controlapi.LogName: func() any { return new(controlapi.LogInput) },
+		rolloutapi.AgentEvalName: func() any { return new(rolloutapi.AgentEvalInput) },
+		controlapi.LogName:       func() any { return new(controlapi.LogInput) },
 	}
 	in := ins[info.ActivityType.Name]()
 	if err := args.Get(in); err != nil {
@@ -145,8 +148,13 @@ func (w *rlWorld) started(info *activity.Info, _ context.Context, args converter
 }
 
 func (w *rlWorld) generate(_ context.Context, in rolloutapi.GenerateInput) (rolloutapi.GenerateOutput, error) {
-	return rolloutapi.GenerateOutput{Rollouts: fmt.Sprintf("mem://%s/rollouts/iter-%06d-%s-v%d.jsonl", in.Phase, in.Iteration, in.Tag, in.PolicyVersion),
-		Samples: (in.PromptHi - in.PromptLo) * in.Group, TokensPerS: 100, Tokens: 50, Seconds: 0.5}, nil
+	out := rolloutapi.GenerateOutput{Rollouts: fmt.Sprintf("mem://%s/rollouts/iter-%06d-%s-v%d.jsonl", in.Phase, in.Iteration, in.Tag, in.PolicyVersion),
+		Samples: (in.PromptHi - in.PromptLo) * in.Group, TokensPerS: 100, Tokens: 50, Seconds: 0.5}
+	if in.Agent != nil { // every shard drops one group after three failed attempts
+		out.Samples -= in.Group
+		out.AgentGroupsDropped, out.AgentFailures = 1, 3
+	}
+	return out, nil
 }
 
 // score passes every fourth sample; verdicts go to the store when asked (sharded runs), else inline.
@@ -180,6 +188,10 @@ func (w *rlWorld) step(_ context.Context, in trainapi.PolicyStepInput) (trainapi
 
 func (w *rlWorld) evaluate(_ context.Context, in trainapi.EvalInput) (trainapi.EvalOutput, error) {
 	return trainapi.EvalOutput{Metrics: map[string]float64{"heldout_exact_match": w.exact[in.Checkpoint]}}, nil
+}
+
+func (w *rlWorld) agentEval(_ context.Context, in rolloutapi.AgentEvalInput) (trainapi.EvalOutput, error) {
+	return trainapi.EvalOutput{Metrics: map[string]float64{"heldout_exact_match": w.exact[in.Eval.Checkpoint]}}, nil
 }
 
 // run executes the phase and returns its result.

@@ -14,16 +14,19 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/tools/toolclient"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -36,7 +39,10 @@ type Activities struct {
 	NewEngine train.NewEngine
 	// Tools runs long-running tools' calls (python) on the tools queue; nil: episodes that call
 	// one get an error message back.
-	Tools   toolclient.Dispatcher
+	Tools toolclient.Dispatcher
+	// Sandbox is the code sandbox agent episodes run in (rollout.agent; nil, or nil returned:
+	// none on this worker, and agent episodes are refused saying so). Called when first needed.
+	Sandbox func() *sandbox.Sandbox
 	prompts promptCache // the data specs' prompt sets, read once per worker (prompts.go)
 	engines engineCache // the last policy's engine, shared by its shards on this worker (engines.go)
 }
@@ -66,6 +72,10 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 		}
 		in.Retry, in.RetryOf, in.RetryOfShards = retry, "", nil
 	}
+	if in.Agent != nil && (len(in.Tools) > 0 || len(in.Retry) > 0) {
+		return rolloutapi.GenerateOutput{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("rollout: generate %s/%s: agent episodes take neither built-in tools nor self-correction retries", in.Run, in.Phase), "InvalidInput", nil)
+	}
 	if len(in.Tools) > 0 && len(in.Retry) > 0 {
 		return rolloutapi.GenerateOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("rollout: generate %s/%s: self-correction retries with tools: episodes correct themselves with the check tool", in.Run, in.Phase), "InvalidInput", nil)
@@ -74,13 +84,7 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 		return rolloutapi.GenerateOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("rollout: generate %s/%s: prompts %d, group %d, max_new_tokens %d: want > 0", in.Run, in.Phase, in.Prompts, in.Group, in.MaxNewTokens), "InvalidInput", nil)
 	}
-	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (train.Engine, int, error) {
-		m, err := train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}.Load(ctx, uri, train.LoadOptions{})
-		if err != nil {
-			return nil, 0, err
-		}
-		return m.Engine, m.Config.MaxSeq, nil
-	})
+	shared, err := a.engines.acquire(ctx, in.Checkpoint, a.loadPolicy)
 	if err != nil {
 		return rolloutapi.GenerateOutput{}, err
 	}
@@ -138,6 +142,18 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 	}
 	start := time.Now()
 	tokens, truncated := 0, 0
+	var dropped, failures int
+	if in.Agent != nil {
+		var done atomic.Int64
+		stop := heartbeatEvery(ctx, time.Second, func() {
+			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: int(done.Load()), Total: len(prompts)})
+		})
+		rs, tokens, dropped, failures, err = a.runAgents(ctx, shared, in, rs, seeds, func(n int) { done.Store(int64(n)) })
+		stop()
+		if err != nil {
+			return rolloutapi.GenerateOutput{}, err
+		}
+	}
 	if len(in.Tools) > 0 {
 		tokens, truncated, err = runEpisodes(ctx, eng, shared.maxSeq, enc, in, rs, prompts, seeds, cuts, a.Tools, func(done int) {
 			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: done, Total: len(prompts)})
@@ -147,7 +163,7 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 		}
 	}
 	for b, hi := range cuts {
-		if len(in.Tools) > 0 {
+		if len(in.Tools) > 0 || in.Agent != nil {
 			break
 		}
 		lo := 0
@@ -183,12 +199,23 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 	if err != nil {
 		return rolloutapi.GenerateOutput{}, err
 	}
-	out := rolloutapi.GenerateOutput{Rollouts: uri, Samples: len(rs), MeanLength: float64(tokens) / float64(len(rs)),
-		Truncated: float64(truncated) / float64(len(rs)), Tokens: tokens, Seconds: secs}
+	out := rolloutapi.GenerateOutput{Rollouts: uri, Samples: len(rs), Tokens: tokens, Seconds: secs, AgentGroupsDropped: dropped, AgentFailures: failures}
+	if len(rs) > 0 { // agent groups may all have been dropped
+		out.MeanLength, out.Truncated = float64(tokens)/float64(len(rs)), float64(truncated)/float64(len(rs))
+	}
 	if secs > 0 {
 		out.TokensPerS = float64(tokens) / secs
 	}
 	return out, nil
+}
+
+// loadPolicy loads a policy checkpoint for sampling (engineCache.acquire's loader).
+func (a *Activities) loadPolicy(ctx context.Context, uri string) (train.Engine, model.Config, error) {
+	m, err := train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}.Load(ctx, uri, train.LoadOptions{})
+	if err != nil {
+		return nil, model.Config{}, err
+	}
+	return m.Engine, m.Config, nil
 }
 
 // retriesOf reads the rollouts in.RetryOf names and returns those in.RetryIndex picks, each with its
@@ -294,6 +321,7 @@ func firstPromptLine(p string) string {
 // Register registers the rollout activities under their contract names on the rollout queue's worker.
 func Register(r train.Registrar, a *Activities) {
 	r.RegisterActivityWithOptions(a.Generate, activity.RegisterOptions{Name: rolloutapi.GenerateName})
+	r.RegisterActivityWithOptions(a.AgentEval, activity.RegisterOptions{Name: rolloutapi.AgentEvalName})
 	r.RegisterActivityWithOptions(a.Keep, activity.RegisterOptions{Name: rolloutapi.KeepName})
 	r.RegisterActivityWithOptions(a.Search, activity.RegisterOptions{Name: rolloutapi.SearchName})
 	r.RegisterActivityWithOptions(a.SearchData, activity.RegisterOptions{Name: rolloutapi.SearchDataName})

@@ -100,15 +100,17 @@ func containsPrefix(list []string, prefix string) bool {
 }
 
 // sandbox is the code sandbox: Linux namespaces, seccomp, rlimits. Only the roles that run untrusted
-// code (reward, tools) may link it.
+// code may link it: reward and tools (verifiers, python), and rollout, which runs agent programs
+// (rollout.agent) in it against a per-episode gateway.
 const sandbox = "github.com/temperml/temper/activities/reward/sandbox"
 
 // callersOfTools are the roles that play episodes and so call tools, through toolclient (a ToolCall
-// workflow on the tools queue), never by running them: the trainer (every family) and rollout.
-var callersOfTools = []string{"activities/train/...", "activities/rollout/..."}
+// workflow on the tools queue), never by running them: the trainer (every family). Rollout calls tools
+// the same way but links the sandbox for agent episodes, so it is not listed.
+var callersOfTools = []string{"activities/train/..."}
 
-// TestToolCallersLinkNoSandbox: the trainer and rollout roles must not transitively import the code
-// sandbox; a trainer host then needs no sandbox privileges and cannot run a tool by mistake.
+// TestToolCallersLinkNoSandbox: the trainer must not transitively import the code sandbox; a trainer
+// host then needs no sandbox privileges and cannot run a tool by mistake.
 func TestToolCallersLinkNoSandbox(t *testing.T) {
 	deps := goListDeps(t, callersOfTools...)
 	for _, p := range callersOfTools {

@@ -7,9 +7,11 @@ package rolloutapi
 import (
 	"fmt"
 	"path"
+	"time"
 
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/rollout"
+	"github.com/temperml/temper/internal/config"
 )
 
 // GenerateName is the activity's registered name (queue "rollout").
@@ -59,6 +61,58 @@ type GenerateInput struct {
 	Tools     []string `json:"tools,omitempty"`
 	MaxTurns  int      `json:"max_turns,omitempty"`
 	MaxTokens int      `json:"max_tokens,omitempty"`
+	// Agent, when set, makes every sample an agent's episode: its command runs in the sandbox
+	// against a model endpoint served from Checkpoint, its calls become the trajectory, its
+	// standard output the completion the verifiers score (agent.go). A group one of whose samples
+	// failed past Agent.Retries is dropped (GenerateOutput.AgentGroupsDropped).
+	Agent *AgentSpec `json:"agent,omitempty"`
+}
+
+// AgentSpec is an agent program that plays episodes against the policy (rollout.agent of an RL
+// phase; workflows validate it and name its fields rollout.agent.*). Zero fields take the defaults
+// the rollout role applies (DefaultAgentTimeout and the others below).
+type AgentSpec struct {
+	// Command is the argv; a first word without a slash is looked up in the sandbox's PATH
+	// (/usr/local/bin, /usr/bin, /bin).
+	Command []string `json:"command" help:"the agent program and its arguments, run once per episode in the code sandbox (a bare name is looked up in /usr/local/bin, /usr/bin, /bin; a relative path in dir)"`
+	// Env adds variables to the sandbox's (OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are
+	// the gateway's).
+	Env map[string]string `json:"env,omitempty" help:"variables added to the agent's environment (OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are the gateway's)"`
+	// Dir is a directory on the rollout worker (relative: to the worker's working directory),
+	// visible read-only at /agent inside the sandbox and the command's working directory: the
+	// agent's code and packages.
+	Dir string `json:"dir,omitempty" help:"a directory on the rollout worker (relative: to its working directory) shown read-only at /agent in the sandbox, the agent's working directory: its code and packages"`
+	// Timeout bounds one attempt of an episode (wall clock).
+	Timeout config.Duration `json:"timeout,omitempty" default:"1m0s" help:"wall-clock limit of one attempt of an episode"`
+	// Retries is how many times a failed or timed-out attempt is run again, each in a fresh
+	// sandbox, before its whole group is dropped.
+	Retries int `json:"retries,omitempty" default:"0" help:"attempts run again, each in a fresh sandbox, when the agent fails or times out; past them the episode's whole group is dropped (agent_groups_dropped)"`
+	// MaxCalls bounds an episode's model calls.
+	MaxCalls int `json:"max_calls,omitempty" default:"16" help:"model calls an episode may make; later ones are refused (400)"`
+	// MemoryMiB bounds the agent's memory (its cgroup, and RLIMIT_AS unless AddressSpaceGiB is
+	// larger).
+	MemoryMiB int `json:"memory_mib,omitempty" default:"512" help:"memory of the agent's processes (their cgroup), and their address space unless address_space_gib is larger"`
+	// AddressSpaceGiB raises RLIMIT_AS alone (Node's fetch reserves 16 GiB it never touches).
+	AddressSpaceGiB int `json:"address_space_gib,omitempty" default:"0" help:"address space (RLIMIT_AS) alone, for runtimes that reserve more than they use: Node's fetch needs 16"`
+}
+
+// Defaults of AgentSpec's zero fields.
+const (
+	DefaultAgentTimeout   = config.Duration(60 * time.Second)
+	DefaultAgentMaxCalls  = 16
+	DefaultAgentMemoryMiB = 512
+)
+
+// AgentEvalName evaluates a checkpoint by running the agent on held-out prompts (queue "rollout").
+const AgentEvalName = "rollout.AgentEval"
+
+// AgentEvalInput asks for an agent's held-out evaluation: Eval as for train.Evaluate (its data,
+// number of examples, seed, per-call max_new_tokens and metrics log), every example played greedily
+// (temperature 0) by Agent against Eval.Checkpoint; exact match scores the agent's standard output.
+type AgentEvalInput struct {
+	Eval          trainapi.EvalInput `json:"eval"`
+	Agent         AgentSpec          `json:"agent"`
+	PolicyVersion int                `json:"policy_version"`
 }
 
 // GenerateOutput names the rollouts object.
@@ -70,6 +124,10 @@ type GenerateOutput struct {
 	Truncated  float64 `json:"truncated"`         // fraction stopped by the length limit
 	Tokens     int     `json:"tokens,omitempty"`  // completion tokens sampled
 	Seconds    float64 `json:"seconds,omitempty"` // sampling time on the worker
+	// Agent episodes: groups dropped because one of their samples failed past its retries (their
+	// rollouts are not in the file), and attempts that failed (retried or not).
+	AgentGroupsDropped int `json:"agent_groups_dropped,omitempty"`
+	AgentFailures      int `json:"agent_failures,omitempty"`
 }
 
 // KeepName is the activity that keeps passing self-corrections as data (queue "rollout").

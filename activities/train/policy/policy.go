@@ -97,6 +97,11 @@ func (a *Activities) plan(ctx context.Context, in trainapi.PolicyStepInput) (*pl
 		return nil, err
 	}
 	p.metrics["seconds_read"] = time.Since(readStart).Seconds()
+	if p.gae != nil {
+		if err := noSegments(rs, p.op, "use a GRPO-family phase for agents that rewrite their history"); err != nil {
+			return nil, err
+		}
+	}
 	if activity.IsActivity(ctx) { // how long the step waited for a trainer to take it
 		info := activity.GetInfo(ctx)
 		p.metrics["seconds_queued"] = info.StartedTime.Sub(info.ScheduledTime).Seconds()
@@ -106,6 +111,9 @@ func (a *Activities) plan(ctx context.Context, in trainapi.PolicyStepInput) (*pl
 		return nil, err
 	}
 	rewardStats(p.metrics, rs, lengths, p.rewards)
+	if !p.streamed {
+		rs, adv, idx = segmentRows(rs, adv, idx) // an agent's further segments: rows of their own
+	}
 	mb := in.Minibatch
 	if mb <= 0 || mb > len(idx) {
 		mb = len(idx)

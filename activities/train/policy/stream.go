@@ -30,6 +30,9 @@ func (a *Activities) scanShards(ctx context.Context, in trainapi.PolicyStepInput
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		if err := noSegments(part, fmt.Sprintf("train: streamed policy step %s/%s", in.Run, in.Phase), "set minibatch 0"); err != nil {
+			return nil, nil, nil, err
+		}
 		for _, r := range part {
 			light = append(light, rollout.Rollout{ID: r.ID, Group: r.Group, Ep: summary(r.Ep)})
 			lengths = append(lengths, len(r.Tokens))
