@@ -64,7 +64,8 @@ func Register(role string, r worker.Registry, opts Options) error {
 			activity.RegisterOptions{Name: workflows.DefaultStoreName})
 	case workflows.QueueTrainer:
 		r.RegisterActivityWithOptions(acts.Tick, activity.RegisterOptions{Name: demo.TickName})
-		RegisterTrainer(r, &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}})
+		RegisterTrainer(r, &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}},
+			rewardmodel.WithVision(NewVisionEngine(opts.Engine)))
 		ctl := &control.Activities{Ckpt: ckpt.New(ckpt.Options{})}
 		r.RegisterActivityWithOptions(ctl.Log, activity.RegisterOptions{Name: controlcontract.LogName})
 	case workflows.QueueReward:
@@ -112,7 +113,7 @@ func NewRewardActivities(opts Options, withSandbox bool) (*reward.Activities, er
 	}
 	ra := reward.NewActivities(sb)
 	// The learned critic: a reward model trained by a "reward" phase, usable as a verifier.
-	if err := ra.Registry().Register(reward.CriticVerifier, reward.NewCriticFactory(ra.Ckpt, NewTrainEngine(opts.Engine))); err != nil {
+	if err := ra.Registry().Register(reward.CriticVerifier, reward.NewCriticFactory(ra.Ckpt, NewTrainEngine(opts.Engine), reward.WithVisionEngine(NewVisionEngine(opts.Engine)))); err != nil {
 		return nil, fmt.Errorf("workers: register critic verifier: %w", err)
 	}
 	return ra, nil
@@ -190,12 +191,16 @@ func StopAll(ws []worker.Worker) {
 }
 
 // RegisterTrainer registers the trainer role's activities: the shared kernel's (Retain) and each
-// family's (language model, preference, reward model, policy) under their contract names.
-func RegisterTrainer(r train.Registrar, deps *train.Activities) {
+// family's (language model, preference, reward model, policy) under their contract names. rm
+// configures the reward-model family; without it vision reward models run on the default engine.
+func RegisterTrainer(r train.Registrar, deps *train.Activities, rm ...rewardmodel.Option) {
+	if len(rm) == 0 {
+		rm = []rewardmodel.Option{rewardmodel.WithVision(NewVisionEngine(EngineOptions{}))}
+	}
 	train.Register(r, deps)
 	lm.Register(r, deps)
 	preference.Register(r, deps)
-	rewardmodel.Register(r, deps)
+	rewardmodel.Register(r, deps, rm...)
 	policy.Register(r, deps)
 	distill.Register(r, deps)
 }
