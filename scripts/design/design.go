@@ -1,18 +1,3 @@
-// Package design generates synthetic design preferences for vision critics (issue 43): layouts
-// built from a few hidden design principles, pairs of a layout that follows them against one
-// that breaks one, rendered by algorithms/layoutrender, and the rule-based score the principles
-// define (never shown to a critic or a policy at train time; the held-out yardstick).
-//
-// Principles (Principles):
-//   - alignment: the boxes of a column share their left edge, on a grid of GridStep units;
-//   - overlap: boxes do not overlap, and keep a gap between them.
-//
-// A good layout is a column of 3–5 filled boxes (distinct colours) on the grid with gaps; its
-// rejected twin breaks one principle: ragged left edges (each box shifted 10–18 units off the
-// column, left or right), or one box moved up over its predecessor by 40–70% of its height.
-// Label noise swaps chosen and rejected with a given probability (training data only).
-//
-// Everything is deterministic in the seed: the same call writes the same files.
 package design
 
 import (
@@ -81,8 +66,8 @@ func Good(rng *rand.Rand) Layout {
 	return l
 }
 
-// Break returns a copy of good that breaks principle.
-func Break(good Layout, principle string, rng *rand.Rand) Layout {
+// Break returns a copy of good that breaks principle (one of Principles).
+func Break(good Layout, principle string, rng *rand.Rand) (Layout, error) {
 	bad := Layout{Boxes: append([]Box(nil), good.Boxes...)}
 	switch principle {
 	case "alignment":
@@ -94,16 +79,18 @@ func Break(good Layout, principle string, rng *rand.Rand) Layout {
 			}
 			b.X = math.Max(0, math.Min(b.X+shift, Canvas-b.W))
 		}
-		// Keep at least two edges off the column even after clamping.
 	case "overlap":
+		if len(bad.Boxes) < 2 {
+			return Layout{}, fmt.Errorf("design: break overlap: %d boxes, want at least 2", len(bad.Boxes))
+		}
 		i := 1 + rng.IntN(len(bad.Boxes)-1)
 		prev := bad.Boxes[i-1]
 		frac := 0.4 + 0.3*rng.Float64()
 		bad.Boxes[i].Y = prev.Y + prev.H - frac*prev.H
 	default:
-		panic("design: unknown principle " + principle)
+		return Layout{}, fmt.Errorf("design: principle %q: allowed %q", principle, Principles)
 	}
-	return bad
+	return bad, nil
 }
 
 // Score is the rule-based aesthetic score in [0, 1]: the mean of alignment (the fraction of boxes
@@ -154,7 +141,7 @@ func Pairs(n int, seed uint64, noise float64) []Pair {
 	for i := range out {
 		good := Good(rng)
 		p := Principles[i%len(Principles)]
-		bad := Break(good, p, rng)
+		bad, _ := Break(good, p, rng) // Good draws at least 3 boxes; p is one of Principles
 		out[i] = Pair{ID: fmt.Sprintf("d%05d", i), Principle: p, Chosen: good, Rejected: bad}
 		if noise > 0 && rng.Float64() < noise {
 			out[i].Chosen, out[i].Rejected, out[i].Flipped = bad, good, true
