@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/imageproc"
 	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 	"github.com/temperml/temper/algorithms/vision/visioncfg"
@@ -35,11 +35,11 @@ type VisionRewardSpec struct {
 }
 
 // Resolve returns the tower and processor configs, naming a bad field.
-func (v VisionRewardSpec) Resolve() (train.VisionModel, error) {
+func (v VisionRewardSpec) Resolve() (trainapi.VisionModel, error) {
 	var c visioncfg.Config
 	if v.Config != nil {
 		if v.Preset != "" {
-			return train.VisionModel{}, &config.FieldError{Path: "model.vision", Msg: "set preset or config, not both"}
+			return trainapi.VisionModel{}, &config.FieldError{Path: "model.vision", Msg: "set preset or config, not both"}
 		}
 		c = *v.Config
 	} else {
@@ -49,11 +49,11 @@ func (v VisionRewardSpec) Resolve() (train.VisionModel, error) {
 		}
 		var err error
 		if c, err = visioncfg.Preset(name); err != nil {
-			return train.VisionModel{}, &config.FieldError{Path: "model.vision.preset", Msg: err.Error()}
+			return trainapi.VisionModel{}, &config.FieldError{Path: "model.vision.preset", Msg: err.Error()}
 		}
 	}
 	if v.ImageSize < 0 || v.PatchSize < 0 {
-		return train.VisionModel{}, &config.FieldError{Path: "model.vision", Msg: "image_size and patch_size must be >= 0 (0: the preset's)"}
+		return trainapi.VisionModel{}, &config.FieldError{Path: "model.vision", Msg: "image_size and patch_size must be >= 0 (0: the preset's)"}
 	}
 	if v.ImageSize > 0 {
 		c.ImageSize = v.ImageSize
@@ -62,27 +62,27 @@ func (v VisionRewardSpec) Resolve() (train.VisionModel, error) {
 		c.PatchSize = v.PatchSize
 	}
 	if err := c.Validate(); err != nil {
-		return train.VisionModel{}, &config.FieldError{Path: "model.vision", Msg: err.Error()}
+		return trainapi.VisionModel{}, &config.FieldError{Path: "model.vision", Msg: err.Error()}
 	}
 	p := imageproc.Default(c.ImageSize)
 	if v.Processor != nil {
 		p = *v.Processor
 	}
 	if err := p.Validate(); err != nil {
-		return train.VisionModel{}, &config.FieldError{Path: "model.vision.processor", Msg: err.Error()}
+		return trainapi.VisionModel{}, &config.FieldError{Path: "model.vision.processor", Msg: err.Error()}
 	}
 	if !p.DoResize || p.Size.Height != c.ImageSize || p.Size.Width != c.ImageSize {
-		return train.VisionModel{}, &config.FieldError{Path: "model.vision.processor.size", Msg: fmt.Sprintf("must resize to the tower's %dx%d input", c.ImageSize, c.ImageSize)}
+		return trainapi.VisionModel{}, &config.FieldError{Path: "model.vision.processor.size", Msg: fmt.Sprintf("must resize to the tower's %dx%d input", c.ImageSize, c.ImageSize)}
 	}
-	return train.VisionModel{Config: c, Processor: p}, nil
+	return trainapi.VisionModel{Config: c, Processor: p}, nil
 }
 
 // RewardModelConfig configures the "reward" phase kind: a reward model (the decoder with a value
 // head, or a vision tower with one) trained with the Bradley–Terry pairwise loss on preference pairs.
 type RewardModelConfig struct {
 	Model         RewardModelSpec       `json:"model" help:"architecture when the phase has no from (a value head is added)"`
-	Data          train.RewardData      `json:"data"`
-	Batch         train.RewardBatch     `json:"batch"`
+	Data          trainapi.RewardData   `json:"data"`
+	Batch         trainapi.RewardBatch  `json:"batch"`
 	Loss          objectivecfg.BTConfig `json:"loss"`
 	LogProbReward bool                  `json:"logprob_reward" default:"true" help:"a new value head also scores with the LM: reward = value + α·log π(completion), α learned from 1 (model.Config.RewardLogProb); false: the value head alone"`
 	ChunkSpec
@@ -92,13 +92,13 @@ type RewardModelConfig struct {
 func defaultRewardModelConfig() *RewardModelConfig {
 	return &RewardModelConfig{
 		Model:         RewardModelSpec{ModelSpec: ModelSpec{Preset: "tiny"}},
-		Data:          train.RewardData{TrainPairs: 4000, HeldoutPairs: 400},
-		Batch:         train.RewardBatch{Rows: 32, MaxSeq: 64},
+		Data:          trainapi.RewardData{TrainPairs: 4000, HeldoutPairs: 400},
+		Batch:         trainapi.RewardBatch{Rows: 32, MaxSeq: 64},
 		Loss:          objectivecfg.DefaultBT(),
 		LogProbReward: true,
 		// Weight decay 0.1: with 0.01 a small reward model memorises its training prompts (issue 6's
 		// acceptance run: 0.880 vs 0.962 held-out pairwise accuracy).
-		ChunkSpec: defaultChunkSpec(600, 200, train.Optim{LR: 1e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}),
+		ChunkSpec: defaultChunkSpec(600, 200, trainapi.Optim{LR: 1e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}),
 		Eval:      RewardModelEval{EvalCadence: EvalCadence{Before: true}, Pairs: 400},
 	}
 }
@@ -165,15 +165,15 @@ func RewardModel(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		spec: cfg.ChunkSpec, cadence: cfg.Eval.EvalCadence, dataSeed: cfg.Data.Seed,
 		start: func(r *chunkedRun) (string, bool, error) {
 			mc, _ := cfg.Model.Resolve() // validated
-			init := train.RewardInitInput{
+			init := trainapi.RewardInitInput{
 				Store: in.Store, Run: in.RunID, Phase: in.Phase, From: in.From, Model: mc, Seed: r.seed, LogProb: cfg.LogProbReward,
 			}
 			if cfg.Model.Vision != nil {
 				vm, _ := cfg.Model.Vision.Resolve() // validated
 				init.Vision = &vm
 			}
-			var out train.RewardInitOutput
-			if err := r.exec(false, train.RewardInitName, init, &out); err != nil {
+			var out trainapi.RewardInitOutput
+			if err := r.exec(false, trainapi.RewardInitName, init, &out); err != nil {
 				return "", false, fmt.Errorf("%s %s: init: %w", in.Kind, in.Phase, err)
 			}
 			if out.NewHead {
@@ -181,12 +181,12 @@ func RewardModel(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			}
 			return out.Checkpoint, true, nil
 		},
-		chunk: func(r *chunkedRun, head train.ChunkHead) (string, any) {
-			return train.RewardChunkName, train.RewardChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, Loss: cfg.Loss}
+		chunk: func(r *chunkedRun, head trainapi.ChunkHead) (string, any) {
+			return trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, Loss: cfg.Loss}
 		},
 		evaluate: func(r *chunkedRun, uri string) (map[string]float64, error) {
-			var out train.RewardEvalOutput
-			err := r.exec(true, train.RewardEvaluateName, train.RewardEvalInput{
+			var out trainapi.RewardEvalOutput
+			err := r.exec(true, trainapi.RewardEvaluateName, trainapi.RewardEvalInput{
 				Store: in.Store, Checkpoint: uri, Data: cfg.Data, Batch: cfg.Batch, Pairs: cfg.Eval.Pairs, Loss: cfg.Loss, Seed: r.seed,
 			}, &out)
 			return out.Metrics, err

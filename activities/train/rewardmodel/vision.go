@@ -16,7 +16,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/imageproc"
 	"github.com/temperml/temper/algorithms/objective"
@@ -49,7 +49,7 @@ type VisionEngine interface {
 type VisionEngineOptions struct {
 	Model visioncfg.Config
 	Seed  uint64
-	Optim contract.Optim
+	Optim trainapi.Optim
 }
 
 // NewVisionEngine builds a VisionEngine.
@@ -77,10 +77,10 @@ func IsVision(ctx context.Context, cl *ckpt.Client, uri string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if _, ok := ck.Manifest.File(contract.ConfigFile); !ok {
+	if _, ok := ck.Manifest.File(trainapi.ConfigFile); !ok {
 		return false, nil // an adapter checkpoint: a decoder's
 	}
-	js, err := train.ReadAll(ctx, ck, contract.ConfigFile)
+	js, err := train.ReadAll(ctx, ck, trainapi.ConfigFile)
 	if err != nil {
 		return false, err
 	}
@@ -88,7 +88,7 @@ func IsVision(ctx context.Context, cl *ckpt.Client, uri string) (bool, error) {
 		ModelType string `json:"model_type"`
 	}
 	if err := json.Unmarshal(js, &head); err != nil {
-		return false, train.BadInput(fmt.Errorf("train: %s%s: %w", uri, contract.ConfigFile, err))
+		return false, train.BadInput(fmt.Errorf("train: %s%s: %w", uri, trainapi.ConfigFile, err))
 	}
 	return head.ModelType == visioncfg.ModelTypeVision, nil
 }
@@ -96,7 +96,7 @@ func IsVision(ctx context.Context, cl *ckpt.Client, uri string) (bool, error) {
 // VisionLoad says how to load a vision reward model: the engine's optimizer settings, and whether
 // to restore the checkpoint's optimizer state (when it has one).
 type VisionLoad struct {
-	Optim     contract.Optim
+	Optim     trainapi.Optim
 	Optimizer bool
 }
 
@@ -109,7 +109,7 @@ func LoadVision(ctx context.Context, cl *ckpt.Client, newEngine NewVisionEngine,
 	if err != nil {
 		return nil, err
 	}
-	js, err := train.ReadAll(ctx, ck, contract.ConfigFile)
+	js, err := train.ReadAll(ctx, ck, trainapi.ConfigFile)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func LoadVision(ctx context.Context, cl *ckpt.Client, newEngine NewVisionEngine,
 		eng.Close()
 		return nil, fmt.Errorf("train: load %s: %w", uri, err)
 	}
-	w, err := train.ReadAll(ctx, ck, contract.ModelFile)
+	w, err := train.ReadAll(ctx, ck, trainapi.ModelFile)
 	if err != nil {
 		return fail(err)
 	}
@@ -145,8 +145,8 @@ func LoadVision(ctx context.Context, cl *ckpt.Client, newEngine NewVisionEngine,
 		return fail(err)
 	}
 	if o.Optimizer {
-		if _, ok := ck.Manifest.File(contract.OptimizerFile); ok {
-			o, err := train.ReadAll(ctx, ck, contract.OptimizerFile)
+		if _, ok := ck.Manifest.File(trainapi.OptimizerFile); ok {
+			o, err := train.ReadAll(ctx, ck, trainapi.OptimizerFile)
 			if err != nil {
 				return fail(err)
 			}
@@ -204,7 +204,7 @@ func writeVision(ctx context.Context, w *ckpt.Writer, m *VisionModel, st ckpt.St
 	if js, err = json.MarshalIndent(cfg, "", "  "); err != nil {
 		return err
 	}
-	if err := w.Add(ctx, contract.ConfigFile, bytes.NewReader(append(js, '\n'))); err != nil {
+	if err := w.Add(ctx, trainapi.ConfigFile, bytes.NewReader(append(js, '\n'))); err != nil {
 		return err
 	}
 	pjs, err := processorJSON(m.Processor)
@@ -214,11 +214,11 @@ func writeVision(ctx context.Context, w *ckpt.Writer, m *VisionModel, st ckpt.St
 	if err := w.Add(ctx, PreprocessorFile, bytes.NewReader(pjs)); err != nil {
 		return err
 	}
-	if err := train.Stream(ctx, w, contract.ModelFile, m.Engine.SaveWeights); err != nil {
+	if err := train.Stream(ctx, w, trainapi.ModelFile, m.Engine.SaveWeights); err != nil {
 		return err
 	}
 	if withOptimizer {
-		if err := train.Stream(ctx, w, contract.OptimizerFile, m.Engine.SaveOptimizer); err != nil {
+		if err := train.Stream(ctx, w, trainapi.OptimizerFile, m.Engine.SaveOptimizer); err != nil {
 			return err
 		}
 	}
@@ -227,19 +227,19 @@ func writeVision(ctx context.Context, w *ckpt.Writer, m *VisionModel, st ckpt.St
 }
 
 // visionInit commits step 0 of a vision reward phase: a seeded tower and value head.
-func (a *Activities) visionInit(ctx context.Context, in contract.RewardInitInput) (contract.RewardInitOutput, error) {
+func (a *Activities) visionInit(ctx context.Context, in trainapi.RewardInitInput) (trainapi.RewardInitOutput, error) {
 	op := fmt.Sprintf("train: reward init %s/%s (vision)", in.Run, in.Phase)
 	if in.From != "" {
-		return contract.RewardInitOutput{}, train.BadInput(fmt.Errorf("%s: from=%q: starting a vision reward model from a checkpoint is not implemented; leave from out (a seeded tower)", op, in.From))
+		return trainapi.RewardInitOutput{}, train.BadInput(fmt.Errorf("%s: from=%q: starting a vision reward model from a checkpoint is not implemented; leave from out (a seeded tower)", op, in.From))
 	}
 	if err := in.Vision.Config.Validate(); err != nil {
-		return contract.RewardInitOutput{}, train.BadInput(fmt.Errorf("%s: model.vision: %w", op, err))
+		return trainapi.RewardInitOutput{}, train.BadInput(fmt.Errorf("%s: model.vision: %w", op, err))
 	}
 	if err := checkProcessor(in.Vision.Config, in.Vision.Processor); err != nil {
-		return contract.RewardInitOutput{}, train.BadInput(fmt.Errorf("%s: model.vision: %w", op, err))
+		return trainapi.RewardInitOutput{}, train.BadInput(fmt.Errorf("%s: model.vision: %w", op, err))
 	}
 	if a.NewVision == nil {
-		return contract.RewardInitOutput{}, fmt.Errorf("%s: this worker has no engine for vision reward models", op)
+		return trainapi.RewardInitOutput{}, fmt.Errorf("%s: this worker has no engine for vision reward models", op)
 	}
 	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, 0, func(w *ckpt.Writer) error {
 		eng, err := a.NewVision(VisionEngineOptions{Model: in.Vision.Config, Seed: in.Seed})
@@ -251,9 +251,9 @@ func (a *Activities) visionInit(ctx context.Context, in contract.RewardInitInput
 		return writeVision(ctx, w, m, ckpt.State{Step: 0, Scalars: map[string]float64{"new_head": 1}}, false)
 	})
 	if err != nil {
-		return contract.RewardInitOutput{}, fmt.Errorf("%s: %w", op, err)
+		return trainapi.RewardInitOutput{}, fmt.Errorf("%s: %w", op, err)
 	}
-	return contract.RewardInitOutput{Checkpoint: ref.URI, NewHead: true}, nil
+	return trainapi.RewardInitOutput{Checkpoint: ref.URI, NewHead: true}, nil
 }
 
 // closeOnly is the chunk runner's engine for a vision model: the runner only closes it (the
@@ -266,9 +266,9 @@ type closeOnly struct {
 func (c closeOnly) Close() error { return c.close() }
 
 // visionChunk trains in.Steps Bradley–Terry steps of the vision reward model at in.From.
-func (a *Activities) visionChunk(ctx context.Context, in contract.RewardChunkInput, op string) (contract.ChunkOutput, error) {
+func (a *Activities) visionChunk(ctx context.Context, in trainapi.RewardChunkInput, op string) (trainapi.ChunkOutput, error) {
 	if in.Loss.LMCoef != 0 {
-		return contract.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: loss.lm_coef=%g: a vision reward model has no language model; set 0", op, in.Loss.LMCoef))
+		return trainapi.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: loss.lm_coef=%g: a vision reward model has no language model; set 0", op, in.Loss.LMCoef))
 	}
 	return train.RunChunk(ctx, a.Activities, in.ChunkHead, op, func() (*train.ChunkObjective[[]int], error) {
 		m, err := LoadVision(ctx, a.Ckpt, a.NewVision, in.From, VisionLoad{Optim: in.Optim, Optimizer: !in.FreshOptimizer})
@@ -282,7 +282,7 @@ func (a *Activities) visionChunk(ctx context.Context, in contract.RewardChunkInp
 		}
 		obj := objective.VisionBradleyTerry(in.Loss)
 		return &train.ChunkObjective[[]int]{Eng: closeOnly{close: m.Engine.Close}, Unit: "pairs",
-			Next: func(cur contract.Cursor) ([]int, contract.Cursor, error) {
+			Next: func(cur trainapi.Cursor) ([]int, trainapi.Cursor, error) {
 				idx, next := train.NextRows(len(pairs), in.Batch.Rows, cur)
 				return idx, next, nil
 			},
@@ -304,22 +304,22 @@ func visionStep(obj objective.VisionObjective, m map[string]float32, units int) 
 
 // visionEvaluate measures a vision reward model on held-out image pairs (RewardEvaluate's metrics
 // without the per-kind accuracies).
-func (a *Activities) visionEvaluate(ctx context.Context, in contract.RewardEvalInput) (contract.RewardEvalOutput, error) {
+func (a *Activities) visionEvaluate(ctx context.Context, in trainapi.RewardEvalInput) (trainapi.RewardEvalOutput, error) {
 	op := fmt.Sprintf("train: reward evaluate %s", in.Checkpoint)
 	if in.Data.Heldout == "" {
-		return contract.RewardEvalOutput{}, train.BadInput(fmt.Errorf("%s: data.heldout: a vision reward model is evaluated on a held-out JSONL of image pairs; set data.heldout", op))
+		return trainapi.RewardEvalOutput{}, train.BadInput(fmt.Errorf("%s: data.heldout: a vision reward model is evaluated on a held-out JSONL of image pairs; set data.heldout", op))
 	}
 	if in.Loss.LMCoef != 0 {
-		return contract.RewardEvalOutput{}, train.BadInput(fmt.Errorf("%s: loss.lm_coef=%g: a vision reward model has no language model; set 0", op, in.Loss.LMCoef))
+		return trainapi.RewardEvalOutput{}, train.BadInput(fmt.Errorf("%s: loss.lm_coef=%g: a vision reward model has no language model; set 0", op, in.Loss.LMCoef))
 	}
 	m, err := LoadVision(ctx, a.Ckpt, a.NewVision, in.Checkpoint, VisionLoad{})
 	if err != nil {
-		return contract.RewardEvalOutput{}, err
+		return trainapi.RewardEvalOutput{}, err
 	}
 	defer m.Engine.Close()
 	pairs, err := a.imagePairs(ctx, in.Data.Heldout, m.Processor, cacheRoot(in.Checkpoint))
 	if err != nil {
-		return contract.RewardEvalOutput{}, err
+		return trainapi.RewardEvalOutput{}, err
 	}
 	if in.Pairs > 0 && in.Pairs < len(pairs) {
 		pairs = pairs[:in.Pairs]
@@ -334,14 +334,14 @@ func (a *Activities) visionEvaluate(ctx context.Context, in contract.RewardEvalI
 		}
 		res, err := m.Engine.EvalObjective(obj, imagePairBatch(pairs, idx, rewardEvalRows))
 		if err != nil {
-			return contract.RewardEvalOutput{}, fmt.Errorf("%s: %w", op, err)
+			return trainapi.RewardEvalOutput{}, fmt.Errorf("%s: %w", op, err)
 		}
 		for _, name := range objective.BTMetrics {
 			if name != "pairs" && name != "lm_loss" {
 				sums[name] += float64(res[name]) * float64(hi-lo)
 			}
 		}
-		activity.RecordHeartbeat(ctx, contract.Progress{Step: hi, Total: len(pairs)})
+		activity.RecordHeartbeat(ctx, trainapi.Progress{Step: hi, Total: len(pairs)})
 	}
 	n := float64(len(pairs))
 	metrics := map[string]float64{"heldout_pairs": n}
@@ -352,7 +352,7 @@ func (a *Activities) visionEvaluate(ctx context.Context, in contract.RewardEvalI
 		}
 		metrics[key] = v / n
 	}
-	return contract.RewardEvalOutput{Metrics: metrics}, nil
+	return trainapi.RewardEvalOutput{Metrics: metrics}, nil
 }
 
 // cacheRoot is the directory of the phase whose checkpoint is uri (…/<run>/<phase>/step-N/): its
@@ -451,7 +451,7 @@ func (a *Activities) imagePairs(ctx context.Context, uri string, proc imageproc.
 			return nil, err
 		}
 		if i%64 == 63 {
-			activity.RecordHeartbeat(ctx, contract.Progress{Step: i + 1, Total: len(raw)})
+			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: i + 1, Total: len(raw)})
 		}
 	}
 	return out, nil

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/imageproc"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/vision/visioncfg"
@@ -20,13 +20,13 @@ import (
 	"github.com/temperml/temper/workers/traintest"
 )
 
-func tinyVision(t *testing.T) *contract.VisionModel {
+func tinyVision(t *testing.T) *trainapi.VisionModel {
 	t.Helper()
 	cfg, err := visioncfg.Preset("tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &contract.VisionModel{Config: cfg, Processor: imageproc.Default(cfg.ImageSize)}
+	return &trainapi.VisionModel{Config: cfg, Processor: imageproc.Default(cfg.ImageSize)}
 }
 
 // hugePNG is a valid PNG header (signature and IHDR with its CRC) of a w×h RGB image, no pixels.
@@ -53,7 +53,7 @@ func pairLine(chosen, rejected string) string {
 	return `{"chosen":[{"type":"image","image":"` + chosen + `"}],"rejected":[{"type":"image","image":"` + rejected + `"}]}`
 }
 
-var visionOptim = contract.Optim{LR: 3e-3, WarmupSteps: 2, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
+var visionOptim = trainapi.Optim{LR: 3e-3, WarmupSteps: 2, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
 
 // TestVisionRewardBadImages: a missing image file, a truncated PNG, a 20,000×20,000 PNG, a
 // malformed data: URI, a text part and a text prompt are refused before any training step, as
@@ -70,8 +70,8 @@ func TestVisionRewardBadImages(t *testing.T) {
 	truncated := writeFile(t, filepath.Join(dir, "truncated.png"), cpng[:len(cpng)/2])
 	huge := writeFile(t, filepath.Join(dir, "huge.png"), hugePNG(20000, 20000))
 	missing := "file://" + filepath.Join(dir, "missing.png")
-	var init contract.RewardInitOutput
-	e.Must(contract.RewardInitName, contract.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", Seed: 1, Vision: tinyVision(t)}, &init)
+	var init trainapi.RewardInitOutput
+	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", Seed: 1, Vision: tinyVision(t)}, &init)
 	for _, c := range []struct {
 		name, line string
 		want       []string
@@ -87,9 +87,9 @@ func TestVisionRewardBadImages(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".jsonl")
 			writeFile(t, path, []byte(pairLine(good, good)+"\n"+c.line+"\n"))
-			err := e.Run(contract.RewardChunkName, contract.RewardChunkInput{
-				ChunkHead: contract.ChunkHead{Store: e.Store, Run: "r", Phase: "rm", From: init.Checkpoint, Steps: 1, TotalSteps: 1, Optim: visionOptim, FreshOptimizer: true},
-				Data:      contract.RewardData{Train: "file://" + path}, Batch: contract.RewardBatch{Rows: 2, MaxSeq: 64}}, &contract.ChunkOutput{})
+			err := e.Run(trainapi.RewardChunkName, trainapi.RewardChunkInput{
+				ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "rm", From: init.Checkpoint, Steps: 1, TotalSteps: 1, Optim: visionOptim, FreshOptimizer: true},
+				Data:      trainapi.RewardData{Train: "file://" + path}, Batch: trainapi.RewardBatch{Rows: 2, MaxSeq: 64}}, &trainapi.ChunkOutput{})
 			if err == nil || !traintest.IsInvalidInput(err) {
 				t.Fatalf("want a non-retryable error, got %v", err)
 			}
@@ -118,21 +118,21 @@ func TestVisionRewardChunks(t *testing.T) {
 	if err := design.WritePairs(filepath.Join(dir, "heldout.jsonl"), design.Pairs(10, 2, 0), 32, true); err != nil {
 		t.Fatal(err)
 	}
-	data := contract.RewardData{Train: "file://" + filepath.Join(dir, "train.jsonl"), Heldout: "file://" + filepath.Join(dir, "heldout.jsonl")}
-	var init contract.RewardInitOutput
-	e.Must(contract.RewardInitName, contract.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", Seed: 1, Vision: tinyVision(t)}, &init)
+	data := trainapi.RewardData{Train: "file://" + filepath.Join(dir, "train.jsonl"), Heldout: "file://" + filepath.Join(dir, "heldout.jsonl")}
+	var init trainapi.RewardInitOutput
+	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", Seed: 1, Vision: tinyVision(t)}, &init)
 	if !init.NewHead {
 		t.Fatalf("init %+v", init)
 	}
-	batch := contract.RewardBatch{Rows: 8, MaxSeq: 64}
+	batch := trainapi.RewardBatch{Rows: 8, MaxSeq: 64}
 	loss := objective.DefaultBT()
-	chunk := func(phase, from string, step int, cur contract.Cursor, fresh bool) contract.ChunkOutput {
-		var out contract.ChunkOutput
-		e.Must(contract.RewardChunkName, contract.RewardChunkInput{ChunkHead: contract.ChunkHead{Store: e.Store, Run: "r", Phase: phase, From: from, Step: step, Steps: 2, TotalSteps: 4, Cursor: cur, Optim: visionOptim, FreshOptimizer: fresh},
+	chunk := func(phase, from string, step int, cur trainapi.Cursor, fresh bool) trainapi.ChunkOutput {
+		var out trainapi.ChunkOutput
+		e.Must(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: phase, From: from, Step: step, Steps: 2, TotalSteps: 4, Cursor: cur, Optim: visionOptim, FreshOptimizer: fresh},
 			Data: data, Batch: batch, Loss: loss}, &out)
 		return out
 	}
-	c1 := chunk("rm", init.Checkpoint, 0, contract.Cursor{Seed: 3}, true)
+	c1 := chunk("rm", init.Checkpoint, 0, trainapi.Cursor{Seed: 3}, true)
 	c2 := chunk("rm", c1.Checkpoint, 2, c1.Cursor, false)
 	if c2.Step != 4 || c2.Metrics["pairs"] != 16 || c1.Resumed || !(c2.Loss > 0) || c2.NonFinite != 0 {
 		t.Fatalf("chunks %+v / %+v", c1, c2)
@@ -142,8 +142,8 @@ func TestVisionRewardChunks(t *testing.T) {
 		t.Fatalf("retried chunk %+v, want the committed %+v", again, c2)
 	}
 	d2 := chunk("rm2", c1.Checkpoint, 2, c1.Cursor, false)
-	if d2.Resumed || traintest.SHA(t, d2.Checkpoint, contract.ModelFile) != traintest.SHA(t, c2.Checkpoint, contract.ModelFile) ||
-		traintest.SHA(t, d2.Checkpoint, contract.OptimizerFile) != traintest.SHA(t, c2.Checkpoint, contract.OptimizerFile) {
+	if d2.Resumed || traintest.SHA(t, d2.Checkpoint, trainapi.ModelFile) != traintest.SHA(t, c2.Checkpoint, trainapi.ModelFile) ||
+		traintest.SHA(t, d2.Checkpoint, trainapi.OptimizerFile) != traintest.SHA(t, c2.Checkpoint, trainapi.OptimizerFile) {
 		t.Fatal("a recomputed chunk differs from the committed one")
 	}
 	phaseDir := filepath.Dir(strings.TrimSuffix(strings.TrimPrefix(init.Checkpoint, "file://"), "/"))
@@ -151,8 +151,8 @@ func TestVisionRewardChunks(t *testing.T) {
 	if err != nil || len(cached) < 24 {
 		t.Fatalf("%d cached images under %s, want one per distinct training image: %v", len(cached), phaseDir, err)
 	}
-	var ev contract.RewardEvalOutput
-	e.Must(contract.RewardEvaluateName, contract.RewardEvalInput{Store: e.Store, Checkpoint: c2.Checkpoint, Data: data, Batch: batch, Loss: loss}, &ev)
+	var ev trainapi.RewardEvalOutput
+	e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: c2.Checkpoint, Data: data, Batch: batch, Loss: loss}, &ev)
 	m := ev.Metrics
 	if m["heldout_pairs"] != 10 || !(m["heldout_pair_accuracy"] >= 0 && m["heldout_pair_accuracy"] <= 1) || !(m["heldout_bt_loss"] > 0) {
 		t.Fatalf("metrics %v", m)
@@ -160,12 +160,12 @@ func TestVisionRewardChunks(t *testing.T) {
 	// Refused by name: an LM term, a task's text pairs, and starting from a checkpoint.
 	bad := loss
 	bad.LMCoef = 1
-	err = e.Run(contract.RewardChunkName, contract.RewardChunkInput{ChunkHead: contract.ChunkHead{Store: e.Store, Run: "r", Phase: "bad", From: init.Checkpoint, Steps: 1, TotalSteps: 1, Optim: visionOptim},
-		Data: data, Batch: batch, Loss: bad}, &contract.ChunkOutput{})
+	err = e.Run(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "bad", From: init.Checkpoint, Steps: 1, TotalSteps: 1, Optim: visionOptim},
+		Data: data, Batch: batch, Loss: bad}, &trainapi.ChunkOutput{})
 	if err == nil || !traintest.IsInvalidInput(err) || !strings.Contains(err.Error(), "lm_coef") {
 		t.Fatalf("lm_coef with a vision model: %v", err)
 	}
-	err = e.Run(contract.RewardInitName, contract.RewardInitInput{Store: e.Store, Run: "r", Phase: "bad2", From: init.Checkpoint, Vision: tinyVision(t)}, &contract.RewardInitOutput{})
+	err = e.Run(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "r", Phase: "bad2", From: init.Checkpoint, Vision: tinyVision(t)}, &trainapi.RewardInitOutput{})
 	if err == nil || !traintest.IsInvalidInput(err) || !strings.Contains(err.Error(), "from=") {
 		t.Fatalf("from with a vision model: %v", err)
 	}
