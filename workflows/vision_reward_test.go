@@ -200,3 +200,31 @@ func TestVisionCriticParams(t *testing.T) {
 		}
 	}
 }
+
+// TestVisionRewardConfig: a reward phase's model.vision is resolved and checked by name.
+func TestVisionRewardConfig(t *testing.T) {
+	data := `"data":{"train":"file:///t.jsonl","heldout":"file:///h.jsonl"}`
+	for _, c := range []struct{ raw, want string }{
+		{`{"model":{"vision":{}},` + data + `}`, ""},
+		{`{"model":{"vision":{"preset":"small","image_size":48,"patch_size":16}},` + data + `}`, ""},
+		{`{"model":{"vision":{"preset":"huge"}},` + data + `}`, "model.vision.preset"},
+		{`{"model":{"vision":{"image_size":36}},` + data + `}`, ""},
+		{`{"model":{"vision":{"patch_size":64}},` + data + `}`, "patch_size=64"},
+		{`{"model":{"vision":{"processor":{"do_resize":true,"size":{"height":64,"width":64},"resample":3,"do_rescale":true,"rescale_factor":0.0039215686,"do_normalize":true,"image_mean":[0.5,0.5,0.5],"image_std":[0.5,0.5,0.5]}}},` + data + `}`, "model.vision.processor.size"},
+		{`{"model":{"vision":{}},"data":{"task":"add2"}}`, "data.task"},
+		{`{"model":{"vision":{}},"data":{"train":"file:///t.jsonl"}}`, "data.heldout"},
+		{`{"model":{"vision":{}},` + data + `,"loss":{"lm_coef":1}}`, "loss.lm_coef"},
+		{`{"model":{"vision":{"preset":"tiny","config":{"d_model":8}}},` + data + `}`, "not both"},
+		{`{"model":{"vision":{"layers":2}},` + data + `}`, "unknown field"},
+	} {
+		_, err := workflows.DecodePhaseConfig("reward", json.RawMessage(c.raw), "config")
+		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: error %v, want one containing %q", c.raw, err, c.want)
+		}
+	}
+	var vs workflows.VisionRewardSpec
+	vm, err := vs.Resolve()
+	if err != nil || vm.Config.ImageSize != 32 || vm.Processor.Size.Height != 32 {
+		t.Fatalf("default vision spec: %+v, %v", vm, err)
+	}
+}

@@ -52,3 +52,24 @@ func TestReadImagePairs(t *testing.T) {
 		})
 	}
 }
+
+// FuzzReadImagePairs: any input is read or refused with an error naming the file, never a panic.
+func FuzzReadImagePairs(f *testing.F) {
+	f.Add(`{"chosen":[{"type":"image","image":"file:///a.png"}],"rejected":[{"type":"image","image":"gs://bkt/b.png"}]}`)
+	f.Add(`{"id":"x","chosen":[{"type":"image","image":"data:image/png;base64,iVBORw0KGgo="}],"rejected":"text"}`)
+	f.Add("\n\n{\"prompt\":\"p\"}\n[1]")
+	f.Fuzz(func(t *testing.T, in string) {
+		pairs, err := ReadImagePairs(strings.NewReader(in), "f.jsonl", imageproc.Limits{})
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.jsonl") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		for _, p := range pairs {
+			if p.Chosen.Ref == nil || p.Rejected.Ref == nil || p.Line < 1 {
+				t.Fatalf("pair %+v without references or line", p)
+			}
+		}
+	})
+}
