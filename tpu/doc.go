@@ -39,6 +39,9 @@
 //   - MFU: against Options.PeakGFLOPS, the machine's attainable rate as `temper bench peak`
 //     measures it with MeasureMatmul (the engine's float32 matmul on every core); without one,
 //     Stats report no MFU rather than one against an assumed figure.
+//   - Vision: VisionRuntime trains and runs a vision reward model (algorithms/vision's tower with a
+//     value head) with the same executions, watchdog, cache and AdamW as the decoder's Runtime;
+//     its weights are Hugging Face SigLIP tensors plus score.weight/score.bias.
 //   - Methods are safe for concurrent use; executions are serialized.
 //
 // Imports: algorithms/..., GoMLX/compute and the standard library (os for model directories and

@@ -60,10 +60,13 @@ func (a AdamW) Validate() error {
 	return nil
 }
 
-// Decays reports whether weight decay applies to the model variable at path: not to RMSNorm
-// scales, biases nor the reward's log-prob weight (a scalar gain, like a scale).
+// Decays reports whether weight decay applies to the model variable at path: not to norm
+// scales, biases nor the reward's log-prob weight (a scalar gain, like a scale). Biases are
+// named "…_bias" or, for the vision tower's LayerNorms and value head, "…/bias" (no decoder
+// variable is).
 func Decays(path string) bool {
-	return !strings.HasSuffix(path, "/scale") && !strings.HasSuffix(path, "_bias") && path != model.VarValueB && path != model.VarValueLP
+	return !strings.HasSuffix(path, "/scale") && !strings.HasSuffix(path, "_bias") && !strings.HasSuffix(path, "/bias") &&
+		path != model.VarValueB && path != model.VarValueLP
 }
 
 // StepMetrics describes one training step (or one EvalLoss).

@@ -65,7 +65,8 @@ var roles = map[string]func(r worker.Registry, opts Options) error{
 	},
 	workflows.QueueTrainer: func(r worker.Registry, opts Options) error {
 		r.RegisterActivityWithOptions(demo.Activities{}.Tick, activity.RegisterOptions{Name: demoapi.TickName})
-		RegisterTrainer(r, &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}})
+		RegisterTrainer(r, &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}},
+			rewardmodel.WithVision(NewVisionEngine(opts.Engine)))
 		ctl := &control.Activities{Ckpt: ckpt.New(ckpt.Options{})}
 		r.RegisterActivityWithOptions(ctl.Log, activity.RegisterOptions{Name: controlapi.LogName})
 		return nil
@@ -126,7 +127,7 @@ func NewRewardActivities(opts Options, withSandbox bool) (*reward.Activities, er
 	}
 	ra := reward.NewActivities(sb)
 	// The learned critic: a reward model trained by a "reward" phase, usable as a verifier.
-	if err := ra.Registry().Register(reward.CriticVerifier, reward.NewCriticFactory(ra.Ckpt, NewTrainEngine(opts.Engine))); err != nil {
+	if err := ra.Registry().Register(reward.CriticVerifier, reward.NewCriticFactory(ra.Ckpt, NewTrainEngine(opts.Engine), reward.WithVisionEngine(NewVisionEngine(opts.Engine)))); err != nil {
 		return nil, fmt.Errorf("workers: register critic verifier: %w", err)
 	}
 	return ra, nil
@@ -204,14 +205,20 @@ func StopAll(ws []worker.Worker) {
 }
 
 // trainerFamilies register the trainer role's activities: the shared kernel's (Retain) and each
-// family's, under their contract names. A new family adds its Register here.
+// family's, under their contract names. A new family adds its Register here (the reward-model
+// family takes options: RegisterTrainer).
 var trainerFamilies = []func(train.Registrar, *train.Activities){
-	train.Register, lm.Register, preference.Register, rewardmodel.Register, policy.Register, distill.Register,
+	train.Register, lm.Register, preference.Register, policy.Register, distill.Register,
 }
 
-// RegisterTrainer registers every trainer family's activities on r.
-func RegisterTrainer(r train.Registrar, deps *train.Activities) {
+// RegisterTrainer registers every trainer family's activities on r. rm configures the reward-model
+// family; without it vision reward models run on the default engine.
+func RegisterTrainer(r train.Registrar, deps *train.Activities, rm ...rewardmodel.Option) {
+	if len(rm) == 0 {
+		rm = []rewardmodel.Option{rewardmodel.WithVision(NewVisionEngine(EngineOptions{}))}
+	}
 	for _, register := range trainerFamilies {
 		register(r, deps)
 	}
+	rewardmodel.Register(r, deps, rm...)
 }

@@ -6,7 +6,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/imageproc"
 	"github.com/temperml/temper/algorithms/objective/objectivecfg"
+	"github.com/temperml/temper/algorithms/vision/visioncfg"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -16,10 +18,69 @@ type RewardModelEval struct {
 	Pairs int `json:"pairs" default:"400" help:"held-out pairs used (0: all)"`
 }
 
+// RewardModelSpec is a reward phase's model: the decoder (preset or config), or with vision a
+// SigLIP vision tower scoring images.
+type RewardModelSpec struct {
+	ModelSpec
+	Vision *VisionRewardSpec `json:"vision,omitempty" help:"a vision reward model instead of the decoder: a SigLIP tower with a value head on its pooled output scores images (data: JSONL of image pairs; docs/vision.md)"`
+}
+
+// VisionRewardSpec is a vision reward model's tower and image processing.
+type VisionRewardSpec struct {
+	Preset    string            `json:"preset,omitempty" help:"tower preset: tiny | small | siglip-base-patch16-224 | siglip-so400m-patch14-384 (default tiny)"`
+	Config    *visioncfg.Config `json:"config,omitempty" help:"a full tower config instead of a preset"`
+	ImageSize int               `json:"image_size,omitempty" help:"override the preset's image_size (pixels, square)"`
+	PatchSize int               `json:"patch_size,omitempty" help:"override the preset's patch_size"`
+	Processor *imageproc.Config `json:"processor,omitempty" help:"SiglipImageProcessor settings (default: bicubic resize to image_size, rescale 1/255, mean and std 0.5)"`
+}
+
+// Resolve returns the tower and processor configs, naming a bad field.
+func (v VisionRewardSpec) Resolve() (trainapi.VisionModel, error) {
+	var c visioncfg.Config
+	if v.Config != nil {
+		if v.Preset != "" {
+			return trainapi.VisionModel{}, &config.FieldError{Path: "model.vision", Msg: "set preset or config, not both"}
+		}
+		c = *v.Config
+	} else {
+		name := v.Preset
+		if name == "" {
+			name = "tiny"
+		}
+		var err error
+		if c, err = visioncfg.Preset(name); err != nil {
+			return trainapi.VisionModel{}, &config.FieldError{Path: "model.vision.preset", Msg: err.Error()}
+		}
+	}
+	if v.ImageSize < 0 || v.PatchSize < 0 {
+		return trainapi.VisionModel{}, &config.FieldError{Path: "model.vision", Msg: "image_size and patch_size must be >= 0 (0: the preset's)"}
+	}
+	if v.ImageSize > 0 {
+		c.ImageSize = v.ImageSize
+	}
+	if v.PatchSize > 0 {
+		c.PatchSize = v.PatchSize
+	}
+	if err := c.Validate(); err != nil {
+		return trainapi.VisionModel{}, &config.FieldError{Path: "model.vision", Msg: err.Error()}
+	}
+	p := imageproc.Default(c.ImageSize)
+	if v.Processor != nil {
+		p = *v.Processor
+	}
+	if err := p.Validate(); err != nil {
+		return trainapi.VisionModel{}, &config.FieldError{Path: "model.vision.processor", Msg: err.Error()}
+	}
+	if !p.DoResize || p.Size.Height != c.ImageSize || p.Size.Width != c.ImageSize {
+		return trainapi.VisionModel{}, &config.FieldError{Path: "model.vision.processor.size", Msg: fmt.Sprintf("must resize to the tower's %dx%d input", c.ImageSize, c.ImageSize)}
+	}
+	return trainapi.VisionModel{Config: c, Processor: p}, nil
+}
+
 // RewardModelConfig configures the "reward" phase kind: a reward model (the decoder with a value
-// head) trained with the Bradley–Terry pairwise loss on preference pairs.
+// head, or a vision tower with one) trained with the Bradley–Terry pairwise loss on preference pairs.
 type RewardModelConfig struct {
-	Model         ModelSpec             `json:"model" help:"architecture when the phase has no from (a value head is added)"`
+	Model         RewardModelSpec       `json:"model" help:"architecture when the phase has no from (a value head is added)"`
 	Data          trainapi.RewardData   `json:"data"`
 	Batch         trainapi.RewardBatch  `json:"batch"`
 	Loss          objectivecfg.BTConfig `json:"loss"`
@@ -30,7 +91,7 @@ type RewardModelConfig struct {
 
 func defaultRewardModelConfig() *RewardModelConfig {
 	return &RewardModelConfig{
-		Model:         ModelSpec{Preset: "tiny"},
+		Model:         RewardModelSpec{ModelSpec: ModelSpec{Preset: "tiny"}},
 		Data:          trainapi.RewardData{TrainPairs: 4000, HeldoutPairs: 400},
 		Batch:         trainapi.RewardBatch{Rows: 32, MaxSeq: 64},
 		Loss:          objectivecfg.DefaultBT(),
@@ -46,6 +107,19 @@ func defaultRewardModelConfig() *RewardModelConfig {
 func (c *RewardModelConfig) Validate() error {
 	if _, err := c.Model.Resolve(); err != nil {
 		return err
+	}
+	if c.Model.Vision != nil {
+		if _, err := c.Model.Vision.Resolve(); err != nil {
+			return err
+		}
+		switch {
+		case c.Data.Task != "":
+			return &config.FieldError{Path: "data.task", Msg: "built-in tasks have text pairs; a vision reward model reads data.train and data.heldout (JSONL of image pairs)"}
+		case c.Data.Train == "" || c.Data.Heldout == "":
+			return &config.FieldError{Path: "data.heldout", Msg: "a vision reward model needs data.train and data.heldout (JSONL of image pairs)"}
+		case c.Loss.LMCoef != 0:
+			return &config.FieldError{Path: "loss.lm_coef", Msg: "a vision reward model has no language model; set 0"}
+		}
 	}
 	if err := c.Data.Validate(); err != nil {
 		return err
@@ -91,10 +165,15 @@ func RewardModel(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		spec: cfg.ChunkSpec, cadence: cfg.Eval.EvalCadence, dataSeed: cfg.Data.Seed,
 		start: func(r *chunkedRun) (string, bool, error) {
 			mc, _ := cfg.Model.Resolve() // validated
-			var out trainapi.RewardInitOutput
-			if err := r.exec(false, trainapi.RewardInitName, trainapi.RewardInitInput{
+			init := trainapi.RewardInitInput{
 				Store: in.Store, Run: in.RunID, Phase: in.Phase, From: in.From, Model: mc, Seed: r.seed, LogProb: cfg.LogProbReward,
-			}, &out); err != nil {
+			}
+			if cfg.Model.Vision != nil {
+				vm, _ := cfg.Model.Vision.Resolve() // validated
+				init.Vision = &vm
+			}
+			var out trainapi.RewardInitOutput
+			if err := r.exec(false, trainapi.RewardInitName, init, &out); err != nil {
 				return "", false, fmt.Errorf("%s %s: init: %w", in.Kind, in.Phase, err)
 			}
 			if out.NewHead {

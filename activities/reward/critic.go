@@ -11,6 +11,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/rewardmodel"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -27,7 +28,18 @@ type CriticParams struct {
 	Checkpoint string `json:"checkpoint"`
 	// Threshold: the sample passes when sigmoid(r) >= Threshold; 0 means 0.5 (r >= 0).
 	Threshold float64 `json:"threshold,omitempty"`
+	// Render "layout" draws the completion (a layout's JSON, algorithms/layoutrender) and scores
+	// the picture with a vision reward model (a "reward" phase with model.vision); "" scores the
+	// text with a decoder reward model.
+	Render string `json:"render,omitempty"`
+	// Canvas is the layout's coordinate space (render: layout; required), as the layout verifier's.
+	Canvas verify.Size `json:"canvas,omitempty"`
+	// Tag: read the layout from inside <tag>…</tag> (render: layout).
+	Tag string `json:"tag,omitempty"`
 }
+
+// RenderLayout is CriticParams.Render for layouts.
+const RenderLayout = "layout"
 
 // DefaultCriticThreshold is the pass threshold when CriticParams.Threshold is 0.
 const DefaultCriticThreshold = 0.5
@@ -44,8 +56,16 @@ const MaxCriticModels = 2
 // judged); a sample longer than the model's context fails. With a nil client or engine factory the
 // factory still validates params (for config validation) and every Verify reports that this worker
 // cannot run reward models.
-func NewCriticFactory(cl *ckpt.Client, newEngine train.NewEngine) verify.Factory {
+//
+// With render: layout, the completion is drawn by layoutrender at the vision model's input size
+// (so the processor's resize is the exact no-op) and scored by the vision reward model at
+// Checkpoint (loaded through the CriticOption's engine factory, WithVisionEngine); a layout that
+// cannot be drawn gets the layout verifier's feedback, score 0, and no model call.
+func NewCriticFactory(cl *ckpt.Client, newEngine train.NewEngine, opts ...CriticOption) verify.Factory {
 	cache := &criticCache{cl: cl, newEngine: newEngine, max: MaxCriticModels, models: map[string]*criticModel{}}
+	for _, o := range opts {
+		o(cache)
+	}
 	return func(params json.RawMessage) (verify.Verifier, error) {
 		var p CriticParams
 		if err := verify.DecodeParams(CriticVerifier, params, &p); err != nil {
@@ -57,6 +77,9 @@ func NewCriticFactory(cl *ckpt.Client, newEngine train.NewEngine) verify.Factory
 		if p.Threshold == 0 {
 			p.Threshold = DefaultCriticThreshold
 		}
+		if p.Render == RenderLayout {
+			return &layoutCritic{p: p, cache: cache}, nil
+		}
 		return &critic{p: p, cache: cache}, nil
 	}
 }
@@ -67,6 +90,18 @@ func (p CriticParams) validate() error {
 	}
 	if !(p.Threshold >= 0 && p.Threshold < 1) {
 		return fmt.Errorf("verify: critic params: threshold=%g: want 0 <= threshold < 1 (0 means %g)", p.Threshold, DefaultCriticThreshold)
+	}
+	switch p.Render {
+	case "":
+		if p.Canvas != (verify.Size{}) || p.Tag != "" {
+			return errors.New("verify: critic params: canvas and tag apply to render: layout only")
+		}
+	case RenderLayout:
+		if !(p.Canvas.W > 0 && p.Canvas.H > 0) || math.IsInf(p.Canvas.W, 0) || math.IsInf(p.Canvas.H, 0) {
+			return fmt.Errorf("verify: critic params: canvas={w:%g h:%g}: render: layout needs the layout's canvas (finite w > 0 and h > 0)", p.Canvas.W, p.Canvas.H)
+		}
+	default:
+		return fmt.Errorf("verify: critic params: render=%q: allowed values: %q (score the text), %q", p.Render, "", RenderLayout)
 	}
 	return nil
 }
@@ -126,7 +161,9 @@ func (c *critic) Verify(ctx context.Context, s verify.Sample) (verify.Verdict, e
 type criticCache struct {
 	cl        *ckpt.Client
 	newEngine train.NewEngine
+	newVision rewardmodel.NewVisionEngine
 	max       int
+	vision    visionCache
 
 	mu     sync.Mutex
 	models map[string]*criticModel

@@ -14,6 +14,9 @@
 //     gets ItemVerdict.Error and is left out of the means, never failing the batch.
 //   - "code" runs programs in the sandbox subpackage (Python 3, Go); it is registered on every
 //     Activities and explains itself when the worker has no sandbox.
+//   - "critic" with render: layout draws a layout completion (algorithms/layoutrender) and scores
+//     the picture with a vision reward model; a layout that cannot be drawn gets the layout
+//     verifier's feedback and no model call.
 //   - Only go.temporal.io/sdk/activity and sdk/temporal are used from Temporal; ScoreItems is
 //     the same logic without Temporal.
 package reward

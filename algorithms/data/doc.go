@@ -11,4 +11,8 @@
 // Packing concatenates examples in a row separated by their EOS; attention is causal over the whole row
 // (no block-diagonal mask) and positions continue across examples, as in GPT-style pretraining. Rows are
 // padded with PAD, which is never attended to nor trained on.
+//
+// ReadImagePairs reads image preference pairs (content parts with one image per side) for a vision
+// reward model; its errors name the file, the line and the field. Fetching and decoding the
+// images is the activity's (no I/O here).
 package data

@@ -11,4 +11,7 @@
 //
 // Build functions are graph code: they panic on a batch of the wrong kind or shape, and the runtime
 // turns the panic into an error.
+//
+// A vision reward model's objectives (VisionObjective: VisionBradleyTerry on an ImagePairBatch) are
+// built on the tower's configuration instead of the decoder's and run by tpu.VisionRuntime.
 package objective

@@ -13,6 +13,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/temperml/temper/algorithms/data"
+	"github.com/temperml/temper/algorithms/imageproc"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/internal/config"
 	"github.com/temperml/temper/workflows"
@@ -85,6 +87,7 @@ func startPipeline(ctx context.Context, c client.Client, id string, in workflows
 type dataFile struct {
 	path, uri string
 	pref      bool
+	images    bool // image pairs of a vision reward model (data.ReadImagePairs): parsed, images not read
 }
 
 // phaseDataFiles lists the JSONL files a phase's config names. Validate has already decoded every
@@ -96,7 +99,7 @@ func phaseDataFiles(i int, p workflows.PhaseSpec) ([]dataFile, error) {
 		return nil, err
 	}
 	var trainURI, heldURI string
-	pref := false
+	pref, images := false, false
 	switch c := cfg.(type) {
 	case *workflows.TrainConfig:
 		trainURI, heldURI = c.Data.Train, c.Data.Heldout
@@ -105,10 +108,10 @@ func phaseDataFiles(i int, p workflows.PhaseSpec) ([]dataFile, error) {
 	case *workflows.PrefConfig:
 		trainURI, heldURI, pref = c.Data.Train, c.Data.Heldout, true
 	case *workflows.RewardModelConfig:
-		trainURI, heldURI, pref = c.Data.Train, c.Data.Heldout, true
+		trainURI, heldURI, pref, images = c.Data.Train, c.Data.Heldout, true, c.Model.Vision != nil
 	}
 	var out []dataFile
-	for _, f := range []dataFile{{prefix + "train", trainURI, pref}, {prefix + "heldout", heldURI, pref}} {
+	for _, f := range []dataFile{{prefix + "train", trainURI, pref, images}, {prefix + "heldout", heldURI, pref, images}} {
 		if f.uri != "" {
 			out = append(out, f)
 		}
@@ -135,7 +138,11 @@ func checkDataFiles(in workflows.PipelineInput) error {
 				return fmt.Errorf("%s: %w", f.path, err)
 			}
 			n := 0
-			if f.pref {
+			if f.images {
+				var pairs []data.ImagePair
+				pairs, err = data.ReadImagePairs(bytes.NewReader(b), local, imageproc.Limits{})
+				n = len(pairs)
+			} else if f.pref {
 				err = tasks.ReadPrefJSONL(bytes.NewReader(b), local, func(int, tasks.PrefExample) error { n++; return nil })
 			} else {
 				err = tasks.ReadJSONL(bytes.NewReader(b), local, func(int, tasks.Example) error { n++; return nil })

@@ -53,6 +53,8 @@ var rules = []rule{
 	{layer: "internal/serve", allow: []string{"std", module + "algorithms/", module + "internal/", module + "activities/ckpt", "github.com/prometheus/client_golang/"},
 		deny: []string{module + "tpu", module + "workflows", module + "workers", module + "cmd", "go.temporal.io/"}},
 	{layer: "internal", allow: []string{"std", module + "internal/", "gopkg.in/yaml.v3"}, deny: []string{"net", "go.temporal.io/", module + "internal/bench", module + "internal/report"}},
+	// scripts/design generates synthetic design data with the renderer: algorithms, nothing above.
+	{layer: "scripts/design", allow: []string{"std", module + "algorithms/", module + "scripts/design"}},
 	// scripts/peer runs the PyTorch peer of the benchmarks: a subprocess, never a library of the layers.
 	{layer: "scripts", allow: []string{"std"}},
 	{layer: "workers", allow: []string{""}},

@@ -17,11 +17,19 @@ import (
 
 // Activities are the reward-model activities; they share the trainer's dependencies (store client,
 // engine factory) and kernel (chunk runner, engine loaders, data readers) with the other families.
-type Activities struct{ *train.Activities }
+type Activities struct {
+	*train.Activities
+	// NewVision builds the engines of vision reward models (WithVision); nil: this worker cannot
+	// run them.
+	NewVision NewVisionEngine
+}
 
 // Register registers the reward-model activities under their contract names on the trainer queue's worker.
-func Register(r train.Registrar, deps *train.Activities) {
-	a := &Activities{deps}
+func Register(r train.Registrar, deps *train.Activities, opts ...Option) {
+	a := &Activities{Activities: deps}
+	for _, o := range opts {
+		o(a)
+	}
 	r.RegisterActivityWithOptions(a.RewardInit, activity.RegisterOptions{Name: trainapi.RewardInitName})
 	r.RegisterActivityWithOptions(a.RewardChunk, activity.RegisterOptions{Name: trainapi.RewardChunkName})
 	r.RegisterActivityWithOptions(a.RewardEvaluate, activity.RegisterOptions{Name: trainapi.RewardEvaluateName})
@@ -32,6 +40,9 @@ func Register(r train.Registrar, deps *train.Activities) {
 // seeded model with a value head. No optimizer state: the
 // first chunk starts a fresh one. Retried, it returns the committed step 0.
 func (a *Activities) RewardInit(ctx context.Context, in trainapi.RewardInitInput) (trainapi.RewardInitOutput, error) {
+	if in.Vision != nil {
+		return a.visionInit(ctx, in)
+	}
 	newHead := true
 	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, 0, func(w *ckpt.Writer) error {
 		var m *train.Loaded
@@ -81,6 +92,11 @@ func (a *Activities) RewardChunk(ctx context.Context, in trainapi.RewardChunkInp
 	if err := in.Loss.Validate(); err != nil {
 		return trainapi.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: loss.%w", op, err))
 	}
+	if vis, err := IsVision(ctx, a.Ckpt, in.From); err != nil {
+		return trainapi.ChunkOutput{}, err
+	} else if vis {
+		return a.visionChunk(ctx, in, op)
+	}
 	return train.RunChunk(ctx, a.Activities, in.ChunkHead, op, func() (*train.ChunkObjective[[]int], error) {
 		trainPairs, _, err := rewardPairs(ctx, a.Ckpt, in.Data, in.Cursor.Seed)
 		if err != nil {
@@ -120,6 +136,11 @@ const rewardEvalRows = 64
 // rewards, heldout_pairs, and for arithmetic pairs the accuracy per kind of mistake
 // (heldout_pair_accuracy_<kind>, see tasks.MistakeKind).
 func (a *Activities) RewardEvaluate(ctx context.Context, in trainapi.RewardEvalInput) (trainapi.RewardEvalOutput, error) {
+	if vis, err := IsVision(ctx, a.Ckpt, in.Checkpoint); err != nil {
+		return trainapi.RewardEvalOutput{}, err
+	} else if vis {
+		return a.visionEvaluate(ctx, in)
+	}
 	if in.Batch.MaxSeq == 0 {
 		in.Batch.MaxSeq = 64
 	}

@@ -3,9 +3,11 @@ package trainapi
 import (
 	"fmt"
 
+	"github.com/temperml/temper/algorithms/imageproc"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 	"github.com/temperml/temper/algorithms/tasks"
+	"github.com/temperml/temper/algorithms/vision/visioncfg"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -62,6 +64,16 @@ type RewardInitInput struct {
 	// LogProb gives a new head the generative term (modelcfg.Config.RewardLogProb: reward = value +
 	// α·Σ log π(completion), α learned from 1). A From that is already a reward model keeps its head.
 	LogProb bool `json:"logprob,omitempty"`
+	// Vision, when set, makes the reward model a vision one (a SigLIP tower with a value head on
+	// its pooled output) instead of the decoder: Model, LogProb and From are not used (From is
+	// refused), and the chunks and evaluations read image pairs.
+	Vision *VisionModel `json:"vision,omitempty"`
+}
+
+// VisionModel is a vision reward model's tower and image processing.
+type VisionModel struct {
+	Config    visioncfg.Config `json:"config"`
+	Processor imageproc.Config `json:"processor"`
 }
 
 // RewardInitOutput is the phase's step-0 checkpoint.
