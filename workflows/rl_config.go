@@ -37,7 +37,7 @@ type SelfCorrectSpec struct {
 	Resample bool `json:"resample" help:"retry with the original prompt (a fresh sample) instead of appending the verifier's feedback"`
 }
 
-// RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp, ppo).
+// RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp, cispo, ppo).
 type RLConfig struct {
 	Data            train.DataSpec       `json:"data"`
 	Reward          verify.Spec          `json:"reward" help:"verifiers and weights; empty: the task's own exact checker"`
@@ -200,7 +200,7 @@ func (c *RLConfig) validateLoss() error {
 	ppo := c.kind == losscfg.AlgoPPO
 	switch {
 	case c.Loss.Algorithm == losscfg.AlgoPPO && !ppo:
-		return &config.FieldError{Path: "loss.algorithm", Msg: "ppo needs a critic and is its own phase kind (kind: ppo); allowed here: grpo, dr_grpo, dapo, gspo, rloo, reinforce_pp"}
+		return &config.FieldError{Path: "loss.algorithm", Msg: "ppo needs a critic and is its own phase kind (kind: ppo); allowed here: grpo, dr_grpo, dapo, gspo, rloo, reinforce_pp, cispo"}
 	case ppo && c.Loss.Algorithm != losscfg.AlgoPPO:
 		return &config.FieldError{Path: "loss.algorithm", Msg: fmt.Sprintf("%q: a ppo phase trains ppo (leave loss.algorithm unset)", c.Loss.Algorithm)}
 	case c.PPO != nil && !ppo:
@@ -219,9 +219,12 @@ func (c *RLConfig) validateLoss() error {
 }
 
 func init() {
-	for _, algo := range []string{losscfg.AlgoGRPO, losscfg.AlgoDAPO, losscfg.AlgoDrGRPO, losscfg.AlgoGSPO, losscfg.AlgoRLOO, losscfg.AlgoReinforcePP, losscfg.AlgoPPO} {
+	for _, algo := range []string{losscfg.AlgoGRPO, losscfg.AlgoDAPO, losscfg.AlgoDrGRPO, losscfg.AlgoGSPO, losscfg.AlgoRLOO, losscfg.AlgoReinforcePP, losscfg.AlgoCISPO, losscfg.AlgoPPO} {
 		algo := algo
 		doc := fmt.Sprintf("RL with verifier rewards, %s loss and advantages; rollout, reward and trainer queues", algo)
+		if algo == losscfg.AlgoCISPO {
+			doc = "RL with verifier rewards, CISPO: the clipped IS weight (stop-gradient) times the log-prob, no token's gradient dropped; GRPO's group advantages; rollout, reward and trainer queues"
+		}
 		if algo == losscfg.AlgoPPO {
 			doc = "RL with verifier rewards, PPO: a value-head critic on the policy's trunk, GAE(γ, λ) advantages, clipped value loss, entropy bonus; rollout, reward and trainer queues"
 		}

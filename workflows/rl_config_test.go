@@ -104,3 +104,21 @@ func TestAgenticConfig(t *testing.T) {
 		t.Errorf("sft on bigmul demonstrations: %v", err)
 	}
 }
+
+// TestCISPOKind: cispo is an RL phase kind with CISPO's loss defaults (MiniMax-M1: no lower bound on
+// the IS weight, the weight capped at 1+3, token-mean), and a grpo phase may also choose it.
+func TestCISPOKind(t *testing.T) {
+	if _, ok := LookupPhase("cispo"); !ok {
+		t.Fatal("no cispo phase kind")
+	}
+	c, err := DecodePhaseConfig("cispo", []byte(`{"data":{"task":"add2"}}`), "config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := c.(*RLConfig).Loss; l.Algorithm != "cispo" || l.ClipLow != 1 || l.ClipHigh != 3 || l.KLBeta != 0 || l.Aggregation != "token-mean" {
+		t.Errorf("cispo defaults %+v", l)
+	}
+	if _, err := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"add2"},"loss":{"algorithm":"cispo","clip_low":1,"clip_high":3}}`), "config"); err != nil {
+		t.Errorf("grpo phase with loss.algorithm cispo: %v", err)
+	}
+}

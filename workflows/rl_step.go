@@ -112,12 +112,13 @@ func failedOf(vs []reward.ItemVerdict, limit int) (idx []int, fb []string) {
 }
 
 // step trains the policy on the iteration's rollouts (its LR and KL scaled by the back-tracks so far;
-// stale async rollouts corrected by truncated importance sampling) and sums up the iteration.
+// stale async rollouts corrected by truncated importance sampling unless loss.correction chose a
+// correction) and sums up the iteration.
 func (r *rlRun) step(b rlRollouts, iterStart time.Time) (train.PolicyStepOutput, error) {
 	st, in, cfg := &r.st, r.in, r.cfg
 	lc := cfg.Loss
 	lc.KLBeta *= st.KLScale
-	if r.async && lc.TISThreshold == 0 && b.version != st.Version {
+	if r.async && b.version != st.Version && r.autoTIS(lc) {
 		lc.TISThreshold = 2 // stale rollouts: correct with truncated importance sampling
 	}
 	var ppo *train.PPOConfig // ppo kind only; nil keeps other kinds' activity input unchanged

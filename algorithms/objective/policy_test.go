@@ -25,7 +25,9 @@ func TestPolicyNamesKeyTheCorrection(t *testing.T) {
 			{"tis", with(algo, func(c *loss.PolicyConfig) { c.Correction.Mode = loss.CorrectionTIS })},
 			{"tis 3", with(algo, func(c *loss.PolicyConfig) { c.Correction = loss.Correction{Mode: loss.CorrectionTIS, High: 3} })},
 			{"mis", with(algo, func(c *loss.PolicyConfig) { c.Correction.Mode = loss.CorrectionMIS })},
-			{"mis wide", with(algo, func(c *loss.PolicyConfig) { c.Correction = loss.Correction{Mode: loss.CorrectionMIS, Low: 0.25, High: 4} })},
+			{"mis wide", with(algo, func(c *loss.PolicyConfig) {
+				c.Correction = loss.Correction{Mode: loss.CorrectionMIS, Low: 0.25, High: 4}
+			})},
 			{"geo_mask", with(algo, func(c *loss.PolicyConfig) { c.Correction.Mode = loss.CorrectionGeoMask })},
 			{"icepop", with(algo, func(c *loss.PolicyConfig) { c.Correction.Mode = loss.CorrectionIcePop })},
 		}
