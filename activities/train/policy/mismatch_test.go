@@ -62,7 +62,7 @@ func TestPolicyStepMismatch(t *testing.T) {
 		}
 		return v
 	}
-	onPolicy := step("onpolicy", allFresh, 0)  // one step: measured in the graph
+	onPolicy := step("onpolicy", allFresh, 0)   // one step: measured in the graph
 	split := step("minibatches", rs, len(rs)/2) // two steps: measured on the host
 	t.Logf("fresh (engine sampler vs trainer): abs_mean %.3g abs_max %.3g k3 %.3g over %v tokens", get(split, fresh, loss.MismatchAbsMean),
 		get(split, fresh, loss.MismatchAbsMax), get(split, fresh, loss.MismatchK3), get(split, fresh, loss.MismatchTokens))
