@@ -8,6 +8,7 @@ import (
 
 	train "github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
+	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/verify"
 	"github.com/temperml/temper/internal/config"
 )
@@ -39,13 +40,17 @@ type SelfCorrectSpec struct {
 
 // RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp, cispo, ppo).
 type RLConfig struct {
-	Data            train.DataSpec       `json:"data"`
-	Reward          verify.Spec          `json:"reward" help:"verifiers and weights; empty: the task's own exact checker"`
-	Iterations      int                  `json:"iterations" default:"40" help:"rollout → reward → train iterations"`
-	Prompts         int                  `json:"prompts" default:"16" help:"prompts per iteration (fresh draws of the task, never held-out ones)"`
-	Group           int                  `json:"group" default:"8" help:"samples per prompt (G)"`
-	MaxNewTokens    int                  `json:"max_new_tokens" default:"8" help:"generation budget per sample"`
-	Temperature     float64              `json:"temperature" default:"1" help:"sampling temperature of rollouts"`
+	Data         train.DataSpec `json:"data"`
+	Reward       verify.Spec    `json:"reward" help:"verifiers and weights; empty: the task's own exact checker"`
+	Iterations   int            `json:"iterations" default:"40" help:"rollout → reward → train iterations"`
+	Prompts      int            `json:"prompts" default:"16" help:"prompts per iteration (fresh draws of the task, never held-out ones)"`
+	Group        int            `json:"group" default:"8" help:"samples per prompt (G)"`
+	MaxNewTokens int            `json:"max_new_tokens" default:"8" help:"generation budget per sample"`
+	Temperature  float64        `json:"temperature" default:"1" help:"sampling temperature of rollouts"`
+	// Sampling are the rollouts' sampling controls, also those of the phase's evaluations (greedy
+	// exact match: the repetition penalty and stop strings; pass@k: all of them). The behaviour
+	// log-probs stay the model's own (temperature 1, untruncated: algorithms/sample).
+	Sampling        sample.Controls      `json:"sampling" help:"sampling controls of rollouts and evaluations: top_p, top_k, min_p, repetition_penalty, stop (strings); off by default; the behaviour log-probs stay the model's own full softmax"`
 	Loss            losscfg.PolicyConfig `json:"loss"`
 	Optimizer       train.Optim          `json:"optimizer"`
 	Epochs          int                  `json:"epochs" default:"1" help:"optimizer passes over each iteration's rollouts"`
@@ -139,6 +144,12 @@ func (c *RLConfig) Validate() error {
 	}
 	if err := c.Rollout.Validate(); err != nil {
 		return err
+	}
+	if err := c.Sampling.Validate(); err != nil {
+		return &config.FieldError{Path: "sampling", Msg: err.Error()}
+	}
+	if len(c.Sampling.Stop) > 0 && (len(c.Rollout.Tools) > 0 || len(c.Eval.Tools) > 0) {
+		return &config.FieldError{Path: "sampling.stop", Msg: "not supported with tools (rollout.tools, eval.tools): an episode's turns end at their tool calls"}
 	}
 	if err := c.Eval.validateTools(); err != nil {
 		return err

@@ -122,3 +122,26 @@ func TestCISPOKind(t *testing.T) {
 		t.Errorf("grpo phase with loss.algorithm cispo: %v", err)
 	}
 }
+
+// TestRLSamplingConfig: the sampling block's bad values name their field and the allowed values;
+// stop strings with tools are refused by name.
+func TestRLSamplingConfig(t *testing.T) {
+	for _, tc := range []struct{ cfg, want string }{
+		{`"sampling":{"top_p":0.9,"top_k":20,"min_p":0.05,"repetition_penalty":1.1,"stop":["\n\n"]}`, ""},
+		{`"sampling":{"top_p":1.5}`, "top_p"},
+		{`"sampling":{"top_k":-1}`, "top_k"},
+		{`"sampling":{"min_p":2}`, "min_p"},
+		{`"sampling":{"repetition_penalty":-1}`, "repetition_penalty"},
+		{`"sampling":{"stop":[""]}`, "stop"},
+		{`"sampling":{"stop":["x"]},"rollout":{"tools":["calc"]}`, "sampling.stop"},
+		{`"sampling":{"typical_p":0.9}`, "typical_p"},
+	} {
+		_, err := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"add2"},`+tc.cfg+`}`), "config")
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.cfg, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: got %v, want an error naming %s", tc.cfg, err, tc.want)
+		}
+	}
+}

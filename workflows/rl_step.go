@@ -70,7 +70,7 @@ func (r *rlRun) selfCorrect(src string, srcShards []string, idx []int, fb []stri
 		var rg rollout.GenerateOutput
 		if err := workflow.ExecuteActivity(r.rolloutCtx, rollout.GenerateName, rollout.GenerateInput{
 			Store: in.Store, Run: in.RunID, Phase: st.Dir, Checkpoint: st.Policy, PolicyVersion: st.Version, Iteration: st.Iter,
-			Data: cfg.Data, Seed: r.seed, Group: 1, MaxNewTokens: cfg.MaxNewTokens, Temperature: cfg.Temperature,
+			Data: cfg.Data, Seed: r.seed, Group: 1, MaxNewTokens: cfg.MaxNewTokens, Temperature: cfg.Temperature, Sampling: cfg.Sampling.OrNil(),
 			RetryOf: src, RetryOfShards: srcShards, RetryIndex: idx, RetryFeedback: fb, RetryResample: cfg.SelfCorrect.Resample, Tag: fmt.Sprintf("retry%d", round),
 		}).Get(r.ctx, &rg); err != nil {
 			return fmt.Errorf("self-correction round %d: %w", round, err)
@@ -161,7 +161,7 @@ func (r *rlRun) evaluate(uri string) (map[string]float64, error) {
 	var out train.EvalOutput
 	err := workflow.ExecuteActivity(r.trainCtx, train.EvaluateName, train.EvalInput{
 		Store: in.Store, Checkpoint: uri, Data: cfg.Data, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.evalMaxNewTokens(),
-		PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: r.seed,
+		PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: r.seed, Sampling: cfg.Sampling.OrNil(),
 		Log:   &train.LogAt{Run: in.RunID, Phase: st.Dir, Step: st.Iter},
 		Tools: cfg.evalTools(), MaxTurns: cfg.evalMaxTurns(),
 	}).Get(r.ctx, &out)

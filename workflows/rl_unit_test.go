@@ -27,6 +27,7 @@ import (
 	reward "github.com/temperml/temper/activities/reward/contract"
 	rollout "github.com/temperml/temper/activities/rollout/contract"
 	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -481,5 +482,37 @@ func TestRLUnitAsyncCorrection(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRLUnitSampling: the sampling block reaches every rollout generation and evaluation; unset,
+// their inputs carry none (as before the block existed).
+func TestRLUnitSampling(t *testing.T) {
+	for _, c := range []struct {
+		extra string
+		want  *sample.Controls
+	}{
+		{`{}`, nil},
+		{`{"sampling":{"top_p":0.9,"min_p":0.05,"repetition_penalty":1.2,"stop":["\n"]}}`,
+			&sample.Controls{TopP: 0.9, MinP: 0.05, RepetitionPenalty: 1.2, Stop: []string{"\n"}}},
+	} {
+		w := newRLWorld(t, nil)
+		if _, err := w.run(rlUnitConfig(t, c.extra)); err != nil {
+			t.Fatal(err)
+		}
+		gens, evals := w.of(rollout.GenerateName), w.of(train.EvaluateName)
+		if len(gens) == 0 || len(evals) == 0 {
+			t.Fatalf("%s: %d generations, %d evaluations", c.extra, len(gens), len(evals))
+		}
+		for _, g := range gens {
+			if got := g.in.(rollout.GenerateInput).Sampling; !reflect.DeepEqual(got, c.want) {
+				t.Errorf("%s: generation samples with %+v, want %+v", c.extra, got, c.want)
+			}
+		}
+		for _, e := range evals {
+			if got := e.in.(train.EvalInput).Sampling; !reflect.DeepEqual(got, c.want) {
+				t.Errorf("%s: evaluation samples with %+v, want %+v", c.extra, got, c.want)
+			}
+		}
 	}
 }
