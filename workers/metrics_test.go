@@ -5,14 +5,14 @@ import (
 
 	"github.com/uber-go/tally/v4"
 
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 )
 
 // TestPolicyStepSeries: a policy step's metrics, the train–inference mismatch among them, become
 // policy_* gauges (temper_policy_* on /metrics).
 func TestPolicyStepSeries(t *testing.T) {
 	s := tally.NewTestScope("", nil)
-	recordResult(s, contract.PolicyStepOutput{Version: 3, Metrics: map[string]float64{"loss": 0.5,
+	recordResult(s, trainapi.PolicyStepOutput{Version: 3, Metrics: map[string]float64{"loss": 0.5,
 		"mismatch_abs_mean": 4e-7, "mismatch_abs_max": 2e-6, "mismatch_fresh_abs_max": 2e-6, "mismatch_stale_k3": 0.01}})
 	got := map[string]float64{}
 	for _, g := range s.Snapshot().Gauges() {

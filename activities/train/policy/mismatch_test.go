@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/rollout"
@@ -25,8 +25,8 @@ import (
 func TestPolicyStepMismatch(t *testing.T) {
 	const shift, version = 0.7, 1
 	e := traintest.New(t)
-	var init contract.InitOutput
-	e.Must(contract.InitName, contract.InitInput{Store: e.Store, Run: "mm", Phase: "sft", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 11}, &init)
+	var init trainapi.InitOutput
+	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "mm", Phase: "sft", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 11}, &init)
 	dir := t.TempDir()
 	uri, rewards, _ := ppoToyRollouts(t, init.Checkpoint, dir, 0, 16)
 	rs := readRollouts(t, uri)
@@ -47,11 +47,11 @@ func TestPolicyStepMismatch(t *testing.T) {
 	lc := loss.DefaultPolicyConfig(loss.AlgoGRPO)
 	lc.KLBeta = 0
 	step := func(phase string, rs []rollout.Rollout, minibatch int) map[string]float64 {
-		in := contract.PolicyStepInput{Store: e.Store, Run: "mm", Phase: phase, Policy: init.Checkpoint, Version: version,
+		in := trainapi.PolicyStepInput{Store: e.Store, Run: "mm", Phase: phase, Policy: init.Checkpoint, Version: version,
 			Rollouts: writeRollouts(t, dir, phase, rs), Rewards: rewards, Loss: lc, Minibatch: minibatch, FreshOptimizer: true,
-			Optim: contract.Optim{LR: 1e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}}
-		var out contract.PolicyStepOutput
-		e.Must(contract.PolicyStepName, in, &out)
+			Optim: trainapi.Optim{LR: 1e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}}
+		var out trainapi.PolicyStepOutput
+		e.Must(trainapi.PolicyStepName, in, &out)
 		return out.Metrics
 	}
 	const all, fresh, stale = loss.MismatchPrefix, "mismatch_fresh_", "mismatch_stale_"

@@ -1,12 +1,14 @@
-// Package contract is the rollout role's side of the contract with workflows: activity names
+// Package rolloutapi is the rollout role's side of the contract with workflows: activity names
 // (rollout.*) and their input and output structs. It imports no GoMLX and no storage client, so
 // workflows import it instead of package rollout; the JSON field names are part of the contract
 // (histories of runs in flight hold them) and must not change.
-package contract
+package rolloutapi
 
 import (
 	"fmt"
-	train "github.com/temperml/temper/activities/train/contract"
+	"path"
+
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/sample"
 )
@@ -16,19 +18,19 @@ const GenerateName = "rollout.Generate"
 
 // GenerateInput asks for Group samples of each of Prompts prompts of iteration Iteration.
 type GenerateInput struct {
-	Store         string         `json:"store"`
-	Run           string         `json:"run"`
-	Phase         string         `json:"phase"`
-	Checkpoint    string         `json:"checkpoint"`
-	PolicyVersion int            `json:"policy_version"`
-	Iteration     int            `json:"iteration"`
-	Data          train.DataSpec `json:"data"`
-	Seed          uint64         `json:"seed"`
-	Prompts       int            `json:"prompts"`
-	Group         int            `json:"group"`
-	MaxNewTokens  int            `json:"max_new_tokens"`
-	Temperature   float64        `json:"temperature"`
-	TopP          float64        `json:"top_p,omitempty"`
+	Store         string            `json:"store"`
+	Run           string            `json:"run"`
+	Phase         string            `json:"phase"`
+	Checkpoint    string            `json:"checkpoint"`
+	PolicyVersion int               `json:"policy_version"`
+	Iteration     int               `json:"iteration"`
+	Data          trainapi.DataSpec `json:"data"`
+	Seed          uint64            `json:"seed"`
+	Prompts       int               `json:"prompts"`
+	Group         int               `json:"group"`
+	MaxNewTokens  int               `json:"max_new_tokens"`
+	Temperature   float64           `json:"temperature"`
+	TopP          float64           `json:"top_p,omitempty"`
 	// Sampling, when set, are the sampling controls (its top_p replaces TopP); nil: temperature and
 	// TopP only.
 	Sampling *sample.Controls `json:"sampling,omitempty"`
@@ -127,3 +129,13 @@ func ShardRanges(prompts, group, shards int) [][2]int {
 
 // ShardTag names shard s's rollouts object (iter-000003-s0001.jsonl).
 func ShardTag(s int) string { return fmt.Sprintf("s%04d", s) }
+
+// RolloutsKey is where an iteration's rollouts live, relative to the store root (the
+// reward role writes verdicts beside it; `temper samples` reads it).
+func RolloutsKey(run, phase string, iteration int, tag string) string {
+	name := fmt.Sprintf("iter-%06d", iteration)
+	if tag != "" {
+		name += "-" + tag
+	}
+	return path.Join("runs", run, phase, "rollouts", name+".jsonl")
+}
