@@ -11,6 +11,7 @@ import (
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
+	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/verify"
 	"github.com/temperml/temper/internal/config"
 )
@@ -40,15 +41,19 @@ type SelfCorrectSpec struct {
 	Resample bool `json:"resample" help:"retry with the original prompt (a fresh sample) instead of appending the verifier's feedback"`
 }
 
-// RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp, ppo).
+// RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp, cispo, ppo).
 type RLConfig struct {
-	Data            trainapi.DataSpec    `json:"data"`
-	Reward          verify.Spec          `json:"reward" help:"verifiers and weights; empty: the task's own exact checker"`
-	Iterations      int                  `json:"iterations" default:"40" help:"rollout → reward → train iterations"`
-	Prompts         int                  `json:"prompts" default:"16" help:"prompts per iteration (fresh draws of the task, never held-out ones)"`
-	Group           int                  `json:"group" default:"8" help:"samples per prompt (G)"`
-	MaxNewTokens    int                  `json:"max_new_tokens" default:"8" help:"generation budget per sample"`
-	Temperature     float64              `json:"temperature" default:"1" help:"sampling temperature of rollouts"`
+	Data         trainapi.DataSpec `json:"data"`
+	Reward       verify.Spec       `json:"reward" help:"verifiers and weights; empty: the task's own exact checker"`
+	Iterations   int               `json:"iterations" default:"40" help:"rollout → reward → train iterations"`
+	Prompts      int               `json:"prompts" default:"16" help:"prompts per iteration (fresh draws of the task, never held-out ones)"`
+	Group        int               `json:"group" default:"8" help:"samples per prompt (G)"`
+	MaxNewTokens int               `json:"max_new_tokens" default:"8" help:"generation budget per sample"`
+	Temperature  float64           `json:"temperature" default:"1" help:"sampling temperature of rollouts"`
+	// Sampling are the rollouts' sampling controls, also those of the phase's evaluations (greedy
+	// exact match: the repetition penalty and stop strings; pass@k: all of them). The behaviour
+	// log-probs stay the model's own (temperature 1, untruncated: algorithms/sample).
+	Sampling        sample.Controls      `json:"sampling" help:"sampling controls of rollouts and evaluations: top_p, top_k, min_p, repetition_penalty, stop (strings); off by default; the behaviour log-probs stay the model's own full softmax"`
 	Loss            losscfg.PolicyConfig `json:"loss"`
 	Optimizer       trainapi.Optim       `json:"optimizer"`
 	Epochs          int                  `json:"epochs" default:"1" help:"optimizer passes over each iteration's rollouts"`
@@ -143,6 +148,12 @@ func (c *RLConfig) Validate() error {
 	}
 	if err := c.Rollout.Validate(); err != nil {
 		return err
+	}
+	if err := c.Sampling.Validate(); err != nil {
+		return &config.FieldError{Path: "sampling", Msg: err.Error()}
+	}
+	if len(c.Sampling.Stop) > 0 && (len(c.Rollout.Tools) > 0 || len(c.Eval.Tools) > 0) {
+		return &config.FieldError{Path: "sampling.stop", Msg: "not supported with tools (rollout.tools, eval.tools): an episode's turns end at their tool calls"}
 	}
 	if err := c.Eval.validateTools(); err != nil {
 		return err
@@ -257,7 +268,7 @@ func (c *RLConfig) validateLoss() error {
 	ppo := c.kind == losscfg.AlgoPPO
 	switch {
 	case c.Loss.Algorithm == losscfg.AlgoPPO && !ppo:
-		return &config.FieldError{Path: "loss.algorithm", Msg: "ppo needs a critic and is its own phase kind (kind: ppo); allowed here: grpo, dr_grpo, dapo, gspo, rloo, reinforce_pp"}
+		return &config.FieldError{Path: "loss.algorithm", Msg: "ppo needs a critic and is its own phase kind (kind: ppo); allowed here: grpo, dr_grpo, dapo, gspo, rloo, reinforce_pp, cispo"}
 	case ppo && c.Loss.Algorithm != losscfg.AlgoPPO:
 		return &config.FieldError{Path: "loss.algorithm", Msg: fmt.Sprintf("%q: a ppo phase trains ppo (leave loss.algorithm unset)", c.Loss.Algorithm)}
 	case c.PPO != nil && !ppo:
@@ -276,9 +287,12 @@ func (c *RLConfig) validateLoss() error {
 }
 
 func init() {
-	for _, algo := range []string{losscfg.AlgoGRPO, losscfg.AlgoDAPO, losscfg.AlgoDrGRPO, losscfg.AlgoGSPO, losscfg.AlgoRLOO, losscfg.AlgoReinforcePP, losscfg.AlgoPPO} {
+	for _, algo := range []string{losscfg.AlgoGRPO, losscfg.AlgoDAPO, losscfg.AlgoDrGRPO, losscfg.AlgoGSPO, losscfg.AlgoRLOO, losscfg.AlgoReinforcePP, losscfg.AlgoCISPO, losscfg.AlgoPPO} {
 		algo := algo
 		doc := fmt.Sprintf("RL with verifier rewards, %s loss and advantages; rollout, reward and trainer queues", algo)
+		if algo == losscfg.AlgoCISPO {
+			doc = "RL with verifier rewards, CISPO: the clipped IS weight (stop-gradient) times the log-prob, no token's gradient dropped; GRPO's group advantages; rollout, reward and trainer queues"
+		}
 		if algo == losscfg.AlgoPPO {
 			doc = "RL with verifier rewards, PPO: a value-head critic on the policy's trunk, GAE(γ, λ) advantages, clipped value loss, entropy bonus; rollout, reward and trainer queues"
 		}

@@ -144,3 +144,44 @@ func TestAgentConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestCISPOKind: cispo is an RL phase kind with CISPO's loss defaults (MiniMax-M1: no lower bound on
+// the IS weight, the weight capped at 1+3, token-mean), and a grpo phase may also choose it.
+func TestCISPOKind(t *testing.T) {
+	if _, ok := LookupPhase("cispo"); !ok {
+		t.Fatal("no cispo phase kind")
+	}
+	c, err := DecodePhaseConfig("cispo", []byte(`{"data":{"task":"add2"}}`), "config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := c.(*RLConfig).Loss; l.Algorithm != "cispo" || l.ClipLow != 1 || l.ClipHigh != 3 || l.KLBeta != 0 || l.Aggregation != "token-mean" {
+		t.Errorf("cispo defaults %+v", l)
+	}
+	if _, err := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"add2"},"loss":{"algorithm":"cispo","clip_low":1,"clip_high":3}}`), "config"); err != nil {
+		t.Errorf("grpo phase with loss.algorithm cispo: %v", err)
+	}
+}
+
+// TestRLSamplingConfig: the sampling block's bad values name their field and the allowed values;
+// stop strings with tools are refused by name.
+func TestRLSamplingConfig(t *testing.T) {
+	for _, tc := range []struct{ cfg, want string }{
+		{`"sampling":{"top_p":0.9,"top_k":20,"min_p":0.05,"repetition_penalty":1.1,"stop":["\n\n"]}`, ""},
+		{`"sampling":{"top_p":1.5}`, "top_p"},
+		{`"sampling":{"top_k":-1}`, "top_k"},
+		{`"sampling":{"min_p":2}`, "min_p"},
+		{`"sampling":{"repetition_penalty":-1}`, "repetition_penalty"},
+		{`"sampling":{"stop":[""]}`, "stop"},
+		{`"sampling":{"stop":["x"]},"rollout":{"tools":["calc"]}`, "sampling.stop"},
+		{`"sampling":{"typical_p":0.9}`, "typical_p"},
+	} {
+		_, err := DecodePhaseConfig("grpo", []byte(`{"data":{"task":"add2"},`+tc.cfg+`}`), "config")
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.cfg, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: got %v, want an error naming %s", tc.cfg, err, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/temperml/temper/activities/reward/rewardapi"
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 // The RL loop's version gates and the paths runs started before them take, kept so that their
@@ -24,7 +25,24 @@ const (
 	versionBranchChild = "rl-branch-child"
 	// rl-retain: every iteration prunes old versions of its branch. Before: none.
 	versionRetain = "rl-retain"
+	// rl-correction: async stale rollouts get the automatic tis_threshold 2 only when the loss chose
+	// no correction itself (losscfg.PolicyConfig.CorrectionSet). Before: also beside a correction.mode,
+	// which the policy step then refused as a conflict. Asked only when correction.mode is set, so
+	// runs without one record nothing.
+	versionCorrection = "rl-correction"
 )
+
+// autoTIS says whether stale async rollouts get truncated importance sampling (tis_threshold 2) that
+// the loss did not ask for: when it chose no correction itself.
+func (r *rlRun) autoTIS(lc losscfg.PolicyConfig) bool {
+	if lc.TISThreshold != 0 {
+		return false
+	}
+	if lc.Correction.Mode == "" {
+		return true
+	}
+	return workflow.GetVersion(r.ctx, versionCorrection, workflow.DefaultVersion, 1) == workflow.DefaultVersion
+}
 
 // pickSource picks the run's rollout source (and whether its retains overlap the next iteration).
 func (r *rlRun) pickSource() rolloutSource {

@@ -73,7 +73,7 @@ func (f rlFanOut) generate(policy string, version, iter int) []workflow.Future {
 		futs = append(futs, workflow.ExecuteActivity(f.rolloutCtx, rolloutapi.GenerateName, rolloutapi.GenerateInput{
 			Store: f.in.Store, Run: f.in.RunID, Phase: f.in.Phase, Checkpoint: policy, PolicyVersion: version, Iteration: iter,
 			Data: f.cfg.Data, Seed: f.seed, Prompts: f.cfg.Prompts, Group: f.cfg.Group, MaxNewTokens: f.cfg.MaxNewTokens,
-			Temperature: f.cfg.Temperature, Tag: rolloutapi.ShardTag(s), PromptLo: r[0], PromptHi: r[1],
+			Temperature: f.cfg.Temperature, Sampling: f.cfg.Sampling.OrNil(), Tag: rolloutapi.ShardTag(s), PromptLo: r[0], PromptHi: r[1],
 			Tools: f.cfg.Rollout.Tools, MaxTurns: f.cfg.Rollout.MaxTurns, MaxTokens: f.cfg.Rollout.MaxTokens, Agent: f.cfg.Rollout.Agent,
 		}))
 	}

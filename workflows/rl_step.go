@@ -74,7 +74,7 @@ func (r *rlRun) selfCorrect(src string, srcShards []string, idx []int, fb []stri
 		var rg rolloutapi.GenerateOutput
 		if err := workflow.ExecuteActivity(r.rolloutCtx, rolloutapi.GenerateName, rolloutapi.GenerateInput{
 			Store: in.Store, Run: in.RunID, Phase: st.Dir, Checkpoint: st.Policy, PolicyVersion: st.Version, Iteration: st.Iter,
-			Data: cfg.Data, Seed: r.seed, Group: 1, MaxNewTokens: cfg.MaxNewTokens, Temperature: cfg.Temperature,
+			Data: cfg.Data, Seed: r.seed, Group: 1, MaxNewTokens: cfg.MaxNewTokens, Temperature: cfg.Temperature, Sampling: cfg.Sampling.OrNil(),
 			RetryOf: src, RetryOfShards: srcShards, RetryIndex: idx, RetryFeedback: fb, RetryResample: cfg.SelfCorrect.Resample, Tag: fmt.Sprintf("retry%d", round),
 		}).Get(r.ctx, &rg); err != nil {
 			return fmt.Errorf("self-correction round %d: %w", round, err)
@@ -116,12 +116,13 @@ func failedOf(vs []rewardapi.ItemVerdict, limit int) (idx []int, fb []string) {
 }
 
 // step trains the policy on the iteration's rollouts (its LR and KL scaled by the back-tracks so far;
-// stale async rollouts corrected by truncated importance sampling) and sums up the iteration.
+// stale async rollouts corrected by truncated importance sampling unless loss.correction chose a
+// correction) and sums up the iteration.
 func (r *rlRun) step(b rlRollouts, iterStart time.Time) (trainapi.PolicyStepOutput, error) {
 	st, in, cfg := &r.st, r.in, r.cfg
 	lc := cfg.Loss
 	lc.KLBeta *= st.KLScale
-	if r.async && lc.TISThreshold == 0 && b.version != st.Version {
+	if r.async && b.version != st.Version && r.autoTIS(lc) {
 		lc.TISThreshold = 2 // stale rollouts: correct with truncated importance sampling
 	}
 	var ppo *trainapi.PPOConfig // ppo kind only; nil keeps other kinds' activity input unchanged
@@ -165,7 +166,7 @@ func (r *rlRun) evaluate(uri string) (map[string]float64, error) {
 	var out trainapi.EvalOutput
 	ev := trainapi.EvalInput{
 		Store: in.Store, Checkpoint: uri, Data: cfg.Data, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.evalMaxNewTokens(),
-		PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: r.seed,
+		PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: r.seed, Sampling: cfg.Sampling.OrNil(),
 		Log:   &trainapi.LogAt{Run: in.RunID, Phase: st.Dir, Step: st.Iter},
 		Tools: cfg.evalTools(), MaxTurns: cfg.evalMaxTurns(),
 	}

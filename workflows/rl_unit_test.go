@@ -27,6 +27,7 @@ import (
 	"github.com/temperml/temper/activities/reward/rewardapi"
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -458,4 +459,72 @@ func untimed(out workflows.PhaseOutput) workflows.PhaseOutput {
 		out.Curve[i].Seconds = 0
 	}
 	return out
+}
+
+// TestRLUnitAsyncCorrection: async stale rollouts get the automatic tis_threshold 2 only when the loss
+// chose no correction; a correction.mode (none included) or a tis_threshold of the user's reaches the
+// policy step as set, never beside the automatic one (which the step would refuse as a conflict).
+func TestRLUnitAsyncCorrection(t *testing.T) {
+	for _, c := range []struct {
+		name, loss string
+		tis        float64
+		mode       string
+	}{
+		{"unset", `{}`, 2, ""},
+		{"tis_threshold", `{"tis_threshold":3}`, 3, ""},
+		{"mis", `{"correction":{"mode":"mis"}}`, 0, "mis"},
+		{"icepop", `{"correction":{"mode":"icepop","low":0.4,"high":4}}`, 0, "icepop"},
+		{"none", `{"correction":{"mode":"none"}}`, 0, "none"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newRLWorld(t, nil)
+			if _, err := w.run(rlUnitConfig(t, `{"mode":"async","loss":`+c.loss+`}`)); err != nil {
+				t.Fatal(err)
+			}
+			steps := stepsOf(w)
+			if len(steps) < 2 {
+				t.Fatalf("%d policy steps", len(steps))
+			}
+			for k, s := range steps[1:] { // step 0 trains on fresh rollouts
+				if s.Loss.TISThreshold != c.tis || s.Loss.Correction.Mode != c.mode {
+					t.Errorf("step %d: tis_threshold %g, correction.mode %q; want %g, %q", k+1, s.Loss.TISThreshold, s.Loss.Correction.Mode, c.tis, c.mode)
+				}
+				if err := s.Loss.Validate(); err != nil {
+					t.Errorf("step %d: the policy step would refuse its loss: %v", k+1, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRLUnitSampling: the sampling block reaches every rollout generation and evaluation; unset,
+// their inputs carry none (as before the block existed).
+func TestRLUnitSampling(t *testing.T) {
+	for _, c := range []struct {
+		extra string
+		want  *sample.Controls
+	}{
+		{`{}`, nil},
+		{`{"sampling":{"top_p":0.9,"min_p":0.05,"repetition_penalty":1.2,"stop":["\n"]}}`,
+			&sample.Controls{TopP: 0.9, MinP: 0.05, RepetitionPenalty: 1.2, Stop: []string{"\n"}}},
+	} {
+		w := newRLWorld(t, nil)
+		if _, err := w.run(rlUnitConfig(t, c.extra)); err != nil {
+			t.Fatal(err)
+		}
+		gens, evals := w.of(rolloutapi.GenerateName), w.of(trainapi.EvaluateName)
+		if len(gens) == 0 || len(evals) == 0 {
+			t.Fatalf("%s: %d generations, %d evaluations", c.extra, len(gens), len(evals))
+		}
+		for _, g := range gens {
+			if got := g.in.(rolloutapi.GenerateInput).Sampling; !reflect.DeepEqual(got, c.want) {
+				t.Errorf("%s: generation samples with %+v, want %+v", c.extra, got, c.want)
+			}
+		}
+		for _, e := range evals {
+			if got := e.in.(trainapi.EvalInput).Sampling; !reflect.DeepEqual(got, c.want) {
+				t.Errorf("%s: evaluation samples with %+v, want %+v", c.extra, got, c.want)
+			}
+		}
+	}
 }

@@ -66,7 +66,7 @@ func TestSteerUnitSet(t *testing.T) {
 	for _, bad := range []string{"model.layers=2", "optimizer.lr=-1", "iterations=1", "reward.verifiers.format.weight=2", "loss.kl_beta=abc"} {
 		refused[bad] = w.update(at-time.Minute, workflows.UpdateSet, workflows.SteerRequest{Set: []string{bad}})
 	}
-	ok := w.update(at, workflows.UpdateSet, workflows.SteerRequest{Set: []string{"optimizer.lr=0.0005", "loss.kl_beta=0.02", "temperature=0.7"}, Note: "calmer"})
+	ok := w.update(at, workflows.UpdateSet, workflows.SteerRequest{Set: []string{"optimizer.lr=0.0005", "loss.kl_beta=0.02", "temperature=0.7", "sampling.min_p=0.1"}, Note: "calmer"})
 	out, err := w.run(rlUnitConfig(t, `{"iterations":5}`))
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +106,9 @@ func TestSteerUnitSet(t *testing.T) {
 		in := g.in.(rolloutapi.GenerateInput)
 		if want := map[bool]float64{false: 1, true: 0.7}[in.Iteration >= 2]; in.Temperature != want {
 			t.Errorf("iteration %d sampled at temperature %g, want %g", in.Iteration, in.Temperature, want)
+		}
+		if late := in.Iteration >= 2; (in.Sampling != nil) != late || (late && in.Sampling.MinP != 0.1) {
+			t.Errorf("iteration %d sampled with controls %+v; want min_p 0.1 from iteration 2 only", in.Iteration, in.Sampling)
 		}
 	}
 	logs := w.of(controlapi.LogName)

@@ -50,8 +50,8 @@ func runEpisodes(ctx context.Context, gen episode.Generator, maxContext int, enc
 		if err != nil {
 			return 0, 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollout: generate %s/%s: %v", in.Run, in.Phase, err), "InvalidInput", err)
 		}
-		eps, err := episode.Run(ctx, gen, enc.Tok, reg, prompts[lo:hi], sample.Options{Temperature: in.Temperature, TopP: in.TopP,
-			StopTokens: train.StopTokens(enc), Seeds: seeds[lo:hi]}, cfg)
+		eps, err := episode.Run(ctx, gen, enc.Tok, reg, prompts[lo:hi], in.Sampling.Apply(sample.Options{Temperature: in.Temperature, TopP: in.TopP,
+			StopTokens: train.StopTokens(enc), Seeds: seeds[lo:hi]}, enc.Tok.Decode), cfg)
 		if err != nil {
 			return 0, 0, fmt.Errorf("rollout: generate %s/%s iteration %d: %w", in.Run, in.Phase, in.Iteration, err)
 		}

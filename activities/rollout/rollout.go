@@ -170,8 +170,8 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 		if b > 0 {
 			lo = cuts[b-1]
 		}
-		outs, err := eng.Generate(prompts[lo:hi], sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: in.Temperature, TopP: in.TopP,
-			StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds[lo:hi]})
+		outs, err := eng.Generate(prompts[lo:hi], in.Sampling.Apply(sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: in.Temperature, TopP: in.TopP,
+			StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds[lo:hi]}, enc.Tok.Decode))
 		if err != nil {
 			return rolloutapi.GenerateOutput{}, fmt.Errorf("rollout: generate %s/%s iteration %d: %w", in.Run, in.Phase, in.Iteration, err)
 		}

@@ -251,10 +251,12 @@ type rowState struct {
 	done    bool
 }
 
-func newRows(pl plan, opts sample.Options) []*rowState {
+// newRows starts each request's sampler, its prompt observed (the repetition penalty counts it).
+func newRows(pl plan, opts sample.Options, prompts [][]int) []*rowState {
 	rows := make([]*rowState, pl.n)
 	for i := range rows {
 		rows[i] = &rowState{sampler: sample.NewSampler(opts, opts.SeedFor(i))}
+		rows[i].sampler.Observe(prompts[i]...)
 	}
 	return rows
 }
@@ -374,7 +376,7 @@ func (gen *Generator) Generate(prompts [][]int, opts sample.Options) (out []Comp
 	if err != nil {
 		return nil, fmt.Errorf("model: generate: prefill: %w", err)
 	}
-	rows := newRows(pl, opts)
+	rows := newRows(pl, opts, prompts)
 	step1 := make([]int32, b)
 	pos1 := make([]int32, b)
 	for step := 0; ; step++ {
@@ -461,7 +463,7 @@ func (gen *Generator) GenerateUncached(prompts [][]int, opts sample.Options) (ou
 			tok[i*s+pad+j], pos[i*s+pad+j], mask[i*s+pad+j] = int32(t), int32(j), true
 		}
 	}
-	rows := newRows(pl, opts)
+	rows := newRows(pl, opts, prompts)
 	last := make([]float32, b*cfg.Vocab)
 	for step := 0; ; step++ {
 		res, err := gen.full.Call(tensors.FromFlatDataAndDimensions(tok, b, s),

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
@@ -293,7 +294,8 @@ func TestConsumeConcurrentRows(t *testing.T) {
 	const rows, vocab, steps = 50, 37, 6
 	opts := sample.Options{MaxNewTokens: steps, Temperature: 1, TopK: 5, Seed: 3}
 	pl := plan{n: rows}
-	a, b := newRows(pl, opts), newRows(pl, opts)
+	prompts := make([][]int, rows)
+	a, b := newRows(pl, opts, prompts), newRows(pl, opts, prompts)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for step := range steps {
 		logits := make([]float32, rows*vocab)
@@ -309,6 +311,73 @@ func TestConsumeConcurrentRows(t *testing.T) {
 	for i := range rows {
 		if !slices.Equal(a[i].out.Tokens, b[i].out.Tokens) || !slices.Equal(a[i].out.LogProbs, b[i].out.LogProbs) {
 			t.Fatalf("row %d: %v %v, sequential %v %v", i, a[i].out.Tokens, a[i].out.LogProbs, b[i].out.Tokens, b[i].out.LogProbs)
+		}
+	}
+}
+
+// TestSamplingControlsCachedMatchesUncached: with every sampling control on (temperature, top-k,
+// top-p, min-p, a repetition penalty that counts the prompt, stop strings read through a decoder)
+// cached decoding gives the tokens, log-probs and stop reasons of the uncached reference, seeded;
+// and the controls do change the samples (the comparison is not of controls that never act).
+func TestSamplingControlsCachedMatchesUncached(t *testing.T) {
+	cfg := tinyConfigs()["qwen2"]
+	gen := newGenerator(t, cfg, 0.3)
+	prompts := randomPrompts(12, cfg.Vocab, 2, 9, 4)
+	// A text per token: "a" for even ids, "b" for odd ones; the stop string "bab" spans tokens.
+	decode := func(ids []int) string {
+		var b strings.Builder
+		for _, id := range ids {
+			b.WriteByte("ab"[id%2])
+		}
+		return b.String()
+	}
+	plain := sample.Options{MaxNewTokens: 14, Temperature: 0.9, Seed: 5}
+	controls := plain
+	controls.TopK, controls.TopP, controls.MinP, controls.RepetitionPenalty = 20, 0.95, 0.05, 1.3
+	controls.StopStrings, controls.Decode = []string{"bab"}, decode
+	var free []Completion
+	for _, o := range []sample.Options{plain, controls} {
+		cached, err := gen.Generate(prompts, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := gen.GenerateUncached(prompts, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped := 0
+		for i := range prompts {
+			if !slices.Equal(cached[i].Tokens, ref[i].Tokens) || cached[i].StopReason != ref[i].StopReason {
+				t.Fatalf("prompt %d: cached %v (%s), uncached %v (%s)", i, cached[i].Tokens, cached[i].StopReason, ref[i].Tokens, ref[i].StopReason)
+			}
+			for j := range cached[i].LogProbs {
+				if d := math.Abs(float64(cached[i].LogProbs[j] - ref[i].LogProbs[j])); d > 1e-4 {
+					t.Fatalf("prompt %d token %d: log-probs differ by %g", i, j, d)
+				}
+			}
+			if o.Decode != nil && cached[i].StopReason == sample.StopToken {
+				stopped++
+				if text := decode(cached[i].Tokens); !strings.HasSuffix(text, "bab") || strings.Contains(text[:len(text)-1], "bab") {
+					t.Fatalf("prompt %d stopped at %q: want the first \"bab\" at its end", i, text)
+				}
+			}
+		}
+		if o.Decode != nil && stopped == 0 {
+			t.Fatal("no completion met the stop string: the test proves nothing")
+		}
+		if free == nil {
+			free = cached
+			continue
+		}
+		differ := 0
+		for i := range prompts {
+			n := min(len(free[i].Tokens), len(cached[i].Tokens))
+			if !slices.Equal(free[i].Tokens[:n], cached[i].Tokens[:n]) {
+				differ++
+			}
+		}
+		if differ == 0 {
+			t.Fatal("the controls changed no sample")
 		}
 	}
 }

@@ -2,6 +2,7 @@ package objective
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -15,8 +16,29 @@ import (
 
 // PolicyMetrics are the metrics Policy reports (those loss.PolicyLoss does not compute report 0,
 // except entropy, which is always measured: the completion tokens' mean entropy, aggregated as the loss).
-var PolicyMetrics = []string{"pg_loss", "kl", "clip_frac_low", "clip_frac_high", "approx_kl", "ratio_mean",
-	"tis_truncated_frac", "entropy", "tokens"}
+// They end with the off-policy correction's (loss.CorrectionMetrics, 0 for a mode that does not report
+// them) and the train–inference mismatch of π_old against the behaviour log-probs of the batch
+// (loss.MismatchNames(loss.MismatchPrefix)), measured in every step.
+var PolicyMetrics = withCorrection([]string{"pg_loss", "kl", "clip_frac_low", "clip_frac_high", "approx_kl", "ratio_mean",
+	"tis_truncated_frac", "entropy", "tokens"})
+
+// withCorrection is names followed by the correction's and the mismatch's metric names it lacks.
+func withCorrection(names []string) []string {
+	out := slices.Clone(names)
+	for _, k := range append(slices.Clone(loss.CorrectionMetrics), loss.MismatchNames(loss.MismatchPrefix)...) {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// nameOf is the part of a policy objective's name its loss config decides: every hyperparameter the
+// graph bakes in, the correction in its canonical form (two corrections must not share an executable).
+func nameOf(cfg loss.PolicyConfig) string {
+	return fmt.Sprintf("clip=%g/%g dual=%g kl=%g/%s agg=%s max=%d corr=%s ent=%g", cfg.ClipLow, cfg.ClipHigh, cfg.DualClip,
+		cfg.KLBeta, cfg.KLEstimator, cfg.Aggregation, cfg.MaxLen, cfg.EffectiveCorrection(), cfg.EntropyCoef)
+}
 
 // Policy is the policy-gradient objective of RL (GRPO family, RLOO, REINFORCE++; no critic). Its
 // input is a PolicyBatch: the rows (prompt+completion aligned for next-token prediction) with the old,
@@ -47,8 +69,7 @@ func PolicyWith(cfg loss.PolicyConfig, o PolicyOptions) Objective {
 		name += fmt.Sprintf("-window%d", o.Window)
 	}
 	return Objective{
-		Name: fmt.Sprintf("%s[%s clip=%g/%g dual=%g kl=%g/%s agg=%s max=%d tis=%g ent=%g]", name, cfg.Algorithm,
-			cfg.ClipLow, cfg.ClipHigh, cfg.DualClip, cfg.KLBeta, cfg.KLEstimator, cfg.Aggregation, cfg.MaxLen, cfg.TISThreshold, cfg.EntropyCoef),
+		Name:    fmt.Sprintf("%s[%s %s]", name, cfg.Algorithm, nameOf(cfg)),
 		Metrics: PolicyMetrics,
 		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
 			b := policyIn(name, in, o.Window > 0)
@@ -69,12 +90,11 @@ func PolicyWith(cfg loss.PolicyConfig, o PolicyOptions) Objective {
 			cfg.MaxLen = maxLen
 			logits := model.LMHead(scope, mc, hidden)
 			logp := model.TokenLogProbs(logits, targets)
-			pin := loss.PolicyInputs{Logp: logp, OldLogp: old, Advantages: b.adv, Mask: mask}
+			// The behaviour log-probs are always read: the correction needs them when on, and the
+			// mismatch metrics are measured in every step.
+			pin := loss.PolicyInputs{Logp: logp, OldLogp: old, BehaviourLogp: behaviour, Advantages: b.adv, Mask: mask}
 			if o.OnPolicy {
 				pin.OldLogp = nil // loss.PolicyLoss: StopGradient(logp)
-			}
-			if cfg.TISThreshold > 0 {
-				pin.BehaviourLogp = behaviour
 			}
 			if cfg.KLBeta > 0 {
 				pin.RefLogp = ref

@@ -16,8 +16,11 @@ import (
 // clip_frac_high + clip_frac_dual: tokens whose ratio clipping stopped), kl (KL_t to the reference,
 // when kl_beta > 0), approx_kl (KL(π_old‖π_θ), k3), ratio_mean, tis_truncated_frac (when TIS is on),
 // value_mean (current V over the counted tokens), tokens (their count).
-var PPOMetrics = []string{"pg_loss", "value_loss", "value_clip_frac", "entropy", "clip_frac", "clip_frac_low",
-	"clip_frac_high", "kl", "approx_kl", "ratio_mean", "tis_truncated_frac", "value_mean", "tokens"}
+//
+// They end, as PolicyMetrics do, with the correction's metrics and the mismatch of π_old against the
+// behaviour log-probs.
+var PPOMetrics = withCorrection([]string{"pg_loss", "value_loss", "value_clip_frac", "entropy", "clip_frac", "clip_frac_low",
+	"clip_frac_high", "kl", "approx_kl", "ratio_mean", "tis_truncated_frac", "value_mean", "tokens"})
 
 // PPO is the Proximal Policy Optimization objective with a value-head critic (Schulman et al. 2017,
 // "Proximal Policy Optimization Algorithms"; advantages by GAE, Schulman et al. 2016, "High-Dimensional
@@ -38,15 +41,13 @@ var PPOMetrics = []string{"pg_loss", "value_loss", "value_clip_frac", "entropy",
 // Its input is a PPOBatch (sequences aligned for next-token prediction as in Policy, so the value at
 // position t is V(s_t), the state in which Targets[r][t] was sampled): the rows, the token-level
 // advantages Â_t, the critic's V^old_t before the iteration's updates and the returns R_t, its
-// regression targets. The behaviour log-probs are read with TIS (tis_threshold > 0), the reference
-// ones with kl_beta > 0.
+// regression targets. The behaviour log-probs are always read (the correction, when on, and the
+// mismatch metrics), the reference ones with kl_beta > 0.
 //
 // The model must have a value head (model.Config.ValueHead).
 func PPO(cfg loss.PolicyConfig) Objective {
 	return Objective{
-		Name: fmt.Sprintf("ppo[clip=%g/%g dual=%g kl=%g/%s agg=%s max=%d tis=%g ent=%g vf=%g vclip=%g]",
-			cfg.ClipLow, cfg.ClipHigh, cfg.DualClip, cfg.KLBeta, cfg.KLEstimator, cfg.Aggregation, cfg.MaxLen,
-			cfg.TISThreshold, cfg.EntropyCoef, cfg.ValueCoef, cfg.ValueClip),
+		Name:    fmt.Sprintf("ppo[%s vf=%g vclip=%g]", nameOf(cfg), cfg.ValueCoef, cfg.ValueClip),
 		Metrics: PPOMetrics,
 		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
 			b := ppoIn(in)
@@ -69,7 +70,8 @@ func PPO(cfg loss.PolicyConfig) Objective {
 //
 //	in.Logp, in.Entropy, in.Values: [rows, seq] (carry the gradient)
 //	in.OldLogp, in.Advantages, in.Mask, in.OldValues, in.Returns: [rows, seq] (constants)
-//	in.RefLogp (kl_beta > 0), in.BehaviourLogp (tis_threshold > 0): [rows, seq]
+//	in.RefLogp (kl_beta > 0): [rows, seq]; in.BehaviourLogp: [rows, seq], required with a
+//	correction (loss.correction or tis_threshold), and when given its mismatch is reported
 //
 // Metrics: PPOMetrics. Panics (graph code) when cfg is invalid, its algorithm is not ppo, an input is
 // missing, or the advantages are not per token.
@@ -90,9 +92,6 @@ func PPOLoss(cfg loss.PolicyConfig, in loss.PolicyInputs) (*Node, map[string]*No
 		}
 	}
 	pin := in
-	if cfg.TISThreshold <= 0 {
-		pin.BehaviourLogp = nil
-	}
 	if cfg.KLBeta <= 0 {
 		pin.RefLogp = nil
 	}

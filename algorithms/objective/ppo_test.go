@@ -130,6 +130,8 @@ func ppoRef(cfg loss.PolicyConfig, c ppoCase) (l float64, m map[string]float64, 
 	}
 	m["value_loss"], m["entropy"] = vf, ent
 	m["clip_frac"] = m["clip_frac_low"] + m["clip_frac_high"]
+	// runPPOLoss gives π_old as the behaviour log-probs: no mismatch, over every counted token.
+	m[loss.MismatchPrefix+loss.MismatchTokens] = n
 	l = pg + cfg.ValueCoef*vf - cfg.EntropyCoef*ent
 	return l, m, gLogp, gV
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // StopReason says why a completion ended.
@@ -25,12 +26,26 @@ type Options struct {
 	Temperature  float64 `json:"temperature"`    // 0 → greedy (argmax, lowest id on ties); else > 0
 	TopK         int     `json:"top_k"`          // keep the k most likely tokens; 0 → off
 	TopP         float64 `json:"top_p"`          // keep the smallest set with mass ≥ p; 0 or 1 → off
-	StopTokens   []int   `json:"stop_tokens"`    // sampling one ends the request (it is kept)
+	// MinP keeps the tokens whose probability (after temperature) is at least MinP times the most
+	// likely one's (Nguyen et al. 2024, "Turning Up the Heat: Min-p Sampling"; transformers'
+	// MinPLogitsWarper, applied after top-k and top-p as transformers orders them); 0 → off.
+	MinP float64 `json:"min_p,omitempty"`
+	// RepetitionPenalty θ divides the positive logits, and multiplies the negative ones, of every
+	// token already in the request (prompt and completion so far; Sampler.Observe) before
+	// temperature: CTRL's penalty (Keskar et al. 2019) as transformers' RepetitionPenaltyLogitsProcessor
+	// applies it. 0 or 1 → off.
+	RepetitionPenalty float64 `json:"repetition_penalty,omitempty"`
+	StopTokens        []int   `json:"stop_tokens"` // sampling one ends the request (it is kept)
 	// StopSequences end the request when its tokens end with one of them (kept, like a stop
 	// token): the close of a tool call in an agentic turn, for tokenizers that spell it in
 	// several tokens.
 	StopSequences [][]int `json:"stop_sequences,omitempty"`
-	Seed          uint64  `json:"seed"` // base seed; request i uses SeedFor(i)
+	// StopStrings end the request when the text of its completion contains one of them (the tokens
+	// that completed it are kept, like a stop token): a stop string spelled by any tokens, however
+	// the tokenizer splits it. Decode, the tokenizer's, is required with them.
+	StopStrings []string               `json:"stop_strings,omitempty"`
+	Decode      func(ids []int) string `json:"-"`
+	Seed        uint64                 `json:"seed"` // base seed; request i uses SeedFor(i)
 	// Seeds, when set, gives each request its own seed (len must equal the number of requests);
 	// use it to get the same text for a request regardless of where it sits in a batch.
 	Seeds []uint64 `json:"seeds,omitempty"`
@@ -47,8 +62,16 @@ func (o Options) Validate(n int) error {
 		return fmt.Errorf("sample: top_k=%d: must be >= 0 (0 = off)", o.TopK)
 	case o.TopP < 0 || o.TopP > 1 || math.IsNaN(o.TopP):
 		return fmt.Errorf("sample: top_p=%g: must be in [0, 1] (0 or 1 = off)", o.TopP)
+	case o.MinP < 0 || o.MinP > 1 || math.IsNaN(o.MinP):
+		return fmt.Errorf("sample: min_p=%g: must be in [0, 1] (0 = off)", o.MinP)
+	case o.RepetitionPenalty < 0 || math.IsNaN(o.RepetitionPenalty) || math.IsInf(o.RepetitionPenalty, 0):
+		return fmt.Errorf("sample: repetition_penalty=%g: must be > 0 (0 or 1 = off; > 1 discourages repeats)", o.RepetitionPenalty)
 	case slices.ContainsFunc(o.StopSequences, func(q []int) bool { return len(q) == 0 }):
 		return fmt.Errorf("sample: stop_sequences: an empty sequence")
+	case slices.Contains(o.StopStrings, ""):
+		return fmt.Errorf("sample: stop_strings: an empty string")
+	case len(o.StopStrings) > 0 && o.Decode == nil:
+		return fmt.Errorf("sample: stop_strings %q: no tokenizer to decode the completion with", o.StopStrings)
 	case o.Seeds != nil && len(o.Seeds) != n:
 		return fmt.Errorf("sample: seeds has %d entries for %d requests", len(o.Seeds), n)
 	}
@@ -67,10 +90,27 @@ func (o Options) SeedFor(i int) uint64 {
 // IsStop reports whether tok is a stop token.
 func (o Options) IsStop(tok int) bool { return slices.Contains(o.StopTokens, tok) }
 
-// EndsWithStop reports whether tokens end with one of the stop sequences.
+// EndsWithStop reports whether tokens (a completion, checked after each token) end with one of the
+// stop sequences, or whether their text has just come to contain one of the stop strings.
 func (o Options) EndsWithStop(tokens []int) bool {
 	for _, seq := range o.StopSequences {
 		if len(seq) > 0 && len(tokens) >= len(seq) && slices.Equal(tokens[len(tokens)-len(seq):], seq) {
+			return true
+		}
+	}
+	if len(o.StopStrings) == 0 || o.Decode == nil || len(tokens) == 0 {
+		return false
+	}
+	// A stop string that the last token completed lies in the text of the last len(stop) tokens
+	// (each spells at least a byte), plus one for a character split across tokens; checked
+	// after every token, an earlier one would already have stopped the request.
+	longest := 0
+	for _, stop := range o.StopStrings {
+		longest = max(longest, len(stop))
+	}
+	text := o.Decode(tokens[max(0, len(tokens)-longest-1):])
+	for _, stop := range o.StopStrings {
+		if strings.Contains(text, stop) {
 			return true
 		}
 	}
@@ -92,6 +132,47 @@ type Sampler struct {
 	rng   *rand.Rand
 	probs []float64
 	idx   []int
+	// With a repetition penalty: the tokens seen so far and the penalised logits.
+	seen      map[int]bool
+	penalised []float32
+}
+
+// penalty reports whether the options penalise repeats.
+func (o Options) penalty() bool { return o.RepetitionPenalty > 0 && o.RepetitionPenalty != 1 }
+
+// Observe records tokens of the request (its prompt) for the repetition penalty; Next observes the
+// tokens it draws itself. Without a penalty it does nothing.
+func (s *Sampler) Observe(tokens ...int) {
+	if !s.opts.penalty() {
+		return
+	}
+	if s.seen == nil {
+		s.seen = map[int]bool{}
+	}
+	for _, t := range tokens {
+		s.seen[t] = true
+	}
+}
+
+// penalise returns logits with the repetition penalty applied to the tokens seen, in float32 as
+// transformers computes it on float32 scores (logits itself when there is no penalty).
+func (s *Sampler) penalise(logits []float32) []float32 {
+	if !s.opts.penalty() || len(s.seen) == 0 {
+		return logits
+	}
+	s.penalised = append(s.penalised[:0], logits...)
+	p := float32(s.opts.RepetitionPenalty)
+	for t := range s.seen {
+		if t < 0 || t >= len(logits) {
+			continue
+		}
+		if l := s.penalised[t]; l < 0 {
+			s.penalised[t] = l * p
+		} else {
+			s.penalised[t] = l / p
+		}
+	}
+	return s.penalised
 }
 
 // NewSampler returns a sampler for one request with its own RNG.
@@ -99,19 +180,60 @@ func NewSampler(opts Options, seed uint64) *Sampler {
 	return &Sampler{opts: opts, rng: rand.New(rand.NewPCG(seed, 0x5a4d9e))}
 }
 
-// Next picks the next token from logits [vocab].
+// Next picks the next token from logits [vocab] (the model's: the repetition penalty is applied
+// here).
 func (s *Sampler) Next(logits []float32) int {
-	if s.opts.Temperature == 0 || s.opts.TopK == 1 {
+	tok := s.next(s.penalise(logits))
+	s.Observe(tok)
+	return tok
+}
+
+func (s *Sampler) next(logits []float32) int {
+	if s.greedy() {
 		if s.opts.Temperature != 0 {
 			s.rng.Float64() // keep one draw per token whatever the options
 		}
 		return Greedy(logits)
 	}
+	idx, probs, total := s.kept(logits)
+	u := s.rng.Float64() * total
+	var cum float64
+	for _, i := range idx {
+		cum += probs[i]
+		if u < cum {
+			return i
+		}
+	}
+	return idx[len(idx)-1]
+}
+
+func (s *Sampler) greedy() bool { return s.opts.Temperature == 0 || s.opts.TopK == 1 }
+
+// Distribution is the distribution Next draws the next token from, given logits [vocab] (the
+// penalty applied to the tokens observed so far): zero outside what top-k, top-p and min-p keep. It
+// draws nothing and observes nothing.
+func (s *Sampler) Distribution(logits []float32) []float64 {
+	logits = s.penalise(logits)
+	out := make([]float64, len(logits))
+	if s.greedy() {
+		out[Greedy(logits)] = 1
+		return out
+	}
+	idx, probs, total := s.kept(logits)
+	for _, i := range idx {
+		out[i] = probs[i] / total
+	}
+	return out
+}
+
+// kept returns the tokens a draw chooses among, in the order it walks them, their unnormalised
+// probabilities (indexed by token) and the kept tokens' total.
+func (s *Sampler) kept(logits []float32) (idx []int, probs []float64, total float64) {
 	n := len(logits)
 	if cap(s.probs) < n {
 		s.probs, s.idx = make([]float64, n), make([]int, n)
 	}
-	probs, idx := s.probs[:n], s.idx[:n]
+	probs, idx = s.probs[:n], s.idx[:n]
 	mx := math.Inf(-1)
 	for _, l := range logits {
 		mx = math.Max(mx, float64(l))
@@ -122,7 +244,7 @@ func (s *Sampler) Next(logits []float32) int {
 		idx[i] = i
 	}
 	keep := n
-	truncate := (s.opts.TopK > 0 && s.opts.TopK < n) || (s.opts.TopP > 0 && s.opts.TopP < 1)
+	truncate := (s.opts.TopK > 0 && s.opts.TopK < n) || (s.opts.TopP > 0 && s.opts.TopP < 1) || s.opts.MinP > 0
 	if truncate {
 		// Most likely first, lower id first on ties (deterministic).
 		sort.Slice(idx, func(a, b int) bool {
@@ -149,20 +271,22 @@ func (s *Sampler) Next(logits []float32) int {
 				}
 			}
 		}
+		if s.opts.MinP > 0 {
+			// The most likely token's probability times min_p, unnormalised as probs are: the
+			// ratio to the most likely token is what min-p tests, whatever top-k and top-p kept.
+			floor := s.opts.MinP * probs[idx[0]]
+			for j, i := range idx[:keep] {
+				if probs[i] < floor {
+					keep = max(1, j)
+					break
+				}
+			}
+		}
 	}
-	var total float64
 	for _, i := range idx[:keep] {
 		total += probs[i]
 	}
-	u := s.rng.Float64() * total
-	var cum float64
-	for _, i := range idx[:keep] {
-		cum += probs[i]
-		if u < cum {
-			return i
-		}
-	}
-	return idx[keep-1]
+	return idx[:keep], probs, total
 }
 
 // Greedy returns the argmax of logits (lowest id on ties).

@@ -12,7 +12,9 @@ import (
 func TestReportsPrint(t *testing.T) {
 	rl := &RLReport{Iterations: 3, Values: map[string]float64{"iterations": 3, "sync_seconds_per_iteration": 2, "async_seconds_per_iteration": 1.5,
 		"async_over_sync": 0.75, "sync_seconds_generate_wait": 1, "sync_seconds_score": 0.25, "sync_seconds_policy_step": 0.5,
-		"async_seconds_generate_wait": 0.5, "async_seconds_score": 0.25, "async_seconds_policy_step": 0.5}}
+		"async_seconds_generate_wait": 0.5, "async_seconds_score": 0.25, "async_seconds_policy_step": 0.5,
+		"sync_fresh_mismatch_abs_mean": 2e-7, "sync_fresh_mismatch_abs_max": 9.5e-7, "sync_fresh_mismatch_tokens": 1200,
+		"async_stale_mismatch_abs_mean": 0.012, "async_stale_mismatch_abs_max": 0.5, "async_stale_mismatch_tokens": 1100}}
 	ro := &RolloutReport{Iterations: 4, Workers: []int{1, 2}, Values: map[string]float64{"iterations": 4,
 		"workers_1_generate_seconds": 2, "workers_1_speedup": 1, "workers_1_shards": 4, "workers_1_reward_mean": 0.1,
 		"workers_2_generate_seconds": 1.25, "workers_2_speedup": 1.6, "workers_2_shards": 4, "workers_2_reward_mean": 0.1}}
@@ -24,7 +26,8 @@ func TestReportsPrint(t *testing.T) {
 		jsonKeys []string
 	}{
 		{"rl", rl, []string{"GRPO, 3 iterations each", "  sync   2.000 s/iteration (generate 1.000, score 0.250, policy step 0.500)",
-			"  async  1.500 s/iteration", "  async/sync = 0.75"}, []string{"async_over_sync", "sync_seconds_policy_step"}},
+			"  async  1.500 s/iteration", "  async/sync = 0.75", "  sync          mean 2e-07  max 9.5e-07  k3 0  out 0  (1200 tokens)",
+			"  async, stale  mean 0.012  max 0.5"}, []string{"async_over_sync", "sync_seconds_policy_step", "sync_fresh_mismatch_abs_max"}},
 		{"rollout", ro, []string{"median of iterations 2..4", "  2 worker(s): 1.250 s (4 shards)  speed-up 1.60× vs 1"}, []string{"workers_2_speedup", "iterations"}},
 		{"distill", di, []string{"  sft/1             100       60      0.500"}, []string{"arms", "summary"}},
 	} {

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -18,7 +21,9 @@ type RLOptions struct {
 }
 
 // RLReport is `bench rl`'s result: seconds per iteration of each mode and, per iteration, the waits on
-// generation, scoring and the policy step, keyed as the JSON output names them.
+// generation, scoring and the policy step, and the train–inference mismatch of each mode's rollouts
+// over the whole phase (sync: fresh rollouts; async: fresh, the first iteration's, and stale),
+// keyed as the JSON output names them.
 type RLReport struct {
 	Iterations int
 	Values     map[string]float64
@@ -50,15 +55,20 @@ func RLPipeline(iterations int, extra string) (workflows.PipelineInput, error) {
 
 // RL runs RLPipeline in one run on a private stack and reports sync against async.
 func RL(ctx context.Context, o RLOptions) (*RLReport, error) {
+	in, err := RLPipeline(o.Iterations, o.RLConfig)
+	if err != nil {
+		return nil, err
+	}
+	return runRL(ctx, o, in)
+}
+
+// runRL runs in, an RLPipeline, on a private stack.
+func runRL(ctx context.Context, o RLOptions, in workflows.PipelineInput) (*RLReport, error) {
 	st, err := newStack("bench-rl", nil)
 	if err != nil {
 		return nil, err
 	}
 	defer st.close()
-	in, err := RLPipeline(o.Iterations, o.RLConfig)
-	if err != nil {
-		return nil, err
-	}
 	in.Store = st.store()
 	if err := in.Validate(); err != nil {
 		return nil, err
@@ -71,12 +81,43 @@ func RL(ctx context.Context, o RLOptions) (*RLReport, error) {
 	sync, async := out.Phases[1].Metrics["seconds_per_iteration"], out.Phases[2].Metrics["seconds_per_iteration"]
 	rep := &RLReport{Iterations: o.Iterations, Values: map[string]float64{"iterations": float64(o.Iterations),
 		"sync_seconds_per_iteration": sync, "async_seconds_per_iteration": async, "async_over_sync": async / sync}}
+	cl := ckpt.New(ckpt.Options{})
 	for i, mode := range []string{"sync", "async"} {
 		for _, k := range []string{"seconds_generate_wait", "seconds_score", "seconds_policy_step"} {
 			rep.Values[mode+"_"+k] = out.Phases[1+i].Metrics[k]
 		}
+		recs, err := cl.ReadMetrics(ctx, in.Store, out.RunID, mode)
+		if err != nil {
+			return nil, fmt.Errorf("bench rl: metrics of phase %s: %w", mode, err)
+		}
+		for _, f := range []string{"fresh", "stale"} {
+			s := phaseMismatch(recs, "mismatch_"+f+"_")
+			if s.Tokens == 0 {
+				continue
+			}
+			for k, v := range s.Metrics(mode + "_" + f + "_mismatch_") {
+				rep.Values[k] = v
+			}
+		}
 	}
 	return rep, nil
+}
+
+// phaseMismatch merges the mismatch figures (named prefix+loss.MismatchNames) of a phase's policy
+// steps back into one measurement over all their tokens: means weighted by each step's tokens, the
+// maximum of the maxima.
+func phaseMismatch(recs []ckpt.MetricsRecord, prefix string) loss.MismatchStats {
+	var all loss.MismatchStats
+	for _, r := range recs {
+		n := r.Metrics[prefix+loss.MismatchTokens]
+		if r.Kind != ckpt.RecordTrain || n <= 0 {
+			continue
+		}
+		all = all.Merge(loss.MismatchStats{Tokens: int(n), SumAbs: r.Metrics[prefix+loss.MismatchAbsMean] * n,
+			MaxAbs: r.Metrics[prefix+loss.MismatchAbsMax], SumK3: r.Metrics[prefix+loss.MismatchK3] * n,
+			Out: int(math.Round(r.Metrics[prefix+loss.MismatchOutFrac] * n))})
+	}
+	return all
 }
 
 func (r *RLReport) JSON() ([]byte, error) { return json.Marshal(r.Values) }
@@ -89,4 +130,13 @@ func (r *RLReport) Text(w io.Writer) {
 			v[mode+"_seconds_generate_wait"], v[mode+"_seconds_score"], v[mode+"_seconds_policy_step"])
 	}
 	fmt.Fprintf(w, "  async/sync = %.2f\n", v["async_seconds_per_iteration"]/v["sync_seconds_per_iteration"])
+	fmt.Fprintf(w, "train–inference mismatch, |log π_trainer − log π_behaviour| per sampled token over the phase (k3: KL estimate; out: ratio outside [0.5, 2]):\n")
+	for _, m := range []struct{ key, label string }{{"sync_fresh", "sync"}, {"async_fresh", "async, fresh"}, {"async_stale", "async, stale"}} {
+		p := m.key + "_mismatch_"
+		if v[p+loss.MismatchTokens] == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %-13s mean %.3g  max %.3g  k3 %.3g  out %.3g  (%d tokens)\n", m.label, v[p+loss.MismatchAbsMean],
+			v[p+loss.MismatchAbsMax], v[p+loss.MismatchK3], v[p+loss.MismatchOutFrac], int(v[p+loss.MismatchTokens]))
+	}
 }

@@ -20,7 +20,8 @@ func records(first, last int, t0 float64) []ckpt.MetricsRecord {
 	var out []ckpt.MetricsRecord
 	for s := first; s <= last; s++ {
 		out = append(out, ckpt.MetricsRecord{Kind: ckpt.RecordTrain, Step: s, Time: t0 + float64(s),
-			Metrics: map[string]float64{"loss": 3 - 0.1*float64(s), "lr": 0.01, "reward_mean": 0.1 * float64(s), "entropy": 0}})
+			Metrics: map[string]float64{"loss": 3 - 0.1*float64(s), "lr": 0.01, "reward_mean": 0.1 * float64(s), "entropy": 0,
+				"mismatch_abs_mean": 1e-6 * float64(s)}})
 		if s%2 == 0 {
 			out = append(out, ckpt.MetricsRecord{Kind: ckpt.RecordEval, Step: s, Time: t0 + float64(s) + 0.5,
 				Metrics: map[string]float64{"heldout_exact_match": 0.05 * float64(s)}})
@@ -70,7 +71,7 @@ func TestWritePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := html.UnescapeString(string(b))
-	for _, w := range []string{"Run r1", "data:image/png;base64,", "phase grpo against step: training loss, held-out exact match, reward mean, learning rate",
+	for _, w := range []string{"Run r1", "data:image/png;base64,", "phase grpo against step: training loss, held-out exact match, reward mean, train–inference mismatch, learning rate",
 		"<td>grpo.b1</td><td>3</td><td>non-finite loss at iteration 3</td>", "entropy not drawn: every record says 0",
 		"i6-0", "file:///s/runs/r1/grpo.b1/step-000006/", `{"seed": 5}`, "no result yet"} {
 		if !strings.Contains(page, w) {

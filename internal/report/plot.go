@@ -35,6 +35,8 @@ var curves = []curve{
 	{"reward mean", ckpt.RecordTrain, []string{"reward_mean"}, false},
 	{"KL to reference", ckpt.RecordTrain, []string{"kl", "kl_ref"}, false},
 	{"entropy", ckpt.RecordTrain, []string{"entropy"}, true},
+	// RL: mean |log π_trainer − log π_behaviour| of the step's sampled tokens (loss.MismatchPrefix).
+	{"train–inference mismatch", ckpt.RecordTrain, []string{"mismatch_abs_mean"}, false},
 	{"learning rate", ckpt.RecordTrain, []string{"lr"}, false},
 	{"tokens/s", ckpt.RecordTrain, []string{"tokens_per_s", "train_tokens_per_s", "pairs_per_s", "rows_per_s"}, false},
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/rollout"
+	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -32,6 +33,9 @@ type GenerateInput struct {
 	MaxNewTokens  int               `json:"max_new_tokens"`
 	Temperature   float64           `json:"temperature"`
 	TopP          float64           `json:"top_p,omitempty"`
+	// Sampling, when set, are the sampling controls (its top_p replaces TopP); nil: temperature and
+	// TopP only.
+	Sampling *sample.Controls `json:"sampling,omitempty"`
 	// Retry, when set, regenerates these rollouts with the verifier's feedback appended to the prompt
 	// (sample-level self-correction) instead of drawing new prompts.
 	Retry []rollout.Rollout `json:"retry,omitempty"`

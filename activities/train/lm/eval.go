@@ -90,7 +90,7 @@ func (a *Activities) evaluate(ctx context.Context, in trainapi.EvalInput) (train
 	check := func(i int, toks []int) bool {
 		return train.Passes(heldout[i], enc.Tok.Decode(train.StripStop(toks)))
 	}
-	greedy := sample.Options{MaxNewTokens: in.MaxNewTokens, StopTokens: []int{tokenize.ByteEOS}}
+	greedy := in.Sampling.Apply(sample.Options{MaxNewTokens: in.MaxNewTokens, StopTokens: []int{tokenize.ByteEOS}}, enc.Tok.Decode)
 	correct := 0
 	for lo := 0; lo < len(prompts); lo += train.EvalRows {
 		hi := min(lo+train.EvalRows, len(prompts))
@@ -129,7 +129,7 @@ func (a *Activities) evaluate(ctx context.Context, in trainapi.EvalInput) (train
 					seeds = append(seeds, in.Seed*1_000_003+uint64(i*in.PassK+k)+1)
 				}
 			}
-			opts := sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: temp, StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds}
+			opts := in.Sampling.Apply(sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: temp, StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds}, enc.Tok.Decode)
 			outs, err := eng.Generate(batch, opts)
 			if err != nil {
 				return trainapi.EvalOutput{}, fmt.Errorf("train: evaluate %s: sample: %w", in.Checkpoint, err)
@@ -253,7 +253,7 @@ func (a *Activities) evaluateEpisodes(ctx context.Context, in trainapi.EvalInput
 			if err != nil {
 				return nil, train.BadInput(fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err))
 			}
-			opts := sample.Options{Temperature: temp, StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds}
+			opts := in.Sampling.Apply(sample.Options{Temperature: temp, StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds}, enc.Tok.Decode)
 			eps, err := episode.Run(ctx, eng, enc.Tok, reg, batch, opts, cfg)
 			if err != nil {
 				return nil, fmt.Errorf("train: evaluate %s: episodes: %w", in.Checkpoint, err)

@@ -37,7 +37,7 @@ func advantages(algo string, rs []rollout.Rollout, rewards []float64) ([]float64
 			out[i] = tok[i][0]
 		}
 		return out, nil
-	default: // grpo, dapo, gspo
+	default: // grpo, dapo, gspo, cispo
 		adv, err = advantage.GRPO(gr, advantage.DefaultGRPOConfig())
 	}
 	if err != nil {

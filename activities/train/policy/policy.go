@@ -70,6 +70,13 @@ type plan struct {
 	metrics  map[string]float64
 	// With GAE, per minibatch: the advantages and the critic's regression targets.
 	tokAdv, returns [][][]float32
+	// mismatch is π_old against the behaviour log-probs over the trained tokens, of the rollouts the
+	// stepped version sampled (fresh) and of older ones (stale), measured by prepare on the host
+	// unless the step is on-policy (then its one step measures it in the graph).
+	mismatch struct {
+		fresh, stale         loss.MismatchStats
+		freshRows, staleRows int
+	}
 }
 
 // plan reads the iteration (or, streamed, what the advantages need of it), computes its group
@@ -276,11 +283,14 @@ func (p *plan) prepare(ctx context.Context, eng train.Scorer, critic train.Value
 			return err
 		}
 		b := rows.batch()
+		p.countRows(rows)
 		var pr prepared
 		if onPolicy {
 			pr.old = train.Zeros(len(rows.tokens), rows.seq) // ignored by the on-policy objective
 		} else if pr.old, err = eng.LogProbs(b); err != nil {
 			return fmt.Errorf("%s: old log-probs: %w", p.op, err)
+		} else if err := p.measureMismatch(rows, pr.old); err != nil {
+			return err
 		}
 		if critic != nil {
 			if pr.values, err = critic.Values(b); err != nil {
@@ -393,6 +403,7 @@ func (p *plan) optimize(ctx context.Context, eng train.Stepper, onPolicy bool) (
 	for k, v := range sums {
 		p.metrics[k] = v / float64(steps)
 	}
+	p.mismatchMetrics(onPolicy)
 	p.metrics["optimizer_steps"] = float64(steps)
 	d := time.Since(start).Seconds()
 	p.metrics["seconds_optimize"] = d

@@ -14,6 +14,7 @@ type policyRows struct {
 	valid                      [][]bool
 	mask, behaviour            [][]float32
 	adv                        []float32 // sequence-level advantages (zeros with GAE's token-level ones)
+	versions                   []int     // the policy version that sampled each row (its rollout's)
 	seq                        int
 	// cols[r] are row r's completion columns (the t whose target is a completion token), −1 past
 	// them; window is their padded count (a multiple of 4, the longest completion's).
@@ -87,6 +88,7 @@ func buildPolicyRows(rs []rollout.Rollout, adv []float64, idx []int) policyRows 
 		p.tokens, p.targets, p.positions = append(p.tokens, tok), append(p.targets, tgt), append(p.positions, pos)
 		p.valid, p.mask, p.behaviour = append(p.valid, valid), append(p.mask, mask), append(p.behaviour, beh)
 		p.adv = append(p.adv, float32(adv[i]))
+		p.versions = append(p.versions, r.PolicyVersion)
 	}
 	return p
 }

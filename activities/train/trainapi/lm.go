@@ -6,6 +6,7 @@ import (
 
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
+	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/internal/config"
 )
@@ -122,6 +123,9 @@ type EvalInput struct {
 	PassK        int     `json:"pass_k"`
 	Temperature  float64 `json:"temperature"`
 	Seed         uint64  `json:"seed"`
+	// Sampling, when set, are the sampling controls of the generations (greedy exact match: the
+	// repetition penalty and the stop strings; pass@k: all of them); nil: none.
+	Sampling *sample.Controls `json:"sampling,omitempty"`
 	// Log, when set, appends the metrics to the phase's metrics log.
 	Log *LogAt `json:"log,omitempty"`
 	// Tools, when set, evaluates agentic episodes: each held-out prompt is posed as the user's
