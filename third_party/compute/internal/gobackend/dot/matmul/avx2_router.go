@@ -37,6 +37,10 @@ func avx2RouterFloat32( //alt:f32
 		return
 	}
 
+	if panelKernelEnabled { //alt:f32 Temper fork: the panel kernel (panel_amd64.go), the same sums as avx2LargeFloat32
+		avx2PanelKernel.run(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) //alt:f32
+		return                                                                                                         //alt:f32
+	} //alt:f32
 	avx2LargeFloat32(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) //alt:f32
 	//alt:bf16 avx2LargeBFloat16(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
 	//alt:f16 avx2LargeFloat16(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)

@@ -42,6 +42,10 @@ func avx2RouterFloat16( //alt:f16
 		return
 	}
 
+	//alt:f32  if panelKernelEnabled { Temper fork: the panel kernel (panel_amd64.go), the same sums as avx2LargeFloat32
+	//alt:f32 avx2PanelKernel.run(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
+	//alt:f32 return
+	//alt:f32 }
 	//alt:f32 avx2LargeFloat32(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
 	//alt:bf16  avx2LargeBFloat16(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
 	avx2LargeFloat16(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) //alt:f16
