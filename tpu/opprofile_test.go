@@ -3,6 +3,7 @@ package tpu
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/metrics"
 	"sort"
 	"strconv"
@@ -25,7 +26,9 @@ import (
 //	TEMPER_BENCH=1 TEMPER_BENCH_PRESETS=small GOEXPERIMENT=simd go test ./tpu/ -run TestTrainStepOpProfile -v
 //
 // CPU time is the whole process's (a matmul's workers included) over each op: on a machine
-// shared with other jobs it is steadier than wall time.
+// shared with other jobs it is steadier than wall time. "thread" is the CPU time of the thread that
+// ran the op (the executing goroutine is locked to one): its sum estimates a step's wall time on an idle
+// machine (an op split across workers counts the caller's share).
 func TestTrainStepOpProfile(t *testing.T) {
 	if os.Getenv("TEMPER_BENCH") == "" {
 		t.Skip("set TEMPER_BENCH=1")
@@ -39,7 +42,10 @@ func TestTrainStepOpProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRuntime(t, Options{Model: cfg, Seed: 1, Executor: ExecutorSequential, ExecTimeout: -1})
+	// Each execution runs on its own goroutine (the watchdog's): lock it to its thread so per-op
+	// thread CPU times are that thread's (the thread exits with the goroutine).
+	r := newRuntime(t, Options{Model: cfg, Seed: 1, Executor: ExecutorSequential, ExecTimeout: -1,
+		execHook: func(string) { runtime.LockOSThread() }})
 	b := randomBatch(t, cfg.Vocab, 16, 128, 1)
 	for range 2 { // compile, then one step so buffers are pooled
 		if _, err := r.TrainStep(b, 1e-3); err != nil {
@@ -60,10 +66,11 @@ func TestTrainStepOpProfile(t *testing.T) {
 	gc := gcCPU() - gc0
 
 	per := func(d time.Duration) float64 { return d.Seconds() / float64(steps) }
-	var opsCPU time.Duration
+	var opsCPU, opsThread time.Duration
 	classes := map[string]*gobackend.OpStat{}
 	for _, s := range stats {
 		opsCPU += s.CPU
+		opsThread += s.Thread
 		c := opClass(s.Op)
 		if classes[c] == nil {
 			classes[c] = &gobackend.OpStat{Key: c}
@@ -71,27 +78,28 @@ func TestTrainStepOpProfile(t *testing.T) {
 		classes[c].Count += s.Count
 		classes[c].Wall += s.Wall
 		classes[c].CPU += s.CPU
+		classes[c].Thread += s.Thread
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s 16×128, %d steps: per step wall %.3f s, process CPU %.3f s, ops' CPU %.3f s, GC CPU %.3f s\n",
-		preset, steps, per(wall), per(cpu), per(opsCPU), gc/float64(steps))
+	fmt.Fprintf(&sb, "%s 16×128, %d steps: per step wall %.3f s, process CPU %.3f s, ops' CPU %.3f s, ops' thread %.3f s, GC CPU %.3f s\n",
+		preset, steps, per(wall), per(cpu), per(opsCPU), per(opsThread), gc/float64(steps))
 	names := make([]string, 0, len(classes))
 	for c := range classes {
 		names = append(names, c)
 	}
 	sort.Slice(names, func(i, j int) bool { return classes[names[i]].CPU > classes[names[j]].CPU })
-	fmt.Fprintf(&sb, "%-12s %6s %9s %9s %6s\n", "class", "ops", "cpu s", "wall s", "cpu%")
+	fmt.Fprintf(&sb, "%-12s %6s %9s %9s %9s %6s\n", "class", "ops", "cpu s", "thread s", "wall s", "cpu%")
 	for _, c := range names {
 		s := classes[c]
-		fmt.Fprintf(&sb, "%-12s %6d %9.4f %9.4f %5.1f%%\n", c, s.Count/steps, per(s.CPU), per(s.Wall), 100*s.CPU.Seconds()/opsCPU.Seconds())
+		fmt.Fprintf(&sb, "%-12s %6d %9.4f %9.4f %9.4f %5.1f%%\n", c, s.Count/steps, per(s.CPU), per(s.Thread), per(s.Wall), 100*s.CPU.Seconds()/opsCPU.Seconds())
 	}
-	fmt.Fprintf(&sb, "\ntop %d ops (per step):\n%6s %5s %9s %9s  %s\n", top, "cpu%", "n", "cpu ms", "wall ms", "op")
+	fmt.Fprintf(&sb, "\ntop %d ops (per step):\n%6s %5s %9s %9s %9s  %s\n", top, "cpu%", "n", "cpu ms", "thread ms", "wall ms", "op")
 	for i, s := range stats {
 		if i == top {
 			break
 		}
-		fmt.Fprintf(&sb, "%5.1f%% %5d %9.2f %9.2f  %s\n", 100*s.CPU.Seconds()/opsCPU.Seconds(), s.Count/steps,
-			1e3*per(s.CPU), 1e3*per(s.Wall), s.Key)
+		fmt.Fprintf(&sb, "%5.1f%% %5d %9.2f %9.2f %9.2f  %s\n", 100*s.CPU.Seconds()/opsCPU.Seconds(), s.Count/steps,
+			1e3*per(s.CPU), 1e3*per(s.Thread), 1e3*per(s.Wall), s.Key)
 	}
 	t.Logf("\n%s", sb.String())
 }

@@ -311,9 +311,9 @@ func (fe *FunctionExecutable) executeSequentially(backend *Backend, execBuf *fun
 		}
 		// Temper fork: per-op timing when an op profile is running (StartOpProfile).
 		if prof := activeOpProfile.Load(); prof != nil && node.OpType != compute.OpTypeConstant {
-			start, cpu := time.Now(), processCPU()
+			start, cpu, thread := time.Now(), processCPU(), threadCPU()
 			err := fe.executeNode(backend, node, execBuf, spec)
-			prof.add(node, time.Since(start), processCPU()-cpu)
+			prof.add(node, time.Since(start), processCPU()-cpu, threadCPU()-thread)
 			if err != nil {
 				return err
 			}

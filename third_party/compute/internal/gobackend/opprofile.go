@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -24,6 +23,11 @@ type OpStat struct {
 	// threads, so a matmul's workers count) over the same interval. On a machine shared with
 	// other jobs CPU time is the steadier of the two.
 	Wall, CPU time.Duration
+	// Thread is the CPU time of the thread that ran the op (its share of an op split across
+	// workers): summed over a graph, the time the op sequence would take on an idle machine with
+	// as many cores as workers. Only meaningful when the executing goroutine is locked to its
+	// thread (runtime.LockOSThread), else it may count another thread's time.
+	Thread time.Duration
 }
 
 // opProfileLabeler is implemented by node data that can name its op better than its shapes do.
@@ -62,15 +66,6 @@ func StopOpProfile() []OpStat {
 	return out
 }
 
-// processCPU is the CPU time (user + system) of the whole process.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func opProfileKey(node *Node) string {
 	var sb strings.Builder
 	sb.WriteString(node.OpType.String())
@@ -90,7 +85,7 @@ func opProfileKey(node *Node) string {
 	return sb.String()
 }
 
-func (p *opProfiler) add(node *Node, wall, cpu time.Duration) {
+func (p *opProfiler) add(node *Node, wall, cpu, thread time.Duration) {
 	key := opProfileKey(node)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -102,4 +97,5 @@ func (p *opProfiler) add(node *Node, wall, cpu time.Duration) {
 	s.Count++
 	s.Wall += wall
 	s.CPU += cpu
+	s.Thread += thread
 }
