@@ -219,6 +219,23 @@ TEXT ·avx2PanelTile6x16Asm(SB), NOSPLIT, $0-56
 	SHLQ $2, R11
 	LEAQ (R8)(R8*2), R9
 	LEAQ (SI)(R9*1), DX
+	// Fetch the output tile's lines while the sums run: it is stored (or read and added) only
+	// after the loop, and misses there stalled the tile for hundreds of cycles.
+	MOVQ DI, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 60(AX)
+	PREFETCHT0 (AX)(R11*1)
+	PREFETCHT0 60(AX)(R11*1)
+	PREFETCHT0 (AX)(R11*2)
+	PREFETCHT0 60(AX)(R11*2)
+	LEAQ (AX)(R11*2), AX
+	LEAQ (AX)(R11*1), AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 60(AX)
+	PREFETCHT0 (AX)(R11*1)
+	PREFETCHT0 60(AX)(R11*1)
+	PREFETCHT0 (AX)(R11*2)
+	PREFETCHT0 60(AX)(R11*2)
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
