@@ -146,3 +146,43 @@ func checkReference(t *testing.T, layout dot.Layout, lhs, rhs []float32, B, M, N
 		}
 	}
 }
+
+// TestPanelKernelMatchesSmallTransposed: with the contracting axis in one panel (K <= 128) the AVX2
+// panel kernel gives the small transposed-via-registers kernel's bits (one fused multiply-add chain
+// from zero per element), so the router may send those products to it.
+func TestPanelKernelMatchesSmallTransposed(t *testing.T) {
+	if !archsimd.X86.AVX2() {
+		t.Skip("no AVX2")
+	}
+	be, err := gobackend.New("parallelism=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := be.(*gobackend.Backend)
+	rng := rand.New(rand.NewPCG(39, 6))
+	shapes := []struct{ B, M, N, K int }{{32, 256, 128, 32}, {32, 384, 128, 64}, {3, 17, 40, 128}, {1, 16, 7, 1}}
+	for range 10 {
+		shapes = append(shapes, struct{ B, M, N, K int }{1 + rng.IntN(5), 16 + rng.IntN(100), 1 + rng.IntN(150), 1 + rng.IntN(128)})
+	}
+	for _, s := range shapes {
+		lhs := make([]float32, s.B*s.M*s.K)
+		rhs := make([]float32, s.B*s.N*s.K)
+		for i := range lhs {
+			lhs[i] = rng.Float32()*2 - 1
+		}
+		for i := range rhs {
+			rhs[i] = rng.Float32()*2 - 1
+		}
+		want := make([]float32, s.B*s.M*s.N)
+		if !avx2SmallTransposedViaRegisters(backend, lhs, rhs, s.B, s.M, s.N, s.K, want) {
+			t.Fatal("no buffer")
+		}
+		got := make([]float32, len(want))
+		avx2PanelKernel.run(backend, dot.LayoutTransposed, lhs, rhs, s.B, s.M, s.N, s.K, got)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("B%d M%d N%d K%d: element %d = %g, register kernel %g", s.B, s.M, s.N, s.K, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -18,7 +18,8 @@ import (
 )
 
 // trainShapes are the float32 products of a base-preset training step (16×128 tokens: d 384, FFN
-// 1024, 6 heads of 64 in 2 KV groups), as the op profile (tpu's TestTrainStepOpProfile) lists them.
+// 1024, 6 heads of 64 in 2 KV groups) and the largest of a small-preset one, as the op profile
+// (tpu's TestTrainStepOpProfile) lists them.
 var trainShapes = []struct {
 	layout     dot.Layout
 	B, M, K, N int
@@ -34,6 +35,12 @@ var trainShapes = []struct {
 	{dot.LayoutNonTransposed, 1, 384, 2048, 384},  // attention out, weight gradient
 	{dot.LayoutTransposed, 32, 384, 64, 128},      // attention scores
 	{dot.LayoutNonTransposed, 32, 384, 128, 64},   // attention probs·V
+	// The small preset (d 128, FFN 384, 4 heads of 32 in 2 KV groups).
+	{dot.LayoutTransposed, 1, 2048, 384, 128},    // FFN down, input gradient
+	{dot.LayoutNonTransposed, 1, 384, 2048, 128}, // FFN down, weight gradient
+	{dot.LayoutNonTransposed, 1, 2048, 128, 384}, // FFN gate/up forward
+	{dot.LayoutNonTransposed, 32, 256, 128, 32},  // attention probs·V
+	{dot.LayoutTransposed, 32, 256, 32, 128},     // attention scores
 }
 
 // threadCPU is the calling thread's CPU time (lock the goroutine to its thread around it).
