@@ -32,7 +32,7 @@ type BenchOptions struct {
 	Mode        string        `json:"mode"`         // Go executor: "sequential" (default) or "parallel"
 	Backend     string        `json:"backend"`      // "go" (default) or "xla" (see Options.Backend)
 	Plugin      string        `json:"plugin"`       // PJRT plugin of the xla backend (see Options.Plugin)
-	PeakGFLOPS  float64       `json:"peak_gflops"`  // MFU reference; default 180
+	PeakGFLOPS  float64       `json:"peak_gflops"`  // MFU reference (`temper bench peak`); 0: no MFU
 	ExecTimeout time.Duration `json:"exec_timeout"` // watchdog per execution; default 30m
 	Seed        uint64        `json:"seed"`         // weights and data; default 1
 
@@ -67,9 +67,6 @@ func (o BenchOptions) withDefaults() BenchOptions {
 	}
 	if o.Mode == "" {
 		o.Mode = ExecutorSequential
-	}
-	if o.PeakGFLOPS == 0 {
-		o.PeakGFLOPS = DefaultPeakGFLOPS
 	}
 	if o.ExecTimeout == 0 {
 		o.ExecTimeout = 30 * time.Minute
@@ -137,13 +134,21 @@ func (r BenchReport) JSON() ([]byte, error) { return json.MarshalIndent(r, "", "
 // String renders the report as two aligned tables (training, generation).
 func (r BenchReport) String() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "backend %s, GOMAXPROCS %d, %s, MFU vs %.0f GFLOP/s\n\n", r.Backend, r.GOMAXPROCS, r.GoVersion, r.PeakGFLOPS)
+	mfu := "no MFU (no peak)"
+	if r.PeakGFLOPS > 0 {
+		mfu = fmt.Sprintf("MFU vs %.1f GFLOP/s", r.PeakGFLOPS)
+	}
+	fmt.Fprintf(&sb, "backend %s, GOMAXPROCS %d, %s, %s\n\n", r.Backend, r.GOMAXPROCS, r.GoVersion, mfu)
 	tw := tabwriter.NewWriter(&sb, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "preset\tparams\tbatch×seq\tcompile s\tfirst step s\tstep s\ttok/s\tGFLOP/s\tMFU\tloss first→last\tpeak RSS MB\t")
 	for _, w := range r.Rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d×%d\t%.3f\t%.3f\t%.3f\t%.0f\t%.1f\t%.1f%%\t%.3f→%.3f\t%.0f\t\n",
+		mfu := "-"
+		if r.PeakGFLOPS > 0 {
+			mfu = fmt.Sprintf("%.1f%%", 100*w.TrainMFU)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d×%d\t%.3f\t%.3f\t%.3f\t%.0f\t%.1f\t%s\t%.3f→%.3f\t%.0f\t\n",
 			w.Preset, humanCount(w.Params), w.Batch, w.Seq, w.CompileSeconds, w.FirstStepSeconds, w.StepSeconds,
-			w.TrainTokensPerSec, w.TrainGFLOPS, 100*w.TrainMFU, w.LossFirst, w.LossLast, float64(w.PeakRSS)/(1<<20))
+			w.TrainTokensPerSec, w.TrainGFLOPS, mfu, w.LossFirst, w.LossLast, float64(w.PeakRSS)/(1<<20))
 	}
 	tw.Flush()
 	if len(r.Rows) > 0 && r.Rows[0].GenPrompts > 0 {

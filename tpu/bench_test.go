@@ -15,7 +15,7 @@ import (
 func TestBenchModel(t *testing.T) {
 	var lines []string
 	rep, err := BenchModel(context.Background(), BenchOptions{Presets: []string{"tiny"}, Batch: 2, Seq: 16, Steps: 2,
-		GenPrompts: 4, GenPromptLen: 4, GenTokens: 8, Progress: func(l string) { lines = append(lines, l) }})
+		GenPrompts: 4, GenPromptLen: 4, GenTokens: 8, PeakGFLOPS: 50, Progress: func(l string) { lines = append(lines, l) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,11 +31,19 @@ func TestBenchModel(t *testing.T) {
 			t.Errorf("%s = %v, want > 0", name, v)
 		}
 	}
+	if w.TrainMFU != w.TrainGFLOPS/50 {
+		t.Errorf("MFU %v, want GFLOP/s %v / peak 50", w.TrainMFU, w.TrainGFLOPS)
+	}
 	s := rep.String()
-	for _, want := range []string{"preset", "tiny", "2×16", "4×8", "MFU", "speedup"} {
+	for _, want := range []string{"preset", "tiny", "2×16", "4×8", "MFU vs 50.0 GFLOP/s", fmt.Sprintf("%.1f%%", 100*w.TrainMFU), "speedup"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("table lacks %q:\n%s", want, s)
 		}
+	}
+	noPeak := rep
+	noPeak.PeakGFLOPS = 0
+	if s := noPeak.String(); !strings.Contains(s, "no MFU (no peak)") || strings.Contains(s, "%") {
+		t.Errorf("without a peak the table must say so and print no MFU:\n%s", s)
 	}
 	js, err := rep.JSON()
 	if err != nil {
@@ -111,7 +119,7 @@ var benchPresets = []struct {
 }
 
 // BenchmarkTrainStep: one TrainStep (forward, backward, clipping, AdamW) per iteration; reports
-// tok/s, GFLOP/s, MFU and the process's peak RSS.
+// tok/s, GFLOP/s and the process's peak RSS (MFU: `temper bench model`, against the measured peak).
 //
 //	GOEXPERIMENT=simd go test ./tpu/ -run '^$' -bench TrainStep/base -benchtime 5x -cpuprofile cpu.out
 func BenchmarkTrainStep(b *testing.B) {
@@ -138,7 +146,6 @@ func BenchmarkTrainStep(b *testing.B) {
 				st := r.Stats().Train
 				b.ReportMetric(st.TokensPerSec, "tok/s")
 				b.ReportMetric(st.GFLOPS, "GFLOP/s")
-				b.ReportMetric(100*st.MFU, "MFU%")
 				if m, err := ReadMemory(); err == nil {
 					b.ReportMetric(float64(m.PeakRSS)/(1<<20), "peakRSS-MB")
 				}

@@ -25,9 +25,20 @@
 //     gradient norm is not finite changes nothing (weights, moments and step stay put) and reports
 //     the non-finite values. Same seed + same batches give bit-identical weights on the sequential
 //     executor; OptimizerState/SetOptimizerState and SaveOptimizer/LoadOptimizer restore AdamW
-//     exactly. StepObjective/EvalObjective run other objectives with the same update.
-//   - Weights: safetensors with Hugging Face tensor names (io.Reader/io.Writer), and model
-//     directories holding config.json + model.safetensors.
+//     exactly. StepObjective/EvalObjective run other objectives (algorithms/objective) with the same
+//     update, each on its own batch type; a batch of another objective, or one that cannot be laid
+//     out, is an error.
+//   - Memory: the model config's attention (auto: blocked from 1,024 tokens on the Go backend) and
+//     remat choose how steps compute; Options.MemoryBudget makes a step whose executor-estimated
+//     intermediate memory exceeds it recompute per layer (remat "layer", bit-identical results);
+//     TrainStepMemory tells which and how much without running. docs/engine-memory.md.
+//   - Weights: safetensors with Hugging Face tensor names through algorithms/hf (io.Reader/
+//     io.Writer, one tensor converted at a time; LoadWeights also takes hf.Join's stream of
+//     shards), PEFT adapter files, and local model directories (SaveModelDir; DirSource and
+//     DirSink serve hf's directory reader and writer). Loading a model is activities/train's Load.
+//   - MFU: against Options.PeakGFLOPS, the machine's attainable rate as `temper bench peak`
+//     measures it with MeasureMatmul (the engine's float32 matmul on every core); without one,
+//     Stats report no MFU rather than one against an assumed figure.
 //   - Methods are safe for concurrent use; executions are serialized.
 //
 // Imports: algorithms/..., GoMLX/compute and the standard library (os for model directories and

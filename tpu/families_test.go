@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/sample"
 )
 
@@ -37,7 +38,7 @@ func TestFamilyDirsLoad(t *testing.T) {
 			if err := json.Unmarshal(raw, &g); err != nil {
 				t.Fatal(err)
 			}
-			r, err := NewFromDir(dir, Options{Seed: 1, ExecTimeout: -1})
+			r, err := loadDir(dir, Options{Seed: 1, ExecTimeout: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,13 +73,13 @@ func TestFamilyDirsLoad(t *testing.T) {
 			if err := r.SaveModelDir(saved); err != nil {
 				t.Fatal(err)
 			}
-			a, _ := os.ReadFile(filepath.Join(dir, WeightsFile))
-			c, _ := os.ReadFile(filepath.Join(saved, WeightsFile))
+			a, _ := os.ReadFile(filepath.Join(dir, hf.WeightsFile))
+			c, _ := os.ReadFile(filepath.Join(saved, hf.WeightsFile))
 			if !bytes.Equal(a, c) {
-				t.Errorf("saved %s differs from the reference's (%d vs %d bytes)", WeightsFile, len(c), len(a))
+				t.Errorf("saved %s differs from the reference's (%d vs %d bytes)", hf.WeightsFile, len(c), len(a))
 			}
-			back, err := ReadModelConfig(saved)
-			if err != nil || !sameArchitecture(back, r.Config()) {
+			back, err := hf.Inspect(DirSource(saved))
+			if err != nil || !sameArchitecture(back.Config, r.Config()) {
 				t.Errorf("saved config.json reads back as %+v (%v), want %+v", back, err, r.Config())
 			}
 		})

@@ -3,8 +3,10 @@ package tpu
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
+	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
 )
 
@@ -85,4 +87,39 @@ func trainSteps(t testing.TB, r *Runtime, batches []Batch, lr float32) []StepMet
 		out = append(out, m)
 	}
 	return out
+}
+
+// loadDir builds a runtime holding the Hugging Face model directory dir (config.json and the
+// weights, one file or shards), as activities/train's Load does with a tpu engine.
+func loadDir(dir string, opts Options) (*Runtime, error) {
+	src := DirSource(dir)
+	m, err := hf.Inspect(src)
+	if err != nil {
+		return nil, err
+	}
+	opts.Model = m.Config
+	r, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := m.OpenWeights(src)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	defer rc.Close()
+	if err := r.LoadWeights(rc); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// sameArchitecture compares what decides the weights' shapes and the graph's math.
+func sameArchitecture(a, b model.Config) bool {
+	a.MaxSeq, b.MaxSeq = 0, 0 // only a limit on inputs
+	if len(a.LayerTypes) == 0 && len(b.LayerTypes) == 0 {
+		a.LayerTypes, b.LayerTypes = nil, nil // nil and empty mean the same
+	}
+	return reflect.DeepEqual(a, b) // follows RopeScaling's pointer and compares LayerTypes
 }

@@ -3,24 +3,16 @@ package tpu
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // GoMLX graph code reads best unqualified.
 
+	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
-	"github.com/temperml/temper/algorithms/safetensors"
-)
-
-// Files of a PEFT adapter directory.
-const (
-	AdapterConfigFile  = "adapter_config.json"
-	AdapterWeightsFile = "adapter_model.safetensors"
 )
 
 // LoRA training (Options.LoRA): the adapters are attached when the weights are bound (New, or the
-// first ImportWeights after NewFromDir's skipped init), A seeded from LoRA.Seed and B zero, so
+// first ImportWeights), A seeded from LoRA.Seed and B zero, so
 // before the first step every output equals the base model's. From then on r.params and r.specs
 // hold the adapters only: TrainStep and StepObjective differentiate and update only them, the
 // optimizer state covers only them, and the base weights (ExportWeights, SaveWeights) never change.
@@ -110,24 +102,7 @@ func (r *Runtime) SaveAdapters(w io.Writer) error {
 		return err
 	}
 	l, _ := r.LoRA()
-	peft, shp, err := l.ToPEFT(r.cfg, internal)
-	if err != nil {
-		return fmt.Errorf("tpu: save adapters: %w", err)
-	}
-	names := make([]string, 0, len(peft))
-	for n := range peft {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	ts := make([]safetensors.Tensor, 0, len(names))
-	for _, n := range names {
-		t, err := safetensors.FromFloat32(n, shp[n], peft[n], safetensors.F32)
-		if err != nil {
-			return fmt.Errorf("tpu: save adapters: %w", err)
-		}
-		ts = append(ts, t)
-	}
-	if err := safetensors.Write(w, ts, map[string]string{"format": "pt"}); err != nil {
+	if err := hf.WriteAdapters(w, r.cfg, l, internal); err != nil {
 		return fmt.Errorf("tpu: save adapters: %w", err)
 	}
 	return nil
@@ -140,40 +115,11 @@ func (r *Runtime) LoadAdapters(rd io.Reader) error {
 	if !ok {
 		return fmt.Errorf("tpu: load adapters: no LoRA adapters (Options.LoRA is not set)")
 	}
-	internal, err := ReadAdapters(rd, r.cfg, l)
+	internal, err := hf.ReadAdapters(rd, r.cfg, l)
 	if err != nil {
-		return err
+		return fmt.Errorf("tpu: load adapters: %w", err)
 	}
 	return r.ImportAdapters(internal)
-}
-
-// ReadAdapters reads a PEFT adapter_model.safetensors for adapters l on cfg into internal paths
-// (model.LoRA.Variables); every tensor must be there with its shape, and nothing else.
-func ReadAdapters(rd io.Reader, cfg model.Config, l model.LoRA) (map[string][]float32, error) {
-	f, err := safetensors.Read(rd)
-	if err != nil {
-		return nil, fmt.Errorf("tpu: load adapters: %w", err)
-	}
-	want, err := l.PEFTShapes(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("tpu: load adapters: %w", err)
-	}
-	peft := make(map[string][]float32, len(f.Tensors))
-	for _, t := range f.Tensors {
-		if s, ok := want[t.Name]; ok && !slices.Equal(s, t.Shape) {
-			return nil, fmt.Errorf("tpu: load adapters: tensor %q has shape %v, want %v", t.Name, t.Shape, s)
-		}
-		data, err := t.ToFloat32()
-		if err != nil {
-			return nil, fmt.Errorf("tpu: load adapters: %w", err)
-		}
-		peft[t.Name] = data
-	}
-	internal, err := l.FromPEFT(cfg, peft)
-	if err != nil {
-		return nil, fmt.Errorf("tpu: load adapters: %w", err)
-	}
-	return internal, nil
 }
 
 // AdapterConfig returns the adapter_config.json of the attached adapters, naming base (the URI
@@ -183,7 +129,7 @@ func (r *Runtime) AdapterConfig(base string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("tpu: adapter config: no LoRA adapters (Options.LoRA is not set)")
 	}
-	b, err := l.PEFTConfigJSON(r.cfg, base)
+	b, err := hf.AdapterConfigJSON(r.cfg, l, base)
 	if err != nil {
 		return nil, fmt.Errorf("tpu: adapter config: %w", err)
 	}
@@ -197,23 +143,35 @@ func (r *Runtime) SaveAdapterDir(dir, base string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("tpu: save adapter dir: %w", err)
-	}
-	if err := writeFileAtomic(filepath.Join(dir, AdapterConfigFile), func(w io.Writer) error {
-		_, err := w.Write(append(cfgJSON, '\n'))
-		return err
-	}); err != nil {
-		return fmt.Errorf("tpu: save adapter dir %s: %w", dir, err)
-	}
-	if err := writeFileAtomic(filepath.Join(dir, AdapterWeightsFile), r.SaveAdapters); err != nil {
-		return fmt.Errorf("tpu: save adapter dir %s: %w", dir, err)
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{hf.AdapterConfigFile, func(w io.Writer) error { _, err := w.Write(cfgJSON); return err }},
+		{hf.AdapterWeightsFile, r.SaveAdapters},
+	} {
+		if err := writeDirFile(dir, f.name, f.write); err != nil {
+			return fmt.Errorf("tpu: save adapter dir %s: %w", dir, err)
+		}
 	}
 	return nil
 }
 
+// writeDirFile writes one file of dir through DirSink.
+func writeDirFile(dir, name string, write func(io.Writer) error) error {
+	w, err := DirSink(dir).Create(name)
+	if err != nil {
+		return err
+	}
+	if err := write(w); err != nil {
+		w.(*atomicFile).Abort()
+		return err
+	}
+	return w.Close()
+}
+
 // MergedWeights returns plain weights with the adapters folded in, W' = W + (alpha/rank)·A·B per
-// module (internal paths; ImportWeights, SaveModelDir or WriteModelDir take them). The runtime is
+// module (internal paths; ImportWeights or hf.WriteDir take them). The runtime is
 // not changed.
 func (r *Runtime) MergedWeights() (w map[string][]float32, err error) {
 	const op = "merged weights"
@@ -274,51 +232,4 @@ func (r *Runtime) MergeLoRA() (err error) {
 	}
 	r.opts.LoRA = nil
 	return r.bindParams()
-}
-
-// WriteModelDir writes a plain model directory (dir/config.json and dir/model.safetensors, F32,
-// Hugging Face names) from host weights w (internal paths): what `temper lora merge` writes from
-// a base checkpoint and its adapters merged by model.MergeLoRA. Each file goes through a
-// temporary file renamed into place.
-func WriteModelDir(dir string, cfg model.Config, w map[string][]float32) error {
-	cfgJSON, err := cfg.ToHFConfig()
-	if err != nil {
-		return fmt.Errorf("tpu: write model dir %s: %w", dir, err)
-	}
-	hf, err := cfg.ToHF(w)
-	if err != nil {
-		return fmt.Errorf("tpu: write model dir %s: %w", dir, err)
-	}
-	shp, err := cfg.HFShapes()
-	if err != nil {
-		return fmt.Errorf("tpu: write model dir %s: %w", dir, err)
-	}
-	names := make([]string, 0, len(hf))
-	for n := range hf {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	ts := make([]safetensors.Tensor, 0, len(names))
-	for _, n := range names {
-		t, err := safetensors.FromFloat32(n, shp[n], hf[n], safetensors.F32)
-		if err != nil {
-			return fmt.Errorf("tpu: write model dir %s: %w", dir, err)
-		}
-		ts = append(ts, t)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("tpu: write model dir: %w", err)
-	}
-	if err := writeFileAtomic(filepath.Join(dir, ConfigFile), func(wr io.Writer) error {
-		_, err := wr.Write(append(cfgJSON, '\n'))
-		return err
-	}); err != nil {
-		return fmt.Errorf("tpu: write model dir %s: %w", dir, err)
-	}
-	if err := writeFileAtomic(filepath.Join(dir, WeightsFile), func(wr io.Writer) error {
-		return safetensors.Write(wr, ts, map[string]string{"format": "pt"})
-	}); err != nil {
-		return fmt.Errorf("tpu: write model dir %s: %w", dir, err)
-	}
-	return nil
 }

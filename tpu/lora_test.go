@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
 )
@@ -97,7 +98,7 @@ func TestLoRATrainsOnlyAdapters(t *testing.T) {
 	}
 	// Objectives train the adapters only, too.
 	w1 := exportWeights(t, r)
-	if _, err := r.StepObjective(ceObjective, objectiveInputs(batches[0]), 1e-2); err != nil {
+	if _, err := r.StepObjective(ceObjective, ceBatch(batches[0]), 1e-2); err != nil {
 		t.Fatal(err)
 	}
 	if k := bitsEqual(w1, exportWeights(t, r)); k != "" {
@@ -163,12 +164,12 @@ func TestLoRAMergeMatches(t *testing.T) {
 		t.Fatalf("optimizer after merge: %d moments, err %v; want %d", len(st.M), err, len(w))
 	}
 
-	// WriteModelDir writes a directory NewFromDir loads as the same model.
+	// hf.WriteDir writes a directory that loads as the same model.
 	dir := t.TempDir()
-	if err := WriteModelDir(dir, tinyCfg(), merged); err != nil {
+	if err := hf.WriteDir(DirSink(dir), tinyCfg(), merged, hf.Meta{}, hf.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fromDir, err := NewFromDir(dir, Options{})
+	fromDir, err := loadDir(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +252,7 @@ func TestLoRAAdaptersRoundTrip(t *testing.T) {
 	if err := b.SaveAdapterDir(dir, "file:///store/runs/r/pretrain/step-000010/"); err != nil {
 		t.Fatal(err)
 	}
-	js, err := os.ReadFile(filepath.Join(dir, AdapterConfigFile))
+	js, err := os.ReadFile(filepath.Join(dir, hf.AdapterConfigFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +260,7 @@ func TestLoRAAdaptersRoundTrip(t *testing.T) {
 	if err != nil || baseURI != "file:///store/runs/r/pretrain/step-000010/" || l.Rank != 4 || l.Alpha != 8 {
 		t.Fatalf("adapter config %s: %+v %q %v", js, l, baseURI, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, WeightsFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, hf.WeightsFile)); !os.IsNotExist(err) {
 		t.Fatalf("adapter dir holds base weights (%v)", err)
 	}
 

@@ -18,23 +18,23 @@ import (
 // AdamW exactly as TrainStep does.
 type Objective = objective.Objective
 
-// StepObjective runs one optimizer step of obj on inputs (host tensors, no padding applied: the
+// StepObjective runs one optimizer step of obj on its batch b (host tensors, no padding applied: the
 // caller keeps shapes in a few buckets to bound compilation). It returns "loss", "grad_norm" and the
 // objective's metrics. A non-finite loss or gradient changes nothing (as TrainStep).
-func (r *Runtime) StepObjective(obj Objective, inputs []*tensors.Tensor, lr float32) (map[string]float32, error) {
+func (r *Runtime) StepObjective(obj Objective, b objective.Batch, lr float32) (map[string]float32, error) {
 	op := "step " + obj.Name
 	if !(lr >= 0) || math.IsInf(float64(lr), 0) {
 		return nil, fmt.Errorf("tpu: %s: lr=%g: must be finite and >= 0", op, lr)
 	}
-	return r.runObjective(op, obj, inputs, &lr)
+	return r.runObjective(op, obj, b, &lr)
 }
 
-// EvalObjective computes obj's loss and metrics on inputs without updating anything.
-func (r *Runtime) EvalObjective(obj Objective, inputs []*tensors.Tensor) (map[string]float32, error) {
-	return r.runObjective("eval "+obj.Name, obj, inputs, nil)
+// EvalObjective computes obj's loss and metrics on its batch b without updating anything.
+func (r *Runtime) EvalObjective(obj Objective, b objective.Batch) (map[string]float32, error) {
+	return r.runObjective("eval "+obj.Name, obj, b, nil)
 }
 
-func (r *Runtime) runObjective(op string, obj Objective, inputs []*tensors.Tensor, lr *float32) (map[string]float32, error) {
+func (r *Runtime) runObjective(op string, obj Objective, b objective.Batch, lr *float32) (map[string]float32, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.usable(op); err != nil {
@@ -42,6 +42,10 @@ func (r *Runtime) runObjective(op string, obj Objective, inputs []*tensors.Tenso
 	}
 	if obj.Name == "" || obj.Build == nil {
 		return nil, fmt.Errorf("tpu: %s: objective needs a name and a build function", op)
+	}
+	inputs, err := batchTensors(b)
+	if err != nil {
+		return nil, fmt.Errorf("tpu: %s: %w", op, err)
 	}
 	in := make([]shapes.Shape, len(inputs))
 	args := make([]any, len(inputs))
@@ -85,7 +89,7 @@ func (r *Runtime) runObjective(op string, obj Objective, inputs []*tensors.Tenso
 		kind = "step"
 	}
 	out := map[string]float32{}
-	err := r.guard(op, func() error {
+	err = r.guard(op, func() error {
 		if train {
 			if err := r.ensureOptimizer(); err != nil {
 				return err
@@ -110,4 +114,18 @@ func (r *Runtime) runObjective(op string, obj Objective, inputs []*tensors.Tenso
 		return nil, err
 	}
 	return out, nil
+}
+
+// batchTensors lays b out; a batch whose rows are ragged or empty panics while packing them, which
+// the runtime reports as an error (host code does not panic).
+func batchTensors(b objective.Batch) (ts []*tensors.Tensor, err error) {
+	if b == nil {
+		return nil, fmt.Errorf("no batch")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			ts, err = nil, fmt.Errorf("batch %T: %v", b, p)
+		}
+	}()
+	return b.Tensors(), nil
 }

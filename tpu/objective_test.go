@@ -2,6 +2,7 @@ package tpu
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
@@ -13,19 +14,23 @@ import (
 	"github.com/temperml/temper/algorithms/objective"
 )
 
-// ceObjective is TrainStep's loss written as an Objective; inputs: tokens, targets [b,t] int32,
-// mask [b,t] float32, positions [b,t] int32, valid [b,t] bool.
+// ceObjective is TrainStep's loss written as an Objective; its batch is a ceBatch.
 var ceObjective = Objective{
 	Name:    "ce",
 	Metrics: []string{"tokens"},
 	Build: func(scope *gm.Scope, cfg model.Config, in []*Node) (*Node, map[string]*Node) {
-		logits := model.Forward(scope, cfg, in[0], in[3], in[4])
-		return model.CrossEntropy(logits, in[1], in[2]), map[string]*Node{"tokens": ReduceAllSum(in[2])}
+		tokens, targets, mask, positions, valid := in[0], in[1], in[2], in[3], in[4]
+		logits := model.Forward(scope, cfg, tokens, positions, valid)
+		return model.CrossEntropy(logits, targets, mask), map[string]*Node{"tokens": ReduceAllSum(mask)}
 	},
 }
 
-func objectiveInputs(b Batch) []*tensors.Tensor {
-	n, t := b.Dims()
+// ceBatch is ceObjective's batch: a token batch whose every target counts and every key is valid,
+// laid out as tokens, targets [b,t] int32, mask [b,t] float32, positions [b,t] int32, valid [b,t] bool.
+type ceBatch Batch
+
+func (b ceBatch) Tensors() []*tensors.Tensor {
+	n, t := Batch(b).Dims()
 	i32 := func(x [][]int) *tensors.Tensor {
 		flat := make([]int32, 0, n*t)
 		for _, row := range x {
@@ -47,6 +52,30 @@ func objectiveInputs(b Batch) []*tensors.Tensor {
 		i32(b.Positions), tensors.FromFlatDataAndDimensions(valid, n, t)}
 }
 
+// policyRows is a token batch as policy-objective rows: every target trained, the given old,
+// behaviour and reference log-probs.
+func policyRows(b Batch, mask, old, behaviour, ref [][]float32) objective.PolicyRows {
+	n, t := b.Dims()
+	valid := make([][]bool, n)
+	for r := range valid {
+		valid[r] = make([]bool, t)
+		for c := range valid[r] {
+			valid[r][c] = true
+		}
+	}
+	if mask == nil {
+		mask = make([][]float32, n)
+		for r := range mask {
+			mask[r] = make([]float32, t)
+			for c := range mask[r] {
+				mask[r][c] = 1
+			}
+		}
+	}
+	return objective.PolicyRows{Tokens: b.Tokens, Targets: b.Targets, Positions: b.Positions, Valid: valid, Mask: mask,
+		Old: old, Behaviour: behaviour, Ref: ref}
+}
+
 // TestObjectiveMatchesTrainStep: the same loss through StepObjective gives the same weights as TrainStep.
 func TestObjectiveMatchesTrainStep(t *testing.T) {
 	a := newRuntime(t, Options{Seed: 3})
@@ -57,7 +86,7 @@ func TestObjectiveMatchesTrainStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mb, err := b.StepObjective(ceObjective, objectiveInputs(batch), 1e-2)
+		mb, err := b.StepObjective(ceObjective, ceBatch(batch), 1e-2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +97,7 @@ func TestObjectiveMatchesTrainStep(t *testing.T) {
 	if d := bitsEqual(exportWeights(t, a), exportWeights(t, b)); d != "" {
 		t.Fatalf("weights differ at %s", d)
 	}
-	ev, err := b.EvalObjective(ceObjective, objectiveInputs(batch))
+	ev, err := b.EvalObjective(ceObjective, ceBatch(batch))
 	if err != nil || !(ev["loss"] > 0) {
 		t.Fatalf("eval: %v %v", ev, err)
 	}
@@ -76,8 +105,35 @@ func TestObjectiveMatchesTrainStep(t *testing.T) {
 	bad := Objective{Name: "bad", Build: func(scope *gm.Scope, cfg model.Config, in []*Node) (*Node, map[string]*Node) {
 		return model.Forward(scope, cfg, in[0], in[3], in[4]), nil
 	}}
-	if _, err := b.StepObjective(bad, objectiveInputs(batch), 1e-2); err == nil {
+	if _, err := b.StepObjective(bad, ceBatch(batch), 1e-2); err == nil {
 		t.Fatal("want an error for a non-scalar loss")
+	}
+}
+
+// TestObjectiveBadBatch: a batch of another objective, a ragged batch and no batch are errors that
+// say what is wrong, not crashes, and change nothing.
+func TestObjectiveBadBatch(t *testing.T) {
+	r := newRuntime(t, Options{Seed: 3})
+	batch := randomBatch(t, tinyCfg().Vocab, 2, 8, 5)
+	before := exportWeights(t, r)
+	ragged := objective.Sequences{Tokens: [][]int{{1, 2}, {3}}, Positions: [][]int{{0, 1}, {0}}, Valid: [][]bool{{true, true}, {true}},
+		Last: []int{1, 0}, Completion: [][]float32{{0, 1}, {0}}}
+	for _, c := range []struct {
+		name string
+		obj  Objective
+		b    objective.Batch
+		want string
+	}{
+		{"another objective's batch", objective.Policy(loss.DefaultPolicyConfig(loss.AlgoGRPO)), ceBatch(batch), "PolicyBatch"},
+		{"ragged", objective.RewardScores(2), ragged, "batch objective.Sequences"},
+		{"none", ceObjective, nil, "no batch"},
+	} {
+		if _, err := r.StepObjective(c.obj, c.b, 1e-2); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+	if d := bitsEqual(before, exportWeights(t, r)); d != "" {
+		t.Fatalf("a refused step changed %s", d)
 	}
 }
 
@@ -95,22 +151,12 @@ func TestPolicyOnPolicyMatchesRecomputedOld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flat := func(x [][]float32) *tensors.Tensor {
-		out := make([]float32, 0, n*seq)
-		for _, row := range x {
-			out = append(out, row...)
-		}
-		return tensors.FromFlatDataAndDimensions(out, n, seq)
-	}
 	zero := make([][]float32, n)
 	for r := range zero {
 		zero[r] = make([]float32, seq)
 	}
-	policyIn := func(prev, ref [][]float32) []*tensors.Tensor {
-		in := objectiveInputs(batch) // tokens, targets, mask, positions, valid; one set a runtime
-		adv := tensors.FromFlatDataAndDimensions([]float32{1.5, -0.5, 0.25, -1.25}, n)
-		// tokens, targets, positions, valid, mask, old, behaviour, ref, adv
-		return []*tensors.Tensor{in[0], in[1], in[3], in[4], in[2], flat(prev), flat(prev), flat(ref), adv}
+	policyIn := func(prev, ref [][]float32) objective.PolicyBatch {
+		return objective.PolicyBatch{PolicyRows: policyRows(batch, nil, prev, prev, ref), Adv: []float32{1.5, -0.5, 0.25, -1.25}}
 	}
 	before := exportWeights(t, a)
 	ma, err := a.StepObjective(objective.Policy(cfg), policyIn(old, old), 1e-2)
@@ -139,39 +185,33 @@ func TestPolicyWindowMatchesFullRows(t *testing.T) {
 	n, seq := batch.Dims()
 	cols := [][]int{{5, 6, 7}, {3, 4}, {4, 5, 6}, {2, 3, 4, 5}}
 	untrained := [2]int{2, 5} // row 2, column 5
-	mask := make([]float32, n*seq)
-	colsFlat := make([]int32, 0, n*4)
+	mask := make([][]float32, n)
 	for r, cs := range cols {
+		mask[r] = make([]float32, seq)
 		for _, c := range cs {
 			if [2]int{r, c} != untrained {
-				mask[r*seq+c] = 1
+				mask[r][c] = 1
 			}
-		}
-		for j := range 4 {
-			c := -1
-			if j < len(cs) {
-				c = cs[j]
-			}
-			colsFlat = append(colsFlat, int32(c))
 		}
 	}
-	vals := func(scale float32) *tensors.Tensor { // log-prob-like inputs, different at every column
-		x := make([]float32, n*seq)
-		for i := range x {
-			x[i] = -scale * float32(1+i%7)
+	vals := func(scale float32) [][]float32 { // log-prob-like inputs, different at every column
+		x := make([][]float32, n)
+		for r := range x {
+			x[r] = make([]float32, seq)
+			for c := range x[r] {
+				x[r][c] = -scale * float32(1+(r*seq+c)%7)
+			}
 		}
-		return tensors.FromFlatDataAndDimensions(x, n, seq)
+		return x
 	}
 	cfg := loss.DefaultPolicyConfig(loss.AlgoGRPO)
 	cfg.KLBeta, cfg.TISThreshold = 0.05, 2
-	inputs := func(window bool) []*tensors.Tensor {
-		in := objectiveInputs(batch)
-		ins := []*tensors.Tensor{in[0], in[1], in[3], in[4], tensors.FromFlatDataAndDimensions(append([]float32(nil), mask...), n, seq),
-			vals(0.5), vals(0.45), vals(0.55), tensors.FromFlatDataAndDimensions([]float32{1.5, -0.5, 0.25, -1.25}, n)}
+	inputs := func(window bool) objective.PolicyBatch {
+		b := objective.PolicyBatch{PolicyRows: policyRows(batch, mask, vals(0.5), vals(0.45), vals(0.55)), Adv: []float32{1.5, -0.5, 0.25, -1.25}}
 		if window {
-			ins = append(ins, tensors.FromFlatDataAndDimensions(append([]int32(nil), colsFlat...), n, 4))
+			b.Cols, b.Window = cols, 4
 		}
-		return ins
+		return b
 	}
 	a := newRuntime(t, Options{Seed: 5})
 	b := newRuntime(t, Options{Seed: 5})

@@ -3,6 +3,7 @@ package tpu
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -33,7 +34,6 @@ const (
 // Defaults of Options.
 const (
 	DefaultExecTimeout = 5 * time.Minute
-	DefaultPeakGFLOPS  = 180 // OpenBLAS fp32 GEMM on this project's 2-vCPU machine
 	DefaultMaxExecs    = 32
 )
 
@@ -45,7 +45,7 @@ var ErrClosed = errors.New("runtime closed")
 
 // Options configures a Runtime. The zero value of each field means its documented default.
 type Options struct {
-	// Model is the architecture. Required (use model.Preset or NewFromDir).
+	// Model is the architecture. Required (model.Preset, or a model directory's config through activities/train's Load).
 	Model model.Config `json:"model"`
 	// Seed and InitStd initialise the weights (model.InitWeights); InitStd 0 → 0.02.
 	Seed    uint64  `json:"seed"`
@@ -74,13 +74,18 @@ type Options struct {
 	// ExecTimeout bounds one execution: a train step, a forward pass, or a whole Generate call
 	// (prefill and every decode step). 0 → 5m; negative → no watchdog.
 	ExecTimeout time.Duration `json:"exec_timeout"`
-	// PeakGFLOPS is the machine's peak to compute MFU against; 0 → 180.
+	// PeakGFLOPS is the machine's attainable float32 GFLOP/s to compute MFU against, as
+	// `temper bench peak` measures it; 0: no MFU (Stats report 0), since an assumed figure would
+	// be another machine's.
 	PeakGFLOPS float64 `json:"peak_gflops"`
+	// MemoryBudget (bytes; 0: none) bounds the intermediate memory of a step (activations and
+	// gradients, as the Go executor estimates it when compiling): a graph over it is built with
+	// the model's remat "layer" unless Model.Remat is set (see memory.go). The xla backend has
+	// no estimate, so there it changes nothing.
+	MemoryBudget int64 `json:"memory_budget,omitempty"`
 
 	// execHook, when set (tests), runs inside the watchdog just before each execution.
 	execHook func(op string)
-	// skipInit leaves the weights uninitialised (NewFromDir loads them right after).
-	skipInit bool
 }
 
 func (o Options) withDefaults() Options {
@@ -98,9 +103,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ExecTimeout == 0 {
 		o.ExecTimeout = DefaultExecTimeout
-	}
-	if o.PeakGFLOPS == 0 {
-		o.PeakGFLOPS = DefaultPeakGFLOPS
 	}
 	o.Optimizer = o.Optimizer.withDefaults()
 	if o.LoRA != nil {
@@ -137,8 +139,11 @@ func (o Options) Validate() error {
 	if o.MaxExecs < 0 {
 		return fmt.Errorf("tpu: options: max_execs=%d: must be >= 0", o.MaxExecs)
 	}
-	if !(o.PeakGFLOPS > 0) {
-		return fmt.Errorf("tpu: options: peak_gflops=%g: must be > 0", o.PeakGFLOPS)
+	if o.MemoryBudget < 0 {
+		return fmt.Errorf("tpu: options: memory_budget=%d: must be >= 0 bytes (0: none)", o.MemoryBudget)
+	}
+	if !(o.PeakGFLOPS >= 0) || math.IsInf(o.PeakGFLOPS, 0) {
+		return fmt.Errorf("tpu: options: peak_gflops=%g: must be a GFLOP/s figure > 0, or 0 for no MFU", o.PeakGFLOPS)
 	}
 	if err := o.Optimizer.Validate(); err != nil {
 		return err
@@ -187,15 +192,13 @@ func New(opts Options) (rt *Runtime, err error) {
 	r.scope = r.store.RootScope().At("model")
 	r.cache = newExecCache(opts.MaxExecs)
 	r.stats.PeakGFLOPS = opts.PeakGFLOPS
-	if !opts.skipInit {
-		if err := model.InitWeights(r.scope, r.cfg, opts.Seed, opts.InitStd); err != nil {
-			backend.Finalize()
-			return nil, fmt.Errorf("tpu: new: %w", err)
-		}
-		if err := r.bindParams(); err != nil {
-			backend.Finalize()
-			return nil, err
-		}
+	if err := model.InitWeights(r.scope, r.cfg, opts.Seed, opts.InitStd); err != nil {
+		backend.Finalize()
+		return nil, fmt.Errorf("tpu: new: %w", err)
+	}
+	if err := r.bindParams(); err != nil {
+		backend.Finalize()
+		return nil, err
 	}
 	return r, nil
 }

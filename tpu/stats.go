@@ -19,14 +19,16 @@ type Throughput struct {
 
 	TokensPerSec float64 `json:"tokens_per_sec"`
 	GFLOPS       float64 `json:"gflops"`
-	MFU          float64 `json:"mfu"` // GFLOPS / PeakGFLOPS
+	MFU          float64 `json:"mfu"` // GFLOPS / PeakGFLOPS; 0 without a peak
 }
 
 func (t *Throughput) derive(peak float64) {
 	if t.Seconds > 0 {
 		t.TokensPerSec = float64(t.Tokens) / t.Seconds
 		t.GFLOPS = t.FLOPs / t.Seconds / 1e9
-		t.MFU = t.GFLOPS / peak
+		if peak > 0 {
+			t.MFU = t.GFLOPS / peak
+		}
 	}
 }
 

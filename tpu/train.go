@@ -272,16 +272,8 @@ func finalize(ts []*tensors.Tensor) {
 // and the execution time (compile excluded). Call inside guard.
 func (r *Runtime) run(key CacheKey, graphFn func(in []*Node) []*Node, in []shapes.Shape, args ...any) ([]*tensors.Tensor, float64, error) {
 	exec, err := r.cache.get(key, func() (*gm.Exec, error) {
-		e, err := gm.NewExec(r.backend, r.store, func(_ *gm.Scope, nodes []*Node) []*Node { return graphFn(nodes) })
-		if err != nil {
-			return nil, err
-		}
-		e.SetMaxCache(1)
-		if _, err := e.Compile(in...); err != nil {
-			e.Finalize()
-			return nil, err
-		}
-		return e, nil
+		e, _, err := r.compile(graphFn, in, false) // memory.go: remat when over Options.MemoryBudget
+		return e, err
 	})
 	if err != nil {
 		return nil, 0, err

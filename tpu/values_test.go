@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomlx/gomlx/core/tensors"
-
 	"github.com/temperml/temper/algorithms/objective"
 )
 
@@ -62,22 +60,19 @@ func TestValuesPerToken(t *testing.T) {
 }
 
 // rewardInputs lays sequences out as objective.RewardScores wants them, right-padded with token 0 to
-// seq: tokens, positions int32 [rows, seq], valid bool [rows, seq], last int32 [rows], completion
-// float32 [rows, seq] (all 0: these models have no generative reward term).
-func rewardInputs(seqs [][]int, seq int) []*tensors.Tensor {
-	rows := len(seqs)
-	tok, pos := make([]int32, rows*seq), make([]int32, rows*seq)
-	valid, last := make([]bool, rows*seq), make([]int32, rows)
-	for r, s := range seqs {
+// seq (completion all 0: these models have no generative reward term).
+func rewardInputs(seqs [][]int, seq int) objective.Sequences {
+	var s objective.Sequences
+	for _, q := range seqs {
+		tok, pos, valid := make([]int, seq), make([]int, seq), make([]bool, seq)
 		for t := range seq {
-			pos[r*seq+t] = int32(t)
+			pos[t] = t
 		}
-		for t, id := range s {
-			tok[r*seq+t], valid[r*seq+t] = int32(id), true
+		for t, id := range q {
+			tok[t], valid[t] = id, true
 		}
-		last[r] = int32(len(s) - 1)
+		s.Tokens, s.Positions, s.Valid = append(s.Tokens, tok), append(s.Positions, pos), append(s.Valid, valid)
+		s.Last, s.Completion = append(s.Last, len(q)-1), append(s.Completion, make([]float32, seq))
 	}
-	return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(tok, rows, seq), tensors.FromFlatDataAndDimensions(pos, rows, seq),
-		tensors.FromFlatDataAndDimensions(valid, rows, seq), tensors.FromFlatDataAndDimensions(last, rows),
-		tensors.FromFlatDataAndDimensions(make([]float32, rows*seq), rows, seq)}
+	return s
 }

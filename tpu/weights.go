@@ -6,17 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
-	"slices"
 
+	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
-)
-
-// Files of a model directory (Hugging Face layout).
-const (
-	ConfigFile  = "config.json"
-	WeightsFile = "model.safetensors"
 )
 
 // ExportWeights copies the weights to host memory (internal variable paths → flat float32).
@@ -58,192 +51,100 @@ func (r *Runtime) ImportWeights(w map[string][]float32) (err error) {
 }
 
 // SaveWeights writes the weights as safetensors with Hugging Face tensor names, in dtype (F32,
-// BF16, F16 or F64; "" → F32).
+// BF16, F16 or F64; "" → F32), one variable converted at a time (hf.WriteWeights).
 func (r *Runtime) SaveWeights(w io.Writer, dtype safetensors.DType) error {
-	if dtype == "" {
-		dtype = safetensors.F32
-	}
 	internal, err := r.ExportWeights()
 	if err != nil {
 		return err
 	}
-	hf, err := r.cfg.ToHF(internal)
-	if err != nil {
-		return fmt.Errorf("tpu: save weights: %w", err)
-	}
-	shapes, err := r.cfg.HFShapes()
-	if err != nil {
-		return fmt.Errorf("tpu: save weights: %w", err)
-	}
-	names := make([]string, 0, len(hf))
-	for n := range hf {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	ts := make([]safetensors.Tensor, 0, len(names))
-	for _, n := range names {
-		t, err := safetensors.FromFloat32(n, shapes[n], hf[n], dtype)
-		if err != nil {
-			return fmt.Errorf("tpu: save weights: %w", err)
-		}
-		ts = append(ts, t)
-	}
-	if err := safetensors.Write(w, ts, map[string]string{"format": "pt"}); err != nil {
+	if err := hf.WriteWeights(w, r.cfg, internal, dtype); err != nil {
 		return fmt.Errorf("tpu: save weights: %w", err)
 	}
 	return nil
 }
 
-// LoadWeights reads Hugging Face safetensors weights (F32, BF16, F16 or F64) for this config and
-// replaces the model's weights. Every tensor of the config must be there with its shape;
+// LoadWeights reads Hugging Face safetensors weights (F32, BF16, F16 or F64; one file, or
+// hf.Join's stream of shards) for this config and replaces the model's weights, one tensor
+// streamed at a time (hf.ReadWeights). Every tensor of the config must be there with its shape;
 // lm_head.weight of a tied model is ignored.
 func (r *Runtime) LoadWeights(rd io.Reader) error {
-	f, err := safetensors.Read(rd)
-	if err != nil {
-		return fmt.Errorf("tpu: load weights: %w", err)
-	}
-	shapes, err := r.cfg.HFShapes()
-	if err != nil {
-		return fmt.Errorf("tpu: load weights: %w", err)
-	}
-	hf := make(map[string][]float32, len(f.Tensors))
-	for _, t := range f.Tensors {
-		if want, ok := shapes[t.Name]; ok && !slices.Equal(want, t.Shape) {
-			return fmt.Errorf("tpu: load weights: tensor %q has shape %v, want %v", t.Name, t.Shape, want)
-		}
-		data, err := t.ToFloat32()
-		if err != nil {
-			return fmt.Errorf("tpu: load weights: %w", err)
-		}
-		hf[t.Name] = data
-	}
-	internal, err := r.cfg.FromHF(hf)
+	internal, _, err := hf.ReadWeights(rd, r.cfg, "weights")
 	if err != nil {
 		return fmt.Errorf("tpu: load weights: %w", err)
 	}
 	return r.ImportWeights(internal)
 }
 
-// SaveModelDir writes dir/config.json and dir/model.safetensors (F32), each through a temporary
-// file renamed into place.
+// SaveModelDir writes a Hugging Face model directory of the runtime's model (the causal LM and its
+// value head, if any): config.json and model.safetensors (F32), each file through a temporary file
+// renamed into place (hf.WriteDir).
 func (r *Runtime) SaveModelDir(dir string) error {
-	cfgJSON, err := r.cfg.ToHFConfig()
+	internal, err := r.ExportWeights()
 	if err != nil {
-		return fmt.Errorf("tpu: save model dir %s: %w", dir, err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("tpu: save model dir: %w", err)
-	}
-	if err := writeFileAtomic(filepath.Join(dir, ConfigFile), func(w io.Writer) error {
-		_, err := w.Write(append(cfgJSON, '\n'))
 		return err
-	}); err != nil {
-		return fmt.Errorf("tpu: save model dir %s: %w", dir, err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, WeightsFile), func(w io.Writer) error {
-		return r.SaveWeights(w, safetensors.F32)
-	}); err != nil {
+	if err := hf.WriteDir(DirSink(dir), r.cfg, internal, hf.Meta{}, hf.WriteOptions{}); err != nil {
 		return fmt.Errorf("tpu: save model dir %s: %w", dir, err)
 	}
 	return nil
 }
 
-func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := write(bw); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+// DirSource reads a local directory (a Hugging Face model or adapter directory).
+func DirSource(dir string) hf.Source { return hf.FS(os.DirFS(dir)) }
 
-// ReadModelConfig reads dir/config.json; a value head is recognised from a "score.weight" tensor
-// in dir/model.safetensors.
-func ReadModelConfig(dir string) (model.Config, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ConfigFile))
-	if err != nil {
-		return model.Config{}, fmt.Errorf("tpu: read model config: %w", err)
-	}
-	cfg, err := model.FromHFConfig(data)
-	if err != nil {
-		return model.Config{}, fmt.Errorf("tpu: read model config %s: %w", dir, err)
-	}
-	f, err := os.Open(filepath.Join(dir, WeightsFile))
-	if err != nil {
-		return model.Config{}, fmt.Errorf("tpu: read model config: %w", err)
-	}
-	defer f.Close()
-	h, err := safetensors.ReadHeader(bufio.NewReader(f))
-	if err != nil {
-		return model.Config{}, fmt.Errorf("tpu: read model config %s: %w", dir, err)
-	}
-	return cfg.WithHeads(func(name string) bool { _, ok := h.Entry(name); return ok }), nil
-}
+// DirSink writes files into a local directory (created if needed), each through a temporary file
+// that is synced and renamed into place when closed, so a reader never sees half a file.
+func DirSink(dir string) hf.Sink { return dirSink(dir) }
 
-// NewFromDir creates a Runtime for the model in dir (config.json + model.safetensors); opts.Model
-// is taken from the directory.
-func NewFromDir(dir string, opts Options) (*Runtime, error) {
-	cfg, err := ReadModelConfig(dir)
+type dirSink string
+
+func (d dirSink) Create(name string) (io.WriteCloser, error) {
+	if err := os.MkdirAll(string(d), 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(string(d), name)
+	tmp, err := os.CreateTemp(string(d), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, err
 	}
-	opts.Model = cfg
-	opts.skipInit = true
-	r, err := New(opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.LoadModelDir(dir); err != nil {
-		r.Close()
-		return nil, err
-	}
-	return r, nil
+	return &atomicFile{f: tmp, w: bufio.NewWriterSize(tmp, 1<<20), path: path}, nil
 }
 
-// LoadModelDir replaces the weights with dir/model.safetensors; dir/config.json must describe
-// this Runtime's architecture.
-func (r *Runtime) LoadModelDir(dir string) error {
-	cfg, err := ReadModelConfig(dir)
-	if err != nil {
-		return err
-	}
-	if !sameArchitecture(cfg, r.cfg) {
-		return fmt.Errorf("tpu: load model dir %s: config %+v does not match the runtime's %+v", dir, cfg, r.cfg)
-	}
-	f, err := os.Open(filepath.Join(dir, WeightsFile))
-	if err != nil {
-		return fmt.Errorf("tpu: load model dir: %w", err)
-	}
-	defer f.Close()
-	if err := r.LoadWeights(f); err != nil {
-		return fmt.Errorf("tpu: load model dir %s: %w", dir, err)
-	}
-	return nil
+// atomicFile is a file renamed into place by Close; Abort removes it.
+type atomicFile struct {
+	f    *os.File
+	w    *bufio.Writer
+	path string
+	done bool
 }
 
-// sameArchitecture compares what decides the weights' shapes and the graph's math.
-func sameArchitecture(a, b model.Config) bool {
-	a.MaxSeq, b.MaxSeq = 0, 0 // only a limit on inputs
-	if len(a.LayerTypes) == 0 && len(b.LayerTypes) == 0 {
-		a.LayerTypes, b.LayerTypes = nil, nil // nil and empty mean the same
+func (a *atomicFile) Write(p []byte) (int, error) { return a.w.Write(p) }
+
+func (a *atomicFile) Abort() {
+	if !a.done {
+		a.done = true
+		a.f.Close()
+		os.Remove(a.f.Name())
 	}
-	return reflect.DeepEqual(a, b) // follows RopeScaling's pointer and compares LayerTypes
+}
+
+func (a *atomicFile) Close() error {
+	if a.done {
+		return nil
+	}
+	err := a.w.Flush()
+	if err == nil {
+		err = a.f.Sync()
+	}
+	if cerr := a.f.Close(); err == nil {
+		err = cerr
+	}
+	a.done = true
+	if err == nil {
+		err = os.Rename(a.f.Name(), a.path)
+	}
+	if err != nil {
+		os.Remove(a.f.Name())
+	}
+	return err
 }

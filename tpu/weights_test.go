@@ -100,14 +100,14 @@ func TestLoadWeightsRejects(t *testing.T) {
 		in   *bytes.Buffer
 		want string
 	}{
-		{"garbage", bytes.NewBufferString("not a safetensors file"), "tpu: load weights: safetensors"},
+		{"garbage", bytes.NewBufferString("not a safetensors file"), "tpu: load weights: hf: weights: safetensors: read header"},
 		{"missing", rewrite(func(ts []safetensors.Tensor) []safetensors.Tensor {
 			return slices.DeleteFunc(ts, func(x safetensors.Tensor) bool { return x.Name == "model.norm.weight" })
-		}), `"model.norm.weight" missing`},
+		}), `tensor "model.norm.weight" of this llama model is missing`},
 		{"extra", rewrite(func(ts []safetensors.Tensor) []safetensors.Tensor {
 			x, _ := safetensors.FromFloat32("model.extra.weight", []int{1}, []float32{1}, safetensors.F32)
 			return append(ts, x)
-		}), `unexpected tensor "model.extra.weight"`},
+		}), `weights: tensor "model.extra.weight" is not part of this llama model`},
 		{"transposed", rewrite(func(ts []safetensors.Tensor) []safetensors.Tensor {
 			for i, x := range ts {
 				if x.Name == "model.layers.0.mlp.down_proj.weight" {
@@ -115,7 +115,7 @@ func TestLoadWeightsRejects(t *testing.T) {
 				}
 			}
 			return ts
-		}), `"model.layers.0.mlp.down_proj.weight" has shape [48 32], want [32 48]`},
+		}), `weights: tensor "model.layers.0.mlp.down_proj.weight" has shape [48 32], config.json implies [32 48]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := r.LoadWeights(tc.in)

@@ -3,11 +3,7 @@ package workers
 import (
 	"io"
 
-	"github.com/gomlx/gomlx/core/tensors"
-
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/distill"
-	"github.com/temperml/temper/activities/train/policy"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/safetensors"
@@ -38,12 +34,26 @@ func NewTrainEngine(eo EngineOptions) train.NewEngine {
 }
 
 var (
-	_ policy.ValueReader  = engine{}
-	_ distill.LogitReader = engine{}
+	_ train.AdapterIO   = engine{}
+	_ train.ValueReader = engine{}
+	_ train.LogitReader = engine{}
 )
 
 // engine adapts *tpu.Runtime to train.Engine: the batch is the same type; the metrics have the same fields.
 type engine struct{ rt *tpu.Runtime }
+
+// Caps offers the adapters of a runtime built with LoRA and the value head of a model that has one;
+// every runtime reads logits.
+func (e engine) Caps() train.Caps {
+	c := train.Caps{Logits: e}
+	if _, ok := e.rt.LoRA(); ok {
+		c.Adapters = e
+	}
+	if e.rt.Config().ValueHead {
+		c.Values = e
+	}
+	return c
+}
 
 func (e engine) LoadWeights(r io.Reader) error   { return e.rt.LoadWeights(r) }
 func (e engine) SaveWeights(w io.Writer) error   { return e.rt.SaveWeights(w, safetensors.F32) }
@@ -72,19 +82,19 @@ func (e engine) Generate(prompts [][]int, opts sample.Options) ([]model.Completi
 
 func (e engine) LogProbs(b train.Batch) ([][]float32, error) { return e.rt.LogProbs(b) }
 
-// Logits reads the full next-token logits (a distillation teacher's); it makes engine a distill.LogitReader.
-func (e engine) Logits(b train.Batch) (distill.Logits, error) {
+// Logits reads the full next-token logits (a distillation teacher's).
+func (e engine) Logits(b train.Batch) (train.Logits, error) {
 	l, err := e.rt.Logits(b)
-	return distill.Logits(l), err
+	return train.Logits(l), err
 }
 
-// Values reads the value head at every position (PPO's critic); it makes engine a policy.ValueReader.
+// Values reads the value head at every position (PPO's critic).
 func (e engine) Values(b train.Batch) ([][]float32, error) { return e.rt.Values(b) }
 
-func (e engine) StepObjective(obj objective.Objective, in []*tensors.Tensor, lr float32) (map[string]float32, error) {
-	return e.rt.StepObjective(obj, in, lr)
+func (e engine) StepObjective(obj objective.Objective, b objective.Batch, lr float32) (map[string]float32, error) {
+	return e.rt.StepObjective(obj, b, lr)
 }
 
-func (e engine) EvalObjective(obj objective.Objective, in []*tensors.Tensor) (map[string]float32, error) {
-	return e.rt.EvalObjective(obj, in)
+func (e engine) EvalObjective(obj objective.Objective, b objective.Batch) (map[string]float32, error) {
+	return e.rt.EvalObjective(obj, b)
 }

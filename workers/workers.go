@@ -14,6 +14,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/control"
+	controlcontract "github.com/temperml/temper/activities/control/contract"
 	"github.com/temperml/temper/activities/demo"
 	"github.com/temperml/temper/activities/reward"
 	"github.com/temperml/temper/activities/reward/sandbox"
@@ -63,6 +65,8 @@ func Register(role string, r worker.Registry, opts Options) error {
 	case workflows.QueueTrainer:
 		r.RegisterActivityWithOptions(acts.Tick, activity.RegisterOptions{Name: demo.TickName})
 		RegisterTrainer(r, &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}})
+		ctl := &control.Activities{Ckpt: ckpt.New(ckpt.Options{})}
+		r.RegisterActivityWithOptions(ctl.Log, activity.RegisterOptions{Name: controlcontract.LogName})
 	case workflows.QueueReward:
 		ra, err := NewRewardActivities(opts, true)
 		if err != nil {
@@ -167,6 +171,7 @@ func Start(c client.Client, roles []string, opts Options) ([]worker.Worker, erro
 		}
 		if role == workflows.QueueTemper {
 			w.RegisterActivityWithOptions(searchAttributesCheck(c), activity.RegisterOptions{Name: workflows.SearchAttributesName})
+			w.RegisterActivityWithOptions(forwardControl(c), activity.RegisterOptions{Name: workflows.ForwardName})
 		}
 		if err := w.Start(); err != nil {
 			StopAll(ws)

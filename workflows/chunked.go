@@ -82,6 +82,8 @@ type LoopState struct {
 	NonFinite      int                `json:"non_finite"`
 	Seconds        float64            `json:"seconds"` // training wall time (chunks only)
 	Curve          []CurvePoint       `json:"curve,omitempty"`
+	// Steer is what people changed while the phase runs (steer.go); nil until someone does.
+	Steer *SteerState `json:"steer,omitempty"`
 }
 
 // PhaseSetup is what a kind's start made besides the first checkpoint.
@@ -101,6 +103,7 @@ type chunkedRun struct {
 	in          PhaseInput
 	seed        uint64
 	st          LoopState
+	steer       *steering
 }
 
 // exec runs an activity on the trainer queue (long: heartbeating chunks and evaluations) and waits.
@@ -148,7 +151,9 @@ func decodeKindConfig[C PhaseConfig](in PhaseInput) (C, error) {
 // max_seconds of training wall time) is reached, evaluating every eval.every_chunks chunks and after
 // the last, keeping the best-scoring checkpoint marked and pruning the others beyond keep_last, and
 // continues as new with its LoopState when the history grows. Non-finite steps are the chunk
-// runner's to skip; the driver counts them (non_finite_steps) and shows them in the memo.
+// runner's to skip; the driver counts them (non_finite_steps) and shows them in the memo. Between
+// two chunks it applies what people changed (steer.go): the shape (steps, max_seconds, optimizer,
+// eval.every_chunks) is the kind's config with those changes set over it.
 func runChunked(ctx workflow.Context, in PhaseInput, k chunkedKind) (PhaseOutput, error) {
 	r := &chunkedRun{ctx: ctx, in: in, seed: uint64(in.Seed)}
 	if in.Loop != nil {
@@ -156,8 +161,8 @@ func runChunked(ctx workflow.Context, in PhaseInput, k chunkedKind) (PhaseOutput
 	}
 	r.long, r.short = trainerContexts(ctx, k.spec.HeartbeatTimeout.D())
 	st := &r.st
-	fail := func(what string, err error) (PhaseOutput, error) {
-		return PhaseOutput{}, fmt.Errorf("%s %s: %s: %w", in.Kind, in.Phase, what, err)
+	if err := r.startSteering(&k); err != nil {
+		return PhaseOutput{}, err
 	}
 	if st.Checkpoint == "" {
 		if err := r.begin(k); err != nil {
@@ -171,41 +176,15 @@ func runChunked(ctx workflow.Context, in PhaseInput, k chunkedKind) (PhaseOutput
 	if err := upsertSearch(ctx, in.Search, evalUpdates(latest, phaseIdentity(in, st.Step)...)...); err != nil {
 		return PhaseOutput{}, err
 	}
-	outOfTime := func() bool { return k.spec.MaxSeconds > 0 && st.Seconds >= k.spec.MaxSeconds }
-	for st.Step < k.spec.Steps && !outOfTime() {
-		n := min(k.spec.ChunkSteps, k.spec.Steps-st.Step)
-		name, input := k.chunk(r, train.ChunkHead{Store: in.Store, Run: in.RunID, Phase: in.Phase, From: st.Checkpoint,
-			Step: st.Step, Steps: n, TotalSteps: k.spec.Steps, Cursor: st.Cursor, Optim: k.spec.Optimizer, FreshOptimizer: st.FreshOptimizer,
-			InjectNaNAt: k.spec.InjectNaNAt})
-		chunkStart := workflow.Now(ctx)
-		var out train.ChunkOutput
-		if err := r.exec(true, name, input, &out); err != nil {
-			return fail(fmt.Sprintf("chunk at step %d", st.Step), err)
-		}
-		st.Step, st.Checkpoint, st.Cursor, st.FreshOptimizer = out.Step, out.Checkpoint, out.Cursor, false
-		st.Seconds += workflow.Now(ctx).Sub(chunkStart).Seconds()
-		st.Chunks++
-		st.LossSum += out.Loss * float64(n)
-		st.LastLoss, st.NonFinite, st.Train = out.LastLoss, st.NonFinite+out.NonFinite, out.Metrics
-		memo := map[string]any{"step": st.Step, "steps": k.spec.Steps, "loss": out.Loss, "non_finite_steps": st.NonFinite}
-		last := st.Step >= k.spec.Steps || outOfTime()
-		var evaluated map[string]float64
-		if last || (k.cadence.EveryChunks > 0 && st.Chunks%k.cadence.EveryChunks == 0) {
-			m, err := k.evaluate(r, st.Checkpoint)
-			if err != nil {
-				return fail(fmt.Sprintf("evaluate step %d", st.Step), err)
-			}
-			st.Last, evaluated = m, m
-			st.Curve = append(st.Curve, r.point(k, m))
-			memo[k.headline] = m[k.headline]
-			if score := k.score(m); st.Best == "" || score > st.BestScore {
-				st.Best, st.BestScore = st.Checkpoint, score
-			}
-		}
-		if err := retainAndMemo(ctx, r.short, in, k.spec.KeepLast, st.Best, memo); err != nil {
+	for {
+		if err := r.atBoundary(&k); err != nil {
 			return PhaseOutput{}, err
 		}
-		if err := upsertSearch(ctx, in.Search, evalUpdates(evaluated, SAStep.ValueSet(int64(st.Step)))...); err != nil {
+		if st.Step >= k.spec.Steps || r.outOfTime(k) {
+			break
+		}
+		last, err := r.chunk(k)
+		if err != nil {
 			return PhaseOutput{}, err
 		}
 		if !last && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
@@ -214,7 +193,101 @@ func runChunked(ctx workflow.Context, in PhaseInput, k chunkedKind) (PhaseOutput
 			return PhaseOutput{}, workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, next)
 		}
 	}
+	r.steer.finishing = true
 	return PhaseOutput{Checkpoint: st.Checkpoint, Metrics: r.metrics(k), Curve: st.Curve}, nil
+}
+
+func (r *chunkedRun) outOfTime(k chunkedKind) bool {
+	return k.spec.MaxSeconds > 0 && r.st.Seconds >= k.spec.MaxSeconds
+}
+
+// chunk trains the next chunk and does what follows it: evaluate (every eval.every_chunks chunks
+// and after the last), keep the best, retain, memo and search attributes. last says it was the last.
+func (r *chunkedRun) chunk(k chunkedKind) (last bool, err error) {
+	ctx, in, st := r.ctx, r.in, &r.st
+	fail := func(what string, err error) error {
+		return fmt.Errorf("%s %s: %s: %w", in.Kind, in.Phase, what, err)
+	}
+	n := min(k.spec.ChunkSteps, k.spec.Steps-st.Step)
+	r.steer.next = st.Step + n
+	name, input := k.chunk(r, train.ChunkHead{Store: in.Store, Run: in.RunID, Phase: in.Phase, From: st.Checkpoint,
+		Step: st.Step, Steps: n, TotalSteps: k.spec.Steps, Cursor: st.Cursor, Optim: k.spec.Optimizer, FreshOptimizer: st.FreshOptimizer,
+		InjectNaNAt: k.spec.InjectNaNAt})
+	chunkStart := workflow.Now(ctx)
+	var out train.ChunkOutput
+	if err := r.exec(true, name, input, &out); err != nil {
+		return false, fail(fmt.Sprintf("chunk at step %d", st.Step), err)
+	}
+	st.Step, st.Checkpoint, st.Cursor, st.FreshOptimizer = out.Step, out.Checkpoint, out.Cursor, false
+	st.Seconds += workflow.Now(ctx).Sub(chunkStart).Seconds()
+	st.Chunks++
+	st.LossSum += out.Loss * float64(n)
+	st.LastLoss, st.NonFinite, st.Train = out.LastLoss, st.NonFinite+out.NonFinite, out.Metrics
+	memo := map[string]any{"step": st.Step, "steps": k.spec.Steps, "loss": out.Loss, "non_finite_steps": st.NonFinite}
+	last = st.Step >= k.spec.Steps || r.outOfTime(k)
+	var evaluated map[string]float64
+	if last || (k.cadence.EveryChunks > 0 && st.Chunks%k.cadence.EveryChunks == 0) {
+		m, err := k.evaluate(r, st.Checkpoint)
+		if err != nil {
+			return false, fail(fmt.Sprintf("evaluate step %d", st.Step), err)
+		}
+		st.Last, evaluated = m, m
+		st.Curve = append(st.Curve, r.point(k, m))
+		memo[k.headline] = m[k.headline]
+		if score := k.score(m); st.Best == "" || score > st.BestScore {
+			st.Best, st.BestScore = st.Checkpoint, score
+		}
+	}
+	if err := retainAndMemo(ctx, r.short, in, k.spec.KeepLast, st.Best, memo); err != nil {
+		return false, err
+	}
+	return last, upsertSearch(ctx, in.Search, evalUpdates(evaluated, SAStep.ValueSet(int64(st.Step)))...)
+}
+
+// startSteering registers the phase's steering and, when an earlier run of it applied changes,
+// sets them over the kind's shape.
+func (r *chunkedRun) startSteering(k *chunkedKind) error {
+	var err error
+	r.steer, err = newSteering(r.ctx, r.in, r.st.Steer, "step", func() int { return r.st.Step }, r.short,
+		func() string { return r.in.Phase }, func(s *SteerState) { r.st.Steer = s })
+	if err != nil {
+		return err
+	}
+	r.steer.grid = func(at int) int {
+		b := r.steer.next
+		for b < at && b < k.spec.Steps {
+			b = min(b+k.spec.ChunkSteps, k.spec.Steps)
+		}
+		return b
+	}
+	if len(r.steer.st.Applied) == 0 {
+		return nil
+	}
+	return r.reshape(k)
+}
+
+// atBoundary applies what people asked for at the boundary after st.Step (steer.go).
+func (r *chunkedRun) atBoundary(k *chunkedKind) error {
+	changed, err := r.steer.boundary(r.st.Step, func() error { return nil }) // nothing runs between chunks
+	if err != nil || !changed {
+		return err
+	}
+	return r.reshape(k)
+}
+
+// reshape sets the kind's shape from its config with the applied changes set over it.
+func (r *chunkedRun) reshape(k *chunkedKind) error {
+	c, err := decodeEffective("config", r.in.Kind, r.in.Config, r.steer.st.Applied)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
+	}
+	shaped, ok := c.(chunkShaped)
+	if !ok {
+		err := fmt.Errorf("%s %s: the kind's config has no chunk shape to steer", r.in.Kind, r.in.Phase)
+		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
+	}
+	k.spec, k.cadence = shaped.chunkShape()
+	return nil
 }
 
 // begin starts the phase on its first run: the kind's start makes the first checkpoint and, with

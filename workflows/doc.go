@@ -15,6 +15,14 @@
 // the namespace has them registered (the pipeline asks its workers once; PhaseInput.Search carries the
 // answer), so a run on a cluster without them behaves as before.
 //
+// Steering (steer.go, steer_run.go, gate.go, pipeline_run.go): the RL and chunked phases take the
+// Updates set, pause and resume and answer the query steer; a validator refuses a request before
+// anything reaches the history; the loop applies what it accepted only at a boundary (between two
+// iterations or chunks), so the same requests at the same boundaries make the same activity inputs.
+// Pipelines forward those Updates to their running phase, decide gates between phases (approve,
+// reject, when: conditions) and record a fork's lineage. All of it is behind the version
+// "temper-steer", recorded only when something is applied: a run nobody steers records nothing new.
+//
 // The replay tests replay the histories the tests just made and the stored histories under
 // testdata/histories (runs recorded by an earlier version of this code).
 package workflows

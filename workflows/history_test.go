@@ -98,39 +98,91 @@ func TestRecordHistories(t *testing.T) {
 		"eval_every":0,"eval":{"examples":16,"max_new_tokens":4,"before":false},"heartbeat_timeout":"10s"%s}`
 	// Two shards per iteration, evaluated after each.
 	overlapRL := strings.NewReplacer(`"eval_every":0`, `"eval_every":1`, `"prompts":4,"group":4`, `"prompts":8,"group":16`).Replace(rl)
+	demo := json.RawMessage(`{"steps":2,"step_duration":"10ms"}`)
+	gated := func(name string, g workflows.GateSpec) workflows.PhaseSpec {
+		return workflows.PhaseSpec{Name: name, Kind: "demo", Config: demo, Gate: &g}
+	}
 	for _, c := range []struct {
 		name   string
 		phases []workflows.PhaseSpec
+		parent *workflows.Lineage
+		steer  func(t *testing.T, c client.Client, id string) // what a person does while it runs
 	}{
-		{"sft-dpo", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)}, {Name: "dpo", Kind: "dpo", Config: json.RawMessage(dpo)}}},
-		{"sft-reward", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)}, {Name: "rm", Kind: "reward", Config: json.RawMessage(rm)}}},
+		{"sft-dpo", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)}, {Name: "dpo", Kind: "dpo", Config: json.RawMessage(dpo)}}, nil, nil},
+		{"sft-reward", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)}, {Name: "rm", Kind: "reward", Config: json.RawMessage(rm)}}, nil, nil},
 		{"grpo-sync-backtrack", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
-			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(fmt.Sprintf(rl, `,"inject_nan_at":2`))}}},
+			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(fmt.Sprintf(rl, `,"inject_nan_at":2`))}}, nil, nil},
 		{"grpo-async-backtrack", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
-			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(fmt.Sprintf(rl, `,"mode":"async","inject_nan_at":2`))}}},
+			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(fmt.Sprintf(rl, `,"mode":"async","inject_nan_at":2`))}}, nil, nil},
 		{"ppo", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
-			{Name: "ppo", Kind: "ppo", Config: json.RawMessage(fmt.Sprintf(rl, ""))}}},
+			{Name: "ppo", Kind: "ppo", Config: json.RawMessage(fmt.Sprintf(rl, ""))}}, nil, nil},
 		// Sharded by reference (rl-sharded): two shards per iteration, async, self-correction over the
 		// shards, a back-track while the next iteration's shards are in flight.
 		{"grpo-sharded-async", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
 			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(strings.Replace(fmt.Sprintf(rl,
 				`,"mode":"async","inject_nan_at":2,"rollout":{"shards":2},"self_correct":{"retries":1,"resample":true}`),
-				`"prompts":4,"group":4`, `"prompts":8,"group":16`, 1))}}},
+				`"prompts":4,"group":4`, `"prompts":8,"group":16`, 1))}}, nil, nil},
 		// The paths runs take from rl-overlap on: async with the next iteration's shards scored beside
 		// the step, evaluations every iteration (keep-best), a back-track on NaN with shards and their
 		// scoring in flight; and sync with a back-track on regression. (The test server suggests
 		// continue-as-new after every iteration, so their retains run inline.)
 		{"grpo-overlap-async", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
 			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(fmt.Sprintf(overlapRL,
-				`,"mode":"async","inject_nan_at":3,"rollout":{"shards":2},"self_correct":{"retries":1,"resample":true}`))}}},
+				`,"mode":"async","inject_nan_at":3,"rollout":{"shards":2},"self_correct":{"retries":1,"resample":true}`))}}, nil, nil},
 		{"grpo-overlap-sync-regression", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
-			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(fmt.Sprintf(overlapRL, `,"inject_regression_at":3,"rollout":{"shards":2}`))}}},
+			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(fmt.Sprintf(overlapRL, `,"inject_regression_at":3,"rollout":{"shards":2}`))}}, nil, nil},
+		// Steering (temper-steer): a set forwarded by the pipeline to the grpo phase, a pause and a
+		// resume; gates: approval (approved), when: passing, skipping and stopping; a fork's lineage.
+		{"grpo-steer", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
+			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(fmt.Sprintf(rl, ""))}}, nil, recordSteer},
+		{"gates", []workflows.PhaseSpec{{Name: "a", Kind: "demo", Config: demo},
+			gated("b", workflows.GateSpec{Require: "approval"}), gated("c", workflows.GateSpec{When: "steps >= 1"}),
+			gated("d", workflows.GateSpec{When: "steps > 100", Else: "skip"}), gated("e", workflows.GateSpec{When: "a.steps > 100"})}, nil, recordApprove},
+		{"fork", []workflows.PhaseSpec{{Name: "a", Kind: "demo", From: "file:///tmp/parent/runs/p/a/step-000002/", Config: demo}},
+			&workflows.Lineage{Run: "p", Phase: "a", Step: 2, Checkpoint: "file:///tmp/parent/runs/p/a/step-000002/", Set: []string{"steps=2"}}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			in := workflows.PipelineInput{Name: c.name, Store: "file://" + t.TempDir(), Seed: 3, Phases: c.phases}
-			_, id := runPipeline(t, env, in, 10*time.Minute)
+			in := workflows.PipelineInput{Name: c.name, Store: "file://" + t.TempDir(), Seed: 3, Phases: c.phases, Parent: c.parent}
+			id := fmt.Sprintf("%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), time.Now().UnixNano())
+			run := startID(t, env.Client, id, in)
+			if c.steer != nil {
+				c.steer(t, env.Client, id)
+			}
+			waitOut(t, run)
 			record(t, env.Client, id, filepath.Join(historiesDir, c.name))
 		})
+	}
+}
+
+// recordSteer changes the grpo phase's learning rate and KL coefficient after iteration 1 and
+// pauses it after iteration 2, then resumes it.
+func recordSteer(t *testing.T, c client.Client, id string) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		_, err := steer(c, id, workflows.UpdateSet, workflows.SteerRequest{Phase: "grpo", Set: []string{"optimizer.lr=1e-5", "loss.kl_beta=0.02"}, At: 1})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := steer(c, id, workflows.UpdatePause, workflows.SteerRequest{At: 2}); err != nil {
+		t.Fatal(err)
+	}
+	waitPaused(t, c, id+".grpo")
+	if _, err := steer(c, id, workflows.UpdateResume, workflows.SteerRequest{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recordApprove approves the gate before phase b once the pipeline waits there.
+func recordApprove(t *testing.T, c client.Client, id string) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := steer(c, id, workflows.UpdateApprove, workflows.SteerRequest{Note: "recorded"}); err == nil {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
 	}
 }
 

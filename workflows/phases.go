@@ -126,6 +126,17 @@ func ExplainPhase(kind string) (string, error) {
 		return "", unknownKind(kind, "phase")
 	}
 	defaults, _ := json.Marshal(k.NewConfig())
-	return fmt.Sprintf("%s (workflow %s): %s\n\n%s\ndefaults: %s\n", k.Kind, k.WorkflowName, k.Doc,
-		config.Explain(reflect.ValueOf(k.NewConfig()).Elem().Interface()), defaults), nil
+	live := liveExplainPaths(kind)
+	mark := func(path string) string {
+		if _, ok := live[path]; ok {
+			return "[live]"
+		}
+		return ""
+	}
+	text := fmt.Sprintf("%s (workflow %s): %s\n\n%s\ndefaults: %s\n", k.Kind, k.WorkflowName, k.Doc,
+		config.ExplainMarked(reflect.ValueOf(k.NewConfig()).Elem().Interface(), mark), defaults)
+	if len(live) > 0 {
+		text += "\n[live]: `temper set RUN PHASE key=value` changes the field while the phase runs, at its next boundary; see docs/steering.md\n"
+	}
+	return text, nil
 }

@@ -31,6 +31,17 @@ type PipelineInput struct {
 	Phases []PhaseSpec `json:"phases" help:"phases run in order; each starts from the previous one's checkpoint unless from is set"`
 	// State carries progress across continue-as-new; users leave it empty.
 	State *PipelineState `json:"state,omitempty" help:"set by the pipeline itself when it continues as new; leave empty"`
+	// Parent is set by temper fork: the run and checkpoint this one starts from (its lineage).
+	Parent *Lineage `json:"parent,omitempty" help:"the run, phase and checkpoint this run was forked from (set by the fork command)"`
+}
+
+// Lineage is where a forked run comes from.
+type Lineage struct {
+	Run        string   `json:"run" help:"the run forked from"`
+	Phase      string   `json:"phase" help:"its phase (checkpoint directory) the fork starts from"`
+	Step       int      `json:"step" help:"the checkpoint's step or iteration (-1: the phase's start, a re-run of the phase)"`
+	Checkpoint string   `json:"checkpoint" help:"the checkpoint URI the first phase starts from"`
+	Set        []string `json:"set,omitempty" help:"the overrides the fork was given"`
 }
 
 // PhaseSpec is one phase of a pipeline.
@@ -41,12 +52,17 @@ type PhaseSpec struct {
 	// FromData trains on the data an earlier phase wrote (a search phase's SFT examples or pairs).
 	FromData string          `json:"from_data,omitempty" help:"the name of an earlier phase that writes data (search): an sft phase trains on its verified solutions, a preference phase on its pairs"`
 	Config   json.RawMessage `json:"config,omitempty" help:"the kind's configuration (temper config explain KIND)"`
+	// Gate holds the phase until someone approves it or a condition on earlier metrics holds.
+	Gate *GateSpec `json:"gate,omitempty" help:"hold the phase: require approval (temper approve/reject RUN), or a when: condition on the previous phase's metrics"`
 }
 
 // PipelineState is the loop state that continue-as-new carries.
 type PipelineState struct {
 	Next    int           `json:"next"`
 	Results []PhaseResult `json:"results"`
+	// Controls numbers the pipeline's control events (gates, fork); Log holds them.
+	Controls int            `json:"controls,omitempty"`
+	Log      []ControlEvent `json:"log,omitempty"`
 }
 
 // PhaseResult is what a finished phase left behind.
@@ -59,6 +75,8 @@ type PhaseResult struct {
 	Data       *PhaseData         `json:"data,omitempty"`
 	Seconds    float64            `json:"seconds"`
 	Curve      []CurvePoint       `json:"curve,omitempty"`
+	// Skipped says why a gate skipped the phase (its checkpoint is the one it would have started from).
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // PipelineOutput lists every phase's result in order.
@@ -66,6 +84,8 @@ type PipelineOutput struct {
 	RunID   string        `json:"run_id"`
 	Phases  []PhaseResult `json:"phases"`
 	Seconds float64       `json:"seconds"`
+	// Stopped says why a gate ended the pipeline before its last phase (the metric, or who rejected).
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // PipelineProgress answers ProgressQuery.
@@ -78,6 +98,9 @@ type PipelineProgress struct {
 	Done       []PhaseResult `json:"done"`
 	StartedAt  time.Time     `json:"started_at"`
 	ContinueAs int           `json:"continued"`
+	// Waiting is the gate the pipeline waits at (nil: none); Parent its lineage when forked.
+	Waiting *GateWait `json:"waiting,omitempty"`
+	Parent  *Lineage  `json:"parent,omitempty"`
 }
 
 // PhaseInput is what every phase workflow receives.
@@ -186,6 +209,11 @@ func (in *PipelineInput) Validate() error {
 		if err := in.checkFromData(i, p, seen); err != nil {
 			return err
 		}
+		if p.Gate != nil {
+			if err := p.Gate.validate(path+".gate", i, seen); err != nil {
+				return err
+			}
+		}
 		if n, ok := cfg.(startsFromCheckpoint); ok && i == 0 && p.From == "" {
 			if why := n.NeedsFrom(); why != "" {
 				return &config.FieldError{Path: path + ".from", Msg: fmt.Sprintf("%s phase %q: %s", p.Kind, p.Name, why)}
@@ -195,85 +223,19 @@ func (in *PipelineInput) Validate() error {
 	return nil
 }
 
-// Pipeline runs the phases in order as child workflows, passing checkpoint URIs along, and continues as
-// new between phases when the server suggests it.
+// Pipeline runs the phases in order as child workflows, passing checkpoint URIs along, holding a
+// phase at its gate, and continues as new between phases when the server suggests it.
 func Pipeline(ctx workflow.Context, in PipelineInput) (PipelineOutput, error) {
-	info := workflow.GetInfo(ctx)
-	runID := info.WorkflowExecution.ID
-	if err := in.Validate(); err != nil {
-		return PipelineOutput{}, temporal.NewNonRetryableApplicationError("pipeline: invalid input: "+err.Error(), "InvalidConfig", err)
-	}
-	if in.Store == "" {
-		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 10 * time.Second})
-		if err := workflow.ExecuteLocalActivity(lctx, DefaultStoreName).Get(ctx, &in.Store); err != nil {
-			return PipelineOutput{}, fmt.Errorf("pipeline %s: default store: %w", runID, err)
-		}
-	}
-	state := PipelineState{}
-	if in.State != nil {
-		state = *in.State
-	}
-	progress := PipelineProgress{Total: len(in.Phases), Done: state.Results, StartedAt: workflow.Now(ctx)}
-	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (PipelineProgress, error) { return progress, nil }); err != nil {
+	p, err := newPipelineRun(ctx, in)
+	if err != nil {
 		return PipelineOutput{}, err
 	}
-	logger := workflow.GetLogger(ctx)
-	search := searchEnabled(ctx)
-	if err := upsertSearch(ctx, search, SARun.ValueSet(runID), SAKind.ValueSet(KindPipeline)); err != nil {
-		return PipelineOutput{}, err
-	}
-	for i := state.Next; i < len(in.Phases); i++ {
-		spec := in.Phases[i]
-		kind, _ := LookupPhase(spec.Kind) // validated above
-		from := resolveFrom(spec, i, state.Results)
-		fromData, err := phaseFromData(runID, spec, state.Results)
-		if err != nil {
-			return PipelineOutput{}, err
-		}
-		childID := runID + "." + spec.Name
-		progress.Phase, progress.Kind, progress.Index, progress.ChildID = spec.Name, spec.Kind, i, childID
-		if err := workflow.UpsertMemo(ctx, map[string]any{"phase": spec.Name, "phase_kind": spec.Kind, "phase_index": i}); err != nil {
-			return PipelineOutput{}, err
-		}
-		if err := upsertSearch(ctx, search, SAPhase.ValueSet(spec.Name)); err != nil {
-			return PipelineOutput{}, err
-		}
-		logger.Info("phase starting", "phase", spec.Name, "kind", spec.Kind, "from", from)
-		started := workflow.Now(ctx)
-		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID: childID,
-			TaskQueue:  QueueTemper,
-			Memo:       map[string]any{"run": runID, "phase": spec.Name, "phase_kind": spec.Kind},
-		})
-		var out PhaseOutput
-		err = workflow.ExecuteChildWorkflow(cctx, kind.WorkflowName, PhaseInput{
-			RunID: runID, Phase: spec.Name, Kind: spec.Kind, Store: in.Store, Seed: in.Seed, From: from, Config: spec.Config,
-			Search: search, Earlier: earlierCheckpoints(state.Results), FromData: fromData,
-		}).Get(ctx, &out)
-		if err != nil {
-			return PipelineOutput{}, fmt.Errorf("pipeline %s: phase %s (%s): %w", runID, spec.Name, spec.Kind, err)
-		}
-		state.Results = append(state.Results, PhaseResult{
-			Name: spec.Name, Kind: spec.Kind, WorkflowID: childID, Checkpoint: out.Checkpoint, Metrics: out.Metrics, Curve: out.Curve, Data: out.Data,
-			Seconds: workflow.Now(ctx).Sub(started).Seconds(),
-		})
-		state.Next = i + 1
-		progress.Done = state.Results
-		if err := upsertSearch(ctx, search, evalUpdates(out.Metrics)...); err != nil {
-			return PipelineOutput{}, err
-		}
-		if state.Next < len(in.Phases) && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			next := in
-			next.State = &state
-			logger.Info("continuing as new", "next_phase", in.Phases[state.Next].Name)
-			return PipelineOutput{}, workflow.NewContinueAsNewError(ctx, PipelineName, next)
+	for i := p.state.Next; i < len(p.in.Phases); i++ {
+		if out, end, err := p.phase(i); end || err != nil {
+			return out, err
 		}
 	}
-	var total float64
-	for _, r := range state.Results {
-		total += r.Seconds
-	}
-	return PipelineOutput{RunID: runID, Phases: state.Results, Seconds: total}, nil
+	return p.output(""), nil
 }
 
 // phaseFromData is the data of the phase spec's from_data names (nil without from_data); a phase

@@ -68,6 +68,8 @@ type RLState struct {
 	Started    bool `json:"started"`
 	// PendingShards are the next iteration's shards (async, sharded runs) across continue-as-new.
 	PendingShards []rollout.GenerateOutput `json:"pending_shards,omitempty"`
+	// Steer is what people changed while the phase runs (steer.go); nil until someone does.
+	Steer *SteerState `json:"steer,omitempty"`
 }
 
 // RL is the rollout → reward → train loop over policy versions, in sync or async mode, with held-out
@@ -80,11 +82,18 @@ func RL(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	if err := r.begin(); err != nil {
 		return PhaseOutput{}, err
 	}
-	for !r.spent() {
+	for {
+		if err := r.atBoundary(); err != nil {
+			return PhaseOutput{}, err
+		}
+		if r.spent() {
+			break
+		}
 		if out, end, err := r.iteration(); end || err != nil {
 			return out, err
 		}
 	}
+	r.steer.finishing = true
 	return r.finish()
 }
 
@@ -104,11 +113,16 @@ type rlRun struct {
 	// last one started, awaited before the next one) and async runs score beside the step.
 	overlap   bool
 	retainFut workflow.Future
+	steer     *steering
 }
 
 // newRLRun decodes and checks the phase's config; bad config is never retried.
 func newRLRun(ctx workflow.Context, in PhaseInput) (*rlRun, error) {
-	c, err := DecodePhaseConfig(in.Kind, in.Config, "config")
+	var applied []Assignment
+	if in.RL != nil && in.RL.Steer != nil {
+		applied = in.RL.Steer.Applied
+	}
+	c, err := decodeEffective("config", in.Kind, in.Config, applied)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
 	}
@@ -129,7 +143,35 @@ func newRLRun(ctx workflow.Context, in PhaseInput) (*rlRun, error) {
 	}
 	r.rolloutCtx, r.rewardCtx, r.trainCtx = opts(QueueRollout), opts(QueueReward), opts(QueueTrainer)
 	_, r.retainCtx = trainerContexts(ctx, cfg.HeartbeatTimeout.D())
-	return r, nil
+	r.steer, err = newSteering(ctx, in, r.st.Steer, "iteration", func() int { return r.st.Iter }, r.retainCtx,
+		func() string { return r.st.Dir }, func(s *SteerState) { r.st.Steer = s })
+	return r, err
+}
+
+// atBoundary applies what people asked for at the boundary before iteration st.Iter (steer.go):
+// a changed config is decoded again in place (the rollout fan-out reads the same struct), and a
+// pause first settles the work in flight. A change that ends the phase here drops what runs ahead.
+func (r *rlRun) atBoundary() error {
+	changed, err := r.steer.boundary(r.st.Iter, func() error {
+		r.src.settle(r)
+		return r.awaitRetain()
+	})
+	if err != nil {
+		return err
+	}
+	r.steer.next = r.st.Iter + 1
+	if !changed {
+		return nil
+	}
+	c, err := decodeEffective("config", r.in.Kind, r.in.Config, r.steer.st.Applied)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
+	}
+	*r.cfg = *c.(*RLConfig)
+	if r.spent() {
+		r.src.drop(r)
+	}
+	return nil
 }
 
 // begin starts the phase on its first run (evaluating the starting checkpoint with eval.before),
@@ -137,8 +179,9 @@ func newRLRun(ctx workflow.Context, in PhaseInput) (*rlRun, error) {
 func (r *rlRun) begin() error {
 	st, in := &r.st, r.in
 	if !st.Started {
+		// Steer survives: a request can arrive with the phase's first workflow task, before this.
 		*st = RLState{Started: true, Policy: in.From, Reference: in.From, Dir: in.Phase, Root: workflow.GetInfo(r.ctx).WorkflowExecution.ID,
-			LRScale: 1, KLScale: 1, FreshOptimizer: true, Good: in.From}
+			LRScale: 1, KLScale: 1, FreshOptimizer: true, Good: in.From, Steer: st.Steer}
 		if r.cfg.Eval.Before {
 			var err error
 			if st.Before, err = r.evaluate(in.From); err != nil {

@@ -71,7 +71,9 @@ func (r *rlRun) branch() (PhaseOutput, error) {
 	}
 	next := r.in
 	next.RL = &r.st
-	cctx := workflow.WithChildOptions(r.ctx, workflow.ChildWorkflowOptions{WorkflowID: fmt.Sprintf("%s.b%d", r.st.Root, len(r.st.Branches))})
+	id := fmt.Sprintf("%s.b%d", r.st.Root, len(r.st.Branches))
+	cctx := workflow.WithChildOptions(r.ctx, workflow.ChildWorkflowOptions{WorkflowID: id})
+	r.steer.elsewhere = id // the branch steers the rest of the phase
 	var out PhaseOutput
 	err := workflow.ExecuteChildWorkflow(cctx, workflow.GetInfo(r.ctx).WorkflowType.Name, next).Get(r.ctx, &out)
 	return out, err

@@ -8,7 +8,6 @@ import (
 
 	train "github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
-	"github.com/temperml/temper/algorithms/schedule"
 	"github.com/temperml/temper/algorithms/verify"
 	"github.com/temperml/temper/internal/config"
 )
@@ -101,24 +100,13 @@ func (c *RLConfig) evalMaxTurns() int {
 	return c.Rollout.MaxTurns
 }
 
-// rlLR is the learning rate of iteration iter (0-based) before back-tracking's scale: linear warmup
-// over optimizer.warmup_steps iterations, then cosine decay to lr·min_lr_ratio at the last
-// iteration (min_lr_ratio 1, the RL default: constant). Warmup matters here because every RL phase
-// starts with a fresh optimizer: AdamW's first updates move every weight by about lr whatever its
-// gradient, and an RL gradient is mostly noise, which shows as a dip in held-out exact match over
-// the first iterations.
-func rlLR(cfg *RLConfig, iter int) float64 {
-	return schedule.WarmupCosine{Peak: cfg.Optimizer.LR, Warmup: cfg.Optimizer.WarmupSteps, Total: cfg.Iterations,
-		MinRatio: cfg.Optimizer.MinLRRatio}.At(iter)
-}
-
 func defaultRLConfig(algo string) *RLConfig {
 	c := &RLConfig{
 		Data:       train.DataSpec{TrainExamples: 1, HeldoutExamples: 200},
 		Iterations: 40, Prompts: 16, Group: 8, MaxNewTokens: 8, Temperature: 1,
 		Loss: losscfg.DefaultPolicyConfig(algo),
 		// A 20-iteration warmup by default: the phase's AdamW is fresh, and without a warmup its first
-		// updates move every weight by about lr (see rlLR; README, bench rl-vs-sft: exact match 0.615
+		// updates move every weight by about lr (see train.PolicyLR; README, bench rl-vs-sft: exact match 0.615
 		// at iteration 20 without it, 0.725 with it, from a 0.720 base).
 		Optimizer: train.Optim{LR: 1e-4, WarmupSteps: 20, MinLRRatio: 1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
 		Epochs:    1, DynamicSampling: algo == losscfg.AlgoDAPO, Mode: "sync", MaxStaleness: 1, EvalEvery: 10,

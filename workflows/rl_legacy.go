@@ -114,6 +114,12 @@ func (s *inlineSource) drop(r *rlRun) {
 	s.gens = nil
 }
 
+func (s *inlineSource) settle(r *rlRun) {
+	if s.gens != nil {
+		_ = s.gens.Get(r.ctx, nil)
+	}
+}
+
 func (s *inlineSource) carry(r *rlRun) error {
 	if s.gens == nil {
 		return nil

@@ -25,6 +25,9 @@ type rolloutSource interface {
 	drop(r *rlRun)
 	// carry waits for the rollouts generated ahead and puts them in the state for the next run.
 	carry(r *rlRun) error
+	// settle waits for the work in flight and keeps it (a pause: no activity runs while it lasts);
+	// a failure shows where the loop reads the result.
+	settle(r *rlRun)
 }
 
 // shardedSource fans each iteration out over shard activities (rl_shards.go): per-sample data by
@@ -87,6 +90,10 @@ func (s *shardedSource) carry(r *rlRun) error {
 	return nil
 }
 
+func (s *shardedSource) settle(r *rlRun) {
+	drain(r.ctx, s.gens)
+}
+
 // pipelinedSource is the sharded source of async runs from "rl-overlap" on: the next iteration's
 // shards are scored, each as soon as its rollouts exist, while the step trains (rlPipe), instead of
 // standing between two steps.
@@ -126,4 +133,9 @@ func (s *pipelinedSource) carry(r *rlRun) error {
 	s.pipe.drain(r.ctx) // its scoring is redone by the next run (the same verdicts)
 	r.st.PendingShards, r.st.PendingVersion = gens, s.aheadVersion
 	return nil
+}
+
+func (s *pipelinedSource) settle(r *rlRun) {
+	s.shardedSource.settle(r)
+	s.pipe.drain(r.ctx)
 }

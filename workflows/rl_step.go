@@ -133,7 +133,7 @@ func (r *rlRun) step(b rlRollouts, iterStart time.Time) (train.PolicyStepOutput,
 	trainStart := workflow.Now(r.ctx)
 	if err := workflow.ExecuteActivity(r.trainCtx, train.PolicyStepName, train.PolicyStepInput{
 		Store: in.Store, Run: in.RunID, Phase: st.Dir, Policy: st.Policy, Reference: st.Reference, Version: st.Version,
-		Rollouts: b.rollouts, Rewards: b.rewards, Shards: b.shards, Loss: lc, Optim: cfg.Optimizer, LR: rlLR(cfg, st.Iter) * st.LRScale,
+		Rollouts: b.rollouts, Rewards: b.rewards, Shards: b.shards, Loss: lc, Optim: cfg.Optimizer, Iterations: cfg.Iterations, LRScale: st.LRScale,
 		Epochs: cfg.Epochs, Minibatch: cfg.Minibatch, DynamicSampling: cfg.DynamicSampling, FreshOptimizer: st.FreshOptimizer,
 		InjectNaN: cfg.InjectNaNAt == st.Iter+1 && len(st.Branches) == 0, PPO: ppo, Iteration: st.Iter,
 	}).Get(r.ctx, &step); err != nil {

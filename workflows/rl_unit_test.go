@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	control "github.com/temperml/temper/activities/control/contract"
 	reward "github.com/temperml/temper/activities/reward/contract"
 	rollout "github.com/temperml/temper/activities/rollout/contract"
 	train "github.com/temperml/temper/activities/train/contract"
@@ -71,7 +72,7 @@ type rlWorld struct {
 
 var rlDurations = map[string]time.Duration{
 	rollout.GenerateName: time.Minute, reward.ScoreName: time.Minute, train.PolicyStepName: 10 * time.Minute,
-	train.EvaluateName: time.Minute, train.RetainName: 10 * time.Second,
+	train.EvaluateName: time.Minute, train.RetainName: 10 * time.Second, control.LogName: time.Second,
 }
 
 // newRLWorld makes the world; slower replaces some activities' durations.
@@ -94,13 +95,14 @@ func newRLWorld(t *testing.T, exact map[string]float64, slower ...map[string]tim
 		{rollout.GenerateName, w.generate}, {reward.ScoreName, w.score}, {train.PolicyStepName, w.step}, {train.EvaluateName, w.evaluate},
 		{train.RetainName, func(context.Context, train.RetainInput) error { return nil }},
 		{rollout.KeepName, func(context.Context, rollout.KeepInput) error { return nil }},
+		{control.LogName, func(context.Context, control.LogInput) error { return nil }},
 	}
 	for _, a := range fns {
 		env.RegisterActivityWithOptions(a.fn, activity.RegisterOptions{Name: a.name})
 	}
 	for _, a := range fns {
 		ret := a.fn
-		if a.name == train.RetainName || a.name == rollout.KeepName {
+		if a.name == train.RetainName || a.name == rollout.KeepName || a.name == control.LogName {
 			ret = nil
 		}
 		d := rlDurations[a.name]
@@ -128,6 +130,7 @@ func (w *rlWorld) started(info *activity.Info, _ context.Context, args converter
 		rollout.GenerateName: func() any { return new(rollout.GenerateInput) }, reward.ScoreName: func() any { return new(reward.ScoreInput) },
 		train.PolicyStepName: func() any { return new(train.PolicyStepInput) }, train.EvaluateName: func() any { return new(train.EvalInput) },
 		train.RetainName: func() any { return new(train.RetainInput) }, rollout.KeepName: func() any { return new(rollout.KeepInput) },
+		control.LogName: func() any { return new(control.LogInput) },
 	}
 	in := ins[info.ActivityType.Name]()
 	if err := args.Get(in); err != nil {
@@ -268,9 +271,9 @@ func TestRLUnitBacktrack(t *testing.T) {
 			if len(branch) == 0 {
 				t.Fatal("no policy step ran in the branch child run.grpo.b1")
 			}
-			if b := branch[0]; b.Policy != c.from || b.Phase != "grpo.b1" || b.FreshOptimizer != c.fresh || b.LR != rlUnitLR/2 {
-				t.Errorf("branch's first step: policy %s in %s, fresh optimizer %v, lr %g; want %s in grpo.b1, %v, %g",
-					b.Policy, b.Phase, b.FreshOptimizer, b.LR, c.from, c.fresh, rlUnitLR/2)
+			if b := branch[0]; b.Policy != c.from || b.Phase != "grpo.b1" || b.FreshOptimizer != c.fresh || b.Optim.LR != rlUnitLR || b.LRScale != 0.5 {
+				t.Errorf("branch's first step: policy %s in %s, fresh optimizer %v, lr %g × %g; want %s in grpo.b1, %v, %g × 0.5",
+					b.Policy, b.Phase, b.FreshOptimizer, b.Optim.LR, b.LRScale, c.from, c.fresh, rlUnitLR)
 			}
 		})
 	}

@@ -23,11 +23,19 @@ var (
 	SAExactMatch = temporal.NewSearchAttributeKeyFloat64("TemperExactMatch") // latest held-out exact match
 	SARewardMean = temporal.NewSearchAttributeKeyFloat64("TemperRewardMean") // RL: latest iteration's mean reward
 	SABacktrack  = temporal.NewSearchAttributeKeyKeyword("TemperBacktrack")  // RL: none, branched, or b1, b2… (this run is that branch)
+	SAWaiting    = temporal.NewSearchAttributeKeyKeyword("TemperWaiting")    // set while a person must act: approval (a gate), paused (a phase)
+	SAParent     = temporal.NewSearchAttributeKeyKeyword("TemperParent")     // a forked pipeline: the run it was forked from
+)
+
+// TemperWaiting values: a pipeline waits at an approval gate, or a phase is paused.
+const (
+	WaitingApproval = "approval"
+	WaitingPaused   = "paused"
 )
 
 // SearchAttributeKeys lists Temper's search attributes, for registration and for the check.
 func SearchAttributeKeys() []temporal.SearchAttributeKey {
-	return []temporal.SearchAttributeKey{SARun, SAPhase, SAKind, SAStep, SAExactMatch, SARewardMean, SABacktrack}
+	return []temporal.SearchAttributeKey{SARun, SAPhase, SAKind, SAStep, SAExactMatch, SARewardMean, SABacktrack, SAWaiting, SAParent}
 }
 
 // SearchAttributesName is the local activity, registered by workflow workers, that reports whether the

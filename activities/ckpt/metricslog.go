@@ -19,8 +19,8 @@ import (
 // directory ("grpo.b1") and so its own log.
 //
 // Writes are idempotent under activity retries: a write replaces the records of the same kind and
-// step and rewrites the whole object (atomically, like every Put), so a retried chunk leaves one
-// record per step. Writers of one phase are sequential (the workflow waits on each trainer activity),
+// step (control records: and seq and event) and rewrites the whole object (atomically, like every
+// Put), so a retried chunk leaves one record per step. Writers of one phase are sequential (the workflow waits on each trainer activity),
 // which the read-modify-write relies on.
 
 // MetricsLogName is the log's object name in its phase directory.
@@ -30,6 +30,11 @@ const MetricsLogName = "metrics.jsonl"
 const (
 	RecordTrain = "train" // an optimizer step, or an RL iteration's policy update
 	RecordEval  = "eval"  // a held-out evaluation of the checkpoint of Step
+	// RecordControl is a change someone made to the running phase (temper set, pause, resume, a gate's
+	// decision, a fork), applied at the boundary after Step; Seq (with Event: a phase and its
+	// pipeline number theirs apart) keeps several at one step apart, and Metrics holds the new
+	// values of the fields it set.
+	RecordControl = "control"
 )
 
 // MetricsRecord is one line of a metrics log. Metrics holds finite values only (JSON has no NaN);
@@ -39,12 +44,18 @@ type MetricsRecord struct {
 	Step    int                `json:"step"`
 	Time    float64            `json:"time"` // wall clock when measured, Unix seconds
 	Metrics map[string]float64 `json:"metrics"`
+	// Control records only (RecordControl): their number, what happened (set, pause, resume,
+	// approve, reject, gate, fork), a label for people (the marker on the curves) and a note.
+	Seq   int    `json:"seq,omitempty"`
+	Event string `json:"event,omitempty"`
+	Label string `json:"label,omitempty"`
+	Note  string `json:"note,omitempty"`
 }
 
 // MetricsLogKey is the log's key under a store root.
 func MetricsLogKey(run, phase string) string { return path.Join("runs", run, phase, MetricsLogName) }
 
-// AppendMetrics merges recs into run/phase's log: records of the same kind and step are replaced.
+// AppendMetrics merges recs into run/phase's log: records of the same kind, step, seq and event are replaced.
 func (c *Client) AppendMetrics(ctx context.Context, root, run, phase string, recs []MetricsRecord) error {
 	if len(recs) == 0 {
 		return nil
@@ -65,16 +76,16 @@ func (c *Client) AppendMetrics(ctx context.Context, root, run, phase string, rec
 		return err
 	}
 	type id struct {
-		kind string
-		step int
+		kind, event string
+		step, seq   int
 	}
 	replaced := map[id]bool{}
 	for _, r := range recs {
-		replaced[id{r.Kind, r.Step}] = true
+		replaced[id{r.Kind, r.Event, r.Step, r.Seq}] = true
 	}
 	var all []MetricsRecord
 	for _, r := range old {
-		if !replaced[id{r.Kind, r.Step}] {
+		if !replaced[id{r.Kind, r.Event, r.Step, r.Seq}] {
 			all = append(all, r)
 		}
 	}
@@ -94,7 +105,10 @@ func (c *Client) AppendMetrics(ctx context.Context, root, run, phase string, rec
 		if all[i].Step != all[j].Step {
 			return all[i].Step < all[j].Step
 		}
-		return all[i].Kind > all[j].Kind // a step's training record before its evaluation
+		if all[i].Kind != all[j].Kind {
+			return all[i].Kind > all[j].Kind // a step's training record, its evaluation, then what changed after it
+		}
+		return all[i].Seq < all[j].Seq
 	})
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

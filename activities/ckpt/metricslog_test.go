@@ -51,3 +51,35 @@ func TestMetricsLogIdempotent(t *testing.T) {
 		t.Fatal("a phase name with a slash was accepted")
 	}
 }
+
+// TestMetricsLogControl: control records (temper set, pause, gates) sit after their step's
+// training and evaluation records in seq order; a retried write replaces the same seq and event,
+// and a pipeline's record and a phase's with the same seq stay apart.
+func TestMetricsLogControl(t *testing.T) {
+	ctx := context.Background()
+	c := New(Options{})
+	root := "file://" + t.TempDir()
+	ctl := func(step, seq int, event, label string) MetricsRecord {
+		return MetricsRecord{Kind: RecordControl, Step: step, Time: float64(step), Seq: seq, Event: event, Label: label, Metrics: map[string]float64{}}
+	}
+	train := MetricsRecord{Kind: RecordTrain, Step: 2, Time: 2, Metrics: map[string]float64{"loss": 1}}
+	writes := [][]MetricsRecord{
+		{ctl(2, 2, "pause", "pause"), ctl(2, 1, "set", "set lr 1→2")},
+		{train},
+		{ctl(0, 1, "approve", "approve")},
+		{ctl(2, 1, "set", "set lr 1→2 (retried)")},
+	}
+	for _, w := range writes {
+		if err := c.AppendMetrics(ctx, root, "r", "grpo", w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.ReadMetrics(ctx, root, "r", "grpo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []MetricsRecord{ctl(0, 1, "approve", "approve"), train, ctl(2, 1, "set", "set lr 1→2 (retried)"), ctl(2, 2, "pause", "pause")}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("log\n%+v\nwant\n%+v", got, want)
+	}
+}

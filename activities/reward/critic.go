@@ -160,7 +160,10 @@ func (c *criticCache) acquire(ctx context.Context, uri string) (*criticModel, er
 	m.used = c.tick
 	c.mu.Unlock()
 	if loader {
-		m.eng, m.cfg, m.err = train.LoadRewardEngine(ctx, c.cl, c.newEngine, uri, train.Optim{}, false)
+		var ld *train.Loaded
+		if ld, m.err = (train.Loader{Ckpt: c.cl, NewEngine: c.newEngine}).Load(ctx, uri, train.LoadOptions{Head: train.HeadRequired}); m.err == nil {
+			m.eng, m.cfg = ld.Engine, ld.Config
+		}
 		close(m.ready)
 		c.mu.Lock()
 		if m.err != nil {

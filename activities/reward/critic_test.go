@@ -10,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gomlx/gomlx/core/tensors"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/temperml/temper/activities/ckpt"
@@ -57,12 +56,13 @@ func (e criticEngine) Generate(p [][]int, o sample.Options) ([]model.Completion,
 func (e criticEngine) LogProbs(b train.Batch) ([][]float32, error) {
 	return e.rt.LogProbs(b)
 }
-func (e criticEngine) StepObjective(obj objective.Objective, in []*tensors.Tensor, lr float32) (map[string]float32, error) {
-	return e.rt.StepObjective(obj, in, lr)
+func (e criticEngine) StepObjective(obj objective.Objective, b objective.Batch, lr float32) (map[string]float32, error) {
+	return e.rt.StepObjective(obj, b, lr)
 }
-func (e criticEngine) EvalObjective(obj objective.Objective, in []*tensors.Tensor) (map[string]float32, error) {
-	return e.rt.EvalObjective(obj, in)
+func (e criticEngine) EvalObjective(obj objective.Objective, b objective.Batch) (map[string]float32, error) {
+	return e.rt.EvalObjective(obj, b)
 }
+func (e criticEngine) Caps() train.Caps { return train.Caps{} }
 
 // engineCounter builds tpu engines and counts how many were made and closed.
 type engineCounter struct {
@@ -138,10 +138,11 @@ func TestCriticScoresWithTheRewardModel(t *testing.T) {
 	// rewards (the logit of the score) since the second one's are far from 0.
 	samples := []verify.Sample{{Prompt: "12+34=", Completion: "46"}, {Prompt: "12+34=", Completion: "47"}, {Completion: "no prompt"}}
 	for k, uri := range rms[:2] {
-		eng, cfg, err := train.LoadRewardEngine(ctx, cl, (&engineCounter{}).new, uri, train.Optim{}, false)
+		ld, err := train.Loader{Ckpt: cl, NewEngine: (&engineCounter{}).new}.Load(ctx, uri, train.LoadOptions{Head: train.HeadRequired})
 		if err != nil {
 			t.Fatal(err)
 		}
+		eng, cfg := ld.Engine, ld.Config
 		if cfg.RewardLogProb != (k == 1) {
 			t.Fatalf("%s: reward_logprob %v", uri, cfg.RewardLogProb)
 		}

@@ -83,8 +83,11 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 			fmt.Sprintf("rollout: generate %s/%s: prompts %d, group %d, max_new_tokens %d: want > 0", in.Run, in.Phase, in.Prompts, in.Group, in.MaxNewTokens), "InvalidInput", nil)
 	}
 	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (train.Engine, int, error) {
-		eng, cfg, _, err := train.LoadEngine(ctx, a.Ckpt, a.NewEngine, uri, train.Optim{}, false)
-		return eng, cfg.MaxSeq, err
+		m, err := train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}.Load(ctx, uri, train.LoadOptions{})
+		if err != nil {
+			return nil, 0, err
+		}
+		return m.Engine, m.Config.MaxSeq, nil
 	})
 	if err != nil {
 		return GenerateOutput{}, err

@@ -76,8 +76,11 @@ func (a *Activities) Search(ctx context.Context, in contract.SearchInput) (contr
 	}
 	exs := set.train[in.PromptLo:in.PromptHi]
 	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (train.Engine, int, error) {
-		eng, cfg, _, err := train.LoadEngine(ctx, a.Ckpt, a.NewEngine, uri, train.Optim{}, false)
-		return eng, cfg.MaxSeq, err
+		m, err := train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}.Load(ctx, uri, train.LoadOptions{})
+		if err != nil {
+			return nil, 0, err
+		}
+		return m.Engine, m.Config.MaxSeq, nil
 	})
 	if err != nil {
 		return contract.SearchOutput{}, err

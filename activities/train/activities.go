@@ -32,26 +32,6 @@ func ConfigHash(cfg model.Config) string {
 	return hex.EncodeToString(h[:8])
 }
 
-// WriteModel adds config, weights, optionally optimizer state, and state.json to a checkpoint.
-func WriteModel(ctx context.Context, w *ckpt.Writer, eng WeightIO, cfg model.Config, st ckpt.State, withOptimizer bool) error {
-	hf, err := cfg.ToHFConfig()
-	if err != nil {
-		return err
-	}
-	if err := w.Add(ctx, contract.ConfigFile, BytesReader(hf)); err != nil {
-		return err
-	}
-	if err := Stream(ctx, w, contract.ModelFile, eng.SaveWeights); err != nil {
-		return err
-	}
-	if withOptimizer {
-		if err := Stream(ctx, w, contract.OptimizerFile, eng.SaveOptimizer); err != nil {
-			return err
-		}
-	}
-	return w.AddState(ctx, st)
-}
-
 // Stream writes one checkpoint file from a save function without holding a second copy in memory.
 func Stream(ctx context.Context, w *ckpt.Writer, name string, save func(io.Writer) error) error {
 	f, err := w.Create(ctx, name)
@@ -65,36 +45,7 @@ func Stream(ctx context.Context, w *ckpt.Writer, name string, save func(io.Write
 	return f.Close()
 }
 
-// loadEngine reads a checkpoint's config and weights (and optimizer state when asked and present).
-func (a *Activities) LoadEngine(ctx context.Context, uri string, optim contract.Optim, withOptimizer bool) (Engine, model.Config, *ckpt.Checkpoint, error) {
-	return LoadEngine(ctx, a.Ckpt, a.NewEngine, uri, optim, withOptimizer)
-}
-
-// LoadEngine builds an engine holding a checkpoint's model (and optimizer state when asked and
-// present); other roles (rollout) use it too.
-func LoadEngine(ctx context.Context, cl *ckpt.Client, newEngine NewEngine, uri string, optim contract.Optim, withOptimizer bool) (Engine, model.Config, *ckpt.Checkpoint, error) {
-	ck, err := cl.Read(ctx, uri)
-	if err != nil {
-		return nil, model.Config{}, nil, fmt.Errorf("train: read checkpoint %s: %w", uri, err)
-	}
-	if IsAdapterCheckpoint(ck) {
-		return LoadAdapterEngine(ctx, cl, newEngine, ck, optim, withOptimizer)
-	}
-	raw, err := ReadAll(ctx, ck, contract.ConfigFile)
-	if err != nil {
-		return nil, model.Config{}, nil, err
-	}
-	cfg, err := model.FromHFConfig(raw)
-	if err != nil {
-		return nil, model.Config{}, nil, BadInput(fmt.Errorf("train: %s/%s: %w", uri, contract.ConfigFile, err))
-	}
-	eng, err := LoadInto(ctx, ck, newEngine, cfg, optim, withOptimizer)
-	if err != nil {
-		return nil, cfg, nil, err
-	}
-	return eng, cfg, ck, nil
-}
-
+// ReadAll reads a whole checkpoint file.
 func ReadAll(ctx context.Context, ck *ckpt.Checkpoint, name string) ([]byte, error) {
 	rc, err := ck.Open(ctx, name)
 	if err != nil {

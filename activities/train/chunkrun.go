@@ -35,6 +35,29 @@ type ChunkObjective[B any] struct {
 	Close func() // releases what open loaded besides eng (a reference engine); may be nil
 }
 
+// LR is the learning rate of step (0-based) of a phase of total steps on o's schedule: linear
+// warmup over o.WarmupSteps, then cosine decay to o.LR·o.MinLRRatio at total (algorithms/schedule).
+// Every kind's rate is computed here, in the trainer, from the schedule and the position its
+// workflow passes: a chunk's many steps need their rates where they are taken, and a workflow
+// then only says where in the phase a step is (and, for RL, back-tracking's scale), never a rate.
+func LR(o contract.Optim, step, total int) float64 {
+	return schedule.WarmupCosine{Peak: o.LR, Warmup: o.WarmupSteps, Total: total, MinRatio: o.MinLRRatio}.At(step)
+}
+
+// PolicyLR is the learning rate of an RL policy step: LR at in.Iteration of in.Iterations, times
+// in.LRScale (back-tracking lowers it; 0 means 1). An input without Iterations carries the rate its
+// workflow computed (in.LR), as workflows did before and histories recorded.
+func PolicyLR(in contract.PolicyStepInput) float64 {
+	if in.Iterations <= 0 {
+		return in.LR
+	}
+	scale := in.LRScale
+	if scale == 0 {
+		scale = 1
+	}
+	return LR(in.Optim, in.Iteration, in.Iterations) * scale
+}
+
 // metricPrefix marks objective metrics among a checkpoint's state scalars.
 const metricPrefix = "metric/"
 
@@ -50,10 +73,10 @@ func RunChunk[B any](ctx context.Context, a *Activities, in contract.ChunkHead, 
 		return contract.ChunkOutput{}, BadInput(fmt.Errorf("%s: steps %d: want > 0", op, in.Steps))
 	}
 	end := in.Step + in.Steps
-	if ref, err := a.Ckpt.Lookup(ctx, in.Store, in.Run, in.Phase, int64(end)); err == nil {
-		return a.committedChunk(ctx, ref.URI)
-	} else if !errors.Is(err, ckpt.ErrNotExist) {
+	if uri, st, ok, err := a.Committed(ctx, in.Store, in.Run, in.Phase, end); err != nil {
 		return contract.ChunkOutput{}, err
+	} else if ok {
+		return committedChunk(uri, st), nil
 	}
 	obj, err := open()
 	if err != nil {
@@ -63,7 +86,6 @@ func RunChunk[B any](ctx context.Context, a *Activities, in contract.ChunkHead, 
 	if obj.Close != nil {
 		defer obj.Close()
 	}
-	sched := schedule.WarmupCosine{Peak: in.Optim.LR, Warmup: in.Optim.WarmupSteps, Total: in.TotalSteps, MinRatio: in.Optim.MinLRRatio}
 	out := contract.ChunkOutput{Step: end, Cursor: in.Cursor, Metrics: map[string]float64{}}
 	var lossSum, normSum float64
 	var units int
@@ -78,7 +100,7 @@ func RunChunk[B any](ctx context.Context, a *Activities, in contract.ChunkHead, 
 			return contract.ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
 		}
 		out.Cursor = next
-		out.LR = sched.At(in.Step + i)
+		out.LR = LR(in.Optim, in.Step+i, in.TotalSteps)
 		var r StepResult
 		if in.InjectNaNAt == in.Step+i+1 {
 			r = StepResult{Loss: math.NaN(), GradNorm: math.NaN()}
@@ -131,31 +153,59 @@ func RunChunk[B any](ctx context.Context, a *Activities, in contract.ChunkHead, 
 	for name, v := range out.Metrics {
 		st.Scalars[metricPrefix+name] = v
 	}
-	// Logged before the commit: a retry after a crash in between recomputes and rewrites the same steps.
-	if err := a.Ckpt.AppendMetrics(ctx, in.Store, in.Run, in.Phase, log); err != nil {
-		return contract.ChunkOutput{}, fmt.Errorf("%s metrics log: %w", op, err)
-	}
-	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, int64(end), func(w *ckpt.Writer) error {
+	uri, err := a.Commit(ctx, CommitAt{Store: in.Store, Run: in.Run, Phase: in.Phase, Step: end}, op, log, func(w *ckpt.Writer) error {
 		return obj.Write(ctx, w, st)
 	})
 	if err != nil {
-		return contract.ChunkOutput{}, fmt.Errorf("%s commit step %d: %w", op, end, err)
+		return contract.ChunkOutput{}, err
 	}
-	out.Checkpoint = ref.URI
+	out.Checkpoint = uri
 	return out, nil
 }
 
-// committedChunk rebuilds a ChunkOutput from the state.json of a checkpoint an earlier attempt
-// committed.
-func (a *Activities) committedChunk(ctx context.Context, uri string) (contract.ChunkOutput, error) {
-	ck, err := a.Ckpt.Read(ctx, uri)
-	if err != nil {
-		return contract.ChunkOutput{}, err
+// CommitAt names a checkpoint: the phase's directory and the step (an RL phase's policy version).
+type CommitAt struct {
+	Store, Run, Phase string
+	Step              int
+}
+
+// Committed returns the checkpoint an earlier attempt committed at step of the phase and its state,
+// or ok false when there is none: how a retried activity finds its own output instead of training
+// again. The chunk runner and the policy step both begin with it.
+func (a *Activities) Committed(ctx context.Context, store, run, phase string, step int) (uri string, st ckpt.State, ok bool, err error) {
+	ref, err := a.Ckpt.Lookup(ctx, store, run, phase, int64(step))
+	if errors.Is(err, ckpt.ErrNotExist) {
+		return "", ckpt.State{}, false, nil
+	} else if err != nil {
+		return "", ckpt.State{}, false, err
 	}
-	st, err := ck.ReadState(ctx)
+	ck, err := a.Ckpt.Read(ctx, ref.URI)
 	if err != nil {
-		return contract.ChunkOutput{}, err
+		return "", ckpt.State{}, false, err
 	}
+	if st, err = ck.ReadState(ctx); err != nil {
+		return "", ckpt.State{}, false, err
+	}
+	return ref.URI, st, true, nil
+}
+
+// Commit appends log to the phase's metrics log, then commits the checkpoint at (write adds its
+// files and state.json) and returns its URI. The log goes first: a retry after a crash in between
+// recomputes and rewrites the same records, whereas a commit without its log would be returned as
+// is by Committed and its records lost. op prefixes the errors.
+func (a *Activities) Commit(ctx context.Context, at CommitAt, op string, log []ckpt.MetricsRecord, write func(w *ckpt.Writer) error) (string, error) {
+	if err := a.Ckpt.AppendMetrics(ctx, at.Store, at.Run, at.Phase, log); err != nil {
+		return "", fmt.Errorf("%s metrics log: %w", op, err)
+	}
+	ref, err := a.Ckpt.Save(ctx, at.Store, at.Run, at.Phase, int64(at.Step), write)
+	if err != nil {
+		return "", fmt.Errorf("%s commit step %d: %w", op, at.Step, err)
+	}
+	return ref.URI, nil
+}
+
+// committedChunk rebuilds a ChunkOutput from the state of a checkpoint an earlier attempt committed.
+func committedChunk(uri string, st ckpt.State) contract.ChunkOutput {
 	s := st.Scalars
 	out := contract.ChunkOutput{
 		Checkpoint: uri, Step: int(st.Step), Resumed: true,
@@ -168,5 +218,5 @@ func (a *Activities) committedChunk(ctx context.Context, uri string) (contract.C
 			out.Metrics[name] = v
 		}
 	}
-	return out, nil
+	return out
 }

@@ -3,8 +3,6 @@ package train
 import (
 	"io"
 
-	"github.com/gomlx/gomlx/core/tensors"
-
 	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
@@ -31,10 +29,13 @@ type EngineOptions struct {
 	Model model.Config
 	Seed  uint64 // initialises the weights
 	Optim contract.Optim
-	// LoRA, when set, asks for an AdapterEngine: adapters attached (B = 0) and the only trainable
-	// weights; the base weights stay frozen (see lora.go).
+	// LoRA, when set, attaches adapters (B = 0) as the only trainable weights; the base weights stay
+	// frozen and the engine's Caps().Adapters moves the adapters (see lora.go).
 	LoRA *model.LoRA
 }
+
+// The engine seam, in the parts its consumers use: each activity takes the smallest part it needs,
+// so that a test double implements only that part.
 
 // WeightIO moves a model's weights and optimizer state in and out: all that loading and
 // committing a checkpoint need (WriteModel, the loaders).
@@ -45,22 +46,77 @@ type WeightIO interface {
 	SaveOptimizer(w io.Writer) error
 }
 
-// Engine runs one model's math: what NewEngine builds and the loaders hand out. *tpu.Runtime
-// satisfies it through a thin adapter in workers. Code that uses part of it takes a small interface
-// declared beside it instead (WeightIO here; preference's scorer and sampler; policy's
-// objectiveStepper and ValueReader), so a test double implements only what is used.
-type Engine interface {
-	WeightIO
+// Stepper trains and evaluates an objective on its own batch type (preference, policy gradient,
+// PPO, reward model, distillation). Both return "loss", the objective's metrics and "seconds";
+// StepObjective also "grad_norm". A non-finite step changes nothing.
+type Stepper interface {
+	StepObjective(obj objective.Objective, b objective.Batch, lr float32) (map[string]float32, error)
+	EvalObjective(obj objective.Objective, b objective.Batch) (map[string]float32, error)
+}
+
+// LMTrainer is next-token training, the language-model family's step, bucketed and counted in FLOPs.
+type LMTrainer interface {
 	TrainStep(b Batch, lr float32) (StepMetrics, error)
 	EvalLoss(b Batch) (StepMetrics, error)
-	Generate(prompts [][]int, opts sample.Options) ([]model.Completion, error)
-	// LogProbs returns log p(Targets[r][t]) for every position of b ([rows][seq]).
+}
+
+// Scorer reads log p(Targets[r][t]) at every position of b ([rows][seq]): old, reference and
+// held-out log-probs.
+type Scorer interface {
 	LogProbs(b Batch) ([][]float32, error)
-	// StepObjective trains one step of a custom objective (preference, policy gradient, reward
-	// model); EvalObjective evaluates it without updating. Both return "loss" and the metrics.
-	StepObjective(obj objective.Objective, inputs []*tensors.Tensor, lr float32) (map[string]float32, error)
-	EvalObjective(obj objective.Objective, inputs []*tensors.Tensor) (map[string]float32, error)
+}
+
+// Sampler generates completions: evaluation, rollouts, on-policy distillation.
+type Sampler interface {
+	Generate(prompts [][]int, opts sample.Options) ([]model.Completion, error)
+}
+
+// Engine runs one model's math: what NewEngine builds and the loaders hand out. *tpu.Runtime
+// satisfies it through a thin adapter in workers.
+type Engine interface {
+	WeightIO
+	Stepper
+	LMTrainer
+	Scorer
+	Sampler
+	// Caps reports what the engine can do beyond Engine, fixed when it was built (EngineOptions,
+	// the model's heads): the loaders ask once and hand on the capability, or refuse the checkpoint.
+	Caps() Caps
 	Close() error
+}
+
+// Caps are an engine's optional capabilities; a nil field is one it lacks.
+type Caps struct {
+	// Adapters moves the LoRA adapters alone (PEFT adapter_model.safetensors): engines built with
+	// EngineOptions.LoRA, whose SaveWeights/LoadWeights still move the base weights.
+	Adapters AdapterIO
+	// Values reads the value head: models with one (model.Config.ValueHead), PPO's critic.
+	Values ValueReader
+	// Logits reads the full next-token distributions: a distillation teacher.
+	Logits LogitReader
+}
+
+// AdapterIO moves LoRA adapters in and out.
+type AdapterIO interface {
+	SaveAdapters(w io.Writer) error
+	LoadAdapters(r io.Reader) error
+}
+
+// ValueReader reads a model's value head at every position of b, [rows][seq] (Targets and LossMask
+// are ignored): PPO's critic V(s_t) before an iteration's updates, for GAE.
+type ValueReader interface {
+	Values(b Batch) ([][]float32, error)
+}
+
+// Logits is a model's next-token logits [Batch, Seq, Vocab], flat row-major (tpu.Logits' layout).
+type Logits struct {
+	Batch, Seq, Vocab int
+	Data              []float32
+}
+
+// LogitReader reads the full next-token logits of a batch (Targets and LossMask ignored).
+type LogitReader interface {
+	Logits(b Batch) (Logits, error)
 }
 
 // NewEngine builds an Engine; workers supply one backed by tpu.

@@ -9,6 +9,7 @@ type (
 	PolicyConfig = losscfg.PolicyConfig
 	AggMode      = losscfg.AggMode
 	KLEstimator  = losscfg.KLEstimator
+	Correction   = losscfg.Correction
 )
 
 // Preference-loss kinds, policy algorithms, aggregation modes and KL estimators: see losscfg.
@@ -26,6 +27,13 @@ const (
 	AlgoRLOO        = losscfg.AlgoRLOO
 	AlgoReinforcePP = losscfg.AlgoReinforcePP
 	AlgoPPO         = losscfg.AlgoPPO
+	AlgoCISPO       = losscfg.AlgoCISPO
+
+	CorrectionNone    = losscfg.CorrectionNone
+	CorrectionTIS     = losscfg.CorrectionTIS
+	CorrectionMIS     = losscfg.CorrectionMIS
+	CorrectionGeoMask = losscfg.CorrectionGeoMask
+	CorrectionIcePop  = losscfg.CorrectionIcePop
 
 	AggTokenMean           = losscfg.AggTokenMean
 	AggSeqMeanTokenMean    = losscfg.AggSeqMeanTokenMean
@@ -42,6 +50,8 @@ var (
 	Algorithms   = losscfg.Algorithms
 	AggModes     = losscfg.AggModes
 	KLEstimators = losscfg.KLEstimators
+
+	CorrectionModes = losscfg.CorrectionModes
 )
 
 // DefaultBeta, DefaultPreference and DefaultPolicyConfig: see losscfg.
@@ -49,4 +59,6 @@ var (
 	DefaultBeta         = losscfg.DefaultBeta
 	DefaultPreference   = losscfg.DefaultPreference
 	DefaultPolicyConfig = losscfg.DefaultPolicyConfig
+
+	DefaultCorrectionBounds = losscfg.DefaultCorrectionBounds
 )

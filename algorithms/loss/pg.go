@@ -112,7 +112,8 @@ func tokenAdvantages(adv, like *Node) *Node {
 type PolicyInputs struct {
 	Logp    *Node // log π_θ of the sampled response tokens (the only input that carries a gradient)
 	OldLogp *Node // log π_old (trainer's recomputation before this step's updates); nil: on-policy, StopGradient(Logp)
-	// BehaviourLogp are the rollout engine's log-probs of the same tokens; required when TISThreshold > 0.
+	// BehaviourLogp are the rollout engine's log-probs of the same tokens; required when a correction
+	// is on (PolicyConfig.EffectiveCorrection), and when given the mismatch metrics are reported.
 	BehaviourLogp *Node
 	RefLogp       *Node // log π_ref; required when KLBeta > 0
 	Advantages    *Node // [batch] (sequence-level) or [batch, seq] (token-level)
@@ -124,16 +125,20 @@ type PolicyInputs struct {
 
 // PolicyLoss is the whole policy objective a trainer minimises for one micro-batch:
 //
-//	ℓ_t  = w_t·surrogate_t + β·KL_t           (w_t: TIS weight, 1 when off; KL_t per KLEstimator)
-//	loss = Aggregate(ℓ) − entropy_coef·Aggregate(H) + value_coef·Aggregate(ValueLoss)
+//	ℓ_t  = w_t·surrogate_t + β·KL_t           (w_t: correction weight, 1 when none; KL_t per KLEstimator)
+//	loss = Agg(ℓ) − entropy_coef·Agg(H) + value_coef·Agg(ValueLoss)
 //
-// with surrogate_t = ClippedSurrogate, or GSPOSurrogate for gspo. The TIS weight corrects only the
-// policy-gradient term (it is the off-policy correction of the sampled actions; the KL and value terms
-// are evaluated on the same tokens and need none). Panics when cfg is invalid or an input it needs is nil.
+// with surrogate_t = ClippedSurrogate, GSPOSurrogate for gspo or CISPOSurrogate for cispo, and Agg =
+// Aggregate under the correction's keep mask (the completion mask less the tokens mis and geo_mask
+// reject; see OffPolicyCorrection). The weight corrects only the policy-gradient term (it is the
+// off-policy correction of the sampled actions; the KL and value terms are evaluated on the same
+// tokens and need none). The correction reads π_old (OldLogp, or StopGradient(Logp) when on-policy)
+// against BehaviourLogp. Panics when cfg is invalid or an input it needs is nil.
 //
-// Metrics: loss, pg_loss (aggregated surrogate, TIS-weighted), the surrogate's metrics, kl (token-mean
-// of KL_t, when β > 0), tis_* (when on), entropy (aggregated, when on), value_loss and value_clip_frac
-// (when on).
+// Metrics: loss, pg_loss (aggregated surrogate, correction-weighted), the surrogate's metrics, kl
+// (token-mean of KL_t, when β > 0), the correction's (tis_* or corr_*, when on), entropy (aggregated,
+// when on), value_loss and value_clip_frac (when on), and with BehaviourLogp the mismatch of π_old
+// against it under the completion mask (MismatchMetrics, prefix MismatchPrefix).
 func PolicyLoss(cfg PolicyConfig, in PolicyInputs) (*Node, Metrics) {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
@@ -150,45 +155,68 @@ func PolicyLoss(cfg PolicyConfig, in PolicyInputs) (*Node, Metrics) {
 	if oldLogp == nil {
 		oldLogp = StopGradient(in.Logp)
 	}
-	agg := func(x *Node) *Node { return Aggregate(x, in.Mask, cfg.Aggregation, cfg.MaxLen) }
+	corr := cfg.EffectiveCorrection()
+	mask := in.Mask // the loss mask: the completion mask less rejected tokens
+	var weight *Node
+	var cm Metrics
+	switch corr.Mode {
+	case CorrectionNone:
+	case CorrectionTIS:
+		// tis leaves the mask as it is: computed after the surrogate below, in the order (and so to the
+		// bit) of the tis_threshold code it replaces.
+	default:
+		need(in.BehaviourLogp, "BehaviourLogp", "correction mode "+corr.Mode+" is on")
+		weight, mask, cm = OffPolicyCorrection(oldLogp, in.BehaviourLogp, in.Mask, corr)
+	}
+	agg := func(x *Node) *Node { return Aggregate(x, mask, cfg.Aggregation, cfg.MaxLen) }
 
 	var perToken *Node
 	var m Metrics
-	if cfg.Algorithm == AlgoGSPO {
-		perToken, m = GSPOSurrogate(in.Logp, oldLogp, in.Advantages, in.Mask, cfg.ClipLow, cfg.ClipHigh)
-	} else {
-		perToken, m = ClippedSurrogate(in.Logp, oldLogp, in.Advantages, in.Mask, cfg.ClipLow, cfg.ClipHigh, cfg.DualClip)
+	switch cfg.Algorithm {
+	case AlgoGSPO:
+		perToken, m = GSPOSurrogate(in.Logp, oldLogp, in.Advantages, mask, cfg.ClipLow, cfg.ClipHigh)
+	case AlgoCISPO:
+		perToken, m = CISPOSurrogate(in.Logp, oldLogp, in.Advantages, mask, cfg.ClipLow, cfg.ClipHigh)
+	default:
+		perToken, m = ClippedSurrogate(in.Logp, oldLogp, in.Advantages, mask, cfg.ClipLow, cfg.ClipHigh, cfg.DualClip)
 	}
-	if cfg.TISThreshold > 0 {
-		need(in.BehaviourLogp, "BehaviourLogp", "tis_threshold > 0")
-		w, tm := TISWeights(oldLogp, in.BehaviourLogp, in.Mask, cfg.TISThreshold)
-		perToken = Mul(perToken, w)
-		for k, v := range tm {
-			m[k] = v
-		}
+	if corr.Mode == CorrectionTIS {
+		need(in.BehaviourLogp, "BehaviourLogp", "correction mode tis is on (or tis_threshold > 0)")
+		weight, cm = TISWeights(oldLogp, in.BehaviourLogp, in.Mask, corr.High)
+	}
+	if weight != nil {
+		perToken = Mul(perToken, weight)
+	}
+	for k, v := range cm {
+		m[k] = v
 	}
 	m["pg_loss"] = agg(perToken)
 	if cfg.KLBeta > 0 {
 		need(in.RefLogp, "RefLogp", "kl_beta > 0")
 		kl := KLPenalty(in.Logp, in.RefLogp, KLEstimator(cfg.KLEstimator))
 		perToken = Add(perToken, MulScalar(kl, cfg.KLBeta))
-		m["kl"] = tokenMean(StopGradient(kl), in.Mask)
+		m["kl"] = tokenMean(StopGradient(kl), mask)
 	}
 	loss := agg(perToken)
 	if cfg.EntropyCoef != 0 {
 		need(in.Entropy, "Entropy", "entropy_coef ≠ 0")
-		loss = Add(loss, EntropyBonus(in.Entropy, in.Mask, cfg.EntropyCoef, cfg.Aggregation, cfg.MaxLen))
+		loss = Add(loss, EntropyBonus(in.Entropy, mask, cfg.EntropyCoef, cfg.Aggregation, cfg.MaxLen))
 		m["entropy"] = StopGradient(agg(in.Entropy))
 	}
 	if cfg.ValueCoef > 0 {
 		need(in.Values, "Values", "value_coef > 0")
 		need(in.OldValues, "OldValues", "value_coef > 0")
 		need(in.Returns, "Returns", "value_coef > 0")
-		vl, vm := ValueLoss(in.Values, in.OldValues, in.Returns, in.Mask, cfg.ValueClip)
+		vl, vm := ValueLoss(in.Values, in.OldValues, in.Returns, mask, cfg.ValueClip)
 		v := agg(vl)
 		loss = Add(loss, MulScalar(v, cfg.ValueCoef))
 		m["value_loss"] = StopGradient(v)
 		for k, x := range vm {
+			m[k] = x
+		}
+	}
+	if in.BehaviourLogp != nil {
+		for k, x := range MismatchMetrics(oldLogp, in.BehaviourLogp, in.Mask, MismatchPrefix) {
 			m[k] = x
 		}
 	}

@@ -283,6 +283,7 @@ func TestDefaultPolicyConfigs(t *testing.T) {
 		AlgoRLOO:        {0.2, 0.2, 0, AggSeqMeanTokenSum},
 		AlgoReinforcePP: {0.2, 0.2, 0, AggTokenMean},
 		AlgoPPO:         {0.2, 0.2, 0, AggTokenMean},
+		AlgoCISPO:       {1, 3, 0, AggTokenMean},
 	}
 	for _, algo := range Algorithms {
 		c := DefaultPolicyConfig(algo)
@@ -337,33 +338,49 @@ func TestPolicyConfigValidate(t *testing.T) {
 	}
 }
 
-// pgRefPolicyLoss is the plain-Go reference of PolicyLoss on the shared data.
-func pgRefPolicyLoss(cfg PolicyConfig, adv any) (float64, map[string]float64) {
+// pgRefPolicyLoss is the plain-Go reference of PolicyLoss on the shared data, BehaviourLogp given:
+// the loss, its metrics and its analytic gradient with respect to logp.
+func pgRefPolicyLoss(cfg PolicyConfig, adv any) (float64, map[string]float64, [][]float64) {
 	logp, old, beh, ref, mask := pgF64(pgLogp), pgF64(pgOld), pgF64(pgBeh), pgF64(pgRef), pgF64(pgMask)
 	ent, val, oldVal, ret := pgF64(pgEnt), pgF64(pgVal), pgF64(pgOldVal), pgF64(pgRet)
 	a := pgTokenAdv(adv, 3, 4)
-	agg := func(x [][]float64) float64 { return pgRefAggregate(x, mask, cfg.Aggregation, cfg.MaxLen) }
-	tokMean := func(x [][]float64) float64 { return pgRefAggregate(x, mask, AggTokenMean, 0) }
-	b01 := func(b bool) float64 {
-		if b {
-			return 1
-		}
-		return 0
-	}
+	corr := refCorrection(old, beh, mask, cfg.EffectiveCorrection())
+	keep := corr.keep // every term is aggregated under the correction's mask
+	agg := func(x [][]float64) float64 { return pgRefAggregate(x, keep, cfg.Aggregation, cfg.MaxLen) }
+	coef := pgRefAggCoef(keep, cfg.Aggregation, cfg.MaxLen)
+	tokMean := func(x [][]float64) float64 { return pgRefAggregate(x, keep, AggTokenMean, 0) }
 	m := map[string]float64{}
 	ratio := pgMap(3, 4, func(i, t int) float64 { return math.Exp(pgRefClip(logp[i][t]-old[i][t], -20, 20)) })
 	m["approx_kl"] = tokMean(pgMap(3, 4, func(i, t int) float64 { return ratio[i][t] - 1 - math.Log(ratio[i][t]) }))
-	var pg [][]float64
-	if cfg.Algorithm == AlgoGSPO {
+	var pg, dpg [][]float64 // per-token surrogate and its derivative with respect to logp
+	switch cfg.Algorithm {
+	case AlgoGSPO:
 		lr := pgMap(3, 4, func(i, t int) float64 { return logp[i][t] - old[i][t] })
-		s := pgMap(3, 4, func(i, t int) float64 { return math.Exp(math.Min(pgRefSeqMean(lr, mask, i), 10)) })
+		s := pgMap(3, 4, func(i, t int) float64 { return math.Exp(math.Min(pgRefSeqMean(lr, keep, i), 10)) })
 		pg = pgMap(3, 4, func(i, t int) float64 { return pgRefClipLoss(s[i][t], a[i][t], cfg.ClipLow, cfg.ClipHigh, 0) })
-		m["ratio_mean"] = pgRefRowMean(s, mask)
-		m["clip_frac_low"] = pgRefRowMean(pgMap(3, 4, func(i, t int) float64 { return b01(a[i][t] < 0 && s[i][t] < 1-cfg.ClipLow) }), mask)
-		m["clip_frac_high"] = pgRefRowMean(pgMap(3, 4, func(i, t int) float64 { return b01(a[i][t] > 0 && s[i][t] > 1+cfg.ClipHigh) }), mask)
-	} else {
+		dpg = pgMap(3, 4, func(i, t int) float64 { return pgRefClipGrad(s[i][t], a[i][t], cfg.ClipLow, cfg.ClipHigh, 0) })
+		rowMean := func(x [][]float64) float64 { return pgRefAggregate(x, keep, AggSeqMeanTokenMean, 0) }
+		m["ratio_mean"] = rowMean(s)
+		m["clip_frac_low"] = rowMean(pgMap(3, 4, func(i, t int) float64 { return b01(a[i][t] < 0 && s[i][t] < 1-cfg.ClipLow) }))
+		m["clip_frac_high"] = rowMean(pgMap(3, 4, func(i, t int) float64 { return b01(a[i][t] > 0 && s[i][t] > 1+cfg.ClipHigh) }))
+	case AlgoCISPO:
+		pg = pgMap(3, 4, func(i, t int) float64 {
+			l, _ := cispoRef(logp[i][t], old[i][t], a[i][t], cfg.ClipLow, cfg.ClipHigh)
+			return l
+		})
+		dpg = pgMap(3, 4, func(i, t int) float64 {
+			_, g := cispoRef(logp[i][t], old[i][t], a[i][t], cfg.ClipLow, cfg.ClipHigh)
+			return g
+		})
+		m["ratio_mean"] = tokMean(ratio)
+		m["clip_frac_low"] = tokMean(pgMap(3, 4, func(i, t int) float64 { return b01(ratio[i][t] < 1-cfg.ClipLow) }))
+		m["clip_frac_high"] = tokMean(pgMap(3, 4, func(i, t int) float64 { return b01(ratio[i][t] > 1+cfg.ClipHigh) }))
+	default:
 		pg = pgMap(3, 4, func(i, t int) float64 {
 			return pgRefClipLoss(ratio[i][t], a[i][t], cfg.ClipLow, cfg.ClipHigh, cfg.DualClip)
+		})
+		dpg = pgMap(3, 4, func(i, t int) float64 {
+			return pgRefClipGrad(ratio[i][t], a[i][t], cfg.ClipLow, cfg.ClipHigh, cfg.DualClip)
 		})
 		m["ratio_mean"] = tokMean(ratio)
 		m["clip_frac_low"] = tokMean(pgMap(3, 4, func(i, t int) float64 { return b01(a[i][t] < 0 && ratio[i][t] < 1-cfg.ClipLow) }))
@@ -372,20 +389,24 @@ func pgRefPolicyLoss(cfg PolicyConfig, adv any) (float64, map[string]float64) {
 			m["clip_frac_dual"] = tokMean(pgMap(3, 4, func(i, t int) float64 { return b01(a[i][t] < 0 && ratio[i][t] > cfg.DualClip) }))
 		}
 	}
-	if c := cfg.TISThreshold; c > 0 {
-		w := pgMap(3, 4, func(i, t int) float64 { return math.Min(math.Exp(old[i][t]-beh[i][t]), c) })
-		pg = pgMap(3, 4, func(i, t int) float64 { return pg[i][t] * w[i][t] })
-		m["tis_weight_mean"] = tokMean(w)
-		m["tis_truncated_frac"] = tokMean(pgMap(3, 4, func(i, t int) float64 { return b01(math.Exp(old[i][t]-beh[i][t]) > c) }))
+	pg = pgMap(3, 4, func(i, t int) float64 { return pg[i][t] * corr.w[i][t] })
+	dpg = pgMap(3, 4, func(i, t int) float64 { return dpg[i][t] * corr.w[i][t] })
+	for k, v := range corr.m {
+		m[k] = v
 	}
 	m["pg_loss"] = agg(pg)
-	total := pg
+	total, dtotal := pg, dpg
 	if cfg.KLBeta > 0 {
-		kl := pgMap(3, 4, func(i, t int) float64 { return pgRefKL(logp[i][t]-ref[i][t], KLEstimator(cfg.KLEstimator)) })
+		x := pgMap(3, 4, func(i, t int) float64 { return logp[i][t] - ref[i][t] })
+		kl := pgMap(3, 4, func(i, t int) float64 { return pgRefKL(x[i][t], KLEstimator(cfg.KLEstimator)) })
 		total = pgMap(3, 4, func(i, t int) float64 { return pg[i][t] + cfg.KLBeta*kl[i][t] })
+		dtotal = pgMap(3, 4, func(i, t int) float64 {
+			return dpg[i][t] + cfg.KLBeta*pgRefKLGrad(x[i][t], KLEstimator(cfg.KLEstimator))
+		})
 		m["kl"] = tokMean(kl)
 	}
 	loss := agg(total)
+	grad := pgMap(3, 4, func(i, t int) float64 { return coef[i][t] * dtotal[i][t] })
 	if cfg.EntropyCoef != 0 {
 		m["entropy"] = agg(ent)
 		loss -= cfg.EntropyCoef * m["entropy"]
@@ -402,8 +423,74 @@ func pgRefPolicyLoss(cfg PolicyConfig, adv any) (float64, map[string]float64) {
 		}))
 		loss += cfg.ValueCoef * m["value_loss"]
 	}
+	var mm MismatchStats
+	for i := range old {
+		row, err := MismatchOf(old[i], beh[i], pgBoolRow(mask[i]))
+		if err != nil {
+			panic(err)
+		}
+		mm = mm.Merge(row)
+	}
+	for k, v := range mm.Metrics(MismatchPrefix) {
+		m[k] = v
+	}
 	m["loss"] = loss
-	return loss, m
+	return loss, m, grad
+}
+
+// pgRefAggCoef are the coefficients c of Aggregate as a linear map, Aggregate(x) = Σ c_it·x_it, so
+// that the reference's gradient is c_it·∂ℓ_it/∂logp_it.
+func pgRefAggCoef(mask [][]float64, mode AggMode, maxLen int) [][]float64 {
+	if maxLen <= 0 {
+		maxLen = len(mask[0])
+	}
+	total, rows := 0.0, 0.0
+	n := make([]float64, len(mask))
+	for i := range mask {
+		for _, v := range mask[i] {
+			n[i] += v
+		}
+		total += n[i]
+		rows += b01(n[i] > 0)
+	}
+	total, rows = math.Max(total, 1), math.Max(rows, 1)
+	return pgMap(len(mask), len(mask[0]), func(i, t int) float64 {
+		switch mode {
+		case AggTokenMean:
+			return mask[i][t] / total
+		case AggSeqMeanTokenMean:
+			return mask[i][t] / (math.Max(n[i], 1) * rows)
+		case AggSeqMeanTokenSum:
+			return mask[i][t] / rows
+		case AggSeqMeanTokenSumNorm:
+			return mask[i][t] / (float64(maxLen) * rows)
+		}
+		panic(mode)
+	})
+}
+
+// pgRefKLGrad is d KLPenalty/d logp for x = logp − refLogp.
+func pgRefKLGrad(x float64, est KLEstimator) float64 {
+	switch est {
+	case KLK1:
+		return 1
+	case KLK2:
+		return x
+	case KLK3:
+		if math.Abs(x) >= 20 {
+			return 0
+		}
+		return 1 - math.Exp(-x)
+	}
+	panic(est)
+}
+
+func pgBoolRow(row []float64) []bool {
+	out := make([]bool, len(row))
+	for i, v := range row {
+		out[i] = v > 0
+	}
+	return out
 }
 
 func pgPolicyCases() map[string]PolicyConfig {
@@ -423,6 +510,33 @@ func pgPolicyCases() map[string]PolicyConfig {
 	add("ppo-unclipped-value-kl", AlgoPPO, func(c *PolicyConfig) { c.ValueClip, c.KLBeta, c.EntropyCoef = 0, 0.1, 0.05 })
 	add("gspo-wide-kl-tis", AlgoGSPO, func(c *PolicyConfig) { c.ClipLow, c.ClipHigh, c.KLBeta, c.TISThreshold = 0.05, 0.1, 0.02, 1.5 })
 	add("rloo-seq-mean-token-mean", AlgoRLOO, func(c *PolicyConfig) { c.Aggregation = AggSeqMeanTokenMean })
+	// Off-policy corrections on the shared data, whose π_old/π_behaviour log-ratios are (−0.1, 1, 0.1),
+	// (0.1, 0) and (−0.1, 0.1, −0.6, 0.1): mis [0.5, 2] rejects the ratio e ≈ 2.72; icepop [0.6, 2.5]
+	// zeroes e and e^−0.6 ≈ 0.55; geo_mask [0.7, 1.05] drops row 1 (mean 0.05 > ln 1.05).
+	add("grpo-tis-explicit", AlgoGRPO, func(c *PolicyConfig) { c.Correction = Correction{Mode: CorrectionTIS, High: 2} })
+	add("grpo-mis", AlgoGRPO, func(c *PolicyConfig) { c.Correction = Correction{Mode: CorrectionMIS} })
+	add("grpo-icepop-k1", AlgoGRPO, func(c *PolicyConfig) {
+		c.KLEstimator, c.Correction = "k1", Correction{Mode: CorrectionIcePop, Low: 0.6, High: 2.5}
+	})
+	add("grpo-geo-default-drops-all", AlgoGRPO, func(c *PolicyConfig) { c.Correction = Correction{Mode: CorrectionGeoMask} })
+	add("dapo-geo-dual", AlgoDAPO, func(c *PolicyConfig) {
+		c.DualClip, c.Correction = 3, Correction{Mode: CorrectionGeoMask, Low: 0.7, High: 1.05}
+	})
+	add("gspo-wide-mis", AlgoGSPO, func(c *PolicyConfig) {
+		c.ClipLow, c.ClipHigh, c.Correction = 0.05, 0.1, Correction{Mode: CorrectionMIS, Low: 0.8, High: 1.3}
+	})
+	add("rloo-mis", AlgoRLOO, func(c *PolicyConfig) { c.Correction = Correction{Mode: CorrectionMIS} })
+	add("dr_grpo-icepop-maxlen", AlgoDrGRPO, func(c *PolicyConfig) {
+		c.MaxLen, c.Correction = 16, Correction{Mode: CorrectionIcePop, Low: 0.6, High: 2.5}
+	})
+	add("ppo-geo-value-kl", AlgoPPO, func(c *PolicyConfig) {
+		c.KLBeta, c.Correction = 0.1, Correction{Mode: CorrectionGeoMask, Low: 0.7, High: 1.05}
+	})
+	add("cispo-tis-kl-entropy", AlgoCISPO, func(c *PolicyConfig) { c.TISThreshold, c.KLBeta, c.EntropyCoef = 1.5, 0.05, 0.01 })
+	add("cispo-icepop", AlgoCISPO, func(c *PolicyConfig) { c.Correction = Correction{Mode: CorrectionIcePop, Low: 0.6, High: 2.5} })
+	add("cispo-mis-seq-mean", AlgoCISPO, func(c *PolicyConfig) {
+		c.ClipLow, c.ClipHigh, c.Aggregation, c.Correction = 0.2, 0.28, AggSeqMeanTokenMean, Correction{Mode: CorrectionMIS}
+	})
 	return cases
 }
 
@@ -435,15 +549,16 @@ func TestPolicyLossMatchesReference(t *testing.T) {
 				loss, m := PolicyLoss(cfg, PolicyInputs{Logp: in[0], OldLogp: in[1], BehaviourLogp: in[2], RefLogp: in[3],
 					Advantages: in[4], Mask: in[5], Entropy: in[6], Values: in[7], OldValues: in[8], Returns: in[9]})
 				keys = pgSortedKeys(m)
-				res := []*Node{loss}
+				res := []*Node{loss, Gradient(loss, in[0])[0]}
 				for _, k := range keys {
 					res = append(res, m[k])
 				}
 				return res
 			}, pgLogp, pgOld, pgBeh, pgRef, adv, pgMask, pgEnt, pgVal, pgOldVal, pgRet)
-			want, wantM := pgRefPolicyLoss(cfg, adv)
+			want, wantM, wantGrad := pgRefPolicyLoss(cfg, adv)
 			pgCheckScalar(t, label+"/loss", out[0][0], want)
-			pgCheckMetrics(t, label, keys, out[1:], wantM)
+			pgCheckMatrix(t, label+"/dloss/dlogp", out[1], wantGrad)
+			pgCheckMetrics(t, label, keys, out[2:], wantM)
 		}
 	}
 }
@@ -467,11 +582,13 @@ func TestPolicyLossGradientOnPolicy(t *testing.T) {
 
 func TestPolicyLossPanicsOnMissingInput(t *testing.T) {
 	cases := map[string]func(c *PolicyConfig){
-		"RefLogp":       func(c *PolicyConfig) {}, // grpo: kl_beta 0.04
-		"BehaviourLogp": func(c *PolicyConfig) { c.KLBeta, c.TISThreshold = 0, 2 },
-		"Entropy":       func(c *PolicyConfig) { c.KLBeta, c.EntropyCoef = 0, 0.01 },
-		"Values":        func(c *PolicyConfig) { c.KLBeta, c.ValueCoef = 0, 0.5 },
-		"algorithm":     func(c *PolicyConfig) { c.Algorithm = "nope" },
+		"RefLogp":             func(c *PolicyConfig) {}, // grpo: kl_beta 0.04
+		"BehaviourLogp":       func(c *PolicyConfig) { c.KLBeta, c.TISThreshold = 0, 2 },
+		"correction mode mis": func(c *PolicyConfig) { c.KLBeta, c.Correction.Mode = 0, CorrectionMIS },
+		"correction mode tis": func(c *PolicyConfig) { c.KLBeta, c.Correction.Mode = 0, CorrectionTIS },
+		"Entropy":             func(c *PolicyConfig) { c.KLBeta, c.EntropyCoef = 0, 0.01 },
+		"Values":              func(c *PolicyConfig) { c.KLBeta, c.ValueCoef = 0, 0.5 },
+		"algorithm":           func(c *PolicyConfig) { c.Algorithm = "nope" },
 	}
 	for want, edit := range cases {
 		cfg := DefaultPolicyConfig(AlgoGRPO)

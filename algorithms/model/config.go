@@ -29,6 +29,14 @@ const (
 	ActGELU       = modelcfg.ActGELU
 	ActGELUExact  = modelcfg.ActGELUExact
 	DefaultVocab  = modelcfg.DefaultVocab
+
+	AttentionAuto          = modelcfg.AttentionAuto
+	AttentionPlain         = modelcfg.AttentionPlain
+	AttentionBlocked       = modelcfg.AttentionBlocked
+	RematNone              = modelcfg.RematNone
+	RematLayer             = modelcfg.RematLayer
+	RematAttention         = modelcfg.RematAttention
+	BlockedAttentionMinSeq = modelcfg.BlockedAttentionMinSeq
 )
 
 // Validate checks every field and names the first bad one with its allowed values.

@@ -54,13 +54,15 @@ func Hidden(scope *gm.Scope, cfg Config, tokens, positions, mask *Node) *Node {
 	}
 	g := tokens.Graph()
 	batch, seq := tokens.Shape().Dim(0), tokens.Shape().Dim(1)
-	return trunk(scope, cfg, tokens, positions, squareBias(cfg, g, validMask(mask), batch, seq), nil)
+	return trunk(scope, cfg, tokens, positions, selfAttnBias(cfg, g, validMask(mask), batch, seq), nil)
 }
 
 // attnBias holds the additive attention biases [batch, 1, seq, keys] (0 where a key is visible,
 // maskedScore elsewhere) of the two layer kinds: full for full-attention layers, sliding for
-// sliding-window ones; each is nil when no layer of the config needs it.
-type attnBias struct{ full, sliding *Node }
+// sliding-window ones; each is nil when no layer of the config needs it. With blocked attention
+// there are no biases: valid, the [batch, seq] Bool of the real tokens, goes to the kernel, which
+// builds each block's mask itself.
+type attnBias struct{ full, sliding, valid *Node }
 
 func (b attnBias) layer(cfg Config, l int) *Node {
 	if cfg.Sliding(l) {
@@ -86,6 +88,15 @@ func (c Config) hasSliding() bool {
 		}
 	}
 	return false
+}
+
+// selfAttnBias is the attention bias of a sequence attending to itself (training, scoring,
+// prefill): squareBias, or with blocked attention (Config.Attention) only the valid mask.
+func selfAttnBias(cfg Config, g *Graph, valid *Node, batch, seq int) attnBias {
+	if blockedAttention(cfg, g, seq) {
+		return attnBias{valid: valid}
+	}
+	return squareBias(cfg, g, valid, batch, seq)
 }
 
 // squareBias is the attention bias of a sequence attending to itself: valid [batch, seq] Bool →
@@ -230,10 +241,13 @@ func trunk(scope *gm.Scope, cfg Config, tokens, positions *Node, bias attnBias, 
 		}
 		return tables[k][0], tables[k][1]
 	}
+	remat := rematOf(cfg, kv)
 	for l := range cfg.Layers {
 		cos, sin := rope(l)
+		x = remat.start(RematLayer, x)
 		h := rmsNorm(x, param(scope, g, layerPath(VarAttnNorm, l), d), cfg)
-		a := attention(scope, cfg, l, h, cos, sin, bias.layer(cfg, l), kv)
+		h = remat.start(RematAttention, h)
+		a := remat.end(RematAttention, attention(scope, cfg, l, h, cos, sin, bias, kv, remat))
 		if cfg.PostNorms {
 			a = rmsNorm(a, param(scope, g, layerPath(VarAttnPostNorm, l), d), cfg)
 		}
@@ -245,6 +259,7 @@ func trunk(scope *gm.Scope, cfg Config, tokens, positions *Node, bias attnBias, 
 		}
 		x = Add(x, m)
 	}
+	x = remat.end(RematLayer, x)
 	return rmsNorm(x, param(scope, g, VarFinalNorm, d), cfg)
 }
 
@@ -317,7 +332,7 @@ func applyRope(x, cos, sin *Node, rotary int) *Node {
 // Layout: heads are grouped by their KV head (head = kv·group + j, as transformers' repeat_kv), so
 // queries reshape to [batch·kv_heads, group·seq, head_dim] and multiply the un-repeated keys
 // [batch·kv_heads, keys, head_dim] directly: batched rank-3 matmuls, no repeat of K/V.
-func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, attnBias *Node, kv *kvState) *Node {
+func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin *Node, bias attnBias, kv *kvState, remat rematMode) *Node {
 	g := h.Graph()
 	batch, seq, d := h.Shape().Dim(0), h.Shape().Dim(1), cfg.DModel
 	nh, nkv, hd := cfg.Heads, cfg.KVHeads, cfg.HeadDim
@@ -325,11 +340,11 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, attnBias *Node, 
 	width := cfg.qkvWidth()
 
 	x := Reshape(h, batch*seq, d)
-	var bias *Node
+	var qkvBias *Node
 	if cfg.QKVBias {
-		bias = param(scope, g, layerPath(VarQKVBias, l), width)
+		qkvBias = param(scope, g, layerPath(VarQKVBias, l), width)
 	}
-	parts := splitLinear(scope, VarQKV, l, x, param(scope, g, layerPath(VarQKV, l), d, width), bias, nh*hd, (nh+nkv)*hd)
+	parts := splitLinear(scope, VarQKV, l, x, param(scope, g, layerPath(VarQKV, l), d, width), qkvBias, nh*hd, (nh+nkv)*hd)
 	q := Reshape(parts[0], batch, seq, nh, hd)
 	k := Reshape(parts[1], batch, seq, nkv, hd)
 	v := Reshape(parts[2], batch, seq, nkv, hd)
@@ -372,13 +387,17 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, attnBias *Node, 
 			// a plain matmul vectorised over the cache, instead of a short dot product (and a
 			// horizontal sum) per key.
 			scores := DotGeneral(q, []int{2}, []int{0}, kt, []int{1}, []int{0}) // [batch·kv, grp, cache]
-			return attentionOut(scope, cfg, l, scores, vv, attnBias, batch, seq, keys)
+			return attentionOut(scope, cfg, l, scores, vv, bias.layer(cfg, l), batch, seq, keys)
 		}
+	}
+	if bias.valid != nil { // blocked attention (selfAttnBias chose it): no [seq × seq] scores
+		q, kk, vv = remat.keep(q), remat.keep(kk), remat.keep(vv)
+		return attentionProject(scope, cfg, l, blockedAttentionValues(cfg, l, q, kk, vv, bias.valid), batch, seq)
 	}
 	// Contracting the last axis of both (the backend's native "transposed" layout) measured as fast
 	// as pre-transposed keys here.
 	scores := DotGeneral(q, []int{2}, []int{0}, kk, []int{2}, []int{0}) // [batch·kv, grp·seq, keys]
-	return attentionOut(scope, cfg, l, scores, vv, attnBias, batch, seq, keys)
+	return attentionOut(scope, cfg, l, scores, vv, bias.layer(cfg, l), batch, seq, keys)
 }
 
 // attentionOut finishes attention from the raw scores: bias, softmax, the weighted sum of values
@@ -387,8 +406,7 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin, attnBias *Node, 
 //	scores: [batch·kv, grp·seq, keys]; vv: [batch·kv, keys, hd]; attnBias: [batch, 1, seq, keys]
 //	output: [batch, seq, d]
 func attentionOut(scope *gm.Scope, cfg Config, l int, scores, vv, attnBias *Node, batch, seq, keys int) *Node {
-	g := scores.Graph()
-	d, nh, nkv, hd := cfg.DModel, cfg.Heads, cfg.KVHeads, cfg.HeadDim
+	nh, nkv := cfg.Heads, cfg.KVHeads
 	grp := nh / nkv
 	scores = Reshape(scores, batch, nh, seq, keys)
 	if cfg.AttnSoftcap > 0 {
@@ -397,6 +415,16 @@ func attentionOut(scope *gm.Scope, cfg Config, l int, scores, vv, attnBias *Node
 	scores = Add(scores, attnBias)
 	probs := Reshape(softmax(scores), batch*nkv, grp*seq, keys)
 	out := DotGeneral(probs, []int{2}, []int{0}, vv, []int{1}, []int{0}) // [batch·kv, grp·seq, hd]
+	return attentionProject(scope, cfg, l, out, batch, seq)
+}
+
+// attentionProject is the output projection of the attention values.
+//
+//	out: [batch·kv, grp·seq, hd] (heads grouped by KV head) → [batch, seq, d]
+func attentionProject(scope *gm.Scope, cfg Config, l int, out *Node, batch, seq int) *Node {
+	g := out.Graph()
+	d, nh, nkv, hd := cfg.DModel, cfg.Heads, cfg.KVHeads, cfg.HeadDim
+	grp := nh / nkv
 	out = permute(Reshape(out, batch, nkv, grp, seq, hd), 0, 3, 1, 2, 4)
 	out = Reshape(out, batch*seq, nh*hd)
 	out = linear(scope, VarAttnOut, l, out, param(scope, g, layerPath(VarAttnOut, l), nh*hd, d))

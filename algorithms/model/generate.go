@@ -115,7 +115,7 @@ func (gen *Generator) prefillGraph(tokens, positions, cacheMask *Node) []*Node {
 	cfg := gen.cfg
 	b, p, s := tokens.Shape().Dim(0), tokens.Shape().Dim(1), cacheMask.Shape().Dim(1)
 	mask := SliceAxis(cacheMask, 1, AxisRange(0, p))
-	bias := squareBias(cfg, tokens.Graph(), mask, b, p)
+	bias := selfAttnBias(cfg, tokens.Graph(), mask, b, p)
 	kv := &kvState{mode: kvPrefill, cacheLen: s, k: make([]*Node, cfg.Layers), v: make([]*Node, cfg.Layers)}
 	h := trunk(gen.scope, cfg, tokens, positions, bias, kv)
 	last := SliceAxis(h, 1, AxisRange(p-1, p)) // [b, 1, d]

@@ -196,33 +196,58 @@ func (c Config) HFShapes() (map[string][]int, error) {
 func (c Config) ToHF(w map[string][]float32) (map[string][]float32, error) {
 	out := map[string][]float32{}
 	for _, v := range c.Variables() {
-		data, ok := w[v.Path]
-		if !ok || len(data) != v.Size() {
-			return nil, fmt.Errorf("model: to hf: variable %q missing or not of shape %v", v.Path, v.Shape)
-		}
-		parts, err := c.hfParts(v.Path)
+		parts, err := c.ToHFVariable(v.Path, w[v.Path])
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range parts {
-			switch {
-			case len(v.Shape) == 1:
-				out[p.name] = append([]float32(nil), data[p.lo:p.hi]...)
-			case p.transpose:
-				in, cols := v.Shape[0], v.Shape[1]
-				t := make([]float32, (p.hi-p.lo)*in)
-				for o := p.lo; o < p.hi; o++ {
-					for i := range in {
-						t[(o-p.lo)*in+i] = data[i*cols+o]
-					}
-				}
-				out[p.name] = t
-			default:
-				out[p.name] = append([]float32(nil), data...)
-			}
+		for n, d := range parts {
+			out[n] = d
 		}
 	}
 	return out, nil
+}
+
+// ToHFVariable converts one internal variable (path, its flat data) to its Hugging Face tensors
+// (one, or several for the fused qkv and gate_up): ToHF one variable at a time, so that a writer
+// can stream a model without a second copy of it.
+func (c Config) ToHFVariable(path string, data []float32) (map[string][]float32, error) {
+	v, ok := c.variable(path)
+	if !ok || len(data) != v.Size() {
+		return nil, fmt.Errorf("model: to hf: variable %q missing or not of shape %v", path, v.Shape)
+	}
+	parts, err := c.hfParts(v.Path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]float32, len(parts))
+	for _, p := range parts {
+		switch {
+		case len(v.Shape) == 1:
+			out[p.name] = append([]float32(nil), data[p.lo:p.hi]...)
+		case p.transpose:
+			in, cols := v.Shape[0], v.Shape[1]
+			t := make([]float32, (p.hi-p.lo)*in)
+			for o := p.lo; o < p.hi; o++ {
+				for i := range in {
+					t[(o-p.lo)*in+i] = data[i*cols+o]
+				}
+			}
+			out[p.name] = t
+		default:
+			out[p.name] = append([]float32(nil), data...)
+		}
+	}
+	return out, nil
+}
+
+// variable returns the spec of the variable at path.
+func (c Config) variable(path string) (VarSpec, bool) {
+	for _, v := range c.Variables() {
+		if v.Path == path {
+			return v, true
+		}
+	}
+	return VarSpec{}, false
 }
 
 // FromHF converts Hugging Face tensors to internal weights (for ImportWeights): the inverse of ToHF.
@@ -240,37 +265,60 @@ func (c Config) FromHF(hf map[string][]float32) (map[string][]float32, error) {
 	}
 	out := map[string][]float32{}
 	for _, v := range c.Variables() {
-		parts, err := c.hfParts(v.Path)
+		data, err := c.FromHFVariable(v.Path, hf)
 		if err != nil {
 			return nil, err
-		}
-		data := make([]float32, v.Size())
-		for _, p := range parts {
-			src, ok := hf[p.name]
-			want := 1
-			for _, d := range shapes[p.name] {
-				want *= d
-			}
-			if !ok || len(src) != want {
-				return nil, fmt.Errorf("model: from hf: tensor %q missing or not of shape %v", p.name, shapes[p.name])
-			}
-			switch {
-			case len(v.Shape) == 1:
-				copy(data[p.lo:p.hi], src)
-			case p.transpose:
-				in, cols := v.Shape[0], v.Shape[1]
-				for o := p.lo; o < p.hi; o++ {
-					for i := range in {
-						data[i*cols+o] = src[(o-p.lo)*in+i]
-					}
-				}
-			default:
-				copy(data, src)
-			}
 		}
 		out[v.Path] = data
 	}
 	return out, nil
+}
+
+// FromHFVariable assembles one internal variable from its Hugging Face tensors (HFNames(path), each
+// of its HFShapes size): FromHF one variable at a time, so that a reader can stream a model.
+func (c Config) FromHFVariable(path string, hf map[string][]float32) ([]float32, error) {
+	v, ok := c.variable(path)
+	if !ok {
+		return nil, fmt.Errorf("model: from hf: unknown variable %q", path)
+	}
+	parts, err := c.hfParts(v.Path)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]float32, v.Size())
+	for _, p := range parts {
+		src, ok := hf[p.name]
+		var shape []int
+		switch {
+		case len(v.Shape) == 1:
+			shape = []int{p.hi - p.lo}
+		case p.transpose:
+			shape = []int{p.hi - p.lo, v.Shape[0]}
+		default:
+			shape = v.Shape
+		}
+		want := 1
+		for _, d := range shape {
+			want *= d
+		}
+		if !ok || len(src) != want {
+			return nil, fmt.Errorf("model: from hf: tensor %q missing or not of shape %v", p.name, shape)
+		}
+		switch {
+		case len(v.Shape) == 1:
+			copy(data[p.lo:p.hi], src)
+		case p.transpose:
+			in, cols := v.Shape[0], v.Shape[1]
+			for o := p.lo; o < p.hi; o++ {
+				for i := range in {
+					data[i*cols+o] = src[(o-p.lo)*in+i]
+				}
+			}
+		default:
+			copy(data, src)
+		}
+	}
+	return data, nil
 }
 
 // WithHeads returns c with the heads that a weights file holds besides the causal LM (config.json

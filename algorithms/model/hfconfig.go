@@ -757,8 +757,14 @@ func (c Config) ToHFConfig() ([]byte, error) {
 	back, err := FromHFConfig(js)
 	want := c.Clone()
 	want.ValueHead, want.RewardLogProb = false, false // heads live in the weights file, not config.json
+	want.Attention, want.Remat = "", ""               // how to compute, not what
 	if err != nil || !reflect.DeepEqual(back, want) {
 		return nil, fmt.Errorf("model: to hf config: family %q cannot express this config (%+v); read back: %+v (%v)", c.Family, c, back, err)
 	}
 	return js, nil
 }
+
+// HFBookkeeping reports whether a config.json field is one FromHFConfig accepts without using it
+// (token ids, provenance, the dtype the weights were saved in, …): what a writer re-exporting a
+// loaded model keeps from the original config.json.
+func HFBookkeeping(field string) bool { return slices.Contains(hfBookkeeping, field) }

@@ -1,6 +1,3 @@
-// Package objective defines training objectives as GoMLX graph builders over a model and a step's
-// inputs, so that any loss of algorithms/loss can be trained by the runtime (tpu.Runtime.StepObjective)
-// without the runtime knowing about it. Each builder documents its inputs' order, shapes and dtypes.
 package objective
 
 import (
@@ -18,7 +15,8 @@ type Objective struct {
 	Name string
 	// Metrics names the scalar metrics Build returns, in reporting order.
 	Metrics []string
-	// Build receives the inputs in the documented order and returns the loss and metrics by name (a
-	// missing name reports 0). It may panic on bad shapes (graph code); the runtime recovers.
+	// Build receives the objective's batch (its Batch type's Tensors, in that order) and returns the
+	// loss and metrics by name (a missing name reports 0). It may panic on bad shapes (graph code); the
+	// runtime recovers.
 	Build func(scope *gm.Scope, cfg model.Config, in []*Node) (loss *Node, metrics map[string]*Node)
 }

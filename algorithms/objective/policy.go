@@ -18,30 +18,18 @@ import (
 var PolicyMetrics = []string{"pg_loss", "kl", "clip_frac_low", "clip_frac_high", "approx_kl", "ratio_mean",
 	"tis_truncated_frac", "entropy", "tokens"}
 
-// Policy is the policy-gradient objective of RL (GRPO family, RLOO, REINFORCE++; no critic).
-//
-// Inputs, in order ([rows, seq] unless stated; sequences are prompt+completion aligned for next-token
-// prediction: targets[r][t] follows tokens[r][t]):
-//
-//	0 tokens    int32     model input
-//	1 targets   int32     the sampled tokens whose log-probs are trained
-//	2 positions int32
-//	3 valid     bool      keys attention may see
-//	4 mask      float32   1 on completion targets, 0 on prompt and padding
-//	5 old       float32   log π_old(target): the trainer's log-probs before this iteration's updates
-//	6 behaviour float32   log π_behaviour(target) recorded by the rollout engine (TIS)
-//	7 ref       float32   log π_ref(target) (ignored when kl_beta = 0)
-//	8 adv       float32   [rows] sequence-level advantages
+// Policy is the policy-gradient objective of RL (GRPO family, RLOO, REINFORCE++; no critic). Its
+// input is a PolicyBatch: the rows (prompt+completion aligned for next-token prediction) with the old,
+// behaviour and reference log-probs of their targets, and each row's sequence-level advantage.
 func Policy(cfg loss.PolicyConfig) Objective { return PolicyWith(cfg, PolicyOptions{}) }
 
 // PolicyOptions are the ways a policy objective can be built for one step's shapes.
 type PolicyOptions struct {
 	// OnPolicy is for a step whose old policy is the one being trained (one epoch of one minibatch):
-	// input 5 is ignored and log π_old is StopGradient(log π_θ) in the graph (ratio 1, no clipping),
+	// the batch's Old is ignored and log π_old is StopGradient(log π_θ) in the graph (ratio 1, no clipping),
 	// what a separate recomputation gave up to rounding, without that forward pass.
 	OnPolicy bool
-	// Window > 0 takes a 10th input, cols [rows, Window] int32: the columns of each row's completion
-	// targets (−1 past its completion). The LM head, log-probs and entropy are computed at those
+	// Window > 0 reads the batch's completion columns (PolicyBatch.Cols, with the same Window). The LM head, log-probs and entropy are computed at those
 	// columns only; every [rows, seq] float input is read there. A completion is a few positions of
 	// a row that also holds its prompt, and the head over the 264-token vocabulary (its one-hot, log-
 	// sum-exp and entropy) was a large part of a policy step's work at every position. Every masked
@@ -55,27 +43,23 @@ func PolicyWith(cfg loss.PolicyConfig, o PolicyOptions) Objective {
 	if o.OnPolicy {
 		name = "policy-onpolicy"
 	}
-	want := 9
 	if o.Window > 0 {
 		name += fmt.Sprintf("-window%d", o.Window)
-		want = 10
 	}
 	return Objective{
 		Name: fmt.Sprintf("%s[%s clip=%g/%g dual=%g kl=%g/%s agg=%s max=%d tis=%g ent=%g]", name, cfg.Algorithm,
 			cfg.ClipLow, cfg.ClipHigh, cfg.DualClip, cfg.KLBeta, cfg.KLEstimator, cfg.Aggregation, cfg.MaxLen, cfg.TISThreshold, cfg.EntropyCoef),
 		Metrics: PolicyMetrics,
 		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
-			if len(in) != want {
-				panic(fmt.Sprintf("objective %s: %d inputs, want %d", name, len(in), want))
-			}
-			targets, mask, old, behaviour, ref := in[1], in[4], in[5], in[6], in[7]
-			hidden := model.Hidden(scope, mc, in[0], in[2], in[3])
+			b := policyIn(name, in, o.Window > 0)
+			targets, mask, old, behaviour, ref := b.targets, b.mask, b.old, b.behaviour, b.ref
+			hidden := model.Hidden(scope, mc, b.tokens, b.positions, b.valid)
 			maxLen := cfg.MaxLen
 			if o.Window > 0 {
 				if maxLen <= 0 { // seq-mean-token-sum-norm's default divisor: the row length, not the window
-					maxLen = in[0].Shape().Dim(1)
+					maxLen = b.tokens.Shape().Dim(1)
 				}
-				at := windowAt(in[9], o.Window)
+				at := windowAt(b.cols, o.Window)
 				hidden = Gather(hidden, at.idx) // [rows, window, d]
 				targets = Gather(targets, at.idx)
 				mask = Mul(Gather(mask, at.idx), at.present)
@@ -85,7 +69,7 @@ func PolicyWith(cfg loss.PolicyConfig, o PolicyOptions) Objective {
 			cfg.MaxLen = maxLen
 			logits := model.LMHead(scope, mc, hidden)
 			logp := model.TokenLogProbs(logits, targets)
-			pin := loss.PolicyInputs{Logp: logp, OldLogp: old, Advantages: in[8], Mask: mask}
+			pin := loss.PolicyInputs{Logp: logp, OldLogp: old, Advantages: b.adv, Mask: mask}
 			if o.OnPolicy {
 				pin.OldLogp = nil // loss.PolicyLoss: StopGradient(logp)
 			}

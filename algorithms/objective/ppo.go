@@ -35,20 +35,11 @@ var PPOMetrics = []string{"pg_loss", "value_loss", "value_clip_frac", "entropy",
 // usually folds the KL into the token rewards instead, advantage.TokenRewards). cfg.Algorithm must
 // be ppo.
 //
-// Inputs, in order ([rows, seq]; sequences aligned for next-token prediction as in Policy, so the
-// value at position t is V(s_t), the state in which targets[r][t] was sampled):
-//
-//	 0 tokens      int32    model input
-//	 1 targets     int32    the sampled tokens whose log-probs are trained
-//	 2 positions   int32
-//	 3 valid       bool     keys attention may see
-//	 4 mask        float32  1 on completion targets, 0 on prompt and padding
-//	 5 old         float32  log π_old(target): the trainer's log-probs before this iteration's updates
-//	 6 behaviour   float32  log π_behaviour(target) (TIS; ignored when tis_threshold = 0)
-//	 7 ref         float32  log π_ref(target) (ignored when kl_beta = 0)
-//	 8 adv         float32  token-level advantages Â_t
-//	 9 old values  float32  V^old_t: the critic before this iteration's updates
-//	10 returns     float32  R_t, the critic's regression targets
+// Its input is a PPOBatch (sequences aligned for next-token prediction as in Policy, so the value at
+// position t is V(s_t), the state in which Targets[r][t] was sampled): the rows, the token-level
+// advantages Â_t, the critic's V^old_t before the iteration's updates and the returns R_t, its
+// regression targets. The behaviour log-probs are read with TIS (tis_threshold > 0), the reference
+// ones with kl_beta > 0.
 //
 // The model must have a value head (model.Config.ValueHead).
 func PPO(cfg loss.PolicyConfig) Objective {
@@ -58,18 +49,16 @@ func PPO(cfg loss.PolicyConfig) Objective {
 			cfg.TISThreshold, cfg.EntropyCoef, cfg.ValueCoef, cfg.ValueClip),
 		Metrics: PPOMetrics,
 		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
-			if len(in) != 11 {
-				panic(fmt.Sprintf("objective ppo: %d inputs, want 11", len(in)))
-			}
+			b := ppoIn(in)
 			if !mc.ValueHead {
 				panic("objective ppo: the model has no value_head (the critic)")
 			}
-			hidden := model.Hidden(scope, mc, in[0], in[2], in[3])
+			hidden := model.Hidden(scope, mc, b.tokens, b.positions, b.valid)
 			logits := model.LMHead(scope, mc, hidden)
 			return PPOLoss(cfg, loss.PolicyInputs{
-				Logp: model.TokenLogProbs(logits, in[1]), OldLogp: in[5], BehaviourLogp: in[6], RefLogp: in[7],
-				Advantages: in[8], Mask: in[4], Entropy: model.Entropy(logits),
-				Values: model.ValueHead(scope, mc, hidden), OldValues: in[9], Returns: in[10],
+				Logp: model.TokenLogProbs(logits, b.targets), OldLogp: b.old, BehaviourLogp: b.behaviour, RefLogp: b.ref,
+				Advantages: b.adv, Mask: b.mask, Entropy: model.Entropy(logits),
+				Values: model.ValueHead(scope, mc, hidden), OldValues: b.oldValues, Returns: b.returns,
 			})
 		},
 	}

@@ -308,13 +308,13 @@ func TestPPOLossRejects(t *testing.T) {
 
 // ppoToy is a one-row batch of the toy model: prompt 3 tokens, completion 2 tokens, of which the
 // first is counted (one counted token makes "its log-prob goes up" a first-order certainty).
-func ppoToy() (tok, tgt, pos [][]int32, valid [][]bool, mask [][]float32) {
-	full := []int32{1, 5, 9, 12, 20, 3}
+func ppoToy() (tok, tgt, pos [][]int, valid [][]bool, mask [][]float32) {
+	full := []int{1, 5, 9, 12, 20, 3}
 	seq := 8
-	tok, tgt, pos = [][]int32{make([]int32, seq)}, [][]int32{make([]int32, seq)}, [][]int32{make([]int32, seq)}
+	tok, tgt, pos = [][]int{make([]int, seq)}, [][]int{make([]int, seq)}, [][]int{make([]int, seq)}
 	valid, mask = [][]bool{make([]bool, seq)}, [][]float32{make([]float32, seq)}
 	for t := range seq {
-		pos[0][t] = int32(t)
+		pos[0][t] = t
 		if t+1 < len(full) {
 			tok[0][t], tgt[0][t], valid[0][t] = full[t], full[t+1], true
 		}
@@ -357,7 +357,7 @@ func TestPPOStepSigns(t *testing.T) {
 				t.Fatal(err)
 			}
 			read := func() (logp, v [][]float32) {
-				out, err := probe.Call(flat(tok), flat(tgt), flat(pos), flat(valid))
+				out, err := probe.Call(i32(tok), i32(tgt), i32(pos), bools(valid))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -381,8 +381,13 @@ func TestPPOStepSigns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := step.Call(flat(tok), flat(tgt), flat(pos), flat(valid), flat(mask), flat(old), flat(old), flat(old),
-				flat(adv), flat(oldV), flat(ret))
+			b := PPOBatch{PolicyRows: PolicyRows{Tokens: tok, Targets: tgt, Positions: pos, Valid: valid, Mask: mask, Old: old, Behaviour: old, Ref: old},
+				Adv: adv, OldValues: oldV, Returns: ret}
+			var args []any
+			for _, x := range b.Tensors() {
+				args = append(args, x)
+			}
+			out, err := step.Call(args...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,51 +12,6 @@ import (
 	"github.com/temperml/temper/algorithms/model"
 )
 
-// Inputs of the paired preference objective (dpo, ipo, orpo, simpo), in this order. Every input is
-// [rows, seq], and the chosen and rejected sides may have different seq. Each side is one example per
-// row, prompt+completion right-padded:
-//
-//	tokens     int32    the sequence; padding any id (PAD)
-//	positions  int32    RoPE positions (0..seq-1 for right padding)
-//	valid      bool     true on real tokens (keys attention may see)
-//	mask       float32  aligned with next-token log-probs: mask[r,t] = 1 when tokens[r,t+1] is a trained
-//	                    completion token (completion and EOS), 0 on the prompt, padding and the last column
-//
-// and the reference log-probs, aligned the same way: ref[r,t] = log πref(tokens[r,t+1] | tokens[r,≤t]),
-// read only where mask is 1 (zeros for the reference-free orpo and simpo, which ignore them).
-const (
-	PrefChosenTokens = iota
-	PrefChosenPositions
-	PrefChosenValid
-	PrefChosenMask
-	PrefRejectedTokens
-	PrefRejectedPositions
-	PrefRejectedValid
-	PrefRejectedMask
-	PrefRefChosen
-	PrefRefRejected
-	PrefInputs // number of inputs
-)
-
-// Inputs of the KTO objective, in this order: the labelled completions (tokens, positions, valid, mask
-// and reference log-probs [rows, seq] as above), Desirable [rows] float32 (1 desirable, 0 undesirable),
-// then the mismatched pairs (x_i, y_j≠i) that estimate KTO's reference point, in the same five forms
-// [rowsKL, seqKL].
-const (
-	KTOTokens = iota
-	KTOPositions
-	KTOValid
-	KTOMask
-	KTORef
-	KTODesirable
-	KTOKLTokens
-	KTOKLPositions
-	KTOKLValid
-	KTOKLMask
-	KTOKLRef
-	KTOInputs // number of inputs
-)
-
 // Extra metrics every preference objective reports besides its loss's own.
 //
 //	logp/chosen, logp/rejected  mean per-sequence log πθ(y|x) of the chosen and rejected completions
@@ -114,8 +69,8 @@ func metricsOf(cfg loss.Preference) []string {
 	return m
 }
 
-// Preference returns the training objective of a preference loss: the paired objective (inputs
-// Pref*) for dpo, ipo, orpo and simpo, the KTO objective (inputs KTO*) for kto. Its metrics are the
+// Preference returns the training objective of a preference loss: the paired objective (its input a
+// PrefBatch) for dpo, ipo, orpo and simpo, the KTO objective (a KTOBatch) for kto. Its metrics are the
 // loss's own (see algorithms/loss) followed by the extras above. cfg must validate.
 func Preference(cfg loss.Preference) (Objective, error) {
 	if err := cfg.Validate(); err != nil {
@@ -126,14 +81,14 @@ func Preference(cfg loss.Preference) (Objective, error) {
 			Name:    PrefName(cfg),
 			Metrics: append(metricsOf(cfg), MetricRows),
 			Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
-				checkInputs("kto", in, KTOInputs)
-				lp := SeqLogProbs(scope, mc, in[KTOTokens], in[KTOPositions], in[KTOValid])
-				klp := SeqLogProbs(scope, mc, in[KTOKLTokens], in[KTOKLPositions], in[KTOKLValid])
+				b := ktoIn(in)
+				lp := SeqLogProbs(scope, mc, b.rows.tokens, b.rows.positions, b.rows.valid)
+				klp := SeqLogProbs(scope, mc, b.kl.tokens, b.kl.positions, b.kl.valid)
 				l, m := loss.KTOLoss(cfg, loss.KTOBatch{
-					LogProbs: lp, RefLogProbs: in[KTORef], Mask: in[KTOMask], Desirable: in[KTODesirable],
-					KLLogProbs: klp, KLRefLogProbs: in[KTOKLRef], KLMask: in[KTOKLMask],
+					LogProbs: lp, RefLogProbs: b.ref, Mask: b.rows.mask, Desirable: b.desirable,
+					KLLogProbs: klp, KLRefLogProbs: b.klRef, KLMask: b.kl.mask,
 				})
-				m[MetricRows] = ReduceAllSum(present(in[KTOMask], lp))
+				m[MetricRows] = ReduceAllSum(present(b.rows.mask, lp))
 				return l, m
 			},
 		}, nil
@@ -142,12 +97,12 @@ func Preference(cfg loss.Preference) (Objective, error) {
 		Name:    PrefName(cfg),
 		Metrics: append(metricsOf(cfg), MetricLogPChosen, MetricLogPRejected, MetricPrefAccuracy, MetricPairs),
 		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
-			checkInputs(cfg.Kind, in, PrefInputs)
-			chosen, rejected := pairLogProbs(scope, mc, in)
-			cm, rm := in[PrefChosenMask], in[PrefRejectedMask]
+			b := prefIn(cfg.Kind, in)
+			chosen, rejected := pairLogProbs(scope, mc, b.chosen, b.rejected)
+			cm, rm := b.chosen.mask, b.rejected.mask
 			l, m := loss.PairLoss(cfg, loss.PrefPair{
 				Chosen: chosen, ChosenMask: cm, Rejected: rejected, RejectedMask: rm,
-				RefChosen: in[PrefRefChosen], RefRejected: in[PrefRefRejected],
+				RefChosen: b.refChosen, RefRejected: b.refRejected,
 			})
 			w := Max(present(cm, chosen), present(rm, rejected))
 			n := MaxScalar(ReduceAllSum(w), 1)
@@ -178,16 +133,13 @@ func SeqLogProbs(scope *gm.Scope, cfg model.Config, tokens, positions, valid *No
 }
 
 // pairLogProbs scores both sides, in one forward pass when their shapes agree.
-func pairLogProbs(scope *gm.Scope, cfg model.Config, in []*Node) (chosen, rejected *Node) {
-	ct, rt := in[PrefChosenTokens], in[PrefRejectedTokens]
-	if !ct.Shape().Equal(rt.Shape()) {
-		return SeqLogProbs(scope, cfg, ct, in[PrefChosenPositions], in[PrefChosenValid]),
-			SeqLogProbs(scope, cfg, rt, in[PrefRejectedPositions], in[PrefRejectedValid])
+func pairLogProbs(scope *gm.Scope, cfg model.Config, c, r sideNodes) (chosen, rejected *Node) {
+	if !c.tokens.Shape().Equal(r.tokens.Shape()) {
+		return SeqLogProbs(scope, cfg, c.tokens, c.positions, c.valid), SeqLogProbs(scope, cfg, r.tokens, r.positions, r.valid)
 	}
-	rows := ct.Shape().Dim(0)
-	cat := func(a, b int) *Node { return Concatenate([]*Node{in[a], in[b]}, 0) }
-	both := SeqLogProbs(scope, cfg, cat(PrefChosenTokens, PrefRejectedTokens),
-		cat(PrefChosenPositions, PrefRejectedPositions), cat(PrefChosenValid, PrefRejectedValid))
+	rows := c.tokens.Shape().Dim(0)
+	cat := func(a, b *Node) *Node { return Concatenate([]*Node{a, b}, 0) }
+	both := SeqLogProbs(scope, cfg, cat(c.tokens, r.tokens), cat(c.positions, r.positions), cat(c.valid, r.valid))
 	return SliceAxis(both, 0, AxisRange(0, rows)), SliceAxis(both, 0, AxisRange(rows, 2*rows))
 }
 
@@ -199,6 +151,6 @@ func present(mask, like *Node) *Node {
 
 func checkInputs(kind string, in []*Node, want int) {
 	if len(in) != want {
-		exceptions.Panicf("objective: %s: got %d inputs, want %d (see the Pref*/KTO* input constants)", kind, len(in), want)
+		exceptions.Panicf("objective: %s: got %d inputs, want %d (a PrefBatch, or a KTOBatch for kto)", kind, len(in), want)
 	}
 }

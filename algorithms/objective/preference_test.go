@@ -27,12 +27,10 @@ var testBackend = sync.OnceValue(func() compute.Backend {
 var toyCfg = model.Config{Family: model.FamilyLlama, Vocab: 37, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8,
 	FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: model.ActSiLU}
 
-// side is one side of a toy batch laid out as the objective wants it.
+// side is one side of a toy batch laid out as the objective wants it, with its reference log-probs.
 type side struct {
-	tok, pos [][]int32
-	valid    [][]bool
-	mask     [][]float32
-	ref      [][]float32
+	PrefSide
+	ref [][]float32
 }
 
 // layout puts prompt+completion rows right-padded to seq; a nil completion makes a padding row.
@@ -44,42 +42,30 @@ func layout(prompts, completions [][]int32, seq int, refSeed float32) side {
 		if completions[r] == nil {
 			full = nil
 		}
-		tok, pos := make([]int32, seq), make([]int32, seq)
+		tok, pos := make([]int, seq), make([]int, seq)
 		valid, mask, ref := make([]bool, seq), make([]float32, seq), make([]float32, seq)
 		for t := range seq {
-			pos[t] = int32(t)
+			pos[t] = t
 			if t < len(full) {
-				tok[t], valid[t] = full[t], true
+				tok[t], valid[t] = int(full[t]), true
 			}
 			if t+1 < len(full) && t+1 >= len(prompts[r]) {
 				mask[t] = 1
 				ref[t] = -0.3 - 0.17*float32(t) - refSeed*float32(r+1)
 			}
 		}
-		s.tok, s.pos, s.valid, s.mask, s.ref = append(s.tok, tok), append(s.pos, pos), append(s.valid, valid), append(s.mask, mask), append(s.ref, ref)
+		s.Tokens, s.Positions, s.Valid, s.Mask, s.ref = append(s.Tokens, tok), append(s.Positions, pos), append(s.Valid, valid), append(s.Mask, mask), append(s.ref, ref)
 	}
 	return s
 }
 
-func flat[T int32 | float32 | bool](x [][]T) *tensors.Tensor {
-	var f []T
-	for _, r := range x {
-		f = append(f, r...)
-	}
-	return tensors.FromFlatDataAndDimensions(f, len(x), len(x[0]))
-}
-
-func (s side) inputs() []*tensors.Tensor {
-	return []*tensors.Tensor{flat(s.tok), flat(s.pos), flat(s.valid), flat(s.mask)}
-}
-
 // nextTokenRef scores a side the established way (model.NextTokenLogProbs on the full rows) and drops
 // the last column, which has no next token: [rows, seq-1] log-probs, mask and reference.
-func nextTokenRef(scope *gm.Scope, tok, pos, valid, mask, ref *Node) (lp, m, r *Node) {
-	seq := tok.Shape().Dim(1)
-	lp = model.NextTokenLogProbs(model.Forward(scope, toyCfg, tok, pos, valid), tok)
+func nextTokenRef(scope *gm.Scope, s sideNodes, ref *Node) (lp, m, r *Node) {
+	seq := s.tokens.Shape().Dim(1)
+	lp = model.NextTokenLogProbs(model.Forward(scope, toyCfg, s.tokens, s.positions, s.valid), s.tokens)
 	cut := func(x *Node) *Node { return SliceAxis(x, 1, AxisRange(0, seq-1)) }
-	return lp, cut(mask), cut(ref)
+	return lp, cut(s.mask), cut(ref)
 }
 
 // TestPreferenceObjectiveMatchesLoss: the objective's loss and metrics equal algorithms/loss applied
@@ -142,17 +128,17 @@ func TestPreferenceObjectiveMatchesLoss(t *testing.T) {
 				main := layout(ps, cs, c.seqC, 0.09)
 				kl := layout(ps, klc, c.seqC, 0.05)
 				des := []float32{1, 1, 1, 1, 0, 0, 0, 0}
-				args = append(main.inputs(), flat(main.ref), tensors.FromFlatDataAndDimensions(des, len(des)))
-				args = append(append(args, kl.inputs()...), flat(kl.ref))
+				args = KTOBatch{Rows: main.PrefSide, Ref: main.ref, Desirable: des, KL: kl.PrefSide, KLRef: kl.ref}.Tensors()
 				graphFn = func(scope *gm.Scope, in []*Node) []*Node {
+					b := ktoIn(in)
 					l, m := obj.Build(scope, toyCfg, in)
 					outs := []*Node{l}
 					for _, name := range obj.Metrics {
 						outs = append(outs, m[name])
 					}
-					lp, mk, rf := nextTokenRef(scope, in[KTOTokens], in[KTOPositions], in[KTOValid], in[KTOMask], in[KTORef])
-					klp, klm, klr := nextTokenRef(scope, in[KTOKLTokens], in[KTOKLPositions], in[KTOKLValid], in[KTOKLMask], in[KTOKLRef])
-					rl, rm := loss.KTOLoss(c.cfg, loss.KTOBatch{LogProbs: lp, RefLogProbs: rf, Mask: mk, Desirable: in[KTODesirable],
+					lp, mk, rf := nextTokenRef(scope, b.rows, b.ref)
+					klp, klm, klr := nextTokenRef(scope, b.kl, b.klRef)
+					rl, rm := loss.KTOLoss(c.cfg, loss.KTOBatch{LogProbs: lp, RefLogProbs: rf, Mask: mk, Desirable: b.desirable,
 						KLLogProbs: klp, KLRefLogProbs: klr, KLMask: klm})
 					outs = append(outs, rl)
 					for _, name := range obj.Metrics {
@@ -165,15 +151,16 @@ func TestPreferenceObjectiveMatchesLoss(t *testing.T) {
 					return outs
 				}
 			} else {
-				args = append(append(cs.inputs(), rs.inputs()...), flat(cs.ref), flat(rs.ref))
+				args = PrefBatch{Chosen: cs.PrefSide, Rejected: rs.PrefSide, RefChosen: cs.ref, RefRejected: rs.ref}.Tensors()
 				graphFn = func(scope *gm.Scope, in []*Node) []*Node {
+					b := prefIn(c.cfg.Kind, in)
 					l, m := obj.Build(scope, toyCfg, in)
 					outs := []*Node{l}
 					for _, name := range obj.Metrics {
 						outs = append(outs, m[name])
 					}
-					lc, mc, rc := nextTokenRef(scope, in[PrefChosenTokens], in[PrefChosenPositions], in[PrefChosenValid], in[PrefChosenMask], in[PrefRefChosen])
-					lr, mr, rr := nextTokenRef(scope, in[PrefRejectedTokens], in[PrefRejectedPositions], in[PrefRejectedValid], in[PrefRejectedMask], in[PrefRefRejected])
+					lc, mc, rc := nextTokenRef(scope, b.chosen, b.refChosen)
+					lr, mr, rr := nextTokenRef(scope, b.rejected, b.refRejected)
 					rl, rm := loss.PairLoss(c.cfg, loss.PrefPair{Chosen: lc, ChosenMask: mc, Rejected: lr, RejectedMask: mr, RefChosen: rc, RefRejected: rr})
 					outs = append(outs, rl)
 					for _, name := range obj.Metrics {

@@ -2,7 +2,6 @@ package objective
 
 import (
 	"fmt"
-	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
@@ -10,6 +9,7 @@ import (
 
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 )
 
 // BTConfig (its defaults and validation) lives in objectivecfg so that workflows can carry it without GoMLX.
@@ -104,47 +104,33 @@ func sequenceRewards(scope *gm.Scope, cfg model.Config, hidden, tokens, last, co
 // BradleyTerry is the reward-model objective (see BTConfig for the loss; the rewards are
 // SequenceRewards').
 //
-// Inputs, in order (chosen and rejected share one [rows, seq] shape: pad both to the same length;
-// they run through the model as one [2·rows, seq] batch):
-//
-//	0 chosen tokens        int32   [rows, seq]  [BOS] prompt chosen EOS, right-padded
-//	1 chosen positions     int32   [rows, seq]
-//	2 chosen valid         bool    [rows, seq]
-//	3 chosen last          int32   [rows]       index of the last real token (the EOS)
-//	4 rejected tokens      int32   [rows, seq]
-//	5 rejected positions   int32   [rows, seq]
-//	6 rejected valid       bool    [rows, seq]
-//	7 rejected last        int32   [rows]
-//	8 weight               float32 [rows]       1 for a real pair, 0 for a padding row
-//	9 chosen completion    float32 [rows, seq]  1 on completion tokens and EOS, 0 on BOS, prompt and
-//	                                            padding: the generative term's tokens and, with
-//	                                            lm_coef, the cross-entropy's targets
-//	10 rejected completion float32 [rows, seq]
+// Its input is a BTBatch: the chosen and rejected completions (Sequences of one [rows, seq] shape;
+// their completion masks mark the generative term's tokens and, with lm_coef, the cross-entropy's
+// targets) and the pair weights.
 func BradleyTerry(cfg BTConfig) Objective {
 	return Objective{
 		Name:    fmt.Sprintf("bradley-terry[m=%g c=%g lm=%g]", cfg.Margin, cfg.CenterCoef, cfg.LMCoef),
 		Metrics: BTMetrics,
 		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
-			if len(in) != 11 {
-				panic(fmt.Sprintf("objective bradley-terry: %d inputs, want 11", len(in)))
-			}
-			if !in[0].Shape().Equal(in[4].Shape()) {
-				panic(fmt.Sprintf("objective bradley-terry: chosen %s and rejected %s tokens differ in shape", in[0].Shape(), in[4].Shape()))
+			b := btIn(in)
+			c, rj := b.chosen, b.rejected
+			if !c.tokens.Shape().Equal(rj.tokens.Shape()) {
+				panic(fmt.Sprintf("objective bradley-terry: chosen %s and rejected %s tokens differ in shape", c.tokens.Shape(), rj.tokens.Shape()))
 			}
 			if !mc.ValueHead {
 				panic("objective bradley-terry: the model has no value_head")
 			}
-			rows := in[0].Shape().Dim(0)
+			rows := c.tokens.Shape().Dim(0)
 			cat := func(a, b *Node) *Node { return Concatenate([]*Node{a, b}, 0) }
-			tokens := cat(in[0], in[4])
-			hidden := model.Hidden(scope, mc, tokens, cat(in[1], in[5]), cat(rewardBool(in[2]), rewardBool(in[6])))
-			r := sequenceRewards(scope, mc, hidden, tokens, cat(in[3], in[7]), cat(in[9], in[10]))
+			tokens := cat(c.tokens, rj.tokens)
+			hidden := model.Hidden(scope, mc, tokens, cat(c.positions, rj.positions), cat(rewardBool(c.valid), rewardBool(rj.valid)))
+			r := sequenceRewards(scope, mc, hidden, tokens, cat(c.last, rj.last), cat(c.completion, rj.completion))
 			rc := Slice(r, AxisRange(0, rows))
 			rr := Slice(r, AxisRange(rows, 2*rows))
-			loss, metrics := BTLoss(cfg, rc, rr, in[8])
+			loss, metrics := BTLoss(cfg, rc, rr, b.weight)
 			if cfg.LMCoef > 0 {
 				logits := model.LMHead(scope, mc, Slice(hidden, AxisRange(0, rows)))
-				lm := model.NextTokenLoss(logits, in[0], in[9])
+				lm := model.NextTokenLoss(logits, c.tokens, c.completion)
 				loss = Add(loss, MulScalar(lm, cfg.LMCoef))
 				metrics["lm_loss"] = lm
 			}
@@ -161,8 +147,7 @@ const RewardScoreName = "reward_"
 // metric (the engine interface returns named scalars only), so a trained reward model can score
 // completions through EvalObjective. Its loss is the mean reward.
 //
-// Inputs, in order: tokens, positions int32 [rows, seq], valid bool [rows, seq], last int32 [rows],
-// completion float32 [rows, seq] (as SequenceRewards). Metrics: "reward_000" … one per row.
+// Its input is Sequences of rows rows. Metrics: "reward_000" … one per row.
 func RewardScores(rows int) Objective {
 	names := make([]string, rows)
 	for i := range names {
@@ -172,10 +157,11 @@ func RewardScores(rows int) Objective {
 		Name:    fmt.Sprintf("reward-scores[%d]", rows),
 		Metrics: names,
 		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
-			if len(in) != 5 || in[0].Shape().Dim(0) != rows {
-				panic(fmt.Sprintf("objective reward-scores: want 5 inputs of %d rows", rows))
+			s := seqIn("reward-scores", in)
+			if s.tokens.Shape().Dim(0) != rows {
+				panic(fmt.Sprintf("objective reward-scores: %d rows, want %d", s.tokens.Shape().Dim(0), rows))
 			}
-			r := SequenceRewards(scope, mc, in[0], in[1], rewardBool(in[2]), in[3], in[4])
+			r := SequenceRewards(scope, mc, s.tokens, s.positions, rewardBool(s.valid), s.last, s.completion)
 			out := make(map[string]*Node, rows)
 			for i, n := range names {
 				out[n] = Reshape(Slice(r, AxisElem(i)))

@@ -3,6 +3,7 @@ package safetensors
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 )
 
@@ -219,4 +220,44 @@ func FromFloat32(name string, shape []int, data []float32, dtype DType) (Tensor,
 		return Tensor{}, fmt.Errorf("safetensors: from float32 %q: dtype %q is not a float type", name, string(dtype))
 	}
 	return Tensor{Name: name, DType: dtype, Shape: append([]int(nil), shape...), Data: buf}, nil
+}
+
+// EncodeFloat32 writes data as little-endian values of a float dtype (F32, F64, F16 or BF16;
+// narrowing rounds to nearest even) through a small buffer: FromFloat32's bytes without holding
+// them all.
+func EncodeFloat32(w io.Writer, data []float32, dtype DType) error {
+	size := dtype.Size()
+	switch dtype {
+	case F32, F64, F16, BF16:
+	default:
+		return fmt.Errorf("safetensors: encode float32: dtype %q is not a float type", string(dtype))
+	}
+	const chunk = 1 << 14
+	buf := make([]byte, min(len(data), chunk)*size)
+	for start := 0; start < len(data); start += chunk {
+		part := data[start:min(len(data), start+chunk)]
+		b := buf[:len(part)*size]
+		switch dtype {
+		case F32:
+			for i, v := range part {
+				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+			}
+		case F64:
+			for i, v := range part {
+				binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(float64(v)))
+			}
+		case BF16:
+			for i, v := range part {
+				binary.LittleEndian.PutUint16(b[2*i:], BF16FromFloat32(v))
+			}
+		case F16:
+			for i, v := range part {
+				binary.LittleEndian.PutUint16(b[2*i:], F16FromFloat32(v))
+			}
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -72,30 +72,11 @@ func (h *Header) Entry(name string) (Entry, bool) {
 // safetensors layout. All tensors are validated before the first byte is
 // written, so a validation error leaves w untouched.
 func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
-	sorted := make([]Tensor, len(tensors))
-	copy(sorted, tensors)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-
-	var hdr bytes.Buffer
-	hdr.WriteByte('{')
-	first := true
-	if len(metadata) > 0 {
-		m, err := json.Marshal(metadata) // sorted keys: deterministic output
-		if err != nil {
-			return fmt.Errorf("safetensors: write metadata: %w", err)
-		}
-		hdr.WriteString(`"` + metadataKey + `":`)
-		hdr.Write(m)
-		first = false
-	}
-	var offset int64
-	for i, t := range sorted {
-		if t.Name == "" || t.Name == metadataKey {
-			return fmt.Errorf("safetensors: write tensor %q: reserved or empty name", t.Name)
-		}
-		if i > 0 && sorted[i-1].Name == t.Name {
-			return fmt.Errorf("safetensors: write tensor %q: duplicate name", t.Name)
-		}
+	specs := make([]Spec, len(tensors))
+	byName := make(map[string]int, len(tensors))
+	for i, t := range tensors {
+		specs[i] = Spec{Name: t.Name, DType: t.DType, Shape: t.Shape}
+		byName[t.Name] = i
 		size, err := byteSize(t.DType, t.Shape)
 		if err != nil {
 			return fmt.Errorf("safetensors: write tensor %q: %w", t.Name, err)
@@ -104,11 +85,108 @@ func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 			return fmt.Errorf("safetensors: write tensor %q: data has %d bytes, shape %v of %s needs %d",
 				t.Name, len(t.Data), t.Shape, t.DType, size)
 		}
-		name, err := json.Marshal(t.Name)
+	}
+	return WriteStream(w, specs, metadata, func(s Spec, w io.Writer) error {
+		_, err := w.Write(tensors[byName[s.Name]].Data)
+		return err
+	})
+}
+
+// Spec describes a tensor to write without its data.
+type Spec struct {
+	Name  string
+	DType DType
+	Shape []int
+}
+
+// Size is the number of bytes of the tensor's data (0 for an unknown dtype or a bad shape).
+func (s Spec) Size() int64 {
+	n, err := byteSize(s.DType, s.Shape)
+	if err != nil {
+		return 0
+	}
+	return int64(n)
+}
+
+// WriteStream writes the header for specs (sorted by name) and then asks data for each tensor's
+// bytes in that order, so a file of any size is written holding one tensor at a time. For a file
+// of one dtype (all that Temper writes) this is the reference implementation's order; it sorts
+// mixed dtypes by dtype first, which Write does not follow. data must write exactly the tensor's
+// size; the specs are validated before the first byte is written.
+func WriteStream(w io.Writer, specs []Spec, metadata map[string]string, data func(s Spec, w io.Writer) error) error {
+	sorted := make([]Spec, len(specs))
+	copy(sorted, specs)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+
+	entries := make([]Entry, len(sorted))
+	var offset int64
+	for i, t := range sorted {
+		if t.Name == "" || t.Name == metadataKey {
+			return fmt.Errorf("safetensors: write tensor %q: reserved or empty name", t.Name)
+		}
+		size, err := byteSize(t.DType, t.Shape)
 		if err != nil {
 			return fmt.Errorf("safetensors: write tensor %q: %w", t.Name, err)
 		}
-		shape := t.Shape
+		entries[i] = Entry{Name: t.Name, DType: t.DType, Shape: t.Shape, Begin: offset, End: offset + int64(size)}
+		offset += int64(size)
+	}
+	names := make([]string, len(sorted))
+	for i, t := range sorted {
+		names[i] = t.Name
+	}
+	sort.Strings(names)
+	for i := 1; i < len(names); i++ {
+		if names[i] == names[i-1] {
+			return fmt.Errorf("safetensors: write tensor %q: duplicate name", names[i])
+		}
+	}
+	hdr, err := EncodeHeader(entries, metadata)
+	if err != nil {
+		return err
+	}
+	var lenBuf [8]byte
+	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(hdr)))
+	if _, err := w.Write(lenBuf[:]); err != nil {
+		return fmt.Errorf("safetensors: write header length: %w", err)
+	}
+	if _, err := w.Write(hdr); err != nil {
+		return fmt.Errorf("safetensors: write header: %w", err)
+	}
+	for _, t := range sorted {
+		cw := &countingWriter{w: w}
+		if err := data(t, cw); err != nil {
+			return fmt.Errorf("safetensors: write tensor %q: %w", t.Name, err)
+		}
+		if cw.n != t.Size() {
+			return fmt.Errorf("safetensors: write tensor %q: %d bytes written, shape %v of %s needs %d", t.Name, cw.n, t.Shape, t.DType, t.Size())
+		}
+	}
+	return nil
+}
+
+// EncodeHeader is the JSON header (without its length prefix) for entries in the order given and
+// optional metadata, as the reference implementation writes it: metadata first, no spaces, padded
+// with spaces to a multiple of 8 bytes.
+func EncodeHeader(entries []Entry, metadata map[string]string) ([]byte, error) {
+	var hdr bytes.Buffer
+	hdr.WriteByte('{')
+	first := true
+	if len(metadata) > 0 {
+		m, err := json.Marshal(metadata) // sorted keys: deterministic output
+		if err != nil {
+			return nil, fmt.Errorf("safetensors: write metadata: %w", err)
+		}
+		hdr.WriteString(`"` + metadataKey + `":`)
+		hdr.Write(m)
+		first = false
+	}
+	for _, e := range entries {
+		name, err := json.Marshal(e.Name)
+		if err != nil {
+			return nil, fmt.Errorf("safetensors: write tensor %q: %w", e.Name, err)
+		}
+		shape := e.Shape
 		if shape == nil {
 			shape = []int{} // a scalar is "shape": [], never null
 		}
@@ -117,31 +195,27 @@ func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 			hdr.WriteByte(',')
 		}
 		first = false
-		fmt.Fprintf(&hdr, `%s:{"dtype":%q,"shape":%s,"data_offsets":[%d,%d]}`, name, string(t.DType), sh, offset, offset+int64(size))
-		offset += int64(size)
+		fmt.Fprintf(&hdr, `%s:{"dtype":%q,"shape":%s,"data_offsets":[%d,%d]}`, name, string(e.DType), sh, e.Begin, e.End)
 	}
 	hdr.WriteByte('}')
 	for hdr.Len()%8 != 0 { // the spec pads with spaces so data starts 8-byte aligned
 		hdr.WriteByte(' ')
 	}
 	if hdr.Len() > MaxHeaderSize {
-		return fmt.Errorf("safetensors: write: header of %d bytes exceeds %d", hdr.Len(), MaxHeaderSize)
+		return nil, fmt.Errorf("safetensors: write: header of %d bytes exceeds %d", hdr.Len(), MaxHeaderSize)
 	}
+	return hdr.Bytes(), nil
+}
 
-	var lenBuf [8]byte
-	binary.LittleEndian.PutUint64(lenBuf[:], uint64(hdr.Len()))
-	if _, err := w.Write(lenBuf[:]); err != nil {
-		return fmt.Errorf("safetensors: write header length: %w", err)
-	}
-	if _, err := w.Write(hdr.Bytes()); err != nil {
-		return fmt.Errorf("safetensors: write header: %w", err)
-	}
-	for _, t := range sorted {
-		if _, err := w.Write(t.Data); err != nil {
-			return fmt.Errorf("safetensors: write tensor %q: %w", t.Name, err)
-		}
-	}
-	return nil
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // ReadHeader reads and validates the length prefix and JSON header from r,

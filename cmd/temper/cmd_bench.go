@@ -17,8 +17,8 @@ import (
 
 func init() {
 	register(&command{name: "bench",
-		summary: "benchmarks: `bench model` (train tok/s, GFLOP/s, MFU, memory, cached vs uncached generation; --peer: Temper/PyTorch ratios); `bench rl` (async vs sync GRPO; --rollout-workers 1,2: rollout generation vs worker processes); `bench rl-vs-sft` (RL vs continued SFT, same training time); `bench distill` (a student distilled from a bigger teacher vs one fine-tuned on the same labels, same training time)",
-		usage:   "model | rl | rl-vs-sft | distill", subs: []string{"model", "rl", "rl-vs-sft", "distill"}, flags: flagsOf[benchCmd]()})
+		summary: "benchmarks: `bench peak` (the machine's attainable float32 matmul GFLOP/s on the engine's best kernel, and memory bandwidth); `bench model` (train tok/s, GFLOP/s, MFU against the measured peak, memory, cached vs uncached generation; --peer: Temper/PyTorch ratios); `bench rl` (async vs sync GRPO; --rollout-workers 1,2: rollout generation vs worker processes); `bench rl-vs-sft` (RL vs continued SFT, same training time); `bench distill` (a student distilled from a bigger teacher vs one fine-tuned on the same labels, same training time)",
+		usage:   "peak | model | rl | rl-vs-sft | distill | serve", subs: []string{"peak", "model", "rl", "rl-vs-sft", "distill", "serve"}, flags: flagsOf[benchCmd]()})
 }
 
 // benchCmd holds the flags of every benchmark: each names the ones it reads.
@@ -32,6 +32,8 @@ type benchCmd struct {
 	backend, plugin   string
 	peer              peerFlags
 	peak              float64
+	shapes            string
+	streamMiB         int
 	asJSON            bool
 	iterations        int
 	rolloutWorkers    string
@@ -60,7 +62,9 @@ func (c *benchCmd) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.backend, "backend", "", "bench model: compute backend: go, or xla (a binary built with -tags xla, and a PJRT plugin); default go, or xla when --plugin is set")
 	fs.StringVar(&c.plugin, "plugin", "", "bench model: PJRT plugin of --backend xla: cpu (default), cuda, tpu, or the path of a plugin .so (e.g. a TPU VM's libtpu.so)")
 	c.peer.bind(fs)
-	fs.Float64Var(&c.peak, "peak-gflops", tpu.DefaultPeakGFLOPS, "machine peak for MFU")
+	fs.Float64Var(&c.peak, "peak", 0, "bench model: the machine's attainable float32 GFLOP/s to compute MFU against (what `temper bench peak` printed); 0: measure it in this run before the presets (--shapes, --seconds)")
+	fs.StringVar(&c.shapes, "shapes", "", "bench peak, and bench model's in-run peak: float32 matmul shapes M×K×N (or MxKxN), comma-separated (default: 1024³, 2048³ and the base preset's MLP products at 16×128 tokens)")
+	fs.IntVar(&c.streamMiB, "stream-mib", 0, "bench peak: MiB per array of the streaming copy and triad (0: the larger of 256 and 8 × the last-level cache; -1: skip them)")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON instead of a table")
 	fs.IntVar(&c.iterations, "iterations", 12, "bench rl: GRPO iterations per mode")
 	fs.StringVar(&c.rolloutWorkers, "rollout-workers", "", "bench rl: instead of sync vs async, time an iteration's rollout generation with these numbers of rollout worker processes, each on one core (GOMAXPROCS=1, taskset), e.g. 1,2")
@@ -86,7 +90,7 @@ func (c *benchCmd) bindRLvsSFT(fs *flag.FlagSet) {
 	fs.IntVar(&rs.Heldout, "heldout", 200, "bench rl-vs-sft: held-out prompts (never trained on by any phase; both arms are evaluated on them)")
 	fs.IntVar(&rs.Pretrain, "pretrain-steps", 2000, "bench rl-vs-sft: pretraining steps on the task's text (8000 examples) before the base SFT; 0: SFT from scratch")
 	fs.StringVar(&rs.PretrainOn, "pretrain-task", "", "bench rl-vs-sft: built-in task whose text the base model is pretrained on (default: --task)")
-	fs.Float64Var(&rs.Seconds, "seconds", 150, "bench rl-vs-sft: training wall time of each arm")
+	fs.Float64Var(&rs.Seconds, "seconds", 150, "bench rl-vs-sft: training wall time of each arm; bench peak, and bench model's in-run peak: wall time of each measurement (default there 2)")
 	fs.IntVar(&rs.Seeds, "seeds", 3, "bench rl-vs-sft: seeds (each runs both arms from the same base checkpoint)")
 	fs.StringVar(&rs.Algo, "algo", "grpo", "bench rl-vs-sft: RL phase kind (ppo: lr 5e-4, loss.value_coef 0.1, loss.kl_beta 0.04 unless --rl-config says otherwise)")
 	fs.StringVar(&rs.From, "from", "", "bench rl-vs-sft: start both arms from this checkpoint URI instead of training a base SFT model (its labelled set and held-out prompts: data seed 1)")
@@ -105,7 +109,10 @@ func (c *benchCmd) bindDistill(fs *flag.FlagSet) {
 }
 
 func (c *benchCmd) run(ctx context.Context, args []string) error {
-	runs := map[string]func(context.Context) (bench.Report, error){"model": c.model, "rl": c.rl, "rl-vs-sft": c.rlVsSFT, "distill": c.distill}
+	if len(args) == 1 && args[0] == "serve" {
+		return runBenchServe(ctx, c.presets, "", 0, 0, c.asJSON)
+	}
+	runs := map[string]func(context.Context) (bench.Report, error){"peak": c.peakCmd, "model": c.model, "rl": c.rl, "rl-vs-sft": c.rlVsSFT, "distill": c.distill}
 	if len(args) != 1 || runs[args[0]] == nil {
 		return usageErr("usage: temper bench %s [flags]", strings.Join(commands["bench"].subs, "|"))
 	}
@@ -136,11 +143,46 @@ func (c *benchCmd) model(ctx context.Context) (bench.Report, error) {
 		GenPrompts: c.genPrompts, GenTokens: c.genTokens, Mode: c.mode, Backend: c.backend, Plugin: c.plugin,
 		GenPromptLen: c.peer.genPromptLen, PeakGFLOPS: c.peak, Progress: func(line string) { fmt.Fprintln(os.Stderr, line) },
 	}}
+	var err error
+	if o.Peak, err = c.peakOptions(); err != nil {
+		return nil, err
+	}
+	o.Peak.StreamBytes = -1
 	if c.peer.on {
 		o.Peer = &bench.PeerOptions{Repeats: c.peer.repeats, DecodeAttend: c.peer.decodeAttend, ExecutorSet: flagSet(c.fs, "executor"),
 			Threads: peer.Threads{Torch: c.peer.torch, Interop: c.peer.interop, BLAS: c.peer.blas}, Log: os.Stderr}
 	}
 	return bench.Model(ctx, o)
+}
+
+func (c *benchCmd) peakCmd(ctx context.Context) (bench.Report, error) {
+	o, err := c.peakOptions()
+	if err != nil {
+		return nil, err
+	}
+	if c.streamMiB < -1 {
+		return nil, usageErr("bench peak: --stream-mib=%d: want MiB per array, 0 (default size) or -1 (skip)", c.streamMiB)
+	}
+	o.StreamBytes = int64(c.streamMiB) << 20
+	return bench.MeasurePeak(ctx, o)
+}
+
+// peakOptions reads --seconds (its own default here, not rl-vs-sft's) and --shapes.
+func (c *benchCmd) peakOptions() (bench.PeakOptions, error) {
+	o := bench.PeakOptions{Seconds: bench.DefaultPeakSeconds, Log: os.Stderr}
+	if flagSet(c.fs, "seconds") {
+		if !(c.rs.Seconds > 0) {
+			return o, usageErr("bench peak: --seconds=%g: must be a positive number of seconds per measurement", c.rs.Seconds)
+		}
+		o.Seconds = c.rs.Seconds
+	}
+	if c.shapes != "" {
+		var err error
+		if o.Shapes, err = bench.ParseShapes(c.shapes); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }
 
 func (c *benchCmd) rl(ctx context.Context) (bench.Report, error) {

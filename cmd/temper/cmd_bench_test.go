@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -47,6 +49,60 @@ func TestParseCounts(t *testing.T) {
 	for _, bad := range []string{"0", "x", "1,", "99999"} {
 		if _, err := parseCounts(bad); err == nil || !strings.Contains(err.Error(), "--rollout-workers") {
 			t.Errorf("parseCounts(%q): %v, want an error naming the flag", bad, err)
+		}
+	}
+}
+
+// TestBenchPeak: `bench peak` on tiny sizes, as text and as the one JSON object scripts read.
+func TestBenchPeak(t *testing.T) {
+	flags := []string{"bench", "peak", "--seconds", "0.01", "--shapes", "64x64x64,32×48×40", "--stream-mib", "1"}
+	out, err := cli(t, append(flags, "--json")...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	js := out[strings.Index(out, "{") : strings.LastIndex(out, "}")+1]
+	var rep struct {
+		ISA        string  `json:"isa"`
+		Seconds    float64 `json:"seconds"`
+		PeakGFLOPS float64 `json:"peak_gflops"`
+		Matmul     []struct {
+			Shape struct{ M, K, N int } `json:"shape"`
+		} `json:"matmul"`
+		Stream []struct {
+			Kernel     string `json:"kernel"`
+			ArrayBytes int64  `json:"array_bytes"`
+		} `json:"stream"`
+	}
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.ISA == "" || rep.Seconds != 0.01 || !(rep.PeakGFLOPS > 0) || len(rep.Matmul) != 2 || rep.Matmul[1].Shape.K != 48 ||
+		len(rep.Stream) != 2 || rep.Stream[1].Kernel != "triad" || rep.Stream[0].ArrayBytes != 1<<20 {
+		t.Errorf("report %+v\n%s", rep, out)
+	}
+	out, err = cli(t, append(flags[:len(flags)-2], "--stream-mib", "-1")...)
+	if err != nil || !strings.Contains(out, "attainable: ") || !strings.Contains(out, "engine kernels: ") || strings.Contains(out, "triad") {
+		t.Errorf("text without streams: %v\n%s", err, out)
+	}
+}
+
+func TestBenchPeakFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "peak", "--seconds", "0"}, "--seconds=0: must be a positive number"},
+		{[]string{"bench", "peak", "--seconds", "-2"}, "--seconds=-2"},
+		{[]string{"bench", "peak", "--shapes", "64x64"}, `--shapes "64x64"`},
+		{[]string{"bench", "peak", "--shapes", "8x8x8", "--stream-mib", "-2"}, "--stream-mib=-2"},
+		{[]string{"bench", "model", "--peak", "-1"}, "--peak=-1"},
+		{[]string{"bench", "model", "--peer", "--peak", "100"}, "--peer: --peak"},
+		{[]string{"bench", "model", "--shapes", "1x2x"}, `--shapes "1x2x"`},
+	} {
+		out, err := cli(t, tc.args...)
+		var ee *exitError
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &ee) || ee.code != 2 {
+			t.Errorf("%q: err %v (output %q), want exit 2 and %q", tc.args, err, out, tc.want)
 		}
 	}
 }

@@ -8,6 +8,10 @@ import (
 	"time"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/hf"
+	"github.com/temperml/temper/algorithms/safetensors"
+	"github.com/temperml/temper/tpu"
 	"github.com/temperml/temper/workers"
 )
 
@@ -18,13 +22,17 @@ func init() {
 }
 
 type ckptCmd struct {
-	home    string
-	timeout time.Duration
+	home     string
+	timeout  time.Duration
+	dtype    string
+	maxShard string
 }
 
 func (c *ckptCmd) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.home, "home", workers.Home(), "state directory; the default store is HOME/store")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long (an unreachable bucket otherwise retries)")
+	fs.StringVar(&c.dtype, "dtype", "", "export: weight dtype F32, BF16, F16 or F64 (default: the dtype the model came in)")
+	fs.StringVar(&c.maxShard, "max-shard-size", "5GB", "export: cut the weights into shards of at most this size (bytes or e.g. 500MB), as save_pretrained does")
 }
 
 func (c *ckptCmd) run(ctx context.Context, args []string) error {
@@ -49,14 +57,30 @@ func (c *ckptCmd) run(ctx context.Context, args []string) error {
 		if len(args) != 3 {
 			return usageErr("usage: temper ckpt export CHECKPOINT_URI DIR")
 		}
-		names, err := ckpt.Export(ctx, args[1], args[2])
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "exported %s to %s\n", strings.Join(names, ", "), args[2])
-		return nil
+		return c.export(ctx, args[1], args[2])
 	}
 	return usageErr("unknown ckpt command %q (ls, verify, export)", args[0])
+}
+
+// export is `temper ckpt export URI DIR`: the checkpoint as a Hugging Face model directory, in the
+// dtype the model came in unless --dtype says otherwise, sharded above --max-shard-size.
+func (c *ckptCmd) export(ctx context.Context, uri, dir string) error {
+	shard, err := hf.ParseSize(c.maxShard)
+	if err != nil {
+		return usageErr("--max-shard-size: %v", err)
+	}
+	cl := ckpt.New(ckpt.Options{})
+	defer cl.Close()
+	m, err := train.Loader{Ckpt: cl}.Load(ctx, uri, train.LoadOptions{Want: train.WantWeights})
+	if err != nil {
+		return err
+	}
+	opt := hf.WriteOptions{DType: safetensors.DType(strings.ToUpper(c.dtype)), MaxShardSize: shard}
+	if err := train.WriteDir(tpu.DirSink(dir), m, opt); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "exported %s to %s as a Hugging Face model directory\n", uri, dir)
+	return nil
 }
 
 // ls is `temper ckpt ls [URI]`: the committed checkpoints under a store, run or phase.

@@ -5,9 +5,12 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/tpu"
+	"github.com/temperml/temper/workers"
 )
 
 func init() {
@@ -42,12 +45,15 @@ func (c *generateCmd) run(ctx context.Context, args []string) error {
 	if len(args) != 1 || len(c.prompts) == 0 {
 		return usageErr("usage: temper generate MODEL_DIR --prompt TEXT [--prompt TEXT ...]")
 	}
-	o := tpu.Options{Executor: c.executor}
-	o.Backend, o.Plugin = backendFlags(c.backend, c.plugin)
-	rt, err := tpu.NewFromDir(args[0], o)
+	eo := workers.EngineOptions{Executor: c.executor}
+	eo.Backend, eo.Plugin = backendFlags(c.backend, c.plugin)
+	cl := ckpt.New(ckpt.Options{})
+	defer cl.Close()
+	m, err := train.Loader{Ckpt: cl, NewEngine: workers.NewTrainEngine(eo)}.Load(ctx, args[0], train.LoadOptions{})
 	if err != nil {
 		return err
 	}
+	rt := m.Engine
 	defer rt.Close()
 	tok := tokenize.Byte{}
 	ids := make([][]int, len(c.prompts))

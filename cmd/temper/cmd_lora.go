@@ -11,6 +11,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/tpu"
 )
 
@@ -37,14 +38,17 @@ func (c *loraCmd) run(ctx context.Context, args []string) error {
 	if args[0] == "export" {
 		return exportAdapters(ctx, cl, uri, dir)
 	}
-	cfg, merged, err := train.MergeCheckpoint(ctx, cl, uri)
+	m, err := train.Loader{Ckpt: cl}.Load(ctx, uri, train.LoadOptions{Want: train.WantWeights})
 	if err != nil {
 		return err
 	}
-	if err := tpu.WriteModelDir(dir, cfg, merged); err != nil {
+	if !m.Merged {
+		return fmt.Errorf("lora merge %s: not a LoRA checkpoint (no %s)", uri, train.AdapterConfigFile)
+	}
+	if err := train.WriteDir(tpu.DirSink(dir), m, hf.WriteOptions{}); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "merged %s into %s (%s, %s)\n", uri, dir, tpu.ConfigFile, tpu.WeightsFile)
+	fmt.Fprintf(stdout, "merged %s into %s (%s, %s)\n", uri, dir, hf.ConfigFile, hf.WeightsFile)
 	return nil
 }
 

@@ -107,6 +107,7 @@ func TestDocCheckerCatchesMadeUpNames(t *testing.T) {
 		{"made-up link", "[notes](docs/lab-notes/nothing.md)", []string{`docs/lab-notes/nothing.md`}},
 		{"made-up anchor", "[x](docs/benchmarks.md#the-demo) and\n[y](docs/benchmarks.md#no-such-heading)", []string{`no heading with that anchor`}},
 		{"span across lines", "the `temper samples RUN\nPHASE --itr 3` command", []string{`temper samples has no flag --itr`}},
+		{"inline backticks at a line's start are no fence", "```` ```tool_code ```` blocks\n\nthen `go test -run TestReadmeIsShort ./cmd/temper` and `scripts/nothing.sh`", []string{`scripts/nothing.sh`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := c.check("test.md", tc.doc)
@@ -357,7 +358,7 @@ func (c *docChecker) hasAnchor(rel, frag string) bool {
 	seen := map[string]int{}
 	inFence := false
 	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+		if docFence(l) {
 			inFence = !inFence
 		}
 		if inFence || !strings.HasPrefix(l, "#") {
@@ -408,7 +409,7 @@ func splitDoc(doc string) (spans, prose []docSpan) {
 	contLine := 0
 	for i, l := range lines {
 		n := i + 1
-		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+		if docFence(l) {
 			flush()
 			inFence = !inFence
 			continue
@@ -436,6 +437,15 @@ func splitDoc(doc string) (spans, prose []docSpan) {
 	}
 	flush()
 	return spans, prose
+}
+
+// docFence reports whether l opens or closes a fenced code block: three or more backticks and an
+// info string without backticks (CommonMark), so a line that starts with an inline span of
+// backticks (```` ```tool_code ```` …) is prose.
+func docFence(l string) bool {
+	t := strings.TrimSpace(l)
+	rest := strings.TrimLeft(t, "`")
+	return len(t)-len(rest) >= 3 && !strings.Contains(rest, "`")
 }
 
 // checkSpan checks the commands, make targets, tests and paths one piece of code names.

@@ -12,6 +12,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/tpu"
@@ -92,11 +93,24 @@ func TestLoRAMergeCommand(t *testing.T) {
 	if out, err := cli(t, "lora", "merge", adRef.URI, dir); err != nil {
 		t.Fatalf("lora merge: %v\n%s", err, out)
 	}
-	merged, err := tpu.NewFromDir(dir, tpu.Options{})
+	mdir, err := hf.Inspect(tpu.DirSource(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := tpu.New(tpu.Options{Model: mdir.Config})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer merged.Close()
+	wr, err := mdir.OpenWeights(tpu.DirSource(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = merged.LoadWeights(wr)
+	wr.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	want, err := rt.Logits(batch)
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +138,18 @@ func TestLoRAMergeCommand(t *testing.T) {
 	}
 	if _, base, err := model.ParsePEFTConfig(js); err != nil || base != baseRef.URI {
 		t.Fatalf("exported adapter config names base %q (%v), want %s", base, err, baseRef.URI)
+	}
+	// ckpt export writes a Hugging Face directory in the dtype asked for (the merged adapters here).
+	edir := filepath.Join(t.TempDir(), "exported")
+	if out, err := cli(t, "ckpt", "--dtype", "bf16", "--max-shard-size", "20KB", "export", adRef.URI, edir); err != nil {
+		t.Fatalf("ckpt export: %v\n%s", err, out)
+	}
+	exported, err := hf.Inspect(tpu.DirSource(edir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exported.Meta.DType != safetensors.BF16 || !exported.Sharded || hf.ConfigDType(exported.Meta.ConfigJSON) != safetensors.BF16 {
+		t.Fatalf("ckpt export --dtype bf16: weights %s, sharded %v, config.json %s", exported.Meta.DType, exported.Sharded, exported.Meta.ConfigJSON)
 	}
 	if out, err := cli(t, "lora", "merge", baseRef.URI, dir); err == nil || !strings.Contains(out+err.Error(), "not a LoRA checkpoint") {
 		t.Fatalf("merging a plain checkpoint: %v %s", err, out)

@@ -48,6 +48,10 @@ var rules = []rule{
 	// may import every layer below it, and no layer below cmd may import them.
 	{layer: "internal/bench", allow: []string{""}, deny: []string{module + "cmd"}},
 	{layer: "internal/report", allow: []string{""}, deny: []string{module + "cmd"}},
+	// internal/serve is the OpenAI-compatible server: HTTP over algorithms, the engine an interface
+	// (tpu is wired in by cmd), so that a rollout worker may serve its policy through it.
+	{layer: "internal/serve", allow: []string{"std", module + "algorithms/", module + "internal/", module + "activities/ckpt", "github.com/prometheus/client_golang/"},
+		deny: []string{module + "tpu", module + "workflows", module + "workers", module + "cmd", "go.temporal.io/"}},
 	{layer: "internal", allow: []string{"std", module + "internal/", "gopkg.in/yaml.v3"}, deny: []string{"net", "go.temporal.io/", module + "internal/bench", module + "internal/report"}},
 	// scripts/peer runs the PyTorch peer of the benchmarks: a subprocess, never a library of the layers.
 	{layer: "scripts", allow: []string{"std"}},
@@ -228,6 +232,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"internal/config", module + "internal/report"},
 		{"activities/train", module + "internal/bench"},
 		{"internal/report", module + "cmd/temper"},
+		{"internal/serve", module + "tpu"},
+		{"internal/serve", "go.temporal.io/sdk/client"},
+		{"internal/config", "net/http"},
 	}
 	for _, b := range bad {
 		if violation(b[0], b[1]) == "" {
@@ -246,6 +253,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"workers", "go.temporal.io/server/temporal"},
 		{"internal/bench", module + "workers"},
 		{"internal/report", "go.temporal.io/sdk/client"},
+		{"internal/serve", "net/http"},
+		{"internal/serve", module + "algorithms/chat"},
 	}
 	for _, g := range good {
 		if v := violation(g[0], g[1]); v != "" {

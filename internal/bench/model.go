@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 
+	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/scripts/peer"
 	"github.com/temperml/temper/tpu"
 )
@@ -19,7 +21,11 @@ const PeerDefaultExecutor = tpu.ExecutorSequential
 
 // ModelOptions size `temper bench model`.
 type ModelOptions struct {
+	// Bench.PeakGFLOPS is the peak MFU is computed against; 0 measures it first (Peak), on the Go
+	// backend (the xla backend then reports no MFU: the measured peak is the Go engine's).
 	Bench tpu.BenchOptions
+	// Peak sizes the in-run peak measurement (matmul only: StreamBytes is ignored).
+	Peak PeakOptions
 	// Peer, when set, also runs the PyTorch peer (scripts/peer) and reports Temper/PyTorch ratios.
 	Peer *PeerOptions
 }
@@ -37,24 +43,79 @@ type PeerOptions struct {
 // Model measures the engine (train tok/s, GFLOP/s, MFU, memory, cached and uncached generation), and
 // with o.Peer the same workload on PyTorch.
 func Model(ctx context.Context, o ModelOptions) (Report, error) {
+	if p := o.Bench.PeakGFLOPS; p < 0 || math.IsNaN(p) || math.IsInf(p, 0) {
+		return nil, usage("bench model: --peak=%g: want the machine's GFLOP/s (from `temper bench peak`), or 0 to measure it in this run", p)
+	}
 	if o.Peer != nil {
+		if o.Bench.PeakGFLOPS != 0 {
+			return nil, usage("bench model --peer: --peak: the peer comparison prints ratios, not MFU")
+		}
 		cmp, err := comparePeer(ctx, o.Bench, *o.Peer)
 		if err != nil {
 			return nil, err
 		}
 		return peerReport{cmp}, nil
 	}
-	rep, err := tpu.BenchModel(ctx, o.Bench)
-	if err != nil {
+	r := modelReport{source: peakFromFlag}
+	if o.Bench.PeakGFLOPS == 0 {
+		r.source = peakNone
+		if o.Bench.Backend == "" || o.Bench.Backend == tpu.BackendGo {
+			// A misspelt preset should not wait for the peak's seconds to be reported.
+			for _, name := range o.Bench.Presets {
+				if _, err := model.Preset(name); err != nil {
+					return nil, fmt.Errorf("bench model: %w", err)
+				}
+			}
+			po := o.Peak
+			po.StreamBytes = -1
+			peak, err := MeasurePeak(ctx, po)
+			if err != nil {
+				return nil, err
+			}
+			r.source, r.peak, o.Bench.PeakGFLOPS = peakMeasured, peak, peak.PeakGFLOPS
+		}
+	}
+	var err error
+	if r.rep, err = tpu.BenchModel(ctx, o.Bench); err != nil {
 		return nil, err
 	}
-	return modelReport{rep}, nil
+	return r, nil
 }
 
-type modelReport struct{ rep tpu.BenchReport }
+// Where `bench model`'s MFU reference came from.
+const (
+	peakMeasured = "measured" // in this run, before the presets
+	peakFromFlag = "flag"     // --peak
+	peakNone     = "none"     // no MFU
+)
 
-func (r modelReport) Text(w io.Writer)      { fmt.Fprint(w, r.rep.String()) }
-func (r modelReport) JSON() ([]byte, error) { return json.MarshalIndent(r.rep, "", "  ") }
+type modelReport struct {
+	rep    tpu.BenchReport
+	source string
+	peak   *PeakReport // when measured
+}
+
+func (r modelReport) Text(w io.Writer) {
+	switch r.source {
+	case peakMeasured:
+		p := r.peak
+		fmt.Fprintf(w, "peak measured in this run: %.1f GFLOP/s (float32 %s on the Go engine's %s kernels, %d cores, %s GFLOP per CPU-second; `temper bench peak` prints every shape)\n",
+			p.PeakGFLOPS, p.PeakShape, p.ISA, p.GOMAXPROCS, perCPU(p.PeakGFLOPSPerCPUSecond))
+	case peakFromFlag:
+		fmt.Fprintf(w, "peak from --peak: %.1f GFLOP/s\n", r.rep.PeakGFLOPS)
+	default:
+		fmt.Fprintln(w, "no MFU: the in-run peak is measured on the Go backend only; pass --peak GFLOPS")
+	}
+	fmt.Fprint(w, r.rep.String())
+}
+
+func (r modelReport) JSON() ([]byte, error) {
+	return json.MarshalIndent(struct {
+		tpu.BenchReport
+		PeakSource string      `json:"peak_source"` // measured, flag or none
+		Peak       *PeakReport `json:"peak,omitempty"`
+	}{r.rep, r.source, r.peak}, "", "  ")
+}
 
 type peerReport struct{ cmp peer.Comparison }
 

@@ -52,18 +52,27 @@ func Fields(t reflect.Type) []Field {
 // defaults), the default column shows v's value of each scalar field; otherwise, and for fields v
 // cannot reach (nil pointers, list elements), the field's `default` tag.
 func Explain(v any) string {
+	return ExplainMarked(v, nil)
+}
+
+// ExplainMarked is Explain with mark(path)'s text put before a field's help (nil: none), such as
+// "[live]" for the fields a running phase lets people change.
+func ExplainMarked(v any, mark func(path string) string) string {
 	var b strings.Builder
 	val := reflect.ValueOf(v)
 	if !val.IsValid() || val.IsZero() {
 		val = reflect.Value{}
 	}
-	explain(&b, reflect.TypeOf(v), val, "")
+	if mark == nil {
+		mark = func(string) string { return "" }
+	}
+	explain(&b, reflect.TypeOf(v), val, "", mark)
 	return b.String()
 }
 
 // explain writes t's fields; val is a value of t, or invalid when there is none (nil pointer, list
 // element types).
-func explain(b *strings.Builder, t reflect.Type, val reflect.Value, prefix string) {
+func explain(b *strings.Builder, t reflect.Type, val reflect.Value, prefix string, mark func(string) string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 		if val.IsValid() {
@@ -90,12 +99,16 @@ func explain(b *strings.Builder, t reflect.Type, val reflect.Value, prefix strin
 		if def == "" {
 			def = "-"
 		}
-		fmt.Fprintf(b, "%-34s %-14s %-12s %s\n", path, typeName(ft), def, f.Help)
+		help := f.Help
+		if m := mark(path); m != "" {
+			help = strings.TrimSpace(m + " " + help)
+		}
+		fmt.Fprintf(b, "%-34s %-14s %-12s %s\n", path, typeName(ft), def, help)
 		if ft.Kind() == reflect.Struct && ft != rawMessageType {
-			explain(b, ft, fv, path)
+			explain(b, ft, fv, path, mark)
 		}
 		if (ft.Kind() == reflect.Slice) && ft.Elem().Kind() == reflect.Struct {
-			explain(b, ft.Elem(), reflect.Value{}, path+"[]")
+			explain(b, ft.Elem(), reflect.Value{}, path+"[]", mark)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/temperml/temper/activities/ckpt"
@@ -37,6 +38,11 @@ type Data struct {
 	Config                                string
 	Phases                                []Phase
 	Notes                                 []string
+	// Parent is the run this one was forked from (temper fork); Forks the runs forked from this one.
+	Parent *workflows.Lineage
+	Forks  []string
+	// Stopped says why a gate ended the run early.
+	Stopped string
 }
 
 // Phase is one phase of the page.
@@ -50,6 +56,14 @@ type Phase struct {
 	Samples     []rollout.Rollout
 	SamplesFrom string
 	Notes       []string
+	// Controls are the phase's control records (temper set, pause, resume, gates, a fork), every branch's.
+	Controls []control
+}
+
+// control is one control record as the page lists it.
+type control struct {
+	Dir, Event, Label, Time string
+	Step                    int
 }
 
 type kv struct {
@@ -100,12 +114,13 @@ func Gather(ctx context.Context, c client.Client, id, storeURI string) (*Data, e
 	}
 	status := desc.GetWorkflowExecutionInfo().GetStatus()
 	d := &Data{RunID: id, Name: in.Name, Seed: in.Seed, Store: storeURI, Generated: time.Now().UTC().Format(time.RFC3339),
-		Status: StatusName(status)}
+		Status: StatusName(status), Parent: in.Parent}
+	d.Forks, d.Stopped = forksOf(ctx, c, id), stoppedOf(ctx, c, id, status)
 	cfg := in
 	cfg.State = nil
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	d.Config = string(b)
-	results := phaseResults(ctx, c, id, in, status)
+	results := PhaseResultsOf(ctx, c, id, in, status)
 	cl := ckpt.New(ckpt.Options{})
 	defer cl.Close()
 	st, err := cl.Store(ctx, storeURI)
@@ -136,9 +151,9 @@ func Gather(ctx context.Context, c client.Client, id, storeURI string) (*Data, e
 	return d, nil
 }
 
-// phaseResults are the results the server holds for the run's finished phases: from its continued
+// PhaseResultsOf are the results the server holds for the run's finished phases: from its continued
 // state, its output when it completed, or its progress query while it runs.
-func phaseResults(ctx context.Context, c client.Client, id string, in workflows.PipelineInput, status enumspb.WorkflowExecutionStatus) map[string]workflows.PhaseResult {
+func PhaseResultsOf(ctx context.Context, c client.Client, id string, in workflows.PipelineInput, status enumspb.WorkflowExecutionStatus) map[string]workflows.PhaseResult {
 	results := map[string]workflows.PhaseResult{}
 	if in.State != nil {
 		for _, r := range in.State.Results {
@@ -198,6 +213,12 @@ func (g gatherer) phase(ctx context.Context, spec workflows.PhaseSpec, results m
 			s.At, s.Reason = branchOrigin(ctx, g.c, g.run+"."+dir, s.Records)
 		}
 		p.Series = append(p.Series, s)
+		for _, r := range s.Records {
+			if r.Kind == ckpt.RecordControl {
+				p.Controls = append(p.Controls, control{Dir: dir, Step: r.Step, Event: r.Event, Label: r.Label,
+					Time: time.Unix(int64(r.Time), 0).UTC().Format(time.RFC3339)})
+			}
+		}
 		cks, err := checkpoints(ctx, g.cl, g.root, g.run, dir, s.Records)
 		if err != nil {
 			return p, err
@@ -327,7 +348,9 @@ func writeFigures(p *Phase, i int, dir string) ([]string, error) {
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"base": path.Base,
+	"base":      path.Base,
+	"join":      strings.Join,
+	"lineageAt": LineageAt,
 	"clip": func(s string, n int) string {
 		if len(s) > n {
 			return s[:n] + "…"
@@ -344,6 +367,9 @@ th{background:#f3f3f3}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size
 </style></head><body>
 <h1>Run {{.RunID}}</h1>
 <p>pipeline <b>{{.Name}}</b>, status <b>{{.Status}}</b>, seed {{.Seed}}, store <code>{{.Store}}</code>; report made {{.Generated}} by <code>temper report</code>.</p>
+{{with .Parent}}<p class="lineage">forked from run <a href="../report-{{.Run}}/index.html">{{.Run}}</a> at <code>{{lineageAt .}}</code> (checkpoint <code>{{.Checkpoint}}</code>){{if .Set}}, with <code>{{join .Set " "}}</code>{{end}}.</p>{{end}}
+{{if .Forks}}<p class="lineage">forks of this run: {{range $i, $f := .Forks}}{{if $i}}, {{end}}<a href="../report-{{$f}}/index.html">{{$f}}</a>{{end}}.</p>{{end}}
+{{if .Stopped}}<p class="note">stopped: {{.Stopped}}</p>{{end}}
 {{range .Notes}}<p class="note">{{.}}</p>{{end}}
 <h2>Phases</h2><ul>{{range .Phases}}<li><a href="#{{.Name}}">{{.Name}}</a> ({{.Kind}}){{if .Result}}: {{printf "%.1f" .Result.Seconds}} s{{end}}</li>{{end}}</ul>
 {{range .Phases}}
@@ -354,6 +380,9 @@ th{background:#f3f3f3}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size
 {{range .Series}}{{if .At}}<tr><td>{{.Dir}}</td><td>{{.At}}</td><td>{{.Reason}}</td></tr>{{end}}{{end}}</table>
 <p>Branches are drawn as their own lines; a dashed red line marks where each left its parent.</p>{{end}}
 {{range .Notes}}<p class="note">{{.}}</p>{{end}}
+{{if .Controls}}<h3>Control</h3><p>What people changed while the phase ran; each is a dotted blue line on the curves.</p>
+<table><tr><th>directory</th><th>after step</th><th>event</th><th>what</th><th>time (UTC)</th></tr>
+{{range .Controls}}<tr><td>{{.Dir}}</td><td>{{.Step}}</td><td>{{.Event}}</td><td>{{.Label}}</td><td>{{.Time}}</td></tr>{{end}}</table>{{end}}
 {{range .Figures}}<figure><img src="{{.Data}}" alt="{{.Caption}}"><figcaption>{{.Caption}} (<code>{{.File}}</code>)</figcaption></figure>{{end}}
 {{if .Checkpoints}}<h3>Checkpoints</h3><table><tr><th>directory</th><th>step</th><th>best</th><th>metrics</th><th>URI</th></tr>
 {{range .Checkpoints}}<tr{{if .Best}} class="best"{{end}}><td>{{.Dir}}</td><td>{{.Step}}</td><td>{{if .Best}}best{{end}}</td><td>{{range .Metrics}}{{.K}} {{.V}}<br>{{end}}</td><td><code>{{.URI}}</code></td></tr>{{end}}</table>{{end}}
@@ -364,3 +393,35 @@ th{background:#f3f3f3}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size
 <h2>Pipeline config</h2><pre>{{.Config}}</pre>
 </body></html>
 `))
+
+// forksOf lists the runs forked from run id (TemperParent); none when the namespace lacks the
+// search attribute.
+func forksOf(ctx context.Context, c client.Client, id string) []string {
+	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("TemperParent = '%s' AND WorkflowType = '%s'", id, workflows.PipelineName), PageSize: 100})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range resp.Executions {
+		if w := e.Execution.WorkflowId; !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// stoppedOf is why a gate ended the completed run early ("" otherwise).
+func stoppedOf(ctx context.Context, c client.Client, id string, status enumspb.WorkflowExecutionStatus) string {
+	if status != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		return ""
+	}
+	var out workflows.PipelineOutput
+	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &out); err != nil {
+		return ""
+	}
+	return out.Stopped
+}

@@ -81,3 +81,47 @@ func TestWritePage(t *testing.T) {
 		t.Errorf("%d figures, want 2 (the later phase has no data)", strings.Count(page, "<figure>"))
 	}
 }
+
+// TestWritePageSteering: a phase's control records are listed (and drawn as markers), a fork's
+// page links its parent and a parent's page its forks, and a gate's stop is said.
+func TestWritePageSteering(t *testing.T) {
+	recs := append(records(1, 6, 100), ckpt.MetricsRecord{Kind: ckpt.RecordControl, Step: 3, Time: 103.5, Seq: 1, Event: "set",
+		Label: "set optimizer.lr 0.0003→0.0001", Metrics: map[string]float64{"optimizer.lr": 1e-4}})
+	d := &Data{RunID: "child", Name: "p", Status: "completed", Store: "file:///s", Stopped: "gate before phase dpo: rejected",
+		Parent: &workflows.Lineage{Run: "parent", Phase: "sft", Step: 6, Checkpoint: "file:///s/runs/parent/sft/step-000006/", Set: []string{"optimizer.lr=1e-4"}},
+		Forks:  []string{"grandchild"},
+		Phases: []Phase{{Name: "grpo", Kind: "grpo", Series: []series{{Dir: "grpo", Records: recs}}}}}
+	for _, r := range recs {
+		if r.Kind == ckpt.RecordControl {
+			d.Phases[0].Controls = append(d.Phases[0].Controls, control{Dir: "grpo", Step: r.Step, Event: r.Event, Label: r.Label})
+		}
+	}
+	files, err := Write(d, filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := html.UnescapeString(string(b))
+	for _, w := range []string{`forked from run <a href="../report-parent/index.html">parent</a> at <code>sft@6</code>`,
+		"with <code>optimizer.lr=1e-4</code>", `<a href="../report-grandchild/index.html">grandchild</a>`,
+		"<td>grpo</td><td>3</td><td>set</td><td>set optimizer.lr 0.0003→0.0001</td>", "stopped: gate before phase dpo: rejected"} {
+		if !strings.Contains(page, w) {
+			t.Errorf("page lacks %q", w)
+		}
+	}
+	// The marker changes the figure: the same curves without the control record draw another image.
+	plain, _, _, err := phaseFigure("grpo", []series{{Dir: "grpo", Records: records(1, 6, 100)}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked, _, _, err := phaseFigure("grpo", []series{{Dir: "grpo", Records: recs}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(plain, marked) {
+		t.Error("the control record drew no marker")
+	}
+}

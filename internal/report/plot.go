@@ -163,6 +163,9 @@ func panel(c curve, ss []series, byTime bool, t0 float64) (*plot.Plot, error) {
 	if err := markBranches(p, ss, byTime, t0, lo, hi); err != nil {
 		return nil, err
 	}
+	if err := markControls(p, ss, byTime, t0, lo, hi); err != nil {
+		return nil, err
+	}
 	p.Legend.Top = true
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	return p, nil
@@ -189,6 +192,50 @@ func markBranches(p *plot.Plot, ss []series, byTime bool, t0, lo, hi float64) er
 		v.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		p.Add(v)
 	}
+	return nil
+}
+
+// markControls draws a dotted blue vertical line, labelled, at each control record (temper set,
+// pause, resume, a gate's decision, a fork): after its step, or at its time.
+func markControls(p *plot.Plot, ss []series, byTime bool, t0, lo, hi float64) error {
+	var at plotter.XYs
+	var labels []string
+	for _, b := range ss {
+		for _, r := range b.Records {
+			if r.Kind != ckpt.RecordControl {
+				continue
+			}
+			x := float64(r.Step)
+			if byTime {
+				x = r.Time - t0
+			}
+			v, err := plotter.NewLine(plotter.XYs{{X: x, Y: lo}, {X: x, Y: hi}})
+			if err != nil {
+				return err
+			}
+			v.Color = color.RGBA{B: 200, G: 80, A: 255}
+			v.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+			p.Add(v)
+			label := r.Label
+			if len(label) > 40 {
+				label = label[:39] + "…"
+			}
+			at = append(at, plotter.XY{X: x, Y: hi - float64(len(at)%3)*(hi-lo)*0.08})
+			labels = append(labels, label)
+		}
+	}
+	if len(at) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLabels(plotter.XYLabels{XYs: at, Labels: labels})
+	if err != nil {
+		return err
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].Color = color.RGBA{B: 200, G: 80, A: 255}
+		l.TextStyle[i].Font.Size = vg.Points(7)
+	}
+	p.Add(l)
 	return nil
 }
 

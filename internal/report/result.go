@@ -12,6 +12,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/temperml/temper/workflows"
@@ -24,6 +25,8 @@ type Result struct {
 	ElapsedSeconds float64       `json:"elapsed_seconds"`
 	Phases         []PhaseResult `json:"phases"`
 	Error          string        `json:"error,omitempty"`
+	// Stopped says why a gate ended the run before its last phase (the run completed).
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // PhaseResult is one phase of a Result.
@@ -33,14 +36,16 @@ type PhaseResult struct {
 	Checkpoint string                 `json:"checkpoint"`
 	Seconds    float64                `json:"seconds"`
 	Metrics    map[string]float64     `json:"metrics,omitempty"`
-	Curve      []workflows.CurvePoint `json:"curve,omitempty"` // held-out exact match over training time
+	Curve      []workflows.CurvePoint `json:"curve,omitempty"`   // held-out exact match over training time
+	Skipped    string                 `json:"skipped,omitempty"` // why a gate skipped the phase
 }
 
 // ToResult is the Result of run id: its output, how long it took, and its error (nil: completed).
 func ToResult(id string, out workflows.PipelineOutput, elapsed time.Duration, err error) Result {
-	r := Result{RunID: id, Status: "completed", ElapsedSeconds: elapsed.Seconds()}
+	r := Result{RunID: id, Status: "completed", ElapsedSeconds: elapsed.Seconds(), Stopped: out.Stopped}
 	for _, p := range out.Phases {
-		r.Phases = append(r.Phases, PhaseResult{Name: p.Name, Kind: p.Kind, Checkpoint: p.Checkpoint, Seconds: p.Seconds, Metrics: p.Metrics, Curve: p.Curve})
+		r.Phases = append(r.Phases, PhaseResult{Name: p.Name, Kind: p.Kind, Checkpoint: p.Checkpoint, Seconds: p.Seconds, Metrics: p.Metrics, Curve: p.Curve,
+			Skipped: p.Skipped})
 	}
 	if err != nil {
 		r.Status, r.Error = "failed", err.Error()
@@ -58,6 +63,10 @@ func WriteResult(w io.Writer, r Result, asJSON bool) {
 	}
 	fmt.Fprintf(w, "%s %s in %.1fs\n", r.RunID, r.Status, r.ElapsedSeconds)
 	for _, p := range r.Phases {
+		if p.Skipped != "" {
+			fmt.Fprintf(w, "  %-12s %-8s skipped: %s\n", p.Name, p.Kind, p.Skipped)
+			continue
+		}
 		fmt.Fprintf(w, "  %-12s %-8s %6.1fs  %s\n", p.Name, p.Kind, p.Seconds, p.Checkpoint)
 		for _, k := range sortedKeys(p.Metrics) {
 			fmt.Fprintf(w, "      %-24s %s\n", k, FormatMetric(p.Metrics[k]))
@@ -65,6 +74,9 @@ func WriteResult(w io.Writer, r Result, asJSON bool) {
 	}
 	if line := ExactMatchLine(r.Phases); line != "" {
 		fmt.Fprintln(w, line)
+	}
+	if r.Stopped != "" {
+		fmt.Fprintf(w, "stopped: %s\n", r.Stopped)
 	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", r.Error)
@@ -122,16 +134,30 @@ func WriteStatus(ctx context.Context, c client.Client, w io.Writer, id string, l
 	if info.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		s, err := Observe(ctx, c, id)
 		if err != nil {
-			return fmt.Errorf("query %s: %w", id, err)
+			return writeUnanswered(ctx, c, w, id, desc, err)
 		}
 		if asJSON {
-			b, _ := json.Marshal(map[string]any{"run_id": id, "status": status, "progress": s.Progress, "step": s.Step})
+			m := map[string]any{"run_id": id, "status": status, "progress": s.Progress, "step": s.Step}
+			if st, ok := Steering(ctx, c, s.Progress.ChildID); ok {
+				m["steer"] = st
+			}
+			b, _ := json.Marshal(m)
 			fmt.Fprintln(w, string(b))
 			return nil
 		}
 		fmt.Fprintf(w, "%s running since %s\n  %s\n  %s\n", id, info.StartTime.AsTime().UTC().Format(time.RFC3339), ProgressLine(s, -1, -1), link(id))
-		if line := phaseMemo(ctx, c, s.Progress.ChildID); line != "" {
+		if p := s.Progress.Parent; p != nil {
+			fmt.Fprintf(w, "  forked from %s at %s\n", p.Run, LineageAt(*p))
+		}
+		if g := s.Progress.Waiting; g != nil {
+			fmt.Fprintf(w, "  waiting: %s\n", WaitingLine(id, *g))
+		} else if line := phaseMemo(ctx, c, s.Progress.ChildID); line != "" {
 			fmt.Fprintf(w, "  now: %s\n", line)
+		}
+		if st, ok := Steering(ctx, c, s.Progress.ChildID); ok {
+			for _, line := range SteerLines(id, st) {
+				fmt.Fprintf(w, "  %s\n", line)
+			}
 		}
 		for _, r := range s.Progress.Done {
 			fmt.Fprintf(w, "  done: %-12s %-8s %s\n", r.Name, r.Kind, r.Checkpoint)
@@ -147,5 +173,25 @@ func WriteStatus(ctx context.Context, c client.Client, w io.Writer, id string, l
 	r := ToResult(id, out, elapsed, runErr)
 	r.Status = status
 	WriteResult(w, r, asJSON)
+	return nil
+}
+
+// writeUnanswered is the status of a running run whose workflow workers do not answer its query
+// (all stopped, as they may be while a phase is paused): what the server itself holds, the
+// pipeline's and the current phase's memo.
+func writeUnanswered(ctx context.Context, c client.Client, w io.Writer, id string, desc *workflowservice.DescribeWorkflowExecutionResponse, qerr error) error {
+	info := desc.WorkflowExecutionInfo
+	fields := info.GetMemo().GetFields()
+	var phase string
+	if f, ok := fields["phase"]; !ok || json.Unmarshal(f.GetData(), &phase) != nil {
+		return fmt.Errorf("query %s: %w", id, qerr)
+	}
+	fmt.Fprintf(w, "%s running since %s; no workflow worker answers its query (%v)\n", id, info.StartTime.AsTime().UTC().Format(time.RFC3339), qerr)
+	if line := phaseMemo(ctx, c, id); line != "" {
+		fmt.Fprintf(w, "  run: %s\n", line)
+	}
+	if line := phaseMemo(ctx, c, id+"."+phase); line != "" {
+		fmt.Fprintf(w, "  now: %s %s\n", phase, line)
+	}
 	return nil
 }

@@ -103,6 +103,8 @@ func phaseMemo(ctx context.Context, c client.Client, childID string) string {
 		}
 		if f, ok := v.(float64); ok {
 			parts = append(parts, fmt.Sprintf("%s=%.4g", k, f))
+		} else if v == "" { // a cleared value (paused, waiting)
+			continue
 		} else {
 			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
 		}

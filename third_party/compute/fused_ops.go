@@ -274,6 +274,20 @@ type ScaledDotProductAttentionConfig struct {
 	// Boolean mask: true = attend, false = ignore.
 	// Float/additive mask: added to scores before softmax.
 	Mask Value
+
+	// Temper fork: the blocked (flash-style) attention of the Go backend. KeyMask selects it; a
+	// backend that does not know these fields must not be asked (they change the result).
+	//
+	// KeyMask is a [batch, kvLen] Bool of the keys that may be attended to (padding is false). It
+	// needs Causal and seqLen == kvLen, and a query always sees its own key, masked or not, so
+	// that a padded query's row stays finite: key j is visible from query i when j <= i and
+	// (KeyMask[b, j] or j == i).
+	KeyMask Value
+	// Window (with KeyMask), when > 0, also requires i - j < Window (a sliding-window layer).
+	Window int
+	// Softcap (with KeyMask), when > 0, caps the scaled scores as Softcap·tanh(s/Softcap) before
+	// masking (Gemma 2).
+	Softcap float64
 }
 
 // ActivationType specifies the activation function for fused operations.

@@ -40,6 +40,12 @@ type PolicyStepInput struct {
 	// Iteration is the RL iteration this step trains (0-based); the phase's metrics log records the
 	// step as iteration Iteration+1, as the workflow counts it.
 	Iteration int `json:"iteration,omitempty"`
+	// Iterations (the phase's, > 0) and LRScale (back-tracking's factor; 0 means 1) place the step
+	// on the phase's learning-rate schedule, which the trainer computes (train.PolicyLR) at
+	// Iteration. LR is the rate a workflow computed itself before; the trainer uses it only when
+	// Iterations is 0.
+	Iterations int     `json:"iterations,omitempty"`
+	LRScale    float64 `json:"lr_scale,omitempty"`
 }
 
 // ScoredShard is one shard of an iteration: a rollouts object and the verdicts object the reward

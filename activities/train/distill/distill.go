@@ -7,7 +7,6 @@ import (
 	"path"
 	"sort"
 
-	"github.com/gomlx/gomlx/core/tensors"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
@@ -20,18 +19,6 @@ import (
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
-
-// Logits is a model's next-token logits [Batch, Seq, Vocab], flat row-major (tpu.Logits' layout).
-type Logits struct {
-	Batch, Seq, Vocab int
-	Data              []float32
-}
-
-// LogitReader is what a teacher engine must also do: the full next-token logits of a batch
-// (Targets and LossMask ignored).
-type LogitReader interface {
-	Logits(b train.Batch) (Logits, error)
-}
 
 // Activities are the distillation activities; they share the trainer's dependencies and kernel.
 type Activities struct{ *train.Activities }
@@ -136,7 +123,7 @@ type target struct {
 }
 
 // teacherTargets runs the teacher on b and returns the top-k targets of every row's counted positions.
-func teacherTargets(teacher LogitReader, b rows, k int, tau float64) ([]target, error) {
+func teacherTargets(teacher train.LogitReader, b rows, k int, tau float64) ([]target, error) {
 	lg, err := teacher.Logits(b.batch())
 	if err != nil {
 		return nil, err
@@ -218,17 +205,18 @@ func (a *Activities) DistillTargets(ctx context.Context, in contract.DistillTarg
 	return contract.DistillTargetsOutput{Targets: uri, Examples: len(lines)}, nil
 }
 
-// loadTeacher loads a teacher checkpoint as a LogitReader (no optimizer state).
-func (a *Activities) loadTeacher(ctx context.Context, uri string) (LogitReader, func(), model.Config, error) {
+// loadTeacher loads a teacher checkpoint as a train.LogitReader (no optimizer state).
+func (a *Activities) loadTeacher(ctx context.Context, uri string) (train.LogitReader, func(), model.Config, error) {
 	if uri == "" {
 		return nil, nil, model.Config{}, train.BadInput(fmt.Errorf("train: distill: no teacher checkpoint"))
 	}
-	eng, cfg, _, err := a.LoadEngine(ctx, uri, contract.Optim{}, false)
+	m, err := a.Load(ctx, uri, train.LoadOptions{})
 	if err != nil {
-		return nil, nil, cfg, fmt.Errorf("train: distill: teacher: %w", err)
+		return nil, nil, model.Config{}, fmt.Errorf("train: distill: teacher: %w", err)
 	}
-	lr, ok := eng.(LogitReader)
-	if !ok {
+	eng, cfg := m.Engine, m.Config
+	lr := eng.Caps().Logits
+	if lr == nil {
 		eng.Close()
 		return nil, nil, cfg, train.BadInput(fmt.Errorf("train: distill: teacher %s: its engine cannot compute logits (a LoRA checkpoint? merge it first: temper lora merge)", uri))
 	}
@@ -281,11 +269,12 @@ func (a *Activities) DistillChunk(ctx context.Context, in contract.DistillChunkI
 				return nil, train.BadInput(fmt.Errorf("%s: targets %s have %d examples, the data %d: were they made from other data?", op, in.Targets, len(stored), len(enc)))
 			}
 		}
-		eng, cfg, ad, err := train.LoadTrainEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, nil, !in.FreshOptimizer)
+		m, err := a.Load(ctx, in.From, train.LoadOptions{Optim: in.Optim, Optimizer: !in.FreshOptimizer})
 		if err != nil {
 			return nil, err
 		}
-		var teacher LogitReader
+		eng, cfg := m.Engine, m.Config
+		var teacher train.LogitReader
 		closeT := func() {}
 		if in.Teacher != "" {
 			var tcfg model.Config
@@ -324,21 +313,20 @@ func (a *Activities) DistillChunk(ctx context.Context, in contract.DistillChunkI
 						return train.StepResult{}, err
 					}
 				}
-				inputs := []*tensors.Tensor{train.I32(b.tok), train.I32(b.pos), train.Bools(b.valid), train.F32(b.mask)}
+				batch := objective.DistillBatch{Tokens: b.tok, Positions: b.pos, Valid: b.valid, Mask: b.mask}
 				switch {
 				case stored != nil:
-					ids, lp, err := topKInputs(b, s.idx, stored, in.Loss.TopK)
-					if err != nil {
+					if err := topKTargets(&batch, s.idx, stored, in.Loss.TopK); err != nil {
 						return train.StepResult{}, train.BadInput(fmt.Errorf("targets %s: %w", in.Targets, err))
 					}
-					inputs = append(inputs, ids, lp)
 				case in.Loss.TopK > 0:
 					tg, err := teacherTargets(teacher, b, in.Loss.TopK, in.Loss.Temperature)
 					if err != nil {
 						return train.StepResult{}, fmt.Errorf("teacher: %w", err)
 					}
-					ids, lp, _ := topKInputs(b, nil, tg, in.Loss.TopK)
-					inputs = append(inputs, ids, lp)
+					if err := topKTargets(&batch, nil, tg, in.Loss.TopK); err != nil {
+						return train.StepResult{}, fmt.Errorf("teacher: %w", err)
+					}
 				default:
 					lg, err := teacher.Logits(b.batch())
 					if err != nil {
@@ -347,15 +335,15 @@ func (a *Activities) DistillChunk(ctx context.Context, in contract.DistillChunkI
 					if lg.Batch != R || lg.Seq != S || lg.Vocab != cfg.Vocab {
 						return train.StepResult{}, fmt.Errorf("teacher logits %dx%dx%d, want %dx%dx%d", lg.Batch, lg.Seq, lg.Vocab, R, S, cfg.Vocab)
 					}
-					inputs = append(inputs, tensors.FromFlatDataAndDimensions(lg.Data, R, S, lg.Vocab))
+					batch.Logits, batch.Width = lg.Data, lg.Vocab
 				}
-				m, err := eng.StepObjective(obj, inputs, lr)
+				m, err := eng.StepObjective(obj, batch, lr)
 				res := train.ObjectiveStep(obj, m, b.counted())
 				res.Metrics["on_policy_rows"] = float64(nOn)
 				return res, err
 			},
 			Write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
-				return train.WriteTrained(ctx, w, eng, cfg, ad, st)
+				return train.WriteModel(ctx, w, m, st, true)
 			},
 		}, nil
 	})
@@ -364,7 +352,7 @@ func (a *Activities) DistillChunk(ctx context.Context, in contract.DistillChunkI
 // onPolicyRows replaces rows 0..n-1 of b with the student's samples for the prompts of s.idx[:n]:
 // prompt then sampled tokens (EOS kept), truncated to seq; the sampled tokens count. Seeds derive
 // from the batch's cursor and row, so a retry samples the same tokens.
-func onPolicyRows(eng train.Engine, b rows, s step, prompts [][]int, cfg objective.DistillConfig, n, seq int) error {
+func onPolicyRows(eng train.Sampler, b rows, s step, prompts [][]int, cfg objective.DistillConfig, n, seq int) error {
 	ps := make([][]int, n)
 	seeds := make([]uint64, n)
 	base := sample.SplitMix64(s.at.Seed ^ sample.SplitMix64(uint64(s.at.Epoch)<<32|uint64(s.at.Index)))
@@ -391,12 +379,12 @@ func onPolicyRows(eng train.Engine, b rows, s step, prompts [][]int, cfg objecti
 	return nil
 }
 
-// topKInputs packs top-k targets as the objective's teacher ids [R, S, k] int32 and log-probs
-// [R, S, k] float32 at b's counted positions. tg holds one target per row; with idx set, tg is the
-// stored per-example targets and row r reads tg[idx[r]] (only data rows: precomputed targets have no
-// on-policy rows). A target whose positions disagree with the row's is an error.
-func topKInputs(b rows, idx []int, tg []target, k int) (*tensors.Tensor, *tensors.Tensor, error) {
-	R, S := len(b.tok), len(b.tok[0])
+// topKTargets sets the batch's teacher to top-k targets: ids and log-probs [R, S, k] at its counted
+// positions. tg holds one target per row; with idx set, tg is the stored per-example targets and row r
+// reads tg[idx[r]] (only data rows: precomputed targets have no on-policy rows). A target whose
+// positions disagree with the row's is an error.
+func topKTargets(b *objective.DistillBatch, idx []int, tg []target, k int) error {
+	R, S := len(b.Tokens), len(b.Tokens[0])
 	ids, lp := make([]int32, R*S*k), make([]float32, R*S*k)
 	for r := range R {
 		ex := r
@@ -405,20 +393,21 @@ func topKInputs(b rows, idx []int, tg []target, k int) (*tensors.Tensor, *tensor
 		}
 		t := tg[ex]
 		j := 0
-		for p, m := range b.mask[r] {
+		for p, m := range b.Mask[r] {
 			if m == 0 {
 				continue
 			}
 			if j >= len(t.IDs) || len(t.IDs[j]) != k || len(t.LP[j]) != k {
-				return nil, nil, fmt.Errorf("example %d: targets do not match its completion (%d positions of %d ids stored, want top_k %d)", ex, len(t.IDs), k, k)
+				return fmt.Errorf("example %d: targets do not match its completion (%d positions of %d ids stored, want top_k %d)", ex, len(t.IDs), k, k)
 			}
 			copy(ids[(r*S+p)*k:], t.IDs[j])
 			copy(lp[(r*S+p)*k:], t.LP[j])
 			j++
 		}
 		if j != len(t.IDs) {
-			return nil, nil, fmt.Errorf("example %d: %d target positions stored, its completion has %d", ex, len(t.IDs), j)
+			return fmt.Errorf("example %d: %d target positions stored, its completion has %d", ex, len(t.IDs), j)
 		}
 	}
-	return tensors.FromFlatDataAndDimensions(ids, R, S, k), tensors.FromFlatDataAndDimensions(lp, R, S, k), nil
+	b.IDs, b.LogProbs, b.Width = ids, lp, k
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
@@ -158,5 +159,28 @@ func TestDistillBadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !traintest.IsInvalidInput(err) {
 			t.Errorf("%s: error %v, want a non-retryable one containing %q", c.name, err, c.want)
 		}
+	}
+}
+
+// noLogits is an engine whose Caps offer no logits.
+type noLogits struct{ train.Engine }
+
+func (e noLogits) Caps() train.Caps {
+	c := e.Engine.Caps()
+	c.Logits = nil
+	return c
+}
+
+// TestDistillTeacherWithoutLogits: a teacher is asked for its logits when it is loaded; an engine that
+// cannot read them is refused then, a non-retryable error, not a failure at the first step.
+func TestDistillTeacherWithoutLogits(t *testing.T) {
+	d := newDistillEnv(t)
+	d.Deps.NewEngine = func(o train.EngineOptions) (train.Engine, error) {
+		eng, err := traintest.NewEngine(o)
+		return noLogits{eng}, err
+	}
+	_, err := d.chunk("no-logits", 1, objectivecfg.DefaultDistill(), d.small, "")
+	if err == nil || !strings.Contains(err.Error(), "cannot compute logits") || !traintest.IsInvalidInput(err) {
+		t.Fatalf("a teacher without logits: %v", err)
 	}
 }

@@ -5,7 +5,7 @@
 // student's own samples of the same prompts (GKD's on-policy mixture). Evaluation is the language
 // model's (lm.Evaluate): a distilled student is an ordinary causal LM.
 //
-// The teacher's logits come from an engine that also satisfies LogitReader (workers' tpu engine
-// does); sampling seeds derive from the data cursor, so a retried chunk recomputes the same samples
+// The teacher's logits come from an engine whose Caps offer a train.LogitReader (workers' tpu engine
+// does; a teacher that cannot is refused when it is loaded); sampling seeds derive from the data cursor, so a retried chunk recomputes the same samples
 // and the same checkpoint bit for bit.
 package distill

@@ -44,10 +44,11 @@ func (a *Activities) evaluate(ctx context.Context, in contract.EvalInput) (contr
 	if in.MaxNewTokens <= 0 {
 		in.MaxNewTokens = 32
 	}
-	eng, mcfg, _, err := a.LoadEngine(ctx, in.Checkpoint, contract.Optim{}, false)
+	m, err := a.Load(ctx, in.Checkpoint, train.LoadOptions{})
 	if err != nil {
 		return contract.EvalOutput{}, err
 	}
+	eng, mcfg := m.Engine, m.Config
 	defer eng.Close()
 	enc := train.Encoder()
 	total := 2 * len(heldout)

@@ -38,7 +38,7 @@ func (a *Activities) Init(ctx context.Context, in contract.InitInput) (contract.
 			return err
 		}
 		defer eng.Close()
-		return train.WriteModel(ctx, w, eng, cfg, ckpt.State{Step: 0, ConfigHash: train.ConfigHash(cfg)}, false)
+		return train.WriteModel(ctx, w, &train.Loaded{Engine: eng, Config: cfg}, ckpt.State{Step: 0, ConfigHash: train.ConfigHash(cfg)}, false)
 	})
 	if err != nil {
 		return contract.InitOutput{}, fmt.Errorf("train: init %s/%s: %w", in.Run, in.Phase, err)
@@ -65,10 +65,11 @@ func (a *Activities) Chunk(ctx context.Context, in contract.ChunkInput) (contrac
 		if err := data.CutCompletions(encoded, trainEx, in.Batch.Seq+1); err != nil {
 			return nil, train.BadInput(fmt.Errorf("%s: %w", op, err))
 		}
-		eng, cfg, ad, err := train.LoadTrainEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, (*model.LoRA)(in.LoRA), !in.FreshOptimizer)
+		m, err := a.Load(ctx, in.From, train.LoadOptions{Optim: in.Optim, Optimizer: !in.FreshOptimizer, LoRA: (*model.LoRA)(in.LoRA)})
 		if err != nil {
 			return nil, err
 		}
+		eng, cfg := m.Engine, m.Config
 		packer := &data.Packer{Data: encoded, Rows: in.Batch.Rows, Seq: in.Batch.Seq + 1, PAD: tokenize.BytePAD}
 		return &train.ChunkObjective[data.Batch]{Eng: eng, Cfg: cfg, Unit: "tokens",
 			Next: func(cur contract.Cursor) (data.Batch, contract.Cursor, error) {
@@ -83,7 +84,7 @@ func (a *Activities) Chunk(ctx context.Context, in contract.ChunkInput) (contrac
 				return train.StepResult{Loss: float64(m.Loss), GradNorm: float64(m.GradNorm), Seconds: m.Seconds, Units: m.Tokens}, err
 			},
 			Write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
-				return train.WriteTrained(ctx, w, eng, cfg, ad, st)
+				return train.WriteModel(ctx, w, m, st, true)
 			},
 		}, nil
 	})

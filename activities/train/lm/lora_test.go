@@ -85,18 +85,21 @@ func TestLoRACheckpoints(t *testing.T) {
 	}
 	probe := loraBatch(cfg.Vocab, 2, 9, 99)
 
-	full, _, ad, err := train.LoadTrainEngine(ctx, cl, traintest.NewEngine, base, optim, lora, false)
+	loader := train.Loader{Ckpt: cl, NewEngine: traintest.NewEngine}
+	fullM, err := loader.Load(ctx, base, train.LoadOptions{Optim: optim, LoRA: lora})
 	if err != nil {
 		t.Fatal(err)
 	}
+	full, ad := fullM.Engine, fullM.Adapters
 	defer full.Close()
 	if ad == nil || ad.Base != base {
 		t.Fatalf("adapters %+v, want base %s", ad, base)
 	}
-	plainBase, _, _, err := train.LoadEngine(ctx, cl, traintest.NewEngine, base, optim, false)
+	plainBaseM, err := loader.Load(ctx, base, train.LoadOptions{Optim: optim})
 	if err != nil {
 		t.Fatal(err)
 	}
+	plainBase := plainBaseM.Engine
 	defer plainBase.Close()
 	baseLP := loraLogProbs(t, plainBase, probe)
 	if !slices.Equal(loraLogProbs(t, full, probe), baseLP) {
@@ -104,7 +107,7 @@ func TestLoRACheckpoints(t *testing.T) {
 	}
 	steps(full, batches[:3])
 	ref, err := cl.Save(ctx, store, "r", "sft", 3, func(w *ckpt.Writer) error {
-		return train.WriteTrained(ctx, w, full, cfg, ad, ckpt.State{Step: 3})
+		return train.WriteModel(ctx, w, fullM, ckpt.State{Step: 3}, true)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -125,24 +128,29 @@ func TestLoRACheckpoints(t *testing.T) {
 		t.Fatal("three adapter steps did not change the model")
 	}
 
-	// The LoadEngine hook: evaluation, rollouts and policies read the checkpoint as one plain
+	// Without LoRA options, evaluation, rollouts and policies read the checkpoint as one plain
 	// (merged) model equal to base + adapters.
-	ev, evCfg, _, err := train.LoadAdapterEngine(ctx, cl, traintest.NewEngine, ck, contract.Optim{}, false)
+	evM, err := loader.Load(ctx, ck.Ref.URI, train.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ev, evCfg := evM.Engine, evM.Config
 	defer ev.Close()
-	if _, isAdapter := ev.(interface{ LoRA() (model.LoRA, bool) }).LoRA(); isAdapter || !reflect.DeepEqual(evCfg, cfg) {
-		t.Fatalf("LoadAdapterEngine: adapters attached %v, config %+v", isAdapter, evCfg)
+	if _, isAdapter := ev.(interface{ LoRA() (model.LoRA, bool) }).LoRA(); isAdapter || !reflect.DeepEqual(evCfg, cfg) || !evM.Merged {
+		t.Fatalf("Load of adapters: adapters attached %v, merged %v, config %+v", isAdapter, evM.Merged, evCfg)
 	}
 	if d := loraMaxDiff(loraLogProbs(t, ev, probe), atStep3); d > 1e-5 {
 		t.Fatalf("merged checkpoint differs from the trained base + adapters by %.2e", d)
 	}
 
 	// Resume: a retried or next chunk from the adapter checkpoint continues bit-identically.
-	resumed, _, ad2, err := train.LoadTrainEngine(ctx, cl, traintest.NewEngine, ref.URI, optim, lora, true)
+	resumedM, err := loader.Load(ctx, ref.URI, train.LoadOptions{Optim: optim, LoRA: lora, Optimizer: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	resumed, ad2 := resumedM.Engine, resumedM.Adapters
+	if !resumedM.OptimizerLoaded {
+		t.Fatal("resumed adapters without their optimizer state")
 	}
 	defer resumed.Close()
 	if ad2 == nil || ad2.Base != base {
@@ -151,10 +159,10 @@ func TestLoRACheckpoints(t *testing.T) {
 	steps(full, batches[3:])
 	steps(resumed, batches[3:])
 	var fa, ra bytes.Buffer
-	if err := full.(train.AdapterEngine).SaveAdapters(&fa); err != nil {
+	if err := full.Caps().Adapters.SaveAdapters(&fa); err != nil {
 		t.Fatal(err)
 	}
-	if err := resumed.(train.AdapterEngine).SaveAdapters(&ra); err != nil {
+	if err := resumed.Caps().Adapters.SaveAdapters(&ra); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(fa.Bytes(), ra.Bytes()) {
@@ -172,10 +180,11 @@ func TestLoRACheckpoints(t *testing.T) {
 	}
 
 	// Merge: plain weights equal to base + adapters.
-	mcfg, merged, err := train.MergeCheckpoint(ctx, cl, ref.URI)
+	mergedM, err := loader.Load(ctx, ref.URI, train.LoadOptions{Want: train.WantWeights})
 	if err != nil {
 		t.Fatal(err)
 	}
+	mcfg, merged := mergedM.Config, mergedM.Weights
 	plain, err := tpu.New(tpu.Options{Model: mcfg})
 	if err != nil {
 		t.Fatal(err)
@@ -194,21 +203,25 @@ func TestLoRACheckpoints(t *testing.T) {
 		t.Fatalf("merged model differs from base + adapters by %.2e", d)
 	}
 	// A chunk without lora from an adapter checkpoint continues from the merged model.
-	mergedEng, _, ad3, err := train.LoadTrainEngine(ctx, cl, traintest.NewEngine, ref.URI, optim, nil, true)
+	mergedEngM, err := loader.Load(ctx, ref.URI, train.LoadOptions{Optim: optim, Optimizer: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	mergedEng, ad3 := mergedEngM.Engine, mergedEngM.Adapters
+	if mergedEngM.OptimizerLoaded {
+		t.Fatal("the adapters' optimizer state was loaded into the merged model")
 	}
 	defer mergedEng.Close()
 	if ad3 != nil || loraMaxDiff(loraLogProbs(t, mergedEng, probe), atStep3) > 1e-5 {
 		t.Fatalf("full training from an adapter checkpoint: adapters %+v (want nil) or log-probs off", ad3)
 	}
 	// Other adapters than the checkpoint's are refused as bad input.
-	_, _, _, err = train.LoadTrainEngine(ctx, cl, traintest.NewEngine, ref.URI, optim, &model.LoRA{Rank: 8}, true)
+	_, err = loader.Load(ctx, ref.URI, train.LoadOptions{Optim: optim, LoRA: &model.LoRA{Rank: 8}, Optimizer: true})
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != "InvalidInput" {
 		t.Fatalf("rank-8 phase on rank-4 adapters: %v", err)
 	}
-	if _, _, err := train.MergeCheckpoint(ctx, cl, base); err == nil {
-		t.Fatal("merged a plain checkpoint")
+	if m, err := loader.Load(ctx, base, train.LoadOptions{Want: train.WantWeights}); err != nil || m.Merged {
+		t.Fatalf("a plain checkpoint loaded as merged adapters (%v)", err)
 	}
 }

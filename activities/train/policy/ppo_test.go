@@ -30,10 +30,11 @@ import (
 func ppoToyRollouts(t *testing.T, policy, dir string, iter, n int) (string, []float64, float64) {
 	t.Helper()
 	ctx := context.Background()
-	eng, _, _, err := train.LoadEngine(ctx, ckpt.New(ckpt.Options{}), traintest.NewEngine, policy, contract.Optim{}, false)
+	m, err := train.Loader{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: traintest.NewEngine}.Load(ctx, policy, train.LoadOptions{})
 	if err != nil {
 		t.Fatalf("load policy %s: %v", policy, err)
 	}
+	eng := m.Engine
 	defer eng.Close()
 	prompt := []int{tokenize.ByteBOS, 'q', '='}
 	prompts := make([][]int, n)
@@ -189,5 +190,11 @@ func TestPPOConfigValidate(t *testing.T) {
 	}
 }
 
-// noValues hides the engine's Values method: an engine that cannot read a value head.
+// noValues is an engine that cannot read a value head: its Caps offer none.
 type noValues struct{ train.Engine }
+
+func (e noValues) Caps() train.Caps {
+	c := e.Engine.Caps()
+	c.Values = nil
+	return c
+}

@@ -38,8 +38,10 @@ func TestPolicyRowsCompletionWindow(t *testing.T) {
 	if p.mask[1][5] != 0 || p.mask[1][4] != 1 || p.mask[0][2] != 1 || p.mask[0][4] != 0 {
 		t.Fatalf("mask %v", p.mask)
 	}
-	if ct := p.colsTensor(); fmt.Sprint(ct.Shape().Dimensions) != "[2 8]" {
-		t.Fatalf("cols tensor %s", ct.Shape())
+	zeros := [][]float32{make([]float32, 10), make([]float32, 10)}
+	ts := p.policyBatch(zeros, zeros, p.completionWindow()).Tensors()
+	if ct := ts[len(ts)-1]; fmt.Sprint(ct.Shape().Dimensions) != "[2 8]" || fmt.Sprint(ct.Value()) != "[[2 3 -1 -1 -1 -1 -1 -1] [4 5 6 7 8 -1 -1 -1]]" {
+		t.Fatalf("cols tensor %s %v", ct.Shape(), ct.Value())
 	}
 	short := buildPolicyRows(rs[:1], []float64{1}, []int{0})
 	if short.seq != 8 || short.window != 4 || short.completionWindow() != 4 {

@@ -10,109 +10,10 @@ import (
 	"math"
 	"os"
 
-	"github.com/gomlx/gomlx/core/tensors"
-
-	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/contract"
-	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/rollout"
 )
-
-// streamedStep is PolicyStep for an iteration given by reference (in.Shards) and trained in
-// minibatches (in.Minibatch > 0): the rollouts are read from the store one minibatch at a time, so
-// the step's memory is one minibatch's rows plus a few scalars per sample, whatever the batch.
-//
-//   - a first pass over the shards keeps each sample's group, reward and length: advantages, dynamic
-//     sampling and the reward statistics need nothing else;
-//   - a second pass computes every minibatch's old (and reference) log-probs before any update, as
-//     the in-memory step does, and spills them to a scratch file;
-//   - each epoch streams the minibatches again and takes one optimizer step per minibatch.
-//
-// Minibatches hold the same rows in the same order as the in-memory step's, so both commit the same
-// weights (TestStreamedPolicyStepMatchesInMemory).
-func (a *Activities) streamedStep(ctx context.Context, in contract.PolicyStepInput, next int) (contract.PolicyStepOutput, error) {
-	light, rewards, lengths, err := a.scanShards(ctx, in)
-	if err != nil {
-		return contract.PolicyStepOutput{}, err
-	}
-	adv, err := advantages(in.Loss.Algorithm, light, rewards)
-	if err != nil {
-		return contract.PolicyStepOutput{}, train.BadInput(err)
-	}
-	if in.InjectNaN {
-		for i := range adv {
-			adv[i] = math.NaN()
-		}
-	}
-	metrics := map[string]float64{}
-	idx, dropped := keptRows(light, rewards, in.DynamicSampling)
-	metrics["groups_dropped"] = float64(dropped)
-	rewardStats(metrics, light, rewards)
-	var tokens float64
-	for _, n := range lengths {
-		tokens += float64(n)
-	}
-	metrics["response_length"] = tokens / float64(len(lengths))
-
-	eng, cfg, _, err := a.LoadEngine(ctx, in.Policy, in.Optim, !in.FreshOptimizer)
-	if err != nil {
-		return contract.PolicyStepOutput{}, err
-	}
-	defer eng.Close()
-	nonFinite := false
-	if len(idx) > 0 {
-		var chunks [][]int
-		for lo := 0; lo < len(idx); lo += in.Minibatch {
-			chunks = append(chunks, idx[lo:min(lo+in.Minibatch, len(idx))])
-		}
-		scratch, err := a.oldLogProbs(ctx, in, eng, chunks, adv)
-		if err != nil {
-			return contract.PolicyStepOutput{}, err
-		}
-		defer scratch.close()
-		stream := &shardStream{ctx: ctx, a: a, shards: in.Shards}
-		defer stream.close()
-		inputs := func(c int) ([]*tensors.Tensor, error) {
-			if c == 0 {
-				stream.reset() // each epoch reads the shards from the start
-			}
-			rows, err := stream.rows(chunks[c], adv)
-			if err != nil {
-				return nil, err
-			}
-			old, ref, err := scratch.read(c, len(rows.adv), rows.seq)
-			if err != nil {
-				return nil, err
-			}
-			return append(rows.inputs(old, ref), tensors.FromFlatDataAndDimensions(rows.adv, len(rows.adv))), nil
-		}
-		if nonFinite, err = optimizeEpochs(ctx, eng, objective.Policy(in.Loss), inputs, len(chunks), in, metrics); err != nil {
-			return contract.PolicyStepOutput{}, err
-		}
-	}
-	return a.commitPolicy(ctx, in, next, cfg, metrics, nonFinite, func(w *ckpt.Writer, st ckpt.State) error {
-		return train.WriteModel(ctx, w, eng, cfg, st, true)
-	})
-}
-
-// keptRows returns the samples the policy step trains on, group by group (groups ascending, samples
-// in file order): every sample, or with dynamic sampling those of groups whose rewards differ; and
-// how many groups were dropped.
-func keptRows(rs []rollout.Rollout, rewards []float64, dynamic bool) (idx []int, dropped int) {
-	for _, g := range rollout.Groups(rs) {
-		same := true
-		for _, j := range g[1:] {
-			same = same && rewards[j] == rewards[g[0]]
-		}
-		if dynamic && same {
-			dropped++
-			continue
-		}
-		idx = append(idx, g...)
-	}
-	return idx, dropped
-}
 
 // scanShards reads the shards once and keeps, per sample, its group (in a rollout with no other
 // field), its reward and its completion length; it fills nothing in in.
@@ -139,46 +40,6 @@ func (a *Activities) scanShards(ctx context.Context, in contract.PolicyStepInput
 		return nil, nil, nil, train.BadInput(fmt.Errorf("train: policy step %s/%s: no rollouts in %d shards", in.Run, in.Phase, len(in.Shards)))
 	}
 	return light, rewards, lengths, nil
-}
-
-// oldLogProbs computes every minibatch's old log-probs (the policy before any update) and reference
-// log-probs (the reference model when the KL term needs one, else the old ones) and spills them.
-func (a *Activities) oldLogProbs(ctx context.Context, in contract.PolicyStepInput, eng train.Engine, chunks [][]int, adv []float64) (*logProbScratch, error) {
-	var refEng train.Engine
-	if in.Loss.KLBeta > 0 && in.Reference != "" && in.Reference != in.Policy {
-		var err error
-		if refEng, _, _, err = a.LoadEngine(ctx, in.Reference, contract.Optim{}, false); err != nil {
-			return nil, err
-		}
-		defer refEng.Close()
-	}
-	scratch, err := newLogProbScratch()
-	if err != nil {
-		return nil, err
-	}
-	stream := &shardStream{ctx: ctx, a: a, shards: in.Shards}
-	defer stream.close()
-	for _, ch := range chunks {
-		rows, err := stream.rows(ch, adv)
-		if err == nil {
-			var old, ref [][]float32
-			if old, err = eng.LogProbs(rows.batch()); err != nil {
-				err = fmt.Errorf("train: policy step old log-probs: %w", err)
-			} else if ref = old; refEng != nil {
-				if ref, err = refEng.LogProbs(rows.batch()); err != nil {
-					err = fmt.Errorf("train: policy step: reference log-probs of %s: %w", in.Reference, err)
-				}
-			}
-			if err == nil {
-				err = scratch.write(old, ref)
-			}
-		}
-		if err != nil {
-			scratch.close()
-			return nil, err
-		}
-	}
-	return scratch, nil
 }
 
 // shardStream reads an iteration's shards in order, one line at a time.
@@ -258,10 +119,11 @@ func (s *shardStream) rows(idx []int, adv []float64) (policyRows, error) {
 	return buildPolicyRows(rs, ladv, local), nil
 }
 
-// logProbScratch keeps minibatches' old and reference log-probs in a temporary file.
+// logProbScratch keeps minibatches' pre-update log-probs (and values) in a temporary file.
 type logProbScratch struct {
 	f       *os.File
 	offsets []int64
+	counts  []int // matrices stored per minibatch
 	end     int64
 }
 
@@ -273,9 +135,11 @@ func newLogProbScratch() (*logProbScratch, error) {
 	return &logProbScratch{f: f}, nil
 }
 
-func (s *logProbScratch) write(old, ref [][]float32) error {
+// write appends the next minibatch's matrices.
+func (s *logProbScratch) write(p prepared) error {
 	var buf []byte
-	for _, m := range [][][]float32{old, ref} {
+	ms := p.matrices()
+	for _, m := range ms {
 		for _, row := range m {
 			for _, v := range row {
 				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
@@ -285,18 +149,21 @@ func (s *logProbScratch) write(old, ref [][]float32) error {
 	if _, err := s.f.WriteAt(buf, s.end); err != nil {
 		return fmt.Errorf("train: policy step scratch: %w", err)
 	}
-	s.offsets = append(s.offsets, s.end)
+	s.offsets, s.counts = append(s.offsets, s.end), append(s.counts, len(ms))
 	s.end += int64(len(buf))
 	return nil
 }
 
-// read returns minibatch c's old and reference log-probs, [rows][seq] each.
-func (s *logProbScratch) read(c, rows, seq int) (old, ref [][]float32, err error) {
-	buf := make([]byte, 2*rows*seq*4)
-	if _, err := s.f.ReadAt(buf, s.offsets[c]); err != nil {
-		return nil, nil, fmt.Errorf("train: policy step scratch: minibatch %d: %w", c, err)
+// read returns minibatch c's matrices, [rows][seq] each.
+func (s *logProbScratch) read(c, rows, seq int) (prepared, error) {
+	if c >= len(s.offsets) {
+		return prepared{}, fmt.Errorf("train: policy step scratch: minibatch %d of %d", c, len(s.offsets))
 	}
-	m := make([][][]float32, 2)
+	buf := make([]byte, s.counts[c]*rows*seq*4)
+	if _, err := s.f.ReadAt(buf, s.offsets[c]); err != nil {
+		return prepared{}, fmt.Errorf("train: policy step scratch: minibatch %d: %w", c, err)
+	}
+	m := make([][][]float32, s.counts[c])
 	for k := range m {
 		m[k] = make([][]float32, rows)
 		for r := range rows {
@@ -306,7 +173,7 @@ func (s *logProbScratch) read(c, rows, seq int) (old, ref [][]float32, err error
 			}
 		}
 	}
-	return m[0], m[1], nil
+	return preparedOf(m), nil
 }
 
 func (s *logProbScratch) close() {

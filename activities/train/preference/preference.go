@@ -6,7 +6,6 @@ import (
 	"math"
 	"sort"
 
-	"github.com/gomlx/gomlx/core/tensors"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
@@ -14,7 +13,6 @@ import (
 	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/loss"
-	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -57,16 +55,19 @@ func (a *Activities) PrefChunk(ctx context.Context, in contract.PrefChunkInput) 
 		if in.Loss.UsesReference() && in.RefData == "" && in.Reference == "" {
 			return nil, train.BadInput(fmt.Errorf("%s: %s needs a reference: set ref_data (precomputed) or reference (on the fly)", op, in.Loss.Kind))
 		}
-		eng, cfg, _, err := a.LoadEngine(ctx, in.From, in.Optim, !in.FreshOptimizer)
+		pol, err := a.Load(ctx, in.From, train.LoadOptions{Optim: in.Optim, Optimizer: !in.FreshOptimizer})
 		if err != nil {
 			return nil, err
 		}
+		eng, cfg := pol.Engine, pol.Config
 		var refEng train.Engine
 		if in.Loss.UsesReference() && in.RefData == "" {
-			if refEng, _, _, err = a.LoadEngine(ctx, in.Reference, contract.Optim{}, false); err != nil {
+			ref, err := a.Load(ctx, in.Reference, train.LoadOptions{})
+			if err != nil {
 				eng.Close()
 				return nil, err
 			}
+			refEng = ref.Engine
 		}
 		c := &train.ChunkObjective[[]int]{Eng: eng, Cfg: cfg, Unit: "rows",
 			Next: func(cur contract.Cursor) ([]int, contract.Cursor, error) {
@@ -74,15 +75,15 @@ func (a *Activities) PrefChunk(ctx context.Context, in contract.PrefChunkInput) 
 				return idx, next, nil
 			},
 			Step: func(idx []int, lr float32) (train.StepResult, error) {
-				inputs, err := prefInputs(in.Loss, items, enc, idx, in.Batch.Seq, refEng)
+				b, err := prefBatch(in.Loss, items, enc, idx, in.Batch.Seq, refEng)
 				if err != nil {
 					return train.StepResult{}, err
 				}
-				m, err := eng.StepObjective(obj, inputs, lr)
+				m, err := eng.StepObjective(obj, b, lr)
 				return train.ObjectiveStep(obj, m, len(idx)), err
 			},
 			Write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
-				return train.WriteModel(ctx, w, eng, cfg, st, true)
+				return train.WriteModel(ctx, w, pol, st, true)
 			},
 		}
 		if refEng != nil {
@@ -120,10 +121,10 @@ func (a *Activities) prefTrainingItems(ctx context.Context, in contract.PrefChun
 	return items, nil
 }
 
-// prefInputs builds one step's objective inputs (objective.Pref* or objective.KTO*) for the rows idx,
-// with reference log-probs from refEng when given, else from the items' precomputed ones (zeros for
-// the reference-free kinds).
-func prefInputs(cfg loss.Preference, items []prefItem, enc []encodedItem, idx []int, seq int, refEng scorer) ([]*tensors.Tensor, error) {
+// prefBatch builds one step's batch (an objective.PrefBatch, or an objective.KTOBatch for kto) of the
+// rows idx, with reference log-probs from refEng when given, else from the items' precomputed ones
+// (zeros for the reference-free kinds).
+func prefBatch(cfg loss.Preference, items []prefItem, enc []encodedItem, idx []int, seq int, refEng train.Scorer) (objective.Batch, error) {
 	var sides [2]prefSide
 	var refs [2][][]float32
 	for s := 0; s < 2; s++ {
@@ -153,8 +154,7 @@ func prefInputs(cfg loss.Preference, items []prefItem, enc []encodedItem, idx []
 		}
 	}
 	if cfg.Paired() {
-		in := append(sides[0].tensors(), sides[1].tensors()...)
-		return append(in, train.F32(refs[0]), train.F32(refs[1])), nil
+		return objective.PrefBatch{Chosen: sides[0].objective(), Rejected: sides[1].objective(), RefChosen: refs[0], RefRejected: refs[1]}, nil
 	}
 	des := make([]float32, len(idx))
 	for r, i := range idx {
@@ -162,8 +162,7 @@ func prefInputs(cfg loss.Preference, items []prefItem, enc []encodedItem, idx []
 			des[r] = 1
 		}
 	}
-	in := append(sides[0].tensors(), train.F32(refs[0]), tensors.FromFlatDataAndDimensions(des, len(des)))
-	return append(append(in, sides[1].tensors()...), train.F32(refs[1])), nil
+	return objective.KTOBatch{Rows: sides[0].objective(), Ref: refs[0], Desirable: des, KL: sides[1].objective(), KLRef: refs[1]}, nil
 }
 
 // PrefEvaluate measures a checkpoint on held-out preference pairs (unpaired held-out examples are paired
@@ -218,10 +217,11 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in contract.PrefEvalInput
 		activity.RecordHeartbeat(ctx, contract.Progress{Step: done, Total: total})
 	}
 
-	eng, _, _, err := a.LoadEngine(ctx, in.Checkpoint, contract.Optim{}, false)
+	pm, err := a.Load(ctx, in.Checkpoint, train.LoadOptions{})
 	if err != nil {
 		return contract.EvalOutput{}, err
 	}
+	eng := pm.Engine
 	pol, err := seqLogProbs(ctx, eng, enc, beat)
 	if err != nil {
 		eng.Close()
@@ -244,10 +244,11 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in contract.PrefEvalInput
 	var ref [][2][]float32
 	var refSamples [][]float32
 	if useRef {
-		reng, _, _, err := a.LoadEngine(ctx, in.Reference, contract.Optim{}, false)
+		rm, err := a.Load(ctx, in.Reference, train.LoadOptions{})
 		if err != nil {
 			return contract.EvalOutput{}, err
 		}
+		reng := rm.Engine
 		defer reng.Close()
 		if ref, err = seqLogProbs(ctx, reng, enc, beat); err != nil {
 			return contract.EvalOutput{}, fmt.Errorf("%s: reference: %w", op, err)
@@ -357,7 +358,7 @@ func mean32(x []float32) float64 {
 
 // countedLogProbs scores sequences one per row (batches of train.EvalRows) and returns the log-probs of each
 // one's counted tokens.
-func countedLogProbs(ctx context.Context, eng scorer, seqs []data.Encoded, beat func(n int)) ([][]float32, error) {
+func countedLogProbs(ctx context.Context, eng train.Scorer, seqs []data.Encoded, beat func(n int)) ([][]float32, error) {
 	out := make([][]float32, 0, len(seqs))
 	for lo := 0; lo < len(seqs); lo += train.EvalRows {
 		hi := min(lo+train.EvalRows, len(seqs))
@@ -379,7 +380,7 @@ func countedLogProbs(ctx context.Context, eng scorer, seqs []data.Encoded, beat 
 
 // sampleCompletions draws one completion (temperature 1, seeded per prompt) for each pair's prompt and
 // returns prompt+completion with the completion's tokens counted.
-func sampleCompletions(eng sampler, enc data.Encoder, pairs []tasks.PrefExample, maxNew int, seed uint64) ([]data.Encoded, error) {
+func sampleCompletions(eng train.Sampler, enc data.Encoder, pairs []tasks.PrefExample, maxNew int, seed uint64) ([]data.Encoded, error) {
 	prompts := make([][]int, len(pairs))
 	seeds := make([]uint64, len(pairs))
 	for i, p := range pairs {
@@ -416,14 +417,4 @@ func sortedMetricNames(m map[string]float64) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// scorer is the part of an engine that reads log-probs (the policy's and the reference's).
-type scorer interface {
-	LogProbs(b train.Batch) ([][]float32, error)
-}
-
-// sampler is the part of an engine that generates completions.
-type sampler interface {
-	Generate(prompts [][]int, opts sample.Options) ([]model.Completion, error)
 }

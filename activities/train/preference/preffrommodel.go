@@ -71,10 +71,11 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in contract.PrefF
 	}
 	// Training prompts come from the training split only: never a held-out prompt.
 	trainPrompts, heldPrompts := tasks.Split(task, s.Prompts, in.Data.HeldoutExamples, seed)
-	eng, _, _, err := a.LoadEngine(ctx, in.Checkpoint, contract.Optim{}, false)
+	m, err := a.Load(ctx, in.Checkpoint, train.LoadOptions{})
 	if err != nil {
 		return contract.PrefFromModelOutput{}, err
 	}
+	eng := m.Engine
 	defer eng.Close()
 	total := len(trainPrompts)
 	if !s.SyntheticHeldout {
@@ -128,7 +129,7 @@ func writePairs(ctx context.Context, cl *ckpt.Client, root, key string, pairs []
 
 // samplePairs samples s.Samples completions per prompt (seeded by seed, split, prompt and sample) and pairs
 // a verified-correct completion with a wrong one; it returns the pairs and the stats of the prompts.
-func samplePairs(ctx context.Context, eng sampler, prompts []tasks.Example, s contract.PrefSampling, seed uint64, split int, beat func(int)) ([]tasks.PrefExample, contract.PrefFromModelOutput, error) {
+func samplePairs(ctx context.Context, eng train.Sampler, prompts []tasks.Example, s contract.PrefSampling, seed uint64, split int, beat func(int)) ([]tasks.PrefExample, contract.PrefFromModelOutput, error) {
 	enc := train.Encoder()
 	st := contract.PrefFromModelOutput{Prompts: len(prompts)}
 	var pairs []tasks.PrefExample

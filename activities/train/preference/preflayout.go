@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gomlx/gomlx/core/tensors"
-
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/data"
+	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
 
@@ -33,7 +32,7 @@ func encodeItems(enc data.Encoder, items []prefItem, maxSeq int) ([]encodedItem,
 	return out, nil
 }
 
-// prefSide is one side of a batch, one sequence per row, right-padded to seq (see objective.Pref*):
+// prefSide is one side of a batch, one sequence per row, right-padded to seq (see objective.PrefSide):
 // mask[r][t] is 1 when token t+1 of row r is a trained completion token.
 type prefSide struct {
 	tokens, positions [][]int
@@ -83,10 +82,9 @@ func (s prefSide) batch() train.Batch {
 	return b
 }
 
-// tensors are the side's four objective inputs: tokens, positions [rows, seq] int32, valid bool, mask
-// float32.
-func (s prefSide) tensors() []*tensors.Tensor {
-	return []*tensors.Tensor{train.I32(s.tokens), train.I32(s.positions), train.Bools(s.valid), train.F32(s.mask)}
+// objective is the side as one side of an objective's batch.
+func (s prefSide) objective() objective.PrefSide {
+	return objective.PrefSide{Tokens: s.tokens, Positions: s.positions, Valid: s.valid, Mask: s.mask}
 }
 
 // counted returns the values of lp at the side's counted positions, row by row.
@@ -141,7 +139,7 @@ func (s prefSide) masked(lp [][]float32) [][]float32 {
 
 // seqLogProbs returns, for each item, the model's log-probs of the counted tokens of its two sequences
 // (each sequence scored on its own row, batches of train.EvalRows), heartbeating progress.
-func seqLogProbs(ctx context.Context, eng scorer, enc []encodedItem, beat func(n int)) ([][2][]float32, error) {
+func seqLogProbs(ctx context.Context, eng train.Scorer, enc []encodedItem, beat func(n int)) ([][2][]float32, error) {
 	out := make([][2][]float32, len(enc))
 	for lo := 0; lo < len(enc); lo += train.EvalRows {
 		hi := min(lo+train.EvalRows, len(enc))

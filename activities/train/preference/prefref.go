@@ -55,10 +55,11 @@ func (a *Activities) RefLogProbs(ctx context.Context, in contract.RefLogProbsInp
 	if err != nil {
 		return contract.RefLogProbsOutput{}, train.BadInput(err)
 	}
-	eng, _, _, err := a.LoadEngine(ctx, in.Reference, contract.Optim{}, false)
+	m, err := a.Load(ctx, in.Reference, train.LoadOptions{})
 	if err != nil {
 		return contract.RefLogProbsOutput{}, err
 	}
+	eng := m.Engine
 	defer eng.Close()
 	done := 0
 	lps, err := seqLogProbs(ctx, eng, enc, func(n int) {

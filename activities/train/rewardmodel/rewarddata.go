@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gomlx/gomlx/core/tensors"
-
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/data"
+	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/tasks"
 )
 
@@ -108,26 +107,28 @@ func rewardSeq(n, maxSeq int) int {
 	return min(s, maxSeq)
 }
 
-// pairInputs builds objective.BradleyTerry's inputs for the pairs idx, padded to rows rows
-// (padding rows have weight 0) and to a common sequence length.
-func pairInputs(enc []encodedPair, idx []int, rows, maxSeq int) []*tensors.Tensor {
+// pairBatch is objective.BradleyTerry's batch of the pairs idx, padded to rows rows (padding rows
+// have weight 0) and to a common sequence length.
+func pairBatch(enc []encodedPair, idx []int, rows, maxSeq int) objective.BTBatch {
 	longest := 1
 	for _, i := range idx {
 		longest = max(longest, len(enc[i].chosen), len(enc[i].rejected))
 	}
 	seq := rewardSeq(longest, maxSeq)
-	side := func(get func(encodedPair) ([]int, []bool)) []*tensors.Tensor {
+	side := func(get func(encodedPair) ([]int, []bool)) objective.Sequences {
 		seqs, completion := make([][]int, len(idx)), make([][]bool, len(idx))
 		for r, i := range idx {
 			seqs[r], completion[r] = get(enc[i])
 		}
 		return train.SequenceInputs(seqs, completion, rows, seq)
 	}
-	c := side(func(p encodedPair) ([]int, []bool) { return p.chosen, p.chosenLoss })
-	r := side(func(p encodedPair) ([]int, []bool) { return p.rejected, p.rejectedLoss })
-	w := make([]float32, rows)
-	for r := range idx {
-		w[r] = 1
+	b := objective.BTBatch{
+		Chosen:   side(func(p encodedPair) ([]int, []bool) { return p.chosen, p.chosenLoss }),
+		Rejected: side(func(p encodedPair) ([]int, []bool) { return p.rejected, p.rejectedLoss }),
+		Weight:   make([]float32, rows),
 	}
-	return []*tensors.Tensor{c[0], c[1], c[2], c[3], r[0], r[1], r[2], r[3], tensors.FromFlatDataAndDimensions(w, rows), c[4], r[4]}
+	for r := range idx {
+		b.Weight[r] = 1
+	}
+	return b
 }

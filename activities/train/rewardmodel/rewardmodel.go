@@ -1,7 +1,6 @@
 package rewardmodel
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
-	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/algorithms/tasks"
 )
 
@@ -30,33 +28,34 @@ func Register(r train.Registrar, deps *train.Activities) {
 }
 
 // RewardInit commits step 0 of a reward phase: the weights of in.From with a value head added
-// when it has none (train.ValueHeadTensors; the trunk and LM head are copied unchanged), or a fresh
+// when it has none (train.HeadAdded; the trunk and LM head are copied unchanged), or a fresh
 // seeded model with a value head. No optimizer state: the
 // first chunk starts a fresh one. Retried, it returns the committed step 0.
 func (a *Activities) RewardInit(ctx context.Context, in contract.RewardInitInput) (contract.RewardInitOutput, error) {
 	newHead := true
 	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, 0, func(w *ckpt.Writer) error {
-		var eng train.Engine
-		var cfg model.Config
+		var m *train.Loaded
 		if in.From == "" {
-			cfg = model.Config(in.Model)
+			cfg := model.Config(in.Model)
 			cfg.ValueHead, cfg.RewardLogProb = true, in.LogProb
 			if err := cfg.Validate(); err != nil {
 				return train.BadInput(err)
 			}
-			var err error
-			if eng, err = a.NewEngine(train.EngineOptions{Model: cfg, Seed: in.Seed}); err != nil {
+			eng, err := a.NewEngine(train.EngineOptions{Model: cfg, Seed: in.Seed})
+			if err != nil {
 				return err
 			}
+			m = &train.Loaded{Engine: eng, Config: cfg}
 		} else {
 			var err error
-			if eng, cfg, newHead, err = a.engineWithHead(ctx, in.From, in.Seed, in.LogProb); err != nil {
+			if m, err = a.Load(ctx, in.From, train.LoadOptions{Head: train.HeadAdded, HeadSeed: in.Seed, HeadLogProb: in.LogProb}); err != nil {
 				return err
 			}
+			newHead = m.NewHead
 		}
-		defer eng.Close()
-		st := ckpt.State{Step: 0, ConfigHash: train.ConfigHash(cfg), Scalars: map[string]float64{"new_head": train.RewardFlag(newHead)}}
-		return train.WriteModel(ctx, w, eng, cfg, st, false)
+		defer m.Close()
+		st := ckpt.State{Step: 0, ConfigHash: train.ConfigHash(m.Config), Scalars: map[string]float64{"new_head": train.RewardFlag(newHead)}}
+		return train.WriteModel(ctx, w, m, st, false)
 	})
 	if err != nil {
 		return contract.RewardInitOutput{}, fmt.Errorf("train: reward init %s/%s from %q: %w", in.Run, in.Phase, in.From, err)
@@ -70,38 +69,6 @@ func (a *Activities) RewardInit(ctx context.Context, in contract.RewardInitInput
 		return contract.RewardInitOutput{}, err
 	}
 	return contract.RewardInitOutput{Checkpoint: ref.URI, NewHead: st.Scalars["new_head"] == 1}, nil
-}
-
-// engineWithHead loads checkpoint uri into an engine whose model has a value head, initialising the
-// head (with the generative term when logProb) when the checkpoint has none; a checkpoint's
-// existing head is kept as it is.
-func (a *Activities) engineWithHead(ctx context.Context, uri string, seed uint64, logProb bool) (train.Engine, model.Config, bool, error) {
-	ck, cfg, hasHead, err := train.ReadModelConfig(ctx, a.Ckpt, uri)
-	if err != nil {
-		return nil, cfg, false, err
-	}
-	if hasHead {
-		eng, err := train.LoadInto(ctx, ck, a.NewEngine, cfg, contract.Optim{}, false)
-		return eng, cfg, false, err
-	}
-	raw, err := train.ReadAll(ctx, ck, contract.ModelFile)
-	if err != nil {
-		return nil, cfg, false, err
-	}
-	f, err := safetensors.Read(bytes.NewReader(raw))
-	if err != nil {
-		return nil, cfg, false, train.BadInput(fmt.Errorf("train: %s%s: %w", uri, contract.ModelFile, err))
-	}
-	head, err := train.ValueHeadTensors(cfg.DModel, seed, logProb)
-	if err != nil {
-		return nil, cfg, false, err
-	}
-	cfg.ValueHead, cfg.RewardLogProb = true, logProb
-	eng, err := train.LoadTensors(a.NewEngine, train.EngineOptions{Model: cfg, Seed: seed}, append(f.Tensors, head...), f.Metadata, uri+" with a new value head")
-	if err != nil {
-		return nil, cfg, false, err
-	}
-	return eng, cfg, true, nil
 }
 
 // RewardChunk trains in.Steps steps of the Bradley–Terry objective from in.From (train.RunChunk does the
@@ -123,10 +90,11 @@ func (a *Activities) RewardChunk(ctx context.Context, in contract.RewardChunkInp
 		if err != nil {
 			return nil, err
 		}
-		eng, cfg, err := train.LoadRewardEngine(ctx, a.Ckpt, a.NewEngine, in.From, in.Optim, !in.FreshOptimizer)
+		m, err := a.Load(ctx, in.From, train.LoadOptions{Optim: in.Optim, Optimizer: !in.FreshOptimizer, Head: train.HeadRequired})
 		if err != nil {
 			return nil, err
 		}
+		eng, cfg := m.Engine, m.Config
 		obj := objective.BradleyTerry(in.Loss)
 		return &train.ChunkObjective[[]int]{Eng: eng, Cfg: cfg, Unit: "pairs",
 			Next: func(cur contract.Cursor) ([]int, contract.Cursor, error) {
@@ -134,11 +102,11 @@ func (a *Activities) RewardChunk(ctx context.Context, in contract.RewardChunkInp
 				return idx, next, nil
 			},
 			Step: func(idx []int, lr float32) (train.StepResult, error) {
-				m, err := eng.StepObjective(obj, pairInputs(enc, idx, in.Batch.Rows, in.Batch.MaxSeq), lr)
+				m, err := eng.StepObjective(obj, pairBatch(enc, idx, in.Batch.Rows, in.Batch.MaxSeq), lr)
 				return train.ObjectiveStep(obj, m, len(idx)), err
 			},
 			Write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
-				return train.WriteModel(ctx, w, eng, cfg, st, true)
+				return train.WriteModel(ctx, w, m, st, true)
 			},
 		}, nil
 	})
@@ -169,10 +137,11 @@ func (a *Activities) RewardEvaluate(ctx context.Context, in contract.RewardEvalI
 	if err != nil {
 		return contract.RewardEvalOutput{}, err
 	}
-	eng, _, err := train.LoadRewardEngine(ctx, a.Ckpt, a.NewEngine, in.Checkpoint, contract.Optim{}, false)
+	m, err := a.Load(ctx, in.Checkpoint, train.LoadOptions{Head: train.HeadRequired})
 	if err != nil {
 		return contract.RewardEvalOutput{}, err
 	}
+	eng := m.Engine
 	defer eng.Close()
 	// Pairs are evaluated grouped by kind of mistake, so one pass gives every per-kind accuracy.
 	groups := map[string][]int{}
@@ -187,7 +156,7 @@ func (a *Activities) RewardEvaluate(ctx context.Context, in contract.RewardEvalI
 		var right, n float64
 		for lo := 0; lo < len(idx); lo += rewardEvalRows {
 			hi := min(lo+rewardEvalRows, len(idx))
-			m, err := eng.EvalObjective(obj, pairInputs(enc, idx[lo:hi], rewardEvalRows, in.Batch.MaxSeq))
+			m, err := eng.EvalObjective(obj, pairBatch(enc, idx[lo:hi], rewardEvalRows, in.Batch.MaxSeq))
 			if err != nil {
 				return contract.RewardEvalOutput{}, fmt.Errorf("train: reward evaluate %s: %w", in.Checkpoint, err)
 			}

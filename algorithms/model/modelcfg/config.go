@@ -39,6 +39,16 @@ const (
 	ActGELUExact = "gelu_exact"
 )
 
+// Execution choices (Config.Attention, Config.Remat): how a graph computes, not what.
+const (
+	AttentionAuto    = "auto"
+	AttentionPlain   = "plain"
+	AttentionBlocked = "blocked"
+	RematNone        = "none"
+	RematLayer       = "layer"
+	RematAttention   = "attention"
+)
+
 // DefaultVocab is the vocabulary of the trainable presets: the byte tokenizer's 256 bytes, PAD, BOS, EOS and
 // five reserved ids (tokenize.ByteVocabSize; a multiple of 8).
 const DefaultVocab = 264
@@ -48,6 +58,8 @@ var (
 	layerTypes  = []string{LayerFull, LayerSliding}
 	ropeTypes   = []string{RopeLlama3, RopeLinear}
 	activations = []string{ActSiLU, ActGELU, ActGELUExact}
+	attentions  = []string{AttentionAuto, AttentionPlain, AttentionBlocked}
+	remats      = []string{RematNone, RematLayer, RematAttention}
 )
 
 // RopeScaling is the optional RoPE frequency rescaling (config.json "rope_scaling"): "llama3" (Llama
@@ -119,7 +131,26 @@ type Config struct {
 	// the model predicts there, which a head reading one position cannot do cheaply (see
 	// objective.SequenceRewards).
 	RewardLogProb bool `json:"reward_logprob,omitempty"`
+
+	// Attention and Remat choose how training, scoring and prefill compute, not what: they are not
+	// part of config.json, and empty (the default) leaves the JSON, hence config hashes, as before.
+	//
+	// Attention: "auto" (or empty) computes [seq × seq] scores below BlockedAttentionMinSeq tokens
+	// and blocked (flash-style) attention from there on, on the Go backend; "plain" always the
+	// former; "blocked" always the latter (Go backend only). The two agree to float32 rounding.
+	Attention string `json:"attention,omitempty"`
+	// Remat recomputes activations in the backward pass instead of keeping them from the forward:
+	// "none" keeps everything; "layer" keeps each decoder block's input and recomputes the block;
+	// "attention" does that for the attention sub-block only (its scores, or its projections and
+	// rotations when attention is blocked). Results are bit-identical to "none". Empty: "none",
+	// unless the runtime's memory budget (tpu.Options.MemoryBudget) asks for "layer".
+	Remat string `json:"remat,omitempty"`
 }
+
+// BlockedAttentionMinSeq is the sequence length from which Attention "auto" uses blocked
+// attention: below it the [seq × seq] scores are small and the plain path is as fast or faster
+// (docs/engine-memory.md), and the presets' demo lengths keep their exact numbers.
+const BlockedAttentionMinSeq = 1024
 
 // Validate checks every field and names the first bad one with its allowed values.
 func (c Config) Validate() error {
@@ -200,6 +231,12 @@ func (c Config) Validate() error {
 	}
 	if c.RewardLogProb && !c.ValueHead {
 		return fmt.Errorf("model: config reward_logprob=true needs value_head=true")
+	}
+	if c.Attention != "" && !slices.Contains(attentions, c.Attention) {
+		return fmt.Errorf("model: config attention=%q: allowed %q (empty: auto)", c.Attention, attentions)
+	}
+	if c.Remat != "" && !slices.Contains(remats, c.Remat) {
+		return fmt.Errorf("model: config remat=%q: allowed %q (empty: none unless the memory budget asks for layer)", c.Remat, remats)
 	}
 	return nil
 }

@@ -34,6 +34,12 @@ type Executable struct {
 // Compile time check.
 var _ compute.Executable = (*Executable)(nil)
 
+// EstimatedTemporaryMemory is the largest total size of the intermediate values live at once when
+// the main function runs sequentially in its schedule (FunctionExecutable.EstimatedTemporaryMemory).
+// Temper fork: callers reach it through an interface assertion on the compute.Executable, to
+// check what recomputation (remat) and blocked attention save without running the graph.
+func (e *Executable) EstimatedTemporaryMemory() int64 { return e.mainFn.EstimatedTemporaryMemory() }
+
 // Finalize immediately frees resources associated with the executable.
 //
 // TODO: Race-condition where calling Finalize will make execution crash, if finalized while executing.
@@ -155,6 +161,11 @@ func SetNodeExecutor(opType compute.OpType, priority RegisterPriority, executor 
 	nodeExecutorsPriority[opType] = priority
 	nodeExecutors[opType] = executor
 }
+
+// HasNodeExecutor reports whether a (single-output) executor is set for opType. Temper fork: the
+// blocked attention (fusedops/flashattn.go) hands the FusedScaledDotProductAttention requests it
+// does not take to the upstream builder only where that builder's executor is set (its tests).
+func HasNodeExecutor(opType compute.OpType) bool { return nodeExecutors[opType] != nil }
 
 type OpsExecutionType int
 

@@ -3,6 +3,8 @@ package gobackend
 import (
 	"slices"
 
+	"github.com/gomlx/compute"
+
 	"github.com/gomlx/compute/support/xslices"
 	"github.com/pkg/errors"
 )
@@ -21,7 +23,23 @@ const (
 )
 
 // InitSchedule initializes the execution schedule.
+//
+// Temper fork: a function with a SchedulingBarrier is scheduled in creation order whatever the
+// backend's strategy. GoMLX's rematerialisation (Node.Checkpoint) builds the recomputed forward of
+// each block while it builds the backward, right where the gradient that the barrier waits for is
+// made, with that block's weight gradients next to it: creation order runs them in that order, so
+// each block's recomputed activations die with its backward. The dependency order runs the
+// longest paths first, which defers every weight gradient (a short path to the outputs) to the
+// end and so keeps the recomputed activations of all blocks alive at once: recomputation then
+// saves almost nothing. Functions without the barrier keep the backend's strategy (and so their
+// schedule, their speed and their memory).
 func (fe *FunctionExecutable) InitSchedule() {
+	for _, node := range fe.Function.Nodes[:fe.NumNodesToProcess] {
+		if node.OpType == compute.OpTypeSchedulingBarrier {
+			fe.CreationOrderSchedule()
+			return
+		}
+	}
 	switch fe.Backend.SchedulingStrategy {
 	case DependencyOrderSchedule:
 		fe.DependencyOrderSchedule()

@@ -1,0 +1,58 @@
+package model
+
+import (
+	"github.com/gomlx/compute"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // GoMLX graph code reads best unqualified.
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// goBackend is the name (compute.Backend.String) of GoMLX's pure-Go backend, the one whose fork
+// (third_party/compute) has the blocked attention kernel.
+const goBackend = "go"
+
+// blockedAttention reports whether self-attention over seq columns uses the blocked kernel
+// (Config.Attention): "plain" never, "blocked" always (Go backend only), "auto" from
+// BlockedAttentionMinSeq columns when the backend has the kernel.
+func blockedAttention(cfg Config, g *Graph, seq int) bool {
+	onGo := g.Backend().String() == goBackend
+	switch cfg.Attention {
+	case AttentionPlain:
+		return false
+	case AttentionBlocked:
+		if !onGo {
+			exceptions.Panicf("model: attention=%q needs the %q backend (Temper's compute fork), not %q; use %q or %q",
+				AttentionBlocked, goBackend, g.Backend().String(), AttentionAuto, AttentionPlain)
+		}
+		return true
+	}
+	return onGo && seq >= BlockedAttentionMinSeq
+}
+
+// blockedAttentionValues is softmax(q·kᵀ + mask)·v by the fork's blocked (flash-style) kernel:
+// what attentionOut computes before its projection, without the [seq × seq] scores in either
+// pass. The kernel takes the masks of squareBias as rules (causal; a padded key hidden except
+// from itself; the window of sliding layers) and the soft-cap of Gemma 2's scores.
+//
+//	q: [batch·kv, grp·seq, hd], already scaled; kk, vv: [batch·kv, seq, hd]; valid: [batch, seq] Bool
+//	out: [batch·kv, grp·seq, hd]
+func blockedAttentionValues(cfg Config, l int, q, kk, vv, valid *Node) *Node {
+	batch, seq := valid.Shape().Dim(0), valid.Shape().Dim(1)
+	nh, nkv, hd := cfg.Heads, cfg.KVHeads, cfg.HeadDim
+	window := 0
+	if cfg.Sliding(l) {
+		window = cfg.SlidingWindow
+	}
+	opts := &compute.ScaledDotProductAttentionConfig{
+		Scale:  1, // q is scaled as in the plain path, so that both see the same scores
+		Causal: true,
+		// The mask is an operand of the backend's node only: GoMLX does not differentiate
+		// through it (it has no gradient) nor rematerialise it (it is computed before the layers).
+		KeyMask: InternalBackendOutputs(valid)[0],
+		Window:  window,
+		Softcap: cfg.AttnSoftcap,
+	}
+	// Heads grouped by KV head (head = kv·grp + j): [batch·kv, grp·seq, hd] is [batch, heads, seq, hd].
+	out, _ := BackendFusedScaledDotProductAttention(Reshape(q, batch, nh, seq, hd),
+		Reshape(kk, batch, nkv, seq, hd), Reshape(vv, batch, nkv, seq, hd), compute.AttentionAxesLayoutBHSD, opts)
+	return Reshape(out, batch*nkv, nh/nkv*seq, hd)
+}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/tokenize"
+	"github.com/temperml/temper/internal/serve"
+	"github.com/temperml/temper/tpu"
+	"github.com/temperml/temper/workers"
+)
+
+func init() {
+	register(&command{name: "serve",
+		summary: "serve a model over OpenAI's HTTP API (/v1/chat/completions, /v1/completions, /v1/models) with continuous batching",
+		usage:   "MODEL_DIR | CHECKPOINT_URI | RUN/PHASE",
+		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
+			c := &serveCmd{}
+			c.bind(fs)
+			return c.run
+		}})
+}
+
+// serveCmd holds the flags of `temper serve`.
+type serveCmd struct {
+	addr, metrics, store   string
+	name, tokenizer        string
+	chatTemplate, toolStyl string
+	kwargs                 string
+	maxBatch, maxQueue     int
+	kvMiB                  int
+	executor               string
+	backend, plugin        string
+}
+
+func (c *serveCmd) bind(fs *flag.FlagSet) {
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8000", "listen address; clients use http://ADDR/v1 as their base URL (OPENAI_BASE_URL)")
+	fs.StringVar(&c.metrics, "metrics", "", "serve Prometheus metrics on this address, e.g. :9090 (path /metrics): queue depth, running rows, tokens/s, time to first token, request latency, KV cache")
+	fs.StringVar(&c.store, "store", "", "the store RUN/PHASE is looked up in (default $TEMPER_HOME/store)")
+	fs.StringVar(&c.name, "model-name", "", "the model's name in the API (default: the directory's name, or run/phase/step-N of a checkpoint)")
+	fs.StringVar(&c.tokenizer, "tokenizer", "", "read tokenizer.json, tokenizer_config.json, chat_template.jinja and generation_config.json from this directory instead of the model's (a checkpoint trained from a Hugging Face model keeps only its weights)")
+	fs.StringVar(&c.chatTemplate, "chat-template", "", "the named chat template of tokenizer_config.json's list (default: the default one, or tool_use for requests with tools)")
+	fs.StringVar(&c.toolStyl, "tool-style", "", "the model's tool-call convention (default: detected from the template): hermes, llama3_json, gemma_tool_code")
+	fs.StringVar(&c.kwargs, "chat-template-kwargs", "", `template variables every chat render gets, as a JSON object, e.g. '{"enable_thinking": false}' (a request's chat_template_kwargs override them)`)
+	fs.IntVar(&c.maxBatch, "max-batch", serve.DefaultMaxBatch, "rows (choices) decoding at once")
+	fs.IntVar(&c.maxQueue, "max-queue", serve.DefaultMaxQueue, "requests waiting for admission before new ones get 429")
+	fs.IntVar(&c.kvMiB, "kv-cache-mib", serve.DefaultKVBudget>>20, "KV-cache budget in MiB: requests wait until the batch's cache (every row at prompt + max_tokens) fits")
+	fs.StringVar(&c.executor, "executor", tpu.ExecutorSequential, "Go backend executor: sequential or parallel")
+	fs.StringVar(&c.backend, "backend", "", "compute backend: go, or xla (a binary built with -tags xla, and a PJRT plugin); default go, or xla when --plugin is set")
+	fs.StringVar(&c.plugin, "plugin", "", "PJRT plugin of --backend xla: cpu (default), cuda, tpu, or the path of a plugin .so")
+}
+
+func (c *serveCmd) run(ctx context.Context, args []string) error {
+	if len(args) != 1 {
+		return usageErr("usage: temper serve MODEL_DIR | CHECKPOINT_URI | RUN/PHASE [--addr 127.0.0.1:8000]")
+	}
+	if c.maxBatch < 1 || c.maxQueue < 1 || c.kvMiB < 1 {
+		return usageErr("serve: --max-batch, --max-queue and --kv-cache-mib must be at least 1")
+	}
+	var spec serve.ChatSpec
+	spec.Template, spec.ToolStyle = c.chatTemplate, c.toolStyl
+	if c.kwargs != "" {
+		if err := json.Unmarshal([]byte(c.kwargs), &spec.Kwargs); err != nil {
+			return usageErr("serve: --chat-template-kwargs %s: want a JSON object: %v", c.kwargs, err)
+		}
+	}
+	store := c.store
+	if store == "" {
+		store = workers.DefaultStoreURI()
+	}
+	src, err := serve.Resolve(ctx, args[0], store)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	defer src.Cleanup()
+	cl := ckpt.New(ckpt.Options{})
+	defer cl.Close()
+	loaded, err := train.Loader{Ckpt: cl}.Load(ctx, src.Dir, train.LoadOptions{Want: train.WantWeights})
+	if err != nil {
+		return err
+	}
+	o := tpu.Options{Model: loaded.Config, Executor: c.executor}
+	o.Backend, o.Plugin = backendFlags(c.backend, c.plugin)
+	rt, err := tpu.New(o)
+	if err != nil {
+		return err
+	}
+	if err := rt.ImportWeights(loaded.Weights); err != nil {
+		rt.Close()
+		return err
+	}
+	defer rt.Close()
+	name := src.Name
+	if c.name != "" {
+		name = c.name
+	}
+	tokDir := src.Dir
+	if c.tokenizer != "" {
+		tokDir = c.tokenizer
+	}
+	m, err := serve.LoadModel(tokDir, name, rt.Config(), spec)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	dec, err := rt.NewDecoder()
+	if err != nil {
+		return err
+	}
+	defer dec.Close()
+	metrics := serve.NewMetrics()
+	if c.metrics != "" {
+		ml, err := net.Listen("tcp", c.metrics)
+		if err != nil {
+			return usageErr("serve: --metrics %s: %v", c.metrics, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metrics.Handler())
+		ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = ms.Serve(ml) }()
+		defer ms.Close()
+		fmt.Fprintf(stdout, "metrics   http://%s/metrics\n", ml.Addr())
+	}
+	srv := serve.New(m, dec, serve.Options{Metrics: metrics,
+		Scheduler: serve.SchedulerOptions{MaxBatch: c.maxBatch, MaxQueue: c.maxQueue, KVBudget: int64(c.kvMiB) << 20}})
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		srv.Close()
+		return usageErr("serve: --addr %s: %v", c.addr, err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	chatWith := "no chat template: completions only"
+	if m.Format != nil {
+		chatWith = "its own chat template (" + m.Format.Template.Name + ", tool calls: " + string(m.Format.Tools) + ")"
+	} else if _, ok := m.Tok.(tokenize.Byte); ok {
+		chatWith = "Temper's DefaultChat (byte-level)"
+	}
+	from := src.Dir
+	if src.URI != "" {
+		from = src.URI
+	}
+	fmt.Fprintf(stdout, "serving   %s (%s, %d layers, context %d) from %s\nchat      %s\nendpoint  http://%s/v1  (OPENAI_BASE_URL=http://%s/v1)\n",
+		name, rt.Config().Family, rt.Config().Layers, rt.Config().MaxSeq, from, chatWith, ln.Addr(), ln.Addr())
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		srv.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	// Refuse new requests (503), end the running ones, then let the handlers finish their responses.
+	srv.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	return nil
+}
+
+// runBenchServe is `temper bench serve`: the server's aggregate tokens/s with 1, 8 and 32
+// concurrent streaming clients against the same model's in-process batched generation.
+func runBenchServe(ctx context.Context, presets string, clients string, tokens, repeats int, asJSON bool) error {
+	o := serve.BenchOptions{Presets: strings.Split(presets, ","), Tokens: tokens, Repeats: repeats,
+		Progress: func(line string) { fmt.Fprintln(os.Stderr, line) },
+		Open: func(preset string) (serve.BenchRuntime, func(), error) {
+			cfg, err := model.Preset(preset)
+			if err != nil {
+				return nil, nil, err
+			}
+			rt, err := tpu.New(tpu.Options{Model: cfg, Seed: 1})
+			if err != nil {
+				return nil, nil, err
+			}
+			return benchRuntime{rt}, func() { _ = rt.Close() }, nil
+		}}
+	if clients != "" {
+		for _, f := range strings.Split(clients, ",") {
+			var n int
+			if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
+				return usageErr("bench serve: clients %q: want positive numbers, comma-separated", clients)
+			}
+			o.Clients = append(o.Clients, n)
+		}
+	}
+	rep, err := serve.Bench(ctx, o)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	fmt.Fprint(stdout, rep.String())
+	return nil
+}
+
+// benchRuntime is serve.BenchRuntime on a tpu.Runtime.
+type benchRuntime struct{ rt *tpu.Runtime }
+
+func (b benchRuntime) Config() model.Config { return b.rt.Config() }
+
+func (b benchRuntime) NewEngine() (serve.Engine, func(), error) {
+	d, err := b.rt.NewDecoder()
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, d.Close, nil
+}
+
+func (b benchRuntime) Generate(prompts [][]int, opts sample.Options) ([]model.Completion, error) {
+	return b.rt.Generate(prompts, opts)
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/workers/testenv"
+	"github.com/temperml/temper/workflows"
+)
+
+// TestSteerExactAfterSIGKILL (issue 40, acceptance 1): two runs of the same GRPO phase are given
+// the same change (optimizer.lr, loss.kl_beta) at the same boundary, k = 3 of 7 iterations; in the
+// second the trainer worker is killed by SIGKILL during a policy step after the change and
+// restarted. Both end on byte-identical weights and optimizer state, which differ from the start.
+func TestSteerExactAfterSIGKILL(t *testing.T) {
+	if testing.Short() && os.Getenv("CI") == "" {
+		t.Skip("subprocess test; runs in CI and without -short")
+	}
+	env := testenv.Get(t)
+	env.Roles(t, workflows.QueueTemper, workflows.QueueReward, workflows.QueueRollout)
+	dir := t.TempDir()
+	store := "file://" + dir
+	trainer := &workerProcess{t: t, role: workflows.QueueTrainer, addr: env.Server.FrontendAddr(), logs: filepath.Join(dir, "trainer.log")}
+	trainer.start()
+	t.Cleanup(trainer.kill)
+	ids := fmt.Sprintf("steer-kill-%d", time.Now().UnixNano())
+	base := waitRun(t, mustStart(t, env.Client, ids+"-base", rlSFTPipeline(store)))
+	from := base.Phases[0].Checkpoint
+	const k = 3
+	change := workflows.SteerRequest{Set: []string{"optimizer.lr=3e-5", "loss.kl_beta=0.02"}, At: k}
+	steered := func(id string) client.WorkflowRun {
+		r := mustStart(t, env.Client, id, rlGRPOPipeline(store, from))
+		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+			reply, err := sendUpdate(context.Background(), env.Client, id, workflows.UpdateSet, change)
+			if err == nil {
+				if reply.At != k {
+					t.Fatalf("set at %d: reply %+v", k, reply)
+				}
+				return r
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("set: %v", err)
+			}
+		}
+	}
+	clean := waitRun(t, steered(ids+"-clean"))
+	r := steered(ids + "-killed")
+	wfID := ids + "-killed.grpo"
+	landed := false
+	for iter := k + 1; iter < 7 && !landed; {
+		aid, done := rlRunning(env.Client, wfID, contract.PolicyStepName)
+		if done > iter {
+			iter = done
+			continue
+		}
+		if done < iter || aid == "" {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		trainer.kill()
+		trainer.start()
+		landed = rlAwaitRetry(t, env.Client, wfID, aid)
+		t.Logf("SIGKILL of the trainer during the policy step of iteration %d: retried %v", iter+1, landed)
+		iter++
+	}
+	if !landed {
+		t.Fatal("no kill of the trainer landed during a policy step after the change")
+	}
+	killed := waitRun(t, r)
+	a, b := clean.Phases[0].Checkpoint, killed.Phases[0].Checkpoint
+	if fileHash(t, from, contract.ModelFile) == fileHash(t, a, contract.ModelFile) {
+		t.Fatal("GRPO did not change the weights: the comparison would prove nothing")
+	}
+	for _, name := range []string{contract.ModelFile, contract.OptimizerFile} {
+		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
+			t.Errorf("%s differs after the kill: %s vs %s", name, ha, hb)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+// Copyright 2023-2026 The GoMLX Authors. SPDX-License-Identifier: Apache-2.0
+// Temper fork: see third_party/README.md.
+
+package fusedops
+
+// Elementwise helpers of the blocked attention (flashattn.go). Each element is computed exactly
+// as written, without fused multiply-adds (float32(x*y) rounds before an add), so the AVX2 loops
+// and the scalar tails give the same bits; sums and maxima go in one fixed order (eight running
+// lanes, then the lanes in a fixed tree, then the tail) on every machine.
+
+// vecMax is the largest element of x (-Inf for an empty or all -Inf x).
+func vecMax(x []float32) float32 {
+	m := negInf
+	i := maxVector(x, &m)
+	for ; i < len(x); i++ {
+		if x[i] > m {
+			m = x[i]
+		}
+	}
+	return m
+}
+
+// vecSum adds x: lane j of eight adds elements j, j+8, …; then the lanes, then the tail in order.
+func vecSum(x []float32) float32 {
+	var lanes [8]float32
+	i := sumVector(x, &lanes)
+	for ; i+8 <= len(x); i += 8 {
+		for j := range 8 {
+			lanes[j] += x[i+j]
+		}
+	}
+	s := ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]))
+	for ; i < len(x); i++ {
+		s += x[i]
+	}
+	return s
+}
+
+// vecSubScalar sets x[i] -= c.
+func vecSubScalar(x []float32, c float32) {
+	for i := subScalarVector(x, c); i < len(x); i++ {
+		x[i] -= c
+	}
+}
+
+// vecSub sets x[i] -= y[i].
+func vecSub(x, y []float32) {
+	y = y[:len(x)]
+	for i := subVector(x, y); i < len(x); i++ {
+		x[i] -= y[i]
+	}
+}
+
+// vecAdd sets x[i] += y[i].
+func vecAdd(x, y []float32) {
+	y = y[:len(x)]
+	for i := addVector(x, y); i < len(x); i++ {
+		x[i] += y[i]
+	}
+}
+
+// vecScaleAdd sets x[i] = x[i]·a + y[i] (rounded after the product).
+func vecScaleAdd(x []float32, a float32, y []float32) {
+	y = y[:len(x)]
+	for i := scaleAddVector(x, a, y); i < len(x); i++ {
+		x[i] = float32(x[i]*a) + y[i]
+	}
+}
+
+// vecDiv sets x[i] /= c.
+func vecDiv(x []float32, c float32) {
+	for i := divVector(x, c); i < len(x); i++ {
+		x[i] /= c
+	}
+}
+
+// vecDScores sets p[i] = p[i]·(dp[i] − dl[i or 0]): one dl for the row when len(dl) is 1.
+func vecDScores(p, dp, dl []float32) {
+	dp = dp[:len(p)]
+	if len(dl) == 1 {
+		c := dl[0]
+		for i := dScoresVector(p, dp, c); i < len(p); i++ {
+			p[i] *= dp[i] - c
+		}
+		return
+	}
+	dl = dl[:len(p)]
+	for i := dScoresColsVector(p, dp, dl); i < len(p); i++ {
+		p[i] *= dp[i] - dl[i]
+	}
+}
+
+// vecOneMinusSquare sets g[i] *= 1 − t[i]² (the derivative of tanh from its value).
+func vecOneMinusSquare(g, t []float32) {
+	t = t[:len(g)]
+	for i := oneMinusSquareVector(g, t); i < len(g); i++ {
+		g[i] *= 1 - float32(t[i]*t[i])
+	}
+}
+
+// vecScale sets x[i] *= c.
+func vecScale(x []float32, c float32) {
+	for i := scaleVector(x, c); i < len(x); i++ {
+		x[i] *= c
+	}
+}
