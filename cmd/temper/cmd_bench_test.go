@@ -141,3 +141,22 @@ func TestBenchMemoryCurveFlags(t *testing.T) {
 		t.Errorf("bench memory-point: output %q, parsed %+v", out, p)
 	}
 }
+
+func TestParseMemoryBudget(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"", 0, true}, {"0", 0, true}, {"6GB", 6e9, true}, {"1500000", 1500000, true},
+		{"lots", 0, false}, {"-5", 0, false}, {"6GiB", 0, false},
+	} {
+		got, err := parseMemoryBudget(tc.in)
+		if (err == nil) != tc.ok || got != tc.want || (err != nil && !strings.Contains(err.Error(), "--memory-budget")) {
+			t.Errorf("parseMemoryBudget(%q) = %d, %v; want %d (ok %v)", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+	if _, err := cli(t, "worker", "--memory-budget", "lots"); err == nil || !strings.Contains(err.Error(), `--memory-budget "lots"`) {
+		t.Errorf("temper worker --memory-budget lots: %v", err)
+	}
+}
