@@ -235,10 +235,11 @@ func ParseSeqs(s string) ([]int, error) {
 	return out, nil
 }
 
-// SVG draws peak RSS (MiB) and training tok/s against the sequence length (log2 axis), one line
-// per preset: the picture of docs/engine-memory.md.
+// SVG draws peak RSS (MiB) and training tokens per CPU-second (steadier than tok/s on a shared
+// machine) against the sequence length (log2 axis), one line per preset: the picture of
+// docs/engine-memory.md.
 func (r MemoryCurveReport) SVG() string {
-	const W, H, left, right, top, bottom = 720, 300, 70, 20, 40, 50
+	const W, H, left, right, top, bottom = 760, 320, 70, 30, 40, 66
 	panelW := (W - 2*left - 2*right) / 2
 	var presets []string
 	byPreset := map[string][]MemoryPointResult{}
@@ -250,7 +251,7 @@ func (r MemoryCurveReport) SVG() string {
 		}
 		byPreset[p.Preset] = append(byPreset[p.Preset], p)
 		minSeq, maxSeq = math.Min(minSeq, float64(p.Seq)), math.Max(maxSeq, float64(p.Seq))
-		maxRSS, maxTok = math.Max(maxRSS, mib(p.PeakRSS)), math.Max(maxTok, p.TokensPerSec)
+		maxRSS, maxTok = math.Max(maxRSS, mib(p.PeakRSS)), math.Max(maxTok, tokensPerCPU(p))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", W, H)
@@ -284,7 +285,7 @@ func (r MemoryCurveReport) SVG() string {
 				fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", x(p.Seq), H-bottom+16, p.Seq)
 			}
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">tokens per row (log scale); %s</text>`+"\n", x0+panelW/2, H-bottom+34, unit)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">tokens per row (log scale); %s</text>`+"\n", x0+panelW/2, H-bottom+32, unit)
 		for i, preset := range presets {
 			c := colors[i%len(colors)]
 			var pts []string
@@ -293,23 +294,30 @@ func (r MemoryCurveReport) SVG() string {
 				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", x(p.Seq), y(value(p)), c)
 			}
 			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), c)
-			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s">%s</text>`+"\n", x0+10, top+14+14*i, c, preset)
+			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s">%s</text>`+"\n", x0+panelW-50, top+14+14*i, c, preset)
 		}
 	}
 	panel(left, "peak RSS", "MiB", maxRSS, func(p MemoryPointResult) float64 { return mib(p.PeakRSS) })
-	panel(left+panelW+left+right, "training speed", "tokens/s", maxTok, func(p MemoryPointResult) float64 { return p.TokensPerSec })
+	panel(left+panelW+left+right, "training speed", "tokens per CPU-second", maxTok, tokensPerCPU)
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" fill="#555">batch 1, remat %s, ISA %s</text>`+"\n", W-right, H-6, r.Points[0].Remat, r.ISA)
 	b.WriteString("</svg>\n")
 	return b.String()
 }
 
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
+func tokensPerCPU(p MemoryPointResult) float64 {
+	if !(p.StepCPUSeconds > 0) {
+		return 0
+	}
+	return float64(p.Batch*p.Seq) / p.StepCPUSeconds
+}
+
+// niceCeil rounds v up to a round multiple of a power of ten (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8).
 func niceCeil(v float64) float64 {
 	if v <= 0 {
 		return 1
 	}
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
+	for _, m := range []float64{1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
 		if m*p >= v {
 			return m * p
 		}

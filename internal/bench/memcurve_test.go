@@ -106,11 +106,11 @@ func TestMemoryCurve(t *testing.T) {
 // every point of that preset.
 func TestMemoryCurveSVG(t *testing.T) {
 	rep := MemoryCurveReport{ISA: "avx2", Points: []MemoryPointResult{
-		{Preset: "small", Seq: 512, PeakRSS: 100 << 20, TokensPerSec: 900, Remat: "layer"},
-		{Preset: "small", Seq: 2048, PeakRSS: 120 << 20, TokensPerSec: 800, Remat: "layer"},
-		{Preset: "small", Seq: 16384, PeakRSS: 500 << 20, TokensPerSec: 300, Remat: "layer"},
-		{Preset: "base", Seq: 512, PeakRSS: 300 << 20, TokensPerSec: 200, Remat: "layer"},
-		{Preset: "base", Seq: 2048, PeakRSS: 400 << 20, TokensPerSec: 150, Remat: "layer"},
+		{Preset: "small", Seq: 512, PeakRSS: 100 << 20, Batch: 1, StepCPUSeconds: 0.5, Remat: "layer"},
+		{Preset: "small", Seq: 2048, PeakRSS: 120 << 20, Batch: 1, StepCPUSeconds: 2.5, Remat: "layer"},
+		{Preset: "small", Seq: 16384, PeakRSS: 500 << 20, Batch: 1, StepCPUSeconds: 50, Remat: "layer"},
+		{Preset: "base", Seq: 512, PeakRSS: 300 << 20, Batch: 1, StepCPUSeconds: 1.2, Remat: "layer"},
+		{Preset: "base", Seq: 2048, PeakRSS: 400 << 20, Batch: 1, StepCPUSeconds: 6, Remat: "layer"},
 	}}
 	svg := rep.SVG()
 	var doc struct {
