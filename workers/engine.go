@@ -17,6 +17,9 @@ type EngineOptions struct {
 	Backend  string // "go" (default) or "xla"
 	Executor string // "sequential" (default, bit-reproducible) or "parallel"
 	Plugin   string // PJRT plugin for xla
+	// MemoryBudget (bytes; 0: none) is tpu.Options.MemoryBudget: a step whose estimated
+	// intermediate memory exceeds it recomputes activations per layer (model.remat unset only).
+	MemoryBudget int64
 }
 
 // NewTrainEngine returns the train.NewEngine that workers give the trainer activities: one tpu runtime
@@ -25,7 +28,8 @@ func NewTrainEngine(eo EngineOptions) train.NewEngine {
 	return func(o train.EngineOptions) (train.Engine, error) {
 		rt, err := tpu.New(tpu.Options{
 			Model: o.Model, Seed: o.Seed, LoRA: o.LoRA, Backend: eo.Backend, Executor: eo.Executor, Plugin: eo.Plugin,
-			Optimizer: tpu.AdamW{Beta1: o.Optim.Beta1, Beta2: o.Optim.Beta2, Eps: o.Optim.Eps, WeightDecay: o.Optim.WeightDecay, ClipNorm: o.Optim.ClipNorm},
+			MemoryBudget: eo.MemoryBudget,
+			Optimizer:    tpu.AdamW{Beta1: o.Optim.Beta1, Beta2: o.Optim.Beta2, Eps: o.Optim.Eps, WeightDecay: o.Optim.WeightDecay, ClipNorm: o.Optim.ClipNorm},
 		})
 		if err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -18,28 +19,31 @@ import (
 
 func init() {
 	register(&command{name: "bench",
-		summary: "benchmarks: `bench peak` (the machine's attainable float32 matmul GFLOP/s on the engine's best kernel, and memory bandwidth); `bench model` (train tok/s, GFLOP/s, MFU against the measured peak, memory, cached vs uncached generation; --peer: Temper/PyTorch ratios); `bench rl` (async vs sync GRPO; --rollout-workers 1,2: rollout generation vs worker processes); `bench rl-vs-sft` (RL vs continued SFT, same training time); `bench distill` (a student distilled from a bigger teacher vs one fine-tuned on the same labels, same training time)",
+		summary: "benchmarks: `bench peak` (the machine's attainable float32 matmul GFLOP/s on the engine's best kernel, and memory bandwidth); `bench model` (train tok/s, GFLOP/s, MFU against the measured peak, memory, cached vs uncached generation; --peer: Temper/PyTorch ratios; --seq 512,2048,8192 --batch 1 --remat layer: peak RSS and tok/s per length, one process each); `bench rl` (async vs sync GRPO; --rollout-workers 1,2: rollout generation vs worker processes); `bench rl-vs-sft` (RL vs continued SFT, same training time); `bench distill` (a student distilled from a bigger teacher vs one fine-tuned on the same labels, same training time)",
 		usage:   "peak | model | rl | rl-vs-sft | distill | serve", subs: []string{"peak", "model", "rl", "rl-vs-sft", "distill", "serve"}, flags: flagsOf[benchCmd]()})
 }
 
 // benchCmd holds the flags of every benchmark: each names the ones it reads.
 type benchCmd struct {
-	fs                *flag.FlagSet
-	presets           string
-	batch, seq, steps int
-	genPrompts        int
-	genTokens         int
-	mode              string
-	backend, plugin   string
-	peer              peerFlags
-	peak              float64
-	shapes            string
-	streamMiB         int
-	asJSON            bool
-	iterations        int
-	rolloutWorkers    string
-	rs                bench.RLvsSFTOptions
-	ds                bench.DistillOptions
+	fs               *flag.FlagSet
+	presets          string
+	batch, steps     int
+	seq              string
+	remat, attention string
+	svg              string
+	genPrompts       int
+	genTokens        int
+	mode             string
+	backend, plugin  string
+	peer             peerFlags
+	peak             float64
+	shapes           string
+	streamMiB        int
+	asJSON           bool
+	iterations       int
+	rolloutWorkers   string
+	rs               bench.RLvsSFTOptions
+	ds               bench.DistillOptions
 }
 
 // peerFlags are the flags of `bench model --peer`.
@@ -55,7 +59,10 @@ func (c *benchCmd) bind(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.StringVar(&c.presets, "presets", "tiny,small,base", "model presets, comma-separated")
 	fs.IntVar(&c.batch, "batch", 16, "training rows")
-	fs.IntVar(&c.seq, "seq", 128, "training tokens per row")
+	fs.StringVar(&c.seq, "seq", "128", "training tokens per row; bench model: several, comma-separated (e.g. 512,2048,8192,16384), or with --remat, measure the memory curve instead: peak RSS and tok/s per length, one process per preset and length")
+	fs.StringVar(&c.remat, "remat", "", "bench model: model.remat of the memory curve (none, layer, attention); setting it measures the curve")
+	fs.StringVar(&c.attention, "attention", "", "bench model: model.attention of the memory curve (auto, plain, blocked; default the model's, auto)")
+	fs.StringVar(&c.svg, "svg", "", "bench model's memory curve: also write it as an SVG picture to this file")
 	fs.IntVar(&c.steps, "steps", 5, "timed training steps after the first")
 	fs.IntVar(&c.genPrompts, "gen-prompts", 64, "prompts per generation call (negative: skip generation)")
 	fs.IntVar(&c.genTokens, "gen-tokens", 64, "new tokens per prompt")
@@ -113,7 +120,8 @@ func (c *benchCmd) run(ctx context.Context, args []string) error {
 	if len(args) == 1 && args[0] == "serve" {
 		return runBenchServe(ctx, c.presets, "", 0, 0, c.asJSON)
 	}
-	runs := map[string]func(context.Context) (bench.Report, error){"peak": c.peakCmd, "model": c.model, "rl": c.rl, "rl-vs-sft": c.rlVsSFT, "distill": c.distill}
+	runs := map[string]func(context.Context) (bench.Report, error){"peak": c.peakCmd, "model": c.model, "rl": c.rl, "rl-vs-sft": c.rlVsSFT, "distill": c.distill,
+		"memory-point": c.memoryPoint}
 	if len(args) != 1 || runs[args[0]] == nil {
 		return usageErr("usage: temper bench %s [flags]", strings.Join(commands["bench"].subs, "|"))
 	}
@@ -138,13 +146,22 @@ func (c *benchCmd) run(ctx context.Context, args []string) error {
 }
 
 func (c *benchCmd) model(ctx context.Context) (bench.Report, error) {
+	seqs, err := bench.ParseSeqs(c.seq)
+	if err != nil {
+		return nil, err
+	}
+	if len(seqs) > 1 || c.remat != "" || c.attention != "" {
+		return c.memoryCurve(ctx, seqs)
+	}
+	if c.svg != "" {
+		return nil, usageErr("bench model: --svg %q: only for the memory curve (several --seq lengths or --remat)", c.svg)
+	}
 	c.backend, c.plugin = backendFlags(c.backend, c.plugin)
 	o := bench.ModelOptions{Bench: tpu.BenchOptions{
-		Presets: strings.Split(c.presets, ","), Batch: c.batch, Seq: c.seq, Steps: c.steps,
+		Presets: strings.Split(c.presets, ","), Batch: c.batch, Seq: seqs[0], Steps: c.steps,
 		GenPrompts: c.genPrompts, GenTokens: c.genTokens, Mode: c.mode, Backend: c.backend, Plugin: c.plugin,
 		GenPromptLen: c.peer.genPromptLen, PeakGFLOPS: c.peak, Progress: func(line string) { fmt.Fprintln(os.Stderr, line) },
 	}}
-	var err error
 	if o.Peak, err = c.peakOptions(); err != nil {
 		return nil, err
 	}
@@ -154,6 +171,62 @@ func (c *benchCmd) model(ctx context.Context) (bench.Report, error) {
 			Threads: peer.Threads{Torch: c.peer.torch, Interop: c.peer.interop, BLAS: c.peer.blas}, Log: os.Stderr}
 	}
 	return bench.Model(ctx, o)
+}
+
+// memoryCurve is `bench model --seq 512,2048,… --remat layer`: each preset and length trains in a
+// new process of this binary (`bench memory-point`), which reports its peak RSS and speed.
+func (c *benchCmd) memoryCurve(ctx context.Context, seqs []int) (bench.Report, error) {
+	if c.peer.on || flagSet(c.fs, "backend") || flagSet(c.fs, "plugin") || flagSet(c.fs, "peak") {
+		return nil, usageErr("bench model: the memory curve (several --seq lengths, --remat or --attention) runs the go backend alone: drop --peer, --backend, --plugin and --peak")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("bench model: memory curve: %w", err)
+	}
+	if strings.HasSuffix(exe, ".test") { // a test binary would run its tests in every child
+		return nil, fmt.Errorf("bench model: memory curve: %s is a test binary: it re-runs the temper binary per point", exe)
+	}
+	steps := 1
+	if flagSet(c.fs, "steps") {
+		steps = c.steps
+	}
+	o := bench.MemoryCurveOptions{Presets: strings.Split(c.presets, ","), Seqs: seqs, Log: os.Stderr,
+		Point: bench.MemoryPointOptions{Batch: c.batch, Steps: steps, Remat: c.remat, Attention: c.attention, Executor: c.mode},
+		Child: func(p bench.MemoryPointOptions) *exec.Cmd {
+			cmd := exec.CommandContext(ctx, exe, "bench", "memory-point", "--presets", p.Preset, "--seq", strconv.Itoa(p.Seq),
+				"--batch", strconv.Itoa(p.Batch), "--steps", strconv.Itoa(p.Steps), "--executor", p.Executor)
+			if p.Remat != "" {
+				cmd.Args = append(cmd.Args, "--remat", p.Remat)
+			}
+			if p.Attention != "" {
+				cmd.Args = append(cmd.Args, "--attention", p.Attention)
+			}
+			cmd.Stderr = os.Stderr
+			return cmd
+		}}
+	rep, err := bench.MemoryCurve(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if c.svg != "" {
+		if err := os.WriteFile(c.svg, []byte(rep.SVG()), 0o644); err != nil {
+			return nil, fmt.Errorf("bench model: --svg: %w", err)
+		}
+	}
+	return rep, nil
+}
+
+// memoryPoint is one point of the memory curve, in its own process (run by memoryCurve).
+func (c *benchCmd) memoryPoint(ctx context.Context) (bench.Report, error) {
+	seqs, err := bench.ParseSeqs(c.seq)
+	if err != nil {
+		return nil, err
+	}
+	if len(seqs) != 1 || strings.Contains(c.presets, ",") {
+		return nil, usageErr("bench memory-point: --seq %q --presets %q: want one length and one preset", c.seq, c.presets)
+	}
+	return bench.MemoryPoint(ctx, bench.MemoryPointOptions{Preset: c.presets, Seq: seqs[0], Batch: c.batch, Steps: c.steps,
+		Remat: c.remat, Attention: c.attention, Executor: c.mode})
 }
 
 func (c *benchCmd) peakCmd(ctx context.Context) (bench.Report, error) {

@@ -106,3 +106,57 @@ func TestBenchPeakFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchMemoryCurveFlags: the memory curve's flags (bench model --seq A,B --remat R) and the
+// point each of its child processes runs (bench memory-point).
+func TestBenchMemoryCurveFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "model", "--seq", "512,0"}, `--seq "512,0": want positive token counts`},
+		{[]string{"bench", "model", "--seq", "64", "--svg", "x.svg"}, `--svg "x.svg": only for the memory curve`},
+		{[]string{"bench", "model", "--seq", "64,128", "--peer"}, "drop --peer"},
+		{[]string{"bench", "memory-point", "--seq", "16,32", "--presets", "tiny"}, "want one length and one preset"},
+		{[]string{"bench", "model", "--seq", "16,32", "--presets", "tiny"}, "is a test binary"}, // never re-run this binary's tests
+		{[]string{"bench", "memory-point", "--seq", "16", "--presets", "tiny", "--batch", "1", "--remat", "all"}, `--remat="all"`},
+	} {
+		out, err := cli(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err %v (output %q), want %q", tc.args, err, out, tc.want)
+		}
+	}
+	out, err := cli(t, "bench", "memory-point", "--presets", "tiny", "--seq", "16", "--batch", "1", "--steps", "1", "--remat", "layer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, js, ok := strings.Cut(out, "MEMORY-POINT ")
+	var p struct {
+		Preset  string `json:"preset"`
+		Seq     int    `json:"seq"`
+		Remat   string `json:"remat"`
+		PeakRSS int64  `json:"peak_rss_bytes"`
+	}
+	if !ok || json.Unmarshal([]byte(strings.TrimSpace(js)), &p) != nil || p.Preset != "tiny" || p.Seq != 16 || p.Remat != "layer" || p.PeakRSS <= 0 {
+		t.Errorf("bench memory-point: output %q, parsed %+v", out, p)
+	}
+}
+
+func TestParseMemoryBudget(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"", 0, true}, {"0", 0, true}, {"6GB", 6e9, true}, {"1500000", 1500000, true},
+		{"lots", 0, false}, {"-5", 0, false}, {"6GiB", 0, false},
+	} {
+		got, err := parseMemoryBudget(tc.in)
+		if (err == nil) != tc.ok || got != tc.want || (err != nil && !strings.Contains(err.Error(), "--memory-budget")) {
+			t.Errorf("parseMemoryBudget(%q) = %d, %v; want %d (ok %v)", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+	if _, err := cli(t, "worker", "--memory-budget", "lots"); err == nil || !strings.Contains(err.Error(), `--memory-budget "lots"`) {
+		t.Errorf("temper worker --memory-budget lots: %v", err)
+	}
+}

@@ -26,6 +26,7 @@ type stackFlags struct {
 	verbose  bool
 	metrics  string
 	db       string
+	budget   string
 	prepared bool
 }
 
@@ -39,6 +40,7 @@ func (s *stackFlags) bind(fs *flag.FlagSet, command string) {
 	fs.StringVar(&s.roles, "roles", "all", "worker roles to run: temper,trainer,rollout,reward, all, or none (server and UI only: cluster mode, where temper worker processes do the work)")
 	fs.BoolVar(&s.verbose, "v", false, "show the embedded server's warnings")
 	fs.StringVar(&s.metrics, "metrics", "", "serve Prometheus metrics (the Temporal SDK's and Temper's) on this address, e.g. :9090 (path /metrics)")
+	fs.StringVar(&s.budget, "memory-budget", "", memoryBudgetUsage)
 	fs.StringVar(&s.db, "db", "", "keep the embedded server's state in PostgreSQL (postgres://user:password@host:port/database; its databases and schema are set up at start; scripts/postgres.sh starts one) instead of the SQLite file in --home")
 }
 
@@ -94,6 +96,10 @@ func (s *stackFlags) start(w io.Writer) (*devStack, error) {
 	if s.verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	budget, err := parseMemoryBudget(s.budget)
+	if err != nil {
+		return nil, err
+	}
 	var m *workers.Metrics
 	if s.metrics != "" {
 		if m, err = workers.StartMetrics(s.metrics); err != nil {
@@ -102,7 +108,7 @@ func (s *stackFlags) start(w io.Writer) (*devStack, error) {
 	}
 	st, err := workers.StartStack(workers.StackOptions{
 		Home: s.home, Temporal: s.temporal, IP: s.ip, Port: s.port, UIPort: s.uiPort, Roles: roles, Logger: logger, DB: s.db, Kind: s.command,
-		Workers: workers.Options{Metrics: m},
+		Workers: workers.Options{Metrics: m, Engine: workers.EngineOptions{MemoryBudget: budget}},
 	})
 	if err != nil {
 		m.Close()

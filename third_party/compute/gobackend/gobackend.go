@@ -36,3 +36,13 @@ var GetBackend = sync.OnceValue(func() compute.Backend {
 func New(config string) (compute.Backend, error) {
 	return gobackend.New(config)
 }
+
+// OpStat is the time one kind of op took in an op profile (Temper fork).
+type OpStat = gobackend.OpStat
+
+// StartOpProfile starts timing every op the Go backend's sequential executor runs, in every
+// backend of the process (Temper fork: a profiling aid; the parallel executor is not timed).
+func StartOpProfile() { gobackend.StartOpProfile() }
+
+// StopOpProfile stops the op profile and returns its stats, the most CPU time first.
+func StopOpProfile() []OpStat { return gobackend.StopOpProfile() }

@@ -6,6 +6,7 @@ import (
 	"github.com/gomlx/compute/internal/simdstate"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/support/humanize"
@@ -307,6 +308,16 @@ func (fe *FunctionExecutable) executeSequentially(backend *Backend, execBuf *fun
 		node := fe.Function.Nodes[nodeIdx]
 		if spec != nil {
 			node = spec.resolvedNodes[nodeIdx]
+		}
+		// Temper fork: per-op timing when an op profile is running (StartOpProfile).
+		if prof := activeOpProfile.Load(); prof != nil && node.OpType != compute.OpTypeConstant {
+			start, cpu, thread := time.Now(), processCPU(), threadCPU()
+			err := fe.executeNode(backend, node, execBuf, spec)
+			prof.add(node, time.Since(start), processCPU()-cpu, threadCPU()-thread)
+			if err != nil {
+				return err
+			}
+			continue
 		}
 		if err := fe.executeNode(backend, node, execBuf, spec); err != nil {
 			return err

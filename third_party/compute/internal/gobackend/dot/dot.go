@@ -22,6 +22,7 @@
 package dot
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/gomlx/compute"
@@ -98,6 +99,12 @@ func (d *NodeData) SetSizes(lhsShape, rhsShape shapes.Shape) {
 			d.RHSCrossSize *= rhsShape.Dimensions[axis]
 		}
 	}
+}
+
+// ProfileLabel names the normalised product for the op profile (Temper fork): layout and
+// B×M×K×N sizes.
+func (d *NodeData) ProfileLabel() string {
+	return fmt.Sprintf("%s B=%d M=%d K=%d N=%d", d.Layout, d.BatchSize, d.LHSCrossSize, d.ContractingSize, d.RHSCrossSize)
 }
 
 // EqualNodeData implements nodeDataComparable for dotGeneralNodeData.

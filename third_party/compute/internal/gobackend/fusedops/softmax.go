@@ -59,6 +59,14 @@ func execFusedSoftmax(backend *gobackend.Backend, node *gobackend.Node, inputs [
 
 	switch input.RawShape.DType {
 	case dtypes.Float32:
+		if rows, n, inner := fusedSoftmaxComputeAxisStrides(node.Shape, axis); inner == 1 && rows*n >= 1<<16 {
+			// Temper fork: rows split across the workers (each row computed as before).
+			in, out := input.Flat.([]float32), output.Flat.([]float32)
+			backend.Workers.ParallelFor(rows, max(1, (1<<14)/max(n, 1)), 1, func(lo, hi int) {
+				softmaxLastAxisFloat32(in[lo*n:hi*n], out[lo*n:hi*n], hi-lo, n)
+			})
+			break
+		}
 		fusedSoftmax(input.Flat.([]float32), output.Flat.([]float32), axis, node.Shape, fastmath.Exp32)
 	case dtypes.Float64:
 		fusedSoftmax(input.Flat.([]float64), output.Flat.([]float64), axis, node.Shape, math.Exp)

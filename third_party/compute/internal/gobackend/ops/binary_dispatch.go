@@ -70,7 +70,7 @@ func runsExecutor(op compute.OpType, commutative bool, generated gobackend.NodeE
 		case dtypes.Int64:
 			runsBinary(op, lhs.Flat.([]int64), rhs.Flat.([]int64), output.Flat.([]int64), l, r, o)
 		case dtypes.Float32:
-			runsBinary(op, lhs.Flat.([]float32), rhs.Flat.([]float32), output.Flat.([]float32), l, r, o)
+			parallelRunsBinary(backend, op, lhs.Flat.([]float32), rhs.Flat.([]float32), output.Flat.([]float32), l, r, o) // Temper fork: parallel.go
 		case dtypes.Float64:
 			runsBinary(op, lhs.Flat.([]float64), rhs.Flat.([]float64), output.Flat.([]float64), l, r, o)
 		}

@@ -202,7 +202,7 @@ func execReduce(backend *gobackend.Backend, node *gobackend.Node, inputs []*goba
 	default:
 		return nil, errors.Errorf("unsupported reduce op %s", node.OpType)
 	}
-	if dtype == dtypes.Float32 && fastReduceFloat32(node.OpType, operand, output, reduceAxes) { // Temper fork
+	if dtype == dtypes.Float32 && fastReduceFloat32On(backend, node.OpType, operand, output, reduceAxes) { // Temper fork
 		return output, nil
 	}
 	err = reduceFn(operand, output, it, dtype)

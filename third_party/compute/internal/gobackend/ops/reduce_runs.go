@@ -130,27 +130,52 @@ func reducedMask(rank int, axes []int) []bool {
 
 // fastReduceFloat32 runs ReduceSum/Max/Min of float32 by runs; false for other ops.
 func fastReduceFloat32(op compute.OpType, operand, output *gobackend.Buffer, axes []int) bool {
+	return fastReduceFloat32On(nil, op, operand, output, axes)
+}
+
+// fastReduceFloat32On is fastReduceFloat32 with a large operand whose leading axes are kept split
+// by those axes across the backend's workers (parallel.go): each output is still reduced from its
+// own inputs in the same order.
+func fastReduceFloat32On(backend *gobackend.Backend, op compute.OpType, operand, output *gobackend.Buffer, axes []int) bool {
 	in, out := operand.Flat.([]float32)[:operand.RawShape.Size()], output.Flat.([]float32)[:output.RawShape.Size()]
 	dims := operand.RawShape.Dimensions
 	mask := reducedMask(len(dims), axes)
+	var runs func(operand, out []float32, dims []int, reduced []bool)
 	switch op { //nolint:exhaustive
 	case compute.OpTypeReduceSum:
 		clear(out)
-		reduceSumRuns(in, out, dims, mask)
+		runs = reduceSumRuns[float32]
 	case compute.OpTypeReduceMax:
 		lowest := dtypes.Float32.LowestValue().(float32)
 		for i := range out {
 			out[i] = lowest
 		}
-		reduceMaxRuns(in, out, dims, mask)
+		runs = reduceMaxRuns[float32]
 	case compute.OpTypeReduceMin:
 		highest := dtypes.Float32.HighestValue().(float32)
 		for i := range out {
 			out[i] = highest
 		}
-		reduceMinRuns(in, out, dims, mask)
+		runs = reduceMinRuns[float32]
 	default:
 		return false
 	}
+	// Kept leading axes: rows of the operand, each reduced into its own rows of the output.
+	k, lead := 0, 1
+	for k < len(dims) && !mask[k] {
+		lead *= dims[k]
+		k++
+	}
+	if backend == nil || len(in) < parallelMinElements || lead < 2 || len(out) == 0 {
+		runs(in, out, dims, mask)
+		return true
+	}
+	inRow, outRow := len(in)/lead, len(out)/lead
+	// Each range is the operand as [rows, the remaining axes...].
+	subMask := append([]bool{false}, mask[k:]...)
+	backend.Workers.ParallelFor(lead, max(1, parallelMinElements/4/max(inRow, 1)), 1, func(lo, hi int) {
+		d := append([]int{hi - lo}, dims[k:]...)
+		runs(in[lo*inRow:hi*inRow], out[lo*outRow:hi*outRow], d, subMask)
+	})
 	return true
 }

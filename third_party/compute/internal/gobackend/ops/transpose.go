@@ -64,7 +64,7 @@ func execTranspose(backend *gobackend.Backend, node *gobackend.Node, inputs []*g
 	if err != nil {
 		return nil, err
 	}
-	if fastTranspose(operand, output, permutations) { // Temper fork: run-copy / tiled kernel
+	if fastTransposeOn(backend, operand, output, permutations) { // Temper fork: run-copy / tiled kernel, split across workers
 		return output, nil
 	}
 	it := NewTransposeIterator(operand.RawShape, permutations)

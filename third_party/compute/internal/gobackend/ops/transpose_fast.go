@@ -70,6 +70,11 @@ func planTranspose(dims []int, perm []int) transposePlan {
 // moving contiguous runs with copy and the rest with a cache-blocked 2-D kernel. It returns false
 // for element sizes it does not handle (the caller falls back to the generic iterator).
 func fastTranspose(operand, output *gobackend.Buffer, perm []int) bool {
+	return fastTransposeOn(nil, operand, output, perm)
+}
+
+// fastTransposeOn is fastTranspose with large transposes split across the backend's workers.
+func fastTransposeOn(backend *gobackend.Backend, operand, output *gobackend.Buffer, perm []int) bool {
 	plan := planTranspose(operand.RawShape.Dimensions, perm)
 	size := operand.RawShape.Size()
 	elem := int(operand.RawShape.DType.Size())
@@ -80,13 +85,13 @@ func fastTranspose(operand, output *gobackend.Buffer, perm []int) bool {
 	dst := output.RawBytes[:size*elem]
 	switch elem {
 	case 1:
-		transposeTyped(unsafe.Slice((*uint8)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint8)(unsafe.Pointer(&dst[0])), size), plan, nil)
+		transposeTypedOn(backend, unsafe.Slice((*uint8)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint8)(unsafe.Pointer(&dst[0])), size), plan, nil)
 	case 2:
-		transposeTyped(unsafe.Slice((*uint16)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint16)(unsafe.Pointer(&dst[0])), size), plan, nil)
+		transposeTypedOn(backend, unsafe.Slice((*uint16)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint16)(unsafe.Pointer(&dst[0])), size), plan, nil)
 	case 4:
-		transposeTyped(unsafe.Slice((*uint32)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), size), plan, block8x8x32)
+		transposeTypedOn(backend, unsafe.Slice((*uint32)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), size), plan, block8x8x32)
 	case 8:
-		transposeTyped(unsafe.Slice((*uint64)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint64)(unsafe.Pointer(&dst[0])), size), plan, nil)
+		transposeTypedOn(backend, unsafe.Slice((*uint64)(unsafe.Pointer(&src[0])), size), unsafe.Slice((*uint64)(unsafe.Pointer(&dst[0])), size), plan, nil)
 	default:
 		return false
 	}
@@ -100,6 +105,13 @@ var block8x8x32 func(src unsafe.Pointer, srcStride uintptr, dst unsafe.Pointer, 
 
 // transposeTyped moves src into dst by plan; kern8, for 4-byte T, is block8x8x32 (or nil).
 func transposeTyped[T any](src, dst []T, plan transposePlan, kern8 func(src unsafe.Pointer, srcStride uintptr, dst unsafe.Pointer, dstStride uintptr)) {
+	transposeTypedOn(nil, src, dst, plan, kern8)
+}
+
+// transposeTypedOn is transposeTyped with its units of work (contiguous runs, or 16-column strips
+// of the tiled case) split across the backend's workers when the transpose is large (Temper fork:
+// parallel.go); backend nil runs them all on the caller. Each unit moves its own part of dst.
+func transposeTypedOn[T any](backend *gobackend.Backend, src, dst []T, plan transposePlan, kern8 func(src unsafe.Pointer, srcStride uintptr, dst unsafe.Pointer, dstStride uintptr)) {
 	rank := len(plan.dims)
 	if rank <= 1 {
 		copy(dst, src)
@@ -112,14 +124,23 @@ func transposeTyped[T any](src, dst []T, plan transposePlan, kern8 func(src unsa
 		strides[a] = s
 		s *= plan.dims[a]
 	}
+	grainUnits := func(unitElems int) int { return max(1, parallelMinElements/4/max(unitElems, 1)) }
 	last := plan.perm[rank-1] // operand axis that is innermost in the output
 	if last == rank-1 {
-		// The innermost axis keeps its place: move runs of dims[last] elements.
+		// The innermost axis keeps its place: move runs of dims[last] elements, one per unit.
 		run := plan.dims[last]
 		outer := plan.perm[:rank-1]
-		forEachIndex(plan.dims, outer, strides, func(dstOff, srcOff int) {
-			copy(dst[dstOff:dstOff+run], src[srcOff:srcOff+run])
-		}, run)
+		units := len(src) / run
+		move := func(lo, hi int) {
+			forEachIndexRange(plan.dims, outer, strides, func(dstOff, srcOff int) {
+				copy(dst[dstOff:dstOff+run], src[srcOff:srcOff+run])
+			}, run, lo, hi)
+		}
+		if backend == nil || len(src) < parallelMinElements {
+			move(0, units)
+			return
+		}
+		parallelFor(backend, units, grainUnits(run), 1, move)
 		return
 	}
 	// The output's innermost axis is operand axis `last` (stride strides[last] in src), and the
@@ -143,17 +164,28 @@ func transposeTyped[T any](src, dst []T, plan transposePlan, kern8 func(src unsa
 	}
 	// 16×16 blocks through a local buffer: every source row segment and every destination row
 	// segment is read or written whole (a cache line of float32), so power-of-two strides cannot
-	// thrash the cache the way a column walk does.
+	// thrash the cache the way a column walk does. A unit is one 16-column strip (all rows) of one
+	// index of the other axes.
 	const tile = 16
-	var block [tile * tile]T
-	idx := make([]int, len(others))
-	for {
-		srcBase, dstBase := 0, 0
-		for i, a := range others {
-			srcBase += idx[i] * strides[a]
-			dstBase += idx[i] * outStrides[a]
-		}
-		for c0 := 0; c0 < cols; c0 += tile {
+	strips := (cols + tile - 1) / tile
+	units := strips
+	for _, a := range others {
+		units *= plan.dims[a]
+	}
+	move := func(lo, hi int) {
+		var block [tile * tile]T
+		for u := lo; u < hi; u++ {
+			// Index of the other axes (row-major over the output order) and the strip.
+			srcBase, dstBase := 0, 0
+			rest := u / strips
+			for i := len(others) - 1; i >= 0; i-- {
+				a := others[i]
+				idx := rest % plan.dims[a]
+				rest /= plan.dims[a]
+				srcBase += idx * strides[a]
+				dstBase += idx * outStrides[a]
+			}
+			c0 := u % strips * tile
 			cn := min(tile, cols-c0)
 			for r0 := 0; r0 < rows; r0 += tile {
 				rn := min(tile, rows-r0)
@@ -187,44 +219,47 @@ func transposeTyped[T any](src, dst []T, plan transposePlan, kern8 func(src unsa
 				}
 			}
 		}
-		// Next index of the other axes (row-major over the output order).
-		i := len(others) - 1
-		for ; i >= 0; i-- {
-			idx[i]++
-			if idx[i] < plan.dims[others[i]] {
-				break
-			}
-			idx[i] = 0
-		}
-		if i < 0 {
-			return
-		}
 	}
+	if backend == nil || len(src) < parallelMinElements {
+		move(0, units)
+		return
+	}
+	parallelFor(backend, units, grainUnits(tile*rows), 1, move)
 }
 
 // forEachIndex walks the output positions of the axes in outer (output order, operand axes) and
 // calls fn with the output offset (step run) and the operand offset of each.
 func forEachIndex(dims, outer, strides []int, fn func(dstOff, srcOff int), run int) {
+	n := 1
+	for _, a := range outer {
+		n *= dims[a]
+	}
+	forEachIndexRange(dims, outer, strides, fn, run, 0, n)
+}
+
+// forEachIndexRange is forEachIndex over the positions [lo, hi) of that walk.
+func forEachIndexRange(dims, outer, strides []int, fn func(dstOff, srcOff int), run, lo, hi int) {
 	n := len(outer)
 	idx := make([]int, n)
-	dstOff := 0
-	for {
+	rest := lo
+	for i := n - 1; i >= 0; i-- {
+		idx[i] = rest % dims[outer[i]]
+		rest /= dims[outer[i]]
+	}
+	dstOff := lo * run
+	for pos := lo; pos < hi; pos++ {
 		srcOff := 0
 		for i, a := range outer {
 			srcOff += idx[i] * strides[a]
 		}
 		fn(dstOff, srcOff)
 		dstOff += run
-		i := n - 1
-		for ; i >= 0; i-- {
+		for i := n - 1; i >= 0; i-- {
 			idx[i]++
 			if idx[i] < dims[outer[i]] {
 				break
 			}
 			idx[i] = 0
-		}
-		if i < 0 {
-			return
 		}
 	}
 }

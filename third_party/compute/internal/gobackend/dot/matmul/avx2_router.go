@@ -27,6 +27,10 @@ func avx2RouterFloat32( //alt:f32
 	//alt:f64 output []float64) {
 
 	if !ForceLargeVariant && (ForceSmallVariant || (lhsCrossSize*rhsCrossSize*contractingSize < noSIMDSmallMatMulSizeThreshold)) {
+		if panelKernelEnabled && layout == dot.LayoutTransposed && lhsCrossSize >= transposedRowsForRegisterKernel && contractingSize <= avx2PanelKernel.kc { //alt:f32 Temper fork: one panel, the same sums as the register kernel
+			avx2PanelKernel.run(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) //alt:f32
+			return                                                                                                         //alt:f32
+		} //alt:f32
 		if layout == dot.LayoutTransposed && lhsCrossSize >= transposedRowsForRegisterKernel && avx2SmallTransposedViaRegisters(backend, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) { //alt:f32 Temper fork
 			return //alt:f32
 		} //alt:f32
@@ -37,6 +41,10 @@ func avx2RouterFloat32( //alt:f32
 		return
 	}
 
+	if panelKernelEnabled { //alt:f32 Temper fork: the panel kernel (panel_amd64.go), the same sums as avx2LargeFloat32
+		avx2PanelKernel.run(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) //alt:f32
+		return                                                                                                         //alt:f32
+	} //alt:f32
 	avx2LargeFloat32(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) //alt:f32
 	//alt:bf16 avx2LargeBFloat16(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
 	//alt:f16 avx2LargeFloat16(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)

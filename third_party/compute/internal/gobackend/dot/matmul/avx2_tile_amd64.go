@@ -40,3 +40,9 @@ func avx2LargeTile4x16Asm(lhs *float32, rhs *float32, o *float32, ldo int, k int
 //
 //go:noescape
 func avx2RowPair2x32Asm(l0, l1, r *float32, ldr int, o0, o1 *float32, k int)
+
+// avx2PanelTile6x16Asm is the AVX2 panel kernel's tile (panelKernel): six lhs rows in place, the rhs
+// packed 16 columns per k, the sum stored or added to o. Callers check bounds.
+//
+//go:noescape
+func avx2PanelTile6x16Asm(l *float32, ldl int, r *float32, o *float32, ldo int, k int, add int)

@@ -32,6 +32,10 @@ func avx2RouterFloat16( //alt:f16
 	//alt:f64  output []float64) {
 
 	if !ForceLargeVariant && (ForceSmallVariant || (lhsCrossSize*rhsCrossSize*contractingSize < noSIMDSmallMatMulSizeThreshold)) {
+		//alt:f32  if panelKernelEnabled && layout == dot.LayoutTransposed && lhsCrossSize >= transposedRowsForRegisterKernel && contractingSize <= avx2PanelKernel.kc { Temper fork: one panel, the same sums as the register kernel
+		//alt:f32 avx2PanelKernel.run(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
+		//alt:f32 return
+		//alt:f32 }
 		//alt:f32  if layout == dot.LayoutTransposed && lhsCrossSize >= transposedRowsForRegisterKernel && avx2SmallTransposedViaRegisters(backend, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) { Temper fork
 		//alt:f32 return
 		//alt:f32 }
@@ -42,6 +46,10 @@ func avx2RouterFloat16( //alt:f16
 		return
 	}
 
+	//alt:f32  if panelKernelEnabled { Temper fork: the panel kernel (panel_amd64.go), the same sums as avx2LargeFloat32
+	//alt:f32 avx2PanelKernel.run(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
+	//alt:f32 return
+	//alt:f32 }
 	//alt:f32 avx2LargeFloat32(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
 	//alt:bf16  avx2LargeBFloat16(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
 	avx2LargeFloat16(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) //alt:f16

@@ -101,6 +101,10 @@ func avx512RouterFloat16( //alt:f16
 	}
 
 	// Use the efficient large matrix version:
+	//alt:f32  if panelKernelEnabled { Temper fork: the panel kernel (panel_amd64.go), the same sums as avx512LargeFloat32
+	//alt:f32 avx512PanelKernel.run(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
+	//alt:f32 return
+	//alt:f32 }
 	//alt:f32 avx512LargeFloat32(
 	//alt:bf16  avx512LargeBFloat16(
 	avx512LargeFloat16( //alt:f16
