@@ -39,3 +39,22 @@ func FamilyTokenizer(name string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// CheckVocab says whether a model with vocab embedding rows can use b: every id the tokenizer can
+// produce from text is below vocab, except special added tokens (real files do this: Gemma 3
+// 1B's tokenizer has <image_soft_token> at 262144 beside 262144 embedding rows, a token only its
+// multimodal siblings are given).
+func (b *BPE) CheckVocab(vocab int) error {
+	special := map[int]bool{}
+	for _, t := range b.added.tokens {
+		if t.special {
+			special[t.id] = true
+		}
+	}
+	for id := vocab; id < len(b.tokens); id++ {
+		if !special[id] {
+			return fmt.Errorf("tokenize: the tokenizer has %d ids and id %d (%q) is not a special token: the model's vocab_size %d is too small", len(b.tokens), id, b.tokens[id], vocab)
+		}
+	}
+	return nil
+}
