@@ -26,7 +26,6 @@ import (
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
-	"github.com/temperml/temper/algorithms/tokenize"
 )
 
 // Activities holds the rollout role's dependencies.
@@ -82,19 +81,14 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 		return GenerateOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("rollout: generate %s/%s: prompts %d, group %d, max_new_tokens %d: want > 0", in.Run, in.Phase, in.Prompts, in.Group, in.MaxNewTokens), "InvalidInput", nil)
 	}
-	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (train.Engine, int, error) {
-		m, err := train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}.Load(ctx, uri, train.LoadOptions{})
-		if err != nil {
-			return nil, 0, err
-		}
-		return m.Engine, m.Config.MaxSeq, nil
+	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (loadedEngine, error) {
+		return loadSampler(ctx, train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}, uri)
 	})
 	if err != nil {
 		return GenerateOutput{}, err
 	}
 	defer a.engines.release(shared)
-	eng := shared.eng
-	enc := train.Encoder()
+	eng, enc, stops := shared.eng, shared.enc, shared.stops
 	var rs []rollout.Rollout
 	var prompts [][]int
 	var seeds []uint64
@@ -163,18 +157,14 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 			lo = cuts[b-1]
 		}
 		outs, err := eng.Generate(prompts[lo:hi], sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: in.Temperature, TopP: in.TopP,
-			StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds[lo:hi]})
+			StopTokens: stops, Seeds: seeds[lo:hi]})
 		if err != nil {
 			return GenerateOutput{}, fmt.Errorf("rollout: generate %s/%s iteration %d: %w", in.Run, in.Phase, in.Iteration, err)
 		}
 		for j, o := range outs {
 			r := &rs[lo+j]
 			r.Tokens, r.LogProbs, r.StopReason, r.PolicyVersion = o.Tokens, o.LogProbs, string(o.StopReason), in.PolicyVersion
-			toks := o.Tokens
-			if n := len(toks); n > 0 && toks[n-1] == tokenize.ByteEOS {
-				toks = toks[:n-1]
-			}
-			r.Completion = enc.Tok.Decode(toks)
+			r.Completion = enc.Tok.Decode(train.StripStops(o.Tokens, stops))
 			tokens += len(o.Tokens)
 			if o.StopReason == sample.StopLength {
 				truncated++

@@ -75,12 +75,8 @@ func (a *Activities) Search(ctx context.Context, in contract.SearchInput) (contr
 		return bad(fmt.Errorf("rollout: search %s/%s batch %d: prompts [%d, %d) of %d training examples", in.Run, in.Phase, in.Batch, in.PromptLo, in.PromptHi, len(set.train)))
 	}
 	exs := set.train[in.PromptLo:in.PromptHi]
-	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (train.Engine, int, error) {
-		m, err := train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}.Load(ctx, uri, train.LoadOptions{})
-		if err != nil {
-			return nil, 0, err
-		}
-		return m.Engine, m.Config.MaxSeq, nil
+	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (loadedEngine, error) {
+		return loadSampler(ctx, train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}, uri)
 	})
 	if err != nil {
 		return contract.SearchOutput{}, err

@@ -87,7 +87,7 @@ var Likes = map[string]Like{
   "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": false,
   "torch_dtype": "bfloat16", "transformers_version": "4.34.0.dev0", "use_cache": true, "vocab_size": 32000}`,
 		Generation: `{"bos_token_id": 1, "eos_token_id": 2, "transformers_version": "4.34.0.dev0"}`,
-		Note:       "no Mistral tokenizer is carried: pass --tokenizer DIR, or the model is byte-level (ids 0-258)",
+		Note:       "no Mistral tokenizer is carried: pass --tokenizer DIR; without one the model trains and generates on byte ids, and temper serve asks for --tokenizer",
 	},
 }
 

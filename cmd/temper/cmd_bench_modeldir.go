@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/temperml/temper/internal/bench"
 	"github.com/temperml/temper/workers"
@@ -30,9 +32,13 @@ func (f *modelDirFlags) bind(fs *flag.FlagSet) {
 
 // modelDir is `temper bench model-dir DIR`.
 func (c *benchCmd) modelDir(ctx context.Context, dir string) error {
-	batches, err := parseCounts(c.md.genBatches)
-	if err != nil {
-		return usageErr("bench model-dir: --gen-batches %q: want row counts, comma-separated", c.md.genBatches)
+	var batches []int
+	for _, f := range strings.Split(c.md.genBatches, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return usageErr("bench model-dir: --gen-batches %q: want positive row counts, comma-separated", c.md.genBatches)
+		}
+		batches = append(batches, n)
 	}
 	if c.md.loraSeq < 1 || c.md.loraRnk < 1 || c.md.loraSteps < 1 || c.genTokens < 1 {
 		return usageErr("bench model-dir: --lora-seq, --lora-rank, --lora-steps and --gen-tokens must be positive")

@@ -18,7 +18,6 @@ import (
 	"github.com/temperml/temper/algorithms/episode"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
-	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/algorithms/tools"
 )
 
@@ -50,7 +49,11 @@ func (a *Activities) evaluate(ctx context.Context, in contract.EvalInput) (contr
 	}
 	eng, mcfg := m.Engine, m.Config
 	defer eng.Close()
-	enc := train.Encoder()
+	enc, err := train.EncoderOf(m, train.ChatSpec{})
+	if err != nil {
+		return contract.EvalOutput{}, err
+	}
+	stops := train.Stops(enc, m.Generation)
 	total := 2 * len(heldout)
 	if in.PassK > 1 {
 		total += len(heldout)
@@ -62,13 +65,13 @@ func (a *Activities) evaluate(ctx context.Context, in contract.EvalInput) (contr
 	}
 
 	if len(in.Tools) > 0 {
-		return a.evaluateEpisodes(ctx, in, eng, mcfg.MaxSeq, heldout, beat)
+		return a.evaluateEpisodes(ctx, in, eng, enc, stops, mcfg.MaxSeq, heldout, beat)
 	}
 	// Loss on the reference completions.
 	var nll, tokens float64
 	for lo := 0; lo < len(heldout); lo += train.EvalRows {
 		hi := min(lo+train.EvalRows, len(heldout))
-		b, err := lossBatch(enc, heldout[lo:hi])
+		b, err := lossBatch(enc, heldout[lo:hi], train.PadID(enc))
 		if err != nil {
 			return contract.EvalOutput{}, train.BadInput(err)
 		}
@@ -88,9 +91,9 @@ func (a *Activities) evaluate(ctx context.Context, in contract.EvalInput) (contr
 		}
 	}
 	check := func(i int, toks []int) bool {
-		return train.Passes(heldout[i], enc.Tok.Decode(train.StripStop(toks)))
+		return train.Passes(heldout[i], enc.Tok.Decode(train.StripStops(toks, stops)))
 	}
-	greedy := sample.Options{MaxNewTokens: in.MaxNewTokens, StopTokens: []int{tokenize.ByteEOS}}
+	greedy := sample.Options{MaxNewTokens: in.MaxNewTokens, StopTokens: stops}
 	correct := 0
 	for lo := 0; lo < len(prompts); lo += train.EvalRows {
 		hi := min(lo+train.EvalRows, len(prompts))
@@ -129,7 +132,7 @@ func (a *Activities) evaluate(ctx context.Context, in contract.EvalInput) (contr
 					seeds = append(seeds, in.Seed*1_000_003+uint64(i*in.PassK+k)+1)
 				}
 			}
-			opts := sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: temp, StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds}
+			opts := sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: temp, StopTokens: stops, Seeds: seeds}
 			outs, err := eng.Generate(batch, opts)
 			if err != nil {
 				return contract.EvalOutput{}, fmt.Errorf("train: evaluate %s: sample: %w", in.Checkpoint, err)
@@ -157,7 +160,7 @@ func (a *Activities) evaluate(ctx context.Context, in contract.EvalInput) (contr
 }
 
 // lossBatch puts one example per row, right-padded, with the loss on its trained tokens.
-func lossBatch(enc data.Encoder, exs []tasks.Example) (train.Batch, error) {
+func lossBatch(enc data.Encoder, exs []tasks.Example, pad int) (train.Batch, error) {
 	var seqs []data.Encoded
 	longest := 2
 	for _, ex := range exs {
@@ -175,7 +178,7 @@ func lossBatch(enc data.Encoder, exs []tasks.Example) (train.Batch, error) {
 		mask, pos, valid := make([]float32, n), make([]int, n), make([]bool, n)
 		for t := 0; t < n; t++ {
 			pos[t] = t
-			tok[t], tgt[t] = tokenize.BytePAD, tokenize.BytePAD
+			tok[t], tgt[t] = pad, pad
 			if t+1 < len(e.IDs) {
 				tok[t], tgt[t], valid[t] = e.IDs[t], e.IDs[t+1], true
 				if e.Loss[t+1] {
@@ -214,8 +217,7 @@ func evalDigest(in contract.EvalInput) string {
 
 // evaluateEpisodes is Evaluate with tools: greedy episodes (and, for pass@k, k sampled ones) on
 // every held-out prompt, exact match on the final answer, and the episodes' tool use.
-func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput, eng train.Engine, maxContext int, heldout []tasks.Example, beat func(int)) (contract.EvalOutput, error) {
-	enc := train.Encoder()
+func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput, eng train.Engine, enc data.Encoder, stops []int, maxContext int, heldout []tasks.Example, beat func(int)) (contract.EvalOutput, error) {
 	cfg := train.EpisodeConfig(enc, in.MaxTurns, in.MaxNewTokens, 0, maxContext)
 	if err := cfg.Validate(); err != nil {
 		return contract.EvalOutput{}, train.BadInput(fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err))
@@ -253,7 +255,7 @@ func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput
 			if err != nil {
 				return nil, train.BadInput(fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err))
 			}
-			opts := sample.Options{Temperature: temp, StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds}
+			opts := sample.Options{Temperature: temp, StopTokens: stops, Seeds: seeds}
 			eps, err := episode.Run(ctx, eng, enc.Tok, reg, batch, opts, cfg)
 			if err != nil {
 				return nil, fmt.Errorf("train: evaluate %s: episodes: %w", in.Checkpoint, err)
