@@ -15,7 +15,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/control"
-	controlcontract "github.com/temperml/temper/activities/control/contract"
+	"github.com/temperml/temper/activities/control/controlapi"
 	"github.com/temperml/temper/activities/demo"
 	"github.com/temperml/temper/activities/reward"
 	"github.com/temperml/temper/activities/reward/sandbox"
@@ -66,7 +66,7 @@ func Register(role string, r worker.Registry, opts Options) error {
 		r.RegisterActivityWithOptions(acts.Tick, activity.RegisterOptions{Name: demo.TickName})
 		RegisterTrainer(r, &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}})
 		ctl := &control.Activities{Ckpt: ckpt.New(ckpt.Options{})}
-		r.RegisterActivityWithOptions(ctl.Log, activity.RegisterOptions{Name: controlcontract.LogName})
+		r.RegisterActivityWithOptions(ctl.Log, activity.RegisterOptions{Name: controlapi.LogName})
 	case workflows.QueueReward:
 		ra, err := NewRewardActivities(opts, true)
 		if err != nil {

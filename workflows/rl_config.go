@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/verify"
 	"github.com/temperml/temper/internal/config"
@@ -39,7 +39,7 @@ type SelfCorrectSpec struct {
 
 // RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp, ppo).
 type RLConfig struct {
-	Data            train.DataSpec       `json:"data"`
+	Data            trainapi.DataSpec    `json:"data"`
 	Reward          verify.Spec          `json:"reward" help:"verifiers and weights; empty: the task's own exact checker"`
 	Iterations      int                  `json:"iterations" default:"40" help:"rollout → reward → train iterations"`
 	Prompts         int                  `json:"prompts" default:"16" help:"prompts per iteration (fresh draws of the task, never held-out ones)"`
@@ -47,7 +47,7 @@ type RLConfig struct {
 	MaxNewTokens    int                  `json:"max_new_tokens" default:"8" help:"generation budget per sample"`
 	Temperature     float64              `json:"temperature" default:"1" help:"sampling temperature of rollouts"`
 	Loss            losscfg.PolicyConfig `json:"loss"`
-	Optimizer       train.Optim          `json:"optimizer"`
+	Optimizer       trainapi.Optim       `json:"optimizer"`
 	Epochs          int                  `json:"epochs" default:"1" help:"optimizer passes over each iteration's rollouts"`
 	Minibatch       int                  `json:"minibatch" default:"0" help:"rows per optimizer step; 0: all rollouts in one step"`
 	DynamicSampling bool                 `json:"dynamic_sampling" help:"drop groups whose rewards are all equal (DAPO); default on for dapo"`
@@ -66,7 +66,7 @@ type RLConfig struct {
 	InjectRegressionAt int             `json:"inject_regression_at,omitempty" help:"testing: read the evaluation after iteration N as a regression"`
 	HeartbeatTimeout   config.Duration `json:"heartbeat_timeout" default:"30s"`
 	// PPO is set for the ppo kind only (its defaults: train.DefaultPPOConfig).
-	PPO *train.PPOConfig `json:"ppo,omitempty" help:"ppo phase only: GAE γ/λ, KL in the reward, value-head seed (value_coef, value_clip, entropy_coef are under loss)"`
+	PPO *trainapi.PPOConfig `json:"ppo,omitempty" help:"ppo phase only: GAE γ/λ, KL in the reward, value-head seed (value_coef, value_clip, entropy_coef are under loss)"`
 	// Rollout fans generation and scoring out over workers (rl_shards.go).
 	Rollout RolloutSpec `json:"rollout"`
 
@@ -102,13 +102,13 @@ func (c *RLConfig) evalMaxTurns() int {
 
 func defaultRLConfig(algo string) *RLConfig {
 	c := &RLConfig{
-		Data:       train.DataSpec{TrainExamples: 1, HeldoutExamples: 200},
+		Data:       trainapi.DataSpec{TrainExamples: 1, HeldoutExamples: 200},
 		Iterations: 40, Prompts: 16, Group: 8, MaxNewTokens: 8, Temperature: 1,
 		Loss: losscfg.DefaultPolicyConfig(algo),
 		// A 20-iteration warmup by default: the phase's AdamW is fresh, and without a warmup its first
 		// updates move every weight by about lr (see train.PolicyLR; README, bench rl-vs-sft: exact match 0.615
 		// at iteration 20 without it, 0.725 with it, from a 0.720 base).
-		Optimizer: train.Optim{LR: 1e-4, WarmupSteps: 20, MinLRRatio: 1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
+		Optimizer: trainapi.Optim{LR: 1e-4, WarmupSteps: 20, MinLRRatio: 1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
 		Epochs:    1, DynamicSampling: algo == losscfg.AlgoDAPO, Mode: "sync", MaxStaleness: 1, EvalEvery: 10,
 		Eval:             EvalSpec{EvalCadence: EvalCadence{Before: true}, Examples: 200, MaxNewTokens: 8, PassK: 1, Temperature: 1},
 		Backtrack:        BacktrackSpec{Tolerance: 0.1, Budget: 3, LRFactor: 0.5, KLFactor: 2},
@@ -119,7 +119,7 @@ func defaultRLConfig(algo string) *RLConfig {
 		kind:             algo,
 	}
 	if algo == losscfg.AlgoPPO {
-		ppo := train.DefaultPPOConfig()
+		ppo := trainapi.DefaultPPOConfig()
 		c.PPO = &ppo
 	}
 	return c

@@ -3,7 +3,7 @@ package workflows
 import (
 	"go.temporal.io/sdk/workflow"
 
-	rollout "github.com/temperml/temper/activities/rollout/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 )
 
 // rolloutSource is where an RL run's iterations get their rollouts and scores. The run calls next,
@@ -47,7 +47,7 @@ func (s *shardedSource) next(r *rlRun) (err error) {
 	s.version = st.Version
 	switch {
 	case st.Pending != nil: // left by a run before shards: score it as one shard
-		s.batch, s.version, st.Pending = s.fan.started([]rollout.GenerateOutput{*st.Pending}), st.PendingVersion, nil
+		s.batch, s.version, st.Pending = s.fan.started([]rolloutapi.GenerateOutput{*st.Pending}), st.PendingVersion, nil
 	case len(st.PendingShards) > 0:
 		s.batch, s.version, st.PendingShards = s.fan.started(st.PendingShards), st.PendingVersion, nil
 	case s.gens != nil:

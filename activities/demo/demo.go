@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/temperml/temper/activities/demo/contract"
+	"github.com/temperml/temper/activities/demo/demoapi"
 )
 
 // Activities carries the placeholder activities; it has no dependencies.
@@ -55,13 +55,13 @@ func (Activities) Ping(ctx context.Context, role string) (string, error) { retur
 
 // The names and I/O types live in contract (what workflows import); these aliases keep callers unchanged.
 type (
-	TickInput  = contract.TickInput
-	TickOutput = contract.TickOutput
-	Progress   = contract.Progress
+	TickInput  = demoapi.TickInput
+	TickOutput = demoapi.TickOutput
+	Progress   = demoapi.Progress
 )
 
 // TickName is the Tick activity's name (see contract).
-const TickName = contract.TickName
+const TickName = demoapi.TickName
 
 // PingName returns the name of the health-check activity of a worker role (see contract).
-func PingName(role string) string { return contract.PingName(role) }
+func PingName(role string) string { return demoapi.PingName(role) }

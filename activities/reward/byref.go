@@ -8,13 +8,13 @@ import (
 	"path"
 	"strings"
 
-	"github.com/temperml/temper/activities/reward/contract"
+	"github.com/temperml/temper/activities/reward/rewardapi"
 )
 
 // Failed and VerdictsURI: see contract (workflows derive the verdicts URI too).
-type Failed = contract.Failed
+type Failed = rewardapi.Failed
 
-var VerdictsURI = contract.VerdictsURI
+var VerdictsURI = rewardapi.VerdictsURI
 
 // byReference writes out's verdicts as JSON lines (one ItemVerdict per rollout, file order) beside
 // the rollouts object and returns the output without them: metrics, the object's URI and the first

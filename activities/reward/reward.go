@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/reward/contract"
+	"github.com/temperml/temper/activities/reward/rewardapi"
 	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/algorithms/verify"
 )
@@ -244,17 +244,17 @@ func summarize(vs []ItemVerdict, timedOut []bool, labels []string) Metrics {
 // The activity name and I/O types live in contract (workflows import it without GoMLX); these
 // aliases keep this package's code and its callers unchanged.
 type (
-	Item           = contract.Item
-	ScoreInput     = contract.ScoreInput
-	ItemVerdict    = contract.ItemVerdict
-	VerifierMetric = contract.VerifierMetric
-	Metrics        = contract.Metrics
-	ScoreOutput    = contract.ScoreOutput
-	Progress       = contract.Progress
+	Item           = rewardapi.Item
+	ScoreInput     = rewardapi.ScoreInput
+	ItemVerdict    = rewardapi.ItemVerdict
+	VerifierMetric = rewardapi.VerifierMetric
+	Metrics        = rewardapi.Metrics
+	ScoreOutput    = rewardapi.ScoreOutput
+	Progress       = rewardapi.Progress
 )
 
 // ScoreName and MaxItems: see contract.
 const (
-	ScoreName = contract.ScoreName
-	MaxItems  = contract.MaxItems
+	ScoreName = rewardapi.ScoreName
+	MaxItems  = rewardapi.MaxItems
 )

@@ -20,7 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/rollout/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	toolsact "github.com/temperml/temper/activities/tools"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/rollout"
@@ -292,14 +292,14 @@ func firstPromptLine(p string) string {
 // The activity names and I/O types live in contract (workflows import it without GoMLX); these
 // aliases keep this package's code and its callers unchanged.
 type (
-	GenerateInput  = contract.GenerateInput
-	GenerateOutput = contract.GenerateOutput
-	KeepInput      = contract.KeepInput
-	KeepOutput     = contract.KeepOutput
+	GenerateInput  = rolloutapi.GenerateInput
+	GenerateOutput = rolloutapi.GenerateOutput
+	KeepInput      = rolloutapi.KeepInput
+	KeepOutput     = rolloutapi.KeepOutput
 )
 
 // Activity names: see contract.
 const (
-	GenerateName = contract.GenerateName
-	KeepName     = contract.KeepName
+	GenerateName = rolloutapi.GenerateName
+	KeepName     = rolloutapi.KeepName
 )

@@ -5,20 +5,20 @@ import (
 	"fmt"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/rollout/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/tasks"
 )
 
 // BatchPrompts, ShardRanges and ShardTag are pure and workflows call them: they live in contract.
 var (
-	BatchPrompts = contract.BatchPrompts
-	ShardRanges  = contract.ShardRanges
-	ShardTag     = contract.ShardTag
+	BatchPrompts = rolloutapi.BatchPrompts
+	ShardRanges  = rolloutapi.ShardRanges
+	ShardTag     = rolloutapi.ShardTag
 )
 
-// batchSamples: see contract.BatchSamples.
-const batchSamples = contract.BatchSamples
+// batchSamples: see rolloutapi.BatchSamples.
+const batchSamples = rolloutapi.BatchSamples
 
 // batchCuts returns the sample index where each generation batch ends for a shard whose first
 // prompt is prompt lo of the iteration, with n prompts of group samples each.

@@ -13,22 +13,22 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/reward/sandbox"
-	"github.com/temperml/temper/activities/tools/contract"
+	"github.com/temperml/temper/activities/tools/toolsapi"
 	"github.com/temperml/temper/algorithms/tools"
 )
 
 // The names and I/O types live in contract (workflows import it); these aliases keep callers short.
 type (
-	RunInput   = contract.RunInput
-	RunOutput  = contract.RunOutput
-	CallInput  = contract.CallInput
-	CallOutput = contract.CallOutput
+	RunInput   = toolsapi.RunInput
+	RunOutput  = toolsapi.RunOutput
+	CallInput  = toolsapi.CallInput
+	CallOutput = toolsapi.CallOutput
 )
 
 // Names: see contract.
 const (
-	RunName          = contract.RunName
-	CallWorkflowName = contract.CallWorkflowName
+	RunName          = toolsapi.RunName
+	CallWorkflowName = toolsapi.CallWorkflowName
 )
 
 // Served names the tools a tools worker runs.
@@ -50,7 +50,7 @@ func New(sb *sandbox.Sandbox) (*Activities, error) {
 	return &Activities{Registry: reg}, nil
 }
 
-// heartbeatEvery is how often a running call heartbeats (well inside contract.DefaultHeartbeat).
+// heartbeatEvery is how often a running call heartbeats (well inside toolsapi.DefaultHeartbeat).
 const heartbeatEvery = time.Second
 
 // Run runs one call, heartbeating until it returns.

@@ -1,23 +1,23 @@
 package train
 
-import "github.com/temperml/temper/activities/train/contract"
+import "github.com/temperml/temper/activities/train/trainapi"
 
 // The trainer's names and I/O types live in contract (what workflows and the families import);
 // these aliases remain only for rollout and reward, which other changes are reworking: move them
 // to contract and delete this file.
 type (
-	DataSpec         = contract.DataSpec
-	InitInput        = contract.InitInput
-	InitOutput       = contract.InitOutput
-	Optim            = contract.Optim
-	Progress         = contract.Progress
-	RewardInitInput  = contract.RewardInitInput
-	RewardInitOutput = contract.RewardInitOutput
+	DataSpec         = trainapi.DataSpec
+	InitInput        = trainapi.InitInput
+	InitOutput       = trainapi.InitOutput
+	Optim            = trainapi.Optim
+	Progress         = trainapi.Progress
+	RewardInitInput  = trainapi.RewardInitInput
+	RewardInitOutput = trainapi.RewardInitOutput
 )
 
 const (
-	CriticFile     = contract.CriticFile
-	InitName       = contract.InitName
-	ModelFile      = contract.ModelFile
-	RewardInitName = contract.RewardInitName
+	CriticFile     = trainapi.CriticFile
+	InitName       = trainapi.InitName
+	ModelFile      = trainapi.ModelFile
+	RewardInitName = trainapi.RewardInitName
 )

@@ -5,11 +5,11 @@ import (
 	"time"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 )
 
-// LogAt: see contract.LogAt.
-type LogAt = contract.LogAt
+// LogAt: see trainapi.LogAt.
+type LogAt = trainapi.LogAt
 
 // Now is the wall time of a metrics record, in seconds since the epoch.
 func Now() float64 { return float64(time.Now().UnixNano()) / 1e9 }

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/temperml/temper/activities/rollout"
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workflows"
 )
@@ -173,10 +173,10 @@ poll:
 		t.Errorf("temper server does not say it keeps its state in PostgreSQL:\n%s", log)
 	}
 	a, b := one.Phases[0].Checkpoint, two.Phases[0].Checkpoint
-	if fileHash(t, from, train.ModelFile) == fileHash(t, a, train.ModelFile) {
+	if fileHash(t, from, trainapi.ModelFile) == fileHash(t, a, trainapi.ModelFile) {
 		t.Fatalf("GRPO did not change the weights (reward_mean %v): the comparison would prove nothing", one.Phases[0].Metrics["reward_mean"])
 	}
-	for _, name := range []string{train.ModelFile, train.OptimizerFile} {
+	for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
 		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
 			t.Errorf("%s: one worker %s, two workers with a kill %s", name, ha, hb)
 		}

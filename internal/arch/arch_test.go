@@ -20,8 +20,8 @@ type rule struct {
 	layer string   // directory prefix ("algorithms/") or exact directory ("tpu")
 	allow []string // prefixes of allowed imports; "std" = any standard library package
 	deny  []string // prefixes that are never allowed, even if allowed above
-	// contractsOnly: of the activities layer, only the roles' contract packages (activity names and
-	// I/O types, no GoMLX, no storage client) may be imported.
+	// contractsOnly: of the activities layer, only the roles' contract packages (activities/ROLE/ROLEapi:
+	// activity names and I/O types, no GoMLX, no storage client) may be imported.
 	contractsOnly bool
 }
 
@@ -59,6 +59,13 @@ var rules = []rule{
 	{layer: "cmd", allow: []string{""}},
 }
 
+// isContract reports whether path is a role's contract package: activities/ROLE/ROLEapi (its
+// activity names and I/O types, named after the role so that no importer needs an alias).
+func isContract(path string) bool {
+	role, rest, ok := strings.Cut(strings.TrimPrefix(path, module+"activities/"), "/")
+	return ok && strings.HasPrefix(path, module+"activities/") && rest == role+"api"
+}
+
 func hasPrefixPath(path, prefix string) bool {
 	if prefix == "" {
 		return true
@@ -85,9 +92,9 @@ func violation(dir, path string) string {
 				return fmt.Sprintf("%s must not import %s (denied: %s)", dir, path, d)
 			}
 		}
-		if r.contractsOnly && hasPrefixPath(path, module+"activities/") && !strings.HasSuffix(path, "/contract") {
+		if r.contractsOnly && hasPrefixPath(path, module+"activities/") && !isContract(path) {
 			role, _, _ := strings.Cut(strings.TrimPrefix(path, module+"activities/"), "/")
-			return fmt.Sprintf("%s must not import %s: import the role's contract package (activities/%s/contract) instead", dir, path, role)
+			return fmt.Sprintf("%s must not import %s: import the role's contract package (activities/%s/%sapi) instead", dir, path, role, role)
 		}
 		for _, a := range r.allow {
 			if (a == "std" && isStd(path)) || (a != "std" && hasPrefixPath(path, a)) {
@@ -228,6 +235,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"workflows", module + "activities/train"},
 		{"workflows", module + "activities/rollout"},
 		{"workflows", module + "activities/demo"},
+		{"workflows", module + "activities/train/lm"},
+		{"workflows", module + "activities/rollout/trainapi"},
 		{"newlayer", "fmt"},
 		{"internal/config", module + "internal/report"},
 		{"activities/train", module + "internal/bench"},
@@ -248,8 +257,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"activities/train", "go.temporal.io/sdk/activity"},
 		{"activities/ckpt", "cloud.google.com/go/storage"},
 		{"workflows", "go.temporal.io/sdk/workflow"},
-		{"workflows", module + "activities/demo/contract"},
-		{"workflows", module + "activities/train/contract"},
+		{"workflows", module + "activities/demo/demoapi"},
+		{"workflows", module + "activities/train/trainapi"},
+		{"workflows", module + "activities/tools/toolsapi"},
 		{"workers", "go.temporal.io/server/temporal"},
 		{"internal/bench", module + "workers"},
 		{"internal/report", "go.temporal.io/sdk/client"},

@@ -18,10 +18,12 @@ var heavy = []string{"github.com/gomlx/", "cloud.google.com/go/storage"}
 // algorithms' config leaves).
 var lightPackages = []string{
 	"workflows",
-	"activities/train/contract",
-	"activities/rollout/contract",
-	"activities/reward/contract",
-	"activities/demo/contract",
+	"activities/train/trainapi",
+	"activities/rollout/rolloutapi",
+	"activities/reward/rewardapi",
+	"activities/tools/toolsapi",
+	"activities/demo/demoapi",
+	"activities/control/controlapi",
 	"algorithms/model/modelcfg",
 	"algorithms/loss/losscfg",
 	"algorithms/objective/objectivecfg",

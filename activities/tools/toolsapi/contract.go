@@ -1,9 +1,9 @@
-// Package contract is the tools role's side of the contract with workflows and with the roles that
+// Package toolsapi is the tools role's side of the contract with workflows and with the roles that
 // call long-running tools: the activity name (tools.Run), the workflow that runs one call
 // (ToolCall) and their input and output structs. It imports no GoMLX, no storage client and no tool
 // implementation, so workflows import it; the JSON field names are part of the contract (histories
 // of runs in flight hold them) and must not change.
-package contract
+package toolsapi
 
 import (
 	"encoding/json"

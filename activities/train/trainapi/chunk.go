@@ -1,4 +1,4 @@
-package contract
+package trainapi
 
 // ChunkHead is what every chunk input shares: the phase's checkpoint to start from, the slice of the
 // phase's steps (and so of its LR schedule) the chunk trains, and the data position.

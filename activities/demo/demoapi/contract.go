@@ -1,7 +1,7 @@
-// Package contract is the demo activities' side of the contract with workflows: the activity
+// Package demoapi is the demo activities' side of the contract with workflows: the activity
 // names and the Tick input and output. Workflows import it instead of package demo, as they do
 // every role's contract; the JSON field names must not change.
-package contract
+package demoapi
 
 import "time"
 

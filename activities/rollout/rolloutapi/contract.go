@@ -1,12 +1,12 @@
-// Package contract is the rollout role's side of the contract with workflows: activity names
+// Package rolloutapi is the rollout role's side of the contract with workflows: activity names
 // (rollout.*) and their input and output structs. It imports no GoMLX and no storage client, so
 // workflows import it instead of package rollout; the JSON field names are part of the contract
 // (histories of runs in flight hold them) and must not change.
-package contract
+package rolloutapi
 
 import (
 	"fmt"
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/rollout"
 )
 
@@ -15,19 +15,19 @@ const GenerateName = "rollout.Generate"
 
 // GenerateInput asks for Group samples of each of Prompts prompts of iteration Iteration.
 type GenerateInput struct {
-	Store         string         `json:"store"`
-	Run           string         `json:"run"`
-	Phase         string         `json:"phase"`
-	Checkpoint    string         `json:"checkpoint"`
-	PolicyVersion int            `json:"policy_version"`
-	Iteration     int            `json:"iteration"`
-	Data          train.DataSpec `json:"data"`
-	Seed          uint64         `json:"seed"`
-	Prompts       int            `json:"prompts"`
-	Group         int            `json:"group"`
-	MaxNewTokens  int            `json:"max_new_tokens"`
-	Temperature   float64        `json:"temperature"`
-	TopP          float64        `json:"top_p,omitempty"`
+	Store         string            `json:"store"`
+	Run           string            `json:"run"`
+	Phase         string            `json:"phase"`
+	Checkpoint    string            `json:"checkpoint"`
+	PolicyVersion int               `json:"policy_version"`
+	Iteration     int               `json:"iteration"`
+	Data          trainapi.DataSpec `json:"data"`
+	Seed          uint64            `json:"seed"`
+	Prompts       int               `json:"prompts"`
+	Group         int               `json:"group"`
+	MaxNewTokens  int               `json:"max_new_tokens"`
+	Temperature   float64           `json:"temperature"`
+	TopP          float64           `json:"top_p,omitempty"`
 	// Retry, when set, regenerates these rollouts with the verifier's feedback appended to the prompt
 	// (sample-level self-correction) instead of drawing new prompts.
 	Retry []rollout.Rollout `json:"retry,omitempty"`

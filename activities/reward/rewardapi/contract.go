@@ -1,8 +1,8 @@
-// Package contract is the reward role's side of the contract with workflows: the activity name
+// Package rewardapi is the reward role's side of the contract with workflows: the activity name
 // (reward.Score), its input and output structs and the per-call item bound. It imports no GoMLX
 // and no storage client, so workflows import it instead of package reward; the JSON field names
 // are part of the contract (histories of runs in flight hold them) and must not change.
-package contract
+package rewardapi
 
 import (
 	"encoding/json"

@@ -1,7 +1,7 @@
-package contract
+package rolloutapi
 
 import (
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/search"
 )
 
@@ -16,16 +16,16 @@ const (
 // the prompt's index), so a batch's result does not depend on the batching and a retried batch
 // writes the same bytes.
 type SearchInput struct {
-	Store      string         `json:"store"`
-	Run        string         `json:"run"`
-	Phase      string         `json:"phase"`
-	Checkpoint string         `json:"checkpoint"`
-	Data       train.DataSpec `json:"data"`
-	Seed       uint64         `json:"seed"`
-	Batch      int            `json:"batch"`
-	PromptLo   int            `json:"prompt_lo"`
-	PromptHi   int            `json:"prompt_hi"`
-	Params     search.Params  `json:"params"`
+	Store      string            `json:"store"`
+	Run        string            `json:"run"`
+	Phase      string            `json:"phase"`
+	Checkpoint string            `json:"checkpoint"`
+	Data       trainapi.DataSpec `json:"data"`
+	Seed       uint64            `json:"seed"`
+	Batch      int               `json:"batch"`
+	PromptLo   int               `json:"prompt_lo"`
+	PromptHi   int               `json:"prompt_hi"`
+	Params     search.Params     `json:"params"`
 }
 
 // SearchOutput names the batch's results object (one JSON line per prompt: the best verified
@@ -47,12 +47,12 @@ type SearchOutput struct {
 
 // SearchDataInput asks for the phase's data from its batches' results, in order.
 type SearchDataInput struct {
-	Store   string         `json:"store"`
-	Run     string         `json:"run"`
-	Phase   string         `json:"phase"`
-	Results []string       `json:"results"`
-	Data    train.DataSpec `json:"data"` // its held-out examples are written beside the SFT data
-	Seed    uint64         `json:"seed"`
+	Store   string            `json:"store"`
+	Run     string            `json:"run"`
+	Phase   string            `json:"phase"`
+	Results []string          `json:"results"`
+	Data    trainapi.DataSpec `json:"data"` // its held-out examples are written beside the SFT data
+	Seed    uint64            `json:"seed"`
 }
 
 // SearchDataOutput names the data objects: SFT examples (the best verified solution of every

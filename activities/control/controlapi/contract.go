@@ -1,8 +1,8 @@
-// Package contract is the control activity's side of the contract with workflows: its name and
+// Package controlapi is the control activity's side of the contract with workflows: its name and
 // input. A workflow that applies a change someone made to a running run (temper set, pause, resume,
 // a gate's decision, a fork) asks this activity to write it to the phase's metrics log, so that the
 // log, the report and the history tell the same story; the workflow itself does no I/O.
-package contract
+package controlapi
 
 // LogName is the activity that appends control records to metrics logs (trainer queue).
 const LogName = "control.Log"
