@@ -1,6 +1,8 @@
 package workers
 
 import (
+	"time"
+
 	"io"
 
 	"github.com/temperml/temper/activities/train"
@@ -16,6 +18,9 @@ type EngineOptions struct {
 	Backend  string // "go" (default) or "xla"
 	Executor string // "sequential" (default, bit-reproducible) or "parallel"
 	Plugin   string // PJRT plugin for xla
+	// ExecTimeout is the watchdog of one execution (tpu.Options.ExecTimeout; 0: tpu's default,
+	// negative: none): a benchmark of a real-size model on a shared machine outlasts the default.
+	ExecTimeout time.Duration
 }
 
 // NewTrainEngine returns the train.NewEngine that workers give the trainer activities: one tpu runtime
@@ -23,7 +28,7 @@ type EngineOptions struct {
 func NewTrainEngine(eo EngineOptions) train.NewEngine {
 	return func(o train.EngineOptions) (train.Engine, error) {
 		rt, err := tpu.New(tpu.Options{
-			Model: o.Model, Seed: o.Seed, LoRA: o.LoRA, Backend: eo.Backend, Executor: eo.Executor, Plugin: eo.Plugin,
+			Model: o.Model, Seed: o.Seed, LoRA: o.LoRA, Backend: eo.Backend, Executor: eo.Executor, Plugin: eo.Plugin, ExecTimeout: eo.ExecTimeout,
 			Optimizer: tpu.AdamW{Beta1: o.Optim.Beta1, Beta2: o.Optim.Beta2, Eps: o.Optim.Eps, WeightDecay: o.Optim.WeightDecay, ClipNorm: o.Optim.ClipNorm},
 		})
 		if err != nil {

@@ -43,7 +43,7 @@ func (c *benchCmd) modelDir(ctx context.Context, dir string) error {
 	if c.md.loraSeq < 1 || c.md.loraRnk < 1 || c.md.loraSteps < 1 || c.genTokens < 1 {
 		return usageErr("bench model-dir: --lora-seq, --lora-rank, --lora-steps and --gen-tokens must be positive")
 	}
-	eo := workers.EngineOptions{Executor: c.mode}
+	eo := workers.EngineOptions{Executor: c.mode, ExecTimeout: -1} // a 1B LoRA step on 2 shared cores outlasts any watchdog
 	eo.Backend, eo.Plugin = backendFlags(c.backend, c.plugin)
 	rep, err := bench.ModelDir(ctx, bench.ModelDirOptions{Dir: localDir(dir), NewEngine: workers.NewTrainEngine(eo),
 		GenBatches: batches, GenTokens: c.genTokens, PromptLen: c.peer.genPromptLen,

@@ -170,6 +170,9 @@ func TestModelInit(t *testing.T) {
 			if tc.chat && (sm.Format == nil || string(sm.Format.Tools) != tc.tools) {
 				t.Errorf("serve's model: format %+v, want the model's template with tool style %s", sm.Format, tc.tools)
 			}
+			if out, err := cli(t, "generate", dir, "--prompt", "2+3=", "--max-new-tokens", "3"); err != nil || !strings.HasPrefix(out, "2+3=") {
+				t.Errorf("temper generate: %v\n%s", err, out)
+			}
 			w, err := train.Loader{Ckpt: cl}.Load(ctx, dir, train.LoadOptions{Want: train.WantWeights})
 			if err != nil {
 				t.Fatal(err)

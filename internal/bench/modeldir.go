@@ -63,9 +63,12 @@ type Phase struct {
 	// FirstSeconds is the first call (compiling the graphs) where Seconds is a later one.
 	FirstSeconds float64 `json:"first_seconds,omitempty"`
 	TokPerSec    float64 `json:"tok_per_sec,omitempty"`
-	PeakRSS      int64   `json:"peak_rss_bytes"`
-	RSS          int64   `json:"rss_bytes"`
-	Loss         float32 `json:"loss,omitempty"`
+	// CPUSeconds is the process's CPU time (user + system) over Seconds: on a shared machine the
+	// wall time says as much about the neighbours as about Temper.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	PeakRSS    int64   `json:"peak_rss_bytes"`
+	RSS        int64   `json:"rss_bytes"`
+	Loss       float32 `json:"loss,omitempty"`
 }
 
 // ModelDir loads a Hugging Face model directory with the one loader and measures the load, cached
@@ -109,16 +112,18 @@ func ModelDir(ctx context.Context, o ModelDirOptions) (*ModelDirReport, error) {
 
 	progress("loading %s", o.Dir)
 	resetPeak()
+	cpu0 := cpuNow()
 	start := time.Now()
 	m, err := ld.Load(ctx, o.Dir, train.LoadOptions{})
 	if err != nil {
 		return nil, err
 	}
 	rep.Load = measured("load (config, weights into the engine)", time.Since(start))
+	rep.Load.CPUSeconds = cpuNow() - cpu0
 	cfg := m.Config
 	rep.Family, rep.Parameters, rep.DType = cfg.Family, cfg.ParamCount(), string(m.HF.DType)
 	rep.DiskBytes = diskBytes(o.Dir)
-	progress("loaded in %.1fs, peak RSS %.2f GiB", rep.Load.Seconds, gib(rep.Load.PeakRSS))
+	progress("loaded in %.1fs (%.1f CPU-s), peak RSS %.2f GiB", rep.Load.Seconds, rep.Load.CPUSeconds, gib(rep.Load.PeakRSS))
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, b := range o.GenBatches {
@@ -132,15 +137,16 @@ func ModelDir(ctx context.Context, o ModelDirOptions) (*ModelDirReport, error) {
 				prompts[i] = append(prompts[i], rng.IntN(cfg.Vocab))
 			}
 		}
-		progress("generation: batch %d, %d new tokens (a first call compiles)", b, o.GenTokens)
+		progress("generation: batch %d, %d new tokens (a first call of 2 tokens compiles)", b, o.GenTokens)
 		resetPeak()
 		t0 := time.Now()
 		// No stop tokens: every row decodes GenTokens tokens.
-		if _, err := m.Engine.Generate(prompts, sample.Options{MaxNewTokens: o.GenTokens}); err != nil {
+		if _, err := m.Engine.Generate(prompts, sample.Options{MaxNewTokens: 2}); err != nil {
 			m.Close()
 			return nil, err
 		}
 		first := time.Since(t0)
+		cpu0 := cpuNow()
 		t1 := time.Now()
 		outs, err := m.Engine.Generate(prompts, sample.Options{MaxNewTokens: o.GenTokens})
 		if err != nil {
@@ -148,6 +154,7 @@ func ModelDir(ctx context.Context, o ModelDirOptions) (*ModelDirReport, error) {
 			return nil, err
 		}
 		p := measured(fmt.Sprintf("cached generation, batch %d, %d prompt + %d new tokens, greedy", b, o.PromptLen, o.GenTokens), time.Since(t1))
+		p.CPUSeconds = cpuNow() - cpu0
 		p.FirstSeconds = first.Seconds()
 		n := 0
 		for _, c := range outs {
@@ -155,7 +162,7 @@ func ModelDir(ctx context.Context, o ModelDirOptions) (*ModelDirReport, error) {
 		}
 		p.TokPerSec = float64(n) / p.Seconds
 		rep.Gen = append(rep.Gen, p)
-		progress("  %.2f tok/s (first call %.1fs)", p.TokPerSec, p.FirstSeconds)
+		progress("  %.2f tok/s, %.1f s, %.1f CPU-s (first call %.1fs)", p.TokPerSec, p.Seconds, p.CPUSeconds, p.FirstSeconds)
 	}
 	if err := m.Close(); err != nil {
 		return nil, err
@@ -185,6 +192,7 @@ func ModelDir(ctx context.Context, o ModelDirOptions) (*ModelDirReport, error) {
 	}
 	first := time.Since(t0)
 	progress("  first step %.1fs, loss %.3f", first.Seconds(), sm.Loss)
+	cpu1 := cpuNow()
 	t1 := time.Now()
 	for range o.LoRASteps {
 		if sm, err = lm.Engine.TrainStep(batch, 1e-4); err != nil {
@@ -193,9 +201,10 @@ func ModelDir(ctx context.Context, o ModelDirOptions) (*ModelDirReport, error) {
 	}
 	p := measured(fmt.Sprintf("LoRA SFT step, batch %d × %d, rank %d all-linear", o.LoRABatch, o.LoRASeq, o.LoRARank), time.Since(t1)/time.Duration(o.LoRASteps))
 	p.FirstSeconds, p.Loss = first.Seconds(), sm.Loss
+	p.CPUSeconds = (cpuNow() - cpu1) / float64(o.LoRASteps)
 	p.TokPerSec = float64(o.LoRABatch*o.LoRASeq) / p.Seconds
 	rep.LoRA = &p
-	progress("  step %.1fs, peak RSS %.2f GiB", p.Seconds, gib(p.PeakRSS))
+	progress("  step %.1fs (%.1f CPU-s), peak RSS %.2f GiB", p.Seconds, p.CPUSeconds, gib(p.PeakRSS))
 	return rep, nil
 }
 
@@ -270,7 +279,7 @@ func (r *ModelDirReport) Text(w io.Writer) {
 		if p.Loss != 0 {
 			extra += fmt.Sprintf("  loss %.3f", p.Loss)
 		}
-		fmt.Fprintf(w, "  %-70s %8.2f s  peak RSS %6.2f GiB%s\n", p.What, p.Seconds, gib(p.PeakRSS), extra)
+		fmt.Fprintf(w, "  %-70s %8.2f s (%7.1f CPU-s)  peak RSS %6.2f GiB%s\n", p.What, p.Seconds, p.CPUSeconds, gib(p.PeakRSS), extra)
 	}
 	row(r.Load)
 	for _, p := range r.Gen {
@@ -286,3 +295,12 @@ func (r *ModelDirReport) Text(w io.Writer) {
 
 // JSON is the report as JSON.
 func (r *ModelDirReport) JSON() ([]byte, error) { return json.MarshalIndent(r, "", "  ") }
+
+// cpuNow is the process's CPU seconds so far (0 where they cannot be read).
+func cpuNow() float64 {
+	d, err := processCPUTime()
+	if err != nil {
+		return 0
+	}
+	return d.Seconds()
+}
