@@ -162,7 +162,7 @@ func ModelDir(ctx context.Context, o ModelDirOptions) (*ModelDirReport, error) {
 		}
 		p.TokPerSec = float64(n) / p.Seconds
 		rep.Gen = append(rep.Gen, p)
-		progress("  %.2f tok/s, %.1f s, %.1f CPU-s (first call %.1fs)", p.TokPerSec, p.Seconds, p.CPUSeconds, p.FirstSeconds)
+		progress("  %.2f tok/s, %.1f s, %.1f CPU-s, peak RSS %.2f GiB (first call %.1fs)", p.TokPerSec, p.Seconds, p.CPUSeconds, gib(p.PeakRSS), p.FirstSeconds)
 	}
 	if err := m.Close(); err != nil {
 		return nil, err
