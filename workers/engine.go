@@ -1,6 +1,8 @@
 package workers
 
 import (
+	"time"
+
 	"io"
 
 	"github.com/temperml/temper/activities/rollout/gateway"
@@ -20,6 +22,9 @@ type EngineOptions struct {
 	// MemoryBudget (bytes; 0: none) is tpu.Options.MemoryBudget: a step whose estimated
 	// intermediate memory exceeds it recomputes activations per layer (model.remat unset only).
 	MemoryBudget int64
+	// ExecTimeout is the watchdog of one execution (tpu.Options.ExecTimeout; 0: tpu's default,
+	// negative: none): a benchmark of a real-size model on a shared machine outlasts the default.
+	ExecTimeout time.Duration
 }
 
 // NewTrainEngine returns the train.NewEngine that workers give the trainer activities: one tpu runtime
@@ -27,7 +32,7 @@ type EngineOptions struct {
 func NewTrainEngine(eo EngineOptions) train.NewEngine {
 	return func(o train.EngineOptions) (train.Engine, error) {
 		rt, err := tpu.New(tpu.Options{
-			Model: o.Model, Seed: o.Seed, LoRA: o.LoRA, Backend: eo.Backend, Executor: eo.Executor, Plugin: eo.Plugin,
+			Model: o.Model, Seed: o.Seed, LoRA: o.LoRA, Backend: eo.Backend, Executor: eo.Executor, Plugin: eo.Plugin, ExecTimeout: eo.ExecTimeout,
 			MemoryBudget: eo.MemoryBudget,
 			Optimizer:    tpu.AdamW{Beta1: o.Optim.Beta1, Beta2: o.Optim.Beta2, Eps: o.Optim.Eps, WeightDecay: o.Optim.WeightDecay, ClipNorm: o.Optim.ClipNorm},
 		})

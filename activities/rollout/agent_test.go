@@ -209,7 +209,7 @@ func TestAgentEpisodes(t *testing.T) {
 		in := rolloutapi.GenerateInput{Run: "r", Phase: "grpo", PolicyVersion: 4, MaxNewTokens: 64, Temperature: 0,
 			Agent: &rolloutapi.AgentSpec{Command: []string{"python3", "wrapper.py"}, Dir: dir, Env: env, Retries: 1}}
 		var beats int
-		kept, _, dropped, failures, err := a.runAgents(context.Background(), &sharedEngine{eng: eng, cfg: cfg}, in, slices.Clone(rs), seeds,
+		kept, _, dropped, failures, err := a.runAgents(context.Background(), &sharedEngine{loadedEngine: loadedEngine{eng: eng, cfg: cfg}}, in, slices.Clone(rs), seeds,
 			func(int) { beats++ })
 		if err != nil {
 			t.Fatal(err)
@@ -364,7 +364,7 @@ func TestAgentEpisodesNode(t *testing.T) {
 	a := &Activities{Sandbox: func() *sandbox.Sandbox { return sb }}
 	in := rolloutapi.GenerateInput{Run: "r", Phase: "grpo", PolicyVersion: 4, MaxNewTokens: 64, Temperature: 0,
 		Agent: &rolloutapi.AgentSpec{Command: []string{"node", "agent.mjs"}, Dir: dir, AddressSpaceGiB: 32, Env: map[string]string{"TEMPER_AGENT_LOG": "-"}}}
-	kept, _, dropped, failures, err := a.runAgents(context.Background(), &sharedEngine{eng: &scriptedEngine{}, cfg: cfg}, in, rs, []uint64{1, 2}, func(int) {})
+	kept, _, dropped, failures, err := a.runAgents(context.Background(), &sharedEngine{loadedEngine: loadedEngine{eng: &scriptedEngine{}, cfg: cfg}}, in, rs, []uint64{1, 2}, func(int) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"github.com/temperml/temper/algorithms/data"
+
 	"context"
 	"sync"
 
@@ -18,18 +20,25 @@ type engineCache struct {
 }
 
 type sharedEngine struct {
-	uri     string
-	eng     train.Engine
-	maxSeq  int          // the model's context length
-	cfg     model.Config // the model's configuration (an agent's gateway serves it)
+	uri string
+	loadedEngine
 	refs    int
 	retired bool // replaced by a newer checkpoint's engine: close at the last release
 }
 
-// acquire returns the engine of checkpoint uri (and its model's configuration), loading it with
+// loadedEngine is a sampling engine and what sampling from its model needs.
+type loadedEngine struct {
+	eng    train.Engine
+	maxSeq int          // the model's context length
+	enc    data.Encoder // the model's tokenizer and chat template (train.EncoderOf)
+	stops  []int        // the ids that end a completion (train.Stops)
+	cfg    model.Config // the model's configuration (an agent's gateway serves it)
+}
+
+// acquire returns the engine of checkpoint uri (and its model's context length), loading it with
 // load unless it is the current one;
 // release it after use.
-func (c *engineCache) acquire(ctx context.Context, uri string, load func(context.Context, string) (train.Engine, model.Config, error)) (*sharedEngine, error) {
+func (c *engineCache) acquire(ctx context.Context, uri string, load func(context.Context, string) (loadedEngine, error)) (*sharedEngine, error) {
 	c.mu.Lock()
 	if c.cur != nil && c.cur.uri == uri {
 		c.cur.refs++
@@ -38,11 +47,11 @@ func (c *engineCache) acquire(ctx context.Context, uri string, load func(context
 		return e, nil
 	}
 	c.mu.Unlock()
-	eng, cfg, err := load(ctx, uri) // outside the lock: loading compiles
+	le, err := load(ctx, uri) // outside the lock: loading compiles
 	if err != nil {
 		return nil, err
 	}
-	e := &sharedEngine{uri: uri, eng: eng, maxSeq: cfg.MaxSeq, cfg: cfg, refs: 1}
+	e := &sharedEngine{uri: uri, loadedEngine: le, refs: 1}
 	c.mu.Lock()
 	old := c.cur
 	c.cur = e
@@ -69,4 +78,19 @@ func (c *engineCache) release(e *sharedEngine) {
 	if closing {
 		_ = e.eng.Close()
 	}
+}
+
+// loadSampler loads a policy checkpoint for sampling, with its encoder: the model's own tokenizer
+// and chat template when it carries them, else the byte-level one.
+func loadSampler(ctx context.Context, ld train.Loader, uri string) (loadedEngine, error) {
+	m, err := ld.Load(ctx, uri, train.LoadOptions{})
+	if err != nil {
+		return loadedEngine{}, err
+	}
+	enc, err := train.EncoderOf(m, train.ChatSpec{})
+	if err != nil {
+		m.Close()
+		return loadedEngine{}, err
+	}
+	return loadedEngine{eng: m.Engine, maxSeq: m.Config.MaxSeq, enc: enc, stops: train.Stops(enc, m.Generation), cfg: m.Config}, nil
 }

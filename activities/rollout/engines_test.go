@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/algorithms/model"
 )
 
 // countingEngine counts closes; nothing else of train.Engine is used by the cache.
@@ -21,11 +20,11 @@ func (e countingEngine) Close() error { *e.closed++; return nil }
 func TestEngineCache(t *testing.T) {
 	var c engineCache
 	loads, closed := map[string]int{}, map[string]*int{}
-	load := func(_ context.Context, uri string) (train.Engine, model.Config, error) {
+	load := func(_ context.Context, uri string) (loadedEngine, error) {
 		loads[uri]++
 		n := 0
 		closed[uri] = &n
-		return countingEngine{closed: &n}, model.Config{MaxSeq: 128}, nil
+		return loadedEngine{eng: countingEngine{closed: &n}, maxSeq: 128}, nil
 	}
 	ctx := context.Background()
 	a1, _ := c.acquire(ctx, "v1", load)

@@ -26,11 +26,9 @@ import (
 	"github.com/temperml/temper/activities/tools/toolclient"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
-	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
-	"github.com/temperml/temper/algorithms/tokenize"
 )
 
 // Activities holds the rollout role's dependencies.
@@ -89,8 +87,7 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 		return rolloutapi.GenerateOutput{}, err
 	}
 	defer a.engines.release(shared)
-	eng := shared.eng
-	enc := train.Encoder()
+	eng, enc, stops := shared.eng, shared.enc, shared.stops
 	var rs []rollout.Rollout
 	var prompts [][]int
 	var seeds []uint64
@@ -171,18 +168,14 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 			lo = cuts[b-1]
 		}
 		outs, err := eng.Generate(prompts[lo:hi], in.Sampling.Apply(sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: in.Temperature, TopP: in.TopP,
-			StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds[lo:hi]}, enc.Tok.Decode))
+			StopTokens: stops, Seeds: seeds[lo:hi]}, enc.Tok.Decode))
 		if err != nil {
 			return rolloutapi.GenerateOutput{}, fmt.Errorf("rollout: generate %s/%s iteration %d: %w", in.Run, in.Phase, in.Iteration, err)
 		}
 		for j, o := range outs {
 			r := &rs[lo+j]
 			r.Tokens, r.LogProbs, r.StopReason, r.PolicyVersion = o.Tokens, o.LogProbs, string(o.StopReason), in.PolicyVersion
-			toks := o.Tokens
-			if n := len(toks); n > 0 && toks[n-1] == tokenize.ByteEOS {
-				toks = toks[:n-1]
-			}
-			r.Completion = enc.Tok.Decode(toks)
+			r.Completion = enc.Tok.Decode(train.StripStops(o.Tokens, stops))
 			tokens += len(o.Tokens)
 			if o.StopReason == sample.StopLength {
 				truncated++
@@ -210,12 +203,8 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 }
 
 // loadPolicy loads a policy checkpoint for sampling (engineCache.acquire's loader).
-func (a *Activities) loadPolicy(ctx context.Context, uri string) (train.Engine, model.Config, error) {
-	m, err := train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}.Load(ctx, uri, train.LoadOptions{})
-	if err != nil {
-		return nil, model.Config{}, err
-	}
-	return m.Engine, m.Config, nil
+func (a *Activities) loadPolicy(ctx context.Context, uri string) (loadedEngine, error) {
+	return loadSampler(ctx, train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}, uri)
 }
 
 // retriesOf reads the rollouts in.RetryOf names and returns those in.RetryIndex picks, each with its

@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"slices"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/chat"
 	"github.com/temperml/temper/algorithms/data"
+	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -38,15 +40,20 @@ type ChatSpec struct {
 	Kwargs map[string]json.RawMessage `json:"kwargs,omitempty"`
 }
 
-// ModelEncoder is the encoder of a Hugging Face model directory: its tokenizer.json, and its own
-// chat template (chat_template.jinja, else tokenizer_config.json's chat_template) for
-// conversations, with BOS before text and prompt/completion examples when the config's
-// add_bos_token says so. Errors name the file.
+// ModelEncoder is the encoder of a Hugging Face model directory: its tokenizer.json (with
+// tokenizer_config.json's special tokens), and its own chat template (chat_template.jinja, else
+// tokenizer_config.json's chat_template) for conversations, with BOS before text and
+// prompt/completion examples when the config's add_bos_token says so. Errors name the file.
 func ModelEncoder(dir string, spec ChatSpec) (data.Encoder, error) {
+	return modelEncoder(hf.FS(os.DirFS(dir)), dir, spec)
+}
+
+// modelEncoder is ModelEncoder reading the files of src (a directory, a checkpoint).
+func modelEncoder(src hf.Source, where string, spec ChatSpec) (data.Encoder, error) {
 	read := func(name string) ([]byte, error) {
-		b, err := os.ReadFile(filepath.Join(dir, name))
+		b, err := readFile(src, name)
 		if err != nil {
-			return nil, fmt.Errorf("train: model %s: %w", dir, err)
+			return nil, fmt.Errorf("train: model %s: %w", where, err)
 		}
 		return b, nil
 	}
@@ -56,30 +63,88 @@ func ModelEncoder(dir string, spec ChatSpec) (data.Encoder, error) {
 	}
 	tok, err := tokenize.LoadHF(bytes.NewReader(tj))
 	if err != nil {
-		return data.Encoder{}, fmt.Errorf("train: model %s: tokenizer.json: %w", dir, err)
+		return data.Encoder{}, fmt.Errorf("train: model %s: tokenizer.json: %w", where, err)
 	}
-	cfgPath := filepath.Join(dir, "tokenizer_config.json")
+	cfgPath := strings.TrimSuffix(where, "/") + "/tokenizer_config.json"
 	cfg, err := read("tokenizer_config.json")
 	if err != nil {
 		return data.Encoder{}, err
 	}
-	jinja, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja"))
-	if errors.Is(err, os.ErrNotExist) {
-		jinja = nil
-	} else if err != nil {
-		return data.Encoder{}, fmt.Errorf("train: model %s: %w", dir, err)
+	hc, err := tokenize.LoadHFConfig(bytes.NewReader(cfg))
+	if err != nil {
+		return data.Encoder{}, fmt.Errorf("train: %s: %w", cfgPath, err)
+	}
+	if tok, err = tok.WithConfig(hc); err != nil {
+		return data.Encoder{}, fmt.Errorf("train: %s: %w", cfgPath, err)
+	}
+	var jinja []byte
+	if ok, err := src.Has("chat_template.jinja"); err != nil {
+		return data.Encoder{}, fmt.Errorf("train: model %s: %w", where, err)
+	} else if ok {
+		if jinja, err = read("chat_template.jinja"); err != nil {
+			return data.Encoder{}, err
+		}
 	}
 	format, err := chat.FromConfig(cfgPath, cfg, jinja, spec.Template, chat.ToolStyle(spec.ToolStyle), chat.Options{Kwargs: spec.Kwargs})
 	if err != nil {
-		return data.Encoder{}, fmt.Errorf("train: model %s: %w", dir, err)
+		return data.Encoder{}, fmt.Errorf("train: model %s: %w", where, err)
 	}
-	var flags struct {
-		AddBOS *bool `json:"add_bos_token"`
+	return data.Encoder{Tok: tok, Chat: tokenize.DefaultChat(), Model: &format, BOS: hc.AddBOS != nil && *hc.AddBOS}, nil
+}
+
+// EncoderOf is the encoder m trains, scores and samples with: its own tokenizer and chat template
+// when it carries a tokenizer.json (a Hugging Face directory, and every checkpoint trained from
+// one, which keeps the directory's side files), else Temper's byte-level Encoder (the presets).
+func EncoderOf(m *Loaded, spec ChatSpec) (data.Encoder, error) {
+	if m == nil || !slices.Contains(m.HF.Files, "tokenizer.json") || m.HF.From == nil {
+		return Encoder(), nil
 	}
-	if err := json.Unmarshal(cfg, &flags); err != nil {
-		return data.Encoder{}, fmt.Errorf("train: %s: %w", cfgPath, err)
+	enc, err := modelEncoder(m.HF.From, m.URI, spec)
+	if err != nil {
+		return data.Encoder{}, BadInput(err)
 	}
-	return data.Encoder{Tok: tok, Chat: tokenize.DefaultChat(), Model: &format, BOS: flags.AddBOS != nil && *flags.AddBOS}, nil
+	if bpe, ok := enc.Tok.(*tokenize.BPE); ok {
+		if err := bpe.CheckVocab(m.Config.Vocab); err != nil {
+			return data.Encoder{}, BadInput(fmt.Errorf("train: model %s: tokenizer.json: %w", m.URI, err))
+		}
+	}
+	return enc, nil
+}
+
+// Stops are the ids that end a completion of m: StopTokens(enc) and generation_config.json's
+// eos_token_id (the byte-level models: ByteEOS alone, as always).
+func Stops(enc data.Encoder, gen *hf.Generation) []int {
+	stops := StopTokens(enc)
+	if enc.Model == nil || gen == nil {
+		return stops
+	}
+	for _, id := range gen.EOS {
+		if !slices.Contains(stops, id) {
+			stops = append(stops, id)
+		}
+	}
+	return stops
+}
+
+// PadID is the id padding positions hold (they are masked; the byte models' PAD as always).
+func PadID(enc data.Encoder) int {
+	if _, ok := enc.Tok.(tokenize.Byte); ok {
+		return tokenize.BytePAD
+	}
+	if sp := enc.Tok.Special(); sp.PAD >= 0 {
+		return sp.PAD
+	} else if sp.EOS >= 0 {
+		return sp.EOS
+	}
+	return 0
+}
+
+// StripStops drops a completion's final stop token (one of stops).
+func StripStops(toks, stops []int) []int {
+	if n := len(toks); n > 0 && slices.Contains(stops, toks[n-1]) {
+		return toks[:n-1]
+	}
+	return toks
 }
 
 // Examples returns the train and held-out examples of spec; seed is used when spec.Seed is 0.

@@ -21,5 +21,9 @@
 //     verbatim, and the weights in one file or, above MaxShardSize (default 5 GB), in shards cut
 //     as huggingface_hub cuts them, with the index. Tensors are written as the safetensors library
 //     writes them, so a directory read and written back is byte-identical per dtype.
+//   - ConfigFields says what Temper does with every config.json field (used, read at its default,
+//     ignored with why that is harmless, or refused with the error), listing every refused field.
+//   - Likes are real models' published config.json and generation_config.json (the shapes
+//     `temper model init --like` makes); RandomWeights draws model.InitWeights' values on the host.
 //   - Nothing panics; errors start with "hf:".
 package hf

@@ -288,3 +288,15 @@ func ConfigDType(configJSON []byte) safetensors.DType {
 	}
 	return torchDTypes[c.TorchDType]
 }
+
+// TensorDTypes counts the weights' tensors by dtype (a directory may mix them, e.g. F32 norms
+// beside BF16 matrices).
+func (m *Model) TensorDTypes() map[safetensors.DType]int {
+	out := map[safetensors.DType]int{}
+	for _, h := range m.headers {
+		for _, e := range h.Entries {
+			out[e.DType]++
+		}
+	}
+	return out
+}

@@ -114,6 +114,7 @@ func AsChat(ex Example) Example {
 
 // checkMessages validates a conversation's roles and tool turns, naming the message at fault.
 func checkMessages(msgs []tokenize.Message) error {
+	pending, caller := 0, 0 // calls of messages[caller] still waiting for their tool message
 	for i, m := range msgs {
 		switch m.Role {
 		case tokenize.RoleSystem, tokenize.RoleUser, tokenize.RoleAssistant, tokenize.RoleTool:
@@ -123,9 +124,6 @@ func checkMessages(msgs []tokenize.Message) error {
 		}
 		if len(m.ToolCalls) > 0 && m.Role != tokenize.RoleAssistant {
 			return fmt.Errorf("messages[%d]: tool_calls on a %s message: only assistant messages call tools", i, m.Role)
-		}
-		if len(m.ToolCalls) > 1 {
-			return fmt.Errorf("messages[%d].tool_calls: %d calls: one call per assistant message (an episode's turn ends at the first %s)", i, len(m.ToolCalls), tokenize.ToolCloseTag)
 		}
 		for j, c := range m.ToolCalls {
 			if c.Name == "" {
@@ -138,11 +136,21 @@ func checkMessages(msgs []tokenize.Message) error {
 		if m.Weight != nil && (m.Role != tokenize.RoleAssistant || (*m.Weight != 0 && *m.Weight != 1)) {
 			return fmt.Errorf("messages[%d].weight %d: allowed values: 0 (context only, no loss), 1; on assistant messages only", i, *m.Weight)
 		}
-		if m.Role == tokenize.RoleTool && (i == 0 || len(msgs[i-1].ToolCalls) == 0) {
+		// Parallel calls (several in one assistant message) are answered by as many tool messages,
+		// in order. Temper's fixed formats refuse them when rendering; models whose own template
+		// writes them (Qwen3's <tool_call> blocks, Llama 3.1's JSON lines) train on them.
+		switch {
+		case m.Role == tokenize.RoleTool && pending == 0 && i > 0 && msgs[i-1].Role == tokenize.RoleTool:
+			return fmt.Errorf("messages[%d]: a tool message beyond the %d call(s) of messages[%d]", i, len(msgs[caller].ToolCalls), caller)
+		case m.Role == tokenize.RoleTool && pending == 0:
 			return fmt.Errorf("messages[%d]: a tool message must follow an assistant message with tool_calls", i)
+		case m.Role == tokenize.RoleTool:
+			pending--
+		case pending > 0:
+			return fmt.Errorf("messages[%d].role %q: the call in messages[%d] needs its result: a tool message (%d of its %d calls unanswered)", i, m.Role, caller, pending, len(msgs[caller].ToolCalls))
 		}
-		if i > 0 && len(msgs[i-1].ToolCalls) > 0 && m.Role != tokenize.RoleTool {
-			return fmt.Errorf("messages[%d].role %q: the call in messages[%d] needs its result: a tool message", i, m.Role, i-1)
+		if len(m.ToolCalls) > 0 {
+			pending, caller = len(m.ToolCalls), i
 		}
 	}
 	return nil

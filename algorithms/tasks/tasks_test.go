@@ -190,6 +190,9 @@ func TestReadJSONLErrorsNameFileAndLine(t *testing.T) {
 		{`{"messages":[{"role":"assistant","content":"","tool_calls":[{"name":"calc","arguments":"1+1"}]}]}` + "\n", `d.jsonl:1: messages[0].tool_calls[0].arguments: must be a JSON object`},
 		{`{"messages":[{"role":"assistant","content":"","tool_calls":[{"name":"calc","arguments":{}}]},{"role":"assistant","content":"2"}]}` + "\n", `d.jsonl:1: messages[1].role "assistant": the call in messages[0] needs its result`},
 		{`{"messages":[{"role":"user","content":"x","tool_calls":[{"name":"calc","arguments":{}}]}]}` + "\n", "d.jsonl:1: messages[0]: tool_calls on a user message"},
+		// parallel calls: one tool message per call, in order
+		{`{"messages":[{"role":"assistant","content":"","tool_calls":[{"name":"calc","arguments":{}},{"name":"calc","arguments":{}}]},{"role":"tool","content":"1"},{"role":"assistant","content":"2"}]}` + "\n", `d.jsonl:1: messages[2].role "assistant": the call in messages[0] needs its result: a tool message (1 of its 2 calls unanswered)`},
+		{`{"messages":[{"role":"assistant","content":"","tool_calls":[{"name":"calc","arguments":{}}]},{"role":"tool","content":"1"},{"role":"tool","content":"2"}]}` + "\n", "d.jsonl:1: messages[2]: a tool message beyond the 1 call(s) of messages[0]"},
 		{`{"messages":[{"role":"assistant","content":"","tool_call":[]}]}` + "\n", `d.jsonl:1: unknown field "tool_call"; did you mean "tool_calls"?`},
 	}
 	for _, c := range cases {
@@ -301,5 +304,16 @@ func TestArithmeticPartialCredit(t *testing.T) {
 		if got := pc.Partial(c.ex, c.completion); abs(got-c.want) > 1e-12 {
 			t.Errorf("%s %q for %q: partial %g, want %g", c.task.Name(), c.completion, c.ex.Answer, got, c.want)
 		}
+	}
+}
+
+// TestParallelToolCalls: an assistant message with several calls, answered by one tool message per
+// call, is a valid conversation (the model's own template renders it; the fixed formats refuse it
+// when rendering).
+func TestParallelToolCalls(t *testing.T) {
+	in := `{"messages":[{"role":"user","content":"2+3 and 4+5?"},{"role":"assistant","content":"","tool_calls":[{"name":"calc","arguments":{"expr":"2+3"}},{"name":"calc","arguments":{"expr":"4+5"}}]},{"role":"tool","content":"5"},{"role":"tool","content":"9"},{"role":"assistant","content":"5 and 9"}]}` + "\n"
+	exs, err := ReadAll(strings.NewReader(in), "d.jsonl")
+	if err != nil || len(exs) != 1 || len(exs[0].Messages[1].ToolCalls) != 2 {
+		t.Fatalf("parallel calls: %v %+v", err, exs)
 	}
 }

@@ -19,8 +19,8 @@ import (
 
 func init() {
 	register(&command{name: "bench",
-		summary: "benchmarks: `bench peak` (the machine's attainable float32 matmul GFLOP/s on the engine's best kernel, and memory bandwidth); `bench model` (train tok/s, GFLOP/s, MFU against the measured peak, memory, cached vs uncached generation; --peer: Temper/PyTorch ratios; --seq 512,2048,8192 --batch 1 --remat layer: peak RSS and tok/s per length, one process each); `bench rl` (async vs sync GRPO; --rollout-workers 1,2: rollout generation vs worker processes); `bench rl-vs-sft` (RL vs continued SFT, same training time); `bench distill` (a student distilled from a bigger teacher vs one fine-tuned on the same labels, same training time)",
-		usage:   "peak | model | rl | rl-vs-sft | distill | serve", subs: []string{"peak", "model", "rl", "rl-vs-sft", "distill", "serve"}, flags: flagsOf[benchCmd]()})
+		summary: "benchmarks: `bench peak` (the machine's attainable float32 matmul GFLOP/s on the engine's best kernel, and memory bandwidth); `bench model` (train tok/s, GFLOP/s, MFU against the measured peak, memory, cached vs uncached generation; --peer: Temper/PyTorch ratios); `bench rl` (async vs sync GRPO; --rollout-workers 1,2: rollout generation vs worker processes); `bench rl-vs-sft` (RL vs continued SFT, same training time); `bench distill` (a student distilled from a bigger teacher vs one fine-tuned on the same labels, same training time); `bench model-dir DIR` (a Hugging Face model directory: load time, peak RSS, cached generation tok/s, one LoRA SFT step)",
+		usage:   "peak | model | rl | rl-vs-sft | distill | serve | model-dir DIR", subs: []string{"peak", "model", "rl", "rl-vs-sft", "distill", "serve", "model-dir"}, flags: flagsOf[benchCmd]()})
 }
 
 // benchCmd holds the flags of every benchmark: each names the ones it reads.
@@ -44,6 +44,7 @@ type benchCmd struct {
 	rolloutWorkers   string
 	rs               bench.RLvsSFTOptions
 	ds               bench.DistillOptions
+	md               modelDirFlags
 }
 
 // peerFlags are the flags of `bench model --peer`.
@@ -78,6 +79,7 @@ func (c *benchCmd) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.rolloutWorkers, "rollout-workers", "", "bench rl: instead of sync vs async, time an iteration's rollout generation with these numbers of rollout worker processes, each on one core (GOMAXPROCS=1, taskset), e.g. 1,2")
 	c.bindRLvsSFT(fs)
 	c.bindDistill(fs)
+	c.md.bind(fs)
 }
 
 func (p *peerFlags) bind(fs *flag.FlagSet) {
@@ -119,6 +121,12 @@ func (c *benchCmd) bindDistill(fs *flag.FlagSet) {
 func (c *benchCmd) run(ctx context.Context, args []string) error {
 	if len(args) == 1 && args[0] == "serve" {
 		return runBenchServe(ctx, c.presets, "", 0, 0, c.asJSON)
+	}
+	if len(args) > 0 && args[0] == "model-dir" {
+		if len(args) != 2 {
+			return usageErr("usage: temper bench model-dir DIR [--gen-batches 1,8] [--gen-tokens 64] [--lora-batch 4] [--lora-seq 512]")
+		}
+		return c.modelDir(ctx, args[1])
 	}
 	runs := map[string]func(context.Context) (bench.Report, error){"peak": c.peakCmd, "model": c.model, "rl": c.rl, "rl-vs-sft": c.rlVsSFT, "distill": c.distill,
 		"memory-point": c.memoryPoint}

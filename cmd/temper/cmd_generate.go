@@ -55,25 +55,31 @@ func (c *generateCmd) run(ctx context.Context, args []string) error {
 	}
 	rt := m.Engine
 	defer rt.Close()
-	tok := tokenize.Byte{}
+	// The model's own tokenizer when the directory has one (BOS as its add_bos_token says), else
+	// bytes (BOS as --bos says).
+	enc, err := train.EncoderOf(m, train.ChatSpec{})
+	if err != nil {
+		return err
+	}
+	tok, bos := enc.Tok, c.bos
+	if _, byteLevel := tok.(tokenize.Byte); !byteLevel {
+		bos = enc.BOS
+	}
+	stops := train.Stops(enc, m.Generation)
 	ids := make([][]int, len(c.prompts))
 	for i, p := range c.prompts {
-		if c.bos {
-			ids[i] = append(ids[i], tokenize.ByteBOS)
+		if bos && tok.Special().BOS >= 0 {
+			ids[i] = append(ids[i], tok.Special().BOS)
 		}
 		ids[i] = append(ids[i], tok.Encode(p)...)
 	}
-	opts := sample.Options{MaxNewTokens: c.maxNew, Temperature: c.temp, TopK: c.topK, TopP: c.topP, Seed: c.seed, StopTokens: []int{tokenize.ByteEOS}}
+	opts := sample.Options{MaxNewTokens: c.maxNew, Temperature: c.temp, TopK: c.topK, TopP: c.topP, Seed: c.seed, StopTokens: stops}
 	outs, err := rt.Generate(ids, opts)
 	if err != nil {
 		return err
 	}
 	for i, o := range outs {
-		toks := o.Tokens
-		if n := len(toks); n > 0 && toks[n-1] == tokenize.ByteEOS {
-			toks = toks[:n-1]
-		}
-		fmt.Fprintf(stdout, "%s%s\t[%s]\n", c.prompts[i], tok.Decode(toks), o.StopReason)
+		fmt.Fprintf(stdout, "%s%s\t[%s]\n", c.prompts[i], tok.Decode(train.StripStops(o.Tokens, stops)), o.StopReason)
 	}
 	return nil
 }

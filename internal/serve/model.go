@@ -73,8 +73,8 @@ func LoadModel(dir, name string, cfg model.Config, spec ChatSpec) (*Model, error
 	if err != nil {
 		return nil, fmt.Errorf("serve: model %s: tokenizer.json: %w", dir, err)
 	}
-	if bpe.VocabSize() > cfg.Vocab {
-		return nil, fmt.Errorf("serve: model %s: tokenizer.json has %d ids, the model's vocab is %d", dir, bpe.VocabSize(), cfg.Vocab)
+	if err := bpe.CheckVocab(cfg.Vocab); err != nil {
+		return nil, fmt.Errorf("serve: model %s: tokenizer.json: %w", dir, err)
 	}
 	m := &Model{Name: name, Config: cfg, Tok: bpe, encode: bpe.EncodeSpecial}
 	if eos := bpe.Special().EOS; eos >= 0 {

@@ -18,7 +18,6 @@ import (
 	"github.com/temperml/temper/algorithms/episode"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
-	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/algorithms/tools"
 )
 
@@ -50,7 +49,11 @@ func (a *Activities) evaluate(ctx context.Context, in trainapi.EvalInput) (train
 	}
 	eng, mcfg := m.Engine, m.Config
 	defer eng.Close()
-	enc := train.Encoder()
+	enc, err := train.EncoderOf(m, train.ChatSpec{})
+	if err != nil {
+		return trainapi.EvalOutput{}, err
+	}
+	stops := train.Stops(enc, m.Generation)
 	total := 2 * len(heldout)
 	if in.PassK > 1 {
 		total += len(heldout)
@@ -62,13 +65,13 @@ func (a *Activities) evaluate(ctx context.Context, in trainapi.EvalInput) (train
 	}
 
 	if len(in.Tools) > 0 {
-		return a.evaluateEpisodes(ctx, in, eng, mcfg.MaxSeq, heldout, beat)
+		return a.evaluateEpisodes(ctx, in, eng, enc, stops, mcfg.MaxSeq, heldout, beat)
 	}
 	// Loss on the reference completions.
 	var nll, tokens float64
 	for lo := 0; lo < len(heldout); lo += train.EvalRows {
 		hi := min(lo+train.EvalRows, len(heldout))
-		b, err := lossBatch(enc, heldout[lo:hi])
+		b, err := lossBatch(enc, heldout[lo:hi], train.PadID(enc))
 		if err != nil {
 			return trainapi.EvalOutput{}, train.BadInput(err)
 		}
@@ -88,9 +91,9 @@ func (a *Activities) evaluate(ctx context.Context, in trainapi.EvalInput) (train
 		}
 	}
 	check := func(i int, toks []int) bool {
-		return train.Passes(heldout[i], enc.Tok.Decode(train.StripStop(toks)))
+		return train.Passes(heldout[i], enc.Tok.Decode(train.StripStops(toks, stops)))
 	}
-	greedy := in.Sampling.Apply(sample.Options{MaxNewTokens: in.MaxNewTokens, StopTokens: []int{tokenize.ByteEOS}}, enc.Tok.Decode)
+	greedy := in.Sampling.Apply(sample.Options{MaxNewTokens: in.MaxNewTokens, StopTokens: stops}, enc.Tok.Decode)
 	correct := 0
 	for lo := 0; lo < len(prompts); lo += train.EvalRows {
 		hi := min(lo+train.EvalRows, len(prompts))
@@ -129,7 +132,7 @@ func (a *Activities) evaluate(ctx context.Context, in trainapi.EvalInput) (train
 					seeds = append(seeds, in.Seed*1_000_003+uint64(i*in.PassK+k)+1)
 				}
 			}
-			opts := in.Sampling.Apply(sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: temp, StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds}, enc.Tok.Decode)
+			opts := in.Sampling.Apply(sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: temp, StopTokens: stops, Seeds: seeds}, enc.Tok.Decode)
 			outs, err := eng.Generate(batch, opts)
 			if err != nil {
 				return trainapi.EvalOutput{}, fmt.Errorf("train: evaluate %s: sample: %w", in.Checkpoint, err)
@@ -157,7 +160,7 @@ func (a *Activities) evaluate(ctx context.Context, in trainapi.EvalInput) (train
 }
 
 // lossBatch puts one example per row, right-padded, with the loss on its trained tokens.
-func lossBatch(enc data.Encoder, exs []tasks.Example) (train.Batch, error) {
+func lossBatch(enc data.Encoder, exs []tasks.Example, pad int) (train.Batch, error) {
 	var seqs []data.Encoded
 	longest := 2
 	for _, ex := range exs {
@@ -175,7 +178,7 @@ func lossBatch(enc data.Encoder, exs []tasks.Example) (train.Batch, error) {
 		mask, pos, valid := make([]float32, n), make([]int, n), make([]bool, n)
 		for t := 0; t < n; t++ {
 			pos[t] = t
-			tok[t], tgt[t] = tokenize.BytePAD, tokenize.BytePAD
+			tok[t], tgt[t] = pad, pad
 			if t+1 < len(e.IDs) {
 				tok[t], tgt[t], valid[t] = e.IDs[t], e.IDs[t+1], true
 				if e.Loss[t+1] {
@@ -214,8 +217,7 @@ func evalDigest(in trainapi.EvalInput) string {
 
 // evaluateEpisodes is Evaluate with tools: greedy episodes (and, for pass@k, k sampled ones) on
 // every held-out prompt, exact match on the final answer, and the episodes' tool use.
-func (a *Activities) evaluateEpisodes(ctx context.Context, in trainapi.EvalInput, eng train.Engine, maxContext int, heldout []tasks.Example, beat func(int)) (trainapi.EvalOutput, error) {
-	enc := train.Encoder()
+func (a *Activities) evaluateEpisodes(ctx context.Context, in trainapi.EvalInput, eng train.Engine, enc data.Encoder, stops []int, maxContext int, heldout []tasks.Example, beat func(int)) (trainapi.EvalOutput, error) {
 	cfg := train.EpisodeConfig(enc, in.MaxTurns, in.MaxNewTokens, 0, maxContext)
 	if err := cfg.Validate(); err != nil {
 		return trainapi.EvalOutput{}, train.BadInput(fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err))
@@ -253,7 +255,7 @@ func (a *Activities) evaluateEpisodes(ctx context.Context, in trainapi.EvalInput
 			if err != nil {
 				return nil, train.BadInput(fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err))
 			}
-			opts := in.Sampling.Apply(sample.Options{Temperature: temp, StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds}, enc.Tok.Decode)
+			opts := in.Sampling.Apply(sample.Options{Temperature: temp, StopTokens: stops, Seeds: seeds}, enc.Tok.Decode)
 			eps, err := episode.Run(ctx, eng, enc.Tok, reg, batch, opts, cfg)
 			if err != nil {
 				return nil, fmt.Errorf("train: evaluate %s: episodes: %w", in.Checkpoint, err)

@@ -11,7 +11,6 @@ import (
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
-	"github.com/temperml/temper/algorithms/tokenize"
 )
 
 // Activities are the language-model activities; they share the trainer's dependencies (store client,
@@ -57,20 +56,29 @@ func (a *Activities) Chunk(ctx context.Context, in trainapi.ChunkInput) (trainap
 		if err != nil {
 			return nil, err
 		}
-		encoded, err := train.Encoder().EncodeAll(trainEx)
-		if err != nil {
-			return nil, train.BadInput(err)
-		}
-		// A row holds batch.seq+1 tokens (inputs and the shifted targets).
-		if err := data.CutCompletions(encoded, trainEx, in.Batch.Seq+1); err != nil {
-			return nil, train.BadInput(fmt.Errorf("%s: %w", op, err))
-		}
 		m, err := a.Load(ctx, in.From, train.LoadOptions{Optim: in.Optim, Optimizer: !in.FreshOptimizer, LoRA: (*model.LoRA)(in.LoRA)})
 		if err != nil {
 			return nil, err
 		}
+		// The model's own tokenizer and chat template when it carries them (a Hugging Face
+		// directory, or a checkpoint trained from one), else the byte-level encoder.
+		enc, err := train.EncoderOf(m, train.ChatSpec{})
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		encoded, err := enc.EncodeAll(trainEx)
+		if err != nil {
+			m.Close()
+			return nil, train.BadInput(err)
+		}
+		// A row holds batch.seq+1 tokens (inputs and the shifted targets).
+		if err := data.CutCompletions(encoded, trainEx, in.Batch.Seq+1); err != nil {
+			m.Close()
+			return nil, train.BadInput(fmt.Errorf("%s: %w", op, err))
+		}
 		eng, cfg := m.Engine, m.Config
-		packer := &data.Packer{Data: encoded, Rows: in.Batch.Rows, Seq: in.Batch.Seq + 1, PAD: tokenize.BytePAD}
+		packer := &data.Packer{Data: encoded, Rows: in.Batch.Rows, Seq: in.Batch.Seq + 1, PAD: train.PadID(enc)}
 		return &train.ChunkObjective[data.Batch]{Eng: eng, Cfg: cfg, Unit: "tokens",
 			Next: func(cur trainapi.Cursor) (data.Batch, trainapi.Cursor, error) {
 				b, next, err := packer.Next(cur)
