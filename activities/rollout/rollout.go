@@ -82,13 +82,15 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 		return GenerateOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("rollout: generate %s/%s: prompts %d, group %d, max_new_tokens %d: want > 0", in.Run, in.Phase, in.Prompts, in.Group, in.MaxNewTokens), "InvalidInput", nil)
 	}
-	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (train.Engine, int, error) {
-		m, err := train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}.Load(ctx, uri, train.LoadOptions{})
-		if err != nil {
-			return nil, 0, err
+	if in.SegmentTokens != 0 || in.Continue != "" {
+		if err := checkSegment(in); err != nil {
+			return GenerateOutput{}, err
 		}
-		return m.Engine, m.Config.MaxSeq, nil
-	})
+		if in.Continue != "" {
+			return a.continueSegment(ctx, in)
+		}
+	}
+	shared, err := a.engine(ctx, in.Checkpoint)
 	if err != nil {
 		return GenerateOutput{}, err
 	}
@@ -154,6 +156,7 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 			return GenerateOutput{}, err
 		}
 	}
+	unfinished := 0
 	for b, hi := range cuts {
 		if len(in.Tools) > 0 {
 			break
@@ -162,7 +165,7 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 		if b > 0 {
 			lo = cuts[b-1]
 		}
-		outs, err := eng.Generate(prompts[lo:hi], sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: in.Temperature, TopP: in.TopP,
+		outs, err := eng.Generate(prompts[lo:hi], sample.Options{MaxNewTokens: segmentBudget(in, 0), Temperature: in.Temperature, TopP: in.TopP,
 			StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds[lo:hi]})
 		if err != nil {
 			return GenerateOutput{}, fmt.Errorf("rollout: generate %s/%s iteration %d: %w", in.Run, in.Phase, in.Iteration, err)
@@ -176,7 +179,9 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 			}
 			r.Completion = enc.Tok.Decode(toks)
 			tokens += len(o.Tokens)
-			if o.StopReason == sample.StopLength {
+			if in.SegmentTokens > 0 && endSegment(r, in, o.StopReason) {
+				unfinished++
+			} else if o.StopReason == sample.StopLength {
 				truncated++
 			}
 		}
@@ -192,11 +197,23 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 		return GenerateOutput{}, err
 	}
 	out := GenerateOutput{Rollouts: uri, Samples: len(rs), MeanLength: float64(tokens) / float64(len(rs)),
-		Truncated: float64(truncated) / float64(len(rs)), Tokens: tokens, Seconds: secs}
+		Truncated: float64(truncated) / float64(len(rs)), Tokens: tokens, Seconds: secs, Unfinished: unfinished}
 	if secs > 0 {
 		out.TokensPerS = float64(tokens) / secs
 	}
 	return out, nil
+}
+
+// engine returns the shared engine of checkpoint uri, loaded unless it is the worker's current
+// one; release it after use.
+func (a *Activities) engine(ctx context.Context, uri string) (*sharedEngine, error) {
+	return a.engines.acquire(ctx, uri, func(ctx context.Context, uri string) (train.Engine, int, error) {
+		m, err := train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}.Load(ctx, uri, train.LoadOptions{})
+		if err != nil {
+			return nil, 0, err
+		}
+		return m.Engine, m.Config.MaxSeq, nil
+	})
 }
 
 // retriesOf reads the rollouts in.RetryOf names and returns those in.RetryIndex picks, each with its

@@ -36,6 +36,22 @@ type Rollout struct {
 	// the policy's. Completion is then the episode's final answer.
 	Policy []bool   `json:"policy,omitempty"`
 	Ep     *Episode `json:"episode,omitempty"`
+	// Versions, set for a partial rollout (generated over several policy versions, each segment
+	// continuing the last under newer weights), is the policy version that sampled each token
+	// (parallel to Tokens); LogProbs[i] is that version's. Unset: every token is PolicyVersion's.
+	// PolicyVersion is then the oldest of them.
+	Versions []int `json:"versions,omitempty"`
+}
+
+// StopPartial is the StopReason of a row a segment left unfinished: the next segment continues it.
+const StopPartial = "partial"
+
+// VersionOf is the policy version that sampled token i of r.
+func (r *Rollout) VersionOf(i int) int {
+	if r.Versions == nil {
+		return r.PolicyVersion
+	}
+	return r.Versions[i]
 }
 
 // Episode summarises an agentic rollout for metrics and `temper samples`.
@@ -85,6 +101,9 @@ func Read(r io.Reader, name string) ([]Rollout, error) {
 		}
 		if ro.Policy != nil && len(ro.Policy) != len(ro.Tokens) {
 			return nil, fmt.Errorf("rollout: %s:%d: policy mask of %d for %d tokens", name, line, len(ro.Policy), len(ro.Tokens))
+		}
+		if ro.Versions != nil && len(ro.Versions) != len(ro.Tokens) {
+			return nil, fmt.Errorf("rollout: %s:%d: versions of %d for %d tokens", name, line, len(ro.Versions), len(ro.Tokens))
 		}
 		out = append(out, ro)
 	}

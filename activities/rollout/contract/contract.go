@@ -57,6 +57,15 @@ type GenerateInput struct {
 	Tools     []string `json:"tools,omitempty"`
 	MaxTurns  int      `json:"max_turns,omitempty"`
 	MaxTokens int      `json:"max_tokens,omitempty"`
+	// SegmentTokens > 0 makes this call one segment of a partial generation (async with
+	// partial: true, segment.go): each row samples at most this many tokens and a row that reaches
+	// the budget before its end is written unfinished (rollout.StopPartial), for a later call to
+	// continue under a newer policy. Continue names the rollouts object of the segment before this
+	// one: its unfinished rows are continued (the prompt and the tokens so far prefilled again
+	// under Checkpoint), the others copied; SegmentTokens 0 then continues them to their end.
+	// Every token records the PolicyVersion that sampled it (rollout.Rollout.Versions).
+	SegmentTokens int    `json:"segment_tokens,omitempty"`
+	Continue      string `json:"continue,omitempty"`
 }
 
 // GenerateOutput names the rollouts object.
@@ -68,6 +77,8 @@ type GenerateOutput struct {
 	Truncated  float64 `json:"truncated"`         // fraction stopped by the length limit
 	Tokens     int     `json:"tokens,omitempty"`  // completion tokens sampled
 	Seconds    float64 `json:"seconds,omitempty"` // sampling time on the worker
+	// Unfinished counts the rows a segment left for the next one (SegmentTokens); 0: every row ended.
+	Unfinished int `json:"unfinished,omitempty"`
 }
 
 // KeepName is the activity that keeps passing self-corrections as data (queue "rollout").
