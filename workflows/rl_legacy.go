@@ -24,6 +24,10 @@ const (
 	versionBranchChild = "rl-branch-child"
 	// rl-retain: every iteration prunes old versions of its branch. Before: none.
 	versionRetain = "rl-retain"
+	// rl-deep-async: async runs with max_staleness > 1 or partial generations keep a queue of
+	// iterations generating ahead (deepSource, rl_async.go). Before: such configs were refused, so
+	// only those runs ask it.
+	versionDeepAsync = "rl-deep-async"
 )
 
 // pickSource picks the run's rollout source (and whether its retains overlap the next iteration).
@@ -34,6 +38,9 @@ func (r *rlRun) pickSource() rolloutSource {
 	fan := rlFanOut{rolloutCtx: r.rolloutCtx, rewardCtx: r.rewardCtx, in: r.in, cfg: r.cfg, seed: r.seed}
 	r.overlap = workflow.GetVersion(r.ctx, versionOverlap, workflow.DefaultVersion, 1) >= 1
 	if r.overlap && r.async {
+		if deep := r.deepSource(fan); deep != nil {
+			return deep
+		}
 		return &pipelinedSource{shardedSource: shardedSource{fan: fan}}
 	}
 	return &shardedSource{fan: fan}

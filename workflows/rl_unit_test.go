@@ -145,8 +145,17 @@ func (w *rlWorld) started(info *activity.Info, _ context.Context, args converter
 }
 
 func (w *rlWorld) generate(_ context.Context, in rollout.GenerateInput) (rollout.GenerateOutput, error) {
-	return rollout.GenerateOutput{Rollouts: fmt.Sprintf("mem://%s/rollouts/iter-%06d-%s-v%d.jsonl", in.Phase, in.Iteration, in.Tag, in.PolicyVersion),
-		Samples: (in.PromptHi - in.PromptLo) * in.Group, TokensPerS: 100, Tokens: 50, Seconds: 0.5}, nil
+	out := rollout.GenerateOutput{Rollouts: fmt.Sprintf("mem://%s/rollouts/iter-%06d-%s-v%d.jsonl", in.Phase, in.Iteration, in.Tag, in.PolicyVersion),
+		Samples: (in.PromptHi - in.PromptLo) * in.Group, TokensPerS: 100, Tokens: 50, Seconds: 0.5}
+	// A segment of a partial generation (tag ...-gNN): every row runs to max_new_tokens, so rows
+	// are unfinished while the segments so far hold fewer tokens.
+	var seg int
+	if i := strings.LastIndex(in.Tag, "-g"); in.SegmentTokens > 0 && i >= 0 {
+		if _, err := fmt.Sscanf(in.Tag[i+2:], "%d", &seg); err == nil && (seg+1)*in.SegmentTokens < in.MaxNewTokens {
+			out.Unfinished = out.Samples
+		}
+	}
+	return out, nil
 }
 
 // score passes every fourth sample; verdicts go to the store when asked (sharded runs), else inline.
