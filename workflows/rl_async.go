@@ -86,9 +86,9 @@ type flight struct {
 
 // deepSource is the rollout source of deep async runs (see above).
 type deepSource struct {
-	shardedSource       // batch and version: the iteration next returned, for score
-	n             int   // max_staleness
-	budget        int   // partial: segment_tokens (0: whole generations)
+	shardedSource     // batch and version: the iteration next returned, for score
+	n             int // max_staleness
+	budget        int // partial: segment_tokens (0: whole generations)
 	flights       []*flight
 	restored      bool
 }
