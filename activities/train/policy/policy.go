@@ -106,6 +106,7 @@ func (a *Activities) plan(ctx context.Context, in contract.PolicyStepInput) (*pl
 		return nil, err
 	}
 	rewardStats(p.metrics, rs, lengths, p.rewards)
+	stalenessStats(p.metrics, rs, lengths, in.Version)
 	mb := in.Minibatch
 	if mb <= 0 || mb > len(idx) {
 		mb = len(idx)
