@@ -238,3 +238,38 @@ func TestRLUnitDeepBacktrack(t *testing.T) {
 		})
 	}
 }
+
+// TestRLUnitDeepMaxSeconds: when max_seconds ends the phase with iterations still generating ahead,
+// the phase waits for them before it ends: no activity of the phase is left running. (Whole
+// generations: a partial run waits for its segments at every iteration anyway.)
+func TestRLUnitDeepMaxSeconds(t *testing.T) {
+	for _, c := range deepCases {
+		if c.partial {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			// Generations slower than the steps: those ahead are still running when the time is up.
+			w := newRLWorld(t, nil, map[string]time.Duration{rollout.GenerateName: 25 * time.Minute})
+			out, err := w.run(rlUnitConfig(t, strings.Replace(c.extra, `{`, `{"max_seconds":3500,`, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := out.Metrics["iterations"]; n < 1 || n >= 7 {
+				t.Fatalf("ran %v iterations: want max_seconds to end the phase early", n)
+			}
+			steps := w.of(train.PolicyStepName)
+			lastStep, ahead := steps[len(steps)-1].end, 0
+			for _, call := range w.calls {
+				if !call.done || call.afterEnd {
+					t.Errorf("%s (%+v) still running when the phase ended", call.name, call.in)
+				}
+				if g, ok := call.in.(rollout.GenerateInput); ok && g.Iteration >= len(steps) && call.end > lastStep {
+					ahead++
+				}
+			}
+			if ahead == 0 {
+				t.Fatal("no generation ahead was running when the last step ended: the test says nothing")
+			}
+		})
+	}
+}

@@ -55,6 +55,7 @@ type rlCall struct {
 	in         any
 	start, end time.Duration // since the environment started
 	done       bool
+	afterEnd   bool // completed after the workflow had (nobody waited for it)
 }
 
 // rlWorld is a test environment with the RL workflow and mocked activities. exact is the held-out
@@ -116,7 +117,7 @@ func newRLWorld(t *testing.T, exact map[string]float64, slower ...map[string]tim
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		c := w.byKey[callKey(info)]
-		c.end, c.done = env.Now().Sub(w.t0), true
+		c.end, c.done, c.afterEnd = env.Now().Sub(w.t0), true, env.IsWorkflowCompleted()
 	})
 	return w
 }
