@@ -3,6 +3,7 @@ package workers
 import (
 	"io"
 
+	"github.com/temperml/temper/activities/rollout/gateway"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
@@ -37,6 +38,7 @@ var (
 	_ train.AdapterIO   = engine{}
 	_ train.ValueReader = engine{}
 	_ train.LogitReader = engine{}
+	_ gateway.Decoders  = engine{}
 )
 
 // engine adapts *tpu.Runtime to train.Engine: the batch is the same type; the metrics have the same fields.
@@ -62,6 +64,16 @@ func (e engine) SaveOptimizer(w io.Writer) error { return e.rt.SaveOptimizer(w) 
 func (e engine) Close() error                    { return e.rt.Close() }
 func (e engine) SaveAdapters(w io.Writer) error  { return e.rt.SaveAdapters(w) }
 func (e engine) LoadAdapters(r io.Reader) error  { return e.rt.LoadAdapters(r) }
+
+// NewDecoder starts a continuous batch of the runtime's model: an agent episode's gateway serves the
+// policy through it (it makes engine a gateway.Decoders).
+func (e engine) NewDecoder() (gateway.Decoder, error) {
+	d, err := e.rt.NewDecoder()
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
 
 // LoRA reports the adapters attached to the runtime (tests tell an adapter engine from a merged one).
 func (e engine) LoRA() (model.LoRA, bool) { return e.rt.LoRA() }

@@ -18,9 +18,9 @@ import (
 	sdktally "go.temporal.io/sdk/contrib/tally"
 	"go.temporal.io/sdk/interceptor"
 
-	"github.com/temperml/temper/activities/reward"
-	"github.com/temperml/temper/activities/rollout"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/reward/rewardapi"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/train/trainapi"
 )
 
 // Metrics serves Prometheus metrics on /metrics: the Temporal SDK's own (through its tally
@@ -120,7 +120,7 @@ func (a *activityMetrics) ExecuteActivity(ctx context.Context, in *interceptor.E
 // recordResult turns the scalars of an activity's result into gauges and counters.
 func recordResult(s tally.Scope, out any) {
 	switch o := out.(type) {
-	case contract.ChunkOutput:
+	case trainapi.ChunkOutput:
 		s.Gauge("train_loss").Update(o.Loss)
 		s.Gauge("train_learning_rate").Update(o.LR)
 		s.Gauge("train_step").Update(float64(o.Step))
@@ -132,20 +132,20 @@ func recordResult(s tally.Scope, out any) {
 		if v, ok := o.Metrics["tokens"]; ok {
 			s.Counter("train_tokens_total").Inc(int64(v))
 		}
-	case contract.PolicyStepOutput:
+	case trainapi.PolicyStepOutput:
 		s.Gauge("policy_version").Update(float64(o.Version))
 		for k, v := range o.Metrics { // loss, KL, entropy, reward_mean, train_tokens_per_s...: a fixed set
 			s.Gauge("policy_" + k).Update(v)
 		}
-	case contract.EvalOutput:
+	case trainapi.EvalOutput:
 		for k, v := range o.Metrics { // heldout_exact_match, heldout_loss...
 			s.Gauge("eval_" + k).Update(v)
 		}
-	case rollout.GenerateOutput:
+	case rolloutapi.GenerateOutput:
 		s.Gauge("rollout_tokens_per_second").Update(o.TokensPerS)
 		s.Gauge("rollout_mean_length").Update(o.MeanLength)
 		s.Counter("rollout_samples_total").Inc(int64(o.Samples))
-	case reward.ScoreOutput:
+	case rewardapi.ScoreOutput:
 		s.Gauge("reward_mean").Update(o.Metrics.MeanScore)
 		s.Gauge("reward_pass_rate").Update(o.Metrics.PassRate)
 		// From the counts, not the verdicts: those stay in the store when scored by reference.

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 
-	toolsact "github.com/temperml/temper/activities/tools"
+	"github.com/temperml/temper/activities/tools/toolsapi"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -19,7 +19,7 @@ import (
 // (tools.PythonTimeout) and its activity's attempts.
 const toolCallTimeout = 10 * time.Minute
 
-// ToolDispatcher runs long-running tools' calls as ToolCall workflows (activities/tools.Dispatcher):
+// ToolDispatcher runs long-running tools' calls as ToolCall workflows (activities/tools/toolclient.Dispatcher):
 // on Client, or, when nil, on the client of the activity whose episode makes the call.
 type ToolDispatcher struct {
 	Client client.Client
@@ -27,7 +27,7 @@ type ToolDispatcher struct {
 
 // Call starts the ToolCall workflow id, or finds the one already running or finished under that ID
 // (a retried episode replays its calls), and waits for its result.
-func (d ToolDispatcher) Call(ctx context.Context, id string, in toolsact.CallInput) (toolsact.CallOutput, error) {
+func (d ToolDispatcher) Call(ctx context.Context, id string, in toolsapi.CallInput) (toolsapi.CallOutput, error) {
 	c := d.Client
 	if c == nil {
 		c = activity.GetClient(ctx)
@@ -48,11 +48,11 @@ func (d ToolDispatcher) Call(ctx context.Context, id string, in toolsact.CallInp
 		run, err = c.GetWorkflow(ctx, id, ""), nil
 	}
 	if err != nil {
-		return toolsact.CallOutput{}, fmt.Errorf("workers: tool call %s: start: %w", id, err)
+		return toolsapi.CallOutput{}, fmt.Errorf("workers: tool call %s: start: %w", id, err)
 	}
-	var out toolsact.CallOutput
+	var out toolsapi.CallOutput
 	if err := run.Get(ctx, &out); err != nil {
-		return toolsact.CallOutput{}, fmt.Errorf("workers: tool call %s: %w", id, err)
+		return toolsapi.CallOutput{}, fmt.Errorf("workers: tool call %s: %w", id, err)
 	}
 	return out, nil
 }

@@ -15,12 +15,13 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/control"
-	controlcontract "github.com/temperml/temper/activities/control/contract"
+	"github.com/temperml/temper/activities/control/controlapi"
 	"github.com/temperml/temper/activities/demo"
+	"github.com/temperml/temper/activities/demo/demoapi"
 	"github.com/temperml/temper/activities/reward"
 	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/activities/rollout"
-	toolsact "github.com/temperml/temper/activities/tools"
+	"github.com/temperml/temper/activities/tools"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/distill"
 	"github.com/temperml/temper/activities/train/lm"
@@ -53,42 +54,55 @@ func ParseRoles(s string) ([]string, error) {
 	return out, nil
 }
 
-// Register puts a role's workflows or activities on a registry. Every role also answers <role>.Ping so
-// `temper status` can tell whether a queue has live workers.
-func Register(role string, r worker.Registry, opts Options) error {
-	acts := demo.Activities{}
-	switch role {
-	case workflows.QueueTemper:
+// roles is what each role's worker registers (besides <role>.Ping): the names are the contract
+// packages' constants, which stored histories hold, so they never change here.
+var roles = map[string]func(r worker.Registry, opts Options) error{
+	workflows.QueueTemper: func(r worker.Registry, _ Options) error {
 		RegisterWorkflows(r)
 		r.RegisterActivityWithOptions(func(context.Context) (string, error) { return DefaultStoreURI(), nil },
 			activity.RegisterOptions{Name: workflows.DefaultStoreName})
-	case workflows.QueueTrainer:
-		r.RegisterActivityWithOptions(acts.Tick, activity.RegisterOptions{Name: demo.TickName})
+		return nil
+	},
+	workflows.QueueTrainer: func(r worker.Registry, opts Options) error {
+		r.RegisterActivityWithOptions(demo.Activities{}.Tick, activity.RegisterOptions{Name: demoapi.TickName})
 		RegisterTrainer(r, &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}})
 		ctl := &control.Activities{Ckpt: ckpt.New(ckpt.Options{})}
-		r.RegisterActivityWithOptions(ctl.Log, activity.RegisterOptions{Name: controlcontract.LogName})
-	case workflows.QueueReward:
+		r.RegisterActivityWithOptions(ctl.Log, activity.RegisterOptions{Name: controlapi.LogName})
+		return nil
+	},
+	workflows.QueueRollout: func(r worker.Registry, opts Options) error {
+		rollout.Register(r, &rollout.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}, Sandbox: rewardSandbox})
+		return nil
+	},
+	workflows.QueueReward: func(r worker.Registry, opts Options) error {
 		ra, err := NewRewardActivities(opts, true)
 		if err != nil {
 			return err
 		}
-		r.RegisterActivityWithOptions(ra.Score, activity.RegisterOptions{Name: reward.ScoreName})
-	case workflows.QueueRollout:
-		ro := &rollout.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}}
-		r.RegisterActivityWithOptions(ro.Generate, activity.RegisterOptions{Name: rollout.GenerateName})
-		r.RegisterActivityWithOptions(ro.Keep, activity.RegisterOptions{Name: rollout.KeepName})
-		r.RegisterActivityWithOptions(ro.Search, activity.RegisterOptions{Name: rollout.SearchName})
-		r.RegisterActivityWithOptions(ro.SearchData, activity.RegisterOptions{Name: rollout.SearchDataName})
-	case workflows.QueueTools:
-		ta, err := toolsact.New(rewardSandbox())
+		reward.Register(r, ra)
+		return nil
+	},
+	workflows.QueueTools: func(r worker.Registry, _ Options) error {
+		ta, err := tools.New(rewardSandbox())
 		if err != nil {
 			return err
 		}
-		r.RegisterActivityWithOptions(ta.Run, activity.RegisterOptions{Name: toolsact.RunName})
-	default:
+		tools.Register(r, ta)
+		return nil
+	},
+}
+
+// Register puts a role's workflows or activities on a registry. Every role also answers <role>.Ping so
+// `temper status` can tell whether a queue has live workers.
+func Register(role string, r worker.Registry, opts Options) error {
+	register, ok := roles[role]
+	if !ok {
 		return fmt.Errorf("workers: register: unknown role %q", role)
 	}
-	r.RegisterActivityWithOptions(acts.Ping, activity.RegisterOptions{Name: demo.PingName(role)})
+	if err := register(r, opts); err != nil {
+		return err
+	}
+	r.RegisterActivityWithOptions(demo.Activities{}.Ping, activity.RegisterOptions{Name: demoapi.PingName(role)})
 	return nil
 }
 
@@ -189,13 +203,15 @@ func StopAll(ws []worker.Worker) {
 	}
 }
 
-// RegisterTrainer registers the trainer role's activities: the shared kernel's (Retain) and each
-// family's (language model, preference, reward model, policy) under their contract names.
+// trainerFamilies register the trainer role's activities: the shared kernel's (Retain) and each
+// family's, under their contract names. A new family adds its Register here.
+var trainerFamilies = []func(train.Registrar, *train.Activities){
+	train.Register, lm.Register, preference.Register, rewardmodel.Register, policy.Register, distill.Register,
+}
+
+// RegisterTrainer registers every trainer family's activities on r.
 func RegisterTrainer(r train.Registrar, deps *train.Activities) {
-	train.Register(r, deps)
-	lm.Register(r, deps)
-	preference.Register(r, deps)
-	rewardmodel.Register(r, deps)
-	policy.Register(r, deps)
-	distill.Register(r, deps)
+	for _, register := range trainerFamilies {
+		register(r, deps)
+	}
 }

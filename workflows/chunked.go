@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -20,7 +20,7 @@ type ChunkSpec struct {
 	KeepLast         int             `json:"keep_last" default:"3" help:"checkpoints kept besides the best"`
 	HeartbeatTimeout config.Duration `json:"heartbeat_timeout" default:"30s" help:"a trainer silent this long is presumed dead; its chunk is retried elsewhere"`
 	InjectNaNAt      int             `json:"inject_nan_at,omitempty" help:"testing: step N (1-based) is treated as non-finite, as the engine treats a NaN loss"`
-	Optimizer        train.Optim     `json:"optimizer"`
+	Optimizer        trainapi.Optim  `json:"optimizer"`
 }
 
 // Validate names the bad field.
@@ -46,7 +46,7 @@ func (c ChunkSpec) Validate() error {
 }
 
 // defaultChunkSpec is every kind's default but for the step counts and the optimizer.
-func defaultChunkSpec(steps, chunk int, optim train.Optim) ChunkSpec {
+func defaultChunkSpec(steps, chunk int, optim trainapi.Optim) ChunkSpec {
 	return ChunkSpec{Steps: steps, ChunkSteps: chunk, KeepLast: 3, HeartbeatTimeout: config.Duration(30 * time.Second), Optimizer: optim}
 }
 
@@ -69,7 +69,7 @@ type LoopState struct {
 	Step           int                `json:"step"`
 	Chunks         int                `json:"chunks"`
 	Checkpoint     string             `json:"checkpoint"`
-	Cursor         train.Cursor       `json:"cursor"`
+	Cursor         trainapi.Cursor    `json:"cursor"`
 	FreshOptimizer bool               `json:"fresh_optimizer"`
 	Setup          PhaseSetup         `json:"setup"`
 	Before         map[string]float64 `json:"before,omitempty"`
@@ -125,7 +125,7 @@ type chunkedKind struct {
 	// r.st.Setup with whatever else the kind's chunks need.
 	start func(r *chunkedRun) (checkpoint string, fresh bool, err error)
 	// chunk names the chunk activity and its input for head.
-	chunk func(r *chunkedRun, head train.ChunkHead) (name string, input any)
+	chunk func(r *chunkedRun, head trainapi.ChunkHead) (name string, input any)
 	// evaluate measures a checkpoint on held-out data.
 	evaluate func(r *chunkedRun, uri string) (map[string]float64, error)
 	// headline is the evaluation metric the memo and the curve show; score (higher is better) picks
@@ -210,11 +210,11 @@ func (r *chunkedRun) chunk(k chunkedKind) (last bool, err error) {
 	}
 	n := min(k.spec.ChunkSteps, k.spec.Steps-st.Step)
 	r.steer.next = st.Step + n
-	name, input := k.chunk(r, train.ChunkHead{Store: in.Store, Run: in.RunID, Phase: in.Phase, From: st.Checkpoint,
+	name, input := k.chunk(r, trainapi.ChunkHead{Store: in.Store, Run: in.RunID, Phase: in.Phase, From: st.Checkpoint,
 		Step: st.Step, Steps: n, TotalSteps: k.spec.Steps, Cursor: st.Cursor, Optim: k.spec.Optimizer, FreshOptimizer: st.FreshOptimizer,
 		InjectNaNAt: k.spec.InjectNaNAt})
 	chunkStart := workflow.Now(ctx)
-	var out train.ChunkOutput
+	var out trainapi.ChunkOutput
 	if err := r.exec(true, name, input, &out); err != nil {
 		return false, fail(fmt.Sprintf("chunk at step %d", st.Step), err)
 	}
@@ -294,7 +294,7 @@ func (r *chunkedRun) reshape(k *chunkedKind) error {
 // eval.before, the driver evaluates it.
 func (r *chunkedRun) begin(k chunkedKind) error {
 	st := &r.st
-	st.Cursor = train.Cursor{Seed: r.seed}
+	st.Cursor = trainapi.Cursor{Seed: r.seed}
 	if k.dataSeed != 0 {
 		st.Cursor.Seed = k.dataSeed
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -74,9 +74,9 @@ func modelSHA(t *testing.T, uri string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, ok := ck.Manifest.File(train.ModelFile)
+	f, ok := ck.Manifest.File(trainapi.ModelFile)
 	if !ok {
-		t.Fatalf("%s has no %s", uri, train.ModelFile)
+		t.Fatalf("%s has no %s", uri, trainapi.ModelFile)
 	}
 	return f.SHA256
 }

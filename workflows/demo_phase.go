@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	demo "github.com/temperml/temper/activities/demo/contract"
+	"github.com/temperml/temper/activities/demo/demoapi"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -61,8 +61,8 @@ func Demo(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			MaximumInterval:    10 * time.Second,
 		},
 	})
-	var out demo.TickOutput
-	err = workflow.ExecuteActivity(actx, demo.TickName, demo.TickInput{
+	var out demoapi.TickOutput
+	err = workflow.ExecuteActivity(actx, demoapi.TickName, demoapi.TickInput{
 		RunID: in.RunID, Phase: in.Phase, Store: in.Store, From: in.From,
 		Steps: cfg.Steps, StepDuration: cfg.StepDuration.D(), FailAtStep: cfg.FailAtStep,
 	}).Get(ctx, &out)

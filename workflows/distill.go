@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 	"github.com/temperml/temper/internal/config"
 )
@@ -25,8 +25,8 @@ type DistillConfig struct {
 	Targets string                     `json:"targets" default:"on_the_fly" help:"on_the_fly: the teacher is held beside the student and run on every batch (any loss) | precomputed: the teacher's top-k distributions over the training data are computed once into the store (train.DistillTargets) and chunks never load the teacher (needs loss.top_k >= 1, loss.lambda 0)"`
 	Student string                     `json:"student" default:"scratch" help:"scratch: a fresh model.preset student | from: start from the phase's from checkpoint (default: the previous phase's output, often the teacher itself: set from)"`
 	Model   ModelSpec                  `json:"model" help:"the student's architecture when student is scratch"`
-	Data    train.DataSpec             `json:"data"`
-	Batch   train.BatchSpec            `json:"batch" help:"rows: examples per step, one per row; seq: tokens per row (the longest example and every on-policy sample must fit)"`
+	Data    trainapi.DataSpec          `json:"data"`
+	Batch   trainapi.BatchSpec         `json:"batch" help:"rows: examples per step, one per row; seq: tokens per row (the longest example and every on-policy sample must fit)"`
 	Loss    objectivecfg.DistillConfig `json:"loss"`
 	ChunkSpec
 	Eval EvalSpec `json:"eval"`
@@ -34,13 +34,13 @@ type DistillConfig struct {
 
 func defaultDistillConfig() *DistillConfig {
 	return &DistillConfig{
-		Targets:   train.TeacherOnTheFly,
+		Targets:   trainapi.TeacherOnTheFly,
 		Student:   StudentScratch,
 		Model:     ModelSpec{Preset: "tiny"},
-		Data:      train.DataSpec{TrainExamples: 2000, HeldoutExamples: 200},
-		Batch:     train.BatchSpec{Rows: 16, Seq: 32},
+		Data:      trainapi.DataSpec{TrainExamples: 2000, HeldoutExamples: 200},
+		Batch:     trainapi.BatchSpec{Rows: 16, Seq: 32},
 		Loss:      objectivecfg.DefaultDistill(),
-		ChunkSpec: defaultChunkSpec(200, 50, train.Optim{LR: 3e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}),
+		ChunkSpec: defaultChunkSpec(200, 50, trainapi.Optim{LR: 3e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}),
 		Eval:      EvalSpec{EvalCadence: EvalCadence{Before: true}, Examples: 200, MaxNewTokens: 16, PassK: 1, Temperature: 1},
 	}
 }
@@ -50,8 +50,8 @@ func (c *DistillConfig) Validate() error {
 	if c.Teacher == "" {
 		return &config.FieldError{Path: "teacher", Msg: "required: the name of an earlier phase or a checkpoint URI"}
 	}
-	if c.Targets != train.TeacherOnTheFly && c.Targets != train.TeacherPrecomputed {
-		return &config.FieldError{Path: "targets", Msg: fmt.Sprintf("%q: allowed values: %s, %s", c.Targets, train.TeacherOnTheFly, train.TeacherPrecomputed)}
+	if c.Targets != trainapi.TeacherOnTheFly && c.Targets != trainapi.TeacherPrecomputed {
+		return &config.FieldError{Path: "targets", Msg: fmt.Sprintf("%q: allowed values: %s, %s", c.Targets, trainapi.TeacherOnTheFly, trainapi.TeacherPrecomputed)}
 	}
 	if c.Student != StudentScratch && c.Student != StudentFrom {
 		return &config.FieldError{Path: "student", Msg: fmt.Sprintf("%q: allowed values: %s, %s", c.Student, StudentScratch, StudentFrom)}
@@ -74,7 +74,7 @@ func (c *DistillConfig) Validate() error {
 		}
 		return err
 	}
-	if c.Targets == train.TeacherPrecomputed {
+	if c.Targets == trainapi.TeacherPrecomputed {
 		switch {
 		case c.Loss.TopK < 1:
 			return &config.FieldError{Path: "loss.top_k", Msg: "targets precomputed stores the teacher's top-k tokens: set top_k >= 1 (e.g. 8), or targets on_the_fly"}
@@ -140,9 +140,9 @@ func Distill(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		start: func(r *chunkedRun) (string, bool, error) {
 			s := &r.st.Setup
 			s.Reference = teacher
-			if cfg.Targets == train.TeacherPrecomputed {
-				var out train.DistillTargetsOutput
-				if err := r.exec(true, train.DistillTargetsName, train.DistillTargetsInput{
+			if cfg.Targets == trainapi.TeacherPrecomputed {
+				var out trainapi.DistillTargetsOutput
+				if err := r.exec(true, trainapi.DistillTargetsName, trainapi.DistillTargetsInput{
 					Store: in.Store, Run: in.RunID, Phase: in.Phase, Teacher: teacher, Data: cfg.Data, Seq: cfg.Batch.Seq,
 					TopK: cfg.Loss.TopK, Temperature: cfg.Loss.Temperature, Seed: r.st.Cursor.Seed,
 				}, &out); err != nil {
@@ -155,20 +155,20 @@ func Distill(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				return in.From, true, nil
 			}
 			mc, _ := cfg.Model.Resolve() // validated
-			var out train.InitOutput
-			if err := r.exec(false, train.InitName, train.InitInput{Store: in.Store, Run: in.RunID, Phase: in.Phase, Model: mc, Seed: r.seed}, &out); err != nil {
+			var out trainapi.InitOutput
+			if err := r.exec(false, trainapi.InitName, trainapi.InitInput{Store: in.Store, Run: in.RunID, Phase: in.Phase, Model: mc, Seed: r.seed}, &out); err != nil {
 				return "", false, fmt.Errorf("%s %s: init: %w", in.Kind, in.Phase, err)
 			}
 			return out.Checkpoint, false, nil
 		},
-		chunk: func(r *chunkedRun, head train.ChunkHead) (string, any) {
-			ci := train.DistillChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, Loss: cfg.Loss}
+		chunk: func(r *chunkedRun, head trainapi.ChunkHead) (string, any) {
+			ci := trainapi.DistillChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, Loss: cfg.Loss}
 			if r.st.Setup.RefData != "" {
 				ci.Targets = r.st.Setup.RefData
 			} else {
 				ci.Teacher = r.st.Setup.Reference
 			}
-			return train.DistillChunkName, ci
+			return trainapi.DistillChunkName, ci
 		},
 		evaluate: lmEvaluate(in, cfg.Data, cfg.Eval),
 		headline: "heldout_exact_match",

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	control "github.com/temperml/temper/activities/control/contract"
+	"github.com/temperml/temper/activities/control/controlapi"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -235,8 +235,8 @@ func (p *pipelineRun) logControl(phase string, ev ControlEvent) error {
 	}
 	p.state.Log = append(p.state.Log, ev)
 	_, short := trainerContexts(p.ctx, 30*time.Second)
-	rec := control.Record{Run: p.runID, Phase: phase, Step: 0, Seq: ev.Seq, Time: unixSeconds(now), Event: ev.Event, Label: ev.Label(), Note: ev.Note}
-	if err := workflow.ExecuteActivity(short, control.LogName, control.LogInput{Store: p.in.Store, Records: []control.Record{rec}}).Get(p.ctx, nil); err != nil {
+	rec := controlapi.Record{Run: p.runID, Phase: phase, Step: 0, Seq: ev.Seq, Time: unixSeconds(now), Event: ev.Event, Label: ev.Label(), Note: ev.Note}
+	if err := workflow.ExecuteActivity(short, controlapi.LogName, controlapi.LogInput{Store: p.in.Store, Records: []controlapi.Record{rec}}).Get(p.ctx, nil); err != nil {
 		return fmt.Errorf("pipeline %s: control log: %w", p.runID, err)
 	}
 	return nil

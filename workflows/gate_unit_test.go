@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	control "github.com/temperml/temper/activities/control/contract"
+	"github.com/temperml/temper/activities/control/controlapi"
 	"github.com/temperml/temper/internal/config"
 	"github.com/temperml/temper/workflows"
 )
@@ -30,7 +30,7 @@ type gateWorld struct {
 	env     *testsuite.TestWorkflowEnvironment
 	started []string // phases started, in order
 	from    map[string]string
-	logs    []control.Record
+	logs    []controlapi.Record
 }
 
 func newGateWorld(t *testing.T, metrics map[string]map[string]float64) *gateWorld {
@@ -49,10 +49,10 @@ func newGateWorld(t *testing.T, metrics map[string]map[string]float64) *gateWorl
 	}, workflow.RegisterOptions{Name: "Demo"})
 	g.env.RegisterActivityWithOptions(func(context.Context) (bool, error) { return false, nil },
 		activity.RegisterOptions{Name: workflows.SearchAttributesName})
-	g.env.RegisterActivityWithOptions(func(_ context.Context, in control.LogInput) error {
+	g.env.RegisterActivityWithOptions(func(_ context.Context, in controlapi.LogInput) error {
 		g.logs = append(g.logs, in.Records...)
 		return nil
-	}, activity.RegisterOptions{Name: control.LogName})
+	}, activity.RegisterOptions{Name: controlapi.LogName})
 	return g
 }
 

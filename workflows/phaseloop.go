@@ -8,13 +8,13 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 )
 
 // retainAndMemo marks the best checkpoint, prunes older ones beyond keepLast and shows memo in the UI;
 // every chunked training phase ends each chunk with it.
 func retainAndMemo(ctx, shortCtx workflow.Context, in PhaseInput, keepLast int, best string, memo map[string]any) error {
-	if err := workflow.ExecuteActivity(shortCtx, train.RetainName, train.RetainInput{
+	if err := workflow.ExecuteActivity(shortCtx, trainapi.RetainName, trainapi.RetainInput{
 		Store: in.Store, Run: in.RunID, Phase: in.Phase, KeepLast: keepLast, Best: best,
 	}).Get(ctx, nil); err != nil {
 		return fmt.Errorf("%s %s: retain: %w", in.Kind, in.Phase, err)

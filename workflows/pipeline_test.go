@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temperml/temper/activities/demo"
+	"github.com/temperml/temper/activities/demo/demoapi"
 	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
@@ -180,7 +180,7 @@ func heartbeatStep(c client.Client, wfID string) int {
 		if pa.HeartbeatDetails == nil || len(pa.HeartbeatDetails.Payloads) == 0 {
 			continue
 		}
-		var p demo.Progress
+		var p demoapi.Progress
 		if json.Unmarshal(pa.HeartbeatDetails.Payloads[0].Data, &p) == nil {
 			return p.Step
 		}

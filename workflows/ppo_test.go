@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
@@ -74,7 +74,7 @@ func TestPPOPhase(t *testing.T) {
 			if st.Scalars["value_loss"] <= 0 || st.Scalars["new_value_head"] != 0 {
 				t.Fatalf("final step: value_loss %v, new_value_head %v", st.Scalars["value_loss"], st.Scalars["new_value_head"])
 			}
-			rc, err := ck.Open(ctx, train.CriticFile)
+			rc, err := ck.Open(ctx, trainapi.CriticFile)
 			if err != nil {
 				t.Fatalf("the PPO checkpoint has no critic: %v", err)
 			}
@@ -86,7 +86,7 @@ func TestPPOPhase(t *testing.T) {
 			if w, ok := f.Tensor("score.weight"); !ok || len(w.Shape) != 2 || w.Shape[0] != 1 {
 				t.Fatalf("critic file: score.weight %v (present %v)", w.Shape, ok)
 			}
-			mr, err := ck.Open(ctx, train.ModelFile)
+			mr, err := ck.Open(ctx, trainapi.ModelFile)
 			if err != nil {
 				t.Fatal(err)
 			}

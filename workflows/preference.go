@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/internal/config"
 )
@@ -23,11 +23,11 @@ type PrefEvalSpec struct {
 // PrefConfig configures the preference phase kinds (dpo, ipo, orpo, simpo, kto). The phase starts from
 // `from` (an SFT checkpoint), which is also the reference model unless ref_checkpoint is set.
 type PrefConfig struct {
-	Loss          losscfg.Preference `json:"loss" help:"the loss's hyperparameters; loss.kind is the phase kind"`
-	Reference     string             `json:"reference" default:"precomputed" help:"precomputed: reference log-probs computed once (train.RefLogProbs) and stored with the data | on_the_fly: the reference model is held next to the policy during each chunk"`
-	RefCheckpoint string             `json:"ref_checkpoint,omitempty" help:"reference model checkpoint URI; default: the phase's starting checkpoint"`
-	Data          train.PrefDataSpec `json:"data"`
-	Batch         train.BatchSpec    `json:"batch" help:"rows: pairs (kto: labelled completions) per step; seq: tokens per sequence (prompt + completion), fixed"`
+	Loss          losscfg.Preference    `json:"loss" help:"the loss's hyperparameters; loss.kind is the phase kind"`
+	Reference     string                `json:"reference" default:"precomputed" help:"precomputed: reference log-probs computed once (train.RefLogProbs) and stored with the data | on_the_fly: the reference model is held next to the policy during each chunk"`
+	RefCheckpoint string                `json:"ref_checkpoint,omitempty" help:"reference model checkpoint URI; default: the phase's starting checkpoint"`
+	Data          trainapi.PrefDataSpec `json:"data"`
+	Batch         trainapi.BatchSpec    `json:"batch" help:"rows: pairs (kto: labelled completions) per step; seq: tokens per sequence (prompt + completion), fixed"`
 	ChunkSpec
 	Eval PrefEvalSpec `json:"eval"`
 
@@ -37,10 +37,10 @@ type PrefConfig struct {
 func defaultPrefConfig(kind string) *PrefConfig {
 	return &PrefConfig{
 		Loss:      losscfg.DefaultPreference(kind),
-		Reference: train.RefPrecomputed,
-		Data:      train.PrefDataSpec{TrainExamples: 2000, HeldoutExamples: 200},
-		Batch:     train.BatchSpec{Rows: 16, Seq: 64},
-		ChunkSpec: defaultChunkSpec(200, 50, train.Optim{LR: 1e-3, WarmupSteps: 10, MinLRRatio: 0.1, WeightDecay: 0, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}),
+		Reference: trainapi.RefPrecomputed,
+		Data:      trainapi.PrefDataSpec{TrainExamples: 2000, HeldoutExamples: 200},
+		Batch:     trainapi.BatchSpec{Rows: 16, Seq: 64},
+		ChunkSpec: defaultChunkSpec(200, 50, trainapi.Optim{LR: 1e-3, WarmupSteps: 10, MinLRRatio: 0.1, WeightDecay: 0, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}),
 		Eval:      PrefEvalSpec{EvalCadence: EvalCadence{Before: true}, Examples: 200, ExactMatch: true, MaxNewTokens: 16, KLTokens: 16},
 		kind:      kind,
 	}
@@ -54,8 +54,8 @@ func (c *PrefConfig) Validate() error {
 	if err := c.Loss.Validate(); err != nil {
 		return &config.FieldError{Path: "loss", Msg: err.Error()}
 	}
-	if c.Reference != train.RefPrecomputed && c.Reference != train.RefOnTheFly {
-		return &config.FieldError{Path: "reference", Msg: fmt.Sprintf("%q: allowed values: %s, %s", c.Reference, train.RefPrecomputed, train.RefOnTheFly)}
+	if c.Reference != trainapi.RefPrecomputed && c.Reference != trainapi.RefOnTheFly {
+		return &config.FieldError{Path: "reference", Msg: fmt.Sprintf("%q: allowed values: %s, %s", c.Reference, trainapi.RefPrecomputed, trainapi.RefOnTheFly)}
 	}
 	if err := c.Data.Validate(); err != nil {
 		return err
@@ -117,9 +117,9 @@ func Preference(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	return runChunked(ctx, in, chunkedKind{
 		spec: cfg.ChunkSpec, cadence: cfg.Eval.EvalCadence, dataSeed: cfg.Data.Seed,
 		start: func(r *chunkedRun) (string, bool, error) { return prefStart(r, cfg) },
-		chunk: func(r *chunkedRun, head train.ChunkHead) (string, any) {
+		chunk: func(r *chunkedRun, head trainapi.ChunkHead) (string, any) {
 			s := r.st.Setup
-			return train.PrefChunkName, train.PrefChunkInput{ChunkHead: head, Data: prefData(cfg, s), RefData: s.RefData, Reference: s.Reference,
+			return trainapi.PrefChunkName, trainapi.PrefChunkInput{ChunkHead: head, Data: prefData(cfg, s), RefData: s.RefData, Reference: s.Reference,
 				Batch: cfg.Batch, Loss: cfg.Loss}
 		},
 		evaluate: func(r *chunkedRun, uri string) (map[string]float64, error) { return prefEvaluate(r, cfg, uri) },
@@ -134,7 +134,7 @@ func Preference(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 }
 
 // prefData is the configured data with what the phase made from the model in its place.
-func prefData(cfg *PrefConfig, s PhaseSetup) train.PrefDataSpec {
+func prefData(cfg *PrefConfig, s PhaseSetup) trainapi.PrefDataSpec {
 	d := cfg.Data
 	if s.Train != "" {
 		d.Train, d.FromModel = s.Train, nil
@@ -156,8 +156,8 @@ func prefStart(r *chunkedRun, cfg *PrefConfig) (string, bool, error) {
 	if fm := cfg.Data.FromModel; fm != nil {
 		samp := fm.WithDefaults()
 		samp.SyntheticHeldout = samp.SyntheticHeldout || cfg.Data.Heldout != "" // the user's held-out set wins
-		var out train.PrefFromModelOutput
-		if err := r.exec(true, train.PreferencesFromModelName, train.PrefFromModelInput{
+		var out trainapi.PrefFromModelOutput
+		if err := r.exec(true, trainapi.PreferencesFromModelName, trainapi.PrefFromModelInput{
 			Store: in.Store, Run: in.RunID, Phase: in.Phase, Checkpoint: in.From, Data: cfg.Data, Sampling: samp, Seed: r.seed,
 		}, &out); err != nil {
 			return "", false, fmt.Errorf("%s %s: preferences from model: %w", in.Kind, in.Phase, err)
@@ -167,9 +167,9 @@ func prefStart(r *chunkedRun, cfg *PrefConfig) (string, bool, error) {
 			"data_all_correct": float64(out.AllCorrect), "data_none_correct": float64(out.NoneCorrect), "data_sample_rate": out.SampleRate,
 			"data_heldout_pairs": float64(out.HeldoutPairs)}
 	}
-	if cfg.Reference == train.RefPrecomputed && cfg.Loss.UsesReference() {
-		var out train.RefLogProbsOutput
-		if err := r.exec(true, train.RefLogProbsName, train.RefLogProbsInput{
+	if cfg.Reference == trainapi.RefPrecomputed && cfg.Loss.UsesReference() {
+		var out trainapi.RefLogProbsOutput
+		if err := r.exec(true, trainapi.RefLogProbsName, trainapi.RefLogProbsInput{
 			Store: in.Store, Run: in.RunID, Phase: in.Phase, Reference: s.Reference, Data: prefData(cfg, *s), Kind: cfg.Loss.Kind,
 			Seq: cfg.Batch.Seq, Seed: r.seed,
 		}, &out); err != nil {
@@ -184,8 +184,8 @@ func prefStart(r *chunkedRun, cfg *PrefConfig) (string, bool, error) {
 // greedy exact match.
 func prefEvaluate(r *chunkedRun, cfg *PrefConfig, uri string) (map[string]float64, error) {
 	in := r.in
-	var out train.EvalOutput
-	if err := r.exec(true, train.PrefEvaluateName, train.PrefEvalInput{
+	var out trainapi.EvalOutput
+	if err := r.exec(true, trainapi.PrefEvaluateName, trainapi.PrefEvalInput{
 		Store: in.Store, Checkpoint: uri, Reference: r.st.Setup.Reference, Data: prefData(cfg, r.st.Setup), Loss: cfg.Loss,
 		Examples: cfg.Eval.Examples, KLTokens: cfg.Eval.KLTokens, Seed: r.seed,
 	}, &out); err != nil {
@@ -193,8 +193,8 @@ func prefEvaluate(r *chunkedRun, cfg *PrefConfig, uri string) (map[string]float6
 	}
 	m := out.Metrics
 	if spec, ok := cfg.Data.TaskSpec(); ok && cfg.Eval.ExactMatch {
-		var em train.EvalOutput
-		if err := r.exec(true, train.EvaluateName, train.EvalInput{
+		var em trainapi.EvalOutput
+		if err := r.exec(true, trainapi.EvaluateName, trainapi.EvalInput{
 			Store: in.Store, Checkpoint: uri, Data: spec, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.Eval.MaxNewTokens,
 			PassK: 1, Seed: r.seed,
 		}, &em); err != nil {

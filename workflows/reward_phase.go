@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 	"github.com/temperml/temper/internal/config"
 )
@@ -20,8 +20,8 @@ type RewardModelEval struct {
 // head) trained with the Bradley–Terry pairwise loss on preference pairs.
 type RewardModelConfig struct {
 	Model         ModelSpec             `json:"model" help:"architecture when the phase has no from (a value head is added)"`
-	Data          train.RewardData      `json:"data"`
-	Batch         train.RewardBatch     `json:"batch"`
+	Data          trainapi.RewardData   `json:"data"`
+	Batch         trainapi.RewardBatch  `json:"batch"`
 	Loss          objectivecfg.BTConfig `json:"loss"`
 	LogProbReward bool                  `json:"logprob_reward" default:"true" help:"a new value head also scores with the LM: reward = value + α·log π(completion), α learned from 1 (model.Config.RewardLogProb); false: the value head alone"`
 	ChunkSpec
@@ -31,13 +31,13 @@ type RewardModelConfig struct {
 func defaultRewardModelConfig() *RewardModelConfig {
 	return &RewardModelConfig{
 		Model:         ModelSpec{Preset: "tiny"},
-		Data:          train.RewardData{TrainPairs: 4000, HeldoutPairs: 400},
-		Batch:         train.RewardBatch{Rows: 32, MaxSeq: 64},
+		Data:          trainapi.RewardData{TrainPairs: 4000, HeldoutPairs: 400},
+		Batch:         trainapi.RewardBatch{Rows: 32, MaxSeq: 64},
 		Loss:          objectivecfg.DefaultBT(),
 		LogProbReward: true,
 		// Weight decay 0.1: with 0.01 a small reward model memorises its training prompts (issue 6's
 		// acceptance run: 0.880 vs 0.962 held-out pairwise accuracy).
-		ChunkSpec: defaultChunkSpec(600, 200, train.Optim{LR: 1e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}),
+		ChunkSpec: defaultChunkSpec(600, 200, trainapi.Optim{LR: 1e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}),
 		Eval:      RewardModelEval{EvalCadence: EvalCadence{Before: true}, Pairs: 400},
 	}
 }
@@ -91,8 +91,8 @@ func RewardModel(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		spec: cfg.ChunkSpec, cadence: cfg.Eval.EvalCadence, dataSeed: cfg.Data.Seed,
 		start: func(r *chunkedRun) (string, bool, error) {
 			mc, _ := cfg.Model.Resolve() // validated
-			var out train.RewardInitOutput
-			if err := r.exec(false, train.RewardInitName, train.RewardInitInput{
+			var out trainapi.RewardInitOutput
+			if err := r.exec(false, trainapi.RewardInitName, trainapi.RewardInitInput{
 				Store: in.Store, Run: in.RunID, Phase: in.Phase, From: in.From, Model: mc, Seed: r.seed, LogProb: cfg.LogProbReward,
 			}, &out); err != nil {
 				return "", false, fmt.Errorf("%s %s: init: %w", in.Kind, in.Phase, err)
@@ -102,12 +102,12 @@ func RewardModel(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			}
 			return out.Checkpoint, true, nil
 		},
-		chunk: func(r *chunkedRun, head train.ChunkHead) (string, any) {
-			return train.RewardChunkName, train.RewardChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, Loss: cfg.Loss}
+		chunk: func(r *chunkedRun, head trainapi.ChunkHead) (string, any) {
+			return trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, Loss: cfg.Loss}
 		},
 		evaluate: func(r *chunkedRun, uri string) (map[string]float64, error) {
-			var out train.RewardEvalOutput
-			err := r.exec(true, train.RewardEvaluateName, train.RewardEvalInput{
+			var out trainapi.RewardEvalOutput
+			err := r.exec(true, trainapi.RewardEvaluateName, trainapi.RewardEvalInput{
 				Store: in.Store, Checkpoint: uri, Data: cfg.Data, Batch: cfg.Batch, Pairs: cfg.Eval.Pairs, Loss: cfg.Loss, Seed: r.seed,
 			}, &out)
 			return out.Metrics, err

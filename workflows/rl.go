@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	rollout "github.com/temperml/temper/activities/rollout/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -24,29 +24,29 @@ type Branch struct {
 
 // RLState is the RL loop's state; it travels in PhaseInput.RL across continue-as-new.
 type RLState struct {
-	Iter           int                     `json:"iter"`
-	Version        int                     `json:"version"`
-	Policy         string                  `json:"policy"`
-	Reference      string                  `json:"reference"`
-	Dir            string                  `json:"dir"`  // checkpoint phase directory of the current branch
-	Root           string                  `json:"root"` // workflow ID of the phase's first execution; branches are Root.b1, Root.b2, ...
-	LRScale        float64                 `json:"lr_scale"`
-	KLScale        float64                 `json:"kl_scale"`
-	FreshOptimizer bool                    `json:"fresh_optimizer"`
-	Good           string                  `json:"good"`
-	GoodVersion    int                     `json:"good_version"`
-	GoodScore      float64                 `json:"good_score"`
-	Branches       []Branch                `json:"branches,omitempty"`
-	Before         map[string]float64      `json:"before,omitempty"`
-	Last           map[string]float64      `json:"last,omitempty"`
-	Pending        *rollout.GenerateOutput `json:"pending,omitempty"` // async, runs before rl-sharded: next iteration's rollouts
-	PendingVersion int                     `json:"pending_version"`
-	RewardSum      float64                 `json:"reward_sum"`
-	LastReward     float64                 `json:"last_reward"`
-	PointReward    float64                 `json:"point_reward"` // reward sum since the last curve point
-	PointIters     int                     `json:"point_iters"`
-	Seconds        float64                 `json:"seconds"` // wall time of the iterations, for bench rl
-	Curve          []CurvePoint            `json:"curve,omitempty"`
+	Iter           int                        `json:"iter"`
+	Version        int                        `json:"version"`
+	Policy         string                     `json:"policy"`
+	Reference      string                     `json:"reference"`
+	Dir            string                     `json:"dir"`  // checkpoint phase directory of the current branch
+	Root           string                     `json:"root"` // workflow ID of the phase's first execution; branches are Root.b1, Root.b2, ...
+	LRScale        float64                    `json:"lr_scale"`
+	KLScale        float64                    `json:"kl_scale"`
+	FreshOptimizer bool                       `json:"fresh_optimizer"`
+	Good           string                     `json:"good"`
+	GoodVersion    int                        `json:"good_version"`
+	GoodScore      float64                    `json:"good_score"`
+	Branches       []Branch                   `json:"branches,omitempty"`
+	Before         map[string]float64         `json:"before,omitempty"`
+	Last           map[string]float64         `json:"last,omitempty"`
+	Pending        *rolloutapi.GenerateOutput `json:"pending,omitempty"` // async, runs before rl-sharded: next iteration's rollouts
+	PendingVersion int                        `json:"pending_version"`
+	RewardSum      float64                    `json:"reward_sum"`
+	LastReward     float64                    `json:"last_reward"`
+	PointReward    float64                    `json:"point_reward"` // reward sum since the last curve point
+	PointIters     int                        `json:"point_iters"`
+	Seconds        float64                    `json:"seconds"` // wall time of the iterations, for bench rl
+	Curve          []CurvePoint               `json:"curve,omitempty"`
 	// Where iteration time goes, as the workflow waits on each step (async: generation overlaps).
 	WaitGenerate float64 `json:"wait_generate"`
 	WaitScore    float64 `json:"wait_score"`
@@ -67,7 +67,11 @@ type RLState struct {
 	CorrPassed int  `json:"corr_passed,omitempty"`
 	Started    bool `json:"started"`
 	// PendingShards are the next iteration's shards (async, sharded runs) across continue-as-new.
-	PendingShards []rollout.GenerateOutput `json:"pending_shards,omitempty"`
+	PendingShards []rolloutapi.GenerateOutput `json:"pending_shards,omitempty"`
+	// Agent episodes (rolloutapi.agent): groups dropped because an episode failed past its retries,
+	// and failed attempts, summed over the iterations.
+	AgentDropped  int `json:"agent_dropped,omitempty"`
+	AgentFailures int `json:"agent_failures,omitempty"`
 	// Steer is what people changed while the phase runs (steer.go); nil until someone does.
 	Steer *SteerState `json:"steer,omitempty"`
 	// Flights are the iterations generating ahead (async with max_staleness > 1 or partial,
@@ -308,6 +312,9 @@ func (r *rlRun) metrics() map[string]float64 {
 	}
 	if r.cfg.SelfCorrect.Retries > 0 {
 		metrics["self_corrections_tried"], metrics["self_corrections_passed"] = float64(st.CorrTried), float64(st.CorrPassed)
+	}
+	if r.cfg.Rollout.Agent != nil {
+		metrics["agent_groups_dropped"], metrics["agent_failures"] = float64(st.AgentDropped), float64(st.AgentFailures)
 	}
 	copyMetrics(metrics, st.Last, "")
 	copyMetrics(metrics, st.Before, "_before")

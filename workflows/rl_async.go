@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	rollout "github.com/temperml/temper/activities/rollout/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 )
 
 // maxStaleness bounds max_staleness: each version ahead is one more iteration in flight, whose
@@ -62,7 +62,7 @@ type AsyncFlight struct {
 	Version  int `json:"version"`  // the policy version of its first (oldest) tokens
 	Segments int `json:"segments"` // generation calls per shard so far
 	// Shards are each shard's last call; Tokens and Seconds sum all its calls.
-	Shards []rollout.GenerateOutput `json:"shards"`
+	Shards []rolloutapi.GenerateOutput `json:"shards"`
 }
 
 // unfinished says whether some shard has rows a later segment continues.
@@ -199,7 +199,7 @@ func (s *deepSource) segment(r *rlRun, f *flight, budget int) {
 			}
 			in.Continue = f.Shards[k].Rollouts
 		}
-		f.gens[k] = workflow.ExecuteActivity(s.fan.rolloutCtx, rollout.GenerateName, in)
+		f.gens[k] = workflow.ExecuteActivity(s.fan.rolloutCtx, rolloutapi.GenerateName, in)
 	}
 	f.Segments++
 }
@@ -212,7 +212,7 @@ func (s *deepSource) await(r *rlRun, f *flight) error {
 	}
 	gens := f.gens
 	f.gens = nil
-	shards := make([]rollout.GenerateOutput, len(gens))
+	shards := make([]rolloutapi.GenerateOutput, len(gens))
 	for k, g := range gens {
 		if g == nil {
 			shards[k] = f.Shards[k]

@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
-	rollout "github.com/temperml/temper/activities/rollout/contract"
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -53,12 +53,12 @@ func TestRLUnitDeepSchedule(t *testing.T) {
 			if out.Metrics["version"] != 7 || out.Metrics["iterations"] != 7 {
 				t.Fatalf("deep run: %v", out.Metrics)
 			}
-			gens := w.of(rollout.GenerateName)
-			steps := w.of(train.PolicyStepName)
+			gens := w.of(rolloutapi.GenerateName)
+			steps := w.of(trainapi.PolicyStepName)
 			for k, sc := range steps {
 				inFlight := map[int]bool{}
 				for _, g := range gens {
-					if in := g.in.(rollout.GenerateInput); in.Iteration > k && g.start <= sc.start {
+					if in := g.in.(rolloutapi.GenerateInput); in.Iteration > k && g.start <= sc.start {
 						inFlight[in.Iteration] = true
 					}
 				}
@@ -69,28 +69,28 @@ func TestRLUnitDeepSchedule(t *testing.T) {
 			for j := range 7 {
 				first := max(0, j-c.n)
 				for s := range c.shards {
-					var calls []rollout.GenerateInput
+					var calls []rolloutapi.GenerateInput
 					for _, g := range gens {
-						if in := g.in.(rollout.GenerateInput); in.Iteration == j && strings.HasPrefix(in.Tag, rollout.ShardTag(s)) {
+						if in := g.in.(rolloutapi.GenerateInput); in.Iteration == j && strings.HasPrefix(in.Tag, rolloutapi.ShardTag(s)) {
 							calls = append(calls, in)
 						}
 					}
 					checkCalls(t, j, s, first, c.partial && j > 0, calls)
-					step := steps[j].in.(train.PolicyStepInput)
+					step := steps[j].in.(trainapi.PolicyStepInput)
 					if last := calls[len(calls)-1]; step.Shards[s].Rollouts != deepURI(last) {
 						t.Errorf("step %d trains shard %d on %s, want %s", j, s, step.Shards[s].Rollouts, deepURI(last))
 					}
 				}
-				if step := steps[j].in.(train.PolicyStepInput); step.Version != j || (step.Loss.TISThreshold == 2) != (j > 0) {
+				if step := steps[j].in.(trainapi.PolicyStepInput); step.Version != j || (step.Loss.TISThreshold == 2) != (j > 0) {
 					t.Errorf("step %d: version %d, tis_threshold %g; want %d, corrected from step 1 on", j, step.Version, step.Loss.TISThreshold, j)
 				}
 			}
 
-			slow := newRLWorld(t, nil, map[string]time.Duration{rollout.GenerateName: 25 * time.Minute})
+			slow := newRLWorld(t, nil, map[string]time.Duration{rolloutapi.GenerateName: 25 * time.Minute})
 			if _, err := slow.run(rlUnitConfig(t, c.extra)); err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range []string{rollout.GenerateName, train.PolicyStepName} {
+			for _, name := range []string{rolloutapi.GenerateName, trainapi.PolicyStepName} {
 				if got, want := inputsOf(slow.of(name)), inputsOf(w.of(name)); !slices.Equal(got, want) {
 					t.Errorf("%s inputs with slow generations:\n%s\nwith fast ones:\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
 				}
@@ -102,7 +102,7 @@ func TestRLUnitDeepSchedule(t *testing.T) {
 // checkCalls checks the generation calls of shard s of iteration j (start order): one whole
 // generation with version first, or (partial) segments under versions first, first+1, ..., at
 // most j, each continuing the one before, the last one finishing the rows.
-func checkCalls(t *testing.T, j, s, first int, partial bool, calls []rollout.GenerateInput) {
+func checkCalls(t *testing.T, j, s, first int, partial bool, calls []rolloutapi.GenerateInput) {
 	t.Helper()
 	if len(calls) == 0 {
 		t.Fatalf("iteration %d shard %d: no generation", j, s)
@@ -118,7 +118,7 @@ func checkCalls(t *testing.T, j, s, first int, partial bool, calls []rollout.Gen
 		if i > 0 {
 			cont = deepURI(calls[i-1])
 		}
-		if c.PolicyVersion != first+i || c.PolicyVersion > j || c.Continue != cont || c.Tag != fmt.Sprintf("%s-g%02d", rollout.ShardTag(s), i) {
+		if c.PolicyVersion != first+i || c.PolicyVersion > j || c.Continue != cont || c.Tag != fmt.Sprintf("%s-g%02d", rolloutapi.ShardTag(s), i) {
 			t.Errorf("iteration %d shard %d segment %d: version %d, continues %q, tag %s; want version %d (<= %d), continuing %q",
 				j, s, i, c.PolicyVersion, c.Continue, c.Tag, first+i, j, cont)
 		}
@@ -132,7 +132,7 @@ func checkCalls(t *testing.T, j, s, first int, partial bool, calls []rollout.Gen
 }
 
 // deepURI is the rollouts object the mocked generation writes for in.
-func deepURI(in rollout.GenerateInput) string {
+func deepURI(in rolloutapi.GenerateInput) string {
 	return fmt.Sprintf("mem://%s/rollouts/iter-%06d-%s-v%d.jsonl", in.Phase, in.Iteration, in.Tag, in.PolicyVersion)
 }
 
@@ -150,7 +150,7 @@ func TestRLUnitDeepContinueAsNew(t *testing.T) {
 				t.Fatal(err)
 			}
 			first := newRLWorld(t, exact)
-			step2 := whole.of(train.PolicyStepName)[1]
+			step2 := whole.of(trainapi.PolicyStepName)[1]
 			first.env.RegisterDelayedCallback(func() { first.env.SetContinueAsNewSuggested(true) }, (step2.start+step2.end)/2)
 			_, err = first.run(in)
 			var can *workflow.ContinueAsNewError
@@ -180,7 +180,7 @@ func TestRLUnitDeepContinueAsNew(t *testing.T) {
 			if !reflect.DeepEqual(untimed(got), untimed(want)) {
 				t.Errorf("continued run ended with %+v\nuninterrupted run with %+v", untimed(got), untimed(want))
 			}
-			for _, name := range []string{rollout.GenerateName, train.PolicyStepName, train.EvaluateName} {
+			for _, name := range []string{rolloutapi.GenerateName, trainapi.PolicyStepName, trainapi.EvaluateName} {
 				if got, want := inputsOf(append(first.of(name), second.of(name)...)), inputsOf(whole.of(name)); !slices.Equal(got, want) {
 					t.Errorf("%s inputs across the two runs:\n%s\nuninterrupted:\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
 				}
@@ -203,7 +203,7 @@ func seq(lo, hi int) []int {
 func TestRLUnitDeepBacktrack(t *testing.T) {
 	for _, c := range deepCases {
 		t.Run(c.name, func(t *testing.T) {
-			w := newRLWorld(t, nil, map[string]time.Duration{rollout.GenerateName: 15 * time.Minute})
+			w := newRLWorld(t, nil, map[string]time.Duration{rolloutapi.GenerateName: 15 * time.Minute})
 			out, err := w.run(rlUnitConfig(t, strings.Replace(c.extra, `{`, `{"inject_nan_at":2,`, 1)))
 			if err != nil {
 				t.Fatal(err)
@@ -212,7 +212,7 @@ func TestRLUnitDeepBacktrack(t *testing.T) {
 				t.Fatalf("%v: want one back-track over 7 iterations", m)
 			}
 			var parentEnd time.Duration
-			var branch []rollout.GenerateInput
+			var branch []rolloutapi.GenerateInput
 			for _, call := range w.calls {
 				switch call.workflow {
 				case "run.grpo":
@@ -224,7 +224,7 @@ func TestRLUnitDeepBacktrack(t *testing.T) {
 					if call.start < parentEnd {
 						t.Errorf("branch's %s started at %v, before the parent's work ended (%v)", call.name, call.start, parentEnd)
 					}
-					if g, ok := call.in.(rollout.GenerateInput); ok {
+					if g, ok := call.in.(rolloutapi.GenerateInput); ok {
 						branch = append(branch, g)
 					}
 				}
@@ -249,7 +249,7 @@ func TestRLUnitDeepMaxSeconds(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			// Generations slower than the steps: those ahead are still running when the time is up.
-			w := newRLWorld(t, nil, map[string]time.Duration{rollout.GenerateName: 25 * time.Minute})
+			w := newRLWorld(t, nil, map[string]time.Duration{rolloutapi.GenerateName: 25 * time.Minute})
 			out, err := w.run(rlUnitConfig(t, strings.Replace(c.extra, `{`, `{"max_seconds":3500,`, 1)))
 			if err != nil {
 				t.Fatal(err)
@@ -257,13 +257,13 @@ func TestRLUnitDeepMaxSeconds(t *testing.T) {
 			if n := out.Metrics["iterations"]; n < 1 || n >= 7 {
 				t.Fatalf("ran %v iterations: want max_seconds to end the phase early", n)
 			}
-			steps := w.of(train.PolicyStepName)
+			steps := w.of(trainapi.PolicyStepName)
 			lastStep, ahead := steps[len(steps)-1].end, 0
 			for _, call := range w.calls {
 				if !call.done || call.afterEnd {
 					t.Errorf("%s (%+v) still running when the phase ended", call.name, call.in)
 				}
-				if g, ok := call.in.(rollout.GenerateInput); ok && g.Iteration >= len(steps) && call.end > lastStep {
+				if g, ok := call.in.(rolloutapi.GenerateInput); ok && g.Iteration >= len(steps) && call.end > lastStep {
 					ahead++
 				}
 			}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"slices"
 	"time"
 
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/verify"
 	"github.com/temperml/temper/internal/config"
@@ -39,7 +42,7 @@ type SelfCorrectSpec struct {
 
 // RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp, ppo).
 type RLConfig struct {
-	Data            train.DataSpec       `json:"data"`
+	Data            trainapi.DataSpec    `json:"data"`
 	Reward          verify.Spec          `json:"reward" help:"verifiers and weights; empty: the task's own exact checker"`
 	Iterations      int                  `json:"iterations" default:"40" help:"rollout → reward → train iterations"`
 	Prompts         int                  `json:"prompts" default:"16" help:"prompts per iteration (fresh draws of the task, never held-out ones)"`
@@ -47,7 +50,7 @@ type RLConfig struct {
 	MaxNewTokens    int                  `json:"max_new_tokens" default:"8" help:"generation budget per sample"`
 	Temperature     float64              `json:"temperature" default:"1" help:"sampling temperature of rollouts"`
 	Loss            losscfg.PolicyConfig `json:"loss"`
-	Optimizer       train.Optim          `json:"optimizer"`
+	Optimizer       trainapi.Optim       `json:"optimizer"`
 	Epochs          int                  `json:"epochs" default:"1" help:"optimizer passes over each iteration's rollouts"`
 	Minibatch       int                  `json:"minibatch" default:"0" help:"rows per optimizer step; 0: all rollouts in one step"`
 	DynamicSampling bool                 `json:"dynamic_sampling" help:"drop groups whose rewards are all equal (DAPO); default on for dapo"`
@@ -68,7 +71,7 @@ type RLConfig struct {
 	InjectRegressionAt int             `json:"inject_regression_at,omitempty" help:"testing: read the evaluation after iteration N as a regression"`
 	HeartbeatTimeout   config.Duration `json:"heartbeat_timeout" default:"30s"`
 	// PPO is set for the ppo kind only (its defaults: train.DefaultPPOConfig).
-	PPO *train.PPOConfig `json:"ppo,omitempty" help:"ppo phase only: GAE γ/λ, KL in the reward, value-head seed (value_coef, value_clip, entropy_coef are under loss)"`
+	PPO *trainapi.PPOConfig `json:"ppo,omitempty" help:"ppo phase only: GAE γ/λ, KL in the reward, value-head seed (value_coef, value_clip, entropy_coef are under loss)"`
 	// Rollout fans generation and scoring out over workers (rl_shards.go).
 	Rollout RolloutSpec `json:"rollout"`
 
@@ -86,9 +89,10 @@ func (c *RLConfig) evalTools() []string {
 
 // evalMaxNewTokens is the evaluations' budget per generation: eval.max_new_tokens, but at least the
 // rollouts' max_new_tokens per turn when the evaluation takes its episodes from rollout.tools (its
-// default of 8 tokens cut every tool call short: every held-out episode was a tool error).
+// default of 8 tokens cut every tool call short: every held-out episode was a tool error), or from
+// rollout.agent (the agent's budget per model call).
 func (c *RLConfig) evalMaxNewTokens() int {
-	if len(c.Eval.Tools) == 0 && len(c.Rollout.Tools) > 0 {
+	if (len(c.Eval.Tools) == 0 && len(c.Rollout.Tools) > 0) || c.Rollout.Agent != nil {
 		return max(c.Eval.MaxNewTokens, c.MaxNewTokens)
 	}
 	return c.Eval.MaxNewTokens
@@ -104,13 +108,13 @@ func (c *RLConfig) evalMaxTurns() int {
 
 func defaultRLConfig(algo string) *RLConfig {
 	c := &RLConfig{
-		Data:       train.DataSpec{TrainExamples: 1, HeldoutExamples: 200},
+		Data:       trainapi.DataSpec{TrainExamples: 1, HeldoutExamples: 200},
 		Iterations: 40, Prompts: 16, Group: 8, MaxNewTokens: 8, Temperature: 1,
 		Loss: losscfg.DefaultPolicyConfig(algo),
 		// A 20-iteration warmup by default: the phase's AdamW is fresh, and without a warmup its first
 		// updates move every weight by about lr (see train.PolicyLR; README, bench rl-vs-sft: exact match 0.615
 		// at iteration 20 without it, 0.725 with it, from a 0.720 base).
-		Optimizer: train.Optim{LR: 1e-4, WarmupSteps: 20, MinLRRatio: 1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
+		Optimizer: trainapi.Optim{LR: 1e-4, WarmupSteps: 20, MinLRRatio: 1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
 		Epochs:    1, DynamicSampling: algo == losscfg.AlgoDAPO, Mode: "sync", MaxStaleness: 1, EvalEvery: 10,
 		Eval:             EvalSpec{EvalCadence: EvalCadence{Before: true}, Examples: 200, MaxNewTokens: 8, PassK: 1, Temperature: 1},
 		Backtrack:        BacktrackSpec{Tolerance: 0.1, Budget: 3, LRFactor: 0.5, KLFactor: 2},
@@ -121,7 +125,7 @@ func defaultRLConfig(algo string) *RLConfig {
 		kind:             algo,
 	}
 	if algo == losscfg.AlgoPPO {
-		ppo := train.DefaultPPOConfig()
+		ppo := trainapi.DefaultPPOConfig()
 		c.PPO = &ppo
 	}
 	return c
@@ -149,6 +153,9 @@ func (c *RLConfig) Validate() error {
 		return err
 	}
 	if err := checkLookup("eval.tools", c.Eval.Tools, c.Data); err != nil {
+		return err
+	}
+	if err := c.validateAgent(); err != nil {
 		return err
 	}
 	if len(c.Rollout.Tools) > 0 && c.SelfCorrect.Retries > 0 {
@@ -201,6 +208,56 @@ func (c *RLConfig) Validate() error {
 	}
 	return nil
 }
+
+// validateAgent names a bad rollout.agent field, or a setting an agent phase cannot honour.
+func (c *RLConfig) validateAgent() error {
+	a := c.Rollout.Agent
+	if a == nil {
+		return nil
+	}
+	bad := func(field, format string, args ...any) error {
+		return &config.FieldError{Path: "rollout.agent" + field, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case len(a.Command) == 0 || a.Command[0] == "":
+		return bad(".command", "required: the agent program and its arguments, e.g. [python3, agent.py]")
+	case a.Timeout < 0 || (a.Timeout > 0 && a.Timeout.D() < time.Second) || a.Timeout.D() > time.Hour:
+		return bad(".timeout", "%v: want 0 (default 1m) or 1s to 1h", a.Timeout.D())
+	case a.Retries < 0 || a.Retries > 10:
+		return bad(".retries", "%d: want 0 to 10", a.Retries)
+	case a.MaxCalls < 0 || a.MaxCalls > 1024:
+		return bad(".max_calls", "%d: want 0 (default %d) to 1024", a.MaxCalls, rolloutapi.DefaultAgentMaxCalls)
+	case a.MemoryMiB < 0 || (a.MemoryMiB > 0 && a.MemoryMiB < 16) || a.MemoryMiB > 1<<16:
+		return bad(".memory_mib", "%d: want 0 (default %d) or 16 to 65536", a.MemoryMiB, rolloutapi.DefaultAgentMemoryMiB)
+	case a.AddressSpaceGiB < 0 || a.AddressSpaceGiB > 1024:
+		return bad(".address_space_gib", "%d: want 0 (memory_mib) to 1024", a.AddressSpaceGiB)
+	case len(c.Rollout.Tools) > 0:
+		return bad("", "an agent brings its own tools: leave rollout.tools (the built-in episodes) unset")
+	case c.SelfCorrect.Retries > 0:
+		return &config.FieldError{Path: "self_correct.retries", Msg: "agent episodes are not regenerated with feedback: leave retries 0 (rollout.agent.retries retries failed agents)"}
+	case len(c.Eval.Tools) > 0 || c.Eval.MaxTurns != 0:
+		return &config.FieldError{Path: "eval.tools", Msg: "an agent phase is evaluated by its agent (rollout.agent): leave eval.tools and eval.max_turns unset"}
+	case c.Eval.PassK > 1:
+		return &config.FieldError{Path: "eval.pass_k", Msg: fmt.Sprintf("%d: an agent phase's evaluation plays each held-out prompt once, greedily: want 1", c.Eval.PassK)}
+	}
+	keys := make([]string, 0, len(a.Env))
+	for k := range a.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the first bad name, whatever the map's order
+	for _, k := range keys {
+		switch {
+		case !envName.MatchString(k):
+			return bad(".env", "%q: not a variable name ([A-Za-z_][A-Za-z0-9_]*)", k)
+		case k == "OPENAI_BASE_URL" || k == "OPENAI_API_KEY" || k == "OPENAI_MODEL":
+			return bad(".env", "%s is the gateway's (the episode's endpoint): leave it unset", k)
+		}
+	}
+	return nil
+}
+
+// envName is an environment variable's name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // validateLoss checks the loss and that it fits the phase kind: ppo, with its critic, is its own kind.
 func (c *RLConfig) validateLoss() error {

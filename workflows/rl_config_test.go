@@ -104,3 +104,43 @@ func TestAgenticConfig(t *testing.T) {
 		t.Errorf("sft on bigmul demonstrations: %v", err)
 	}
 }
+
+// TestAgentConfig: rollout.agent's bad fields, and the settings an agent phase cannot honour, are
+// refused naming the field and what is allowed; unknown fields inside it too.
+func TestAgentConfig(t *testing.T) {
+	for _, tc := range []struct{ cfg, path, msg string }{
+		{`"max_new_tokens":72,"rollout":{"agent":{"command":["python3","agent.py"],"dir":"scripts/agents/python","timeout":"30s","retries":2,"env":{"A_B":"1"}}}`, "", ""},
+		{`"rollout":{"agent":{"command":["node","agent.mjs"],"max_calls":4,"memory_mib":256,"address_space_gib":16}},"kind":"ppo"`, "", ""},
+		{`"rollout":{"agent":{}}`, "rollout.agent.command", "required"},
+		{`"rollout":{"agent":{"command":[""]}}`, "rollout.agent.command", "required"},
+		{`"rollout":{"agent":{"command":["a"],"timeout":"10ms"}}`, "rollout.agent.timeout", "1s to 1h"},
+		{`"rollout":{"agent":{"command":["a"],"timeout":"2h"}}`, "rollout.agent.timeout", "1s to 1h"},
+		{`"rollout":{"agent":{"command":["a"],"retries":11}}`, "rollout.agent.retries", "0 to 10"},
+		{`"rollout":{"agent":{"command":["a"],"max_calls":-1}}`, "rollout.agent.max_calls", "1024"},
+		{`"rollout":{"agent":{"command":["a"],"memory_mib":8}}`, "rollout.agent.memory_mib", "16 to 65536"},
+		{`"rollout":{"agent":{"command":["a"],"address_space_gib":2000}}`, "rollout.agent.address_space_gib", "1024"},
+		{`"rollout":{"agent":{"command":["a"],"env":{"OPENAI_BASE_URL":"x"}}}`, "rollout.agent.env", "the gateway's"},
+		{`"rollout":{"agent":{"command":["a"],"env":{"1X":"x"}}}`, "rollout.agent.env", "not a variable name"},
+		{`"rollout":{"agent":{"command":["a"],"cwd":"/"}}`, "rollout.agent.cwd", ""},
+		{`"rollout":{"agent":{"command":["a"]},"tools":["calc"]}`, "rollout.agent", "rollout.tools"},
+		{`"rollout":{"agent":{"command":["a"]}},"self_correct":{"retries":1}`, "self_correct.retries", "agent"},
+		{`"rollout":{"agent":{"command":["a"]}},"eval":{"tools":["calc"]}`, "eval.tools", "by its agent"},
+		{`"rollout":{"agent":{"command":["a"]}},"eval":{"pass_k":4}`, "eval.pass_k", "want 1"},
+	} {
+		kind, body := "grpo", tc.cfg
+		if strings.HasSuffix(body, `,"kind":"ppo"`) {
+			kind, body = "ppo", strings.TrimSuffix(body, `,"kind":"ppo"`)
+		}
+		c, err := DecodePhaseConfig(kind, []byte(`{"data":{"task":"bigmul"},`+body+`}`), "config")
+		switch {
+		case tc.path == "" && err != nil:
+			t.Errorf("%s: %v", tc.cfg, err)
+		case tc.path != "" && (err == nil || !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), tc.msg)):
+			t.Errorf("%s: got %v, want an error naming %s (%q)", tc.cfg, err, tc.path, tc.msg)
+		case tc.path == "":
+			if cfg := c.(*RLConfig); cfg.evalMaxNewTokens() != cfg.MaxNewTokens || len(cfg.evalTools()) != 0 {
+				t.Errorf("%s: evaluation budget %d (want max_new_tokens %d), tools %v", tc.cfg, cfg.evalMaxNewTokens(), cfg.MaxNewTokens, cfg.evalTools())
+			}
+		}
+	}
+}

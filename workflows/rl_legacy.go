@@ -5,8 +5,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	reward "github.com/temperml/temper/activities/reward/contract"
-	rollout "github.com/temperml/temper/activities/rollout/contract"
+	"github.com/temperml/temper/activities/reward/rewardapi"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 )
 
 // The RL loop's version gates and the paths runs started before them take, kept so that their
@@ -64,16 +64,16 @@ func (r *rlRun) branchesAsChildren() bool {
 // iteration ahead and scores it when that iteration starts; across continue-as-new those rollouts
 // travel in RLState.Pending.
 type inlineSource struct {
-	gen          rollout.GenerateOutput // this iteration's rollouts
-	version      int                    // the policy version that generated gen
-	gens         workflow.Future        // the next iteration's, generating with aheadVersion
+	gen          rolloutapi.GenerateOutput // this iteration's rollouts
+	version      int                       // the policy version that generated gen
+	gens         workflow.Future           // the next iteration's, generating with aheadVersion
 	aheadVersion int
 }
 
 // generate starts the generation of iteration iter with the given policy.
 func (s *inlineSource) generate(r *rlRun, policy string, version, iter int) workflow.Future {
 	in, cfg := r.in, r.cfg
-	return workflow.ExecuteActivity(r.rolloutCtx, rollout.GenerateName, rollout.GenerateInput{
+	return workflow.ExecuteActivity(r.rolloutCtx, rolloutapi.GenerateName, rolloutapi.GenerateInput{
 		Store: in.Store, Run: in.RunID, Phase: in.Phase, Checkpoint: policy, PolicyVersion: version, Iteration: iter,
 		Data: cfg.Data, Seed: r.seed, Prompts: cfg.Prompts, Group: cfg.Group, MaxNewTokens: cfg.MaxNewTokens, Temperature: cfg.Temperature,
 		Tools: cfg.Rollout.Tools, MaxTurns: cfg.Rollout.MaxTurns, MaxTokens: cfg.Rollout.MaxTokens,
@@ -82,7 +82,7 @@ func (s *inlineSource) generate(r *rlRun, policy string, version, iter int) work
 
 func (s *inlineSource) next(r *rlRun) error {
 	st := &r.st
-	s.gen, s.version = rollout.GenerateOutput{}, st.Version
+	s.gen, s.version = rolloutapi.GenerateOutput{}, st.Version
 	switch {
 	case st.Pending != nil:
 		s.gen, s.version, st.Pending = *st.Pending, st.PendingVersion, nil
@@ -101,8 +101,8 @@ func (s *inlineSource) ahead(r *rlRun) {
 }
 
 func (s *inlineSource) score(r *rlRun) (rlRollouts, error) {
-	var sc reward.ScoreOutput
-	if err := workflow.ExecuteActivity(r.rewardCtx, reward.ScoreName, reward.ScoreInput{Rollouts: s.gen.Rollouts, Spec: r.cfg.Reward}).Get(r.ctx, &sc); err != nil {
+	var sc rewardapi.ScoreOutput
+	if err := workflow.ExecuteActivity(r.rewardCtx, rewardapi.ScoreName, rewardapi.ScoreInput{Rollouts: s.gen.Rollouts, Spec: r.cfg.Reward}).Get(r.ctx, &sc); err != nil {
 		return rlRollouts{}, err
 	}
 	b := rlRollouts{version: s.version, rollouts: s.gen.Rollouts, rewards: make([]float64, len(sc.Verdicts)), metrics: sc.Metrics,
@@ -131,7 +131,7 @@ func (s *inlineSource) carry(r *rlRun) error {
 	if s.gens == nil {
 		return nil
 	}
-	var pend rollout.GenerateOutput
+	var pend rolloutapi.GenerateOutput
 	if err := s.gens.Get(r.ctx, &pend); err != nil {
 		return err
 	}

@@ -5,9 +5,9 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	reward "github.com/temperml/temper/activities/reward/contract"
-	rollout "github.com/temperml/temper/activities/rollout/contract"
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/reward/rewardapi"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -27,6 +27,9 @@ type RolloutSpec struct {
 	Tools     []string `json:"tools,omitempty" help:"agentic episodes: built-in tools the policy may call (calc, check, python: python runs each call as its own activity on the tools queue, in the code sandbox of a tools worker); the task's prompt is the user's message, max_new_tokens bounds each turn, tool results are masked out of the loss"`
 	MaxTurns  int      `json:"max_turns,omitempty" help:"with tools: policy turns per episode (0: 4)"`
 	MaxTokens int      `json:"max_tokens,omitempty" help:"with tools: token budget of an episode after the prompt, policy and tool tokens (0: max_turns*(max_new_tokens+64))"`
+	// Agent makes every sample an agent program's episode (activities/rollout: GenerateInput.Agent;
+	// docs/agent-gateway.md).
+	Agent *rolloutapi.AgentSpec `json:"agent,omitempty" help:"agent episodes: a program run per episode in the code sandbox against an OpenAI-compatible endpoint serving the policy; its calls are the trajectory, its standard output the answer the verifiers score (docs/agent-gateway.md)"`
 }
 
 // Validate names the bad field.
@@ -52,7 +55,7 @@ func (r RolloutSpec) ranges(prompts, group int) [][2]int {
 	if r.SamplesPerShard > 0 {
 		n = min(1024, max(1, (prompts*group+r.SamplesPerShard-1)/r.SamplesPerShard))
 	}
-	return rollout.ShardRanges(prompts, group, n)
+	return rolloutapi.ShardRanges(prompts, group, n)
 }
 
 // rlFanOut starts an RL iteration's shard activities.
@@ -67,35 +70,35 @@ type rlFanOut struct {
 func (f rlFanOut) generate(policy string, version, iter int) []workflow.Future {
 	var futs []workflow.Future
 	for s := range f.cfg.Rollout.ranges(f.cfg.Prompts, f.cfg.Group) {
-		futs = append(futs, workflow.ExecuteActivity(f.rolloutCtx, rollout.GenerateName, f.input(policy, version, iter, s)))
+		futs = append(futs, workflow.ExecuteActivity(f.rolloutCtx, rolloutapi.GenerateName, f.input(policy, version, iter, s)))
 	}
 	return futs
 }
 
 // input is the generation of shard s of iteration iter with the given policy.
-func (f rlFanOut) input(policy string, version, iter, s int) rollout.GenerateInput {
+func (f rlFanOut) input(policy string, version, iter, s int) rolloutapi.GenerateInput {
 	r := f.cfg.Rollout.ranges(f.cfg.Prompts, f.cfg.Group)[s]
-	return rollout.GenerateInput{
+	return rolloutapi.GenerateInput{
 		Store: f.in.Store, Run: f.in.RunID, Phase: f.in.Phase, Checkpoint: policy, PolicyVersion: version, Iteration: iter,
 		Data: f.cfg.Data, Seed: f.seed, Prompts: f.cfg.Prompts, Group: f.cfg.Group, MaxNewTokens: f.cfg.MaxNewTokens,
-		Temperature: f.cfg.Temperature, Tag: rollout.ShardTag(s), PromptLo: r[0], PromptHi: r[1],
-		Tools: f.cfg.Rollout.Tools, MaxTurns: f.cfg.Rollout.MaxTurns, MaxTokens: f.cfg.Rollout.MaxTokens,
+		Temperature: f.cfg.Temperature, Tag: rolloutapi.ShardTag(s), PromptLo: r[0], PromptHi: r[1],
+		Tools: f.cfg.Rollout.Tools, MaxTurns: f.cfg.Rollout.MaxTurns, MaxTokens: f.cfg.Rollout.MaxTokens, Agent: f.cfg.Rollout.Agent,
 	}
 }
 
 // score starts the scoring of one shard; its verdicts go to the store.
-func (f rlFanOut) score(gen rollout.GenerateOutput) workflow.Future {
+func (f rlFanOut) score(gen rolloutapi.GenerateOutput) workflow.Future {
 	maxFailed := 0
 	if f.cfg.SelfCorrect.Retries > 0 {
 		maxFailed = f.cfg.SelfCorrect.MaxSamples
 	}
-	return workflow.ExecuteActivity(f.rewardCtx, reward.ScoreName, reward.ScoreInput{Rollouts: gen.Rollouts, Spec: f.cfg.Reward,
+	return workflow.ExecuteActivity(f.rewardCtx, rewardapi.ScoreName, rewardapi.ScoreInput{Rollouts: gen.Rollouts, Spec: f.cfg.Reward,
 		WriteVerdicts: true, MaxFailed: maxFailed})
 }
 
 // rlBatch is an iteration's generated shards and their scoring in flight.
 type rlBatch struct {
-	gens   []rollout.GenerateOutput
+	gens   []rolloutapi.GenerateOutput
 	scores []workflow.Future
 }
 
@@ -103,7 +106,7 @@ type rlBatch struct {
 func (f rlFanOut) await(ctx workflow.Context, futs []workflow.Future) (rlBatch, error) {
 	var b rlBatch
 	for s, fut := range futs {
-		var g rollout.GenerateOutput
+		var g rolloutapi.GenerateOutput
 		if err := fut.Get(ctx, &g); err != nil {
 			return rlBatch{}, fmt.Errorf("shard %d of %d: %w", s, len(futs), err)
 		}
@@ -114,7 +117,7 @@ func (f rlFanOut) await(ctx workflow.Context, futs []workflow.Future) (rlBatch, 
 }
 
 // started scores shards generated earlier (an async run's pending rollouts after continue-as-new).
-func (f rlFanOut) started(gens []rollout.GenerateOutput) rlBatch {
+func (f rlFanOut) started(gens []rolloutapi.GenerateOutput) rlBatch {
 	b := rlBatch{gens: gens}
 	for _, g := range gens {
 		b.scores = append(b.scores, f.score(g))
@@ -123,8 +126,8 @@ func (f rlFanOut) started(gens []rollout.GenerateOutput) rlBatch {
 }
 
 // awaitGenerated waits for shards whose scoring is left to a later run (continue-as-new).
-func awaitGenerated(ctx workflow.Context, futs []workflow.Future) ([]rollout.GenerateOutput, error) {
-	out := make([]rollout.GenerateOutput, len(futs))
+func awaitGenerated(ctx workflow.Context, futs []workflow.Future) ([]rolloutapi.GenerateOutput, error) {
+	out := make([]rolloutapi.GenerateOutput, len(futs))
 	for s, f := range futs {
 		if err := f.Get(ctx, &out[s]); err != nil {
 			return nil, fmt.Errorf("shard %d of %d: %w", s, len(futs), err)
@@ -142,15 +145,17 @@ func drain(ctx workflow.Context, futs []workflow.Future) {
 
 // rlScored is an iteration's scored shards: what the policy step reads, and summaries.
 type rlScored struct {
-	shards  []train.ScoredShard
+	shards  []trainapi.ScoredShard
 	sources []string // the shards' rollouts objects, in order
-	metrics reward.Metrics
+	metrics rewardapi.Metrics
 	// failed are the first failed samples (index across the shards, in order) and their feedback.
 	failed   []int
 	feedback []string
 	// tokens and seconds sum the shards' sampled tokens and sampling time.
 	tokens  int
 	seconds float64
+	// Agent episodes: groups dropped and attempts failed, summed over the shards.
+	agentDropped, agentFailures int
 }
 
 // collect waits for the scoring of every shard and sums up; limit bounds failed.
@@ -160,15 +165,17 @@ func (b rlBatch) collect(ctx workflow.Context, limit int) (rlScored, error) {
 	var sum float64
 	offset := 0
 	for s, fut := range b.scores {
-		var sc reward.ScoreOutput
+		var sc rewardapi.ScoreOutput
 		if err := fut.Get(ctx, &sc); err != nil {
 			return rlScored{}, fmt.Errorf("shard %d of %d: %w", s, len(b.scores), err)
 		}
 		g := b.gens[s]
-		out.shards = append(out.shards, train.ScoredShard{Rollouts: g.Rollouts, Verdicts: sc.VerdictsURI})
+		out.shards = append(out.shards, trainapi.ScoredShard{Rollouts: g.Rollouts, Verdicts: sc.VerdictsURI})
 		out.sources = append(out.sources, g.Rollouts)
 		out.tokens += g.Tokens
 		out.seconds += g.Seconds
+		out.agentDropped += g.AgentGroupsDropped
+		out.agentFailures += g.AgentFailures
 		m := sc.Metrics
 		out.metrics.Items += m.Items
 		out.metrics.Errors += m.Errors

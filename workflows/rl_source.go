@@ -3,7 +3,7 @@ package workflows
 import (
 	"go.temporal.io/sdk/workflow"
 
-	rollout "github.com/temperml/temper/activities/rollout/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 )
 
 // rolloutSource is where an RL run's iterations get their rollouts and scores. The run calls next,
@@ -47,7 +47,7 @@ func (s *shardedSource) next(r *rlRun) (err error) {
 	s.version = st.Version
 	switch {
 	case st.Pending != nil: // left by a run before shards: score it as one shard
-		s.batch, s.version, st.Pending = s.fan.started([]rollout.GenerateOutput{*st.Pending}), st.PendingVersion, nil
+		s.batch, s.version, st.Pending = s.fan.started([]rolloutapi.GenerateOutput{*st.Pending}), st.PendingVersion, nil
 	case len(st.PendingShards) > 0:
 		s.batch, s.version, st.PendingShards = s.fan.started(st.PendingShards), st.PendingVersion, nil
 	case s.gens != nil:
@@ -70,7 +70,7 @@ func (s *shardedSource) score(r *rlRun) (rlRollouts, error) {
 	}
 	// The shards are the step's rollouts; their verdicts are in the store (Rewards stays empty).
 	return rlRollouts{version: s.version, rewards: []float64{}, shards: sc.shards, metrics: sc.metrics, tokensPerS: sc.tokensPerS(),
-		srcShards: sc.sources, failed: sc.failed, feedback: sc.feedback}, nil
+		srcShards: sc.sources, failed: sc.failed, feedback: sc.feedback, agentDropped: sc.agentDropped, agentFailures: sc.agentFailures}, nil
 }
 
 func (s *shardedSource) drop(r *rlRun) {

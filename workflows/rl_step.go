@@ -6,9 +6,9 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	reward "github.com/temperml/temper/activities/reward/contract"
-	rollout "github.com/temperml/temper/activities/rollout/contract"
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/reward/rewardapi"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/train/trainapi"
 )
 
 // rlRollouts is an iteration's scored rollouts: what the policy step reads, what the run sums up,
@@ -17,8 +17,8 @@ type rlRollouts struct {
 	version    int       // the policy version that generated them
 	rollouts   string    // inline: the one rollouts object (sharded: shards)
 	rewards    []float64 // inline: per sample, in file order (sharded: in the store beside each shard)
-	shards     []train.ScoredShard
-	metrics    reward.Metrics // the iteration's reward summary
+	shards     []trainapi.ScoredShard
+	metrics    rewardapi.Metrics // the iteration's reward summary
 	tokensPerS float64
 	// The first failed samples (at most self_correct.max_samples) and their feedback; index is in
 	// the file order of src, or of srcShards read as one.
@@ -26,6 +26,8 @@ type rlRollouts struct {
 	srcShards []string
 	failed    []int
 	feedback  []string
+	// Agent episodes: groups dropped (not in the rollouts) and attempts failed.
+	agentDropped, agentFailures int
 }
 
 // nextRollouts waits for iteration st.Iter's rollouts and, in async mode, starts generating the next
@@ -53,6 +55,8 @@ func (r *rlRun) score() (rlRollouts, error) {
 	}
 	st.WaitScore += r.since(scoreStart)
 	st.RolloutTokS += b.tokensPerS
+	st.AgentDropped += b.agentDropped
+	st.AgentFailures += b.agentFailures
 	if r.cfg.SelfCorrect.Retries > 0 {
 		if err := r.selfCorrect(b.src, b.srcShards, b.failed, b.feedback); err != nil {
 			return b, r.fail(fmt.Sprintf("iteration %d", st.Iter), err)
@@ -67,16 +71,16 @@ func (r *rlRun) score() (rlRollouts, error) {
 func (r *rlRun) selfCorrect(src string, srcShards []string, idx []int, fb []string) error {
 	st, in, cfg := &r.st, r.in, r.cfg
 	for round := 1; round <= cfg.SelfCorrect.Retries && len(idx) > 0; round++ {
-		var rg rollout.GenerateOutput
-		if err := workflow.ExecuteActivity(r.rolloutCtx, rollout.GenerateName, rollout.GenerateInput{
+		var rg rolloutapi.GenerateOutput
+		if err := workflow.ExecuteActivity(r.rolloutCtx, rolloutapi.GenerateName, rolloutapi.GenerateInput{
 			Store: in.Store, Run: in.RunID, Phase: st.Dir, Checkpoint: st.Policy, PolicyVersion: st.Version, Iteration: st.Iter,
 			Data: cfg.Data, Seed: r.seed, Group: 1, MaxNewTokens: cfg.MaxNewTokens, Temperature: cfg.Temperature,
 			RetryOf: src, RetryOfShards: srcShards, RetryIndex: idx, RetryFeedback: fb, RetryResample: cfg.SelfCorrect.Resample, Tag: fmt.Sprintf("retry%d", round),
 		}).Get(r.ctx, &rg); err != nil {
 			return fmt.Errorf("self-correction round %d: %w", round, err)
 		}
-		var rsc reward.ScoreOutput
-		if err := workflow.ExecuteActivity(r.rewardCtx, reward.ScoreName, reward.ScoreInput{Rollouts: rg.Rollouts, Spec: cfg.Reward}).Get(r.ctx, &rsc); err != nil {
+		var rsc rewardapi.ScoreOutput
+		if err := workflow.ExecuteActivity(r.rewardCtx, rewardapi.ScoreName, rewardapi.ScoreInput{Rollouts: rg.Rollouts, Spec: cfg.Reward}).Get(r.ctx, &rsc); err != nil {
 			return fmt.Errorf("self-correction round %d: score: %w", round, err)
 		}
 		var passed []int
@@ -88,7 +92,7 @@ func (r *rlRun) selfCorrect(src string, srcShards []string, idx []int, fb []stri
 		st.CorrTried += len(idx)
 		st.CorrPassed += len(passed)
 		if len(passed) > 0 {
-			if err := workflow.ExecuteActivity(r.rolloutCtx, rollout.KeepName, rollout.KeepInput{
+			if err := workflow.ExecuteActivity(r.rolloutCtx, rolloutapi.KeepName, rolloutapi.KeepInput{
 				Store: in.Store, Run: in.RunID, Phase: st.Dir, Iteration: st.Iter, Round: round, Rollouts: rg.Rollouts, Index: passed,
 			}).Get(r.ctx, nil); err != nil {
 				return fmt.Errorf("self-correction round %d: keep: %w", round, err)
@@ -102,7 +106,7 @@ func (r *rlRun) selfCorrect(src string, srcShards []string, idx []int, fb []stri
 
 // failedOf returns the first failed samples of verdicts (file order, at most limit) and their
 // feedback; a sample the verifier could not judge (Error) is not retried.
-func failedOf(vs []reward.ItemVerdict, limit int) (idx []int, fb []string) {
+func failedOf(vs []rewardapi.ItemVerdict, limit int) (idx []int, fb []string) {
 	for i, v := range vs {
 		if !v.Pass && v.Error == "" && len(idx) < limit {
 			idx, fb = append(idx, i), append(fb, v.Feedback)
@@ -113,14 +117,14 @@ func failedOf(vs []reward.ItemVerdict, limit int) (idx []int, fb []string) {
 
 // step trains the policy on the iteration's rollouts (its LR and KL scaled by the back-tracks so far;
 // stale async rollouts corrected by truncated importance sampling) and sums up the iteration.
-func (r *rlRun) step(b rlRollouts, iterStart time.Time) (train.PolicyStepOutput, error) {
+func (r *rlRun) step(b rlRollouts, iterStart time.Time) (trainapi.PolicyStepOutput, error) {
 	st, in, cfg := &r.st, r.in, r.cfg
 	lc := cfg.Loss
 	lc.KLBeta *= st.KLScale
 	if r.async && lc.TISThreshold == 0 && b.version != st.Version {
 		lc.TISThreshold = 2 // stale rollouts: correct with truncated importance sampling
 	}
-	var ppo *train.PPOConfig // ppo kind only; nil keeps other kinds' activity input unchanged
+	var ppo *trainapi.PPOConfig // ppo kind only; nil keeps other kinds' activity input unchanged
 	if cfg.PPO != nil {
 		p := *cfg.PPO
 		p.KLCoef *= st.KLScale
@@ -129,9 +133,9 @@ func (r *rlRun) step(b rlRollouts, iterStart time.Time) (train.PolicyStepOutput,
 		}
 		ppo = &p
 	}
-	var step train.PolicyStepOutput
+	var step trainapi.PolicyStepOutput
 	trainStart := workflow.Now(r.ctx)
-	if err := workflow.ExecuteActivity(r.trainCtx, train.PolicyStepName, train.PolicyStepInput{
+	if err := workflow.ExecuteActivity(r.trainCtx, trainapi.PolicyStepName, trainapi.PolicyStepInput{
 		Store: in.Store, Run: in.RunID, Phase: st.Dir, Policy: st.Policy, Reference: st.Reference, Version: st.Version,
 		Rollouts: b.rollouts, Rewards: b.rewards, Shards: b.shards, Loss: lc, Optim: cfg.Optimizer, Iterations: cfg.Iterations, LRScale: st.LRScale,
 		Epochs: cfg.Epochs, Minibatch: cfg.Minibatch, DynamicSampling: cfg.DynamicSampling, FreshOptimizer: st.FreshOptimizer,
@@ -154,16 +158,23 @@ func (r *rlRun) step(b rlRollouts, iterStart time.Time) (train.PolicyStepOutput,
 	return step, nil
 }
 
-// evaluate measures a checkpoint on the held-out data.
+// evaluate measures a checkpoint on the held-out data (an agent phase: by its agent, on the
+// rollout queue).
 func (r *rlRun) evaluate(uri string) (map[string]float64, error) {
 	st, in, cfg := &r.st, r.in, r.cfg
-	var out train.EvalOutput
-	err := workflow.ExecuteActivity(r.trainCtx, train.EvaluateName, train.EvalInput{
+	var out trainapi.EvalOutput
+	ev := trainapi.EvalInput{
 		Store: in.Store, Checkpoint: uri, Data: cfg.Data, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.evalMaxNewTokens(),
 		PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: r.seed,
-		Log:   &train.LogAt{Run: in.RunID, Phase: st.Dir, Step: st.Iter},
+		Log:   &trainapi.LogAt{Run: in.RunID, Phase: st.Dir, Step: st.Iter},
 		Tools: cfg.evalTools(), MaxTurns: cfg.evalMaxTurns(),
-	}).Get(r.ctx, &out)
+	}
+	if cfg.Rollout.Agent != nil {
+		err := workflow.ExecuteActivity(r.rolloutCtx, rolloutapi.AgentEvalName, rolloutapi.AgentEvalInput{Eval: ev, Agent: *cfg.Rollout.Agent,
+			PolicyVersion: st.Version}).Get(r.ctx, &out)
+		return out.Metrics, err
+	}
+	err := workflow.ExecuteActivity(r.trainCtx, trainapi.EvaluateName, ev).Get(r.ctx, &out)
 	return out.Metrics, err
 }
 
@@ -216,7 +227,7 @@ func (r *rlRun) retain(last bool) error {
 	if !inline {
 		keep = max(keep, 2)
 	}
-	f := workflow.ExecuteActivity(r.retainCtx, train.RetainName, train.RetainInput{
+	f := workflow.ExecuteActivity(r.retainCtx, trainapi.RetainName, trainapi.RetainInput{
 		Store: r.in.Store, Run: r.in.RunID, Phase: st.Dir, KeepLast: keep, Best: best,
 	})
 	if inline {

@@ -13,8 +13,8 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	reward "github.com/temperml/temper/activities/reward/contract"
-	rollout "github.com/temperml/temper/activities/rollout/contract"
+	"github.com/temperml/temper/activities/reward/rewardapi"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -351,10 +351,10 @@ func TestRLAsyncScoresBesideStep(t *testing.T) {
 				a := e.GetActivityTaskScheduledEventAttributes()
 				s := sched{name: a.GetActivityType().GetName(), input: a.GetInput().GetPayloads()[0].GetData()}
 				scheduled[e.GetEventId()] = s
-				if s.name != reward.ScoreName {
+				if s.name != rewardapi.ScoreName {
 					continue
 				}
-				var si reward.ScoreInput
+				var si rewardapi.ScoreInput
 				if err := json.Unmarshal(s.input, &si); err != nil {
 					t.Fatal(err)
 				}
@@ -368,8 +368,8 @@ func TestRLAsyncScoresBesideStep(t *testing.T) {
 				}
 			case e.GetActivityTaskCompletedEventAttributes() != nil:
 				a := e.GetActivityTaskCompletedEventAttributes()
-				if scheduled[a.GetScheduledEventId()].name == rollout.GenerateName {
-					var g rollout.GenerateOutput
+				if scheduled[a.GetScheduledEventId()].name == rolloutapi.GenerateName {
+					var g rolloutapi.GenerateOutput
 					if err := json.Unmarshal(a.GetResult().GetPayloads()[0].GetData(), &g); err != nil {
 						t.Fatal(err)
 					}

@@ -23,10 +23,10 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	control "github.com/temperml/temper/activities/control/contract"
-	reward "github.com/temperml/temper/activities/reward/contract"
-	rollout "github.com/temperml/temper/activities/rollout/contract"
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/control/controlapi"
+	"github.com/temperml/temper/activities/reward/rewardapi"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -72,8 +72,9 @@ type rlWorld struct {
 }
 
 var rlDurations = map[string]time.Duration{
-	rollout.GenerateName: time.Minute, reward.ScoreName: time.Minute, train.PolicyStepName: 10 * time.Minute,
-	train.EvaluateName: time.Minute, train.RetainName: 10 * time.Second, control.LogName: time.Second,
+	rolloutapi.GenerateName: time.Minute, rewardapi.ScoreName: time.Minute, trainapi.PolicyStepName: 10 * time.Minute,
+	trainapi.EvaluateName: time.Minute, trainapi.RetainName: 10 * time.Second, rolloutapi.AgentEvalName: time.Minute,
+	controlapi.LogName: time.Second,
 }
 
 // newRLWorld makes the world; slower replaces some activities' durations.
@@ -93,17 +94,18 @@ func newRLWorld(t *testing.T, exact map[string]float64, slower ...map[string]tim
 		name string
 		fn   any
 	}{
-		{rollout.GenerateName, w.generate}, {reward.ScoreName, w.score}, {train.PolicyStepName, w.step}, {train.EvaluateName, w.evaluate},
-		{train.RetainName, func(context.Context, train.RetainInput) error { return nil }},
-		{rollout.KeepName, func(context.Context, rollout.KeepInput) error { return nil }},
-		{control.LogName, func(context.Context, control.LogInput) error { return nil }},
+		{rolloutapi.GenerateName, w.generate}, {rewardapi.ScoreName, w.score}, {trainapi.PolicyStepName, w.step}, {trainapi.EvaluateName, w.evaluate},
+		{rolloutapi.AgentEvalName, w.agentEval},
+		{trainapi.RetainName, func(context.Context, trainapi.RetainInput) error { return nil }},
+		{rolloutapi.KeepName, func(context.Context, rolloutapi.KeepInput) error { return nil }},
+		{controlapi.LogName, func(context.Context, controlapi.LogInput) error { return nil }},
 	}
 	for _, a := range fns {
 		env.RegisterActivityWithOptions(a.fn, activity.RegisterOptions{Name: a.name})
 	}
 	for _, a := range fns {
 		ret := a.fn
-		if a.name == train.RetainName || a.name == rollout.KeepName || a.name == control.LogName {
+		if a.name == trainapi.RetainName || a.name == rolloutapi.KeepName || a.name == controlapi.LogName {
 			ret = nil
 		}
 		d := rlDurations[a.name]
@@ -128,10 +130,11 @@ func callKey(info *activity.Info) string {
 
 func (w *rlWorld) started(info *activity.Info, _ context.Context, args converter.EncodedValues) {
 	ins := map[string]func() any{
-		rollout.GenerateName: func() any { return new(rollout.GenerateInput) }, reward.ScoreName: func() any { return new(reward.ScoreInput) },
-		train.PolicyStepName: func() any { return new(train.PolicyStepInput) }, train.EvaluateName: func() any { return new(train.EvalInput) },
-		train.RetainName: func() any { return new(train.RetainInput) }, rollout.KeepName: func() any { return new(rollout.KeepInput) },
-		control.LogName: func() any { return new(control.LogInput) },
+		rolloutapi.GenerateName: func() any { return new(rolloutapi.GenerateInput) }, rewardapi.ScoreName: func() any { return new(rewardapi.ScoreInput) },
+		trainapi.PolicyStepName: func() any { return new(trainapi.PolicyStepInput) }, trainapi.EvaluateName: func() any { return new(trainapi.EvalInput) },
+		trainapi.RetainName: func() any { return new(trainapi.RetainInput) }, rolloutapi.KeepName: func() any { return new(rolloutapi.KeepInput) },
+		rolloutapi.AgentEvalName: func() any { return new(rolloutapi.AgentEvalInput) },
+		controlapi.LogName:       func() any { return new(controlapi.LogInput) },
 	}
 	in := ins[info.ActivityType.Name]()
 	if err := args.Get(in); err != nil {
@@ -145,9 +148,13 @@ func (w *rlWorld) started(info *activity.Info, _ context.Context, args converter
 	w.mu.Unlock()
 }
 
-func (w *rlWorld) generate(_ context.Context, in rollout.GenerateInput) (rollout.GenerateOutput, error) {
-	out := rollout.GenerateOutput{Rollouts: fmt.Sprintf("mem://%s/rollouts/iter-%06d-%s-v%d.jsonl", in.Phase, in.Iteration, in.Tag, in.PolicyVersion),
+func (w *rlWorld) generate(_ context.Context, in rolloutapi.GenerateInput) (rolloutapi.GenerateOutput, error) {
+	out := rolloutapi.GenerateOutput{Rollouts: fmt.Sprintf("mem://%s/rollouts/iter-%06d-%s-v%d.jsonl", in.Phase, in.Iteration, in.Tag, in.PolicyVersion),
 		Samples: (in.PromptHi - in.PromptLo) * in.Group, TokensPerS: 100, Tokens: 50, Seconds: 0.5}
+	if in.Agent != nil { // every shard drops one group after three failed attempts
+		out.Samples -= in.Group
+		out.AgentGroupsDropped, out.AgentFailures = 1, 3
+	}
 	// A segment of a partial generation (tag ...-gNN): every row runs to max_new_tokens, so rows
 	// are unfinished while the segments so far hold fewer tokens.
 	var seg int
@@ -160,17 +167,17 @@ func (w *rlWorld) generate(_ context.Context, in rollout.GenerateInput) (rollout
 }
 
 // score passes every fourth sample; verdicts go to the store when asked (sharded runs), else inline.
-func (w *rlWorld) score(_ context.Context, in reward.ScoreInput) (reward.ScoreOutput, error) {
-	out := reward.ScoreOutput{Metrics: reward.Metrics{Items: 8, Judged: 8, Passed: 2, MeanScore: 0.25, PassRate: 0.25}}
+func (w *rlWorld) score(_ context.Context, in rewardapi.ScoreInput) (rewardapi.ScoreOutput, error) {
+	out := rewardapi.ScoreOutput{Metrics: rewardapi.Metrics{Items: 8, Judged: 8, Passed: 2, MeanScore: 0.25, PassRate: 0.25}}
 	for i := range 8 {
-		v := reward.ItemVerdict{ID: fmt.Sprint(i)}
+		v := rewardapi.ItemVerdict{ID: fmt.Sprint(i)}
 		if v.Pass = i%4 == 0; v.Pass {
 			v.Score = 1
 		} else {
 			v.Feedback = fmt.Sprintf("sample %d is wrong", i)
 		}
 		if !v.Pass && len(out.Failed) < in.MaxFailed {
-			out.Failed = append(out.Failed, reward.Failed{Index: i, Feedback: v.Feedback})
+			out.Failed = append(out.Failed, rewardapi.Failed{Index: i, Feedback: v.Feedback})
 		}
 		out.Verdicts = append(out.Verdicts, v)
 	}
@@ -180,16 +187,20 @@ func (w *rlWorld) score(_ context.Context, in reward.ScoreInput) (reward.ScoreOu
 	return out, nil
 }
 
-func (w *rlWorld) step(_ context.Context, in train.PolicyStepInput) (train.PolicyStepOutput, error) {
+func (w *rlWorld) step(_ context.Context, in trainapi.PolicyStepInput) (trainapi.PolicyStepOutput, error) {
 	m := map[string]float64{"train_tokens_per_s": 10}
 	if in.InjectNaN {
-		return train.PolicyStepOutput{NonFinite: true, Metrics: m}, nil
+		return trainapi.PolicyStepOutput{NonFinite: true, Metrics: m}, nil
 	}
-	return train.PolicyStepOutput{Checkpoint: fmt.Sprintf("mem://%s/step-%06d", in.Phase, in.Version+1), Version: in.Version + 1, Metrics: m}, nil
+	return trainapi.PolicyStepOutput{Checkpoint: fmt.Sprintf("mem://%s/step-%06d", in.Phase, in.Version+1), Version: in.Version + 1, Metrics: m}, nil
 }
 
-func (w *rlWorld) evaluate(_ context.Context, in train.EvalInput) (train.EvalOutput, error) {
-	return train.EvalOutput{Metrics: map[string]float64{"heldout_exact_match": w.exact[in.Checkpoint]}}, nil
+func (w *rlWorld) evaluate(_ context.Context, in trainapi.EvalInput) (trainapi.EvalOutput, error) {
+	return trainapi.EvalOutput{Metrics: map[string]float64{"heldout_exact_match": w.exact[in.Checkpoint]}}, nil
+}
+
+func (w *rlWorld) agentEval(_ context.Context, in rolloutapi.AgentEvalInput) (trainapi.EvalOutput, error) {
+	return trainapi.EvalOutput{Metrics: map[string]float64{"heldout_exact_match": w.exact[in.Eval.Checkpoint]}}, nil
 }
 
 // run executes the phase and returns its result.
@@ -220,10 +231,10 @@ func (w *rlWorld) of(name string) []*rlCall {
 	return out
 }
 
-func stepsOf(w *rlWorld) []train.PolicyStepInput {
-	var out []train.PolicyStepInput
-	for _, c := range w.of(train.PolicyStepName) {
-		out = append(out, c.in.(train.PolicyStepInput))
+func stepsOf(w *rlWorld) []trainapi.PolicyStepInput {
+	var out []trainapi.PolicyStepInput
+	for _, c := range w.of(trainapi.PolicyStepName) {
+		out = append(out, c.in.(trainapi.PolicyStepInput))
 	}
 	return out
 }
@@ -244,7 +255,7 @@ func TestRLUnitBacktrack(t *testing.T) {
 		{"nan", `{"inject_nan_at":2}`, nil, rlUnitFrom, true, "mem://grpo.b1/step-000002", nil},
 		// The next iteration's shards are still generating when the step fails: the parent waits for them.
 		{"nan-async-sharded", `{"inject_nan_at":2,"mode":"async","rollout":{"shards":2}}`, nil, rlUnitFrom, true, "mem://grpo.b1/step-000002",
-			map[string]time.Duration{rollout.GenerateName: 15 * time.Minute}},
+			map[string]time.Duration{rolloutapi.GenerateName: 15 * time.Minute}},
 		{"regression", `{"eval_every":1}`, map[string]float64{"mem://grpo/step-000001": 0.5, "mem://grpo/step-000002": 0.3,
 			"mem://grpo.b1/step-000002": 0.5, "mem://grpo.b1/step-000003": 0.5},
 			"mem://grpo/step-000001", false, "mem://grpo.b1/step-000003", nil},
@@ -259,7 +270,7 @@ func TestRLUnitBacktrack(t *testing.T) {
 				t.Fatalf("ended on %s with %v: want one back-track over 4 iterations, ending on %s", out.Checkpoint, m, c.final)
 			}
 			var parentEnd time.Duration
-			var branch []train.PolicyStepInput
+			var branch []trainapi.PolicyStepInput
 			for _, call := range w.calls {
 				switch call.workflow {
 				case "run.grpo":
@@ -271,7 +282,7 @@ func TestRLUnitBacktrack(t *testing.T) {
 					if call.start < parentEnd {
 						t.Errorf("branch's %s started at %v, before the parent's work ended (%v)", call.name, call.start, parentEnd)
 					}
-					if s, ok := call.in.(train.PolicyStepInput); ok {
+					if s, ok := call.in.(trainapi.PolicyStepInput); ok {
 						branch = append(branch, s)
 					}
 				default:
@@ -314,12 +325,12 @@ func TestRLUnitKeepBest(t *testing.T) {
 			}
 			var best []string
 			var keep []int
-			for _, r := range w.of(train.RetainName) {
-				best, keep = append(best, r.in.(train.RetainInput).Best), append(keep, r.in.(train.RetainInput).KeepLast)
+			for _, r := range w.of(trainapi.RetainName) {
+				best, keep = append(best, r.in.(trainapi.RetainInput).Best), append(keep, r.in.(trainapi.RetainInput).KeepLast)
 			}
 			var evals []string
-			for _, e := range w.of(train.EvaluateName) {
-				evals = append(evals, e.in.(train.EvalInput).Checkpoint)
+			for _, e := range w.of(trainapi.EvaluateName) {
+				evals = append(evals, e.in.(trainapi.EvalInput).Checkpoint)
 			}
 			if !slices.Equal(best, c.best) || !slices.Equal(keep, c.keep) {
 				t.Errorf("retains kept best %v, keep_last %v; want %v, %v", best, keep, c.best, c.keep)
@@ -346,12 +357,12 @@ func TestRLUnitAsyncOverlap(t *testing.T) {
 	if out.Metrics["version"] != 4 {
 		t.Fatalf("async run: %v", out.Metrics)
 	}
-	steps := w.of(train.PolicyStepName)
+	steps := w.of(trainapi.PolicyStepName)
 	for k := 1; k < len(steps); k++ {
-		prev, s := steps[k-1], steps[k].in.(train.PolicyStepInput)
+		prev, s := steps[k-1], steps[k].in.(trainapi.PolicyStepInput)
 		gens, scores := 0, 0
-		for _, g := range w.of(rollout.GenerateName) {
-			if in := g.in.(rollout.GenerateInput); in.Iteration == k {
+		for _, g := range w.of(rolloutapi.GenerateName) {
+			if in := g.in.(rolloutapi.GenerateInput); in.Iteration == k {
 				gens++
 				if in.PolicyVersion != k-1 || g.start > prev.start {
 					t.Errorf("iteration %d generated with version %d from %v; want version %d, from when step %d starts (%v) at the latest",
@@ -359,8 +370,8 @@ func TestRLUnitAsyncOverlap(t *testing.T) {
 				}
 			}
 		}
-		for _, sc := range w.of(reward.ScoreName) {
-			if strings.Contains(sc.in.(reward.ScoreInput).Rollouts, fmt.Sprintf("/iter-%06d-", k)) {
+		for _, sc := range w.of(rewardapi.ScoreName) {
+			if strings.Contains(sc.in.(rewardapi.ScoreInput).Rollouts, fmt.Sprintf("/iter-%06d-", k)) {
 				scores++
 				if sc.end > prev.end {
 					t.Errorf("a shard of iteration %d scored from %v to %v: not beside step %d (%v to %v)", k, sc.start, sc.end, k-1, prev.start, prev.end)
@@ -393,7 +404,7 @@ func TestRLUnitContinueAsNew(t *testing.T) {
 			// The server suggests continue-as-new while the second step trains (the first run is the
 			// uninterrupted one until then: the same times on the test clock).
 			first := newRLWorld(t, exact)
-			step2 := whole.of(train.PolicyStepName)[1]
+			step2 := whole.of(trainapi.PolicyStepName)[1]
 			first.env.RegisterDelayedCallback(func() { first.env.SetContinueAsNewSuggested(true) }, (step2.start+step2.end)/2)
 			_, err = first.run(in)
 			var can *workflow.ContinueAsNewError
@@ -421,7 +432,7 @@ func TestRLUnitContinueAsNew(t *testing.T) {
 			if !reflect.DeepEqual(untimed(got), untimed(want)) {
 				t.Errorf("continued run ended with %+v\nuninterrupted run with %+v", untimed(got), untimed(want))
 			}
-			for _, name := range []string{rollout.GenerateName, train.PolicyStepName, train.EvaluateName} {
+			for _, name := range []string{rolloutapi.GenerateName, trainapi.PolicyStepName, trainapi.EvaluateName} {
 				if got, want := inputsOf(append(first.of(name), second.of(name)...)), inputsOf(whole.of(name)); !slices.Equal(got, want) {
 					t.Errorf("%s inputs across the two runs:\n%s\nuninterrupted:\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
 				}

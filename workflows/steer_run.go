@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	control "github.com/temperml/temper/activities/control/contract"
+	"github.com/temperml/temper/activities/control/controlapi"
 )
 
 // steering is one phase run's live control (steer.go): its Update handlers and Query, and what
@@ -245,7 +245,7 @@ func (s *steering) due(c int) []ControlEvent {
 // apply makes due events take effect at boundary c and writes them to the metrics log.
 func (s *steering) apply(c int, due []ControlEvent) (changed bool, err error) {
 	now := workflow.Now(s.ctx)
-	var recs []control.Record
+	var recs []controlapi.Record
 	for _, ev := range due {
 		ev.At, ev.Applied = c, &now
 		switch ev.Event {
@@ -262,11 +262,11 @@ func (s *steering) apply(c int, due []ControlEvent) (changed bool, err error) {
 		for _, a := range ev.Set {
 			values[a.Key] = a.Value
 		}
-		recs = append(recs, control.Record{Run: s.in.RunID, Phase: s.dir(), Step: c, Seq: ev.Seq, Time: unixSeconds(now),
+		recs = append(recs, controlapi.Record{Run: s.in.RunID, Phase: s.dir(), Step: c, Seq: ev.Seq, Time: unixSeconds(now),
 			Event: ev.Event, Label: ev.Label(), Note: ev.Note, Values: values})
 	}
 	workflow.GetLogger(s.ctx).Info("steering applied", "phase", s.in.Phase, "after", c, "events", len(due))
-	if err := workflow.ExecuteActivity(s.logCtx, control.LogName, control.LogInput{Store: s.in.Store, Records: recs}).Get(s.ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(s.logCtx, controlapi.LogName, controlapi.LogInput{Store: s.in.Store, Records: recs}).Get(s.ctx, nil); err != nil {
 		return changed, fmt.Errorf("%s %s: control log: %w", s.in.Kind, s.in.Phase, err)
 	}
 	last := s.st.Log[len(s.st.Log)-1]

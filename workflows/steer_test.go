@@ -18,8 +18,8 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/temperml/temper/activities/ckpt"
-	control "github.com/temperml/temper/activities/control/contract"
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/control/controlapi"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
@@ -116,12 +116,12 @@ func TestSteerGRPO(t *testing.T) {
 	}
 	b := waitOut(t, second)
 
-	for _, name := range []string{train.ModelFile, train.OptimizerFile} {
+	for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
 		if ha, hb := hashFile(t, a.Phases[0].Checkpoint, name), hashFile(t, b.Phases[0].Checkpoint, name); ha != hb {
 			t.Errorf("%s: %s after the change at %d, %s after the same change at %d with a pause", name, ha, k, hb, k)
 		}
 	}
-	if hashFile(t, base, train.ModelFile) == hashFile(t, a.Phases[0].Checkpoint, train.ModelFile) {
+	if hashFile(t, base, trainapi.ModelFile) == hashFile(t, a.Phases[0].Checkpoint, trainapi.ModelFile) {
 		t.Fatal("GRPO did not change the weights: the comparison would prove nothing")
 	}
 	checkSteerLog(t, dir, first.GetID(), k)
@@ -267,10 +267,10 @@ func checkStepInputs(t *testing.T, c client.Client, id string, k int) {
 	t.Helper()
 	seen := 0
 	forEachEvent(t, c, id, func(e eventView) {
-		if e.scheduled != train.PolicyStepName {
+		if e.scheduled != trainapi.PolicyStepName {
 			return
 		}
-		var in train.PolicyStepInput
+		var in trainapi.PolicyStepInput
 		if err := json.Unmarshal(e.input, &in); err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +296,7 @@ func checkNothingWhilePaused(t *testing.T, c client.Client, id string) {
 	var scheduledAt []time.Time
 	forEachEvent(t, c, id, func(e eventView) {
 		switch {
-		case e.scheduled == control.LogName && strings.Contains(string(e.input), `"event":"pause"`):
+		case e.scheduled == controlapi.LogName && strings.Contains(string(e.input), `"event":"pause"`):
 			pauseLog, pauseRun = e.id, e.run
 		case e.completedOf == pauseLog && e.run == pauseRun:
 			paused = e.time
@@ -407,10 +407,10 @@ func TestSteerSFT(t *testing.T) {
 	}
 	chunks := 0
 	forEachEvent(t, env.Client, id+".sft", func(e eventView) {
-		if e.scheduled != train.ChunkName {
+		if e.scheduled != trainapi.ChunkName {
 			return
 		}
-		var head train.ChunkHead
+		var head trainapi.ChunkHead
 		if err := json.Unmarshal(e.input, &head); err != nil {
 			t.Fatal(err)
 		}

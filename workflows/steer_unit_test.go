@@ -9,9 +9,9 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 
-	control "github.com/temperml/temper/activities/control/contract"
-	rollout "github.com/temperml/temper/activities/rollout/contract"
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/control/controlapi"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -102,17 +102,17 @@ func TestSteerUnitSet(t *testing.T) {
 			t.Errorf("step %d (iteration %d): lr %g, kl_beta %g; want %g, %g", i, s.Iteration, s.Optim.LR, s.Loss.KLBeta, lr, kl)
 		}
 	}
-	for _, g := range w.of(rollout.GenerateName) {
-		in := g.in.(rollout.GenerateInput)
+	for _, g := range w.of(rolloutapi.GenerateName) {
+		in := g.in.(rolloutapi.GenerateInput)
 		if want := map[bool]float64{false: 1, true: 0.7}[in.Iteration >= 2]; in.Temperature != want {
 			t.Errorf("iteration %d sampled at temperature %g, want %g", in.Iteration, in.Temperature, want)
 		}
 	}
-	logs := w.of(control.LogName)
+	logs := w.of(controlapi.LogName)
 	if len(logs) != 1 {
 		t.Fatalf("%d control logs, want 1", len(logs))
 	}
-	rec := logs[0].in.(control.LogInput).Records
+	rec := logs[0].in.(controlapi.LogInput).Records
 	if len(rec) != 1 || rec[0].Step != 2 || rec[0].Event != "set" || rec[0].Values["optimizer.lr"] != 0.0005 ||
 		!strings.Contains(rec[0].Label, "optimizer.lr 0.001→0.0005") || rec[0].Phase != "grpo" {
 		t.Errorf("control records %+v", rec)
@@ -163,7 +163,7 @@ func TestSteerUnitPause(t *testing.T) {
 			if !p.accepted || p.reply.At != 1 || !r.accepted || r.err != nil || !again.rejected {
 				t.Fatalf("pause %+v, second pause %+v, resume %+v", p, again, r)
 			}
-			logs := w.of(control.LogName)
+			logs := w.of(controlapi.LogName)
 			if len(logs) != 2 {
 				t.Fatalf("%d control logs, want pause and resume", len(logs))
 			}
@@ -172,11 +172,11 @@ func TestSteerUnitPause(t *testing.T) {
 				t.Errorf("resume logged at %v, before the resume", resumed)
 			}
 			for _, c := range w.calls {
-				if c.name != control.LogName && c.start < resumed && (c.start >= paused || !c.done || c.end > logs[0].start) {
+				if c.name != controlapi.LogName && c.start < resumed && (c.start >= paused || !c.done || c.end > logs[0].start) {
 					t.Errorf("%s ran from %v to %v, while paused (%v to %v)", c.name, c.start, c.end, paused, resumed)
 				}
 			}
-			for _, name := range []string{rollout.GenerateName, train.PolicyStepName} {
+			for _, name := range []string{rolloutapi.GenerateName, trainapi.PolicyStepName} {
 				if got, want := inputsOf(w.of(name)), inputsOf(whole.of(name)); !slices.Equal(got, want) {
 					t.Errorf("%s inputs differ from the run nobody paused:\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
 				}
@@ -190,8 +190,8 @@ func TestSteerUnitPause(t *testing.T) {
 		if _, err := w.run(rlUnitConfig(t, "")); err != nil {
 			t.Fatal(err)
 		}
-		if !r.accepted || len(w.of(control.LogName)) != 0 || !strings.Contains(r.reply.Message, "withdrawn") {
-			t.Errorf("resume %+v; control logs %d: want the pause withdrawn, nothing logged", r, len(w.of(control.LogName)))
+		if !r.accepted || len(w.of(controlapi.LogName)) != 0 || !strings.Contains(r.reply.Message, "withdrawn") {
+			t.Errorf("resume %+v; control logs %d: want the pause withdrawn, nothing logged", r, len(w.of(controlapi.LogName)))
 		}
 	})
 }

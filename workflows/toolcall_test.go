@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/temperml/temper/activities/reward/sandbox"
-	toolsact "github.com/temperml/temper/activities/tools"
+	"github.com/temperml/temper/activities/tools/toolsapi"
 	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
@@ -29,10 +29,10 @@ func TestToolCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	prefix := fmt.Sprintf("toolcall-%d", time.Now().UnixNano())
-	call := func(id, code string) toolsact.CallOutput {
+	call := func(id, code string) toolsapi.CallOutput {
 		t.Helper()
 		args, _ := json.Marshal(map[string]string{"code": code})
-		out, err := d.Call(ctx, id, toolsact.CallInput{RunInput: toolsact.RunInput{Tool: "python", Args: args}})
+		out, err := d.Call(ctx, id, toolsapi.CallInput{RunInput: toolsapi.RunInput{Tool: "python", Args: args}})
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
@@ -48,7 +48,7 @@ func TestToolCall(t *testing.T) {
 	if out := call(prefix+".ok", "print(7*7)"); out.Output != "42" {
 		t.Fatalf("same ID again: %+v, want the first run's 42", out)
 	}
-	out, err := d.Call(ctx, prefix+".bad", toolsact.CallInput{RunInput: toolsact.RunInput{Tool: "python", Args: json.RawMessage(`{"code":""}`)}})
+	out, err := d.Call(ctx, prefix+".bad", toolsapi.CallInput{RunInput: toolsapi.RunInput{Tool: "python", Args: json.RawMessage(`{"code":""}`)}})
 	if err != nil || out.Kind != "arguments" || !strings.Contains(out.Error, "code") {
 		t.Fatalf("empty code: %+v, %v", out, err)
 	}

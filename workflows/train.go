@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tools"
@@ -58,7 +58,7 @@ func (e EvalSpec) validateTools() error {
 }
 
 // checkLookup names a lookup among tools when the data's task has no corpus for it to read.
-func checkLookup(path string, names []string, data train.DataSpec) error {
+func checkLookup(path string, names []string, data trainapi.DataSpec) error {
 	i := slices.Index(names, "lookup")
 	if i < 0 {
 		return nil
@@ -88,9 +88,9 @@ func checkTools(path string, names []string) error {
 
 // TrainConfig configures the "pretrain" and "sft" phase kinds.
 type TrainConfig struct {
-	Model ModelSpec       `json:"model"`
-	Data  train.DataSpec  `json:"data"`
-	Batch train.BatchSpec `json:"batch"`
+	Model ModelSpec          `json:"model"`
+	Data  trainapi.DataSpec  `json:"data"`
+	Batch trainapi.BatchSpec `json:"batch"`
 	ChunkSpec
 	Eval EvalSpec       `json:"eval"`
 	LoRA *modelcfg.LoRA `json:"lora,omitempty" help:"train LoRA adapters on the frozen starting model instead of every weight; checkpoints hold the adapters and the base URI"`
@@ -99,9 +99,9 @@ type TrainConfig struct {
 func defaultTrainConfig(text bool) *TrainConfig {
 	return &TrainConfig{
 		Model:     ModelSpec{Preset: "tiny"},
-		Data:      train.DataSpec{TrainExamples: 2000, HeldoutExamples: 200, Text: text},
-		Batch:     train.BatchSpec{Rows: 16, Seq: 64},
-		ChunkSpec: defaultChunkSpec(200, 50, train.Optim{LR: 3e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}),
+		Data:      trainapi.DataSpec{TrainExamples: 2000, HeldoutExamples: 200, Text: text},
+		Batch:     trainapi.BatchSpec{Rows: 16, Seq: 64},
+		ChunkSpec: defaultChunkSpec(200, 50, trainapi.Optim{LR: 3e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}),
 		Eval:      EvalSpec{EvalCadence: EvalCadence{Before: true}, Examples: 200, MaxNewTokens: 16, PassK: 1, Temperature: 1},
 	}
 }
@@ -192,14 +192,14 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				return in.From, true, nil
 			}
 			mc, _ := cfg.Model.Resolve() // validated
-			var out train.InitOutput
-			if err := r.exec(false, train.InitName, train.InitInput{Store: in.Store, Run: in.RunID, Phase: in.Phase, Model: mc, Seed: r.seed}, &out); err != nil {
+			var out trainapi.InitOutput
+			if err := r.exec(false, trainapi.InitName, trainapi.InitInput{Store: in.Store, Run: in.RunID, Phase: in.Phase, Model: mc, Seed: r.seed}, &out); err != nil {
 				return "", false, fmt.Errorf("%s %s: init: %w", in.Kind, in.Phase, err)
 			}
 			return out.Checkpoint, false, nil
 		},
-		chunk: func(r *chunkedRun, head train.ChunkHead) (string, any) {
-			return train.ChunkName, train.ChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, LoRA: cfg.LoRA}
+		chunk: func(r *chunkedRun, head trainapi.ChunkHead) (string, any) {
+			return trainapi.ChunkName, trainapi.ChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, LoRA: cfg.LoRA}
 		},
 		evaluate: lmEvaluate(in, cfg.Data, cfg.Eval),
 		headline: "heldout_exact_match",
@@ -212,13 +212,13 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 
 // lmEvaluate is the evaluation of the kinds whose product is a causal LM (pretrain, sft, distill):
 // Evaluate on the data's held-out examples, recorded in the phase's metrics log at the step.
-func lmEvaluate(in PhaseInput, data train.DataSpec, ev EvalSpec) func(r *chunkedRun, uri string) (map[string]float64, error) {
+func lmEvaluate(in PhaseInput, data trainapi.DataSpec, ev EvalSpec) func(r *chunkedRun, uri string) (map[string]float64, error) {
 	return func(r *chunkedRun, uri string) (map[string]float64, error) {
-		var out train.EvalOutput
-		err := r.exec(true, train.EvaluateName, train.EvalInput{
+		var out trainapi.EvalOutput
+		err := r.exec(true, trainapi.EvaluateName, trainapi.EvalInput{
 			Store: in.Store, Checkpoint: uri, Data: data, Examples: ev.Examples, MaxNewTokens: ev.MaxNewTokens,
 			PassK: ev.PassK, Temperature: ev.Temperature, Seed: r.seed,
-			Log:   &train.LogAt{Run: in.RunID, Phase: in.Phase, Step: r.st.Step},
+			Log:   &trainapi.LogAt{Run: in.RunID, Phase: in.Phase, Step: r.st.Step},
 			Tools: ev.Tools, MaxTurns: ev.MaxTurns,
 		}, &out)
 		return out.Metrics, err

@@ -7,8 +7,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	rollout "github.com/temperml/temper/activities/rollout/contract"
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/search"
 	"github.com/temperml/temper/internal/config"
 )
@@ -17,15 +17,15 @@ import (
 // rejection sampling) from the starting model over the training prompts of a task, writing data
 // for a following sft (verified solutions) or preference phase (pairs) to read with from_data.
 type SearchConfig struct {
-	Data             train.DataSpec  `json:"data" help:"prompts and verifier: a built-in task (its training split; the held-out split is written for the next phase's evaluation) or JSONL files whose lines name their task"`
-	Prompts          int             `json:"prompts" default:"64" help:"training prompts searched (the first N of the training examples)"`
-	BatchPrompts     int             `json:"batch_prompts" default:"8" help:"prompts per rollout.Search activity: a worker killed mid-phase loses at most its batch"`
-	Search           search.Params   `json:"search"`
-	HeartbeatTimeout config.Duration `json:"heartbeat_timeout" default:"60s" help:"a rollout worker silent this long is presumed dead; its batch is retried elsewhere"`
+	Data             trainapi.DataSpec `json:"data" help:"prompts and verifier: a built-in task (its training split; the held-out split is written for the next phase's evaluation) or JSONL files whose lines name their task"`
+	Prompts          int               `json:"prompts" default:"64" help:"training prompts searched (the first N of the training examples)"`
+	BatchPrompts     int               `json:"batch_prompts" default:"8" help:"prompts per rollout.Search activity: a worker killed mid-phase loses at most its batch"`
+	Search           search.Params     `json:"search"`
+	HeartbeatTimeout config.Duration   `json:"heartbeat_timeout" default:"60s" help:"a rollout worker silent this long is presumed dead; its batch is retried elsewhere"`
 }
 
 func defaultSearchConfig() *SearchConfig {
-	return &SearchConfig{Data: train.DataSpec{TrainExamples: 2000, HeldoutExamples: 200}, Prompts: 64, BatchPrompts: 8,
+	return &SearchConfig{Data: trainapi.DataSpec{TrainExamples: 2000, HeldoutExamples: 200}, Prompts: 64, BatchPrompts: 8,
 		Search: search.DefaultParams(), HeartbeatTimeout: config.Duration(60 * time.Second)}
 }
 
@@ -70,10 +70,10 @@ func init() {
 
 // TreeSearchState is a search phase's loop state; it travels in PhaseInput.Tree across continue-as-new.
 type TreeSearchState struct {
-	Next    int                  `json:"next"`    // the next batch
-	Results []string             `json:"results"` // the batches' results objects, in order
-	Sum     rollout.SearchOutput `json:"sum"`     // the batches' sums (Results unused)
-	Seconds float64              `json:"seconds"` // wall time of the batches
+	Next    int                     `json:"next"`    // the next batch
+	Results []string                `json:"results"` // the batches' results objects, in order
+	Sum     rolloutapi.SearchOutput `json:"sum"`     // the batches' sums (Results unused)
+	Seconds float64                 `json:"seconds"` // wall time of the batches
 }
 
 // TreeSearch runs a search phase: one rollout.Search activity per batch of prompts, in order (each
@@ -103,8 +103,8 @@ func TreeSearch(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	for st.Next < batches {
 		lo := st.Next * cfg.BatchPrompts
 		started := workflow.Now(ctx)
-		var out rollout.SearchOutput
-		if err := workflow.ExecuteActivity(long, rollout.SearchName, rollout.SearchInput{
+		var out rolloutapi.SearchOutput
+		if err := workflow.ExecuteActivity(long, rolloutapi.SearchName, rolloutapi.SearchInput{
 			Store: in.Store, Run: in.RunID, Phase: in.Phase, Checkpoint: in.From, Data: cfg.Data, Seed: seed,
 			Batch: st.Next, PromptLo: lo, PromptHi: min(lo+cfg.BatchPrompts, cfg.Prompts), Params: cfg.Search,
 		}).Get(ctx, &out); err != nil {
@@ -128,8 +128,8 @@ func TreeSearch(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			return PhaseOutput{}, workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, next)
 		}
 	}
-	var data rollout.SearchDataOutput
-	if err := workflow.ExecuteActivity(short, rollout.SearchDataName, rollout.SearchDataInput{
+	var data rolloutapi.SearchDataOutput
+	if err := workflow.ExecuteActivity(short, rolloutapi.SearchDataName, rolloutapi.SearchDataInput{
 		Store: in.Store, Run: in.RunID, Phase: in.Phase, Results: st.Results, Data: cfg.Data, Seed: seed,
 	}).Get(ctx, &data); err != nil {
 		return PhaseOutput{}, fmt.Errorf("%s %s: data: %w", in.Kind, in.Phase, err)

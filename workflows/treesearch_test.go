@@ -16,6 +16,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/rollout"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/internal/config"
 	"github.com/temperml/temper/workers"
@@ -81,8 +82,8 @@ func rolloutWorker(t *testing.T, env *testenv.Env) {
 	t.Helper()
 	ro := &rollout.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}
 	env.Worker(t, workflows.QueueRollout, func(r worker.Registry) {
-		r.RegisterActivityWithOptions(ro.Search, activity.RegisterOptions{Name: rollout.SearchName})
-		r.RegisterActivityWithOptions(ro.SearchData, activity.RegisterOptions{Name: rollout.SearchDataName})
+		r.RegisterActivityWithOptions(ro.Search, activity.RegisterOptions{Name: rolloutapi.SearchName})
+		r.RegisterActivityWithOptions(ro.SearchData, activity.RegisterOptions{Name: rolloutapi.SearchDataName})
 	})
 }
 

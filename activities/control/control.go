@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/control/contract"
+	"github.com/temperml/temper/activities/control/controlapi"
 )
 
 // Activities holds the store client.
@@ -14,7 +14,7 @@ type Activities struct {
 }
 
 // Log appends in's records, each to its run and phase's log, in the order given.
-func (a *Activities) Log(ctx context.Context, in contract.LogInput) error {
+func (a *Activities) Log(ctx context.Context, in controlapi.LogInput) error {
 	type log struct{ run, phase string }
 	var order []log
 	byLog := map[log][]ckpt.MetricsRecord{}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/control/contract"
+	"github.com/temperml/temper/activities/control/controlapi"
 )
 
 // TestLog: records go to their run and phase's log as control records; a retried Log leaves the
@@ -14,7 +14,7 @@ func TestLog(t *testing.T) {
 	ctx := context.Background()
 	a := &Activities{Ckpt: ckpt.New(ckpt.Options{})}
 	root := "file://" + t.TempDir()
-	in := contract.LogInput{Store: root, Records: []contract.Record{
+	in := controlapi.LogInput{Store: root, Records: []controlapi.Record{
 		{Run: "r", Phase: "grpo", Step: 10, Seq: 1, Time: 5, Event: "set", Label: "set optimizer.lr 0.0003→0.0001", Values: map[string]float64{"optimizer.lr": 1e-4}},
 		{Run: "r", Phase: "grpo", Step: 10, Seq: 2, Time: 6, Event: "pause", Label: "pause", Note: "lunch"},
 		{Run: "r", Phase: "dpo", Step: 0, Seq: 1, Time: 7, Event: "approve", Label: "approve"},

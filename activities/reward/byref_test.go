@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/temperml/temper/activities/reward/rewardapi"
 	"github.com/temperml/temper/algorithms/rollout"
 )
 
@@ -19,7 +20,7 @@ import (
 // metrics and the first failures; without it the inline bound still holds.
 func TestScoreByReference(t *testing.T) {
 	dir := t.TempDir()
-	n := MaxItems + 500
+	n := rewardapi.MaxItems + 500
 	rs := make([]rollout.Rollout, n)
 	for i := range rs {
 		c := "5"
@@ -39,17 +40,17 @@ func TestScoreByReference(t *testing.T) {
 	uri := "file://" + dir + "/iter-000000-s0000.jsonl"
 	a := NewActivities(nil)
 	ctx := context.Background()
-	if _, err := a.ScoreItems(ctx, ScoreInput{Rollouts: uri}, nil); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "write_verdicts") {
+	if _, err := a.ScoreItems(ctx, rewardapi.ScoreInput{Rollouts: uri}, nil); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "write_verdicts") {
 		t.Fatalf("inline verdicts of %d rollouts: %v, want the bound and how to lift it", n, err)
 	}
-	out, err := a.ScoreItems(ctx, ScoreInput{Rollouts: uri, WriteVerdicts: true, MaxFailed: 3}, nil)
+	out, err := a.ScoreItems(ctx, rewardapi.ScoreInput{Rollouts: uri, WriteVerdicts: true, MaxFailed: 3}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out.Verdicts) != 0 || out.VerdictsURI != "file://"+dir+"/iter-000000-s0000.verdicts.jsonl" || out.VerdictsURI != VerdictsURI(uri) {
+	if len(out.Verdicts) != 0 || out.VerdictsURI != "file://"+dir+"/iter-000000-s0000.verdicts.jsonl" || out.VerdictsURI != rewardapi.VerdictsURI(uri) {
 		t.Fatalf("verdicts inline %d, uri %s", len(out.Verdicts), out.VerdictsURI)
 	}
-	wantFailed := []Failed{{Index: 1}, {Index: 4}, {Index: 7}}
+	wantFailed := []rewardapi.Failed{{Index: 1}, {Index: 4}, {Index: 7}}
 	for i, f := range out.Failed {
 		if i >= len(wantFailed) || f.Index != wantFailed[i].Index || f.Feedback == "" {
 			t.Fatalf("failed %+v, want indices 1, 4, 7 with feedback", out.Failed)
@@ -66,7 +67,7 @@ func TestScoreByReference(t *testing.T) {
 	sc := bufio.NewScanner(vf)
 	lines := 0
 	for ; sc.Scan(); lines++ {
-		var v ItemVerdict
+		var v rewardapi.ItemVerdict
 		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func TestScoreByReference(t *testing.T) {
 	if lines != n {
 		t.Fatalf("%d verdict lines for %d rollouts", lines, n)
 	}
-	if _, err := a.ScoreItems(ctx, ScoreInput{Items: []Item{{ID: "x"}}, WriteVerdicts: true}, nil); !errors.Is(err, ErrInvalidInput) {
+	if _, err := a.ScoreItems(ctx, rewardapi.ScoreInput{Items: []rewardapi.Item{{ID: "x"}}, WriteVerdicts: true}, nil); !errors.Is(err, ErrInvalidInput) {
 		t.Errorf("write_verdicts without a rollouts object: %v", err)
 	}
 }

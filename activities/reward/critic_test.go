@@ -13,9 +13,11 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/reward/rewardapi"
 	"github.com/temperml/temper/activities/train"
-	trainlm "github.com/temperml/temper/activities/train/lm"
+	"github.com/temperml/temper/activities/train/lm"
 	"github.com/temperml/temper/activities/train/rewardmodel"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective"
@@ -82,13 +84,13 @@ func (c *engineCounter) new(o train.EngineOptions) (train.Engine, error) {
 }
 
 // rewardModels commits reward models (fresh tiny models with value heads) and one causal LM.
-func rewardModels(t *testing.T, seeds ...uint64) (rms []string, lm string) {
+func rewardModels(t *testing.T, seeds ...uint64) (rms []string, causal string) {
 	t.Helper()
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
 	ec := &engineCounter{}
 	deps := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: ec.new}
-	trainlm.Register(env, deps)
+	lm.Register(env, deps)
 	rewardmodel.Register(env, deps)
 	store := "file://" + t.TempDir()
 	cfg, err := model.Preset("tiny")
@@ -97,22 +99,22 @@ func rewardModels(t *testing.T, seeds ...uint64) (rms []string, lm string) {
 	}
 	cfg.MaxSeq = 32
 	for i, s := range seeds {
-		v, err := env.ExecuteActivity(train.RewardInitName, train.RewardInitInput{Store: store, Run: "c", Phase: fmt.Sprintf("rm%d", i), Model: modelcfg.Config(cfg), Seed: s,
+		v, err := env.ExecuteActivity(trainapi.RewardInitName, trainapi.RewardInitInput{Store: store, Run: "c", Phase: fmt.Sprintf("rm%d", i), Model: modelcfg.Config(cfg), Seed: s,
 			LogProb: i == 1}) // the second with the generative term: the critic must score it as the reward phase does
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out train.RewardInitOutput
+		var out trainapi.RewardInitOutput
 		if err := v.Get(&out); err != nil {
 			t.Fatal(err)
 		}
 		rms = append(rms, out.Checkpoint)
 	}
-	v, err := env.ExecuteActivity(train.InitName, train.InitInput{Store: store, Run: "c", Phase: "lm", Model: modelcfg.Config(cfg), Seed: 1})
+	v, err := env.ExecuteActivity(trainapi.InitName, trainapi.InitInput{Store: store, Run: "c", Phase: "lm", Model: modelcfg.Config(cfg), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out train.InitOutput
+	var out trainapi.InitOutput
 	if err := v.Get(&out); err != nil {
 		t.Fatal(err)
 	}
@@ -202,12 +204,12 @@ func TestCriticScoresWithTheRewardModel(t *testing.T) {
 	if err := acts.Registry().Register(CriticVerifier, f); err != nil {
 		t.Fatal(err)
 	}
-	var items []Item
+	var items []rewardapi.Item
 	for i := 0; i < 12; i++ {
-		items = append(items, Item{ID: fmt.Sprint(i), Prompt: fmt.Sprintf("%d+1=", i), Completion: fmt.Sprint(i + 1)})
+		items = append(items, rewardapi.Item{ID: fmt.Sprint(i), Prompt: fmt.Sprintf("%d+1=", i), Completion: fmt.Sprint(i + 1)})
 	}
 	for _, uri := range rms {
-		out, err := acts.ScoreItems(ctx, ScoreInput{Items: items, Workers: 4,
+		out, err := acts.ScoreItems(ctx, rewardapi.ScoreInput{Items: items, Workers: 4,
 			Spec: verify.Spec{Verifiers: []verify.Component{{Name: CriticVerifier, Params: criticParams(uri, 0)}}}}, nil)
 		if err != nil {
 			t.Fatal(err)

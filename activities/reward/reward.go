@@ -13,8 +13,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/reward/contract"
+	"github.com/temperml/temper/activities/reward/rewardapi"
 	"github.com/temperml/temper/activities/reward/sandbox"
+	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/verify"
 )
 
@@ -47,13 +48,18 @@ func NewActivities(sb *sandbox.Sandbox) *Activities {
 // Registry returns the verifiers the activities know; callers may Register more before use.
 func (a *Activities) Registry() *verify.Registry { return a.registry }
 
+// Register registers the reward activity under its contract name on the reward queue's worker.
+func Register(r train.Registrar, a *Activities) {
+	r.RegisterActivityWithOptions(a.Score, activity.RegisterOptions{Name: rewardapi.ScoreName})
+}
+
 // Score is the reward.Score activity: ScoreItems with heartbeats. Bad input fails without
 // retries; a retried attempt simply scores everything again (verifiers are pure or sandboxed,
 // so that is safe).
-func (a *Activities) Score(ctx context.Context, in ScoreInput) (ScoreOutput, error) {
-	out, err := a.ScoreItems(ctx, in, func(p Progress) { activity.RecordHeartbeat(ctx, p) })
+func (a *Activities) Score(ctx context.Context, in rewardapi.ScoreInput) (rewardapi.ScoreOutput, error) {
+	out, err := a.ScoreItems(ctx, in, func(p rewardapi.Progress) { activity.RecordHeartbeat(ctx, p) })
 	if errors.Is(err, ErrInvalidInput) {
-		return ScoreOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
+		return rewardapi.ScoreOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
 	}
 	return out, err
 }
@@ -61,7 +67,7 @@ func (a *Activities) Score(ctx context.Context, in ScoreInput) (ScoreOutput, err
 // ScoreItems judges the items with a bounded pool of workers, each item under its own timeout,
 // and calls progress (from one goroutine at a time) about once a second and at the end. It is
 // the activity without Temporal, for tests and tools.
-func (a *Activities) ScoreItems(ctx context.Context, in ScoreInput, progress func(Progress)) (ScoreOutput, error) {
+func (a *Activities) ScoreItems(ctx context.Context, in rewardapi.ScoreInput, progress func(rewardapi.Progress)) (rewardapi.ScoreOutput, error) {
 	reg := a.registry
 	if reg == nil {
 		reg = NewActivities(a.Sandbox).registry
@@ -69,32 +75,32 @@ func (a *Activities) ScoreItems(ctx context.Context, in ScoreInput, progress fun
 	rolloutsURI := in.Rollouts
 	switch {
 	case in.Rollouts != "" && len(in.Items) > 0:
-		return ScoreOutput{}, fmt.Errorf("reward: score: set rollouts or items, not both: %w", ErrInvalidInput)
+		return rewardapi.ScoreOutput{}, fmt.Errorf("reward: score: set rollouts or items, not both: %w", ErrInvalidInput)
 	case in.Rollouts != "":
 		items, err := rolloutItems(ctx, a.Ckpt, in.Rollouts)
 		if err != nil {
-			return ScoreOutput{}, err
+			return rewardapi.ScoreOutput{}, err
 		}
-		if !in.WriteVerdicts && len(items) > MaxItems { // inline verdicts travel in the payload
-			return ScoreOutput{}, fmt.Errorf("reward: score %s: %d rollouts: at most %d per call with inline verdicts (set write_verdicts): %w",
-				in.Rollouts, len(items), MaxItems, ErrInvalidInput)
+		if !in.WriteVerdicts && len(items) > rewardapi.MaxItems { // inline verdicts travel in the payload
+			return rewardapi.ScoreOutput{}, fmt.Errorf("reward: score %s: %d rollouts: at most %d per call with inline verdicts (set write_verdicts): %w",
+				in.Rollouts, len(items), rewardapi.MaxItems, ErrInvalidInput)
 		}
 		in.Items, in.Rollouts = items, ""
 	case in.WriteVerdicts:
-		return ScoreOutput{}, fmt.Errorf("reward: score: write_verdicts needs a rollouts object: %w", ErrInvalidInput)
-	case len(in.Items) > MaxItems:
-		return ScoreOutput{}, fmt.Errorf("reward: score: %d items: at most %d per call: %w", len(in.Items), MaxItems, ErrInvalidInput)
+		return rewardapi.ScoreOutput{}, fmt.Errorf("reward: score: write_verdicts needs a rollouts object: %w", ErrInvalidInput)
+	case len(in.Items) > rewardapi.MaxItems:
+		return rewardapi.ScoreOutput{}, fmt.Errorf("reward: score: %d items: at most %d per call: %w", len(in.Items), rewardapi.MaxItems, ErrInvalidInput)
 	case in.Workers < 0:
-		return ScoreOutput{}, fmt.Errorf("reward: score: workers=%d: want >= 0 (0 = default): %w", in.Workers, ErrInvalidInput)
+		return rewardapi.ScoreOutput{}, fmt.Errorf("reward: score: workers=%d: want >= 0 (0 = default): %w", in.Workers, ErrInvalidInput)
 	case in.ItemTimeout < 0:
-		return ScoreOutput{}, fmt.Errorf("reward: score: item_timeout=%v: want >= 0 (0 = %v): %w", in.ItemTimeout.D(), DefaultItemTimeout, ErrInvalidInput)
+		return rewardapi.ScoreOutput{}, fmt.Errorf("reward: score: item_timeout=%v: want >= 0 (0 = %v): %w", in.ItemTimeout.D(), DefaultItemTimeout, ErrInvalidInput)
 	}
 	if len(in.Spec.Verifiers) == 0 {
 		in.Spec.Verifiers = []verify.Component{{Name: TaskVerifier}}
 	}
 	comp, err := reg.Compose(in.Spec)
 	if err != nil {
-		return ScoreOutput{}, fmt.Errorf("reward: score: %w: %w", err, ErrInvalidInput)
+		return rewardapi.ScoreOutput{}, fmt.Errorf("reward: score: %w: %w", err, ErrInvalidInput)
 	}
 	workers := in.Workers
 	if workers == 0 {
@@ -108,11 +114,11 @@ func (a *Activities) ScoreItems(ctx context.Context, in ScoreInput, progress fun
 		timeout = DefaultItemTimeout
 	}
 	if progress == nil {
-		progress = func(Progress) {}
+		progress = func(rewardapi.Progress) {}
 	}
 
 	n := len(in.Items)
-	verdicts := make([]ItemVerdict, n)
+	verdicts := make([]rewardapi.ItemVerdict, n)
 	timedOut := make([]bool, n)
 	var done atomic.Int64
 	jobs := make(chan int)
@@ -138,7 +144,7 @@ func (a *Activities) ScoreItems(ctx context.Context, in ScoreInput, progress fun
 			case <-stopBeat:
 				return
 			case <-tick.C:
-				progress(Progress{Step: int(done.Load()), Total: n})
+				progress(rewardapi.Progress{Step: int(done.Load()), Total: n})
 			}
 		}
 	}()
@@ -157,10 +163,10 @@ dispatch:
 	close(stopBeat)
 	<-beatDone
 	if cancelled != nil {
-		return ScoreOutput{}, fmt.Errorf("reward: score %d items: stopped after %d: %w", n, done.Load(), cancelled)
+		return rewardapi.ScoreOutput{}, fmt.Errorf("reward: score %d items: stopped after %d: %w", n, done.Load(), cancelled)
 	}
-	progress(Progress{Step: n, Total: n})
-	out := ScoreOutput{Verdicts: verdicts, Metrics: summarize(verdicts, timedOut, comp.Labels())}
+	progress(rewardapi.Progress{Step: n, Total: n})
+	out := rewardapi.ScoreOutput{Verdicts: verdicts, Metrics: summarize(verdicts, timedOut, comp.Labels())}
 	if a.Sandbox != nil {
 		out.Metrics.SandboxMode = string(a.Sandbox.Mode())
 	}
@@ -173,7 +179,7 @@ dispatch:
 // judge scores one item under its own timeout, turning errors, timeouts and panics into an
 // item error. A verifier that ignores its context keeps running in the background after the
 // timeout; built-ins are bounded and the sandbox obeys the context.
-func judge(ctx context.Context, v verify.Verifier, it Item, timeout time.Duration) (ItemVerdict, bool) {
+func judge(ctx context.Context, v verify.Verifier, it rewardapi.Item, timeout time.Duration) (rewardapi.ItemVerdict, bool) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	type result struct {
@@ -194,18 +200,18 @@ func judge(ctx context.Context, v verify.Verifier, it Item, timeout time.Duratio
 	case r := <-ch:
 		if r.err != nil {
 			if ctx.Err() != nil && errors.Is(r.err, context.DeadlineExceeded) {
-				return ItemVerdict{ID: it.ID, Error: "timeout"}, true
+				return rewardapi.ItemVerdict{ID: it.ID, Error: "timeout"}, true
 			}
-			return ItemVerdict{ID: it.ID, Error: r.err.Error()}, false
+			return rewardapi.ItemVerdict{ID: it.ID, Error: r.err.Error()}, false
 		}
-		return ItemVerdict{ID: it.ID, Verdict: r.v}, false
+		return rewardapi.ItemVerdict{ID: it.ID, Verdict: r.v}, false
 	case <-ctx.Done():
-		return ItemVerdict{ID: it.ID, Error: "timeout"}, true
+		return rewardapi.ItemVerdict{ID: it.ID, Error: "timeout"}, true
 	}
 }
 
-func summarize(vs []ItemVerdict, timedOut []bool, labels []string) Metrics {
-	m := Metrics{Items: len(vs)}
+func summarize(vs []rewardapi.ItemVerdict, timedOut []bool, labels []string) rewardapi.Metrics {
+	m := rewardapi.Metrics{Items: len(vs)}
 	sums := make([]float64, len(labels))
 	var score float64
 	passed := 0
@@ -227,7 +233,7 @@ func summarize(vs []ItemVerdict, timedOut []bool, labels []string) Metrics {
 		}
 	}
 	for j, l := range labels {
-		vm := VerifierMetric{Name: l}
+		vm := rewardapi.VerifierMetric{Name: l}
 		if m.Judged > 0 {
 			vm.MeanScore = sums[j] / float64(m.Judged)
 		}
@@ -240,21 +246,3 @@ func summarize(vs []ItemVerdict, timedOut []bool, labels []string) Metrics {
 	m.Passed = passed
 	return m
 }
-
-// The activity name and I/O types live in contract (workflows import it without GoMLX); these
-// aliases keep this package's code and its callers unchanged.
-type (
-	Item           = contract.Item
-	ScoreInput     = contract.ScoreInput
-	ItemVerdict    = contract.ItemVerdict
-	VerifierMetric = contract.VerifierMetric
-	Metrics        = contract.Metrics
-	ScoreOutput    = contract.ScoreOutput
-	Progress       = contract.Progress
-)
-
-// ScoreName and MaxItems: see contract.
-const (
-	ScoreName = contract.ScoreName
-	MaxItems  = contract.MaxItems
-)

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/temperml/temper/activities/reward/rewardapi"
 	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/algorithms/verify"
 	"github.com/temperml/temper/internal/config"
@@ -32,9 +33,9 @@ func mathFormatSpec() verify.Spec {
 	}}
 }
 
-func items() []Item {
+func items() []rewardapi.Item {
 	r := json.RawMessage(`{"answer": "1/2"}`)
-	return []Item{
+	return []rewardapi.Item{
 		{ID: "right", Completion: "<think>half</think><answer>0.5</answer>", Reference: r},
 		{ID: "wrong", Completion: "<think>x</think><answer>0.25</answer>", Reference: r},
 		{ID: "untagged", Completion: `\boxed{\frac{1}{2}}`, Reference: r},
@@ -46,13 +47,13 @@ func items() []Item {
 func TestScoreItems(t *testing.T) {
 	a := NewActivities(nil)
 	var mu sync.Mutex
-	var last Progress
-	out, err := a.ScoreItems(context.Background(), ScoreInput{Items: items(), Spec: mathFormatSpec(), Workers: 3},
-		func(p Progress) { mu.Lock(); last = p; mu.Unlock() })
+	var last rewardapi.Progress
+	out, err := a.ScoreItems(context.Background(), rewardapi.ScoreInput{Items: items(), Spec: mathFormatSpec(), Workers: 3},
+		func(p rewardapi.Progress) { mu.Lock(); last = p; mu.Unlock() })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last != (Progress{Step: 5, Total: 5}) {
+	if last != (rewardapi.Progress{Step: 5, Total: 5}) {
 		t.Errorf("last progress %+v", last)
 	}
 	// Hand-computed: right = (1+1)/2; wrong = (0+1)/2; untagged = (1+0)/2; hedged: math fails
@@ -94,14 +95,14 @@ func TestScoreItems(t *testing.T) {
 func TestScoreItemsInvalidInput(t *testing.T) {
 	a := NewActivities(nil)
 	cases := []struct {
-		in   ScoreInput
+		in   rewardapi.ScoreInput
 		want []string
 	}{
-		{ScoreInput{Items: items(), Spec: verify.Spec{Verifiers: []verify.Component{{Name: "maths"}}}}, []string{`unknown verifier "maths"`, "allowed:", "code", "math"}},
-		{ScoreInput{Rollouts: "x", Items: items(), Spec: mathFormatSpec()}, []string{"not both"}},
-		{ScoreInput{Items: items(), Spec: mathFormatSpec(), Workers: -1}, []string{"workers=-1"}},
-		{ScoreInput{Items: make([]Item, MaxItems+1), Spec: mathFormatSpec()}, []string{"at most"}},
-		{ScoreInput{Items: items(), Spec: verify.Spec{Verifiers: []verify.Component{{Name: "code"}}}}, []string{"no sandbox on this worker"}},
+		{rewardapi.ScoreInput{Items: items(), Spec: verify.Spec{Verifiers: []verify.Component{{Name: "maths"}}}}, []string{`unknown verifier "maths"`, "allowed:", "code", "math"}},
+		{rewardapi.ScoreInput{Rollouts: "x", Items: items(), Spec: mathFormatSpec()}, []string{"not both"}},
+		{rewardapi.ScoreInput{Items: items(), Spec: mathFormatSpec(), Workers: -1}, []string{"workers=-1"}},
+		{rewardapi.ScoreInput{Items: make([]rewardapi.Item, rewardapi.MaxItems+1), Spec: mathFormatSpec()}, []string{"at most"}},
+		{rewardapi.ScoreInput{Items: items(), Spec: verify.Spec{Verifiers: []verify.Component{{Name: "code"}}}}, []string{"no sandbox on this worker"}},
 	}
 	for _, c := range cases {
 		_, err := a.ScoreItems(context.Background(), c.in, nil)
@@ -149,12 +150,12 @@ func TestScoreItemsTimeoutPanicConcurrency(t *testing.T) {
 			return verify.Verdict{Score: 1, Pass: true}, nil
 		}), nil
 	}))
-	var in []Item
+	var in []rewardapi.Item
 	for _, c := range []string{"ok", "slow", "ok", "panic", "ok", "ok", "ok", "ok"} {
-		in = append(in, Item{ID: c, Completion: c})
+		in = append(in, rewardapi.Item{ID: c, Completion: c})
 	}
 	start := time.Now()
-	out, err := a.ScoreItems(context.Background(), ScoreInput{Items: in, Workers: 2, ItemTimeout: config.Duration(200 * time.Millisecond),
+	out, err := a.ScoreItems(context.Background(), rewardapi.ScoreInput{Items: in, Workers: 2, ItemTimeout: config.Duration(200 * time.Millisecond),
 		Spec: verify.Spec{Verifiers: []verify.Component{{Name: "probe"}}}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func TestScoreItemsTimeoutPanicConcurrency(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := a.ScoreItems(ctx, ScoreInput{Items: in, Spec: verify.Spec{Verifiers: []verify.Component{{Name: "probe"}}}}, nil); !errors.Is(err, context.Canceled) {
+	if _, err := a.ScoreItems(ctx, rewardapi.ScoreInput{Items: in, Spec: verify.Spec{Verifiers: []verify.Component{{Name: "probe"}}}}, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: err = %v", err)
 	}
 }
@@ -185,19 +186,19 @@ func TestScoreActivity(t *testing.T) {
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	env := s.NewTestActivityEnvironment()
 	a := NewActivities(nil)
-	env.RegisterActivityWithOptions(a.Score, activity.RegisterOptions{Name: ScoreName})
-	val, err := env.ExecuteActivity(ScoreName, ScoreInput{Items: items(), Spec: mathFormatSpec()})
+	env.RegisterActivityWithOptions(a.Score, activity.RegisterOptions{Name: rewardapi.ScoreName})
+	val, err := env.ExecuteActivity(rewardapi.ScoreName, rewardapi.ScoreInput{Items: items(), Spec: mathFormatSpec()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out ScoreOutput
+	var out rewardapi.ScoreOutput
 	if err := val.Get(&out); err != nil {
 		t.Fatal(err)
 	}
 	if len(out.Verdicts) != 5 || out.Verdicts[0].Score != 1 || out.Metrics.Judged != 4 || out.Verdicts[0].Partial["math"] != 1 {
 		t.Errorf("output %+v", out)
 	}
-	_, err = env.ExecuteActivity(ScoreName, ScoreInput{Items: items(), Spec: verify.Spec{Verifiers: []verify.Component{{Name: "nope"}}}})
+	_, err = env.ExecuteActivity(rewardapi.ScoreName, rewardapi.ScoreInput{Items: items(), Spec: verify.Spec{Verifiers: []verify.Component{{Name: "nope"}}}})
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || !appErr.NonRetryable() || appErr.Type() != "InvalidInput" {
 		t.Errorf("bad spec: err = %v, want a non-retryable InvalidInput", err)
@@ -230,14 +231,14 @@ func TestCodeVerifier(t *testing.T) {
 	ref := json.RawMessage(`{"tests": [{"stdin": "2 3", "stdout": "5"}, {"stdin": "10 -4", "stdout": "6"}]}`)
 	spec := verify.Spec{Verifiers: []verify.Component{{Name: "code", Params: json.RawMessage(`{"timeout": "2s"}`)}}}
 	partial := verify.Spec{Verifiers: []verify.Component{{Name: "code", Params: json.RawMessage(`{"partial": true}`)}}}
-	in := []Item{
+	in := []rewardapi.Item{
 		{ID: "right", Completion: "Here:\n```python\na, b = map(int, input().split())\nprint(a + b)\n```\n", Reference: ref},
 		{ID: "wrong", Completion: "```python\nprint(5)\n```", Reference: ref},
 		{ID: "crash", Completion: "```py\nraise ValueError('nope')\n```", Reference: ref},
 		{ID: "loop", Completion: "```python\nwhile True: pass\n```", Reference: ref},
 		{ID: "no-tests", Completion: "```python\nprint(1)\n```"},
 	}
-	out, err := a.ScoreItems(context.Background(), ScoreInput{Items: in, Spec: spec}, nil)
+	out, err := a.ScoreItems(context.Background(), rewardapi.ScoreInput{Items: in, Spec: spec}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,14 +262,14 @@ func TestCodeVerifier(t *testing.T) {
 		t.Error("sandbox mode not reported")
 	}
 	t.Logf("sandbox mode %s", out.Metrics.SandboxMode)
-	out, err = a.ScoreItems(context.Background(), ScoreInput{Items: in[1:2], Spec: partial}, nil)
+	out, err = a.ScoreItems(context.Background(), rewardapi.ScoreInput{Items: in[1:2], Spec: partial}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out.Verdicts[0].Score != 0.5 || out.Verdicts[0].Partial["code/tests"] != 0.5 {
 		t.Errorf("partial: %+v", out.Verdicts[0])
 	}
-	if _, err := a.ScoreItems(context.Background(), ScoreInput{Items: in[:1], Spec: verify.Spec{Verifiers: []verify.Component{{Name: "code", Params: json.RawMessage(`{"language": "rust"}`)}}}}, nil); err == nil || !strings.Contains(err.Error(), `language="rust": allowed values: python, go`) {
+	if _, err := a.ScoreItems(context.Background(), rewardapi.ScoreInput{Items: in[:1], Spec: verify.Spec{Verifiers: []verify.Component{{Name: "code", Params: json.RawMessage(`{"language": "rust"}`)}}}}, nil); err == nil || !strings.Contains(err.Error(), `language="rust": allowed values: python, go`) {
 		t.Errorf("bad language: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/reward/rewardapi"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/verify"
@@ -56,18 +57,18 @@ func newTaskVerifier(params json.RawMessage) (verify.Verifier, error) {
 
 // rolloutItems reads a rollouts object into items whose reference is the rollout's own (or, for a
 // built-in task, its task and answer).
-func rolloutItems(ctx context.Context, cl *ckpt.Client, uri string) ([]Item, error) {
+func rolloutItems(ctx context.Context, cl *ckpt.Client, uri string) ([]rewardapi.Item, error) {
 	rs, err := train.ReadRollouts(ctx, cl, uri)
 	if err != nil {
 		return nil, err
 	}
-	items := make([]Item, len(rs))
+	items := make([]rewardapi.Item, len(rs))
 	for i, r := range rs {
 		ref := r.Reference
 		if len(ref) == 0 && r.Task != "" {
 			ref, _ = json.Marshal(taskRef{Task: r.Task, Prompt: r.Prompt, Answer: r.Answer})
 		}
-		items[i] = Item{ID: r.ID, Prompt: r.Prompt, Completion: r.Completion, Reference: ref}
+		items[i] = rewardapi.Item{ID: r.ID, Prompt: r.Prompt, Completion: r.Completion, Reference: ref}
 	}
 	return items, nil
 }

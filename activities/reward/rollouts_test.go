@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/temperml/temper/activities/reward/rewardapi"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/verify"
 )
@@ -31,7 +32,7 @@ func TestScoreRolloutsFileWithTaskVerifier(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	out, err := NewActivities(nil).ScoreItems(context.Background(), ScoreInput{Rollouts: "file://" + dir + "/r.jsonl"}, nil)
+	out, err := NewActivities(nil).ScoreItems(context.Background(), rewardapi.ScoreInput{Rollouts: "file://" + dir + "/r.jsonl"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestScoreRolloutsFileWithTaskVerifier(t *testing.T) {
 		t.Errorf("feedback %q pass rate %v", out.Verdicts[1].Feedback, out.Metrics.PassRate)
 	}
 	// Partial credit is asked for in the verifier's params.
-	out, err = NewActivities(nil).ScoreItems(context.Background(), ScoreInput{Rollouts: "file://" + dir + "/r.jsonl",
+	out, err = NewActivities(nil).ScoreItems(context.Background(), rewardapi.ScoreInput{Rollouts: "file://" + dir + "/r.jsonl",
 		Spec: verify.Spec{Verifiers: []verify.Component{{Name: TaskVerifier, Params: json.RawMessage(`{"partial":true}`)}}}}, nil)
 	if err != nil {
 		t.Fatal(err)

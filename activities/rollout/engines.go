@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/model"
 )
 
 // engineCache keeps the engine of the policy checkpoint a rollout worker last sampled from, so that
@@ -19,15 +20,16 @@ type engineCache struct {
 type sharedEngine struct {
 	uri     string
 	eng     train.Engine
-	maxSeq  int // the model's context length
+	maxSeq  int          // the model's context length
+	cfg     model.Config // the model's configuration (an agent's gateway serves it)
 	refs    int
 	retired bool // replaced by a newer checkpoint's engine: close at the last release
 }
 
-// acquire returns the engine of checkpoint uri (and its model's context length), loading it with
+// acquire returns the engine of checkpoint uri (and its model's configuration), loading it with
 // load unless it is the current one;
 // release it after use.
-func (c *engineCache) acquire(ctx context.Context, uri string, load func(context.Context, string) (train.Engine, int, error)) (*sharedEngine, error) {
+func (c *engineCache) acquire(ctx context.Context, uri string, load func(context.Context, string) (train.Engine, model.Config, error)) (*sharedEngine, error) {
 	c.mu.Lock()
 	if c.cur != nil && c.cur.uri == uri {
 		c.cur.refs++
@@ -36,11 +38,11 @@ func (c *engineCache) acquire(ctx context.Context, uri string, load func(context
 		return e, nil
 	}
 	c.mu.Unlock()
-	eng, maxSeq, err := load(ctx, uri) // outside the lock: loading compiles
+	eng, cfg, err := load(ctx, uri) // outside the lock: loading compiles
 	if err != nil {
 		return nil, err
 	}
-	e := &sharedEngine{uri: uri, eng: eng, maxSeq: maxSeq, refs: 1}
+	e := &sharedEngine{uri: uri, eng: eng, maxSeq: cfg.MaxSeq, cfg: cfg, refs: 1}
 	c.mu.Lock()
 	old := c.cur
 	c.cur = e

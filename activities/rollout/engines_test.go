@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/model"
 )
 
 // countingEngine counts closes; nothing else of train.Engine is used by the cache.
@@ -20,11 +21,11 @@ func (e countingEngine) Close() error { *e.closed++; return nil }
 func TestEngineCache(t *testing.T) {
 	var c engineCache
 	loads, closed := map[string]int{}, map[string]*int{}
-	load := func(_ context.Context, uri string) (train.Engine, int, error) {
+	load := func(_ context.Context, uri string) (train.Engine, model.Config, error) {
 		loads[uri]++
 		n := 0
 		closed[uri] = &n
-		return countingEngine{closed: &n}, 128, nil
+		return countingEngine{closed: &n}, model.Config{MaxSeq: 128}, nil
 	}
 	ctx := context.Background()
 	a1, _ := c.acquire(ctx, "v1", load)

@@ -6,7 +6,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	toolsact "github.com/temperml/temper/activities/tools"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/tools/toolclient"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/episode"
@@ -21,8 +22,8 @@ import (
 // episode summary, calling beat with the episodes done after each batch (and every few seconds
 // while a long-running tool's call runs on the tools queue through remote). It returns the tokens sampled (policy and tool) and the episodes that ended
 // without an answer.
-func runEpisodes(ctx context.Context, gen episode.Generator, maxContext int, enc data.Encoder, in GenerateInput, rs []rollout.Rollout,
-	prompts [][]int, seeds []uint64, cuts []int, remote toolsact.Dispatcher, beat func(done int)) (tokens, unanswered int, err error) {
+func runEpisodes(ctx context.Context, gen episode.Generator, maxContext int, enc data.Encoder, in rolloutapi.GenerateInput, rs []rollout.Rollout,
+	prompts [][]int, seeds []uint64, cuts []int, remote toolclient.Dispatcher, beat func(done int)) (tokens, unanswered int, err error) {
 	cfg := train.EpisodeConfig(enc, in.MaxTurns, in.MaxNewTokens, in.MaxTokens, maxContext)
 	if err := cfg.Validate(); err != nil {
 		return 0, 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollout: generate %s/%s: %v", in.Run, in.Phase, err), "InvalidInput", err)
@@ -45,7 +46,7 @@ func runEpisodes(ctx context.Context, gen episode.Generator, maxContext int, enc
 		reg, err := train.ToolRegistry(in.Tools, func(i int) tasks.Example {
 			r := batch[i]
 			return tasks.Example{Task: r.Task, Prompt: r.Prompt, Answer: r.Answer}
-		}, toolsact.Remote(remote, place, func() { beat(lo) }))
+		}, toolclient.Remote(remote, place, func() { beat(lo) }))
 		if err != nil {
 			return 0, 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollout: generate %s/%s: %v", in.Run, in.Phase, err), "InvalidInput", err)
 		}

@@ -8,7 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	toolsact "github.com/temperml/temper/activities/tools"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/tools/toolsapi"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/rollout"
@@ -86,7 +87,7 @@ func TestRunEpisodes(t *testing.T) {
 		}
 		return `<tool>{"name":"calc","arguments":{"expr":"` + user + `"}}</tool>`
 	})
-	in := GenerateInput{Run: "r", Phase: "p", Tools: []string{"calc", "check"}, MaxTurns: 3, MaxNewTokens: 80, PolicyVersion: 4}
+	in := rolloutapi.GenerateInput{Run: "r", Phase: "p", Tools: []string{"calc", "check"}, MaxTurns: 3, MaxNewTokens: 80, PolicyVersion: 4}
 	tokens, unanswered, err := runEpisodes(context.Background(), policy, 0, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, nil, func(int) {})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func TestRunEpisodes(t *testing.T) {
 			}
 		}
 	}
-	if _, _, err := runEpisodes(context.Background(), policy, 0, enc, GenerateInput{Tools: []string{"shell"}, MaxNewTokens: 8}, rs[:1], prompts[:1], []uint64{1}, []int{1}, nil, func(int) {}); err == nil || !strings.Contains(err.Error(), `"shell"`) {
+	if _, _, err := runEpisodes(context.Background(), policy, 0, enc, rolloutapi.GenerateInput{Tools: []string{"shell"}, MaxNewTokens: 8}, rs[:1], prompts[:1], []uint64{1}, []int{1}, nil, func(int) {}); err == nil || !strings.Contains(err.Error(), `"shell"`) {
 		t.Fatalf("unknown tool: %v", err)
 	}
 }
@@ -121,14 +122,14 @@ type recordingDispatcher struct {
 	ids []string
 }
 
-func (d *recordingDispatcher) Call(_ context.Context, id string, in toolsact.CallInput) (toolsact.CallOutput, error) {
+func (d *recordingDispatcher) Call(_ context.Context, id string, in toolsapi.CallInput) (toolsapi.CallOutput, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.ids = append(d.ids, id)
 	if strings.Contains(string(in.Args), "boom") {
-		return toolsact.CallOutput{Error: "python: exit status 1: boom", Kind: "failed"}, nil
+		return toolsapi.CallOutput{Error: "python: exit status 1: boom", Kind: "failed"}, nil
 	}
-	return toolsact.CallOutput{Output: "42"}, nil
+	return toolsapi.CallOutput{Output: "42"}, nil
 }
 
 // TestRunEpisodesRemoteTools: python calls go to the dispatcher (the tools queue) under IDs that name
@@ -157,7 +158,7 @@ func TestRunEpisodesRemoteTools(t *testing.T) {
 		}
 		return `<tool>{"name":"python","arguments":{"code":"` + code + `"}}</tool>`
 	})
-	in := GenerateInput{Run: "run", Phase: "grpo", Iteration: 3, Tag: "s0001", Tools: []string{"python"}, MaxTurns: 2, MaxNewTokens: 80}
+	in := rolloutapi.GenerateInput{Run: "run", Phase: "grpo", Iteration: 3, Tag: "s0001", Tools: []string{"python"}, MaxTurns: 2, MaxNewTokens: 80}
 	d := &recordingDispatcher{}
 	if _, _, err := runEpisodes(context.Background(), policy, 0, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, d, func(int) {}); err != nil {
 		t.Fatal(err)
@@ -198,7 +199,7 @@ func TestRunEpisodesLookup(t *testing.T) {
 		}
 		return `<tool>{"name":"lookup","arguments":{"key":"` + key + `"}}</tool>`
 	})
-	in := GenerateInput{Run: "r", Phase: "p", Tools: []string{"lookup"}, MaxTurns: 2, MaxNewTokens: 80}
+	in := rolloutapi.GenerateInput{Run: "r", Phase: "p", Tools: []string{"lookup"}, MaxTurns: 2, MaxNewTokens: 80}
 	if _, _, err := runEpisodes(context.Background(), policy, 0, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, nil, func(int) {}); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestRunEpisodesRoute(t *testing.T) {
 		}
 		return "?"
 	})
-	in := GenerateInput{Run: "r", Phase: "p", Tools: task.(tasks.Agentic).Tools(), MaxTurns: 2, MaxNewTokens: 120}
+	in := rolloutapi.GenerateInput{Run: "r", Phase: "p", Tools: task.(tasks.Agentic).Tools(), MaxTurns: 2, MaxNewTokens: 120}
 	if _, _, err := runEpisodes(context.Background(), policy, 0, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, nil, func(int) {}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/tasks"
 )
 
@@ -42,7 +43,7 @@ const promptCacheSize = 4
 var promptLoads atomic.Int64
 
 // get returns the prompt set of spec, from the cache when its key is unchanged.
-func (c *promptCache) get(ctx context.Context, cl *ckpt.Client, spec train.DataSpec, seed uint64) (*promptSet, error) {
+func (c *promptCache) get(ctx context.Context, cl *ckpt.Client, spec trainapi.DataSpec, seed uint64) (*promptSet, error) {
 	key, err := promptKey(ctx, cl, spec, seed)
 	if err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func (c *promptCache) get(ctx context.Context, cl *ckpt.Client, spec train.DataS
 }
 
 // promptKey identifies a prompt set: the spec, the seed, and each file's identity in the store.
-func promptKey(ctx context.Context, cl *ckpt.Client, spec train.DataSpec, seed uint64) (string, error) {
+func promptKey(ctx context.Context, cl *ckpt.Client, spec trainapi.DataSpec, seed uint64) (string, error) {
 	b, _ := json.Marshal(spec) // a struct of strings, numbers and booleans
 	key := fmt.Sprintf("%s|%d", b, seed)
 	for _, uri := range []string{spec.Train, spec.Heldout} {
@@ -91,7 +92,7 @@ func promptKey(ctx context.Context, cl *ckpt.Client, spec train.DataSpec, seed u
 	return key, nil
 }
 
-func loadPromptSet(ctx context.Context, cl *ckpt.Client, spec train.DataSpec, seed uint64) (*promptSet, error) {
+func loadPromptSet(ctx context.Context, cl *ckpt.Client, spec trainapi.DataSpec, seed uint64) (*promptSet, error) {
 	promptLoads.Add(1)
 	trainEx, heldout, err := train.Examples(ctx, cl, spec, seed)
 	if err != nil {
@@ -109,7 +110,7 @@ func loadPromptSet(ctx context.Context, cl *ckpt.Client, spec train.DataSpec, se
 
 // draw returns the n prompts of an iteration: fresh draws from a built-in task (never a held-out
 // prompt), or a window of the train file.
-func (s *promptSet) draw(spec train.DataSpec, seed uint64, iteration, n int) []tasks.Example {
+func (s *promptSet) draw(spec trainapi.DataSpec, seed uint64, iteration, n int) []tasks.Example {
 	if spec.Task == "" {
 		out := make([]tasks.Example, n)
 		for i := range out {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/algorithms/rollout"
 )
 
@@ -31,14 +32,14 @@ func TestRetryOfAndKeep(t *testing.T) {
 	}
 	uri := "file://" + dir + "/r.jsonl"
 	ctx := context.Background()
-	got, err := retriesOf(ctx, ckpt.New(ckpt.Options{}), GenerateInput{RetryOf: uri, RetryIndex: []int{1, 0}, RetryFeedback: []string{"fb1", "fb0"}})
+	got, err := retriesOf(ctx, ckpt.New(ckpt.Options{}), rolloutapi.GenerateInput{RetryOf: uri, RetryIndex: []int{1, 0}, RetryFeedback: []string{"fb1", "fb0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || got[0].ID != "b" || got[0].Feedback != "fb1" || got[1].ID != "a" || got[1].Feedback != "fb0" {
 		t.Fatalf("retries %+v", got)
 	}
-	for _, bad := range []GenerateInput{
+	for _, bad := range []rolloutapi.GenerateInput{
 		{RetryOf: uri, RetryIndex: []int{2}, RetryFeedback: []string{"x"}},
 		{RetryOf: uri, RetryIndex: []int{0, 1}, RetryFeedback: []string{"x"}},
 		{RetryOf: uri},
@@ -47,7 +48,7 @@ func TestRetryOfAndKeep(t *testing.T) {
 			t.Errorf("%+v: got %v, want an error naming the rollouts object", bad, err)
 		}
 	}
-	out, err := (&Activities{Ckpt: ckpt.New(ckpt.Options{})}).Keep(ctx, KeepInput{Store: "file://" + dir, Run: "run", Phase: "grpo", Iteration: 3, Round: 1, Rollouts: uri, Index: []int{1}})
+	out, err := (&Activities{Ckpt: ckpt.New(ckpt.Options{})}).Keep(ctx, rolloutapi.KeepInput{Store: "file://" + dir, Run: "run", Phase: "grpo", Iteration: 3, Round: 1, Rollouts: uri, Index: []int{1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestRetryOfAndKeep(t *testing.T) {
 	if err := json.Unmarshal(b, &ex); err != nil || out.Count != 1 || ex.ID != "b" || ex.Prompt != "2+2=" || ex.Completion != "4" || ex.Answer != "4" {
 		t.Fatalf("kept %s (%+v, %v)", b, out, err)
 	}
-	if _, err := (&Activities{Ckpt: ckpt.New(ckpt.Options{})}).Keep(ctx, KeepInput{Store: "file://" + dir, Rollouts: uri, Index: []int{7}}); err == nil {
+	if _, err := (&Activities{Ckpt: ckpt.New(ckpt.Options{})}).Keep(ctx, rolloutapi.KeepInput{Store: "file://" + dir, Rollouts: uri, Index: []int{7}}); err == nil {
 		t.Error("keeping index 7 of 2 rollouts must fail")
 	}
 }

@@ -14,15 +14,19 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/rollout/contract"
-	toolsact "github.com/temperml/temper/activities/tools"
+	"github.com/temperml/temper/activities/reward/sandbox"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/tools/toolclient"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -35,24 +39,18 @@ type Activities struct {
 	NewEngine train.NewEngine
 	// Tools runs long-running tools' calls (python) on the tools queue; nil: episodes that call
 	// one get an error message back.
-	Tools   toolsact.Dispatcher
+	Tools toolclient.Dispatcher
+	// Sandbox is the code sandbox agent episodes run in (rollout.agent; nil, or nil returned:
+	// none on this worker, and agent episodes are refused saying so). Called when first needed.
+	Sandbox func() *sandbox.Sandbox
 	prompts promptCache // the data specs' prompt sets, read once per worker (prompts.go)
 	engines engineCache // the last policy's engine, shared by its shards on this worker (engines.go)
-}
-
-// RolloutsKey is where an iteration's rollouts live, relative to the store root.
-func RolloutsKey(run, phase string, iteration int, tag string) string {
-	name := fmt.Sprintf("iter-%06d", iteration)
-	if tag != "" {
-		name += "-" + tag
-	}
-	return path.Join("runs", run, phase, "rollouts", name+".jsonl")
 }
 
 // Prompts returns the prompts of an iteration: fresh draws from a built-in task (never a held-out
 // prompt), or a window of the train file.
 // It reads the data afresh; Generate draws through the worker's cache instead.
-func Prompts(ctx context.Context, cl *ckpt.Client, spec train.DataSpec, seed uint64, iteration, n int) ([]tasks.Example, error) {
+func Prompts(ctx context.Context, cl *ckpt.Client, spec trainapi.DataSpec, seed uint64, iteration, n int) ([]tasks.Example, error) {
 	set, err := loadPromptSet(ctx, cl, spec, seed)
 	if err != nil {
 		return nil, err
@@ -61,38 +59,42 @@ func Prompts(ctx context.Context, cl *ckpt.Client, spec train.DataSpec, seed uin
 }
 
 // Generate samples the rollouts and writes them to the store.
-func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOutput, error) {
+func (a *Activities) Generate(ctx context.Context, in rolloutapi.GenerateInput) (rolloutapi.GenerateOutput, error) {
 	out, err := a.generate(ctx, in)
 	return out, train.Permanent(err)
 }
 
-func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOutput, error) {
+func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) (rolloutapi.GenerateOutput, error) {
 	if in.RetryOf != "" || len(in.RetryOfShards) > 0 {
 		retry, err := retriesOf(ctx, a.Ckpt, in)
 		if err != nil {
-			return GenerateOutput{}, err
+			return rolloutapi.GenerateOutput{}, err
 		}
 		in.Retry, in.RetryOf, in.RetryOfShards = retry, "", nil
 	}
+	if in.Agent != nil && (len(in.Tools) > 0 || len(in.Retry) > 0) {
+		return rolloutapi.GenerateOutput{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("rollout: generate %s/%s: agent episodes take neither built-in tools nor self-correction retries", in.Run, in.Phase), "InvalidInput", nil)
+	}
 	if len(in.Tools) > 0 && len(in.Retry) > 0 {
-		return GenerateOutput{}, temporal.NewNonRetryableApplicationError(
+		return rolloutapi.GenerateOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("rollout: generate %s/%s: self-correction retries with tools: episodes correct themselves with the check tool", in.Run, in.Phase), "InvalidInput", nil)
 	}
 	if in.Group < 1 || (in.Prompts < 1 && len(in.Retry) == 0) || in.MaxNewTokens < 1 {
-		return GenerateOutput{}, temporal.NewNonRetryableApplicationError(
+		return rolloutapi.GenerateOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("rollout: generate %s/%s: prompts %d, group %d, max_new_tokens %d: want > 0", in.Run, in.Phase, in.Prompts, in.Group, in.MaxNewTokens), "InvalidInput", nil)
 	}
 	if in.SegmentTokens != 0 || in.Continue != "" {
 		if err := checkSegment(in); err != nil {
-			return GenerateOutput{}, err
+			return rolloutapi.GenerateOutput{}, err
 		}
 		if in.Continue != "" {
 			return a.continueSegment(ctx, in)
 		}
 	}
-	shared, err := a.engine(ctx, in.Checkpoint)
+	shared, err := a.engines.acquire(ctx, in.Checkpoint, a.loadPolicy)
 	if err != nil {
-		return GenerateOutput{}, err
+		return rolloutapi.GenerateOutput{}, err
 	}
 	defer a.engines.release(shared)
 	eng := shared.eng
@@ -109,7 +111,7 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 			}
 			ids, err := enc.PromptIDs(ex)
 			if err != nil {
-				return GenerateOutput{}, err
+				return rolloutapi.GenerateOutput{}, err
 			}
 			nr := r
 			nr.ID, nr.Attempt, nr.PromptTokens = fmt.Sprintf("%s-r%d", r.ID, r.Attempt+1), r.Attempt+1, ids
@@ -121,11 +123,11 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 	} else {
 		set, err := a.prompts.get(ctx, a.Ckpt, in.Data, in.Seed)
 		if err != nil {
-			return GenerateOutput{}, err
+			return rolloutapi.GenerateOutput{}, err
 		}
 		exs, lo, err := promptRange(in, set.draw(in.Data, in.Seed, in.Iteration, in.Prompts))
 		if err != nil {
-			return GenerateOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
+			return rolloutapi.GenerateOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
 		}
 		cuts = batchCuts(lo, len(exs), in.Group)
 		for i, ex := range exs {
@@ -136,7 +138,7 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 			}
 			ids, err := enc.PromptIDs(pex)
 			if err != nil {
-				return GenerateOutput{}, err
+				return rolloutapi.GenerateOutput{}, err
 			}
 			for k := 0; k < in.Group; k++ {
 				rs = append(rs, rollout.Rollout{ID: fmt.Sprintf("%s-%d", ex.ID, k), Group: p, Task: ex.Task, Prompt: ex.Prompt,
@@ -148,17 +150,29 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 	}
 	start := time.Now()
 	tokens, truncated := 0, 0
+	var dropped, failures int
+	if in.Agent != nil {
+		var done atomic.Int64
+		stop := heartbeatEvery(ctx, time.Second, func() {
+			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: int(done.Load()), Total: len(prompts)})
+		})
+		rs, tokens, dropped, failures, err = a.runAgents(ctx, shared, in, rs, seeds, func(n int) { done.Store(int64(n)) })
+		stop()
+		if err != nil {
+			return rolloutapi.GenerateOutput{}, err
+		}
+	}
 	if len(in.Tools) > 0 {
 		tokens, truncated, err = runEpisodes(ctx, eng, shared.maxSeq, enc, in, rs, prompts, seeds, cuts, a.Tools, func(done int) {
-			activity.RecordHeartbeat(ctx, train.Progress{Step: done, Total: len(prompts)})
+			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: done, Total: len(prompts)})
 		})
 		if err != nil {
-			return GenerateOutput{}, err
+			return rolloutapi.GenerateOutput{}, err
 		}
 	}
 	unfinished := 0
 	for b, hi := range cuts {
-		if len(in.Tools) > 0 {
+		if len(in.Tools) > 0 || in.Agent != nil {
 			break
 		}
 		lo := 0
@@ -168,7 +182,7 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 		outs, err := eng.Generate(prompts[lo:hi], sample.Options{MaxNewTokens: segmentBudget(in, 0), Temperature: in.Temperature, TopP: in.TopP,
 			StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds[lo:hi]})
 		if err != nil {
-			return GenerateOutput{}, fmt.Errorf("rollout: generate %s/%s iteration %d: %w", in.Run, in.Phase, in.Iteration, err)
+			return rolloutapi.GenerateOutput{}, fmt.Errorf("rollout: generate %s/%s iteration %d: %w", in.Run, in.Phase, in.Iteration, err)
 		}
 		for j, o := range outs {
 			r := &rs[lo+j]
@@ -185,40 +199,40 @@ func (a *Activities) generate(ctx context.Context, in GenerateInput) (GenerateOu
 				truncated++
 			}
 		}
-		activity.RecordHeartbeat(ctx, train.Progress{Step: hi, Total: len(prompts)})
+		activity.RecordHeartbeat(ctx, trainapi.Progress{Step: hi, Total: len(prompts)})
 	}
 	secs := time.Since(start).Seconds()
 	var buf bytes.Buffer
 	if err := rollout.Write(&buf, rs); err != nil {
-		return GenerateOutput{}, err
+		return rolloutapi.GenerateOutput{}, err
 	}
-	uri, err := put(ctx, a.Ckpt, in.Store, RolloutsKey(in.Run, in.Phase, in.Iteration, in.Tag), &buf)
+	uri, err := put(ctx, a.Ckpt, in.Store, rolloutapi.RolloutsKey(in.Run, in.Phase, in.Iteration, in.Tag), &buf)
 	if err != nil {
-		return GenerateOutput{}, err
+		return rolloutapi.GenerateOutput{}, err
 	}
-	out := GenerateOutput{Rollouts: uri, Samples: len(rs), MeanLength: float64(tokens) / float64(len(rs)),
-		Truncated: float64(truncated) / float64(len(rs)), Tokens: tokens, Seconds: secs, Unfinished: unfinished}
+	out := rolloutapi.GenerateOutput{Rollouts: uri, Samples: len(rs), Tokens: tokens, Seconds: secs, AgentGroupsDropped: dropped, AgentFailures: failures,
+		Unfinished: unfinished}
+	if len(rs) > 0 { // agent groups may all have been dropped
+		out.MeanLength, out.Truncated = float64(tokens)/float64(len(rs)), float64(truncated)/float64(len(rs))
+	}
 	if secs > 0 {
 		out.TokensPerS = float64(tokens) / secs
 	}
 	return out, nil
 }
 
-// engine returns the shared engine of checkpoint uri, loaded unless it is the worker's current
-// one; release it after use.
-func (a *Activities) engine(ctx context.Context, uri string) (*sharedEngine, error) {
-	return a.engines.acquire(ctx, uri, func(ctx context.Context, uri string) (train.Engine, int, error) {
-		m, err := train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}.Load(ctx, uri, train.LoadOptions{})
-		if err != nil {
-			return nil, 0, err
-		}
-		return m.Engine, m.Config.MaxSeq, nil
-	})
+// loadPolicy loads a policy checkpoint for sampling (engineCache.acquire's loader).
+func (a *Activities) loadPolicy(ctx context.Context, uri string) (train.Engine, model.Config, error) {
+	m, err := train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}.Load(ctx, uri, train.LoadOptions{})
+	if err != nil {
+		return nil, model.Config{}, err
+	}
+	return m.Engine, m.Config, nil
 }
 
 // retriesOf reads the rollouts in.RetryOf names and returns those in.RetryIndex picks, each with its
 // feedback.
-func retriesOf(ctx context.Context, cl *ckpt.Client, in GenerateInput) ([]rollout.Rollout, error) {
+func retriesOf(ctx context.Context, cl *ckpt.Client, in rolloutapi.GenerateInput) ([]rollout.Rollout, error) {
 	if len(in.RetryIndex) == 0 || len(in.RetryIndex) != len(in.RetryFeedback) {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("rollout: retry of %s: %d indices and %d feedbacks: want the same number, at least one",
 			in.RetryOf, len(in.RetryIndex), len(in.RetryFeedback)), "InvalidInput", nil)
@@ -274,24 +288,24 @@ func CorrectionsKey(run, phase string, iteration, round int) string {
 // Keep writes the chosen rollouts as examples: the original prompt (without the feedback it was
 // regenerated with) and the corrected completion, so an SFT phase can train on what the verifier
 // accepted. Rewriting the same iteration and round replaces the object (retries are idempotent).
-func (a *Activities) Keep(ctx context.Context, in KeepInput) (KeepOutput, error) {
+func (a *Activities) Keep(ctx context.Context, in rolloutapi.KeepInput) (rolloutapi.KeepOutput, error) {
 	rs, err := pick(ctx, a.Ckpt, in.Rollouts, in.Index)
 	if err != nil {
-		return KeepOutput{}, err
+		return rolloutapi.KeepOutput{}, err
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	for _, r := range rs {
 		if err := enc.Encode(tasks.Example{ID: r.ID, Task: r.Task, Prompt: r.Prompt, Completion: r.Completion, Answer: r.Answer}); err != nil {
-			return KeepOutput{}, err
+			return rolloutapi.KeepOutput{}, err
 		}
 	}
 	uri, err := put(ctx, a.Ckpt, in.Store, CorrectionsKey(in.Run, in.Phase, in.Iteration, in.Round), &buf)
 	if err != nil {
-		return KeepOutput{}, err
+		return rolloutapi.KeepOutput{}, err
 	}
-	return KeepOutput{Examples: uri, Count: len(in.Index)}, nil
+	return rolloutapi.KeepOutput{Examples: uri, Count: len(in.Index)}, nil
 }
 
 // put writes one object of the store and returns its URI.
@@ -316,17 +330,11 @@ func firstPromptLine(p string) string {
 	return p
 }
 
-// The activity names and I/O types live in contract (workflows import it without GoMLX); these
-// aliases keep this package's code and its callers unchanged.
-type (
-	GenerateInput  = contract.GenerateInput
-	GenerateOutput = contract.GenerateOutput
-	KeepInput      = contract.KeepInput
-	KeepOutput     = contract.KeepOutput
-)
-
-// Activity names: see contract.
-const (
-	GenerateName = contract.GenerateName
-	KeepName     = contract.KeepName
-)
+// Register registers the rollout activities under their contract names on the rollout queue's worker.
+func Register(r train.Registrar, a *Activities) {
+	r.RegisterActivityWithOptions(a.Generate, activity.RegisterOptions{Name: rolloutapi.GenerateName})
+	r.RegisterActivityWithOptions(a.AgentEval, activity.RegisterOptions{Name: rolloutapi.AgentEvalName})
+	r.RegisterActivityWithOptions(a.Keep, activity.RegisterOptions{Name: rolloutapi.KeepName})
+	r.RegisterActivityWithOptions(a.Search, activity.RegisterOptions{Name: rolloutapi.SearchName})
+	r.RegisterActivityWithOptions(a.SearchData, activity.RegisterOptions{Name: rolloutapi.SearchDataName})
+}

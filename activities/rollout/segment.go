@@ -9,7 +9,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tokenize"
@@ -29,7 +31,7 @@ import (
 // and the shards' segments concatenated are one unsharded segment's.
 
 // checkSegment refuses what segments do not support.
-func checkSegment(in GenerateInput) error {
+func checkSegment(in rolloutapi.GenerateInput) error {
 	bad := ""
 	switch {
 	case in.SegmentTokens < 0:
@@ -49,7 +51,7 @@ func checkSegment(in GenerateInput) error {
 
 // segmentBudget is how many tokens a call samples for a row that has done tokens already: what is
 // left of MaxNewTokens, at most SegmentTokens when set.
-func segmentBudget(in GenerateInput, done int) int {
+func segmentBudget(in rolloutapi.GenerateInput, done int) int {
 	n := in.MaxNewTokens - done
 	if in.SegmentTokens > 0 {
 		n = min(n, in.SegmentTokens)
@@ -59,7 +61,7 @@ func segmentBudget(in GenerateInput, done int) int {
 
 // endSegment records a segment's tokens on r (sampled by in.PolicyVersion, appended to r's) and
 // reports r unfinished: it stopped at the segment's budget before MaxNewTokens.
-func endSegment(r *rollout.Rollout, in GenerateInput, stop sample.StopReason) (unfinished bool) {
+func endSegment(r *rollout.Rollout, in rolloutapi.GenerateInput, stop sample.StopReason) (unfinished bool) {
 	for len(r.Versions) < len(r.Tokens) {
 		r.Versions = append(r.Versions, in.PolicyVersion)
 	}
@@ -72,19 +74,19 @@ func endSegment(r *rollout.Rollout, in GenerateInput, stop sample.StopReason) (u
 
 // continueSegment continues the unfinished rows of the segment in.Continue under in.Checkpoint and
 // writes every row as this segment's object.
-func (a *Activities) continueSegment(ctx context.Context, in GenerateInput) (GenerateOutput, error) {
+func (a *Activities) continueSegment(ctx context.Context, in rolloutapi.GenerateInput) (rolloutapi.GenerateOutput, error) {
 	rs, err := readRollouts(ctx, a.Ckpt, in.Continue)
 	if err != nil {
-		return GenerateOutput{}, err
+		return rolloutapi.GenerateOutput{}, err
 	}
 	batches, err := segmentBatches(rs, in)
 	if err != nil {
-		return GenerateOutput{}, err
+		return rolloutapi.GenerateOutput{}, err
 	}
 	var shared *sharedEngine
 	if len(batches) > 0 {
-		if shared, err = a.engine(ctx, in.Checkpoint); err != nil {
-			return GenerateOutput{}, err
+		if shared, err = a.engines.acquire(ctx, in.Checkpoint, a.loadPolicy); err != nil {
+			return rolloutapi.GenerateOutput{}, err
 		}
 		defer a.engines.release(shared)
 	}
@@ -102,7 +104,7 @@ func (a *Activities) continueSegment(ctx context.Context, in GenerateInput) (Gen
 		outs, err := shared.eng.Generate(prompts, sample.Options{MaxNewTokens: segmentBudget(in, done), Temperature: in.Temperature, TopP: in.TopP,
 			StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds})
 		if err != nil {
-			return GenerateOutput{}, fmt.Errorf("rollout: continue %s iteration %d: %w", in.Continue, in.Iteration, err)
+			return rolloutapi.GenerateOutput{}, fmt.Errorf("rollout: continue %s iteration %d: %w", in.Continue, in.Iteration, err)
 		}
 		for j, o := range outs {
 			r := &rs[rows[j]]
@@ -117,16 +119,16 @@ func (a *Activities) continueSegment(ctx context.Context, in GenerateInput) (Gen
 			r.Completion = enc.Tok.Decode(toks)
 			tokens += len(o.Tokens)
 		}
-		activity.RecordHeartbeat(ctx, train.Progress{Step: b + 1, Total: len(batches)})
+		activity.RecordHeartbeat(ctx, trainapi.Progress{Step: b + 1, Total: len(batches)})
 	}
 	secs := time.Since(start).Seconds()
 	var buf bytes.Buffer
 	if err := rollout.Write(&buf, rs); err != nil {
-		return GenerateOutput{}, err
+		return rolloutapi.GenerateOutput{}, err
 	}
-	uri, err := put(ctx, a.Ckpt, in.Store, RolloutsKey(in.Run, in.Phase, in.Iteration, in.Tag), &buf)
+	uri, err := put(ctx, a.Ckpt, in.Store, rolloutapi.RolloutsKey(in.Run, in.Phase, in.Iteration, in.Tag), &buf)
 	if err != nil {
-		return GenerateOutput{}, err
+		return rolloutapi.GenerateOutput{}, err
 	}
 	total, truncated := 0, 0
 	for _, r := range rs {
@@ -135,7 +137,7 @@ func (a *Activities) continueSegment(ctx context.Context, in GenerateInput) (Gen
 			truncated++
 		}
 	}
-	out := GenerateOutput{Rollouts: uri, Samples: len(rs), Tokens: tokens, Seconds: secs, Unfinished: unfinished}
+	out := rolloutapi.GenerateOutput{Rollouts: uri, Samples: len(rs), Tokens: tokens, Seconds: secs, Unfinished: unfinished}
 	if len(rs) > 0 {
 		out.MeanLength, out.Truncated = float64(total)/float64(len(rs)), float64(truncated)/float64(len(rs))
 	}
@@ -148,8 +150,8 @@ func (a *Activities) continueSegment(ctx context.Context, in GenerateInput) (Gen
 // segmentBatches cuts the unfinished rows of rs (file order) into generation batches: a batch
 // holds the rows of one aligned prompt window (contract.BatchPrompts, as whole generations batch)
 // with as many tokens so far, so a batch depends on which rows it holds, never on the shards.
-func segmentBatches(rs []rollout.Rollout, in GenerateInput) ([][]int, error) {
-	unit := BatchPrompts(in.Group)
+func segmentBatches(rs []rollout.Rollout, in rolloutapi.GenerateInput) ([][]int, error) {
+	unit := rolloutapi.BatchPrompts(in.Group)
 	var out [][]int
 	for i, r := range rs {
 		if r.StopReason != rollout.StopPartial {
@@ -183,7 +185,7 @@ func sampleIndex(rs []rollout.Rollout, i int) int {
 
 // continueSeed seeds a continued row: its sample's seed (seedFor) mixed with how many tokens it has,
 // so no two segments of a row draw the same stream, whatever the schedule around them.
-func continueSeed(in GenerateInput, r *rollout.Rollout, k int) uint64 {
+func continueSeed(in rolloutapi.GenerateInput, r *rollout.Rollout, k int) uint64 {
 	z := seedFor(in.Seed, in.Iteration, r.Group, k) + uint64(len(r.Tokens))*0x9e3779b97f4a7c15
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb

@@ -10,7 +10,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/sample"
@@ -51,7 +53,7 @@ func (e versionEngine) Generate(prompts [][]int, o sample.Options) ([]model.Comp
 
 // segmentRun generates one iteration in segments of 2, 2, then the rest, under versions 1, 2, 3,
 // as shards of the given prompt ranges, and returns each segment's objects concatenated.
-func segmentRun(t *testing.T, ranges [][2]int) (segs [][]byte, outs [][]GenerateOutput) {
+func segmentRun(t *testing.T, ranges [][2]int) (segs [][]byte, outs [][]rolloutapi.GenerateOutput) {
 	t.Helper()
 	dir := t.TempDir()
 	a := &Activities{Ckpt: ckpt.New(ckpt.Options{})}
@@ -62,14 +64,14 @@ func segmentRun(t *testing.T, ranges [][2]int) (segs [][]byte, outs [][]Generate
 	for seg, budget := range []int{2, 2, 0} {
 		version := seg + 1
 		var all []byte
-		var round []GenerateOutput
+		var round []rolloutapi.GenerateOutput
 		for s, r := range ranges {
 			ckptURI := fmt.Sprintf("mem://policy/v%d", version)
 			a.engines.cur = &sharedEngine{uri: ckptURI, eng: versionEngine{lp: -float32(version)}, maxSeq: 64}
-			in := GenerateInput{Store: "file://" + dir, Run: "run", Phase: "grpo", Checkpoint: ckptURI, PolicyVersion: version, Iteration: 3,
-				Data: train.DataSpec{Task: "add2", TrainExamples: 1, HeldoutExamples: 16}, Seed: 7, Prompts: 8, Group: 4, MaxNewTokens: 7,
-				Temperature: 1, PromptLo: r[0], PromptHi: r[1], SegmentTokens: budget, Continue: prev[s], Tag: fmt.Sprintf("%s-g%02d", ShardTag(s), seg)}
-			var out GenerateOutput
+			in := rolloutapi.GenerateInput{Store: "file://" + dir, Run: "run", Phase: "grpo", Checkpoint: ckptURI, PolicyVersion: version, Iteration: 3,
+				Data: trainapi.DataSpec{Task: "add2", TrainExamples: 1, HeldoutExamples: 16}, Seed: 7, Prompts: 8, Group: 4, MaxNewTokens: 7,
+				Temperature: 1, PromptLo: r[0], PromptHi: r[1], SegmentTokens: budget, Continue: prev[s], Tag: fmt.Sprintf("%s-g%02d", rolloutapi.ShardTag(s), seg)}
+			var out rolloutapi.GenerateOutput
 			v, err := env.ExecuteActivity(a.Generate, in)
 			if err == nil {
 				err = v.Get(&out)
@@ -88,13 +90,13 @@ func segmentRun(t *testing.T, ranges [][2]int) (segs [][]byte, outs [][]Generate
 	return segs, outs
 }
 
-// TestSegments: a generation cut into segments under three versions continues each unfinished row
+// TestPartialSegments: a generation cut into segments under three versions continues each unfinished row
 // where it stopped, tags every token with the version that sampled it (its log-prob is that
 // version's), leaves finished rows alone, ends with every row finished, and writes the same bytes
 // whatever the number of shards.
-func TestSegments(t *testing.T) {
+func TestPartialSegments(t *testing.T) {
 	segs, outs := segmentRun(t, [][2]int{{0, 8}})
-	sharded, _ := segmentRun(t, ShardRanges(8, 4, 2))
+	sharded, _ := segmentRun(t, rolloutapi.ShardRanges(8, 4, 2))
 	for i := range segs {
 		if !bytes.Equal(segs[i], sharded[i]) {
 			t.Fatalf("segment %d: two shards wrote\n%s\none shard\n%s", i, sharded[i], segs[i])
@@ -157,12 +159,12 @@ func equalRows(a, b rollout.Rollout) bool {
 // TestSegmentRefusals: what segments do not support is refused by name.
 func TestSegmentRefusals(t *testing.T) {
 	for _, c := range []struct {
-		in   GenerateInput
+		in   rolloutapi.GenerateInput
 		want string
 	}{
-		{GenerateInput{SegmentTokens: -1, Continue: "x"}, "segment_tokens -1"},
-		{GenerateInput{SegmentTokens: 2, Tools: []string{"calc"}}, "segments with tools"},
-		{GenerateInput{SegmentTokens: 2, Retry: []rollout.Rollout{{}}}, "self-correction retries"},
+		{rolloutapi.GenerateInput{SegmentTokens: -1, Continue: "x"}, "segment_tokens -1"},
+		{rolloutapi.GenerateInput{SegmentTokens: 2, Tools: []string{"calc"}}, "segments with tools"},
+		{rolloutapi.GenerateInput{SegmentTokens: 2, Retry: []rollout.Rollout{{}}}, "self-correction retries"},
 	} {
 		if err := checkSegment(c.in); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: got %v, want %q", c.in, err, c.want)

@@ -5,25 +5,18 @@ import (
 	"fmt"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/rollout/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/tasks"
 )
 
-// BatchPrompts, ShardRanges and ShardTag are pure and workflows call them: they live in contract.
-var (
-	BatchPrompts = contract.BatchPrompts
-	ShardRanges  = contract.ShardRanges
-	ShardTag     = contract.ShardTag
-)
-
-// batchSamples: see contract.BatchSamples.
-const batchSamples = contract.BatchSamples
+// batchSamples: see rolloutapi.BatchSamples.
+const batchSamples = rolloutapi.BatchSamples
 
 // batchCuts returns the sample index where each generation batch ends for a shard whose first
 // prompt is prompt lo of the iteration, with n prompts of group samples each.
 func batchCuts(lo, n, group int) []int {
-	unit := BatchPrompts(group)
+	unit := rolloutapi.BatchPrompts(group)
 	var cuts []int
 	for p := lo; p < lo+n; {
 		end := min(lo+n, (p/unit+1)*unit)
@@ -59,7 +52,7 @@ func readShards(ctx context.Context, cl *ckpt.Client, uris []string) ([]rollout.
 
 // promptRange returns the shard's slice of the iteration's prompts: [PromptLo, PromptHi), or all
 // of them when PromptHi is 0.
-func promptRange(in GenerateInput, exs []tasks.Example) ([]tasks.Example, int, error) {
+func promptRange(in rolloutapi.GenerateInput, exs []tasks.Example) ([]tasks.Example, int, error) {
 	if in.PromptHi == 0 && in.PromptLo == 0 {
 		return exs, 0, nil
 	}

@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/train/trainapi"
 )
 
 func TestShardRanges(t *testing.T) {
@@ -23,7 +24,7 @@ func TestShardRanges(t *testing.T) {
 		{512, 16, 3, [][2]int{{0, 172}, {172, 344}, {344, 512}}}, // 128 batches of 4 prompts: 43, 43, 42
 		{3, 2, 0, [][2]int{{0, 3}}},                              // shards < 1 reads as 1
 	} {
-		if got := ShardRanges(c.prompts, c.group, c.shards); !reflect.DeepEqual(got, c.want) {
+		if got := rolloutapi.ShardRanges(c.prompts, c.group, c.shards); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("ShardRanges(%d, %d, %d) = %v, want %v", c.prompts, c.group, c.shards, got, c.want)
 		}
 	}
@@ -55,7 +56,7 @@ func TestBatchCuts(t *testing.T) {
 func TestShardBatchesMatchOneShard(t *testing.T) {
 	batches := func(prompts, group, shards int) [][2]int { // global sample ranges
 		var out [][2]int
-		for _, r := range ShardRanges(prompts, group, shards) {
+		for _, r := range rolloutapi.ShardRanges(prompts, group, shards) {
 			lo := r[0] * group
 			prev := 0
 			for _, c := range batchCuts(r[0], r[1]-r[0], group) {
@@ -88,7 +89,7 @@ func TestPromptCache(t *testing.T) {
 		}
 	}
 	write(`{"id":"a","prompt":"1+1=","answer":"2"}` + "\n" + `{"id":"b","prompt":"2+2=","answer":"4"}` + "\n")
-	spec := train.DataSpec{Train: "file://" + file}
+	spec := trainapi.DataSpec{Train: "file://" + file}
 	a := &Activities{Ckpt: ckpt.New(ckpt.Options{})}
 	ctx := context.Background()
 	before := promptLoads.Load()
@@ -113,17 +114,17 @@ func TestPromptCache(t *testing.T) {
 		t.Fatalf("after a rewrite: %d reads, drew %s", n, set.draw(spec, 1, 0, 1)[0].ID)
 	}
 	// Built-in task: a shard's prompts are its slice of the iteration's.
-	task := train.DataSpec{Task: "add2", TrainExamples: 1, HeldoutExamples: 16}
+	task := trainapi.DataSpec{Task: "add2", TrainExamples: 1, HeldoutExamples: 16}
 	set, err = a.prompts.get(ctx, a.Ckpt, task, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := set.draw(task, 3, 2, 8)
-	part, lo, err := promptRange(GenerateInput{PromptLo: 4, PromptHi: 8}, all)
+	part, lo, err := promptRange(rolloutapi.GenerateInput{PromptLo: 4, PromptHi: 8}, all)
 	if err != nil || lo != 4 || !reflect.DeepEqual(part, all[4:]) {
 		t.Fatalf("shard [4, 8): lo %d, %v", lo, err)
 	}
-	if _, _, err := promptRange(GenerateInput{Run: "r", Phase: "p", PromptLo: 6, PromptHi: 9}, all); err == nil {
+	if _, _, err := promptRange(rolloutapi.GenerateInput{Run: "r", Phase: "p", PromptLo: 6, PromptHi: 9}, all); err == nil {
 		t.Error("prompts [6, 9) of 8 must fail")
 	}
 	old, err := Prompts(ctx, a.Ckpt, task, 3, 2, 8) // the exported, uncached path draws the same

@@ -14,8 +14,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/rollout/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/search"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -48,20 +49,20 @@ func searchSeed(seed uint64, index int) uint64 {
 // round's samples of all the batch's trees in a few engine calls) and writes one result line per
 // prompt. A batch whose results an earlier attempt wrote is read back, not searched again, so a
 // worker killed mid-phase costs at most the batch it was on, and a retry writes the same bytes.
-func (a *Activities) Search(ctx context.Context, in contract.SearchInput) (contract.SearchOutput, error) {
-	bad := func(err error) (contract.SearchOutput, error) {
-		return contract.SearchOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
+func (a *Activities) Search(ctx context.Context, in rolloutapi.SearchInput) (rolloutapi.SearchOutput, error) {
+	bad := func(err error) (rolloutapi.SearchOutput, error) {
+		return rolloutapi.SearchOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
 	}
 	if err := in.Params.Validate(); err != nil {
 		return bad(fmt.Errorf("rollout: search %s/%s: params.%w", in.Run, in.Phase, err))
 	}
 	key := SearchBatchKey(in.Run, in.Phase, in.Batch)
 	if uri, ok, err := a.Ckpt.StatObject(ctx, in.Store, key); err != nil {
-		return contract.SearchOutput{}, fmt.Errorf("rollout: %w", err)
+		return rolloutapi.SearchOutput{}, fmt.Errorf("rollout: %w", err)
 	} else if ok {
 		rs, err := readSearchResults(ctx, a.Ckpt, uri)
 		if err != nil {
-			return contract.SearchOutput{}, err
+			return rolloutapi.SearchOutput{}, err
 		}
 		out := summarise(rs)
 		out.Results, out.Resumed = uri, true
@@ -69,21 +70,15 @@ func (a *Activities) Search(ctx context.Context, in contract.SearchInput) (contr
 	}
 	set, err := a.prompts.get(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {
-		return contract.SearchOutput{}, err
+		return rolloutapi.SearchOutput{}, err
 	}
 	if in.PromptLo < 0 || in.PromptHi <= in.PromptLo || in.PromptHi > len(set.train) {
 		return bad(fmt.Errorf("rollout: search %s/%s batch %d: prompts [%d, %d) of %d training examples", in.Run, in.Phase, in.Batch, in.PromptLo, in.PromptHi, len(set.train)))
 	}
 	exs := set.train[in.PromptLo:in.PromptHi]
-	shared, err := a.engines.acquire(ctx, in.Checkpoint, func(ctx context.Context, uri string) (train.Engine, int, error) {
-		m, err := train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}.Load(ctx, uri, train.LoadOptions{})
-		if err != nil {
-			return nil, 0, err
-		}
-		return m.Engine, m.Config.MaxSeq, nil
-	})
+	shared, err := a.engines.acquire(ctx, in.Checkpoint, a.loadPolicy)
 	if err != nil {
-		return contract.SearchOutput{}, err
+		return rolloutapi.SearchOutput{}, err
 	}
 	defer a.engines.release(shared)
 	enc := train.Encoder()
@@ -100,7 +95,7 @@ func (a *Activities) Search(ctx context.Context, in contract.SearchInput) (contr
 	}
 	start := time.Now()
 	if err := search.Run(trees, seeds, in.Params, env); err != nil {
-		return contract.SearchOutput{}, fmt.Errorf("rollout: search %s/%s batch %d: %w", in.Run, in.Phase, in.Batch, err)
+		return rolloutapi.SearchOutput{}, fmt.Errorf("rollout: search %s/%s batch %d: %w", in.Run, in.Phase, in.Batch, err)
 	}
 	rs := make([]SearchResult, len(exs))
 	for i, t := range trees {
@@ -118,19 +113,19 @@ func (a *Activities) Search(ctx context.Context, in contract.SearchInput) (contr
 			"tokens": float64(s.Tokens), "simulations": float64(s.Simulations), "pairs": float64(len(r.Pairs))}}
 	}
 	if err := a.Ckpt.AppendMetrics(ctx, in.Store, in.Run, in.Phase, recs); err != nil {
-		return contract.SearchOutput{}, fmt.Errorf("rollout: search %s/%s batch %d: metrics log: %w", in.Run, in.Phase, in.Batch, err)
+		return rolloutapi.SearchOutput{}, fmt.Errorf("rollout: search %s/%s batch %d: metrics log: %w", in.Run, in.Phase, in.Batch, err)
 	}
 	var buf bytes.Buffer
 	lines := json.NewEncoder(&buf)
 	lines.SetEscapeHTML(false)
 	for _, r := range rs {
 		if err := lines.Encode(r); err != nil {
-			return contract.SearchOutput{}, err
+			return rolloutapi.SearchOutput{}, err
 		}
 	}
 	uri, err := put(ctx, a.Ckpt, in.Store, key, &buf)
 	if err != nil {
-		return contract.SearchOutput{}, err
+		return rolloutapi.SearchOutput{}, err
 	}
 	out := summarise(rs)
 	out.Results, out.Seconds = uri, time.Since(start).Seconds()
@@ -138,8 +133,8 @@ func (a *Activities) Search(ctx context.Context, in contract.SearchInput) (contr
 }
 
 // summarise sums a batch's results.
-func summarise(rs []SearchResult) contract.SearchOutput {
-	var out contract.SearchOutput
+func summarise(rs []SearchResult) rolloutapi.SearchOutput {
+	var out rolloutapi.SearchOutput
 	for _, r := range rs {
 		s := r.Stats
 		out.Prompts++
@@ -238,7 +233,7 @@ func (e *engineEnv) Sample(reqs []search.Request) ([]search.Sample, error) {
 			}
 			e.samples += len(part)
 			if activity.IsActivity(e.ctx) {
-				activity.RecordHeartbeat(e.ctx, train.Progress{Step: e.samples})
+				activity.RecordHeartbeat(e.ctx, trainapi.Progress{Step: e.samples})
 			}
 		}
 		if err := e.ctx.Err(); err != nil {
@@ -284,13 +279,13 @@ func SearchDataKey(run, phase, name string) string {
 // results, in order: the best verified solution of every solved prompt as SFT examples, every
 // pair as a preference example, and the data's held-out examples (for a following phase's exact
 // match). The objects are functions of the results, so a retry rewrites the same bytes.
-func (a *Activities) SearchData(ctx context.Context, in contract.SearchDataInput) (contract.SearchDataOutput, error) {
+func (a *Activities) SearchData(ctx context.Context, in rolloutapi.SearchDataInput) (rolloutapi.SearchDataOutput, error) {
 	var sft []tasks.Example
 	var pairs []tasks.PrefExample
 	for _, uri := range in.Results {
 		rs, err := readSearchResults(ctx, a.Ckpt, uri)
 		if err != nil {
-			return contract.SearchDataOutput{}, err
+			return rolloutapi.SearchDataOutput{}, err
 		}
 		for _, r := range rs {
 			if r.Best != "" {
@@ -302,7 +297,7 @@ func (a *Activities) SearchData(ctx context.Context, in contract.SearchDataInput
 			}
 		}
 	}
-	out := contract.SearchDataOutput{Examples: len(sft), PairsN: len(pairs)}
+	out := rolloutapi.SearchDataOutput{Examples: len(sft), PairsN: len(pairs)}
 	var err error
 	var buf bytes.Buffer
 	if err := tasks.WriteJSONL(&buf, sft); err != nil {
@@ -334,23 +329,9 @@ func (a *Activities) SearchData(ctx context.Context, in contract.SearchDataInput
 	return out, nil
 }
 
-// Type aliases of the search contract, as for Generate.
-type (
-	SearchInput      = contract.SearchInput
-	SearchOutput     = contract.SearchOutput
-	SearchDataInput  = contract.SearchDataInput
-	SearchDataOutput = contract.SearchDataOutput
-)
-
 func b2f(b bool) float64 {
 	if b {
 		return 1
 	}
 	return 0
 }
-
-// Activity names of the search phase: see contract.
-const (
-	SearchName     = contract.SearchName
-	SearchDataName = contract.SearchDataName
-)

@@ -7,10 +7,7 @@
 //   - A call's failure (bad arguments, a program that exits non-zero or times out) is a result with
 //     Error and Kind, never a failed activity; the activity fails only when it is cancelled or its
 //     worker dies, and is then retried by the ToolCall workflow.
-//   - Remote turns a Dispatcher (the workers' ToolCall client) into tools.Env.Remote for the roles
-//     that play episodes (rollout, the trainer's evaluations): each long-running call runs under a
-//     workflow ID its caller derives from the call's place (run, phase, iteration, episode, turn)
-//     and arguments, so a retried rollout that replays its episodes gets the finished calls back
-//     instead of running them again.
+//   - The calling side (Remote, CallID, the Dispatcher the workers implement) is in toolclient, so the
+//     roles that call tools do not link the code sandbox this package runs python in.
 //   - Only go.temporal.io/sdk/activity and sdk/temporal are used from Temporal.
 package tools

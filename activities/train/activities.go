@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
-	toolsact "github.com/temperml/temper/activities/tools"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/tools/toolclient"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
 )
 
@@ -23,7 +23,7 @@ type Activities struct {
 	NewEngine NewEngine
 	// Tools runs long-running tools' calls (python) of evaluation episodes on the tools queue;
 	// nil: such calls get an error message back.
-	Tools toolsact.Dispatcher
+	Tools toolclient.Dispatcher
 }
 
 func ConfigHash(cfg model.Config) string {
@@ -62,7 +62,7 @@ func ReadAll(ctx context.Context, ck *ckpt.Checkpoint, name string) ([]byte, err
 func BytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // Retain marks in.Best and deletes older checkpoints beyond in.KeepLast. Both steps are idempotent.
-func (a *Activities) Retain(ctx context.Context, in contract.RetainInput) error {
+func (a *Activities) Retain(ctx context.Context, in trainapi.RetainInput) error {
 	if in.Best != "" {
 		if err := a.Ckpt.MarkBest(ctx, in.Best); err != nil {
 			return fmt.Errorf("train: retain %s/%s: %w", in.Run, in.Phase, err)
@@ -83,5 +83,5 @@ type Registrar interface {
 // Register registers the activities every training phase shares (Retain) on the trainer queue's
 // worker; each family (lm, preference, rewardmodel, policy) registers its own.
 func Register(r Registrar, deps *Activities) {
-	r.RegisterActivityWithOptions(deps.Retain, activity.RegisterOptions{Name: contract.RetainName})
+	r.RegisterActivityWithOptions(deps.Retain, activity.RegisterOptions{Name: trainapi.RetainName})
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/reward"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective"
@@ -43,63 +43,63 @@ func TestBitIdentityFingerprint(t *testing.T) {
 	f := &fingerprint{t: t}
 	e := traintest.New(t)
 	tiny := modelcfg.Config(traintest.TinyModel(t))
-	optim := contract.Optim{LR: 3e-3, WarmupSteps: 1, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
-	head := func(phase, from string, steps int) contract.ChunkHead {
-		return contract.ChunkHead{Store: e.Store, Run: "b", Phase: phase, From: from, Steps: steps, TotalSteps: steps,
-			Cursor: contract.Cursor{Seed: 7}, Optim: optim, FreshOptimizer: true}
+	optim := trainapi.Optim{LR: 3e-3, WarmupSteps: 1, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
+	head := func(phase, from string, steps int) trainapi.ChunkHead {
+		return trainapi.ChunkHead{Store: e.Store, Run: "b", Phase: phase, From: from, Steps: steps, TotalSteps: steps,
+			Cursor: trainapi.Cursor{Seed: 7}, Optim: optim, FreshOptimizer: true}
 	}
-	var base, other contract.InitOutput
-	e.Must(contract.InitName, contract.InitInput{Store: e.Store, Run: "b", Phase: "init", Model: tiny, Seed: 11}, &base)
-	e.Must(contract.InitName, contract.InitInput{Store: e.Store, Run: "b", Phase: "other", Model: tiny, Seed: 12}, &other)
+	var base, other trainapi.InitOutput
+	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "b", Phase: "init", Model: tiny, Seed: 11}, &base)
+	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "b", Phase: "other", Model: tiny, Seed: 12}, &other)
 	f.ckpt("init", base.Checkpoint)
 
 	// SFT, full and LoRA.
-	data := contract.DataSpec{Task: "add2", TrainExamples: 64, HeldoutExamples: 8}
-	var sft, lora contract.ChunkOutput
-	e.Must(contract.ChunkName, contract.ChunkInput{ChunkHead: head("sft", base.Checkpoint, 3), Data: data, Batch: contract.BatchSpec{Rows: 4, Seq: 32}}, &sft)
+	data := trainapi.DataSpec{Task: "add2", TrainExamples: 64, HeldoutExamples: 8}
+	var sft, lora trainapi.ChunkOutput
+	e.Must(trainapi.ChunkName, trainapi.ChunkInput{ChunkHead: head("sft", base.Checkpoint, 3), Data: data, Batch: trainapi.BatchSpec{Rows: 4, Seq: 32}}, &sft)
 	f.chunk("sft", sft)
-	e.Must(contract.ChunkName, contract.ChunkInput{ChunkHead: head("lora", sft.Checkpoint, 3), Data: data, Batch: contract.BatchSpec{Rows: 4, Seq: 32},
+	e.Must(trainapi.ChunkName, trainapi.ChunkInput{ChunkHead: head("lora", sft.Checkpoint, 3), Data: data, Batch: trainapi.BatchSpec{Rows: 4, Seq: 32},
 		LoRA: &modelcfg.LoRA{Rank: 4, Seed: 3}}, &lora)
 	f.chunk("lora", lora)
 
 	// Preference kinds: reference on the fly, precomputed, none.
-	pdata := contract.PrefDataSpec{Task: "add2", TrainExamples: 24, HeldoutExamples: 8}
+	pdata := trainapi.PrefDataSpec{Task: "add2", TrainExamples: 24, HeldoutExamples: 8}
 	for _, c := range []struct{ kind, mode string }{{loss.PrefDPO, "fly"}, {loss.PrefIPO, "pre"}, {loss.PrefORPO, ""}, {loss.PrefSimPO, ""},
 		{loss.PrefKTO, "fly"}, {loss.PrefKTO, "pre"}} {
 		name := "pref-" + c.kind + "-" + c.mode
-		in := contract.PrefChunkInput{ChunkHead: head(name, sft.Checkpoint, 2), Data: pdata, Batch: contract.BatchSpec{Rows: 4, Seq: 16},
+		in := trainapi.PrefChunkInput{ChunkHead: head(name, sft.Checkpoint, 2), Data: pdata, Batch: trainapi.BatchSpec{Rows: 4, Seq: 16},
 			Loss: loss.DefaultPreference(c.kind)}
 		switch c.mode {
 		case "fly":
 			in.Reference = base.Checkpoint
 		case "pre":
-			var ro contract.RefLogProbsOutput
-			e.Must(contract.RefLogProbsName, contract.RefLogProbsInput{Store: e.Store, Run: "b", Phase: name, Reference: base.Checkpoint,
+			var ro trainapi.RefLogProbsOutput
+			e.Must(trainapi.RefLogProbsName, trainapi.RefLogProbsInput{Store: e.Store, Run: "b", Phase: name, Reference: base.Checkpoint,
 				Data: pdata, Kind: c.kind, Seq: 16, Seed: 7}, &ro)
 			in.RefData = ro.RefData
 		}
-		var out contract.ChunkOutput
-		e.Must(contract.PrefChunkName, in, &out)
+		var out trainapi.ChunkOutput
+		e.Must(trainapi.PrefChunkName, in, &out)
 		f.chunk(name, out)
 	}
-	var pev contract.EvalOutput
-	e.Must(contract.PrefEvaluateName, contract.PrefEvalInput{Store: e.Store, Checkpoint: sft.Checkpoint, Reference: base.Checkpoint, Data: pdata,
+	var pev trainapi.EvalOutput
+	e.Must(trainapi.PrefEvaluateName, trainapi.PrefEvalInput{Store: e.Store, Checkpoint: sft.Checkpoint, Reference: base.Checkpoint, Data: pdata,
 		Loss: loss.DefaultPreference(loss.PrefDPO), KLTokens: 4, Seed: 7}, &pev)
 	f.metrics("pref-eval", pev.Metrics)
 
 	// Reward model (generative term, LM term), its evaluation and the critic verifier.
-	var rinit contract.RewardInitOutput
-	e.Must(contract.RewardInitName, contract.RewardInitInput{Store: e.Store, Run: "b", Phase: "rm", From: sft.Checkpoint, Seed: 9, LogProb: true}, &rinit)
+	var rinit trainapi.RewardInitOutput
+	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "b", Phase: "rm", From: sft.Checkpoint, Seed: 9, LogProb: true}, &rinit)
 	f.ckpt("rm-init", rinit.Checkpoint)
 	bt := objective.DefaultBT()
 	bt.LMCoef = 0.1
-	rdata := contract.RewardData{Task: "add2", TrainPairs: 32, HeldoutPairs: 8}
-	var rm contract.ChunkOutput
-	e.Must(contract.RewardChunkName, contract.RewardChunkInput{ChunkHead: head("rm", rinit.Checkpoint, 2), Data: rdata,
-		Batch: contract.RewardBatch{Rows: 4, MaxSeq: 32}, Loss: bt}, &rm)
+	rdata := trainapi.RewardData{Task: "add2", TrainPairs: 32, HeldoutPairs: 8}
+	var rm trainapi.ChunkOutput
+	e.Must(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: head("rm", rinit.Checkpoint, 2), Data: rdata,
+		Batch: trainapi.RewardBatch{Rows: 4, MaxSeq: 32}, Loss: bt}, &rm)
 	f.chunk("rm", rm)
-	var rev contract.RewardEvalOutput
-	e.Must(contract.RewardEvaluateName, contract.RewardEvalInput{Store: e.Store, Checkpoint: rm.Checkpoint, Data: rdata, Loss: bt, Seed: 7}, &rev)
+	var rev trainapi.RewardEvalOutput
+	e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: rm.Checkpoint, Data: rdata, Loss: bt, Seed: 7}, &rev)
 	f.metrics("rm-eval", rev.Metrics)
 	crit, err := reward.NewCriticFactory(ckpt.New(ckpt.Options{}), traintest.NewEngine)(json.RawMessage(fmt.Sprintf(`{"checkpoint":%q}`, rm.Checkpoint)))
 	if err != nil {
@@ -116,8 +116,8 @@ func TestBitIdentityFingerprint(t *testing.T) {
 	// Distillation: full logits, top-k on the fly, precomputed top-k, on-policy JSD.
 	top := objectivecfg.DefaultDistill()
 	top.TopK, top.Temperature = 4, 2
-	var tg contract.DistillTargetsOutput
-	e.Must(contract.DistillTargetsName, contract.DistillTargetsInput{Store: e.Store, Run: "b", Phase: "distill-pre", Teacher: other.Checkpoint,
+	var tg trainapi.DistillTargetsOutput
+	e.Must(trainapi.DistillTargetsName, trainapi.DistillTargetsInput{Store: e.Store, Run: "b", Phase: "distill-pre", Teacher: other.Checkpoint,
 		Data: data, Seq: 24, TopK: 4, Temperature: 2, Seed: 7}, &tg)
 	gkd := objectivecfg.DefaultDistill()
 	gkd.Divergence, gkd.Beta, gkd.Lambda, gkd.SampleTokens = objectivecfg.DivJSD, 0.5, 0.5, 4
@@ -127,9 +127,9 @@ func TestBitIdentityFingerprint(t *testing.T) {
 		teacher, targets string
 	}{{"distill-full", objectivecfg.DefaultDistill(), other.Checkpoint, ""}, {"distill-topk", top, other.Checkpoint, ""},
 		{"distill-pre", top, "", tg.Targets}, {"distill-gkd", gkd, other.Checkpoint, ""}} {
-		var out contract.ChunkOutput
-		e.Must(contract.DistillChunkName, contract.DistillChunkInput{ChunkHead: head(c.name, sft.Checkpoint, 2), Data: data,
-			Batch: contract.BatchSpec{Rows: 4, Seq: 24}, Loss: c.cfg, Teacher: c.teacher, Targets: c.targets}, &out)
+		var out trainapi.ChunkOutput
+		e.Must(trainapi.DistillChunkName, trainapi.DistillChunkInput{ChunkHead: head(c.name, sft.Checkpoint, 2), Data: data,
+			Batch: trainapi.BatchSpec{Rows: 4, Seq: 24}, Loss: c.cfg, Teacher: c.teacher, Targets: c.targets}, &out)
 		f.chunk(c.name, out)
 	}
 
@@ -142,44 +142,44 @@ func TestBitIdentityFingerprint(t *testing.T) {
 	grpo.KLBeta = 0
 	kl := loss.DefaultPolicyConfig(loss.AlgoGRPO)
 	kl.KLBeta, kl.TISThreshold = 0.05, 2
-	step := func(name string, in contract.PolicyStepInput) contract.PolicyStepOutput {
+	step := func(name string, in trainapi.PolicyStepInput) trainapi.PolicyStepOutput {
 		t.Helper()
 		in.Store, in.Run, in.Phase, in.LR = e.Store, "b", name, 3e-3
 		if in.Policy == "" {
 			in.Policy = sft.Checkpoint
 		}
 		in.Optim = optim
-		var out contract.PolicyStepOutput
-		e.Must(contract.PolicyStepName, in, &out)
+		var out trainapi.PolicyStepOutput
+		e.Must(trainapi.PolicyStepName, in, &out)
 		f.policy(name, out)
 		return out
 	}
-	step("grpo-onpolicy", contract.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: grpo, Epochs: 1, FreshOptimizer: true})
-	step("grpo-kl-mb", contract.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: kl, Reference: base.Checkpoint, Epochs: 2, Minibatch: 8,
+	step("grpo-onpolicy", trainapi.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: grpo, Epochs: 1, FreshOptimizer: true})
+	step("grpo-kl-mb", trainapi.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: kl, Reference: base.Checkpoint, Epochs: 2, Minibatch: 8,
 		DynamicSampling: true, FreshOptimizer: true})
-	step("grpo-kl-stream", contract.PolicyStepInput{Shards: shards, Loss: kl, Reference: base.Checkpoint, Epochs: 2, Minibatch: 8,
+	step("grpo-kl-stream", trainapi.PolicyStepInput{Shards: shards, Loss: kl, Reference: base.Checkpoint, Epochs: 2, Minibatch: 8,
 		DynamicSampling: true, FreshOptimizer: true})
-	step("grpo-shards-mem", contract.PolicyStepInput{Shards: shards, Loss: kl, Reference: base.Checkpoint, Epochs: 1, FreshOptimizer: true})
-	step("grpo-selfref", contract.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: kl, Reference: sft.Checkpoint, Epochs: 1, FreshOptimizer: true})
+	step("grpo-shards-mem", trainapi.PolicyStepInput{Shards: shards, Loss: kl, Reference: base.Checkpoint, Epochs: 1, FreshOptimizer: true})
+	step("grpo-selfref", trainapi.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: kl, Reference: sft.Checkpoint, Epochs: 1, FreshOptimizer: true})
 	for _, algo := range []string{loss.AlgoDrGRPO, loss.AlgoRLOO, loss.AlgoReinforcePP, loss.AlgoDAPO, loss.AlgoGSPO} {
 		lc := loss.DefaultPolicyConfig(algo)
-		step("algo-"+algo, contract.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: lc, Reference: base.Checkpoint, Epochs: 2, Minibatch: 12, FreshOptimizer: true})
+		step("algo-"+algo, trainapi.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: lc, Reference: base.Checkpoint, Epochs: 2, Minibatch: 12, FreshOptimizer: true})
 	}
-	step("episodes", contract.PolicyStepInput{Rollouts: epURI, Rewards: epRewards, Loss: grpo, Epochs: 1, Minibatch: 8, FreshOptimizer: true})
-	step("nan", contract.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: grpo, Epochs: 1, InjectNaN: true, FreshOptimizer: true})
-	step("from-lora", contract.PolicyStepInput{Policy: lora.Checkpoint, Rollouts: uri, Rewards: rewards, Loss: grpo, Epochs: 1, FreshOptimizer: true})
-	v1 := step("grpo-v1", contract.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: kl, Reference: base.Checkpoint, Epochs: 1, Minibatch: 12, FreshOptimizer: true})
-	step("grpo-v2", contract.PolicyStepInput{Policy: v1.Checkpoint, Version: 1, Rollouts: uri, Rewards: rewards, Loss: kl, Reference: base.Checkpoint, Epochs: 1, Minibatch: 12})
+	step("episodes", trainapi.PolicyStepInput{Rollouts: epURI, Rewards: epRewards, Loss: grpo, Epochs: 1, Minibatch: 8, FreshOptimizer: true})
+	step("nan", trainapi.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: grpo, Epochs: 1, InjectNaN: true, FreshOptimizer: true})
+	step("from-lora", trainapi.PolicyStepInput{Policy: lora.Checkpoint, Rollouts: uri, Rewards: rewards, Loss: grpo, Epochs: 1, FreshOptimizer: true})
+	v1 := step("grpo-v1", trainapi.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: kl, Reference: base.Checkpoint, Epochs: 1, Minibatch: 12, FreshOptimizer: true})
+	step("grpo-v2", trainapi.PolicyStepInput{Policy: v1.Checkpoint, Version: 1, Rollouts: uri, Rewards: rewards, Loss: kl, Reference: base.Checkpoint, Epochs: 1, Minibatch: 12})
 	ppo := loss.DefaultPolicyConfig(loss.AlgoPPO)
 	ppo.KLBeta = 0.02
-	pc := contract.PPOConfig{Gamma: 1, Lambda: 0.9, KLCoef: 0.05, Seed: 5}
-	p1 := step("ppo-v1", contract.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: ppo, Reference: base.Checkpoint, Epochs: 2, Minibatch: 8, PPO: &pc, FreshOptimizer: true})
-	step("ppo-v2", contract.PolicyStepInput{Policy: p1.Checkpoint, Version: 1, Rollouts: uri, Rewards: rewards, Loss: ppo, Reference: base.Checkpoint, Epochs: 1, PPO: &pc})
-	step("ppo-shards", contract.PolicyStepInput{Shards: shards, Loss: ppo, Epochs: 1, Minibatch: 12, FreshOptimizer: true})
-	var plainRM contract.RewardInitOutput
-	e.Must(contract.RewardInitName, contract.RewardInitInput{Store: e.Store, Run: "b", Phase: "rm-plain", From: sft.Checkpoint, Seed: 9}, &plainRM)
-	step("ppo-rm", contract.PolicyStepInput{Policy: plainRM.Checkpoint, Rollouts: uri, Rewards: rewards, Loss: ppo, Epochs: 1, FreshOptimizer: true})
-	step("ppo-nan", contract.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: ppo, Epochs: 1, InjectNaN: true, FreshOptimizer: true})
+	pc := trainapi.PPOConfig{Gamma: 1, Lambda: 0.9, KLCoef: 0.05, Seed: 5}
+	p1 := step("ppo-v1", trainapi.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: ppo, Reference: base.Checkpoint, Epochs: 2, Minibatch: 8, PPO: &pc, FreshOptimizer: true})
+	step("ppo-v2", trainapi.PolicyStepInput{Policy: p1.Checkpoint, Version: 1, Rollouts: uri, Rewards: rewards, Loss: ppo, Reference: base.Checkpoint, Epochs: 1, PPO: &pc})
+	step("ppo-shards", trainapi.PolicyStepInput{Shards: shards, Loss: ppo, Epochs: 1, Minibatch: 12, FreshOptimizer: true})
+	var plainRM trainapi.RewardInitOutput
+	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "b", Phase: "rm-plain", From: sft.Checkpoint, Seed: 9}, &plainRM)
+	step("ppo-rm", trainapi.PolicyStepInput{Policy: plainRM.Checkpoint, Rollouts: uri, Rewards: rewards, Loss: ppo, Epochs: 1, FreshOptimizer: true})
+	step("ppo-nan", trainapi.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: ppo, Epochs: 1, InjectNaN: true, FreshOptimizer: true})
 
 	if err := os.WriteFile(out, []byte(strings.Join(f.lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -232,13 +232,13 @@ func (f *fingerprint) metrics(name string, m map[string]float64) {
 	}
 }
 
-func (f *fingerprint) chunk(name string, out contract.ChunkOutput) {
+func (f *fingerprint) chunk(name string, out trainapi.ChunkOutput) {
 	f.line("%s step %d cursor %+v loss %v last %v norm %v lr %v nonfinite %d", name, out.Step, out.Cursor, out.Loss, out.LastLoss, out.GradNorm, out.LR, out.NonFinite)
 	f.metrics(name, out.Metrics)
 	f.ckpt(name, out.Checkpoint)
 }
 
-func (f *fingerprint) policy(name string, out contract.PolicyStepOutput) {
+func (f *fingerprint) policy(name string, out trainapi.PolicyStepOutput) {
 	f.line("%s version %d nonfinite %v", name, out.Version, out.NonFinite)
 	f.metrics(name, out.Metrics)
 	f.ckpt(name, out.Checkpoint)
@@ -301,9 +301,9 @@ func bitRollouts(t *testing.T, policy, dir, name string, n int, episodes bool) (
 }
 
 // bitShards writes rs as shards (rollouts and verdicts objects) at the given row ranges.
-func bitShards(t *testing.T, dir string, rs []rollout.Rollout, rewards []float64, ranges [][2]int) []contract.ScoredShard {
+func bitShards(t *testing.T, dir string, rs []rollout.Rollout, rewards []float64, ranges [][2]int) []trainapi.ScoredShard {
 	t.Helper()
-	var out []contract.ScoredShard
+	var out []trainapi.ScoredShard
 	for s, r := range ranges {
 		ro, vo := filepath.Join(dir, fmt.Sprintf("shard%d.jsonl", s)), filepath.Join(dir, fmt.Sprintf("shard%d.verdicts.jsonl", s))
 		fh, err := os.Create(ro)
@@ -321,7 +321,7 @@ func bitShards(t *testing.T, dir string, rs []rollout.Rollout, rewards []float64
 		if err := os.WriteFile(vo, []byte(v.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, contract.ScoredShard{Rollouts: "file://" + ro, Verdicts: "file://" + vo})
+		out = append(out, trainapi.ScoredShard{Rollouts: "file://" + ro, Verdicts: "file://" + vo})
 	}
 	return out
 }

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/schedule"
 )
@@ -29,7 +29,7 @@ type ChunkObjective[B any] struct {
 	Eng   Engine
 	Cfg   model.Config
 	Unit  string // names the throughput metrics: unit and unit_per_s
-	Next  func(cur contract.Cursor) (B, contract.Cursor, error)
+	Next  func(cur trainapi.Cursor) (B, trainapi.Cursor, error)
 	Step  func(b B, lr float32) (StepResult, error)
 	Write func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error
 	Close func() // releases what open loaded besides eng (a reference engine); may be nil
@@ -40,14 +40,14 @@ type ChunkObjective[B any] struct {
 // Every kind's rate is computed here, in the trainer, from the schedule and the position its
 // workflow passes: a chunk's many steps need their rates where they are taken, and a workflow
 // then only says where in the phase a step is (and, for RL, back-tracking's scale), never a rate.
-func LR(o contract.Optim, step, total int) float64 {
+func LR(o trainapi.Optim, step, total int) float64 {
 	return schedule.WarmupCosine{Peak: o.LR, Warmup: o.WarmupSteps, Total: total, MinRatio: o.MinLRRatio}.At(step)
 }
 
 // PolicyLR is the learning rate of an RL policy step: LR at in.Iteration of in.Iterations, times
 // in.LRScale (back-tracking lowers it; 0 means 1). An input without Iterations carries the rate its
 // workflow computed (in.LR), as workflows did before and histories recorded.
-func PolicyLR(in contract.PolicyStepInput) float64 {
+func PolicyLR(in trainapi.PolicyStepInput) float64 {
 	if in.Iterations <= 0 {
 		return in.LR
 	}
@@ -68,36 +68,36 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // schedule (heartbeating after each), counts non-finite steps without averaging them, and commits
 // weights, optimizer state and state.json (step, cursor, config hash, the output's scalars). Given
 // the same input it recomputes the same checkpoint bit for bit, so a retry is safe.
-func RunChunk[B any](ctx context.Context, a *Activities, in contract.ChunkHead, op string, open func() (*ChunkObjective[B], error)) (contract.ChunkOutput, error) {
+func RunChunk[B any](ctx context.Context, a *Activities, in trainapi.ChunkHead, op string, open func() (*ChunkObjective[B], error)) (trainapi.ChunkOutput, error) {
 	if in.Steps <= 0 {
-		return contract.ChunkOutput{}, BadInput(fmt.Errorf("%s: steps %d: want > 0", op, in.Steps))
+		return trainapi.ChunkOutput{}, BadInput(fmt.Errorf("%s: steps %d: want > 0", op, in.Steps))
 	}
 	end := in.Step + in.Steps
 	if uri, st, ok, err := a.Committed(ctx, in.Store, in.Run, in.Phase, end); err != nil {
-		return contract.ChunkOutput{}, err
+		return trainapi.ChunkOutput{}, err
 	} else if ok {
 		return committedChunk(uri, st), nil
 	}
 	obj, err := open()
 	if err != nil {
-		return contract.ChunkOutput{}, err
+		return trainapi.ChunkOutput{}, err
 	}
 	defer obj.Eng.Close()
 	if obj.Close != nil {
 		defer obj.Close()
 	}
-	out := contract.ChunkOutput{Step: end, Cursor: in.Cursor, Metrics: map[string]float64{}}
+	out := trainapi.ChunkOutput{Step: end, Cursor: in.Cursor, Metrics: map[string]float64{}}
 	var lossSum, normSum float64
 	var units int
 	sums := map[string]float64{}
 	var log []ckpt.MetricsRecord // the phase's metrics log, one record per step
 	for i := 0; i < in.Steps; i++ {
 		if err := ctx.Err(); err != nil {
-			return contract.ChunkOutput{}, fmt.Errorf("%s at step %d: %w", op, in.Step+i, err)
+			return trainapi.ChunkOutput{}, fmt.Errorf("%s at step %d: %w", op, in.Step+i, err)
 		}
 		b, next, err := obj.Next(out.Cursor)
 		if err != nil {
-			return contract.ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
+			return trainapi.ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
 		}
 		out.Cursor = next
 		out.LR = LR(in.Optim, in.Step+i, in.TotalSteps)
@@ -105,7 +105,7 @@ func RunChunk[B any](ctx context.Context, a *Activities, in contract.ChunkHead, 
 		if in.InjectNaNAt == in.Step+i+1 {
 			r = StepResult{Loss: math.NaN(), GradNorm: math.NaN()}
 		} else if r, err = obj.Step(b, float32(out.LR)); err != nil {
-			return contract.ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
+			return trainapi.ChunkOutput{}, fmt.Errorf("%s step %d: %w", op, in.Step+i, err)
 		}
 		if finite(r.Loss) && finite(r.GradNorm) {
 			lossSum += r.Loss
@@ -120,7 +120,7 @@ func RunChunk[B any](ctx context.Context, a *Activities, in contract.ChunkHead, 
 		out.LastLoss = r.Loss
 		out.Seconds += r.Seconds
 		units += r.Units
-		beat := contract.Progress{Step: in.Step + i + 1, Total: in.TotalSteps}
+		beat := trainapi.Progress{Step: in.Step + i + 1, Total: in.TotalSteps}
 		if finite(r.Loss) {
 			beat.Loss = r.Loss // a NaN would make the heartbeat unencodable (the SDK panics)
 		}
@@ -157,7 +157,7 @@ func RunChunk[B any](ctx context.Context, a *Activities, in contract.ChunkHead, 
 		return obj.Write(ctx, w, st)
 	})
 	if err != nil {
-		return contract.ChunkOutput{}, err
+		return trainapi.ChunkOutput{}, err
 	}
 	out.Checkpoint = uri
 	return out, nil
@@ -205,11 +205,11 @@ func (a *Activities) Commit(ctx context.Context, at CommitAt, op string, log []c
 }
 
 // committedChunk rebuilds a ChunkOutput from the state of a checkpoint an earlier attempt committed.
-func committedChunk(uri string, st ckpt.State) contract.ChunkOutput {
+func committedChunk(uri string, st ckpt.State) trainapi.ChunkOutput {
 	s := st.Scalars
-	out := contract.ChunkOutput{
+	out := trainapi.ChunkOutput{
 		Checkpoint: uri, Step: int(st.Step), Resumed: true,
-		Cursor: contract.Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
+		Cursor: trainapi.Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
 		Loss:   s["loss"], LastLoss: s["last_loss"], GradNorm: s["grad_norm"], LR: s["lr"],
 		NonFinite: int(s["non_finite"]), Seconds: s["seconds"], Metrics: map[string]float64{},
 	}

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/chat"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
@@ -83,7 +83,7 @@ func ModelEncoder(dir string, spec ChatSpec) (data.Encoder, error) {
 }
 
 // Examples returns the train and held-out examples of spec; seed is used when spec.Seed is 0.
-func Examples(ctx context.Context, cl *ckpt.Client, spec contract.DataSpec, seed uint64) (train, heldout []tasks.Example, err error) {
+func Examples(ctx context.Context, cl *ckpt.Client, spec trainapi.DataSpec, seed uint64) (train, heldout []tasks.Example, err error) {
 	if spec.Seed != 0 {
 		seed = spec.Seed
 	}

@@ -9,7 +9,7 @@
 //     group or GAE advantages; PPO's critic in ppo.go). Its rollouts and rewards come inline, or by
 //     reference as an iteration's shards and their verdicts objects (scored.go).
 //
-// Their names and I/O types are in package contract (what workflows import). This package holds
+// Their names and I/O types are in package trainapi (what workflows import). This package holds
 // what the families share: the dependencies (Activities: the worker's store client and engine
 // factory), Retain (marks the best checkpoint, prunes old ones; registered by Register), the one
 // chunk runner (RunChunk: it returns the checkpoint an earlier attempt committed, owns the LR

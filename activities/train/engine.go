@@ -3,7 +3,7 @@ package train
 import (
 	"io"
 
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
@@ -28,7 +28,7 @@ type StepMetrics struct {
 type EngineOptions struct {
 	Model model.Config
 	Seed  uint64 // initialises the weights
-	Optim contract.Optim
+	Optim trainapi.Optim
 	// LoRA, when set, attaches adapters (B = 0) as the only trainable weights; the base weights stay
 	// frozen and the engine's Caps().Adapters moves the adapters (see lora.go).
 	LoRA *model.LoRA

@@ -7,7 +7,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/workers/traintest"
@@ -52,8 +52,8 @@ func (lacking) Caps() train.Caps { return train.Caps{} }
 // it, and refuses an engine that lacks it, naming what is missing.
 func TestLoadersRefuseMissingCaps(t *testing.T) {
 	e := traintest.New(t)
-	var base contract.InitOutput
-	e.Must(contract.InitName, contract.InitInput{Store: e.Store, Run: "c", Phase: "init", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 1}, &base)
+	var base trainapi.InitOutput
+	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "c", Phase: "init", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 1}, &base)
 	newLacking := func(o train.EngineOptions) (train.Engine, error) {
 		eng, err := traintest.NewEngine(o)
 		return lacking{eng}, err

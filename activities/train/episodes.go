@@ -45,7 +45,7 @@ func StopTokens(enc data.Encoder) []int {
 // ToolRegistry builds the named built-in tools for a batch of episodes; check judges an answer with
 // the task of the episode that calls it (example(i): the i-th episode's example), and remote runs
 // lookup reads the corpus of the batch's task (tasks.Corpus), and remote runs
-// the long-running ones (python) elsewhere (activities/tools.Remote: on the tools queue; nil: they
+// the long-running ones (python) elsewhere (toolclient.Remote: on the tools queue; nil: they
 // cannot run in this process and the registry says so).
 func ToolRegistry(names []string, example func(i int) tasks.Example, remote func(tools.Tool) tools.Func) (*tools.Registry, error) {
 	var corpus map[string]string // lookup reads the batch's task's corpus (a batch is one task's)

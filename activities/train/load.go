@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
@@ -33,7 +33,7 @@ type LoadOptions struct {
 	// Want: an engine (the default), the config and files only, or the weights on the host.
 	Want Want
 	// Optim configures the engine's optimizer.
-	Optim contract.Optim
+	Optim trainapi.Optim
 	// Optimizer loads the checkpoint's optimizer state when it has one that belongs to what is
 	// loaded: never from a directory, merged adapters, fresh adapters or a new value head.
 	Optimizer bool
@@ -268,9 +268,9 @@ func (ld Loader) head(src *source, o LoadOptions, out *Loaded) ([]hf.Part, error
 		return nil, nil
 	}
 	if o.Head == HeadCritic && src.ck != nil {
-		if _, ok := src.ck.Manifest.File(contract.CriticFile); ok {
+		if _, ok := src.ck.Manifest.File(trainapi.CriticFile); ok {
 			cfg.ValueHead = true
-			return []hf.Part{{Name: src.uri + contract.CriticFile, Open: func() (io.ReadCloser, error) { return src.files.Open(contract.CriticFile) }}}, nil
+			return []hf.Part{{Name: src.uri + trainapi.CriticFile, Open: func() (io.ReadCloser, error) { return src.files.Open(trainapi.CriticFile) }}}, nil
 		}
 	}
 	logProb := o.Head == HeadAdded && o.HeadLogProb
@@ -331,10 +331,10 @@ func (ld Loader) loadOptimizer(ctx context.Context, src *source, out *Loaded) er
 	if src.ck == nil {
 		return nil
 	}
-	if _, ok := src.ck.Manifest.File(contract.OptimizerFile); !ok {
+	if _, ok := src.ck.Manifest.File(trainapi.OptimizerFile); !ok {
 		return nil
 	}
-	if err := loadFile(ctx, src.ck, contract.OptimizerFile, out.Engine.LoadOptimizer); err != nil {
+	if err := loadFile(ctx, src.ck, trainapi.OptimizerFile, out.Engine.LoadOptimizer); err != nil {
 		return err
 	}
 	out.OptimizerLoaded = true
@@ -504,11 +504,11 @@ func WriteModel(ctx context.Context, w *ckpt.Writer, m *Loaded, st ckpt.State, w
 	if err := WriteModelFiles(ctx, w, m); err != nil {
 		return err
 	}
-	if err := Stream(ctx, w, contract.ModelFile, m.Engine.SaveWeights); err != nil {
+	if err := Stream(ctx, w, trainapi.ModelFile, m.Engine.SaveWeights); err != nil {
 		return err
 	}
 	if withOptimizer {
-		if err := Stream(ctx, w, contract.OptimizerFile, m.Engine.SaveOptimizer); err != nil {
+		if err := Stream(ctx, w, trainapi.OptimizerFile, m.Engine.SaveOptimizer); err != nil {
 			return err
 		}
 	}
@@ -525,7 +525,7 @@ func WriteModelFiles(ctx context.Context, w *ckpt.Writer, m *Loaded) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Add(ctx, contract.ConfigFile, bytes.NewReader(js)); err != nil {
+	if err := w.Add(ctx, trainapi.ConfigFile, bytes.NewReader(js)); err != nil {
 		return err
 	}
 	for _, name := range m.HF.Files {
@@ -560,7 +560,7 @@ func writeAdapters(ctx context.Context, w *ckpt.Writer, m *Loaded, st ckpt.State
 	if err := Stream(ctx, w, AdapterFile, ae.SaveAdapters); err != nil {
 		return err
 	}
-	if err := Stream(ctx, w, contract.OptimizerFile, m.Engine.SaveOptimizer); err != nil {
+	if err := Stream(ctx, w, trainapi.OptimizerFile, m.Engine.SaveOptimizer); err != nil {
 		return err
 	}
 	return w.AddState(ctx, st)

@@ -5,11 +5,8 @@ import (
 	"time"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 )
-
-// LogAt: see contract.LogAt.
-type LogAt = contract.LogAt
 
 // Now is the wall time of a metrics record, in seconds since the epoch.
 func Now() float64 { return float64(time.Now().UnixNano()) / 1e9 }
@@ -27,7 +24,7 @@ func stepRecord(step int, lr float64, r StepResult, unit string) ckpt.MetricsRec
 }
 
 // LogEval appends an evaluation's metrics to the log at (nil: nothing).
-func (a *Activities) LogEval(ctx context.Context, store string, at *LogAt, m map[string]float64) error {
+func (a *Activities) LogEval(ctx context.Context, store string, at *trainapi.LogAt, m map[string]float64) error {
 	if at == nil {
 		return nil
 	}

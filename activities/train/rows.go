@@ -1,7 +1,7 @@
 package train
 
 import (
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -20,7 +20,7 @@ func ObjectiveStep(obj objective.Objective, m map[string]float32, units int) Ste
 
 // NextRows takes rows example indices from cur in the seeded per-epoch order (data.Order), crossing
 // into the next epoch as needed, and returns the cursor after them.
-func NextRows(n, rows int, cur contract.Cursor) ([]int, contract.Cursor) {
+func NextRows(n, rows int, cur trainapi.Cursor) ([]int, trainapi.Cursor) {
 	idx := make([]int, rows)
 	order := data.Order(n, cur.Seed, cur.Epoch)
 	for r := range idx {

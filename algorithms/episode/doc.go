@@ -11,4 +11,9 @@
 // Pure logic over two small interfaces (a batched Generator and the tokenizer's Codec) and a
 // tools.Registry; sampling is seeded per episode and turn, so an episode does not depend on which
 // other episodes share its batch.
+//
+// Assemble is the other way to get an episode: an agent program outside Temper made the model calls
+// (through the rollout gateway, which recorded each call's token ids and log-probabilities), and the
+// calls become trajectory segments — calls that extend the running context are merged, with the
+// tokens the agent wrote in between masked out; any other call starts a new segment.
 package episode

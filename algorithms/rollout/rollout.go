@@ -36,6 +36,10 @@ type Rollout struct {
 	// the policy's. Completion is then the episode's final answer.
 	Policy []bool   `json:"policy,omitempty"`
 	Ep     *Episode `json:"episode,omitempty"`
+	// Segments, set for an agent's episode whose calls did not all extend one context, are its
+	// further segments: each its own prompt and tokens, trained as a row of its own with the
+	// episode's advantage (PromptTokens, Tokens, LogProbs and Policy above are the first).
+	Segments []Segment `json:"segments,omitempty"`
 	// Versions, set for a partial rollout (generated over several policy versions, each segment
 	// continuing the last under newer weights), is the policy version that sampled each token
 	// (parallel to Tokens); LogProbs[i] is that version's. Unset: every token is PolicyVersion's.
@@ -54,6 +58,15 @@ func (r *Rollout) VersionOf(i int) int {
 	return r.Versions[i]
 }
 
+// Segment is one further context of an agent's episode (Rollout.Segments): Policy, LogProbs and
+// Tokens are parallel as in a Rollout.
+type Segment struct {
+	PromptTokens []int     `json:"prompt_tokens"`
+	Tokens       []int     `json:"tokens"`
+	LogProbs     []float32 `json:"logprobs"`
+	Policy       []bool    `json:"policy"`
+}
+
 // Episode summarises an agentic rollout for metrics and `temper samples`.
 type Episode struct {
 	Turns      int    `json:"turns"`
@@ -61,8 +74,12 @@ type Episode struct {
 	ToolErrors int    `json:"tool_errors"`
 	Checked    bool   `json:"checked,omitempty"`      // called the `check` tool
 	CheckPass  bool   `json:"check_passed,omitempty"` // its last check passed
-	End        string `json:"end"`                    // answer | turns | tokens
+	End        string `json:"end"`                    // answer | turns | tokens | agent
 	Transcript string `json:"transcript"`             // everything after the prompt, decoded
+	// Of an agent's episode: its model calls (Turns counts them too), and the agent processes
+	// started for it (1 + the retries of failed or timed-out ones).
+	Calls    int `json:"calls,omitempty"`
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // Trained reports whether token i of r is trained on (the policy's).
@@ -104,6 +121,12 @@ func Read(r io.Reader, name string) ([]Rollout, error) {
 		}
 		if ro.Versions != nil && len(ro.Versions) != len(ro.Tokens) {
 			return nil, fmt.Errorf("rollout: %s:%d: versions of %d for %d tokens", name, line, len(ro.Versions), len(ro.Tokens))
+		}
+		for k, s := range ro.Segments {
+			if len(s.LogProbs) != len(s.Tokens) || len(s.Policy) != len(s.Tokens) || len(s.PromptTokens) == 0 {
+				return nil, fmt.Errorf("rollout: %s:%d: segment %d: %d prompt tokens, %d tokens, %d log-probs, policy mask of %d: want a prompt and one log-prob and mask entry per token",
+					name, line, k+1, len(s.PromptTokens), len(s.Tokens), len(s.LogProbs), len(s.Policy))
+			}
 		}
 		out = append(out, ro)
 	}

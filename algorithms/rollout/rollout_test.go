@@ -33,6 +33,46 @@ func TestRoundTripAndGroups(t *testing.T) {
 	}
 }
 
+// TestSegments: an agent's further segments round-trip, and a malformed one is refused naming its
+// line and segment.
+func TestSegments(t *testing.T) {
+	good := Rollout{ID: "a", Prompt: "p", PromptTokens: []int{1}, Tokens: []int{2}, LogProbs: []float32{-1}, Policy: []bool{true},
+		Segments: []Segment{{PromptTokens: []int{1, 5}, Tokens: []int{6, 7}, LogProbs: []float32{-0.5, 0}, Policy: []bool{true, false}}}}
+	var buf bytes.Buffer
+	if err := Write(&buf, []Rollout{good}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Read(&buf, "r.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, []Rollout{good}) {
+		t.Fatalf("round trip changed the segments: %+v", back)
+	}
+	cases := []struct {
+		name string
+		seg  Segment
+	}{
+		{"log-probs", Segment{PromptTokens: []int{1}, Tokens: []int{6, 7}, LogProbs: []float32{0}, Policy: []bool{true, true}}},
+		{"mask", Segment{PromptTokens: []int{1}, Tokens: []int{6}, LogProbs: []float32{0}, Policy: []bool{}}},
+		{"prompt", Segment{Tokens: []int{6}, LogProbs: []float32{0}, Policy: []bool{true}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bad := good
+			bad.Segments = []Segment{good.Segments[0], c.seg}
+			var buf bytes.Buffer
+			if err := Write(&buf, []Rollout{good, bad}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Read(&buf, "bad.jsonl")
+			if err == nil || !strings.Contains(err.Error(), "bad.jsonl:2: segment 2") {
+				t.Fatalf("got %v, want an error naming bad.jsonl:2: segment 2", err)
+			}
+		})
+	}
+}
+
 // TestVersions: a partial rollout's per-token versions survive the file, a mismatched array is
 // refused with its file and line, and a rollout without them reads every token as PolicyVersion's.
 func TestVersions(t *testing.T) {

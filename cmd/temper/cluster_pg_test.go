@@ -15,8 +15,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/temperml/temper/activities/rollout"
-	train "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workflows"
 )
@@ -129,7 +129,7 @@ poll:
 			continue
 		}
 		for _, pa := range desc.PendingActivities {
-			if victim != nil || pa.ActivityType.GetName() != rollout.GenerateName || pa.State != enumspb.PENDING_ACTIVITY_STATE_STARTED || pa.Attempt != 1 {
+			if victim != nil || pa.ActivityType.GetName() != rolloutapi.GenerateName || pa.State != enumspb.PENDING_ACTIVITY_STATE_STARTED || pa.Attempt != 1 {
 				continue
 			}
 			for _, p := range rolls {
@@ -156,7 +156,7 @@ poll:
 	two := waitRun(t, r)
 	t.Logf("two-rollout-worker run with a kill in %.1fs", time.Since(start).Seconds())
 
-	if retried := rlRetried(t, c, wfID); retried[rollout.GenerateName] != 1 {
+	if retried := rlRetried(t, c, wfID); retried[rolloutapi.GenerateName] != 1 {
 		t.Errorf("want exactly the killed shard retried, got retries %v", retried)
 	}
 	took := completed()
@@ -173,10 +173,10 @@ poll:
 		t.Errorf("temper server does not say it keeps its state in PostgreSQL:\n%s", log)
 	}
 	a, b := one.Phases[0].Checkpoint, two.Phases[0].Checkpoint
-	if fileHash(t, from, train.ModelFile) == fileHash(t, a, train.ModelFile) {
+	if fileHash(t, from, trainapi.ModelFile) == fileHash(t, a, trainapi.ModelFile) {
 		t.Fatalf("GRPO did not change the weights (reward_mean %v): the comparison would prove nothing", one.Phases[0].Metrics["reward_mean"])
 	}
-	for _, name := range []string{train.ModelFile, train.OptimizerFile} {
+	for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
 		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
 			t.Errorf("%s: one worker %s, two workers with a kill %s", name, ha, hb)
 		}
@@ -192,7 +192,7 @@ func killedShard(t *testing.T, c client.Client, wfID string, pid int) string {
 		t.Fatalf("describe %s: %v", wfID, err)
 	}
 	for _, pa := range desc.PendingActivities {
-		if pa.ActivityType.GetName() == rollout.GenerateName && pa.State == enumspb.PENDING_ACTIVITY_STATE_STARTED && pa.Attempt == 1 &&
+		if pa.ActivityType.GetName() == rolloutapi.GenerateName && pa.State == enumspb.PENDING_ACTIVITY_STATE_STARTED && pa.Attempt == 1 &&
 			strings.HasPrefix(pa.LastWorkerIdentity, fmt.Sprintf("%d@", pid)) {
 			return pa.ActivityId
 		}
@@ -215,7 +215,7 @@ func generateIdentities(t *testing.T, c client.Client, wfID string) []string {
 		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
 			types[e.EventId] = a.ActivityType.GetName()
 		}
-		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && types[a.ScheduledEventId] == rollout.GenerateName {
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && types[a.ScheduledEventId] == rolloutapi.GenerateName {
 			out = append(out, a.Identity)
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -226,4 +227,29 @@ func parseCounts(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// runBenchServe is `temper bench serve` (bench.Serve), printed as a table or as JSON.
+func runBenchServe(ctx context.Context, presets string, clients string, tokens, repeats int, asJSON bool) error {
+	var ns []int
+	if clients != "" {
+		for _, f := range strings.Split(clients, ",") {
+			var n int
+			if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
+				return usageErr("bench serve: clients %q: want positive numbers, comma-separated", clients)
+			}
+			ns = append(ns, n)
+		}
+	}
+	rep, err := bench.Serve(ctx, strings.Split(presets, ","), ns, tokens, repeats, func(line string) { fmt.Fprintln(os.Stderr, line) })
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	fmt.Fprint(stdout, rep.String())
+	return nil
 }

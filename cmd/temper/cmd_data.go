@@ -11,8 +11,8 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/activities/train/preference"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/workers"
@@ -248,10 +248,10 @@ func writeModelPairs(ctx context.Context, task tasks.Task, from string, n, sampl
 	}
 	defer os.RemoveAll(scratch)
 	a := &preference.Activities{Activities: &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}}
-	res, err := a.PreferencesFromModel(ctx, contract.PrefFromModelInput{
+	res, err := a.PreferencesFromModel(ctx, trainapi.PrefFromModelInput{
 		Store: "file://" + scratch, Run: "data", Phase: "gen", Checkpoint: uri, Seed: seed,
-		Data:     contract.PrefDataSpec{Task: task.Name(), HeldoutExamples: heldout},
-		Sampling: contract.PrefSampling{Prompts: n, Samples: samples, SyntheticHeldout: heldout == 0},
+		Data:     trainapi.PrefDataSpec{Task: task.Name(), HeldoutExamples: heldout},
+		Sampling: trainapi.PrefSampling{Prompts: n, Samples: samples, SyntheticHeldout: heldout == 0},
 	})
 	if err != nil {
 		return err

@@ -50,7 +50,7 @@ func (c *demoCmd) run(ctx context.Context, args []string) error {
 	ui := st.UIURL
 	if st.Server == nil {
 		// Attached to a running `temper dev`: link to the UI it serves, if any.
-		if ds, ok := readDevState(c.home); ok && ds.Temporal == st.Address {
+		if ds, ok := workers.ReadDevState(c.home); ok && ds.Temporal == st.Address {
 			ui = ds.UI
 		}
 	}

@@ -8,14 +8,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/algorithms/model"
-	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/internal/serve"
 	"github.com/temperml/temper/tpu"
@@ -168,59 +164,4 @@ func (c *serveCmd) run(ctx context.Context, args []string) error {
 		return fmt.Errorf("serve: shutdown: %w", err)
 	}
 	return nil
-}
-
-// runBenchServe is `temper bench serve`: the server's aggregate tokens/s with 1, 8 and 32
-// concurrent streaming clients against the same model's in-process batched generation.
-func runBenchServe(ctx context.Context, presets string, clients string, tokens, repeats int, asJSON bool) error {
-	o := serve.BenchOptions{Presets: strings.Split(presets, ","), Tokens: tokens, Repeats: repeats,
-		Progress: func(line string) { fmt.Fprintln(os.Stderr, line) },
-		Open: func(preset string) (serve.BenchRuntime, func(), error) {
-			cfg, err := model.Preset(preset)
-			if err != nil {
-				return nil, nil, err
-			}
-			rt, err := tpu.New(tpu.Options{Model: cfg, Seed: 1})
-			if err != nil {
-				return nil, nil, err
-			}
-			return benchRuntime{rt}, func() { _ = rt.Close() }, nil
-		}}
-	if clients != "" {
-		for _, f := range strings.Split(clients, ",") {
-			var n int
-			if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
-				return usageErr("bench serve: clients %q: want positive numbers, comma-separated", clients)
-			}
-			o.Clients = append(o.Clients, n)
-		}
-	}
-	rep, err := serve.Bench(ctx, o)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		b, _ := json.MarshalIndent(rep, "", "  ")
-		fmt.Fprintln(stdout, string(b))
-		return nil
-	}
-	fmt.Fprint(stdout, rep.String())
-	return nil
-}
-
-// benchRuntime is serve.BenchRuntime on a tpu.Runtime.
-type benchRuntime struct{ rt *tpu.Runtime }
-
-func (b benchRuntime) Config() model.Config { return b.rt.Config() }
-
-func (b benchRuntime) NewEngine() (serve.Engine, func(), error) {
-	d, err := b.rt.NewDecoder()
-	if err != nil {
-		return nil, nil, err
-	}
-	return d, d.Close, nil
-}
-
-func (b benchRuntime) Generate(prompts [][]int, opts sample.Options) ([]model.Completion, error) {
-	return b.rt.Generate(prompts, opts)
 }

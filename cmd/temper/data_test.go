@@ -9,8 +9,8 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/activities/train/lm"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -27,7 +27,7 @@ func TestDataGenPairsFromModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &lm.Activities{Activities: &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}}
-	init, err := a.Init(context.Background(), contract.InitInput{Store: "file://" + dir, Run: "r", Phase: "p", Model: modelcfg.Config(cfg), Seed: 1})
+	init, err := a.Init(context.Background(), trainapi.InitInput{Store: "file://" + dir, Run: "r", Phase: "p", Model: modelcfg.Config(cfg), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

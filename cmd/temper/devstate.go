@@ -1,27 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 
 	"github.com/temperml/temper/workers"
 )
-
-// devState is what a running `temper dev` or `temper demo` leaves in HOME/dev.json: the address its
-// embedded server listens on and its Web UI's base URL. Client commands read it so that, without
-// --temporal or --ui, they reach the server that is actually running and print links to the UI port it
-// actually serves (not the default ports).
-type devState struct {
-	Temporal string `json:"temporal"`
-	UI       string `json:"ui"` // "" when the server runs without a UI
-	PID      int    `json:"pid"`
-}
-
-func devStatePath(home string) string { return filepath.Join(home, "dev.json") }
 
 // devStack is a Stack whose Close also removes the dev.json it wrote.
 type devStack struct {
@@ -36,26 +22,6 @@ func (d *devStack) Close() {
 	}
 	d.Stack.Close()
 	d.metrics.Close()
-}
-
-func writeDevState(home string, st *workers.Stack) (string, error) {
-	b, _ := json.Marshal(devState{Temporal: st.Address, UI: st.UIURL, PID: os.Getpid()})
-	p := devStatePath(home)
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		return "", fmt.Errorf("write %s: %w", p, err)
-	}
-	return p, nil
-}
-
-// readDevState returns the state of a `temper dev` running on HOME, if its server still answers (a
-// dev.json left by a killed process is ignored).
-func readDevState(home string) (devState, bool) {
-	var ds devState
-	b, err := os.ReadFile(devStatePath(home))
-	if err != nil || json.Unmarshal(b, &ds) != nil || ds.Temporal == "" || !workers.Reachable(ds.Temporal) {
-		return devState{}, false
-	}
-	return ds, true
 }
 
 // isLoopback reports whether host names this machine's loopback interface.

@@ -91,8 +91,8 @@ func TestClientLinksFollowDevState(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	b, _ := json.Marshal(devState{Temporal: addr, UI: "http://127.0.0.1:9999"})
-	if err := os.WriteFile(devStatePath(home), b, 0o644); err != nil {
+	b, _ := json.Marshal(workers.DevState{Temporal: addr, UI: "http://127.0.0.1:9999"})
+	if err := os.WriteFile(workers.DevStatePath(home), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	parse := func(args ...string) *clientFlags {
@@ -128,8 +128,8 @@ func TestClientLinksFollowDevState(t *testing.T) {
 		})
 	}
 	l.Close()
-	b, _ = json.Marshal(devState{Temporal: addr, UI: ""})
-	os.WriteFile(devStatePath(home), b, 0o644)
+	b, _ = json.Marshal(workers.DevState{Temporal: addr, UI: ""})
+	os.WriteFile(workers.DevStatePath(home), b, 0o644)
 	if l, err = net.Listen("tcp", addr); err == nil {
 		defer l.Close()
 		if got := parse().runURL("r1"); !strings.Contains(got, "no Web UI") {

@@ -86,7 +86,7 @@ func TestDocCheckerCatchesMadeUpNames(t *testing.T) {
 		want      []string // substrings of the problems, one per problem, in order
 	}{
 		{"real names pass", "Run `temper run p.yaml --wait --json`, `bin/temper ckpt verify URI`, `temper config explain grpo`,\n" +
-			"`make test-long`, `CI=true make test`, `TestReadmeIsShort`, `algorithms/model/testdata/families/<family>-<old|new>/`, `scripts/cluster.sh`, `activities/*/contract`, `./workflows/`,\n" +
+			"`make test-long`, `CI=true make test`, `TestReadmeIsShort`, `algorithms/model/testdata/families/<family>-<old|new>/`, `scripts/cluster.sh`, `activities/*/*api`, `./workflows/`,\n" +
 			"[the design](docs/architecture.md) and `cd third_party/compute && go test ./internal/gobackend/`.\n" +
 			"```sh\ntemper worker --roles trainer \\\n  --temporal HOST:PORT   # a comment with --no-such-flag\n```\n" +
 			"```\ncmd/temper          one binary: demo | dev\n```\n" +

@@ -30,7 +30,7 @@ func (c *clientFlags) bind(fs *flag.FlagSet) {
 
 // defaultTemporal is the address of the `temper dev` running on $TEMPER_HOME, or the default port.
 func defaultTemporal() string {
-	if ds, ok := readDevState(workers.Home()); ok {
+	if ds, ok := workers.ReadDevState(workers.Home()); ok {
 		return ds.Temporal
 	}
 	return fmt.Sprintf("127.0.0.1:%d", workers.DefaultTemporalPort)
@@ -49,7 +49,7 @@ func (c *clientFlags) uiBase() string {
 	if c.ui != "" {
 		return c.ui
 	}
-	if ds, ok := readDevState(workers.Home()); ok && ds.Temporal == c.temporal {
+	if ds, ok := workers.ReadDevState(workers.Home()); ok && ds.Temporal == c.temporal {
 		return ds.UI
 	}
 	return fmt.Sprintf("http://127.0.0.1:%d", workers.DefaultUIPort)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
@@ -37,10 +37,10 @@ func TestLoRAMergeCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	baseRef, err := cl.Save(ctx, store, "r", "pretrain", 0, func(w *ckpt.Writer) error {
-		if err := w.Add(ctx, contract.ConfigFile, strings.NewReader(string(cfgJSON))); err != nil {
+		if err := w.Add(ctx, trainapi.ConfigFile, strings.NewReader(string(cfgJSON))); err != nil {
 			return err
 		}
-		f, err := w.Create(ctx, contract.ModelFile)
+		f, err := w.Create(ctx, trainapi.ModelFile)
 		if err != nil {
 			return err
 		}

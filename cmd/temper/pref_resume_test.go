@@ -15,7 +15,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -84,9 +84,9 @@ func TestPreferenceExactResumeAfterSIGKILL(t *testing.T) {
 			p := &workerProcess{t: t, role: workflows.QueueTrainer, addr: addr, logs: filepath.Join(dir, "trainer-"+c.kind+".log")}
 			p.start()
 			t.Cleanup(p.kill)
-			cfg, chunkName := prefConfig(c.extra), contract.PrefChunkName
+			cfg, chunkName := prefConfig(c.extra), trainapi.PrefChunkName
 			if c.kind == "distill" {
-				cfg, chunkName = distillResumeConfig(from), contract.DistillChunkName
+				cfg, chunkName = distillResumeConfig(from), trainapi.DistillChunkName
 			}
 			in := workflows.PipelineInput{Name: "pref-" + c.kind, Store: store, Seed: 5, Phases: []workflows.PhaseSpec{
 				{Name: c.kind, Kind: c.kind, From: from, Config: cfg},
@@ -134,7 +134,7 @@ func TestPreferenceExactResumeAfterSIGKILL(t *testing.T) {
 			if a == b || !strings.HasSuffix(a, want) || !strings.HasSuffix(b, want) {
 				t.Fatalf("final checkpoints %s and %s: want two distinct ones ending in %s", a, b, want)
 			}
-			for _, name := range []string{contract.ModelFile, contract.OptimizerFile} {
+			for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
 				if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
 					t.Errorf("%s differs after kills: %s vs %s", name, ha, hb)
 				}
@@ -172,7 +172,7 @@ func prefChunkStep(c client.Client, wfID, chunk string) int {
 			pa.HeartbeatDetails == nil || len(pa.HeartbeatDetails.Payloads) == 0 {
 			continue
 		}
-		var p contract.Progress
+		var p trainapi.Progress
 		if json.Unmarshal(pa.HeartbeatDetails.Payloads[0].Data, &p) == nil {
 			return p.Step
 		}

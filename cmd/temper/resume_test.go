@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -121,7 +121,7 @@ func TestSFTExactResumeAfterSIGKILL(t *testing.T) {
 	if a == b {
 		t.Fatalf("both runs wrote the same checkpoint %s", a)
 	}
-	for _, name := range []string{contract.ModelFile, contract.OptimizerFile} {
+	for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
 		ha, hb := fileHash(t, a, name), fileHash(t, b, name)
 		if ha != hb {
 			t.Errorf("%s differs after kills: %s vs %s", name, ha, hb)
@@ -174,10 +174,10 @@ func chunkStep(c client.Client, wfID string) int {
 		return -1
 	}
 	for _, pa := range desc.PendingActivities {
-		if pa.ActivityType.GetName() != contract.ChunkName || pa.HeartbeatDetails == nil || len(pa.HeartbeatDetails.Payloads) == 0 {
+		if pa.ActivityType.GetName() != trainapi.ChunkName || pa.HeartbeatDetails == nil || len(pa.HeartbeatDetails.Payloads) == 0 {
 			continue
 		}
-		var p contract.Progress
+		var p trainapi.Progress
 		if json.Unmarshal(pa.HeartbeatDetails.Payloads[0].Data, &p) == nil {
 			return p.Step
 		}

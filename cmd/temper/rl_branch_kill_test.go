@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -50,9 +50,9 @@ func TestRLBranchExactResumeAfterSIGKILL(t *testing.T) {
 	landed := false
 	for iter := 3; !landed; {
 		if iter >= 7 || time.Now().After(deadline) {
-			t.Fatalf("no kill of the trainer landed during a %s of the branch", contract.PolicyStepName)
+			t.Fatalf("no kill of the trainer landed during a %s of the branch", trainapi.PolicyStepName)
 		}
-		id, done := rlRunning(env.Client, branch, contract.PolicyStepName)
+		id, done := rlRunning(env.Client, branch, trainapi.PolicyStepName)
 		if done > iter {
 			iter = done
 			continue
@@ -66,11 +66,11 @@ func TestRLBranchExactResumeAfterSIGKILL(t *testing.T) {
 		if landed = rlAwaitRetry(t, env.Client, branch, id); !landed {
 			iter++
 		}
-		t.Logf("SIGKILL of the trainer during %s of iteration %d in %s: retried %v", contract.PolicyStepName, iter, branch, landed)
+		t.Logf("SIGKILL of the trainer during %s of iteration %d in %s: retried %v", trainapi.PolicyStepName, iter, branch, landed)
 	}
 	killed := waitRun(t, r)
-	if n := rlRetried(t, env.Client, branch)[contract.PolicyStepName]; n < 1 {
-		t.Errorf("want %s retried in the branch after the kill, got %d", contract.PolicyStepName, n)
+	if n := rlRetried(t, env.Client, branch)[trainapi.PolicyStepName]; n < 1 {
+		t.Errorf("want %s retried in the branch after the kill, got %d", trainapi.PolicyStepName, n)
 	}
 	for _, out := range []workflows.PipelineOutput{clean, killed} {
 		ph := out.Phases[0]
@@ -79,10 +79,10 @@ func TestRLBranchExactResumeAfterSIGKILL(t *testing.T) {
 		}
 	}
 	a, b := clean.Phases[0].Checkpoint, killed.Phases[0].Checkpoint
-	if fileHash(t, from, contract.ModelFile) == fileHash(t, a, contract.ModelFile) {
+	if fileHash(t, from, trainapi.ModelFile) == fileHash(t, a, trainapi.ModelFile) {
 		t.Fatal("the branch did not change the weights: the comparison would prove nothing")
 	}
-	for _, name := range []string{contract.ModelFile, contract.OptimizerFile} {
+	for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
 		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
 			t.Errorf("%s differs after the kill in the branch: %s vs %s", name, ha, hb)
 		}

@@ -17,8 +17,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/temperml/temper/activities/rollout"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -139,7 +139,7 @@ func rlExactResume(t *testing.T, basePipeline func(store string) workflows.Pipel
 	clean := waitRun(t, run(ids+"-clean", rlGRPOPipelineWith(store, from, grpoCfg)))
 	t.Logf("clean GRPO run in %.1fs; activity durations %v", time.Since(start).Seconds(), rlActivityDurations(t, env.Client, ids+"-clean.grpo"))
 	if check != nil {
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rollout.RolloutsKey(clean.RunID, "grpo", 0, rollout.ShardTag(0)))))
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rolloutapi.RolloutsKey(clean.RunID, "grpo", 0, rolloutapi.ShardTag(0)))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,8 +156,8 @@ func rlExactResume(t *testing.T, basePipeline func(store string) workflows.Pipel
 		activity string
 		iter     int
 	}{
-		{roll, rollout.GenerateName, 2},
-		{trainer, contract.PolicyStepName, 4},
+		{roll, rolloutapi.GenerateName, 2},
+		{trainer, trainapi.PolicyStepName, 4},
 	}
 	for _, k := range kills {
 		// A warm activity can finish between the poll that saw it and the kill, or between two polls;
@@ -222,10 +222,10 @@ func rlExactResume(t *testing.T, basePipeline func(store string) workflows.Pipel
 	if a == b {
 		t.Fatalf("both runs wrote the same checkpoint %s", a)
 	}
-	if m := clean.Phases[0].Metrics; m["reward_mean"] <= 0 || fileHash(t, from, contract.ModelFile) == fileHash(t, a, contract.ModelFile) {
+	if m := clean.Phases[0].Metrics; m["reward_mean"] <= 0 || fileHash(t, from, trainapi.ModelFile) == fileHash(t, a, trainapi.ModelFile) {
 		t.Fatalf("GRPO did not change the weights (reward_mean %v): the comparison would prove nothing", m["reward_mean"])
 	}
-	for _, name := range []string{contract.ModelFile, contract.OptimizerFile} {
+	for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
 		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
 			t.Errorf("%s differs after kills: %s vs %s", name, ha, hb)
 		}

@@ -8,17 +8,17 @@ import (
 	"strings"
 	"testing"
 
-	actrollout "github.com/temperml/temper/activities/rollout"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/algorithms/rollout"
 )
 
-// TestSamples writes rollouts objects where activities/rollout writes them (RolloutsKey) in a file
+// TestSamples writes rollouts objects where activities/rollout writes them (rolloutapi.RolloutsKey) in a file
 // store, prints them with `temper samples`, and scores `--json`'s output with `temper score`.
 func TestSamples(t *testing.T) {
 	dir := t.TempDir()
 	store := "file://" + dir
 	put := func(iter int, tag string, rs []rollout.Rollout) {
-		p := filepath.Join(dir, filepath.FromSlash(actrollout.RolloutsKey("r1", "grpo", iter, tag)))
+		p := filepath.Join(dir, filepath.FromSlash(rolloutapi.RolloutsKey("r1", "grpo", iter, tag)))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestSamples(t *testing.T) {
 	put(1, "retry1", []rollout.Rollout{{ID: "i1-1r", Group: 0, Task: "add2", Prompt: "12+34=", Answer: "46", Completion: "46", StopReason: "eos",
 		PolicyVersion: 1, Attempt: 1, Feedback: "task: 47 is wrong"}})
 	// The verdicts the reward role writes beside a shard are not rollouts.
-	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(actrollout.RolloutsKey("r1", "grpo", 1, "s0000.verdicts"))),
+	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(rolloutapi.RolloutsKey("r1", "grpo", 1, "s0000.verdicts"))),
 		[]byte(`{"id":"i1-0","score":1,"pass":true}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

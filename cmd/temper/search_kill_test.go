@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/rollout/contract"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -51,7 +51,7 @@ func TestSearchExactResumeAfterSIGKILL(t *testing.T) {
 	p.start()
 	t.Cleanup(p.kill)
 	clean := prefRun(t, env.Client, "search-clean", in)
-	batchDur := activityDuration(t, env.Client, "search-clean.search", contract.SearchName)
+	batchDur := activityDuration(t, env.Client, "search-clean.search", rolloutapi.SearchName)
 
 	r := mustStart(t, env.Client, "search-killed", in)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
@@ -59,7 +59,7 @@ func TestSearchExactResumeAfterSIGKILL(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		deadline := time.Now().Add(2 * time.Minute)
 		var id string
-		for id = startedActivity(env.Client, "search-killed.search", contract.SearchName); id == "" || id == last; id = startedActivity(env.Client, "search-killed.search", contract.SearchName) {
+		for id = startedActivity(env.Client, "search-killed.search", rolloutapi.SearchName); id == "" || id == last; id = startedActivity(env.Client, "search-killed.search", rolloutapi.SearchName) {
 			if time.Now().After(deadline) {
 				t.Fatalf("kill %d: no new search batch started", i+1)
 			}

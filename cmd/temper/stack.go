@@ -119,7 +119,7 @@ func (s *stackFlags) start(w io.Writer) (*devStack, error) {
 	}
 	ds := &devStack{Stack: st, metrics: m}
 	if st.Server != nil {
-		if ds.statePath, err = writeDevState(s.home, st); err != nil {
+		if ds.statePath, err = workers.WriteDevState(s.home, st); err != nil {
 			ds.Close()
 			return nil, err
 		}

@@ -10,7 +10,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -55,7 +55,7 @@ func TestSteerExactAfterSIGKILL(t *testing.T) {
 	wfID := ids + "-killed.grpo"
 	landed := false
 	for iter := k + 1; iter < 7 && !landed; {
-		aid, done := rlRunning(env.Client, wfID, contract.PolicyStepName)
+		aid, done := rlRunning(env.Client, wfID, trainapi.PolicyStepName)
 		if done > iter {
 			iter = done
 			continue
@@ -75,10 +75,10 @@ func TestSteerExactAfterSIGKILL(t *testing.T) {
 	}
 	killed := waitRun(t, r)
 	a, b := clean.Phases[0].Checkpoint, killed.Phases[0].Checkpoint
-	if fileHash(t, from, contract.ModelFile) == fileHash(t, a, contract.ModelFile) {
+	if fileHash(t, from, trainapi.ModelFile) == fileHash(t, a, trainapi.ModelFile) {
 		t.Fatal("GRPO did not change the weights: the comparison would prove nothing")
 	}
-	for _, name := range []string{contract.ModelFile, contract.OptimizerFile} {
+	for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
 		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
 			t.Errorf("%s differs after the kill: %s vs %s", name, ha, hb)
 		}

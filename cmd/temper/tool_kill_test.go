@@ -21,8 +21,10 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/activities/rollout"
-	toolsact "github.com/temperml/temper/activities/tools"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/tools/toolsapi"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tokenize"
@@ -68,11 +70,11 @@ func (p pythonPolicy) Generate(prompts [][]int, opts sample.Options) ([]model.Co
 const toolKillQueue = "tool-kill-test"
 
 // toolKillProbe runs one rollout.Generate (the episodes of an RL iteration) on the rollout queue.
-func toolKillProbe(ctx workflow.Context, in rollout.GenerateInput) (rollout.GenerateOutput, error) {
+func toolKillProbe(ctx workflow.Context, in rolloutapi.GenerateInput) (rolloutapi.GenerateOutput, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: workflows.QueueRollout, StartToCloseTimeout: 5 * time.Minute,
 		HeartbeatTimeout: 10 * time.Second, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3}})
-	var out rollout.GenerateOutput
-	err := workflow.ExecuteActivity(ctx, rollout.GenerateName, in).Get(ctx, &out)
+	var out rolloutapi.GenerateOutput
+	err := workflow.ExecuteActivity(ctx, rolloutapi.GenerateName, in).Get(ctx, &out)
 	return out, err
 }
 
@@ -104,7 +106,7 @@ func TestToolWorkerKilledMidCall(t *testing.T) {
 			return pythonPolicy{eng}, err
 		}}
 	rw := worker.New(env.Client, workflows.QueueRollout, worker.Options{})
-	rw.RegisterActivityWithOptions(ro.Generate, activity.RegisterOptions{Name: rollout.GenerateName})
+	rw.RegisterActivityWithOptions(ro.Generate, activity.RegisterOptions{Name: rolloutapi.GenerateName})
 	pw := worker.New(env.Client, toolKillQueue, worker.Options{})
 	pw.RegisterWorkflow(toolKillProbe)
 	for _, w := range []worker.Worker{rw, pw} {
@@ -118,10 +120,10 @@ func TestToolWorkerKilledMidCall(t *testing.T) {
 	t.Cleanup(func() { tools.kill() })
 
 	ids := fmt.Sprintf("tool-kill-%d", time.Now().UnixNano())
-	generate := func(run string) (rollout.GenerateOutput, []byte) {
+	generate := func(run string) (rolloutapi.GenerateOutput, []byte) {
 		t.Helper()
-		in := rollout.GenerateInput{Store: store, Run: run, Phase: "grpo", Checkpoint: from, Iteration: 1,
-			Data: train.DataSpec{Task: "add2", HeldoutExamples: 4}, Seed: 3, Prompts: 2, Group: 2, MaxNewTokens: 160, Temperature: 1,
+		in := rolloutapi.GenerateInput{Store: store, Run: run, Phase: "grpo", Checkpoint: from, Iteration: 1,
+			Data: trainapi.DataSpec{Task: "add2", HeldoutExamples: 4}, Seed: 3, Prompts: 2, Group: 2, MaxNewTokens: 160, Temperature: 1,
 			Tools: []string{"python"}, MaxTurns: 2}
 		r, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: run, TaskQueue: toolKillQueue}, toolKillProbe, in)
 		if err != nil {
@@ -129,7 +131,7 @@ func TestToolWorkerKilledMidCall(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		var out rollout.GenerateOutput
+		var out rolloutapi.GenerateOutput
 		if err := r.Get(ctx, &out); err != nil {
 			t.Fatalf("%s: %v (tools worker log: %s)", run, err, readLog(filepath.Join(dir, "tools.log")))
 		}
@@ -173,7 +175,7 @@ func TestToolWorkerKilledMidCall(t *testing.T) {
 		}
 	}
 	for _, id := range calls {
-		var out toolsact.CallOutput
+		var out toolsapi.CallOutput
 		if err := env.Client.GetWorkflow(context.Background(), id, "").Get(context.Background(), &out); err != nil {
 			t.Fatal(err)
 		}

@@ -20,8 +20,8 @@ type rule struct {
 	layer string   // directory prefix ("algorithms/") or exact directory ("tpu")
 	allow []string // prefixes of allowed imports; "std" = any standard library package
 	deny  []string // prefixes that are never allowed, even if allowed above
-	// contractsOnly: of the activities layer, only the roles' contract packages (activity names and
-	// I/O types, no GoMLX, no storage client) may be imported.
+	// contractsOnly: of the activities layer, only the roles' contract packages (activities/ROLE/ROLEapi:
+	// activity names and I/O types, no GoMLX, no storage client) may be imported.
 	contractsOnly bool
 }
 
@@ -59,6 +59,31 @@ var rules = []rule{
 	{layer: "cmd", allow: []string{""}},
 }
 
+// narrower are stricter rules for single packages, checked before their layer's (which applies too):
+// pure leaves that workflows or untrusted input reach. A rule names one directory, not its subtree.
+var narrower = []rule{
+	// advantages are host-side arithmetic.
+	{layer: "algorithms/advantage", allow: []string{"std"}, deny: []string{"os", "net"}},
+	// bytes come in (fetching them is an activity's job), so workflows and every role may import it.
+	{layer: "algorithms/imageproc", allow: []string{"std"}, deny: []string{"os", "net", "syscall", "unsafe", "plugin"}},
+	// verifiers judge untrusted text.
+	{layer: "algorithms/verify", allow: []string{"std", "github.com/santhosh-tekuri/jsonschema/"},
+		deny: []string{"os", "net", "syscall", "unsafe", "plugin", "runtime/cgo"}},
+	{layer: "algorithms/layoutrender", allow: []string{"std", "golang.org/x/image/", module + "algorithms/"}, deny: []string{"os", "net"}},
+	{layer: "algorithms/model", allow: []string{"std", "github.com/gomlx/", module + "algorithms/"}, deny: []string{"os", "net"}},
+	{layer: "algorithms/sample", allow: []string{"std", "github.com/gomlx/", module + "algorithms/"}, deny: []string{"os", "net"}},
+	{layer: "algorithms/vision", allow: []string{"std", "github.com/gomlx/", module + "algorithms/"}, deny: []string{"os", "net"}},
+	// workflows carry the vision config.
+	{layer: "algorithms/vision/visioncfg", allow: []string{"std"}, deny: []string{"os", "net"}},
+}
+
+// isContract reports whether path is a role's contract package: activities/ROLE/ROLEapi (its
+// activity names and I/O types, named after the role so that no importer needs an alias).
+func isContract(path string) bool {
+	role, rest, ok := strings.Cut(strings.TrimPrefix(path, module+"activities/"), "/")
+	return ok && strings.HasPrefix(path, module+"activities/") && rest == role+"api"
+}
+
 func hasPrefixPath(path, prefix string) bool {
 	if prefix == "" {
 		return true
@@ -76,27 +101,38 @@ func isStd(path string) bool {
 
 // violation returns why dir may not import path, or "".
 func violation(dir, path string) string {
+	for _, r := range narrower {
+		if dir == r.layer {
+			if v := r.check(dir, path); v != "" {
+				return v
+			}
+		}
+	}
 	for _, r := range rules {
-		if !hasPrefixPath(dir, r.layer) {
-			continue
+		if hasPrefixPath(dir, r.layer) {
+			return r.check(dir, path)
 		}
-		for _, d := range r.deny {
-			if hasPrefixPath(path, d) {
-				return fmt.Sprintf("%s must not import %s (denied: %s)", dir, path, d)
-			}
-		}
-		if r.contractsOnly && hasPrefixPath(path, module+"activities/") && !strings.HasSuffix(path, "/contract") {
-			role, _, _ := strings.Cut(strings.TrimPrefix(path, module+"activities/"), "/")
-			return fmt.Sprintf("%s must not import %s: import the role's contract package (activities/%s/contract) instead", dir, path, role)
-		}
-		for _, a := range r.allow {
-			if (a == "std" && isStd(path)) || (a != "std" && hasPrefixPath(path, a)) {
-				return ""
-			}
-		}
-		return fmt.Sprintf("%s must not import %s (layer %s allows: %s)", dir, path, r.layer, strings.Join(r.allow, ", "))
 	}
 	return fmt.Sprintf("%s is in no layer of DESIGN.md; add a rule for it to internal/arch", dir)
+}
+
+// check returns why r forbids dir to import path, or "".
+func (r rule) check(dir, path string) string {
+	for _, d := range r.deny {
+		if hasPrefixPath(path, d) {
+			return fmt.Sprintf("%s must not import %s (denied: %s)", dir, path, d)
+		}
+	}
+	if r.contractsOnly && hasPrefixPath(path, module+"activities/") && !isContract(path) {
+		role, _, _ := strings.Cut(strings.TrimPrefix(path, module+"activities/"), "/")
+		return fmt.Sprintf("%s must not import %s: import the role's contract package (activities/%s/%sapi) instead", dir, path, role, role)
+	}
+	for _, a := range r.allow {
+		if (a == "std" && isStd(path)) || (a != "std" && hasPrefixPath(path, a)) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%s must not import %s (layer %s allows: %s)", dir, path, r.layer, strings.Join(r.allow, ", "))
 }
 
 type goFile struct {
@@ -228,7 +264,16 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"workflows", module + "activities/train"},
 		{"workflows", module + "activities/rollout"},
 		{"workflows", module + "activities/demo"},
+		{"workflows", module + "activities/train/lm"},
+		{"workflows", module + "activities/rollout/trainapi"},
 		{"newlayer", "fmt"},
+		{"algorithms/imageproc", "github.com/gomlx/gomlx/core/graph"},
+		{"algorithms/imageproc", "unsafe"},
+		{"algorithms/advantage", "github.com/gomlx/gomlx/core/graph"},
+		{"algorithms/verify", "runtime/cgo"},
+		{"algorithms/vision/visioncfg", module + "algorithms/model"},
+		{"algorithms/layoutrender", "github.com/gomlx/gomlx/core/graph"},
+		{"algorithms/sample", "os/exec"},
 		{"internal/config", module + "internal/report"},
 		{"activities/train", module + "internal/bench"},
 		{"internal/report", module + "cmd/temper"},
@@ -244,12 +289,16 @@ func TestRulesCatchViolations(t *testing.T) {
 	good := [][2]string{
 		{"algorithms/model", "github.com/gomlx/gomlx/core/graph"},
 		{"algorithms/model", "math"},
+		{"algorithms/verify", "github.com/santhosh-tekuri/jsonschema/v6"},
+		{"algorithms/vision", "github.com/gomlx/gomlx/core/graph"},
+		{"algorithms/layoutrender", "golang.org/x/image/font"},
 		{"tpu", module + "algorithms/model"},
 		{"activities/train", "go.temporal.io/sdk/activity"},
 		{"activities/ckpt", "cloud.google.com/go/storage"},
 		{"workflows", "go.temporal.io/sdk/workflow"},
-		{"workflows", module + "activities/demo/contract"},
-		{"workflows", module + "activities/train/contract"},
+		{"workflows", module + "activities/demo/demoapi"},
+		{"workflows", module + "activities/train/trainapi"},
+		{"workflows", module + "activities/tools/toolsapi"},
 		{"workers", "go.temporal.io/server/temporal"},
 		{"internal/bench", module + "workers"},
 		{"internal/report", "go.temporal.io/sdk/client"},
@@ -269,5 +318,49 @@ func TestRulesCatchViolations(t *testing.T) {
 	}
 	if got := replayHazards(f, fset); len(got) != 3 {
 		t.Errorf("want 3 hazards, got %v", got)
+	}
+}
+
+// TestNoAliasForTemperPackages: every Temper package is imported under its own name (tests too), so a
+// package reads the same wherever it is used; a clash means one of the two packages needs a better
+// name. A blank import (_) is allowed.
+func TestNoAliasForTemperPackages(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "third_party" || d.Name() == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		seen++
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if imp.Name != nil && imp.Name.Name != "_" && hasPrefixPath(path, module) {
+				t.Errorf("%s imports %s as %s: import it under its own name (rename a package that clashes)", fset.Position(imp.Pos()), path, imp.Name.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen < 100 {
+		t.Fatalf("read %d Go files: is the walk broken?", seen)
 	}
 }

@@ -18,10 +18,12 @@ var heavy = []string{"github.com/gomlx/", "cloud.google.com/go/storage"}
 // algorithms' config leaves).
 var lightPackages = []string{
 	"workflows",
-	"activities/train/contract",
-	"activities/rollout/contract",
-	"activities/reward/contract",
-	"activities/demo/contract",
+	"activities/train/trainapi",
+	"activities/rollout/rolloutapi",
+	"activities/reward/rewardapi",
+	"activities/tools/toolsapi",
+	"activities/demo/demoapi",
+	"activities/control/controlapi",
 	"algorithms/model/modelcfg",
 	"algorithms/loss/losscfg",
 	"algorithms/objective/objectivecfg",
@@ -95,4 +97,39 @@ func containsPrefix(list []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// sandbox is the code sandbox: Linux namespaces, seccomp, rlimits. Only the roles that run untrusted
+// code may link it: reward and tools (verifiers, python), and rollout, which runs agent programs
+// (rollout.agent) in it against a per-episode gateway.
+const sandbox = "github.com/temperml/temper/activities/reward/sandbox"
+
+// callersOfTools are the roles that play episodes and so call tools, through toolclient (a ToolCall
+// workflow on the tools queue), never by running them: the trainer (every family). Rollout calls tools
+// the same way but links the sandbox for agent episodes, so it is not listed.
+var callersOfTools = []string{"activities/train/..."}
+
+// TestToolCallersLinkNoSandbox: the trainer must not transitively import the code sandbox; a trainer
+// host then needs no sandbox privileges and cannot run a tool by mistake.
+func TestToolCallersLinkNoSandbox(t *testing.T) {
+	deps := goListDeps(t, callersOfTools...)
+	for _, p := range callersOfTools {
+		if len(deps[p]) == 0 {
+			t.Errorf("go list -deps ./%s listed nothing: is the walk broken?", p)
+		}
+		for _, d := range deps[p] {
+			if hasPrefixPath(d, sandbox) {
+				t.Errorf("%s transitively imports %s: call tools through activities/tools/toolclient", p, d)
+			}
+		}
+	}
+}
+
+// TestSandboxCheckCatchesIndirectImports keeps that check honest: the tools role links the sandbox
+// (to run python), and the walk must see it.
+func TestSandboxCheckCatchesIndirectImports(t *testing.T) {
+	deps := goListDeps(t, "activities/tools")
+	if !containsPrefix(deps["activities/tools"], sandbox) {
+		t.Errorf("go list -deps ./activities/tools should list %s, got %d packages", sandbox, len(deps["activities/tools"]))
+	}
 }

@@ -18,7 +18,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/temperml/temper/activities/rollout"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -203,8 +203,8 @@ func generationSpans(ctx context.Context, c client.Client, wfID string) ([]float
 		if err != nil {
 			return nil, 0, fmt.Errorf("history of %s: %w", wfID, err)
 		}
-		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == rollout.GenerateName {
-			var in rollout.GenerateInput
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == rolloutapi.GenerateName {
+			var in rolloutapi.GenerateInput
 			if p := a.GetInput().GetPayloads(); len(p) == 1 && json.Unmarshal(p[0].GetData(), &in) == nil && !strings.HasPrefix(in.Tag, "retry") {
 				s := byIter[in.Iteration]
 				if s == nil {

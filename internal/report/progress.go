@@ -11,10 +11,10 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/temperml/temper/activities/demo"
-	rewardcontract "github.com/temperml/temper/activities/reward/contract"
-	rolloutcontract "github.com/temperml/temper/activities/rollout/contract"
-	traincontract "github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/demo/demoapi"
+	"github.com/temperml/temper/activities/reward/rewardapi"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -180,13 +180,13 @@ func ProgressLine(s Snapshot, eta time.Duration, frac float64) string {
 func progressUnit(activity string) string {
 	switch {
 	// Every kind's chunk activity is named train.*Chunk and every evaluation train.*Evaluate.
-	case strings.HasSuffix(activity, "Chunk") || activity == traincontract.PolicyStepName || activity == demo.TickName:
+	case strings.HasSuffix(activity, "Chunk") || activity == trainapi.PolicyStepName || activity == demoapi.TickName:
 		return "step"
 	case strings.HasSuffix(activity, "Evaluate"):
 		return "eval"
-	case activity == rolloutcontract.GenerateName:
+	case activity == rolloutapi.GenerateName:
 		return "prompts"
-	case activity == rewardcontract.ScoreName:
+	case activity == rewardapi.ScoreName:
 		return "scored"
 	default:
 		return "done"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temperml/temper/activities/demo"
+	"github.com/temperml/temper/activities/demo/demoapi"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -19,7 +19,7 @@ func simulate(e *ETA, total int, flush, from, to float64) []float64 {
 	var shown []float64
 	for t := from; t <= to; t += 0.5 {
 		step := min(total, int(math.Floor(t/flush)*flush))
-		s := Snapshot{Progress: workflows.PipelineProgress{Phase: "sft"}, Activity: "train.Chunk", Step: demo.Progress{Step: step, Total: total},
+		s := Snapshot{Progress: workflows.PipelineProgress{Phase: "sft"}, Activity: "train.Chunk", Step: demoapi.Progress{Step: step, Total: total},
 			ChildStart: t0}
 		eta, _ := e.Update(s, t0.Add(time.Duration(t*float64(time.Second))))
 		shown = append(shown, eta.Seconds())
@@ -84,7 +84,7 @@ func TestProgressBarInterpolates(t *testing.T) {
 	e := &ETA{}
 	t0 := time.Unix(1_000_000, 0)
 	snap := func(step int) Snapshot {
-		return Snapshot{Progress: workflows.PipelineProgress{Phase: "sft", Total: 1}, Activity: "train.Chunk", Step: demo.Progress{Step: step, Total: 96}}
+		return Snapshot{Progress: workflows.PipelineProgress{Phase: "sft", Total: 1}, Activity: "train.Chunk", Step: demoapi.Progress{Step: step, Total: 96}}
 	}
 	e.Update(snap(0), t0)
 	e.Update(snap(24), t0.Add(24*time.Second)) // 1 step/s
@@ -103,7 +103,7 @@ func TestProgressUnit(t *testing.T) {
 		{"train.Evaluate", "eval 3/10"}, {"train.RewardEvaluate", "eval 3/10"},
 		{"rollout.Generate", "prompts 3/10"}, {"reward.Score", "scored 3/10"}, {"train.RefLogProbs", "done 3/10"},
 	} {
-		s := Snapshot{Progress: workflows.PipelineProgress{Phase: "p", Total: 1}, Activity: c.activity, Step: demo.Progress{Step: 3, Total: 10}}
+		s := Snapshot{Progress: workflows.PipelineProgress{Phase: "p", Total: 1}, Activity: c.activity, Step: demoapi.Progress{Step: 3, Total: 10}}
 		if line := ProgressLine(s, -1, -1); !strings.HasSuffix(line, "] "+c.want) {
 			t.Errorf("%s: line %q, want it to end in %q", c.activity, line, c.want)
 		}

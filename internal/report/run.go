@@ -11,14 +11,14 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/temperml/temper/activities/demo"
+	"github.com/temperml/temper/activities/demo/demoapi"
 	"github.com/temperml/temper/workflows"
 )
 
 // Snapshot is what the server says about a running pipeline right now.
 type Snapshot struct {
 	Progress workflows.PipelineProgress
-	Step     demo.Progress // of the current phase's running activity, if any
+	Step     demoapi.Progress // of the current phase's running activity, if any
 	Activity string
 	Attempt  int32
 	// ChildStart is when the current phase's workflow run started (the latest run after a

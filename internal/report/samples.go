@@ -10,11 +10,11 @@ import (
 	"strconv"
 
 	"github.com/temperml/temper/activities/ckpt"
-	actrollout "github.com/temperml/temper/activities/rollout"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/algorithms/rollout"
 )
 
-// rolloutName matches the objects activities/rollout writes (RolloutsKey): iter-NNNNNN.jsonl, or with a
+// rolloutName matches the objects activities/rollout writes (rolloutapi.RolloutsKey): iter-NNNNNN.jsonl, or with a
 // tag (shards, self-correction rounds) iter-NNNNNN-TAG.jsonl; not the verdicts beside them (TAG.verdicts).
 var rolloutName = regexp.MustCompile(`^iter-(\d+)(?:-[^/.]+)?\.jsonl$`)
 
@@ -22,7 +22,7 @@ var rolloutName = regexp.MustCompile(`^iter-(\d+)(?:-[^/.]+)?\.jsonl$`)
 // (its own rollouts first, then its tagged rounds) and the iterations in order. No rollouts is an error
 // that asks whether the phase is an RL phase of the run and the store its store.
 func IterationObjects(ctx context.Context, st ckpt.Store, run, phase string) (map[int][]string, []int, error) {
-	dir := path.Dir(actrollout.RolloutsKey(run, phase, 0, "")) + "/"
+	dir := path.Dir(rolloutapi.RolloutsKey(run, phase, 0, "")) + "/"
 	objs, err := st.List(ctx, dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list %s: %w", st.URI(dir), err)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/workers"
@@ -80,7 +80,7 @@ func WeightsOf(t *testing.T, uri string) map[string][]float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := ck.Open(context.Background(), contract.ModelFile)
+	rc, err := ck.Open(context.Background(), trainapi.ModelFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,12 +37,14 @@ func TestCgroupHelpers(t *testing.T) {
 }
 
 func TestSeccompFilterAssembles(t *testing.T) {
-	f, err := buildFilter()
-	if err != nil {
-		t.Fatal(err) // a syscall name the library does not know, for one
-	}
-	// The program starts with our architecture check: load arch, compare, kill.
-	if len(f) < 3 || f[0].Code != 0x20 || f[0].K != 4 || f[2].K != 0x80000000 {
-		t.Errorf("filter does not start with the architecture check: %+v", f[:min(3, len(f))])
+	for _, inet := range []bool{false, true} {
+		f, err := buildFilter(inet)
+		if err != nil {
+			t.Fatal(err) // a syscall name the library does not know, for one
+		}
+		// The program starts with our architecture check: load arch, compare, kill.
+		if len(f) < 3 || f[0].Code != 0x20 || f[0].K != 4 || f[2].K != 0x80000000 {
+			t.Errorf("filter (inet %v) does not start with the architecture check: %+v", inet, f[:min(3, len(f))])
+		}
 	}
 }

@@ -33,6 +33,13 @@
 //   - I+R  a fresh anonymous session keyring per run, joined before privileges are dropped, and
 //     the slot uid's user, user-session and persistent keyrings emptied before exec: nothing of
 //     the worker's or an earlier run's keys is reachable even without seccomp.
+//   - I    an agent's run (Command.Net, a Loopback) joins a network namespace the worker made
+//     instead, whose only interface is its loopback, up, with one listener of the worker's on it;
+//     the seccomp filter then allows socket() for AF_INET only. It reaches that listener, and
+//     nothing else. Command.Mounts (read-only binds of host directories) and Command.Dir (the
+//     working directory) give it its code; Command.AddressSpace raises RLIMIT_AS alone for
+//     runtimes that reserve address space they never touch (Node), the cgroup still bounding
+//     memory.
 //   - I    network, PID, mount, IPC and UTS namespaces: no network (loopback down), the program
 //     is PID 1 of its namespace (killing it kills every descendant, setsid or not), SysV IPC
 //     dies with the run.

@@ -28,6 +28,9 @@ const helperEnv = "TEMPER_SANDBOX_HELPER"
 // EOF with no bytes exactly when the program was exec'd.
 const statusFD = 3
 
+// netNSFD is the network namespace a run with a Loopback joins (helperSpec.NetNS).
+const netNSFD = 4
+
 // Linux resource numbers (the syscall package lacks some).
 const (
 	rlimitCPU    = 0
@@ -55,6 +58,7 @@ type bindMount struct {
 	// TmpfsSize > 0 makes Dst a private tmpfs of that many bytes holding a copy of Src's
 	// regular files instead of a bind: writes never reach the host disk.
 	TmpfsSize int64 `json:"tmpfs_size,omitempty"`
+	ReadOnly  bool  `json:"read_only,omitempty"` // a read-only bind (Command.Mounts)
 }
 
 // helperSpec is everything the helper needs, passed as JSON in helperEnv.
@@ -77,6 +81,8 @@ type helperSpec struct {
 	Filter []sockFilter `json:"filter,omitempty"`
 	// KillAll: become UID and kill every process it can signal, then exit.
 	KillAll bool `json:"kill_all,omitempty"`
+	// NetNS: join the network namespace open at netNSFD (a Loopback's) before anything else.
+	NetNS bool `json:"net_ns,omitempty"`
 }
 
 func init() {
@@ -113,6 +119,12 @@ func runHelper(raw string) {
 	// A fresh anonymous session keyring (a NULL name never joins an existing one): the program
 	// must not reach the worker's. Kernels without keys fail here; there is nothing to leak then.
 	_, _, _ = syscall.RawSyscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
+	if sp.NetNS {
+		if err := unix.Setns(netNSFD, unix.CLONE_NEWNET); err != nil {
+			die("sandbox helper: join the loopback's network namespace: %v", err)
+		}
+		_ = syscall.Close(netNSFD)
+	}
 	if sp.Isolated {
 		if err := buildRoot(sp); err != nil {
 			die("sandbox helper: %v", err)
@@ -358,7 +370,11 @@ func buildRoot(sp helperSpec) error {
 		if err := syscall.Mount(b.Src, inside(b.Dst), "", bind, ""); err != nil {
 			return fmt.Errorf("bind %s: %w", b.Src, err)
 		}
-		if err := syscall.Mount("", inside(b.Dst), "", syscall.MS_BIND|syscall.MS_REMOUNT|hardened, ""); err != nil {
+		flags := uintptr(syscall.MS_BIND | syscall.MS_REMOUNT | hardened)
+		if b.ReadOnly {
+			flags |= syscall.MS_RDONLY
+		}
+		if err := syscall.Mount("", inside(b.Dst), "", flags, ""); err != nil {
 			return fmt.Errorf("remount %s: %w", b.Dst, err)
 		}
 	}

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"net"
 	"runtime"
 )
 
@@ -31,6 +32,21 @@ func (s *Sandbox) ModeReason() string { return "" }
 func (s *Sandbox) Check(ctx context.Context, p Program, cases []TestCase, lim Limits) (Report, error) {
 	return Report{}, ErrUnavailable
 }
+
+// Loopback is unavailable off Linux.
+type Loopback struct{}
+
+// NewLoopback returns ErrUnavailable off Linux.
+func NewLoopback() (*Loopback, error) { return nil, ErrUnavailable }
+
+// Listener is nil off Linux.
+func (l *Loopback) Listener() net.Listener { return nil }
+
+// Addr is empty off Linux.
+func (l *Loopback) Addr() string { return "" }
+
+// Close does nothing off Linux.
+func (l *Loopback) Close() error { return nil }
 
 // Config is empty off Linux.
 func (s *Sandbox) Config() Config { return Config{} }

@@ -34,8 +34,9 @@ type Sandbox struct {
 	reason string // why a better mode was not available
 	exe    string
 	slots  chan int
-	// filter is the seccomp program every sandboxed process gets (nil: no seccomp here).
-	filter []sockFilter
+	// filter is the seccomp program every sandboxed process gets (nil: no seccomp here);
+	// netFilter the one of a run with a Loopback (IPv4 sockets allowed).
+	filter, netFilter []sockFilter
 	// cg makes the per-run cgroups (nil: none writable here; rlimits only).
 	cg  *cgroups
 	seq atomic.Uint64
@@ -120,11 +121,15 @@ func New(cfg Config) (*Sandbox, error) {
 	// Missing protections are named in ModeReason, after the mode.
 	var missing []string
 	if seccompSupported() {
-		f, err := buildFilter()
+		f, err := buildFilter(false)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: new: %w", err)
 		}
-		s.filter = f
+		nf, err := buildFilter(true)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: new: %w", err)
+		}
+		s.filter, s.netFilter = f, nf
 	} else {
 		missing = append(missing, "no seccomp in this kernel: syscalls are not filtered")
 	}
@@ -233,6 +238,12 @@ type job struct {
 	// time of the whole tree (0: RLIMIT_CPU per process only).
 	memory int64
 	cpu    time.Duration
+	// Of an agent's run (Command): its network, read-only mounts, working directory (inside)
+	// and RLIMIT_AS when above limits.Memory.
+	net          *Loopback
+	mounts       []Mount
+	dir          string
+	addressSpace int64
 }
 
 func (s *Sandbox) acquire(ctx context.Context) (int, error) {
@@ -294,6 +305,20 @@ func (s *Sandbox) Run(ctx context.Context, c Command) (Result, error) {
 	if err := c.Limits.Validate(); err != nil {
 		return Result{}, err
 	}
+	if (c.Net != nil || len(c.Mounts) > 0) && s.mode != ModeIsolated {
+		return Result{}, fmt.Errorf("sandbox: run %s: a loopback network and read-only mounts need the isolated mode; this machine has %s (%s)", c.Path, s.mode, s.reason)
+	}
+	for _, m := range c.Mounts {
+		if err := m.check(); err != nil {
+			return Result{}, err
+		}
+	}
+	if c.Dir != "" && !filepath.IsAbs(c.Dir) {
+		return Result{}, fmt.Errorf("sandbox: run %s: dir %q: want an absolute path inside", c.Path, c.Dir)
+	}
+	if c.AddressSpace < 0 {
+		return Result{}, fmt.Errorf("sandbox: run %s: address space %d: want >= 0", c.Path, c.AddressSpace)
+	}
 	slot, err := s.acquire(ctx)
 	if err != nil {
 		return Result{}, err
@@ -320,7 +345,22 @@ func (s *Sandbox) Run(ctx context.Context, c Command) (Result, error) {
 		mem = lim.Memory + lim.Disk
 	}
 	return s.spawn(ctx, job{uid: uid, workDir: dir, path: c.Path, args: c.Args, env: c.Env, stdin: c.Stdin,
-		limits: lim, memory: mem, cpu: lim.CPUTime})
+		limits: lim, memory: mem, cpu: lim.CPUTime, net: c.Net, mounts: c.Mounts, dir: c.Dir, addressSpace: c.AddressSpace})
+}
+
+// check names a bad mount: both paths absolute, Dst not the root nor a place the sandbox builds
+// itself (/proc, /dev, the work directory).
+func (m Mount) check() error {
+	if !filepath.IsAbs(m.Src) || !filepath.IsAbs(m.Dst) {
+		return fmt.Errorf("sandbox: mount %s at %s: want absolute paths", m.Src, m.Dst)
+	}
+	d := filepath.Clean(m.Dst)
+	for _, own := range []string{"/", "/proc", "/dev", insideWork} {
+		if d == own || (own != "/" && strings.HasPrefix(d, own+"/")) {
+			return fmt.Errorf("sandbox: mount %s at %s: the sandbox owns %s; pick another place", m.Src, m.Dst, own)
+		}
+	}
+	return nil
 }
 
 func contains(list []string, s string) bool {
@@ -341,6 +381,10 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 		dir = insideWork
 	}
 	env := mergeEnv([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + dir, "LANG=C.UTF-8"}, j.env)
+	if j.dir != "" {
+		dir = j.dir
+	}
+	as := uint64(max(j.limits.Memory, j.addressSpace))
 	cpu := uint64((j.limits.CPUTime + time.Second - 1) / time.Second)
 	// With a cgroup, pids.max is the limit the tree meets first (so the verdict can name it);
 	// RLIMIT_NPROC stays as a backstop a little above it.
@@ -358,7 +402,7 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 		Env:      env,
 		Rlimits: []rlimit{
 			{rlimitCPU, cpu, cpu + 1},
-			{rlimitAS, uint64(j.limits.Memory), uint64(j.limits.Memory)},
+			{rlimitAS, as, as},
 			{rlimitNPROC, nproc, nproc},
 			{rlimitFSIZE, uint64(j.limits.FileSize), uint64(j.limits.FileSize)},
 			{rlimitNOFILE, uint64(j.limits.OpenFiles), uint64(j.limits.OpenFiles)},
@@ -370,8 +414,14 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 		sp.ReadOnly = s.cfg.ReadOnly
 		// Runs get a private tmpfs; builds (Disk 0) a bind, since the binary must come back.
 		sp.Binds = append([]bindMount{{Src: j.workDir, Dst: insideWork, TmpfsSize: j.limits.Disk}}, j.binds...)
+		for _, m := range j.mounts {
+			sp.Binds = append(sp.Binds, bindMount{Src: m.Src, Dst: m.Dst, ReadOnly: true})
+		}
 	}
 	sp.Filter = s.filter
+	if j.net != nil {
+		sp.Filter, sp.NetNS = s.netFilter, true
+	}
 	var rc *runCgroup
 	if s.cg != nil {
 		var err error
@@ -418,8 +468,13 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 	}
 
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	extra := []*os.File{statusW}
 	if isolated {
 		attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+		if j.net != nil { // the helper joins the loopback's namespace (netNSFD) instead
+			attr.Cloneflags &^= syscall.CLONE_NEWNET
+			extra = append(extra, j.net.ns)
+		}
 	}
 	cmd := &exec.Cmd{
 		Path:        s.exe,
@@ -429,7 +484,7 @@ func (s *Sandbox) spawn(ctx context.Context, j job) (Result, error) {
 		Stdin:       stdinR,
 		Stdout:      stdoutW,
 		Stderr:      stderrW,
-		ExtraFiles:  []*os.File{statusW},
+		ExtraFiles:  extra,
 		SysProcAttr: attr,
 	}
 	start := time.Now()

@@ -204,9 +204,31 @@ type Command struct {
 	// Exec lists the Files that get mode 0755.
 	Exec   []string
 	Limits Limits
+	// Net, when set, runs the program in Net's network namespace (its loopback up, with the
+	// worker's listener on it) instead of a fresh one without network, and lets it open IPv4
+	// sockets: it reaches that listener and nothing else (every other socket family stays
+	// denied). Isolated mode only.
+	Net *Loopback
+	// Mounts are host directories visible read-only inside, each at its Dst (an agent's code and
+	// its packages). Isolated mode only.
+	Mounts []Mount
+	// Dir is the working directory, a path inside (default the work directory, which stays HOME
+	// and TMPDIR).
+	Dir string
+	// AddressSpace raises RLIMIT_AS above Limits.Memory for runtimes that reserve address space
+	// they never touch (Node's fetch reserves WebAssembly guard regions: it needs 16 GiB); the
+	// run's memory stays bounded by Limits.Memory + Limits.Disk through its cgroup, where there
+	// is one (ModeReason says when there is not).
+	AddressSpace int64
 	// treeMemory overrides the run's cgroup memory limit (default Limits.Memory + Limits.Disk);
 	// Go runs set it so that their address-space reserve does not raise it.
 	treeMemory int64
+}
+
+// Mount is a host directory (Src) bound read-only inside a sandbox at Dst.
+type Mount struct {
+	Src string `json:"src"`
+	Dst string `json:"dst"`
 }
 
 // Limits a run can hit (Result.Limit).

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"slices"
 	"syscall"
 	"unsafe"
 
@@ -61,21 +62,34 @@ type sockFilter struct {
 // (a deny list over the native architecture, x32 calls refused) and puts an architecture check
 // in front of it: the library lets calls of a foreign architecture through (int 0x80 from an
 // x86-64 process), this program kills the process instead.
-func buildFilter() ([]sockFilter, error) {
+//
+// With inet (a run given a Loopback), socket() is allowed for AF_INET only: the run's network
+// namespace holds nothing but its loopback and the worker's listener.
+func buildFilter(inet bool) ([]sockFilter, error) {
 	info, err := arch.GetInfo("")
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %w", err)
 	}
+	denied := deniedSyscalls
+	var sockets []seccomp.NameWithConditions
+	if inet {
+		denied = slices.DeleteFunc(slices.Clone(deniedSyscalls), func(n string) bool { return n == "socket" })
+		sockets = append(sockets, seccomp.NameWithConditions{Name: "socket",
+			Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_INET}}})
+	}
 	policy := seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
 		Syscalls: []seccomp.SyscallGroup{
-			{Action: seccomp.ActionErrno, Names: deniedSyscalls},
+			{Action: seccomp.ActionErrno, Names: denied},
 			{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{{
 				Name:       "clone",
 				Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: cloneNamespaceFlags}},
 			}}},
 			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
 		},
+	}
+	if len(sockets) > 0 {
+		policy.Syscalls = append(policy.Syscalls, seccomp.SyscallGroup{Action: seccomp.ActionErrno, NamesWithCondtions: sockets})
 	}
 	insts, err := policy.Assemble()
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
@@ -26,8 +26,8 @@ type Activities struct{ *train.Activities }
 // Register registers the distillation activities under their contract names on the trainer queue's worker.
 func Register(r train.Registrar, deps *train.Activities) {
 	a := &Activities{deps}
-	r.RegisterActivityWithOptions(a.DistillTargets, activity.RegisterOptions{Name: contract.DistillTargetsName})
-	r.RegisterActivityWithOptions(a.DistillChunk, activity.RegisterOptions{Name: contract.DistillChunkName})
+	r.RegisterActivityWithOptions(a.DistillTargets, activity.RegisterOptions{Name: trainapi.DistillTargetsName})
+	r.RegisterActivityWithOptions(a.DistillChunk, activity.RegisterOptions{Name: trainapi.DistillChunkName})
 }
 
 // rows is one batch laid out for the objective: [R][S] tokens, positions, attention validity, and the
@@ -150,38 +150,38 @@ func TargetsKey(run, phase, hash string) string {
 // training example once (it holds for every pass over the data) and stores it as one JSONL object, a
 // line per example in data order, so that chunks never hold the teacher. The key derives from the
 // input, so a retry returns the object an earlier attempt wrote.
-func (a *Activities) DistillTargets(ctx context.Context, in contract.DistillTargetsInput) (contract.DistillTargetsOutput, error) {
+func (a *Activities) DistillTargets(ctx context.Context, in trainapi.DistillTargetsInput) (trainapi.DistillTargetsOutput, error) {
 	op := fmt.Sprintf("train: distill targets %s/%s", in.Run, in.Phase)
 	if in.TopK < 1 || !(in.Temperature > 0) || in.Seq < 2 {
-		return contract.DistillTargetsOutput{}, train.BadInput(fmt.Errorf("%s: top_k %d, temperature %g, seq %d: want k >= 1, τ > 0, seq >= 2", op, in.TopK, in.Temperature, in.Seq))
+		return trainapi.DistillTargetsOutput{}, train.BadInput(fmt.Errorf("%s: top_k %d, temperature %g, seq %d: want k >= 1, τ > 0, seq >= 2", op, in.TopK, in.Temperature, in.Seq))
 	}
 	key := TargetsKey(in.Run, in.Phase, train.InputHash(struct {
 		Teacher string
-		Data    contract.DataSpec
+		Data    trainapi.DataSpec
 		Seq, K  int
 		Tau     float64
 		Seed    uint64
 	}{in.Teacher, in.Data, in.Seq, in.TopK, in.Temperature, in.Seed}))
 	if uri, ok, err := train.ExistingObject(ctx, a.Ckpt, in.Store, key); err != nil {
-		return contract.DistillTargetsOutput{}, err
+		return trainapi.DistillTargetsOutput{}, err
 	} else if ok {
 		tg, err := readTargets(ctx, a.Ckpt, uri)
 		if err != nil {
-			return contract.DistillTargetsOutput{}, err
+			return trainapi.DistillTargetsOutput{}, err
 		}
-		return contract.DistillTargetsOutput{Targets: uri, Examples: len(tg), Resumed: true}, nil
+		return trainapi.DistillTargetsOutput{Targets: uri, Examples: len(tg), Resumed: true}, nil
 	}
 	trainEx, _, err := train.Examples(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {
-		return contract.DistillTargetsOutput{}, err
+		return trainapi.DistillTargetsOutput{}, err
 	}
 	enc, err := encodeAll(trainEx, in.Seq)
 	if err != nil {
-		return contract.DistillTargetsOutput{}, err
+		return trainapi.DistillTargetsOutput{}, err
 	}
 	teacher, closeT, _, err := a.loadTeacher(ctx, in.Teacher)
 	if err != nil {
-		return contract.DistillTargetsOutput{}, err
+		return trainapi.DistillTargetsOutput{}, err
 	}
 	defer closeT()
 	var lines []target
@@ -193,16 +193,16 @@ func (a *Activities) DistillTargets(ctx context.Context, in contract.DistillTarg
 		}
 		tg, err := teacherTargets(teacher, b, in.TopK, in.Temperature)
 		if err != nil {
-			return contract.DistillTargetsOutput{}, fmt.Errorf("%s: %w", op, err)
+			return trainapi.DistillTargetsOutput{}, fmt.Errorf("%s: %w", op, err)
 		}
 		lines = append(lines, tg...)
-		activity.RecordHeartbeat(ctx, contract.Progress{Step: hi, Total: len(enc)})
+		activity.RecordHeartbeat(ctx, trainapi.Progress{Step: hi, Total: len(enc)})
 	}
 	uri, err := writeTargets(ctx, a.Ckpt, in.Store, key, lines)
 	if err != nil {
-		return contract.DistillTargetsOutput{}, fmt.Errorf("%s: %w", op, err)
+		return trainapi.DistillTargetsOutput{}, fmt.Errorf("%s: %w", op, err)
 	}
-	return contract.DistillTargetsOutput{Targets: uri, Examples: len(lines)}, nil
+	return trainapi.DistillTargetsOutput{Targets: uri, Examples: len(lines)}, nil
 }
 
 // loadTeacher loads a teacher checkpoint as a train.LogitReader (no optimizer state).
@@ -227,7 +227,7 @@ func (a *Activities) loadTeacher(ctx context.Context, uri string) (train.LogitRe
 // student's samples).
 type step struct {
 	idx []int
-	at  contract.Cursor
+	at  trainapi.Cursor
 }
 
 // DistillChunk trains in.Steps distillation steps of the student in.From (train.RunChunk does the
@@ -235,19 +235,19 @@ type step struct {
 // replaced by the student's own sample for the same prompt. Its metrics are the divergence's chunk
 // mean, on_policy_rows, and tokens / tokens_per_s (counted positions; seconds are the student's
 // optimizer steps only, the phase's train_seconds include the teacher and sampling).
-func (a *Activities) DistillChunk(ctx context.Context, in contract.DistillChunkInput) (contract.ChunkOutput, error) {
+func (a *Activities) DistillChunk(ctx context.Context, in trainapi.DistillChunkInput) (trainapi.ChunkOutput, error) {
 	op := fmt.Sprintf("train: distill chunk %s/%s", in.Run, in.Phase)
 	if err := in.Batch.Validate(); err != nil {
-		return contract.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
+		return trainapi.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
 	}
 	if err := in.Loss.Validate(); err != nil {
-		return contract.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: loss.%w", op, err))
+		return trainapi.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: loss.%w", op, err))
 	}
 	if (in.Teacher == "") == (in.Targets == "") {
-		return contract.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: set exactly one of teacher (on the fly) and targets (precomputed)", op))
+		return trainapi.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: set exactly one of teacher (on the fly) and targets (precomputed)", op))
 	}
 	if in.Targets != "" && (in.Loss.TopK < 1 || in.Loss.Lambda > 0) {
-		return contract.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: precomputed targets hold top-k teacher distributions of the data: want loss.top_k >= 1 and loss.lambda 0", op))
+		return trainapi.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: precomputed targets hold top-k teacher distributions of the data: want loss.top_k >= 1 and loss.lambda 0", op))
 	}
 	R, S := in.Batch.Rows, in.Batch.Seq
 	nOn := in.Loss.OnPolicyRows(R)
@@ -298,7 +298,7 @@ func (a *Activities) DistillChunk(ctx context.Context, in contract.DistillChunkI
 			}
 		}
 		return &train.ChunkObjective[step]{Eng: eng, Cfg: cfg, Unit: "tokens", Close: closeT,
-			Next: func(cur contract.Cursor) (step, contract.Cursor, error) {
+			Next: func(cur trainapi.Cursor) (step, trainapi.Cursor, error) {
 				idx, next := train.NextRows(len(enc), R, cur)
 				return step{idx: idx, at: cur}, next, nil
 			},

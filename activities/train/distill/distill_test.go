@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective/objectivecfg"
@@ -28,27 +28,27 @@ func newDistillEnv(t *testing.T) distillEnv {
 		t.Fatal(err)
 	}
 	small.MaxSeq = 64
-	var s, tch contract.InitOutput
-	e.Must(contract.InitName, contract.InitInput{Store: e.Store, Run: "r", Phase: "student", Model: modelcfg.Config(tiny), Seed: 3}, &s)
-	e.Must(contract.InitName, contract.InitInput{Store: e.Store, Run: "r", Phase: "teacher", Model: modelcfg.Config(small), Seed: 5}, &tch)
+	var s, tch trainapi.InitOutput
+	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "r", Phase: "student", Model: modelcfg.Config(tiny), Seed: 3}, &s)
+	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "r", Phase: "teacher", Model: modelcfg.Config(small), Seed: 5}, &tch)
 	return distillEnv{Env: e, student: s.Checkpoint, small: tch.Checkpoint}
 }
 
-func (d distillEnv) chunk(phase string, steps int, loss objectivecfg.DistillConfig, teacher, targets string) (contract.ChunkOutput, error) {
-	in := contract.DistillChunkInput{
-		ChunkHead: contract.ChunkHead{Store: d.Store, Run: "r", Phase: phase, From: d.student, Steps: steps, TotalSteps: steps,
-			Cursor: contract.Cursor{Seed: 1}, Optim: contract.Optim{LR: 3e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}, FreshOptimizer: true},
-		Data:  contract.DataSpec{Task: "add2", TrainExamples: 40, HeldoutExamples: 4},
-		Batch: contract.BatchSpec{Rows: 4, Seq: 24},
+func (d distillEnv) chunk(phase string, steps int, loss objectivecfg.DistillConfig, teacher, targets string) (trainapi.ChunkOutput, error) {
+	in := trainapi.DistillChunkInput{
+		ChunkHead: trainapi.ChunkHead{Store: d.Store, Run: "r", Phase: phase, From: d.student, Steps: steps, TotalSteps: steps,
+			Cursor: trainapi.Cursor{Seed: 1}, Optim: trainapi.Optim{LR: 3e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}, FreshOptimizer: true},
+		Data:  trainapi.DataSpec{Task: "add2", TrainExamples: 40, HeldoutExamples: 4},
+		Batch: trainapi.BatchSpec{Rows: 4, Seq: 24},
 		Loss:  loss, Teacher: teacher, Targets: targets,
 	}
-	var out contract.ChunkOutput
-	err := d.Run(contract.DistillChunkName, in, &out)
+	var out trainapi.ChunkOutput
+	err := d.Run(trainapi.DistillChunkName, in, &out)
 	return out, err
 }
 
-func (d distillEnv) sha(out contract.ChunkOutput) string {
-	return traintest.SHA(d.T, out.Checkpoint, contract.ModelFile)
+func (d distillEnv) sha(out trainapi.ChunkOutput) string {
+	return traintest.SHA(d.T, out.Checkpoint, trainapi.ModelFile)
 }
 
 // TestDistillGKDMixture: GKD's on-policy mixture (λ 0.5, β-skewed JSD) against a teacher of another
@@ -107,15 +107,15 @@ func TestDistillTargetsMatchOnTheFly(t *testing.T) {
 	d := newDistillEnv(t)
 	top := objectivecfg.DefaultDistill()
 	top.TopK, top.Temperature = 8, 2
-	in := contract.DistillTargetsInput{Store: d.Store, Run: "r", Phase: "pre", Teacher: d.small,
-		Data: contract.DataSpec{Task: "add2", TrainExamples: 40, HeldoutExamples: 4}, Seq: 24, TopK: 8, Temperature: 2, Seed: 1}
-	var tg contract.DistillTargetsOutput
-	d.Must(contract.DistillTargetsName, in, &tg)
+	in := trainapi.DistillTargetsInput{Store: d.Store, Run: "r", Phase: "pre", Teacher: d.small,
+		Data: trainapi.DataSpec{Task: "add2", TrainExamples: 40, HeldoutExamples: 4}, Seq: 24, TopK: 8, Temperature: 2, Seed: 1}
+	var tg trainapi.DistillTargetsOutput
+	d.Must(trainapi.DistillTargetsName, in, &tg)
 	if tg.Examples != 40 || tg.Resumed || !strings.Contains(tg.Targets, "/pre/teacher/targets-") {
 		t.Fatalf("targets: %+v", tg)
 	}
-	var again contract.DistillTargetsOutput
-	d.Must(contract.DistillTargetsName, in, &again)
+	var again trainapi.DistillTargetsOutput
+	d.Must(trainapi.DistillTargetsName, in, &again)
 	if !again.Resumed || again.Targets != tg.Targets {
 		t.Fatalf("retried targets: %+v", again)
 	}
@@ -138,8 +138,8 @@ func TestDistillBadInput(t *testing.T) {
 	d := newDistillEnv(t)
 	big := traintest.TinyModel(t)
 	big.Vocab = 272
-	var other contract.InitOutput
-	d.Must(contract.InitName, contract.InitInput{Store: d.Store, Run: "r", Phase: "vocab", Model: modelcfg.Config(big), Seed: 1}, &other)
+	var other trainapi.InitOutput
+	d.Must(trainapi.InitName, trainapi.InitInput{Store: d.Store, Run: "r", Phase: "vocab", Model: modelcfg.Config(big), Seed: 1}, &other)
 	top := objectivecfg.DefaultDistill()
 	top.TopK = 4
 	mix := top

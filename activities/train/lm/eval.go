@@ -11,9 +11,9 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	toolsact "github.com/temperml/temper/activities/tools"
+	"github.com/temperml/temper/activities/tools/toolclient"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/episode"
 	"github.com/temperml/temper/algorithms/sample"
@@ -25,28 +25,28 @@ import (
 // Evaluate measures a checkpoint on held-out data: teacher-forced loss and perplexity on the
 // completions, exact match of greedy completions (checked by the example's task when it has one, else
 // by equality of the first line with the reference), and pass@k with k sampled completions.
-func (a *Activities) Evaluate(ctx context.Context, in contract.EvalInput) (contract.EvalOutput, error) {
+func (a *Activities) Evaluate(ctx context.Context, in trainapi.EvalInput) (trainapi.EvalOutput, error) {
 	out, err := a.evaluate(ctx, in)
 	return out, train.Permanent(err)
 }
 
-func (a *Activities) evaluate(ctx context.Context, in contract.EvalInput) (contract.EvalOutput, error) {
+func (a *Activities) evaluate(ctx context.Context, in trainapi.EvalInput) (trainapi.EvalOutput, error) {
 	_, heldout, err := train.Examples(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {
-		return contract.EvalOutput{}, err
+		return trainapi.EvalOutput{}, err
 	}
 	if in.Examples > 0 && in.Examples < len(heldout) {
 		heldout = heldout[:in.Examples]
 	}
 	if len(heldout) == 0 {
-		return contract.EvalOutput{}, train.BadInput(fmt.Errorf("train: evaluate %s: no held-out examples (set data.heldout_examples or data.heldout)", in.Checkpoint))
+		return trainapi.EvalOutput{}, train.BadInput(fmt.Errorf("train: evaluate %s: no held-out examples (set data.heldout_examples or data.heldout)", in.Checkpoint))
 	}
 	if in.MaxNewTokens <= 0 {
 		in.MaxNewTokens = 32
 	}
 	m, err := a.Load(ctx, in.Checkpoint, train.LoadOptions{})
 	if err != nil {
-		return contract.EvalOutput{}, err
+		return trainapi.EvalOutput{}, err
 	}
 	eng, mcfg := m.Engine, m.Config
 	defer eng.Close()
@@ -58,7 +58,7 @@ func (a *Activities) evaluate(ctx context.Context, in contract.EvalInput) (contr
 	done := 0
 	beat := func(n int) {
 		done += n
-		activity.RecordHeartbeat(ctx, contract.Progress{Step: done, Total: total})
+		activity.RecordHeartbeat(ctx, trainapi.Progress{Step: done, Total: total})
 	}
 
 	if len(in.Tools) > 0 {
@@ -70,11 +70,11 @@ func (a *Activities) evaluate(ctx context.Context, in contract.EvalInput) (contr
 		hi := min(lo+train.EvalRows, len(heldout))
 		b, err := lossBatch(enc, heldout[lo:hi])
 		if err != nil {
-			return contract.EvalOutput{}, train.BadInput(err)
+			return trainapi.EvalOutput{}, train.BadInput(err)
 		}
 		m, err := eng.EvalLoss(b)
 		if err != nil {
-			return contract.EvalOutput{}, fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err)
+			return trainapi.EvalOutput{}, fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err)
 		}
 		nll += float64(m.Loss) * float64(m.Tokens)
 		tokens += float64(m.Tokens)
@@ -84,7 +84,7 @@ func (a *Activities) evaluate(ctx context.Context, in contract.EvalInput) (contr
 	prompts := make([][]int, len(heldout))
 	for i, ex := range heldout {
 		if prompts[i], err = enc.PromptIDs(ex); err != nil {
-			return contract.EvalOutput{}, train.BadInput(err)
+			return trainapi.EvalOutput{}, train.BadInput(err)
 		}
 	}
 	check := func(i int, toks []int) bool {
@@ -96,7 +96,7 @@ func (a *Activities) evaluate(ctx context.Context, in contract.EvalInput) (contr
 		hi := min(lo+train.EvalRows, len(prompts))
 		outs, err := eng.Generate(prompts[lo:hi], greedy)
 		if err != nil {
-			return contract.EvalOutput{}, fmt.Errorf("train: evaluate %s: generate: %w", in.Checkpoint, err)
+			return trainapi.EvalOutput{}, fmt.Errorf("train: evaluate %s: generate: %w", in.Checkpoint, err)
 		}
 		for j, o := range outs {
 			if check(lo+j, o.Tokens) {
@@ -132,7 +132,7 @@ func (a *Activities) evaluate(ctx context.Context, in contract.EvalInput) (contr
 			opts := sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: temp, StopTokens: []int{tokenize.ByteEOS}, Seeds: seeds}
 			outs, err := eng.Generate(batch, opts)
 			if err != nil {
-				return contract.EvalOutput{}, fmt.Errorf("train: evaluate %s: sample: %w", in.Checkpoint, err)
+				return trainapi.EvalOutput{}, fmt.Errorf("train: evaluate %s: sample: %w", in.Checkpoint, err)
 			}
 			for j, o := range outs {
 				i := lo + j/in.PassK
@@ -151,9 +151,9 @@ func (a *Activities) evaluate(ctx context.Context, in contract.EvalInput) (contr
 		metrics[fmt.Sprintf("heldout_pass@%d", in.PassK)] = float64(n) / float64(len(prompts))
 	}
 	if err := a.LogEval(ctx, in.Store, in.Log, metrics); err != nil {
-		return contract.EvalOutput{}, fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err)
+		return trainapi.EvalOutput{}, fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err)
 	}
-	return contract.EvalOutput{Metrics: metrics}, nil
+	return trainapi.EvalOutput{Metrics: metrics}, nil
 }
 
 // lossBatch puts one example per row, right-padded, with the loss on its trained tokens.
@@ -206,7 +206,7 @@ func firstCheckedAnswer(ep episode.Episode) (string, bool) {
 }
 
 // evalDigest names one evaluation (checkpoint, data, seed, sampling) in its tool calls' IDs.
-func evalDigest(in contract.EvalInput) string {
+func evalDigest(in trainapi.EvalInput) string {
 	b, _ := json.Marshal(in) // plain data: always marshals
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
@@ -214,17 +214,17 @@ func evalDigest(in contract.EvalInput) string {
 
 // evaluateEpisodes is Evaluate with tools: greedy episodes (and, for pass@k, k sampled ones) on
 // every held-out prompt, exact match on the final answer, and the episodes' tool use.
-func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput, eng train.Engine, maxContext int, heldout []tasks.Example, beat func(int)) (contract.EvalOutput, error) {
+func (a *Activities) evaluateEpisodes(ctx context.Context, in trainapi.EvalInput, eng train.Engine, maxContext int, heldout []tasks.Example, beat func(int)) (trainapi.EvalOutput, error) {
 	enc := train.Encoder()
 	cfg := train.EpisodeConfig(enc, in.MaxTurns, in.MaxNewTokens, 0, maxContext)
 	if err := cfg.Validate(); err != nil {
-		return contract.EvalOutput{}, train.BadInput(fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err))
+		return trainapi.EvalOutput{}, train.BadInput(fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err))
 	}
 	prompts := make([][]int, len(heldout))
 	for i, ex := range heldout {
 		var err error
 		if prompts[i], err = enc.PromptIDs(tasks.AsChat(ex)); err != nil {
-			return contract.EvalOutput{}, train.BadInput(err)
+			return trainapi.EvalOutput{}, train.BadInput(err)
 		}
 	}
 	// play runs the episodes of prompts idx (k each), returning which passed per prompt and sums.
@@ -249,7 +249,7 @@ func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput
 				return fmt.Sprintf("eval-%s.k%d.p%d.s%d.t%d", evalDigest(in), k, owner[j], j-(owner[j]-lo)*k, turn)
 			}
 			reg, err := train.ToolRegistry(in.Tools, func(j int) tasks.Example { return heldout[owner[j]] },
-				toolsact.Remote(a.Tools, place, func() { beat(0) }))
+				toolclient.Remote(a.Tools, place, func() { beat(0) }))
 			if err != nil {
 				return nil, train.BadInput(fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err))
 			}
@@ -296,7 +296,7 @@ func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput
 	}
 	greedy, err := play(1, 0)
 	if err != nil {
-		return contract.EvalOutput{}, err
+		return trainapi.EvalOutput{}, err
 	}
 	metrics := map[string]float64{
 		"heldout_n":           float64(len(heldout)),
@@ -317,12 +317,12 @@ func (a *Activities) evaluateEpisodes(ctx context.Context, in contract.EvalInput
 		}
 		solved, err := play(in.PassK, temp)
 		if err != nil {
-			return contract.EvalOutput{}, err
+			return trainapi.EvalOutput{}, err
 		}
 		metrics[fmt.Sprintf("heldout_pass@%d", in.PassK)] = count(solved)
 	}
 	if err := a.LogEval(ctx, in.Store, in.Log, metrics); err != nil {
-		return contract.EvalOutput{}, fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err)
+		return trainapi.EvalOutput{}, fmt.Errorf("train: evaluate %s: %w", in.Checkpoint, err)
 	}
-	return contract.EvalOutput{Metrics: metrics}, nil
+	return trainapi.EvalOutput{Metrics: metrics}, nil
 }

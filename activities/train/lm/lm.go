@@ -8,7 +8,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/tokenize"
@@ -21,16 +21,16 @@ type Activities struct{ *train.Activities }
 // Register registers the language-model activities under their contract names on the trainer queue's worker.
 func Register(r train.Registrar, deps *train.Activities) {
 	a := &Activities{deps}
-	r.RegisterActivityWithOptions(a.Init, activity.RegisterOptions{Name: contract.InitName})
-	r.RegisterActivityWithOptions(a.Chunk, activity.RegisterOptions{Name: contract.ChunkName})
-	r.RegisterActivityWithOptions(a.Evaluate, activity.RegisterOptions{Name: contract.EvaluateName})
+	r.RegisterActivityWithOptions(a.Init, activity.RegisterOptions{Name: trainapi.InitName})
+	r.RegisterActivityWithOptions(a.Chunk, activity.RegisterOptions{Name: trainapi.ChunkName})
+	r.RegisterActivityWithOptions(a.Evaluate, activity.RegisterOptions{Name: trainapi.EvaluateName})
 }
 
 // Init commits a seeded fresh model as step 0 of the phase (or returns the one already committed).
-func (a *Activities) Init(ctx context.Context, in contract.InitInput) (contract.InitOutput, error) {
+func (a *Activities) Init(ctx context.Context, in trainapi.InitInput) (trainapi.InitOutput, error) {
 	cfg := model.Config(in.Model)
 	if err := cfg.Validate(); err != nil {
-		return contract.InitOutput{}, train.BadInput(fmt.Errorf("train: init %s/%s: %w", in.Run, in.Phase, err))
+		return trainapi.InitOutput{}, train.BadInput(fmt.Errorf("train: init %s/%s: %w", in.Run, in.Phase, err))
 	}
 	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, 0, func(w *ckpt.Writer) error {
 		eng, err := a.NewEngine(train.EngineOptions{Model: cfg, Seed: in.Seed})
@@ -41,16 +41,16 @@ func (a *Activities) Init(ctx context.Context, in contract.InitInput) (contract.
 		return train.WriteModel(ctx, w, &train.Loaded{Engine: eng, Config: cfg}, ckpt.State{Step: 0, ConfigHash: train.ConfigHash(cfg)}, false)
 	})
 	if err != nil {
-		return contract.InitOutput{}, fmt.Errorf("train: init %s/%s: %w", in.Run, in.Phase, err)
+		return trainapi.InitOutput{}, fmt.Errorf("train: init %s/%s: %w", in.Run, in.Phase, err)
 	}
-	return contract.InitOutput{Checkpoint: ref.URI}, nil
+	return trainapi.InitOutput{Checkpoint: ref.URI}, nil
 }
 
 // Chunk trains in.Steps next-token steps from in.From on packed examples (train.RunChunk does the rest).
-func (a *Activities) Chunk(ctx context.Context, in contract.ChunkInput) (contract.ChunkOutput, error) {
+func (a *Activities) Chunk(ctx context.Context, in trainapi.ChunkInput) (trainapi.ChunkOutput, error) {
 	op := fmt.Sprintf("train: chunk %s/%s", in.Run, in.Phase)
 	if in.Batch.Rows <= 0 || in.Batch.Seq < 2 {
-		return contract.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: steps %d, batch %dx%d: want > 0", op, in.Steps, in.Batch.Rows, in.Batch.Seq))
+		return trainapi.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: steps %d, batch %dx%d: want > 0", op, in.Steps, in.Batch.Rows, in.Batch.Seq))
 	}
 	return train.RunChunk(ctx, a.Activities, in.ChunkHead, op, func() (*train.ChunkObjective[data.Batch], error) {
 		trainEx, _, err := train.Examples(ctx, a.Ckpt, in.Data, in.Cursor.Seed)
@@ -72,7 +72,7 @@ func (a *Activities) Chunk(ctx context.Context, in contract.ChunkInput) (contrac
 		eng, cfg := m.Engine, m.Config
 		packer := &data.Packer{Data: encoded, Rows: in.Batch.Rows, Seq: in.Batch.Seq + 1, PAD: tokenize.BytePAD}
 		return &train.ChunkObjective[data.Batch]{Eng: eng, Cfg: cfg, Unit: "tokens",
-			Next: func(cur contract.Cursor) (data.Batch, contract.Cursor, error) {
+			Next: func(cur trainapi.Cursor) (data.Batch, trainapi.Cursor, error) {
 				b, next, err := packer.Next(cur)
 				if err != nil {
 					return b, next, train.BadInput(err)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
 	"github.com/temperml/temper/activities/train/lm"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/tpu"
@@ -64,12 +64,12 @@ func TestLoRACheckpoints(t *testing.T) {
 	cfg := model.Config{Family: model.FamilyLlama, Vocab: 40, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2,
 		HeadDim: 8, FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: model.ActSiLU, TiedEmbeddings: true}
 	a := &lm.Activities{Activities: &train.Activities{Ckpt: cl, NewEngine: traintest.NewEngine}}
-	init, err := a.Init(ctx, contract.InitInput{Store: store, Run: "r", Phase: "pretrain", Model: modelcfg.Config(cfg), Seed: 1})
+	init, err := a.Init(ctx, trainapi.InitInput{Store: store, Run: "r", Phase: "pretrain", Model: modelcfg.Config(cfg), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := init.Checkpoint
-	optim := contract.Optim{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
+	optim := trainapi.Optim{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
 	lora := &model.LoRA{Rank: 4, Alpha: 8, Dropout: 0.1, Seed: 3, Targets: []string{"attn.*", "down_proj"}}
 	var batches []train.Batch
 	for i := range 6 {
@@ -120,7 +120,7 @@ func TestLoRACheckpoints(t *testing.T) {
 	for _, f := range ck.Manifest.Files {
 		names = append(names, f.Name)
 	}
-	if want := []string{train.AdapterConfigFile, train.AdapterFile, contract.OptimizerFile, "state.json"}; !slices.Equal(names, want) {
+	if want := []string{train.AdapterConfigFile, train.AdapterFile, trainapi.OptimizerFile, "state.json"}; !slices.Equal(names, want) {
 		t.Fatalf("LoRA checkpoint files %q, want %q (the base is referenced, not copied)", names, want)
 	}
 	atStep3 := loraLogProbs(t, full, probe)

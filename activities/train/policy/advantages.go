@@ -1,7 +1,7 @@
 package policy
 
 import (
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/advantage"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/rollout"
@@ -74,7 +74,7 @@ func keptRows(rs []rollout.Rollout, rewards []float64, dynamic bool) (idx []int,
 // return_mean, value_before_mean (V_old), explained_variance (1 − Var(R − V_old)/Var(R), the critic's
 // fit; ≤ 0 means no better than a constant) and, when a reference was read, kl_ref (token-mean of
 // log π_old − log π_ref).
-func ppoAdvantages(rows []policyRows, old, ref, vals [][][]float32, chunks [][]int, rewards []float64, pc contract.PPOConfig) (adv, ret [][][]float32, m map[string]float64, err error) {
+func ppoAdvantages(rows []policyRows, old, ref, vals [][][]float32, chunks [][]int, rewards []float64, pc trainapi.PPOConfig) (adv, ret [][][]float32, m map[string]float64, err error) {
 	var mask [][]bool
 	var kl, values [][]float64
 	var rw []float64

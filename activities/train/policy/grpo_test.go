@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/workers/traintest"
@@ -19,8 +19,8 @@ func TestGroupPolicyStepsLearnToyTask(t *testing.T) {
 	for _, algo := range []string{loss.AlgoGRPO, loss.AlgoRLOO} {
 		for _, invert := range []bool{false, true} {
 			e := traintest.New(t)
-			var init contract.InitOutput
-			e.Must(contract.InitName, contract.InitInput{Store: e.Store, Run: "pg", Phase: "sft", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 11}, &init)
+			var init trainapi.InitOutput
+			e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "pg", Phase: "sft", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 11}, &init)
 			dir := t.TempDir()
 			lc := loss.DefaultPolicyConfig(algo)
 			lc.KLBeta = 0
@@ -33,11 +33,11 @@ func TestGroupPolicyStepsLearnToyTask(t *testing.T) {
 						rewards[i] = 1 - rewards[i]
 					}
 				}
-				in := contract.PolicyStepInput{Store: e.Store, Run: "pg", Phase: algo, Policy: policy, Version: k,
+				in := trainapi.PolicyStepInput{Store: e.Store, Run: "pg", Phase: algo, Policy: policy, Version: k,
 					Rollouts: uri, Rewards: rewards, Loss: lc, LR: 3e-3, Epochs: 2, Minibatch: 32, FreshOptimizer: k == 0,
-					Optim: contract.Optim{LR: 3e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}}
-				var out contract.PolicyStepOutput
-				e.Must(contract.PolicyStepName, in, &out)
+					Optim: trainapi.Optim{LR: 3e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}}
+				var out trainapi.PolicyStepOutput
+				e.Must(trainapi.PolicyStepName, in, &out)
 				if out.NonFinite || out.Version != k+1 {
 					t.Fatalf("%s v%d: %+v", algo, k, out)
 				}

@@ -10,7 +10,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/objective"
@@ -95,7 +95,7 @@ func TestEpisodeMaskGradient(t *testing.T) {
 					}
 				}
 				chunks := [][]int{{0, 1}}
-				a, ret, _, err := ppoAdvantages([]policyRows{rows}, [][][]float32{old}, [][][]float32{old}, [][][]float32{vals}, chunks, rewards, contract.DefaultPPOConfig())
+				a, ret, _, err := ppoAdvantages([]policyRows{rows}, [][][]float32{old}, [][][]float32{old}, [][][]float32{vals}, chunks, rewards, trainapi.DefaultPPOConfig())
 				if err != nil {
 					t.Fatal(err)
 				}

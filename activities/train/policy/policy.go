@@ -10,7 +10,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
@@ -24,7 +24,7 @@ type Activities struct{ *train.Activities }
 // Register registers the policy activities under their contract names on the trainer queue's worker.
 func Register(r train.Registrar, deps *train.Activities) {
 	a := &Activities{deps}
-	r.RegisterActivityWithOptions(a.PolicyStep, activity.RegisterOptions{Name: contract.PolicyStepName})
+	r.RegisterActivityWithOptions(a.PolicyStep, activity.RegisterOptions{Name: trainapi.PolicyStepName})
 }
 
 // PolicyStep trains one RL iteration and commits policy version Version+1. Every iteration follows
@@ -40,17 +40,17 @@ func Register(r train.Registrar, deps *train.Activities) {
 //   - Epochs passes of one optimizer step per minibatch, then the chunk runner's commit.
 //
 // Idempotent: a version an earlier attempt committed is returned as is (train.Activities.Committed).
-func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput) (contract.PolicyStepOutput, error) {
+func (a *Activities) PolicyStep(ctx context.Context, in trainapi.PolicyStepInput) (trainapi.PolicyStepOutput, error) {
 	next := in.Version + 1
 	if uri, st, ok, err := a.Committed(ctx, in.Store, in.Run, in.Phase, next); err != nil {
-		return contract.PolicyStepOutput{}, err
+		return trainapi.PolicyStepOutput{}, err
 	} else if ok {
-		return contract.PolicyStepOutput{Checkpoint: uri, Version: next, Metrics: st.Scalars, Resumed: true,
+		return trainapi.PolicyStepOutput{Checkpoint: uri, Version: next, Metrics: st.Scalars, Resumed: true,
 			NonFinite: st.Scalars["non_finite"] > 0}, nil
 	}
 	p, err := a.plan(ctx, in)
 	if err != nil {
-		return contract.PolicyStepOutput{}, err
+		return trainapi.PolicyStepOutput{}, err
 	}
 	defer p.src.close()
 	return p.run(ctx)
@@ -59,9 +59,9 @@ func (a *Activities) PolicyStep(ctx context.Context, in contract.PolicyStepInput
 // plan is one policy step: its minibatches and their source, its kind of advantages, its metrics.
 type plan struct {
 	a       *Activities
-	in      contract.PolicyStepInput
+	in      trainapi.PolicyStepInput
 	op      string              // "train: <algorithm> step <run>/<phase>", the errors' prefix
-	gae     *contract.PPOConfig // token-level advantages from a critic (ppo); nil: group advantages
+	gae     *trainapi.PPOConfig // token-level advantages from a critic (ppo); nil: group advantages
 	rewards []float64           // per sample, in file order
 	chunks  [][]int             // the minibatches' samples
 	src     rowSource
@@ -74,13 +74,13 @@ type plan struct {
 
 // plan reads the iteration (or, streamed, what the advantages need of it), computes its group
 // advantages and reward metrics, and cuts the trained samples into minibatches.
-func (a *Activities) plan(ctx context.Context, in contract.PolicyStepInput) (*plan, error) {
+func (a *Activities) plan(ctx context.Context, in trainapi.PolicyStepInput) (*plan, error) {
 	if err := in.Loss.Validate(); err != nil {
 		return nil, train.BadInput(fmt.Errorf("train: policy step %s/%s: %w", in.Run, in.Phase, err))
 	}
 	p := &plan{a: a, in: in, op: fmt.Sprintf("train: %s step %s/%s", in.Loss.Algorithm, in.Run, in.Phase), metrics: map[string]float64{}}
 	if in.Loss.Algorithm == loss.AlgoPPO {
-		pc := contract.DefaultPPOConfig()
+		pc := trainapi.DefaultPPOConfig()
 		if in.PPO != nil {
 			pc = *in.PPO
 		}
@@ -97,6 +97,11 @@ func (a *Activities) plan(ctx context.Context, in contract.PolicyStepInput) (*pl
 		return nil, err
 	}
 	p.metrics["seconds_read"] = time.Since(readStart).Seconds()
+	if p.gae != nil {
+		if err := noSegments(rs, p.op, "use a GRPO-family phase for agents that rewrite their history"); err != nil {
+			return nil, err
+		}
+	}
 	if activity.IsActivity(ctx) { // how long the step waited for a trainer to take it
 		info := activity.GetInfo(ctx)
 		p.metrics["seconds_queued"] = info.StartedTime.Sub(info.ScheduledTime).Seconds()
@@ -107,6 +112,9 @@ func (a *Activities) plan(ctx context.Context, in contract.PolicyStepInput) (*pl
 	}
 	rewardStats(p.metrics, rs, lengths, p.rewards)
 	stalenessStats(p.metrics, rs, lengths, in.Version)
+	if !p.streamed {
+		rs, adv, idx = segmentRows(rs, adv, idx) // an agent's further segments: rows of their own
+	}
 	mb := in.Minibatch
 	if mb <= 0 || mb > len(idx) {
 		mb = len(idx)
@@ -182,32 +190,32 @@ func (p *plan) advantages(rs []rollout.Rollout) (idx []int, adv []float64, err e
 }
 
 // run loads the policy, reads what the updates need before the first one, optimizes and commits.
-func (p *plan) run(ctx context.Context) (contract.PolicyStepOutput, error) {
+func (p *plan) run(ctx context.Context) (trainapi.PolicyStepOutput, error) {
 	loadStart := time.Now()
 	pol, critic, err := p.load(ctx)
 	if err != nil {
-		return contract.PolicyStepOutput{}, err
+		return trainapi.PolicyStepOutput{}, err
 	}
 	defer pol.Close()
 	eng := pol.Engine
 	p.metrics["seconds_load"] = time.Since(loadStart).Seconds()
 	// Loading and the pre-update pass come before the first optimizer step's heartbeat; on a loaded
 	// 2-core machine they once took past the 30 s heartbeat timeout, and the attempt was retried.
-	beat := func() { activity.RecordHeartbeat(ctx, contract.Progress{}) }
+	beat := func() { activity.RecordHeartbeat(ctx, trainapi.Progress{}) }
 	beat()
 	nonFinite := false
 	if len(p.chunks) > 0 {
 		onPolicy := p.onPolicy()
 		if err := p.prepare(ctx, eng, critic, onPolicy, beat); err != nil {
-			return contract.PolicyStepOutput{}, err
+			return trainapi.PolicyStepOutput{}, err
 		}
 		if p.gae != nil {
 			if err := p.gaeAdvantages(); err != nil {
-				return contract.PolicyStepOutput{}, err
+				return trainapi.PolicyStepOutput{}, err
 			}
 		}
 		if nonFinite, err = p.optimize(ctx, eng, onPolicy); err != nil {
-			return contract.PolicyStepOutput{}, err
+			return trainapi.PolicyStepOutput{}, err
 		}
 	}
 	write := func(w *ckpt.Writer, st ckpt.State) error { return train.WriteModel(ctx, w, pol, st, true) }
@@ -218,7 +226,7 @@ func (p *plan) run(ctx context.Context) (contract.PolicyStepOutput, error) {
 }
 
 // load loads the policy with its optimizer state (unless FreshOptimizer) and, with GAE, its critic:
-// the value head of the checkpoint (a PPO checkpoint's contract.CriticFile, a reward model's
+// the value head of the checkpoint (a PPO checkpoint's trainapi.CriticFile, a reward model's
 // score.*) or a new one seeded by ppo.seed (train.HeadCritic), asked of the engine here, once. The
 // optimizer state is loaded only when the head is not new (a new head has no moments).
 func (p *plan) load(ctx context.Context) (*train.Loaded, train.ValueReader, error) {
@@ -380,7 +388,7 @@ func (p *plan) optimize(ctx context.Context, eng train.Stepper, onPolicy bool) (
 				sums[k] += float64(v)
 			}
 			steps++
-			activity.RecordHeartbeat(ctx, contract.Progress{Step: steps, Total: total})
+			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: steps, Total: total})
 		}
 	}
 	for k, v := range sums {
@@ -397,7 +405,7 @@ func (p *plan) optimize(ctx context.Context, eng train.Stepper, onPolicy bool) (
 
 // commit commits policy version Version+1 with the step's metrics (non-finite values dropped,
 // non_finite and lr added) through the chunk runner's commit; write stores the weights.
-func (p *plan) commit(ctx context.Context, cfg model.Config, nonFinite bool, write func(*ckpt.Writer, ckpt.State) error) (contract.PolicyStepOutput, error) {
+func (p *plan) commit(ctx context.Context, cfg model.Config, nonFinite bool, write func(*ckpt.Writer, ckpt.State) error) (trainapi.PolicyStepOutput, error) {
 	next, metrics := p.in.Version+1, p.metrics
 	if nonFinite {
 		metrics["non_finite"] = 1
@@ -410,11 +418,11 @@ func (p *plan) commit(ctx context.Context, cfg model.Config, nonFinite bool, wri
 	at := train.CommitAt{Store: p.in.Store, Run: p.in.Run, Phase: p.in.Phase, Step: next}
 	uri, err := p.a.Commit(ctx, at, p.op, log, func(w *ckpt.Writer) error { return write(w, st) })
 	if err != nil {
-		return contract.PolicyStepOutput{}, err
+		return trainapi.PolicyStepOutput{}, err
 	}
 	// The commit's own time reaches the workflow, not the committed checkpoint's scalars.
 	metrics["seconds_commit"] = time.Since(commitStart).Seconds()
-	return contract.PolicyStepOutput{Checkpoint: uri, Version: next, NonFinite: nonFinite, Metrics: metrics}, nil
+	return trainapi.PolicyStepOutput{Checkpoint: uri, Version: next, NonFinite: nonFinite, Metrics: metrics}, nil
 }
 
 // finiteOnly drops NaN and ±Inf metrics: Temporal payloads are JSON, which has no such numbers (the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/safetensors"
 )
 
@@ -19,7 +19,7 @@ import (
 // critic beside the policy (writePolicyWithCritic).
 
 // writePolicyWithCritic commits a PPO policy: config.json and model.safetensors of the causal LM
-// alone, its value head in contract.CriticFile, the optimizer state (head included) and state.json.
+// alone, its value head in trainapi.CriticFile, the optimizer state (head included) and state.json.
 func writePolicyWithCritic(ctx context.Context, w *ckpt.Writer, pol *train.Loaded, st ckpt.State) error {
 	eng := pol.Engine
 	if err := train.WriteModelFiles(ctx, w, pol); err != nil {
@@ -27,11 +27,11 @@ func writePolicyWithCritic(ctx context.Context, w *ckpt.Writer, pol *train.Loade
 	}
 	var buf bytes.Buffer
 	if err := eng.SaveWeights(&buf); err != nil {
-		return fmt.Errorf("write %s: %w", contract.ModelFile, err)
+		return fmt.Errorf("write %s: %w", trainapi.ModelFile, err)
 	}
 	f, err := safetensors.Read(bytes.NewReader(buf.Bytes()))
 	if err != nil {
-		return fmt.Errorf("write %s: %w", contract.ModelFile, err)
+		return fmt.Errorf("write %s: %w", trainapi.ModelFile, err)
 	}
 	var policy, critic []safetensors.Tensor
 	for _, t := range f.Tensors {
@@ -42,12 +42,12 @@ func writePolicyWithCritic(ctx context.Context, w *ckpt.Writer, pol *train.Loade
 		}
 	}
 	if len(critic) != 2 {
-		return fmt.Errorf("write %s: the engine saved %d value-head tensors, want %s and %s", contract.CriticFile, len(critic), train.ScoreWeight, train.ScoreBias)
+		return fmt.Errorf("write %s: the engine saved %d value-head tensors, want %s and %s", trainapi.CriticFile, len(critic), train.ScoreWeight, train.ScoreBias)
 	}
 	for _, part := range []struct {
 		name string
 		ts   []safetensors.Tensor
-	}{{contract.ModelFile, policy}, {contract.CriticFile, critic}} {
+	}{{trainapi.ModelFile, policy}, {trainapi.CriticFile, critic}} {
 		var b bytes.Buffer
 		if err := safetensors.Write(&b, part.ts, f.Metadata); err != nil {
 			return fmt.Errorf("write %s: %w", part.name, err)
@@ -56,7 +56,7 @@ func writePolicyWithCritic(ctx context.Context, w *ckpt.Writer, pol *train.Loade
 			return err
 		}
 	}
-	if err := train.Stream(ctx, w, contract.OptimizerFile, eng.SaveOptimizer); err != nil {
+	if err := train.Stream(ctx, w, trainapi.OptimizerFile, eng.SaveOptimizer); err != nil {
 		return err
 	}
 	return w.AddState(ctx, st)

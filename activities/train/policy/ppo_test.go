@@ -14,7 +14,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/rollout"
@@ -78,24 +78,24 @@ func ppoToyRollouts(t *testing.T, policy, dir string, iter, n int) (string, []fl
 // non-retryable error.
 func TestPPOStepLearnsToyTask(t *testing.T) {
 	e := traintest.New(t)
-	var init contract.InitOutput
-	e.Must(contract.InitName, contract.InitInput{Store: e.Store, Run: "ppo", Phase: "sft", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 11}, &init)
+	var init trainapi.InitOutput
+	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "ppo", Phase: "sft", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 11}, &init)
 
 	dir := t.TempDir()
 	const iters, n = 8, 64
 	lc := loss.DefaultPolicyConfig(loss.AlgoPPO)
 	policy := init.Checkpoint
-	var first, last contract.PolicyStepOutput
-	var in contract.PolicyStepInput
+	var first, last trainapi.PolicyStepOutput
+	var in trainapi.PolicyStepInput
 	_, _, before := ppoToyRollouts(t, policy, dir, 999, 128)
 	for k := range iters {
 		uri, rewards, mean := ppoToyRollouts(t, policy, dir, k, n)
-		in = contract.PolicyStepInput{Store: e.Store, Run: "ppo", Phase: "ppo", Policy: policy, Reference: init.Checkpoint, Version: k,
+		in = trainapi.PolicyStepInput{Store: e.Store, Run: "ppo", Phase: "ppo", Policy: policy, Reference: init.Checkpoint, Version: k,
 			Rollouts: uri, Rewards: rewards, Loss: lc, LR: 3e-3, Epochs: 2, Minibatch: 32, FreshOptimizer: k == 0,
-			Optim: contract.Optim{LR: 3e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
-			PPO:   &contract.PPOConfig{Gamma: 1, Lambda: 0.95, Seed: 5}}
-		var out contract.PolicyStepOutput
-		e.Must(contract.PolicyStepName, in, &out)
+			Optim: trainapi.Optim{LR: 3e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
+			PPO:   &trainapi.PPOConfig{Gamma: 1, Lambda: 0.95, Seed: 5}}
+		var out trainapi.PolicyStepOutput
+		e.Must(trainapi.PolicyStepName, in, &out)
 		m := out.Metrics
 		t.Logf("v%d reward %.3f value_loss %.4f value_mean %.3f entropy %.3f clip_frac %.3f ev %.3f", k, mean,
 			m["value_loss"], m["value_mean"], m["entropy"], m["clip_frac"], m["explained_variance"])
@@ -136,7 +136,7 @@ func TestPPOStepLearnsToyTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := ck.Open(context.Background(), contract.CriticFile)
+	rc, err := ck.Open(context.Background(), trainapi.CriticFile)
 	if err != nil {
 		t.Fatalf("critic file: %v", err)
 	}
@@ -150,8 +150,8 @@ func TestPPOStepLearnsToyTask(t *testing.T) {
 	}
 
 	// A retried step finds its committed version.
-	var again contract.PolicyStepOutput
-	e.Must(contract.PolicyStepName, in, &again)
+	var again trainapi.PolicyStepOutput
+	e.Must(trainapi.PolicyStepName, in, &again)
 	if !again.Resumed || again.Checkpoint != last.Checkpoint {
 		t.Fatalf("retry: %+v, want the committed %s", again, last.Checkpoint)
 	}
@@ -162,7 +162,7 @@ func TestPPOStepLearnsToyTask(t *testing.T) {
 		return noValues{eng}, err
 	}
 	in.Version, in.Phase = 0, "ppo-novalues"
-	err = e.Run(contract.PolicyStepName, in, &again)
+	err = e.Run(trainapi.PolicyStepName, in, &again)
 	var ae *temporal.ApplicationError
 	if err == nil || !errors.As(err, &ae) || !ae.NonRetryable() || !strings.Contains(err.Error(), "ValueReader") {
 		t.Fatalf("engine without values: %v", err)
@@ -172,16 +172,16 @@ func TestPPOStepLearnsToyTask(t *testing.T) {
 // TestPPOConfigValidate: every bad knob is named.
 func TestPPOConfigValidate(t *testing.T) {
 	for _, c := range []struct {
-		cfg  contract.PPOConfig
+		cfg  trainapi.PPOConfig
 		path string
 	}{
-		{contract.DefaultPPOConfig(), ""},
-		{contract.PPOConfig{Gamma: 0.99, Lambda: 1, KLCoef: 0.05}, ""},
-		{contract.PPOConfig{Gamma: 1.5, Lambda: 0.95}, "ppo.gamma"},
-		{contract.PPOConfig{Gamma: math.NaN(), Lambda: 0.95}, "ppo.gamma"},
-		{contract.PPOConfig{Gamma: 1, Lambda: -0.1}, "ppo.lambda"},
-		{contract.PPOConfig{Gamma: 1, Lambda: 0.95, KLCoef: -1}, "ppo.kl_coef"},
-		{contract.PPOConfig{Gamma: 1, Lambda: 0.95, KLCoef: math.Inf(1)}, "ppo.kl_coef"},
+		{trainapi.DefaultPPOConfig(), ""},
+		{trainapi.PPOConfig{Gamma: 0.99, Lambda: 1, KLCoef: 0.05}, ""},
+		{trainapi.PPOConfig{Gamma: 1.5, Lambda: 0.95}, "ppo.gamma"},
+		{trainapi.PPOConfig{Gamma: math.NaN(), Lambda: 0.95}, "ppo.gamma"},
+		{trainapi.PPOConfig{Gamma: 1, Lambda: -0.1}, "ppo.lambda"},
+		{trainapi.PPOConfig{Gamma: 1, Lambda: 0.95, KLCoef: -1}, "ppo.kl_coef"},
+		{trainapi.PPOConfig{Gamma: 1, Lambda: 0.95, KLCoef: math.Inf(1)}, "ppo.kl_coef"},
 	} {
 		err := c.cfg.Validate()
 		if (err == nil) != (c.path == "") || (err != nil && !strings.Contains(err.Error(), c.path)) {

@@ -8,12 +8,9 @@ import (
 	"fmt"
 
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/rollout"
 )
-
-// ScoredShard: see contract.
-type ScoredShard = contract.ScoredShard
 
 // verdictLine is what the trainer reads of a verdict line (reward.ItemVerdict): the reward role
 // imports this package, so the format is read by field names, not by its type.
@@ -26,7 +23,7 @@ type verdictLine struct {
 // (inline rewards, histories before shards), or the shards of in.Shards concatenated in order, in
 // which case it fills in.Rewards from their verdicts objects. The shards are read one at a time,
 // so the step never holds more than the rollouts and one shard's verdict text.
-func (a *Activities) scoredRollouts(ctx context.Context, in *contract.PolicyStepInput) ([]rollout.Rollout, error) {
+func (a *Activities) scoredRollouts(ctx context.Context, in *trainapi.PolicyStepInput) ([]rollout.Rollout, error) {
 	if len(in.Shards) == 0 {
 		return train.ReadRollouts(ctx, a.Ckpt, in.Rollouts)
 	}

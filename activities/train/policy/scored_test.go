@@ -11,7 +11,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/rollout"
 )
 
@@ -41,7 +41,7 @@ func TestScoredRolloutsFromShards(t *testing.T) {
 	v1 := put("s1.verdicts.jsonl", `{"id":"c","score":0,"error":"timeout"}`+"\n")
 	a := &Activities{&train.Activities{Ckpt: ckpt.New(ckpt.Options{})}}
 	ctx := context.Background()
-	in := contract.PolicyStepInput{Run: "r", Phase: "grpo", Shards: []ScoredShard{{Rollouts: s0, Verdicts: v0}, {Rollouts: s1, Verdicts: v1}}}
+	in := trainapi.PolicyStepInput{Run: "r", Phase: "grpo", Shards: []trainapi.ScoredShard{{Rollouts: s0, Verdicts: v0}, {Rollouts: s1, Verdicts: v1}}}
 	rs, err := a.scoredRollouts(ctx, &in)
 	if err != nil {
 		t.Fatal(err)
@@ -51,12 +51,12 @@ func TestScoredRolloutsFromShards(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		in   contract.PolicyStepInput
+		in   trainapi.PolicyStepInput
 		want string
 	}{
-		{"swapped verdicts", contract.PolicyStepInput{Shards: []ScoredShard{{Rollouts: s0, Verdicts: v1}}}, "s1.verdicts.jsonl:1"},
-		{"short verdicts", contract.PolicyStepInput{Shards: []ScoredShard{{Rollouts: s1, Verdicts: v1}, {Rollouts: s0, Verdicts: put("short.jsonl", `{"id":"a","score":1}`+"\n")}}}, "1 verdicts for 2 rollouts"},
-		{"both forms", contract.PolicyStepInput{Rollouts: s0, Shards: []ScoredShard{{Rollouts: s0, Verdicts: v0}}}, "not both"},
+		{"swapped verdicts", trainapi.PolicyStepInput{Shards: []trainapi.ScoredShard{{Rollouts: s0, Verdicts: v1}}}, "s1.verdicts.jsonl:1"},
+		{"short verdicts", trainapi.PolicyStepInput{Shards: []trainapi.ScoredShard{{Rollouts: s1, Verdicts: v1}, {Rollouts: s0, Verdicts: put("short.jsonl", `{"id":"a","score":1}`+"\n")}}}, "1 verdicts for 2 rollouts"},
+		{"both forms", trainapi.PolicyStepInput{Rollouts: s0, Shards: []trainapi.ScoredShard{{Rollouts: s0, Verdicts: v0}}}, "not both"},
 	} {
 		if _, err := a.scoredRollouts(ctx, &c.in); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/rollout"
 )
 
@@ -64,7 +65,7 @@ type streamRows struct {
 	scratch *logProbScratch
 }
 
-func (a *Activities) newStreamRows(ctx context.Context, shards []ScoredShard, adv []float64, chunks [][]int) (*streamRows, error) {
+func (a *Activities) newStreamRows(ctx context.Context, shards []trainapi.ScoredShard, adv []float64, chunks [][]int) (*streamRows, error) {
 	scratch, err := newLogProbScratch()
 	if err != nil {
 		return nil, err

@@ -11,13 +11,13 @@ import (
 	"os"
 
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/rollout"
 )
 
 // scanShards reads the shards once and keeps, per sample, its group (in a rollout with no other
 // field), its reward and its completion length; it fills nothing in in.
-func (a *Activities) scanShards(ctx context.Context, in contract.PolicyStepInput) (light []rollout.Rollout, rewards []float64, lengths []int, err error) {
+func (a *Activities) scanShards(ctx context.Context, in trainapi.PolicyStepInput) (light []rollout.Rollout, rewards []float64, lengths []int, err error) {
 	if len(in.Rewards) > 0 || in.Rollouts != "" {
 		return nil, nil, nil, train.BadInput(fmt.Errorf("train: policy step %s/%s: set shards, or rollouts and rewards, not both", in.Run, in.Phase))
 	}
@@ -28,6 +28,9 @@ func (a *Activities) scanShards(ctx context.Context, in contract.PolicyStepInput
 		}
 		scores, err := a.readScores(ctx, sh.Verdicts, part)
 		if err != nil {
+			return nil, nil, nil, err
+		}
+		if err := noSegments(part, fmt.Sprintf("train: streamed policy step %s/%s", in.Run, in.Phase), "set minibatch 0"); err != nil {
 			return nil, nil, nil, err
 		}
 		for _, r := range part {
@@ -47,7 +50,7 @@ func (a *Activities) scanShards(ctx context.Context, in contract.PolicyStepInput
 type shardStream struct {
 	ctx    context.Context
 	a      *Activities
-	shards []ScoredShard
+	shards []trainapi.ScoredShard
 	s      int // shard open (or next to open)
 	rc     io.ReadCloser
 	sc     *bufio.Scanner

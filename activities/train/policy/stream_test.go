@@ -12,7 +12,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/rollout"
@@ -25,9 +25,9 @@ import (
 // term's reference model and dynamic sampling on (rows skipped inside the stream).
 func TestStreamedPolicyStepMatchesInMemory(t *testing.T) {
 	e := traintest.New(t)
-	var pol, ref contract.InitOutput
-	e.Must(contract.InitName, contract.InitInput{Store: e.Store, Run: "s", Phase: "policy", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 11}, &pol)
-	e.Must(contract.InitName, contract.InitInput{Store: e.Store, Run: "s", Phase: "ref", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 12}, &ref)
+	var pol, ref trainapi.InitOutput
+	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "s", Phase: "policy", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 11}, &pol)
+	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "s", Phase: "ref", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 12}, &ref)
 	dir := t.TempDir()
 	const n = 48
 	uri, rewards, _ := ppoToyRollouts(t, pol.Checkpoint, dir, 0, n)
@@ -35,7 +35,7 @@ func TestStreamedPolicyStepMatchesInMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var shards []contract.ScoredShard
+	var shards []trainapi.ScoredShard
 	for s, r := range [][2]int{{0, 16}, {16, 24}, {24, 48}} { // at group boundaries (4 samples a group)
 		var b bytes.Buffer
 		if err := rollout.Write(&b, rs[r[0]:r[1]]); err != nil {
@@ -49,19 +49,19 @@ func TestStreamedPolicyStepMatchesInMemory(t *testing.T) {
 		if os.WriteFile(ro, b.Bytes(), 0o644) != nil || os.WriteFile(vo, []byte(v.String()), 0o644) != nil {
 			t.Fatal("write shards")
 		}
-		shards = append(shards, contract.ScoredShard{Rollouts: "file://" + ro, Verdicts: "file://" + vo})
+		shards = append(shards, trainapi.ScoredShard{Rollouts: "file://" + ro, Verdicts: "file://" + vo})
 	}
 	lc := loss.DefaultPolicyConfig(loss.AlgoGRPO)
 	lc.KLBeta = 0.05
-	in := contract.PolicyStepInput{Store: e.Store, Run: "s", Policy: pol.Checkpoint, Reference: ref.Checkpoint, Loss: lc, LR: 3e-3,
+	in := trainapi.PolicyStepInput{Store: e.Store, Run: "s", Policy: pol.Checkpoint, Reference: ref.Checkpoint, Loss: lc, LR: 3e-3,
 		Epochs: 2, Minibatch: 12, DynamicSampling: true, FreshOptimizer: true,
-		Optim: contract.Optim{LR: 3e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}}
+		Optim: trainapi.Optim{LR: 3e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}}
 	inline, sharded := in, in
 	inline.Phase, inline.Rollouts, inline.Rewards = "inline", uri, rewards
 	sharded.Phase, sharded.Shards = "sharded", shards
-	var a, b contract.PolicyStepOutput
-	e.Must(contract.PolicyStepName, inline, &a)
-	e.Must(contract.PolicyStepName, sharded, &b)
+	var a, b trainapi.PolicyStepOutput
+	e.Must(trainapi.PolicyStepName, inline, &a)
+	e.Must(trainapi.PolicyStepName, sharded, &b)
 	if a.Metrics["optimizer_steps"] != 8 { // 4 minibatches (44 or 48 rows), 2 epochs
 		t.Fatalf("in-memory step: %v", a.Metrics)
 	}
@@ -70,12 +70,12 @@ func TestStreamedPolicyStepMatchesInMemory(t *testing.T) {
 			t.Errorf("metric %s: in memory %v, streamed %v", k, v, b.Metrics[k])
 		}
 	}
-	for _, name := range []string{contract.ModelFile, contract.OptimizerFile} {
+	for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
 		if x, y := ckptBytes(t, a.Checkpoint, name), ckptBytes(t, b.Checkpoint, name); !bytes.Equal(x, y) {
 			t.Errorf("%s differs between the in-memory and the streamed step", name)
 		}
 	}
-	if bytes.Equal(ckptBytes(t, pol.Checkpoint, contract.ModelFile), ckptBytes(t, a.Checkpoint, contract.ModelFile)) {
+	if bytes.Equal(ckptBytes(t, pol.Checkpoint, trainapi.ModelFile), ckptBytes(t, a.Checkpoint, trainapi.ModelFile)) {
 		t.Fatal("the step did not change the weights: the comparison proves nothing")
 	}
 	t.Logf("in memory and streamed: %v optimizer steps, %v groups dropped, loss %v", a.Metrics["optimizer_steps"], a.Metrics["groups_dropped"], a.Metrics["loss"])

@@ -10,14 +10,14 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/tasks"
 )
 
 // PrefExamples returns the train and held-out preference examples of spec (seed used when spec.Seed is
 // 0), as read: pairs, or unpaired examples from files.
-func PrefExamples(ctx context.Context, cl *ckpt.Client, spec contract.PrefDataSpec, seed uint64) (trainEx, heldout []tasks.PrefExample, err error) {
+func PrefExamples(ctx context.Context, cl *ckpt.Client, spec trainapi.PrefDataSpec, seed uint64) (trainEx, heldout []tasks.PrefExample, err error) {
 	if spec.Seed != 0 {
 		seed = spec.Seed
 	}

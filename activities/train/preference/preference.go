@@ -10,7 +10,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/objective"
@@ -26,22 +26,22 @@ type Activities struct{ *train.Activities }
 // Register registers the preference activities under their contract names on the trainer queue's worker.
 func Register(r train.Registrar, deps *train.Activities) {
 	a := &Activities{deps}
-	r.RegisterActivityWithOptions(a.PrefChunk, activity.RegisterOptions{Name: contract.PrefChunkName})
-	r.RegisterActivityWithOptions(a.PrefEvaluate, activity.RegisterOptions{Name: contract.PrefEvaluateName})
-	r.RegisterActivityWithOptions(a.RefLogProbs, activity.RegisterOptions{Name: contract.RefLogProbsName})
-	r.RegisterActivityWithOptions(a.PreferencesFromModel, activity.RegisterOptions{Name: contract.PreferencesFromModelName})
+	r.RegisterActivityWithOptions(a.PrefChunk, activity.RegisterOptions{Name: trainapi.PrefChunkName})
+	r.RegisterActivityWithOptions(a.PrefEvaluate, activity.RegisterOptions{Name: trainapi.PrefEvaluateName})
+	r.RegisterActivityWithOptions(a.RefLogProbs, activity.RegisterOptions{Name: trainapi.RefLogProbsName})
+	r.RegisterActivityWithOptions(a.PreferencesFromModel, activity.RegisterOptions{Name: trainapi.PreferencesFromModelName})
 }
 
 // PrefChunk trains in.Steps steps of the preference loss in.Loss from in.From, one example per row
 // (train.RunChunk does the rest); its metrics are the objective's (rewards/accuracy, rewards/margin, ...).
-func (a *Activities) PrefChunk(ctx context.Context, in contract.PrefChunkInput) (contract.ChunkOutput, error) {
+func (a *Activities) PrefChunk(ctx context.Context, in trainapi.PrefChunkInput) (trainapi.ChunkOutput, error) {
 	op := fmt.Sprintf("train: %s chunk %s/%s", in.Loss.Kind, in.Run, in.Phase)
 	if in.Steps <= 0 || in.Batch.Rows <= 0 || in.Batch.Seq < 2 {
-		return contract.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: steps %d, batch %dx%d: want > 0 and seq ≥ 2", op, in.Steps, in.Batch.Rows, in.Batch.Seq))
+		return trainapi.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: steps %d, batch %dx%d: want > 0 and seq ≥ 2", op, in.Steps, in.Batch.Rows, in.Batch.Seq))
 	}
 	obj, err := objective.Preference(in.Loss)
 	if err != nil {
-		return contract.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
+		return trainapi.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
 	}
 	return train.RunChunk(ctx, a.Activities, in.ChunkHead, op, func() (*train.ChunkObjective[[]int], error) {
 		items, err := a.prefTrainingItems(ctx, in)
@@ -70,7 +70,7 @@ func (a *Activities) PrefChunk(ctx context.Context, in contract.PrefChunkInput) 
 			refEng = ref.Engine
 		}
 		c := &train.ChunkObjective[[]int]{Eng: eng, Cfg: cfg, Unit: "rows",
-			Next: func(cur contract.Cursor) ([]int, contract.Cursor, error) {
+			Next: func(cur trainapi.Cursor) ([]int, trainapi.Cursor, error) {
 				idx, next := train.NextRows(len(items), in.Batch.Rows, cur)
 				return idx, next, nil
 			},
@@ -94,7 +94,7 @@ func (a *Activities) PrefChunk(ctx context.Context, in contract.PrefChunkInput) 
 }
 
 // prefTrainingItems returns the chunk's rows: the precomputed reference object's, or the data's.
-func (a *Activities) prefTrainingItems(ctx context.Context, in contract.PrefChunkInput) ([]prefItem, error) {
+func (a *Activities) prefTrainingItems(ctx context.Context, in trainapi.PrefChunkInput) ([]prefItem, error) {
 	if in.RefData != "" {
 		items, err := readRefItems(ctx, a.Ckpt, in.RefData)
 		if err != nil {
@@ -181,21 +181,21 @@ func prefBatch(cfg loss.Preference, items []prefItem, enc []encodedItem, idx []i
 //	heldout_pairs               number of pairs
 //
 // The policy and the reference are loaded one after the other, never together.
-func (a *Activities) PrefEvaluate(ctx context.Context, in contract.PrefEvalInput) (contract.EvalOutput, error) {
+func (a *Activities) PrefEvaluate(ctx context.Context, in trainapi.PrefEvalInput) (trainapi.EvalOutput, error) {
 	op := fmt.Sprintf("train: preference evaluate %s", in.Checkpoint)
 	if err := in.Loss.Validate(); err != nil {
-		return contract.EvalOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
+		return trainapi.EvalOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
 	}
 	_, heldout, err := PrefExamples(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {
-		return contract.EvalOutput{}, err
+		return trainapi.EvalOutput{}, err
 	}
 	pairs := tasks.PairUp(heldout)
 	if in.Examples > 0 && in.Examples < len(pairs) {
 		pairs = pairs[:in.Examples]
 	}
 	if len(pairs) == 0 {
-		return contract.EvalOutput{}, train.BadInput(fmt.Errorf("%s: no held-out pairs (set data.heldout_examples or data.heldout)", op))
+		return trainapi.EvalOutput{}, train.BadInput(fmt.Errorf("%s: no held-out pairs (set data.heldout_examples or data.heldout)", op))
 	}
 	items := make([]prefItem, len(pairs))
 	for i, p := range pairs {
@@ -203,7 +203,7 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in contract.PrefEvalInput
 	}
 	enc, err := encodeItems(train.Encoder(), items, 0)
 	if err != nil {
-		return contract.EvalOutput{}, train.BadInput(err)
+		return trainapi.EvalOutput{}, train.BadInput(err)
 	}
 	useRef := in.Reference != ""
 	sampleKL := useRef && in.KLTokens > 0
@@ -214,29 +214,29 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in contract.PrefEvalInput
 	done := 0
 	beat := func(n int) {
 		done += n
-		activity.RecordHeartbeat(ctx, contract.Progress{Step: done, Total: total})
+		activity.RecordHeartbeat(ctx, trainapi.Progress{Step: done, Total: total})
 	}
 
 	pm, err := a.Load(ctx, in.Checkpoint, train.LoadOptions{})
 	if err != nil {
-		return contract.EvalOutput{}, err
+		return trainapi.EvalOutput{}, err
 	}
 	eng := pm.Engine
 	pol, err := seqLogProbs(ctx, eng, enc, beat)
 	if err != nil {
 		eng.Close()
-		return contract.EvalOutput{}, fmt.Errorf("%s: %w", op, err)
+		return trainapi.EvalOutput{}, fmt.Errorf("%s: %w", op, err)
 	}
 	var samples []data.Encoded
 	var polSamples [][]float32
 	if sampleKL {
 		if samples, err = sampleCompletions(eng, train.Encoder(), pairs, in.KLTokens, in.Seed); err != nil {
 			eng.Close()
-			return contract.EvalOutput{}, fmt.Errorf("%s: %w", op, err)
+			return trainapi.EvalOutput{}, fmt.Errorf("%s: %w", op, err)
 		}
 		if polSamples, err = countedLogProbs(ctx, eng, samples, beat); err != nil {
 			eng.Close()
-			return contract.EvalOutput{}, fmt.Errorf("%s: %w", op, err)
+			return trainapi.EvalOutput{}, fmt.Errorf("%s: %w", op, err)
 		}
 	}
 	eng.Close()
@@ -246,16 +246,16 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in contract.PrefEvalInput
 	if useRef {
 		rm, err := a.Load(ctx, in.Reference, train.LoadOptions{})
 		if err != nil {
-			return contract.EvalOutput{}, err
+			return trainapi.EvalOutput{}, err
 		}
 		reng := rm.Engine
 		defer reng.Close()
 		if ref, err = seqLogProbs(ctx, reng, enc, beat); err != nil {
-			return contract.EvalOutput{}, fmt.Errorf("%s: reference: %w", op, err)
+			return trainapi.EvalOutput{}, fmt.Errorf("%s: reference: %w", op, err)
 		}
 		if sampleKL {
 			if refSamples, err = countedLogProbs(ctx, reng, samples, beat); err != nil {
-				return contract.EvalOutput{}, fmt.Errorf("%s: reference: %w", op, err)
+				return trainapi.EvalOutput{}, fmt.Errorf("%s: reference: %w", op, err)
 			}
 		}
 	}
@@ -265,7 +265,7 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in contract.PrefEvalInput
 			delete(m, k) // JSON payloads cannot carry NaN or Inf
 		}
 	}
-	return contract.EvalOutput{Metrics: m}, nil
+	return trainapi.EvalOutput{Metrics: m}, nil
 }
 
 // prefMetrics computes PrefEvaluate's metrics from the counted-token log-probs of each pair under the

@@ -13,7 +13,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
@@ -29,24 +29,24 @@ func start(e *traintest.Env, seed uint64) string {
 		e.T.Fatal(err)
 	}
 	cfg.MaxSeq = 64
-	var out contract.InitOutput
-	e.Must(contract.InitName, contract.InitInput{Store: e.Store, Run: "r", Phase: "sft", Model: modelcfg.Config(cfg), Seed: seed}, &out)
+	var out trainapi.InitOutput
+	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "r", Phase: "sft", Model: modelcfg.Config(cfg), Seed: seed}, &out)
 	return out.Checkpoint
 }
 
-func prefTestData() contract.PrefDataSpec {
-	return contract.PrefDataSpec{Task: "add2", TrainExamples: 48, HeldoutExamples: 16}
+func prefTestData() trainapi.PrefDataSpec {
+	return trainapi.PrefDataSpec{Task: "add2", TrainExamples: 48, HeldoutExamples: 16}
 }
 
-func prefTestOptim() contract.Optim {
-	return contract.Optim{LR: 3e-3, WarmupSteps: 1, MinLRRatio: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
+func prefTestOptim() trainapi.Optim {
+	return trainapi.Optim{LR: 3e-3, WarmupSteps: 1, MinLRRatio: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
 }
 
-func chunk(e *traintest.Env, phase, from string, step, steps, total int, cur contract.Cursor, kind, refData, reference string) contract.ChunkOutput {
+func chunk(e *traintest.Env, phase, from string, step, steps, total int, cur trainapi.Cursor, kind, refData, reference string) trainapi.ChunkOutput {
 	e.T.Helper()
-	var out contract.ChunkOutput
-	e.Must(contract.PrefChunkName, contract.PrefChunkInput{ChunkHead: contract.ChunkHead{Store: e.Store, Run: "r", Phase: phase, From: from, Step: step, Steps: steps, TotalSteps: total, Cursor: cur, Optim: prefTestOptim(), FreshOptimizer: step == 0},
-		Data: prefTestData(), RefData: refData, Reference: reference, Batch: contract.BatchSpec{Rows: 8, Seq: 16}, Loss: loss.DefaultPreference(kind)}, &out)
+	var out trainapi.ChunkOutput
+	e.Must(trainapi.PrefChunkName, trainapi.PrefChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: phase, From: from, Step: step, Steps: steps, TotalSteps: total, Cursor: cur, Optim: prefTestOptim(), FreshOptimizer: step == 0},
+		Data: prefTestData(), RefData: refData, Reference: reference, Batch: trainapi.BatchSpec{Rows: 8, Seq: 16}, Loss: loss.DefaultPreference(kind)}, &out)
 	return out
 }
 
@@ -57,35 +57,35 @@ func chunk(e *traintest.Env, phase, from string, step, steps, total int, cur con
 func TestPrefChunkResumesBitIdentical(t *testing.T) {
 	e := traintest.New(t)
 	from := start(e, 3)
-	for _, c := range []struct{ kind, mode string }{{loss.PrefDPO, contract.RefPrecomputed}, {loss.PrefKTO, contract.RefOnTheFly}, {loss.PrefSimPO, ""}} {
+	for _, c := range []struct{ kind, mode string }{{loss.PrefDPO, trainapi.RefPrecomputed}, {loss.PrefKTO, trainapi.RefOnTheFly}, {loss.PrefSimPO, ""}} {
 		t.Run(c.kind, func(t *testing.T) {
 			refData, reference := "", ""
 			switch c.mode {
-			case contract.RefPrecomputed:
-				var ro contract.RefLogProbsOutput
-				e.Must(contract.RefLogProbsName, contract.RefLogProbsInput{Store: e.Store, Run: "r", Phase: c.kind + "-a", Reference: from, Data: prefTestData(),
+			case trainapi.RefPrecomputed:
+				var ro trainapi.RefLogProbsOutput
+				e.Must(trainapi.RefLogProbsName, trainapi.RefLogProbsInput{Store: e.Store, Run: "r", Phase: c.kind + "-a", Reference: from, Data: prefTestData(),
 					Kind: c.kind, Seq: 16, Seed: 5}, &ro)
 				if ro.Examples != 48 || !strings.Contains(ro.RefData, "/runs/r/"+c.kind+"-a/ref/") {
 					t.Fatalf("ref data: %+v", ro)
 				}
-				var again contract.RefLogProbsOutput
-				e.Must(contract.RefLogProbsName, contract.RefLogProbsInput{Store: e.Store, Run: "r", Phase: c.kind + "-a", Reference: from, Data: prefTestData(),
+				var again trainapi.RefLogProbsOutput
+				e.Must(trainapi.RefLogProbsName, trainapi.RefLogProbsInput{Store: e.Store, Run: "r", Phase: c.kind + "-a", Reference: from, Data: prefTestData(),
 					Kind: c.kind, Seq: 16, Seed: 5}, &again)
 				if !again.Resumed || again.RefData != ro.RefData {
 					t.Fatalf("retried RefLogProbs: %+v, want the object %s", again, ro.RefData)
 				}
 				refData = ro.RefData
-			case contract.RefOnTheFly:
+			case trainapi.RefOnTheFly:
 				reference = from
 			}
-			cur := contract.Cursor{Seed: 5}
+			cur := trainapi.Cursor{Seed: 5}
 			whole := chunk(e, c.kind+"-a", from, 0, 4, 4, cur, c.kind, refData, reference)
 			h1 := chunk(e, c.kind+"-b", from, 0, 2, 4, cur, c.kind, refData, reference)
 			h2 := chunk(e, c.kind+"-b", h1.Checkpoint, 2, 2, 4, h1.Cursor, c.kind, refData, reference)
 			if whole.Step != 4 || h2.Step != 4 || whole.Cursor != h2.Cursor {
 				t.Fatalf("steps %d/%d, cursors %+v/%+v", whole.Step, h2.Step, whole.Cursor, h2.Cursor)
 			}
-			for _, f := range []string{contract.ModelFile, contract.OptimizerFile} {
+			for _, f := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
 				if traintest.SHA(t, whole.Checkpoint, f) != traintest.SHA(t, h2.Checkpoint, f) {
 					t.Errorf("%s differs between one chunk of 4 and two of 2", f)
 				}
@@ -111,11 +111,11 @@ func TestPrefReferencePathsAgree(t *testing.T) {
 	e := traintest.New(t)
 	from := start(e, 4)
 	for _, kind := range []string{loss.PrefDPO, loss.PrefIPO, loss.PrefKTO} {
-		var ro contract.RefLogProbsOutput
-		e.Must(contract.RefLogProbsName, contract.RefLogProbsInput{Store: e.Store, Run: "r", Phase: kind + "-pre", Reference: from, Data: prefTestData(),
+		var ro trainapi.RefLogProbsOutput
+		e.Must(trainapi.RefLogProbsName, trainapi.RefLogProbsInput{Store: e.Store, Run: "r", Phase: kind + "-pre", Reference: from, Data: prefTestData(),
 			Kind: kind, Seq: 16, Seed: 5}, &ro)
-		pre := chunk(e, kind+"-pre", from, 0, 1, 2, contract.Cursor{Seed: 5}, kind, ro.RefData, "")
-		fly := chunk(e, kind+"-fly", from, 0, 1, 2, contract.Cursor{Seed: 5}, kind, "", from)
+		pre := chunk(e, kind+"-pre", from, 0, 1, 2, trainapi.Cursor{Seed: 5}, kind, ro.RefData, "")
+		fly := chunk(e, kind+"-fly", from, 0, 1, 2, trainapi.Cursor{Seed: 5}, kind, "", from)
 		if math.Abs(pre.Loss-fly.Loss) > 1e-5 || math.Abs(pre.Metrics["rewards/chosen"]-fly.Metrics["rewards/chosen"]) > 1e-5 {
 			t.Errorf("%s: precomputed loss %v (chosen %v), on the fly %v (chosen %v)", kind, pre.Loss, pre.Metrics["rewards/chosen"],
 				fly.Loss, fly.Metrics["rewards/chosen"])
@@ -133,8 +133,8 @@ func TestPrefEvaluate(t *testing.T) {
 	e := traintest.New(t)
 	from := start(e, 6)
 	eval := func(uri string) map[string]float64 {
-		var out contract.EvalOutput
-		e.Must(contract.PrefEvaluateName, contract.PrefEvalInput{Store: e.Store, Checkpoint: uri, Reference: from, Data: prefTestData(),
+		var out trainapi.EvalOutput
+		e.Must(trainapi.PrefEvaluateName, trainapi.PrefEvalInput{Store: e.Store, Checkpoint: uri, Reference: from, Data: prefTestData(),
 			Loss: loss.DefaultPreference(loss.PrefDPO), KLTokens: 4, Seed: 5}, &out)
 		return out.Metrics
 	}
@@ -147,7 +147,7 @@ func TestPrefEvaluate(t *testing.T) {
 	if m["heldout_pairs"] != 16 || m["heldout_pref_accuracy"] < 0 || m["heldout_pref_accuracy"] > 1 {
 		t.Fatalf("metrics %v", m)
 	}
-	out := chunk(e, "dpo", from, 0, 6, 6, contract.Cursor{Seed: 5}, loss.PrefDPO, "", from)
+	out := chunk(e, "dpo", from, 0, 6, 6, trainapi.Cursor{Seed: 5}, loss.PrefDPO, "", from)
 	after := eval(out.Checkpoint)
 	t.Logf("before %v\nafter %v", m, after)
 	if !(after["heldout_reward_margin"] > 0) || !(after["heldout_kl_sampled"] != 0) {
@@ -164,10 +164,10 @@ func TestPrefEvaluate(t *testing.T) {
 func TestPreferencesFromModel(t *testing.T) {
 	e := traintest.New(t)
 	from := start(e, 7)
-	in := contract.PrefFromModelInput{Store: e.Store, Run: "r", Phase: "dpo", Checkpoint: from, Data: prefTestData(),
-		Sampling: contract.PrefSampling{Prompts: 12, Samples: 4, MaxNewTokens: 4}, Seed: 5}
-	var out contract.PrefFromModelOutput
-	e.Must(contract.PreferencesFromModelName, in, &out)
+	in := trainapi.PrefFromModelInput{Store: e.Store, Run: "r", Phase: "dpo", Checkpoint: from, Data: prefTestData(),
+		Sampling: trainapi.PrefSampling{Prompts: 12, Samples: 4, MaxNewTokens: 4}, Seed: 5}
+	var out trainapi.PrefFromModelOutput
+	e.Must(trainapi.PreferencesFromModelName, in, &out)
 	if out.Pairs == 0 || out.Prompts != 12 || out.Pairs+out.AllCorrect > 12 {
 		t.Fatalf("%+v", out)
 	}
@@ -199,8 +199,8 @@ func TestPreferencesFromModel(t *testing.T) {
 			t.Errorf("rejected %q passes for %q", p.Rejected, p.Prompt)
 		}
 	}
-	var again contract.PrefFromModelOutput
-	e.Must(contract.PreferencesFromModelName, in, &again)
+	var again trainapi.PrefFromModelOutput
+	e.Must(trainapi.PreferencesFromModelName, in, &again)
 	if !again.Resumed || again.Train != out.Train || again.Heldout != out.Heldout || again.Pairs != out.Pairs {
 		t.Fatalf("retry: %+v, want %+v", again, out)
 	}
@@ -230,16 +230,16 @@ func TestPrefDataErrors(t *testing.T) {
 		{"long.jsonl", good, loss.PrefDPO, `has 7 tokens, more than batch.seq 6`, 6},
 	}
 	for _, c := range cases {
-		var out contract.ChunkOutput
-		err := e.Run(contract.PrefChunkName, contract.PrefChunkInput{ChunkHead: contract.ChunkHead{Store: e.Store, Run: "r", Phase: "bad-" + c.name, From: from, Steps: 1, TotalSteps: 1, Cursor: contract.Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
-			Data: contract.PrefDataSpec{Train: write(c.name, c.body)}, Reference: from, Batch: contract.BatchSpec{Rows: 2, Seq: c.seq}, Loss: loss.DefaultPreference(c.kind)}, &out)
+		var out trainapi.ChunkOutput
+		err := e.Run(trainapi.PrefChunkName, trainapi.PrefChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "bad-" + c.name, From: from, Steps: 1, TotalSteps: 1, Cursor: trainapi.Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
+			Data: trainapi.PrefDataSpec{Train: write(c.name, c.body)}, Reference: from, Batch: trainapi.BatchSpec{Rows: 2, Seq: c.seq}, Loss: loss.DefaultPreference(c.kind)}, &out)
 		var app *temporal.ApplicationError
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &app) || !app.NonRetryable() {
 			t.Errorf("%s: got %v, want a non-retryable error containing %q", c.name, err, c.want)
 		}
 	}
 	// kto accepts unpaired lines (and pairs, which it splits).
-	var out contract.ChunkOutput
-	e.Must(contract.PrefChunkName, contract.PrefChunkInput{ChunkHead: contract.ChunkHead{Store: e.Store, Run: "r", Phase: "kto-file", From: from, Steps: 1, TotalSteps: 1, Cursor: contract.Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
-		Data: contract.PrefDataSpec{Train: write("kto.jsonl", good+`{"prompt":"1+2=","completion":"3","label":true}`+"\n")}, Reference: from, Batch: contract.BatchSpec{Rows: 2, Seq: 16}, Loss: loss.DefaultPreference(loss.PrefKTO)}, &out)
+	var out trainapi.ChunkOutput
+	e.Must(trainapi.PrefChunkName, trainapi.PrefChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "kto-file", From: from, Steps: 1, TotalSteps: 1, Cursor: trainapi.Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
+		Data: trainapi.PrefDataSpec{Train: write("kto.jsonl", good+`{"prompt":"1+2=","completion":"3","label":true}`+"\n")}, Reference: from, Batch: trainapi.BatchSpec{Rows: 2, Seq: 16}, Loss: loss.DefaultPreference(loss.PrefKTO)}, &out)
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
@@ -32,15 +32,15 @@ func PrefFromModelKey(run, phase, hash, split string) string {
 // same seed held out) get pairs the same way, so that evaluation asks how often the model prefers the
 // verified-correct answer over its own mistakes. Sampling is seeded per (split, prompt, sample), so a
 // retry writes the same objects, at keys derived from the input.
-func (a *Activities) PreferencesFromModel(ctx context.Context, in contract.PrefFromModelInput) (contract.PrefFromModelOutput, error) {
+func (a *Activities) PreferencesFromModel(ctx context.Context, in trainapi.PrefFromModelInput) (trainapi.PrefFromModelOutput, error) {
 	op := fmt.Sprintf("train: preferences from %s", in.Checkpoint)
 	s := in.Sampling.WithDefaults()
 	task, err := tasks.Lookup(in.Data.Task)
 	if err != nil {
-		return contract.PrefFromModelOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
+		return trainapi.PrefFromModelOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
 	}
 	if s.Samples < 2 || s.Prompts < 1 {
-		return contract.PrefFromModelOutput{}, train.BadInput(fmt.Errorf("%s: %d prompts × %d samples: want ≥ 1 × ≥ 2", op, s.Prompts, s.Samples))
+		return trainapi.PrefFromModelOutput{}, train.BadInput(fmt.Errorf("%s: %d prompts × %d samples: want ≥ 1 × ≥ 2", op, s.Prompts, s.Samples))
 	}
 	seed := in.Seed
 	if in.Data.Seed != 0 {
@@ -48,23 +48,23 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in contract.PrefF
 	}
 	hash := train.InputHash(struct {
 		C string
-		D contract.PrefDataSpec
-		S contract.PrefSampling
+		D trainapi.PrefDataSpec
+		S trainapi.PrefSampling
 		N uint64
 	}{in.Checkpoint, in.Data, s, seed})
 	trainKey, heldKey := PrefFromModelKey(in.Run, in.Phase, hash, "train"), PrefFromModelKey(in.Run, in.Phase, hash, "heldout")
 	statsKey := strings.TrimSuffix(trainKey, ".jsonl") + ".stats.json"
 	// The stats object is written last: when it exists, so do the pairs.
 	if uri, ok, err := train.ExistingObject(ctx, a.Ckpt, in.Store, statsKey); err != nil {
-		return contract.PrefFromModelOutput{}, err
+		return trainapi.PrefFromModelOutput{}, err
 	} else if ok {
 		b, err := train.ReadObject(ctx, a.Ckpt, uri)
 		if err != nil {
-			return contract.PrefFromModelOutput{}, err
+			return trainapi.PrefFromModelOutput{}, err
 		}
-		var out contract.PrefFromModelOutput
+		var out trainapi.PrefFromModelOutput
 		if err := json.Unmarshal(b, &out); err != nil {
-			return contract.PrefFromModelOutput{}, fmt.Errorf("%s: %s: %w", op, uri, err)
+			return trainapi.PrefFromModelOutput{}, fmt.Errorf("%s: %s: %w", op, uri, err)
 		}
 		out.Resumed = true
 		return out, nil
@@ -73,7 +73,7 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in contract.PrefF
 	trainPrompts, heldPrompts := tasks.Split(task, s.Prompts, in.Data.HeldoutExamples, seed)
 	m, err := a.Load(ctx, in.Checkpoint, train.LoadOptions{})
 	if err != nil {
-		return contract.PrefFromModelOutput{}, err
+		return trainapi.PrefFromModelOutput{}, err
 	}
 	eng := m.Engine
 	defer eng.Close()
@@ -85,36 +85,36 @@ func (a *Activities) PreferencesFromModel(ctx context.Context, in contract.PrefF
 	beat := func(n int) {
 		done += n
 		if activity.IsActivity(ctx) { // also called outside activities (temper data gen --from)
-			activity.RecordHeartbeat(ctx, contract.Progress{Step: done, Total: total})
+			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: done, Total: total})
 		}
 	}
 	pairs, st, err := samplePairs(ctx, eng, trainPrompts, s, seed, 0, beat)
 	if err != nil {
-		return contract.PrefFromModelOutput{}, fmt.Errorf("%s: %w", op, err)
+		return trainapi.PrefFromModelOutput{}, fmt.Errorf("%s: %w", op, err)
 	}
 	if len(pairs) == 0 {
-		return contract.PrefFromModelOutput{}, train.BadInput(fmt.Errorf("%s: no pairs: %d of %d prompts had only correct samples", op, st.AllCorrect, len(trainPrompts)))
+		return trainapi.PrefFromModelOutput{}, train.BadInput(fmt.Errorf("%s: no pairs: %d of %d prompts had only correct samples", op, st.AllCorrect, len(trainPrompts)))
 	}
 	out := st
 	if out.Train, err = writePairs(ctx, a.Ckpt, in.Store, trainKey, pairs); err != nil {
-		return contract.PrefFromModelOutput{}, err
+		return trainapi.PrefFromModelOutput{}, err
 	}
 	if !s.SyntheticHeldout && len(heldPrompts) > 0 {
 		held, _, err := samplePairs(ctx, eng, heldPrompts, s, seed, 1, beat)
 		if err != nil {
-			return contract.PrefFromModelOutput{}, fmt.Errorf("%s: held-out: %w", op, err)
+			return trainapi.PrefFromModelOutput{}, fmt.Errorf("%s: held-out: %w", op, err)
 		}
 		if len(held) == 0 {
-			return contract.PrefFromModelOutput{}, train.BadInput(fmt.Errorf("%s: no held-out pairs: every sample of the %d held-out prompts is correct (set synthetic_heldout)", op, len(heldPrompts)))
+			return trainapi.PrefFromModelOutput{}, train.BadInput(fmt.Errorf("%s: no held-out pairs: every sample of the %d held-out prompts is correct (set synthetic_heldout)", op, len(heldPrompts)))
 		}
 		out.HeldoutPairs = len(held)
 		if out.Heldout, err = writePairs(ctx, a.Ckpt, in.Store, heldKey, held); err != nil {
-			return contract.PrefFromModelOutput{}, err
+			return trainapi.PrefFromModelOutput{}, err
 		}
 	}
 	b, _ := json.Marshal(out)
 	if _, err := train.PutObject(ctx, a.Ckpt, in.Store, statsKey, b); err != nil {
-		return contract.PrefFromModelOutput{}, err
+		return trainapi.PrefFromModelOutput{}, err
 	}
 	return out, nil
 }
@@ -129,9 +129,9 @@ func writePairs(ctx context.Context, cl *ckpt.Client, root, key string, pairs []
 
 // samplePairs samples s.Samples completions per prompt (seeded by seed, split, prompt and sample) and pairs
 // a verified-correct completion with a wrong one; it returns the pairs and the stats of the prompts.
-func samplePairs(ctx context.Context, eng train.Sampler, prompts []tasks.Example, s contract.PrefSampling, seed uint64, split int, beat func(int)) ([]tasks.PrefExample, contract.PrefFromModelOutput, error) {
+func samplePairs(ctx context.Context, eng train.Sampler, prompts []tasks.Example, s trainapi.PrefSampling, seed uint64, split int, beat func(int)) ([]tasks.PrefExample, trainapi.PrefFromModelOutput, error) {
 	enc := train.Encoder()
-	st := contract.PrefFromModelOutput{Prompts: len(prompts)}
+	st := trainapi.PrefFromModelOutput{Prompts: len(prompts)}
 	var pairs []tasks.PrefExample
 	correct, total := 0, 0
 	per := max(1, train.EvalRows/s.Samples)

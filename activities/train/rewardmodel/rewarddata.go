@@ -6,7 +6,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -14,7 +14,7 @@ import (
 
 // rewardPairs returns the train and held-out preference pairs of spec; seed is used when spec.Seed
 // is 0.
-func rewardPairs(ctx context.Context, cl *ckpt.Client, spec contract.RewardData, seed uint64) (trainEx, heldout []tasks.PrefExample, err error) {
+func rewardPairs(ctx context.Context, cl *ckpt.Client, spec trainapi.RewardData, seed uint64) (trainEx, heldout []tasks.PrefExample, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, nil, train.BadInput(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -22,16 +22,16 @@ type Activities struct{ *train.Activities }
 // Register registers the reward-model activities under their contract names on the trainer queue's worker.
 func Register(r train.Registrar, deps *train.Activities) {
 	a := &Activities{deps}
-	r.RegisterActivityWithOptions(a.RewardInit, activity.RegisterOptions{Name: contract.RewardInitName})
-	r.RegisterActivityWithOptions(a.RewardChunk, activity.RegisterOptions{Name: contract.RewardChunkName})
-	r.RegisterActivityWithOptions(a.RewardEvaluate, activity.RegisterOptions{Name: contract.RewardEvaluateName})
+	r.RegisterActivityWithOptions(a.RewardInit, activity.RegisterOptions{Name: trainapi.RewardInitName})
+	r.RegisterActivityWithOptions(a.RewardChunk, activity.RegisterOptions{Name: trainapi.RewardChunkName})
+	r.RegisterActivityWithOptions(a.RewardEvaluate, activity.RegisterOptions{Name: trainapi.RewardEvaluateName})
 }
 
 // RewardInit commits step 0 of a reward phase: the weights of in.From with a value head added
 // when it has none (train.HeadAdded; the trunk and LM head are copied unchanged), or a fresh
 // seeded model with a value head. No optimizer state: the
 // first chunk starts a fresh one. Retried, it returns the committed step 0.
-func (a *Activities) RewardInit(ctx context.Context, in contract.RewardInitInput) (contract.RewardInitOutput, error) {
+func (a *Activities) RewardInit(ctx context.Context, in trainapi.RewardInitInput) (trainapi.RewardInitOutput, error) {
 	newHead := true
 	ref, err := a.Ckpt.Save(ctx, in.Store, in.Run, in.Phase, 0, func(w *ckpt.Writer) error {
 		var m *train.Loaded
@@ -58,28 +58,28 @@ func (a *Activities) RewardInit(ctx context.Context, in contract.RewardInitInput
 		return train.WriteModel(ctx, w, m, st, false)
 	})
 	if err != nil {
-		return contract.RewardInitOutput{}, fmt.Errorf("train: reward init %s/%s from %q: %w", in.Run, in.Phase, in.From, err)
+		return trainapi.RewardInitOutput{}, fmt.Errorf("train: reward init %s/%s from %q: %w", in.Run, in.Phase, in.From, err)
 	}
 	ck, err := a.Ckpt.Read(ctx, ref.URI)
 	if err != nil {
-		return contract.RewardInitOutput{}, err
+		return trainapi.RewardInitOutput{}, err
 	}
 	st, err := ck.ReadState(ctx)
 	if err != nil {
-		return contract.RewardInitOutput{}, err
+		return trainapi.RewardInitOutput{}, err
 	}
-	return contract.RewardInitOutput{Checkpoint: ref.URI, NewHead: st.Scalars["new_head"] == 1}, nil
+	return trainapi.RewardInitOutput{Checkpoint: ref.URI, NewHead: st.Scalars["new_head"] == 1}, nil
 }
 
 // RewardChunk trains in.Steps steps of the Bradley–Terry objective from in.From (train.RunChunk does the
 // rest); its metrics are objective.BTMetrics' chunk means, and pairs / pairs_per_s.
-func (a *Activities) RewardChunk(ctx context.Context, in contract.RewardChunkInput) (contract.ChunkOutput, error) {
+func (a *Activities) RewardChunk(ctx context.Context, in trainapi.RewardChunkInput) (trainapi.ChunkOutput, error) {
 	op := fmt.Sprintf("train: reward chunk %s/%s", in.Run, in.Phase)
 	if err := in.Batch.Validate(); err != nil {
-		return contract.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
+		return trainapi.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
 	}
 	if err := in.Loss.Validate(); err != nil {
-		return contract.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: loss.%w", op, err))
+		return trainapi.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: loss.%w", op, err))
 	}
 	return train.RunChunk(ctx, a.Activities, in.ChunkHead, op, func() (*train.ChunkObjective[[]int], error) {
 		trainPairs, _, err := rewardPairs(ctx, a.Ckpt, in.Data, in.Cursor.Seed)
@@ -97,7 +97,7 @@ func (a *Activities) RewardChunk(ctx context.Context, in contract.RewardChunkInp
 		eng, cfg := m.Engine, m.Config
 		obj := objective.BradleyTerry(in.Loss)
 		return &train.ChunkObjective[[]int]{Eng: eng, Cfg: cfg, Unit: "pairs",
-			Next: func(cur contract.Cursor) ([]int, contract.Cursor, error) {
+			Next: func(cur trainapi.Cursor) ([]int, trainapi.Cursor, error) {
 				idx, next := train.NextRows(len(enc), in.Batch.Rows, cur)
 				return idx, next, nil
 			},
@@ -119,27 +119,27 @@ const rewardEvalRows = 64
 // with r_chosen > r_rejected; the acceptance metric), heldout_bt_loss, heldout_margin, the mean
 // rewards, heldout_pairs, and for arithmetic pairs the accuracy per kind of mistake
 // (heldout_pair_accuracy_<kind>, see tasks.MistakeKind).
-func (a *Activities) RewardEvaluate(ctx context.Context, in contract.RewardEvalInput) (contract.RewardEvalOutput, error) {
+func (a *Activities) RewardEvaluate(ctx context.Context, in trainapi.RewardEvalInput) (trainapi.RewardEvalOutput, error) {
 	if in.Batch.MaxSeq == 0 {
 		in.Batch.MaxSeq = 64
 	}
 	_, heldout, err := rewardPairs(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {
-		return contract.RewardEvalOutput{}, err
+		return trainapi.RewardEvalOutput{}, err
 	}
 	if in.Pairs > 0 && in.Pairs < len(heldout) {
 		heldout = heldout[:in.Pairs]
 	}
 	if len(heldout) == 0 {
-		return contract.RewardEvalOutput{}, train.BadInput(fmt.Errorf("train: reward evaluate %s: no held-out pairs (set data.heldout_pairs or data.heldout)", in.Checkpoint))
+		return trainapi.RewardEvalOutput{}, train.BadInput(fmt.Errorf("train: reward evaluate %s: no held-out pairs (set data.heldout_pairs or data.heldout)", in.Checkpoint))
 	}
 	enc, err := encodePairs(heldout, in.Batch.MaxSeq)
 	if err != nil {
-		return contract.RewardEvalOutput{}, err
+		return trainapi.RewardEvalOutput{}, err
 	}
 	m, err := a.Load(ctx, in.Checkpoint, train.LoadOptions{Head: train.HeadRequired})
 	if err != nil {
-		return contract.RewardEvalOutput{}, err
+		return trainapi.RewardEvalOutput{}, err
 	}
 	eng := m.Engine
 	defer eng.Close()
@@ -158,7 +158,7 @@ func (a *Activities) RewardEvaluate(ctx context.Context, in contract.RewardEvalI
 			hi := min(lo+rewardEvalRows, len(idx))
 			m, err := eng.EvalObjective(obj, pairBatch(enc, idx[lo:hi], rewardEvalRows, in.Batch.MaxSeq))
 			if err != nil {
-				return contract.RewardEvalOutput{}, fmt.Errorf("train: reward evaluate %s: %w", in.Checkpoint, err)
+				return trainapi.RewardEvalOutput{}, fmt.Errorf("train: reward evaluate %s: %w", in.Checkpoint, err)
 			}
 			k := float64(hi - lo)
 			for _, name := range objective.BTMetrics {
@@ -169,7 +169,7 @@ func (a *Activities) RewardEvaluate(ctx context.Context, in contract.RewardEvalI
 			right += float64(m["accuracy"]) * k
 			n += k
 			done += hi - lo
-			activity.RecordHeartbeat(ctx, contract.Progress{Step: done, Total: len(enc)})
+			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: done, Total: len(enc)})
 		}
 		if n > 0 && kind != "" && kind != tasks.MistakeNotArith {
 			sums["accuracy_"+kind] = right / n
@@ -188,5 +188,5 @@ func (a *Activities) RewardEvaluate(ctx context.Context, in contract.RewardEvalI
 		}
 		metrics[key] = v / total
 	}
-	return contract.RewardEvalOutput{Metrics: metrics}, nil
+	return trainapi.RewardEvalOutput{Metrics: metrics}, nil
 }

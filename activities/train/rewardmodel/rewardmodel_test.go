@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temperml/temper/activities/train/contract"
+	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective"
@@ -24,10 +24,10 @@ import (
 func TestRewardInit(t *testing.T) {
 	e := traintest.New(t)
 	cfg := traintest.TinyModel(t)
-	var base contract.InitOutput
-	e.Must(contract.InitName, contract.InitInput{Store: e.Store, Run: "r", Phase: "base", Model: modelcfg.Config(cfg), Seed: 3}, &base)
-	var rm contract.RewardInitOutput
-	e.Must(contract.RewardInitName, contract.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", From: base.Checkpoint, Seed: 9}, &rm)
+	var base trainapi.InitOutput
+	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "r", Phase: "base", Model: modelcfg.Config(cfg), Seed: 3}, &base)
+	var rm trainapi.RewardInitOutput
+	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", From: base.Checkpoint, Seed: 9}, &rm)
 	if !rm.NewHead {
 		t.Fatalf("a causal LM got no new head: %+v", rm)
 	}
@@ -55,57 +55,57 @@ func TestRewardInit(t *testing.T) {
 		t.Fatalf("head: %d weights (std %.4f), bias %v; want %d weights ~N(0, 0.02²) and bias 0", len(hw), std, hb, cfg.DModel)
 	}
 	// Retried: the same checkpoint, still reporting the new head.
-	var again contract.RewardInitOutput
-	e.Must(contract.RewardInitName, contract.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", From: base.Checkpoint, Seed: 9}, &again)
+	var again trainapi.RewardInitOutput
+	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", From: base.Checkpoint, Seed: 9}, &again)
 	if again != rm {
 		t.Fatalf("retried init: %+v, want %+v", again, rm)
 	}
 	// Deterministic: another phase with the same seed gets the same head.
-	var twin contract.RewardInitOutput
-	e.Must(contract.RewardInitName, contract.RewardInitInput{Store: e.Store, Run: "r", Phase: "twin", From: base.Checkpoint, Seed: 9}, &twin)
-	if traintest.SHA(t, twin.Checkpoint, contract.ModelFile) != traintest.SHA(t, rm.Checkpoint, contract.ModelFile) {
+	var twin trainapi.RewardInitOutput
+	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "r", Phase: "twin", From: base.Checkpoint, Seed: 9}, &twin)
+	if traintest.SHA(t, twin.Checkpoint, trainapi.ModelFile) != traintest.SHA(t, rm.Checkpoint, trainapi.ModelFile) {
 		t.Fatal("the same seed gave a different head")
 	}
 	// A reward model keeps its head.
-	var keep contract.RewardInitOutput
-	e.Must(contract.RewardInitName, contract.RewardInitInput{Store: e.Store, Run: "r", Phase: "keep", From: rm.Checkpoint, Seed: 1}, &keep)
-	if keep.NewHead || traintest.SHA(t, keep.Checkpoint, contract.ModelFile) != traintest.SHA(t, rm.Checkpoint, contract.ModelFile) {
-		t.Fatalf("from a reward model: %+v, weights changed: %v", keep, traintest.SHA(t, keep.Checkpoint, contract.ModelFile) != traintest.SHA(t, rm.Checkpoint, contract.ModelFile))
+	var keep trainapi.RewardInitOutput
+	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "r", Phase: "keep", From: rm.Checkpoint, Seed: 1}, &keep)
+	if keep.NewHead || traintest.SHA(t, keep.Checkpoint, trainapi.ModelFile) != traintest.SHA(t, rm.Checkpoint, trainapi.ModelFile) {
+		t.Fatalf("from a reward model: %+v, weights changed: %v", keep, traintest.SHA(t, keep.Checkpoint, trainapi.ModelFile) != traintest.SHA(t, rm.Checkpoint, trainapi.ModelFile))
 	}
 	// From scratch.
-	var fresh contract.RewardInitOutput
-	e.Must(contract.RewardInitName, contract.RewardInitInput{Store: e.Store, Run: "r", Phase: "fresh", Model: modelcfg.Config(cfg), Seed: 4}, &fresh)
+	var fresh trainapi.RewardInitOutput
+	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "r", Phase: "fresh", Model: modelcfg.Config(cfg), Seed: 4}, &fresh)
 	if w := traintest.WeightsOf(t, fresh.Checkpoint); !fresh.NewHead || len(w["score.weight"]) != cfg.DModel {
 		t.Fatalf("from scratch: %+v", fresh)
 	}
 	// With the generative term: the same seeded head plus α = 1; it is kept when reused, learned by
 	// a chunk, and a chunk and an evaluation run with it.
-	var lp contract.RewardInitOutput
-	e.Must(contract.RewardInitName, contract.RewardInitInput{Store: e.Store, Run: "r", Phase: "lp", From: base.Checkpoint, Seed: 9, LogProb: true}, &lp)
+	var lp trainapi.RewardInitOutput
+	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "r", Phase: "lp", From: base.Checkpoint, Seed: 9, LogProb: true}, &lp)
 	lw := traintest.WeightsOf(t, lp.Checkpoint)
 	if a := lw["score.logprob_weight"]; !lp.NewHead || len(lw) != len(src)+3 || len(a) != 1 || a[0] != 1 || !slices.Equal(lw["score.weight"], hw) {
 		t.Fatalf("head with the generative term: %+v, %d tensors, α %v", lp, len(lw), a)
 	}
-	var lpKeep contract.RewardInitOutput
-	e.Must(contract.RewardInitName, contract.RewardInitInput{Store: e.Store, Run: "r", Phase: "lp-keep", From: lp.Checkpoint, Seed: 1}, &lpKeep)
-	if lpKeep.NewHead || traintest.SHA(t, lpKeep.Checkpoint, contract.ModelFile) != traintest.SHA(t, lp.Checkpoint, contract.ModelFile) {
+	var lpKeep trainapi.RewardInitOutput
+	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "r", Phase: "lp-keep", From: lp.Checkpoint, Seed: 1}, &lpKeep)
+	if lpKeep.NewHead || traintest.SHA(t, lpKeep.Checkpoint, trainapi.ModelFile) != traintest.SHA(t, lp.Checkpoint, trainapi.ModelFile) {
 		t.Fatalf("a reward model with the generative term lost it: %+v", lpKeep)
 	}
-	data := contract.RewardData{Task: "add2", TrainPairs: 64, HeldoutPairs: 16}
-	var lc contract.ChunkOutput
-	e.Must(contract.RewardChunkName, contract.RewardChunkInput{ChunkHead: contract.ChunkHead{Store: e.Store, Run: "r", Phase: "lp", From: lp.Checkpoint, Steps: 2, TotalSteps: 2, Cursor: contract.Cursor{Seed: 1}, Optim: contract.Optim{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8}, FreshOptimizer: true},
-		Data: data, Batch: contract.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT()}, &lc)
+	data := trainapi.RewardData{Task: "add2", TrainPairs: 64, HeldoutPairs: 16}
+	var lc trainapi.ChunkOutput
+	e.Must(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "lp", From: lp.Checkpoint, Steps: 2, TotalSteps: 2, Cursor: trainapi.Cursor{Seed: 1}, Optim: trainapi.Optim{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8}, FreshOptimizer: true},
+		Data: data, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT()}, &lc)
 	if a := traintest.WeightsOf(t, lc.Checkpoint)["score.logprob_weight"]; len(a) != 1 || a[0] == 1 || !(lc.Loss > 0) {
 		t.Fatalf("after 2 steps: α %v, loss %g (α must be trained)", a, lc.Loss)
 	}
-	var lev contract.RewardEvalOutput
-	e.Must(contract.RewardEvaluateName, contract.RewardEvalInput{Store: e.Store, Checkpoint: lc.Checkpoint, Data: data, Loss: objective.DefaultBT(), Seed: 1}, &lev)
+	var lev trainapi.RewardEvalOutput
+	e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: lc.Checkpoint, Data: data, Loss: objective.DefaultBT(), Seed: 1}, &lev)
 	if m := lev.Metrics; m["heldout_pairs"] != 16 || !(m["heldout_bt_loss"] > 0) {
 		t.Fatalf("evaluating a reward model with the generative term: %v", m)
 	}
 	// A causal LM is not a reward model: evaluating it is an error naming the missing head.
-	err := e.Run(contract.RewardEvaluateName, contract.RewardEvalInput{Store: e.Store, Checkpoint: base.Checkpoint,
-		Data: contract.RewardData{Task: "add2", TrainPairs: 10, HeldoutPairs: 10}}, &contract.RewardEvalOutput{})
+	err := e.Run(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: base.Checkpoint,
+		Data: trainapi.RewardData{Task: "add2", TrainPairs: 10, HeldoutPairs: 10}}, &trainapi.RewardEvalOutput{})
 	if err == nil || !strings.Contains(err.Error(), "value head") || !traintest.IsInvalidInput(err) {
 		t.Fatalf("evaluating a causal LM as a reward model: %v", err)
 	}
@@ -115,17 +115,17 @@ func TestRewardInit(t *testing.T) {
 // when recomputed; the evaluation reports pairwise accuracy overall and per kind of mistake.
 func TestRewardChunkAndEvaluate(t *testing.T) {
 	e := traintest.New(t)
-	var init contract.RewardInitOutput
-	e.Must(contract.RewardInitName, contract.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 1}, &init)
-	data := contract.RewardData{Task: "add2", TrainPairs: 200, HeldoutPairs: 70}
-	optim := contract.Optim{LR: 3e-3, WarmupSteps: 2, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
-	chunk := func(phase, from string, step int, cur contract.Cursor, fresh bool) contract.ChunkOutput {
-		var out contract.ChunkOutput
-		e.Must(contract.RewardChunkName, contract.RewardChunkInput{ChunkHead: contract.ChunkHead{Store: e.Store, Run: "r", Phase: phase, From: from, Step: step, Steps: 3, TotalSteps: 6, Cursor: cur, Optim: optim, FreshOptimizer: fresh},
-			Data: data, Batch: contract.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT()}, &out)
+	var init trainapi.RewardInitOutput
+	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 1}, &init)
+	data := trainapi.RewardData{Task: "add2", TrainPairs: 200, HeldoutPairs: 70}
+	optim := trainapi.Optim{LR: 3e-3, WarmupSteps: 2, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
+	chunk := func(phase, from string, step int, cur trainapi.Cursor, fresh bool) trainapi.ChunkOutput {
+		var out trainapi.ChunkOutput
+		e.Must(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: phase, From: from, Step: step, Steps: 3, TotalSteps: 6, Cursor: cur, Optim: optim, FreshOptimizer: fresh},
+			Data: data, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT()}, &out)
 		return out
 	}
-	c1 := chunk("rm", init.Checkpoint, 0, contract.Cursor{Seed: 5}, true)
+	c1 := chunk("rm", init.Checkpoint, 0, trainapi.Cursor{Seed: 5}, true)
 	c2 := chunk("rm", c1.Checkpoint, 3, c1.Cursor, false)
 	if c1.Step != 3 || c2.Step != 6 || c2.Metrics["pairs"] != 24 || c2.Cursor.Index != 48 || c1.Resumed || !(c2.Loss > 0) || c2.NonFinite != 0 {
 		t.Fatalf("chunks: %+v / %+v", c1, c2)
@@ -139,13 +139,13 @@ func TestRewardChunkAndEvaluate(t *testing.T) {
 	}
 	// Recomputed in another phase from the same inputs: the same bytes.
 	d2 := chunk("rm2", c1.Checkpoint, 3, c1.Cursor, false)
-	if d2.Resumed || traintest.SHA(t, d2.Checkpoint, contract.ModelFile) != traintest.SHA(t, c2.Checkpoint, contract.ModelFile) ||
-		traintest.SHA(t, d2.Checkpoint, contract.OptimizerFile) != traintest.SHA(t, c2.Checkpoint, contract.OptimizerFile) {
+	if d2.Resumed || traintest.SHA(t, d2.Checkpoint, trainapi.ModelFile) != traintest.SHA(t, c2.Checkpoint, trainapi.ModelFile) ||
+		traintest.SHA(t, d2.Checkpoint, trainapi.OptimizerFile) != traintest.SHA(t, c2.Checkpoint, trainapi.OptimizerFile) {
 		t.Fatal("a recomputed chunk differs from the committed one")
 	}
-	var ev contract.RewardEvalOutput
-	e.Must(contract.RewardEvaluateName, contract.RewardEvalInput{Store: e.Store, Checkpoint: c2.Checkpoint, Data: data,
-		Batch: contract.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT(), Seed: 5}, &ev)
+	var ev trainapi.RewardEvalOutput
+	e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: c2.Checkpoint, Data: data,
+		Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT(), Seed: 5}, &ev)
 	m := ev.Metrics
 	t.Logf("held-out metrics after 6 steps: %v", m)
 	if m["heldout_pairs"] != 70 || !(m["heldout_pair_accuracy"] >= 0 && m["heldout_pair_accuracy"] <= 1) || !(m["heldout_bt_loss"] > 0) {
@@ -161,8 +161,8 @@ func TestRewardChunkAndEvaluate(t *testing.T) {
 		t.Errorf("want accuracy for several kinds of mistakes, got %v", m)
 	}
 	// Bad batch config is non-retryable and names the field.
-	err := e.Run(contract.RewardChunkName, contract.RewardChunkInput{ChunkHead: contract.ChunkHead{Store: e.Store, Run: "r", Phase: "bad", From: init.Checkpoint, Steps: 1, TotalSteps: 1, Optim: optim},
-		Data: data, Batch: contract.RewardBatch{Rows: 8, MaxSeq: 4}, Loss: objective.DefaultBT()}, &contract.ChunkOutput{})
+	err := e.Run(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "bad", From: init.Checkpoint, Steps: 1, TotalSteps: 1, Optim: optim},
+		Data: data, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 4}, Loss: objective.DefaultBT()}, &trainapi.ChunkOutput{})
 	if err == nil || !traintest.IsInvalidInput(err) || !strings.Contains(err.Error(), "max_seq") {
 		t.Fatalf("too short max_seq: %v", err)
 	}
@@ -226,17 +226,17 @@ func TestRewardModelAcceptance(t *testing.T) {
 	}
 	seed := uint64(1)
 	run := fmt.Sprintf("acc-%s-pre%d-h400", preset, preSteps)
-	optim := func(lr float64, warmup int) contract.Optim {
-		return contract.Optim{LR: lr, WarmupSteps: warmup, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
+	optim := func(lr float64, warmup int) trainapi.Optim {
+		return trainapi.Optim{LR: lr, WarmupSteps: warmup, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
 	}
 	// 1. Pretrain on add2 as plain text, then SFT on add2 (the demo pipeline's phases).
-	var base contract.InitOutput
-	e.Must(contract.InitName, contract.InitInput{Store: e.Store, Run: run, Phase: "pretrain", Model: modelcfg.Config(cfg), Seed: seed}, &base)
-	lm := func(phase, from string, steps, chunk int, ds contract.DataSpec, bs contract.BatchSpec, o contract.Optim) contract.ChunkOutput {
-		var c contract.ChunkOutput
-		c.Checkpoint, c.Cursor = from, contract.Cursor{Seed: seed}
+	var base trainapi.InitOutput
+	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: run, Phase: "pretrain", Model: modelcfg.Config(cfg), Seed: seed}, &base)
+	lm := func(phase, from string, steps, chunk int, ds trainapi.DataSpec, bs trainapi.BatchSpec, o trainapi.Optim) trainapi.ChunkOutput {
+		var c trainapi.ChunkOutput
+		c.Checkpoint, c.Cursor = from, trainapi.Cursor{Seed: seed}
 		for step := 0; step < steps; step += chunk {
-			e.Must(contract.ChunkName, contract.ChunkInput{ChunkHead: contract.ChunkHead{Store: e.Store, Run: run, Phase: phase, From: c.Checkpoint, Step: step, Steps: min(chunk, steps-step), TotalSteps: steps, Cursor: c.Cursor, Optim: o, FreshOptimizer: step == 0},
+			e.Must(trainapi.ChunkName, trainapi.ChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: run, Phase: phase, From: c.Checkpoint, Step: step, Steps: min(chunk, steps-step), TotalSteps: steps, Cursor: c.Cursor, Optim: o, FreshOptimizer: step == 0},
 				Data: ds, Batch: bs}, &c)
 		}
 		t.Logf("%s: %d steps, loss %.3f, %.0f tokens/s (%.0fs)", phase, steps, c.Loss, c.Metrics["tokens_per_s"], time.Since(start).Seconds())
@@ -245,18 +245,18 @@ func TestRewardModelAcceptance(t *testing.T) {
 	// Held-out prompts are Generate(seed, stream 1)'s first N in every phase (tasks.Split), so
 	// holding out as many in pretraining as the reward phase evaluates keeps them unseen throughout.
 	const heldout = 400
-	from := lm("pretrain", base.Checkpoint, preSteps, 150, contract.DataSpec{Task: "add2", TrainExamples: 8000, HeldoutExamples: heldout, Text: true},
-		contract.BatchSpec{Rows: 16, Seq: 64}, optim(0.01, 30)).Checkpoint
+	from := lm("pretrain", base.Checkpoint, preSteps, 150, trainapi.DataSpec{Task: "add2", TrainExamples: 8000, HeldoutExamples: heldout, Text: true},
+		trainapi.BatchSpec{Rows: 16, Seq: 64}, optim(0.01, 30)).Checkpoint
 	if sftSteps > 0 {
-		sftData := contract.DataSpec{Task: "add2", TrainExamples: 2000, HeldoutExamples: heldout}
-		from = lm("sft", from, sftSteps, 300, sftData, contract.BatchSpec{Rows: 32, Seq: 32}, optim(0.003, 10)).Checkpoint
-		var ev contract.EvalOutput
-		e.Must(contract.EvaluateName, contract.EvalInput{Store: e.Store, Checkpoint: from, Data: sftData, Examples: 200, MaxNewTokens: 5, Seed: seed}, &ev)
+		sftData := trainapi.DataSpec{Task: "add2", TrainExamples: 2000, HeldoutExamples: heldout}
+		from = lm("sft", from, sftSteps, 300, sftData, trainapi.BatchSpec{Rows: 32, Seq: 32}, optim(0.003, 10)).Checkpoint
+		var ev trainapi.EvalOutput
+		e.Must(trainapi.EvaluateName, trainapi.EvalInput{Store: e.Store, Checkpoint: from, Data: sftData, Examples: 200, MaxNewTokens: 5, Seed: seed}, &ev)
 		t.Logf("sft held-out exact match %.3f", ev.Metrics["heldout_exact_match"])
 	}
 	// 2. The reward model.
 	rmStart := time.Now()
-	data := contract.RewardData{Task: "add2", TrainPairs: trainPairs, HeldoutPairs: heldout}
+	data := trainapi.RewardData{Task: "add2", TrainPairs: trainPairs, HeldoutPairs: heldout}
 	add2, _ := tasks.Lookup("add2")
 	preTrain, _ := tasks.Split(add2, 8000, heldout, seed)
 	_, rmHeldout, err := tasks.PrefSplit(add2, trainPairs, heldout, seed)
@@ -272,26 +272,26 @@ func TestRewardModelAcceptance(t *testing.T) {
 			t.Fatalf("held-out prompt %q is in the pretraining text", p.Prompt)
 		}
 	}
-	batch := contract.RewardBatch{Rows: 32, MaxSeq: 32}
+	batch := trainapi.RewardBatch{Rows: 32, MaxSeq: 32}
 	lossCfg := objective.DefaultBT()
 	lossCfg.LMCoef = lmCoef
 	phase := fmt.Sprintf("reward-sft%d-lr%g-s%d-n%d-wd%g-lm%g-lp%v", sftSteps, lr, steps, trainPairs, wd, lmCoef, logProb)
-	var init contract.RewardInitOutput
-	e.Must(contract.RewardInitName, contract.RewardInitInput{Store: e.Store, Run: run, Phase: phase, From: from, Seed: seed, LogProb: logProb}, &init)
+	var init trainapi.RewardInitOutput
+	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: run, Phase: phase, From: from, Seed: seed, LogProb: logProb}, &init)
 	eval := func(uri string) map[string]float64 {
-		var ev contract.RewardEvalOutput
-		e.Must(contract.RewardEvaluateName, contract.RewardEvalInput{Store: e.Store, Checkpoint: uri, Data: data, Batch: batch, Loss: lossCfg, Seed: seed}, &ev)
+		var ev trainapi.RewardEvalOutput
+		e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: uri, Data: data, Batch: batch, Loss: lossCfg, Seed: seed}, &ev)
 		return ev.Metrics
 	}
 	before := eval(init.Checkpoint)
 	rmOptim := optim(lr, 20)
 	rmOptim.WeightDecay = wd
-	var rc contract.ChunkOutput
-	rc.Checkpoint, rc.Cursor = init.Checkpoint, contract.Cursor{Seed: seed}
+	var rc trainapi.ChunkOutput
+	rc.Checkpoint, rc.Cursor = init.Checkpoint, trainapi.Cursor{Seed: seed}
 	var after map[string]float64
 	const chunkSteps = 250
 	for step := 0; step < steps; step += chunkSteps {
-		e.Must(contract.RewardChunkName, contract.RewardChunkInput{ChunkHead: contract.ChunkHead{Store: e.Store, Run: run, Phase: phase, From: rc.Checkpoint, Step: step, Steps: min(chunkSteps, steps-step), TotalSteps: steps, Cursor: rc.Cursor, Optim: rmOptim, FreshOptimizer: step == 0},
+		e.Must(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: run, Phase: phase, From: rc.Checkpoint, Step: step, Steps: min(chunkSteps, steps-step), TotalSteps: steps, Cursor: rc.Cursor, Optim: rmOptim, FreshOptimizer: step == 0},
 			Data: data, Batch: batch, Loss: lossCfg}, &rc)
 		after = eval(rc.Checkpoint)
 		t.Logf("reward step %d: train loss %.4f acc %.3f lm %.3f | held-out acc %.3f bt_loss %.4f units %.3f carry %.3f (%.0fs)", rc.Step, rc.Loss, rc.Metrics["accuracy"], rc.Metrics["lm_loss"],

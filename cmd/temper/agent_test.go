@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/reward/sandbox"
+	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/algorithms/rollout"
+	"github.com/temperml/temper/algorithms/tokenize"
+	"github.com/temperml/temper/workers/testenv"
+	"github.com/temperml/temper/workflows"
+)
+
+// agentBasePipeline is the agentic SFT base (agenticSFTConfig: the tiny model taught the tool-call
+// template on bigmul demonstrations) that the agent phases start from.
+func agentBasePipeline(store string) workflows.PipelineInput {
+	return workflows.PipelineInput{Name: "agent-base", Store: store, Seed: 3, Phases: []workflows.PhaseSpec{
+		{Name: "sft", Kind: "sft", Config: json.RawMessage(agenticSFTConfig)},
+	}}
+}
+
+// agentGRPOConfig is a GRPO phase on bigmul whose rollouts are the Python example agent's episodes
+// (scripts/agents/python, its own calculator) against the policy; extra is spliced into
+// rollout.agent, rest into the phase.
+func agentGRPOConfig(t *testing.T, iterations, heldout int, extra, rest string) string {
+	t.Helper()
+	dir, err := filepath.Abs("../../scripts/agents/python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := json.Marshal(dir)
+	return fmt.Sprintf(`{"data":{"task":"bigmul","heldout_examples":%d},"mode":"sync","iterations":%d,"prompts":4,"group":4,
+	"max_new_tokens":64,"rollout":{"agent":{"command":["python3","agent.py"],"dir":%s,"retries":1,"timeout":"2m"%s}},
+	%s,"heartbeat_timeout":"10s"}`, heldout, iterations, d, extra, rest)
+}
+
+// agentSandbox skips a test where the agent cannot run: it needs the isolated code sandbox with python.
+func agentSandbox(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("agent episodes run in the isolated sandbox: Linux, as root")
+	}
+	sb, err := sandbox.New(sandbox.Config{BaseDir: t.TempDir()})
+	if errors.Is(err, sandbox.ErrUnavailable) {
+		t.Skipf("no sandbox: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Mode() != sandbox.ModeIsolated || sb.Config().Python == "" {
+		t.Skipf("agent episodes need the isolated sandbox with python (%s %s)", sb.Mode(), sb.ModeReason())
+	}
+}
+
+// servedResponse is what the agent printed of each chat completion it got (TEMPER_AGENT_LOG=-).
+type servedResponse struct {
+	Choices []struct {
+		FinishReason string `json:"finish_reason"`
+		Logprobs     struct {
+			Content []struct {
+				Bytes   []int   `json:"bytes"`
+				Logprob float32 `json:"logprob"`
+			} `json:"content"`
+		} `json:"logprobs"`
+	} `json:"choices"`
+}
+
+// toolGap is what lies between two model-written runs of one trajectory: the tool message the
+// agent sent and the template's turn markers, nothing the model wrote.
+var toolGap = regexp.MustCompile(`^\n<\|tool\|>\n[^\n]*\n<\|assistant\|>\n$`)
+
+// TestAgentGRPOPipeline runs a GRPO phase whose rollouts are the Python example agent's episodes on
+// the embedded stack (every role in this process, the agent in the code sandbox), from the agentic
+// SFT base, and checks its first iteration's rollouts, which the policy step trains on: every
+// model-written token and its behaviour log-probability is exactly what the server returned to the
+// agent (the agent prints each response after its answer), the loss mask (the policy marks) covers
+// those tokens only (the gaps are the tool messages, log-prob 0), and the run reports its agent
+// metrics (no failure, no dropped group).
+func TestAgentGRPOPipeline(t *testing.T) {
+	if testing.Short() && os.Getenv("CI") == "" {
+		t.Skip("trains a base model and runs agents; runs in CI and without -short")
+	}
+	agentSandbox(t)
+	env := testenv.Get(t)
+	env.Roles(t)
+	dir := t.TempDir()
+	store := "file://" + dir
+	ids := fmt.Sprintf("agent-grpo-%d", time.Now().UnixNano())
+	start := time.Now()
+	base := waitRun(t, mustStart(t, env.Client, ids+"-base", agentBasePipeline(store)))
+	t.Logf("base in %.1fs: %v", time.Since(start).Seconds(), base.Phases[0].Metrics)
+	// The digits verifier reads the answer's first line: the responses the agent logs after it do not count.
+	cfg := agentGRPOConfig(t, 2, 16, `,"env":{"TEMPER_AGENT_LOG":"-"}`,
+		`"reward":{"verifiers":[{"name":"digits"}]},"eval_every":0,"eval":{"examples":4,"before":false}`)
+	start = time.Now()
+	out := waitRun(t, mustStart(t, env.Client, ids+"-grpo", rlGRPOPipelineWith(store, base.Phases[0].Checkpoint, cfg)))
+	m := out.Phases[0].Metrics
+	t.Logf("agent GRPO in %.1fs: %v", time.Since(start).Seconds(), m)
+	if m["iterations"] != 2 || m["version"] != 2 || m["agent_groups_dropped"] != 0 || m["agent_failures"] != 0 {
+		t.Fatalf("metrics %v: want 2 iterations, 2 versions, no agent failure", m)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rolloutapi.RolloutsKey(out.RunID, "grpo", 0, rolloutapi.ShardTag(0)))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bt tokenize.Byte
+	calls, gaps := 0, 0
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<24)
+	n := 0
+	for sc.Scan() {
+		var r rollout.Rollout
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		_, log, _ := strings.Cut(r.Completion, "\n")
+		var served []servedResponse
+		for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
+			var resp servedResponse
+			if err := json.Unmarshal([]byte(l), &resp); err != nil || len(resp.Choices) != 1 {
+				t.Fatalf("%s: agent log line %q: %v", r.ID, l, err)
+			}
+			served = append(served, resp)
+		}
+		// The model-written runs of every segment, in call order.
+		type run struct {
+			toks []int
+			lps  []float32
+		}
+		var runs []run
+		segs := append([]rollout.Segment{{PromptTokens: r.PromptTokens, Tokens: r.Tokens, LogProbs: r.LogProbs, Policy: r.Policy}}, r.Segments...)
+		for s, seg := range segs {
+			if len(seg.Policy) != len(seg.Tokens) || len(seg.LogProbs) != len(seg.Tokens) {
+				t.Fatalf("%s segment %d: %d tokens, %d policy marks, %d log-probs", r.ID, s, len(seg.Tokens), len(seg.Policy), len(seg.LogProbs))
+			}
+			var gap []int
+			for i, tok := range seg.Tokens {
+				if !seg.Policy[i] {
+					if seg.LogProbs[i] != 0 {
+						t.Errorf("%s segment %d token %d: not the model's but log-prob %v", r.ID, s, i, seg.LogProbs[i])
+					}
+					gap = append(gap, tok)
+					continue
+				}
+				if i == 0 || !seg.Policy[i-1] {
+					if i > 0 {
+						if g := bt.Decode(gap); !toolGap.MatchString(g) {
+							t.Errorf("%s segment %d: masked tokens %q before a call: want only a tool message", r.ID, s, g)
+						}
+						gaps++
+					}
+					gap = nil
+					runs = append(runs, run{})
+				}
+				runs[len(runs)-1].toks = append(runs[len(runs)-1].toks, tok)
+				runs[len(runs)-1].lps = append(runs[len(runs)-1].lps, seg.LogProbs[i])
+			}
+			if len(gap) > 0 {
+				t.Errorf("%s segment %d ends on %d tokens the model did not write (%q)", r.ID, s, len(gap), bt.Decode(gap))
+			}
+		}
+		if len(runs) != len(served) || r.Ep == nil || r.Ep.Calls != len(served) {
+			t.Fatalf("%s: %d model-written runs, %d responses served, episode %+v", r.ID, len(runs), len(served), r.Ep)
+		}
+		for c, resp := range served {
+			ch := resp.Choices[0]
+			got, want := runs[c], ch.Logprobs.Content
+			// A call that ended on the end-of-sequence token trained on it too: the response's text
+			// and log-probs end before it.
+			extra := len(got.toks) - len(want)
+			if extra != 0 && !(extra == 1 && got.toks[len(got.toks)-1] == tokenize.ByteEOS && ch.FinishReason == "stop") {
+				t.Fatalf("%s call %d: trained %d tokens, served %d (finish %s)", r.ID, c, len(got.toks), len(want), ch.FinishReason)
+			}
+			for j, w := range want {
+				tb := []byte(bt.Decode([]int{got.toks[j]}))
+				wb := make([]byte, len(w.Bytes))
+				for k, x := range w.Bytes {
+					wb[k] = byte(x)
+				}
+				if !bytes.Equal(tb, wb) || got.lps[j] != w.Logprob {
+					t.Fatalf("%s call %d token %d: trained %q (log-prob %v), served %q (log-prob %v)", r.ID, c, j, tb, got.lps[j], wb, w.Logprob)
+				}
+			}
+			calls++
+		}
+	}
+	if n != 16 {
+		t.Fatalf("%d rollouts in the first iteration, want 16", n)
+	}
+	t.Logf("16 episodes, %d calls checked token by token, %d tool messages masked", calls, gaps)
+	if gaps == 0 {
+		t.Fatalf("no episode called its calculator: the mask check saw no tool message")
+	}
+}
+
+// TestAgentRLExactResumeAfterSIGKILL is TestRLExactResumeAfterSIGKILL for agent episodes: the Python
+// example agent plays every rollout against the policy served by the rollout worker; killing that
+// worker mid-iteration (its agents die with it; the retried activity replays each episode in a fresh
+// sandbox, every request seeded by the episode) and the trainer mid-step ends on the same rollouts,
+// held-out accuracy, weights and optimizer state as an undisturbed run.
+func TestAgentRLExactResumeAfterSIGKILL(t *testing.T) {
+	agentSandbox(t)
+	cfg := agentGRPOConfig(t, 7, 16, "",
+		`"reward":{"verifiers":[{"name":"exact"},{"name":"digits","weight":0.5}]},"eval_every":0,"eval":{"examples":8,"before":false}`)
+	rlExactResume(t, agentBasePipeline, cfg, func(t *testing.T, base workflows.PipelineOutput, rollouts []byte) {
+		if n := strings.Count(string(rollouts), `"calls":2`); n == 0 {
+			t.Fatalf("no episode of the first iteration called the agent's calculator")
+		}
+	})
+}
+
+// TestAgentHeldoutCurve runs scripts/agents/bigmul-python.yaml (SFT, then GRPO on the Python example
+// agent's episodes) on the embedded stack and logs the agent's held-out exact match at every
+// evaluation, and each iteration's mean reward; it asserts nothing about the numbers (a measurement,
+// reported in docs/agent-gateway.md). TEMPER_AGENT_CURVE=1 runs the file as it is; a larger number
+// sets the GRPO phase's iterations.
+//
+//	TEMPER_AGENT_CURVE=1 go test -run TestAgentHeldoutCurve -v -timeout 3h ./cmd/temper/
+func TestAgentHeldoutCurve(t *testing.T) {
+	iters := 0
+	if _, err := fmt.Sscan(os.Getenv("TEMPER_AGENT_CURVE"), &iters); err != nil || iters <= 0 {
+		t.Skip("set TEMPER_AGENT_CURVE=1 to measure the curve")
+	}
+	agentSandbox(t)
+	env := testenv.Get(t)
+	env.Roles(t)
+	dir := t.TempDir()
+	agentDir, err := filepath.Abs("../../scripts/agents/python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("../../scripts/agents/bigmul-python.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := []string{"store=file://" + dir, "phases.grpo.config.rollout.agent.dir=" + agentDir}
+	if iters > 1 {
+		sets = append(sets, fmt.Sprintf("phases.grpo.config.iterations=%d", iters))
+	}
+	in, err := parsePipeline("bigmul-python.yaml", data, sets, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	run := mustStart(t, env.Client, fmt.Sprintf("agent-curve-%d", time.Now().UnixNano()), in)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
+	defer cancel()
+	var out workflows.PipelineOutput
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatalf("run %s: %v", run.GetID(), err)
+	}
+	t.Logf("pipeline in %.0fs; sft %v; grpo %v", time.Since(start).Seconds(), out.Phases[0].Metrics, out.Phases[1].Metrics)
+	f, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ckpt.MetricsLogKey(out.RunID, "grpo"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(f)), "\n") {
+		var rec ckpt.MetricsRecord
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		switch rec.Kind {
+		case ckpt.RecordEval:
+			t.Logf("CURVE iteration %d: heldout_exact_match %.4f calls/episode %.2f failed %.3f", rec.Step,
+				rec.Metrics["heldout_exact_match"], rec.Metrics["heldout_agent_calls"], rec.Metrics["heldout_agent_failed"])
+		case ckpt.RecordTrain:
+			t.Logf("iteration %d: reward_mean %.4f", rec.Step, rec.Metrics["reward_mean"])
+		}
+	}
+}
+
+// TestAgentPipelinesAreValid: the example pipelines of the agent gateway (scripts/agents/*.yaml,
+// cited by docs/agent-gateway.md) parse and validate, and each trains its own example agent.
+func TestAgentPipelinesAreValid(t *testing.T) {
+	for _, c := range []struct{ file, command, dir string }{
+		{"bigmul-python.yaml", "python3 agent.py", "scripts/agents/python"},
+		{"bigmul-node.yaml", "node agent.mjs", "scripts/agents/node"},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("..", "..", "scripts", "agents", c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := parsePipeline(c.file, data, nil, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cfg workflows.RLConfig
+			if len(in.Phases) != 2 || in.Phases[1].Kind != "grpo" || json.Unmarshal(in.Phases[1].Config, &cfg) != nil || cfg.Rollout.Agent == nil {
+				t.Fatalf("%s: want an SFT phase, then a GRPO phase with rollout.agent", c.file)
+			}
+			a := cfg.Rollout.Agent
+			if got := strings.Join(a.Command, " "); got != c.command || a.Dir != c.dir {
+				t.Fatalf("%s: agent %q in %q, want %q in %q", c.file, got, a.Dir, c.command, c.dir)
+			}
+			if _, err := os.Stat(filepath.Join("..", "..", a.Dir, a.Command[1])); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
