@@ -131,6 +131,11 @@ func TestRecordHistories(t *testing.T) {
 				`,"mode":"async","inject_nan_at":3,"rollout":{"shards":2},"self_correct":{"retries":1,"resample":true}`))}}, nil, nil},
 		{"grpo-overlap-sync-regression", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
 			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(fmt.Sprintf(overlapRL, `,"inject_regression_at":3,"rollout":{"shards":2}`))}}, nil, nil},
+		// Deep async (rl-deep-async): four iterations in flight, partial generations in two shards
+		// continuing under each new policy, a back-track on NaN draining the queue.
+		{"grpo-deep-partial", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},
+			{Name: "grpo", Kind: "grpo", Config: json.RawMessage(strings.NewReplacer(`"iterations":4`, `"iterations":6`, `"max_new_tokens":4,`, `"max_new_tokens":8,`).Replace(fmt.Sprintf(overlapRL,
+				`,"mode":"async","max_staleness":4,"partial":true,"segment_tokens":2,"inject_nan_at":4,"rollout":{"shards":2}`)))}}, nil, nil},
 		// Steering (temper-steer): a set forwarded by the pipeline to the grpo phase, a pause and a
 		// resume; gates: approval (approved), when: passing, skipping and stopping; a fork's lineage.
 		{"grpo-steer", []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)},

@@ -74,6 +74,9 @@ type RLState struct {
 	AgentFailures int `json:"agent_failures,omitempty"`
 	// Steer is what people changed while the phase runs (steer.go); nil until someone does.
 	Steer *SteerState `json:"steer,omitempty"`
+	// Flights are the iterations generating ahead (async with max_staleness > 1 or partial,
+	// rl_async.go) across continue-as-new, the oldest first.
+	Flights []AsyncFlight `json:"flights,omitempty"`
 }
 
 // RL is the rollout → reward → train loop over policy versions, in sync or async mode, with held-out
@@ -279,6 +282,7 @@ func (r *rlRun) continueAsNew() error {
 // checkpoint) and the loop's sums.
 func (r *rlRun) finish() (PhaseOutput, error) {
 	st := &r.st
+	r.src.drop(r) // what runs ahead when max_seconds ends the phase (deep async); else nothing
 	if err := r.awaitRetain(); err != nil {
 		return PhaseOutput{}, err
 	}

@@ -60,7 +60,9 @@ type RLConfig struct {
 	Minibatch       int                  `json:"minibatch" default:"0" help:"rows per optimizer step; 0: all rollouts in one step"`
 	DynamicSampling bool                 `json:"dynamic_sampling" help:"drop groups whose rewards are all equal (DAPO); default on for dapo"`
 	Mode            string               `json:"mode" default:"sync" help:"sync | async: async generates iteration k+1 with policy v while step k trains"`
-	MaxStaleness    int                  `json:"max_staleness" default:"1" help:"async: rollouts may lag the trained policy by this many versions (1 supported)"`
+	MaxStaleness    int                  `json:"max_staleness" default:"1" help:"async: iterations generated ahead of the step, so rollouts lag the trained policy by up to this many versions (1..16; 1: one-step-off)"`
+	Partial         bool                 `json:"partial" help:"async: generations continue across policy steps in segments (segment_tokens each), each token tagged with the version that sampled it"`
+	SegmentTokens   int                  `json:"segment_tokens" default:"0" help:"partial: tokens a row samples per segment, one segment per policy step (0: ceil(max_new_tokens/(max_staleness+1)))"`
 	EvalEvery       int                  `json:"eval_every" default:"10" help:"evaluate held-out exact match every N iterations (and at the end)"`
 	MaxSeconds      float64              `json:"max_seconds" default:"0" help:"also stop after the iteration that reaches this much training wall time (0: no limit)"`
 	KeepLast        int                  `json:"keep_last" default:"3" help:"policy checkpoints kept per branch besides the best (the last good one back-tracking returns to)"`
@@ -194,8 +196,16 @@ func (c *RLConfig) Validate() error {
 		return &config.FieldError{Path: "epochs", Msg: "must be >= 1"}
 	case c.Mode != "sync" && c.Mode != "async":
 		return &config.FieldError{Path: "mode", Msg: fmt.Sprintf("%q: allowed values: sync, async", c.Mode)}
-	case c.Mode == "async" && c.MaxStaleness != 1:
-		return &config.FieldError{Path: "max_staleness", Msg: "async mode supports 1"}
+	case c.MaxStaleness < 1 || c.MaxStaleness > maxStaleness:
+		return &config.FieldError{Path: "max_staleness", Msg: fmt.Sprintf("%d: want 1..%d", c.MaxStaleness, maxStaleness)}
+	case c.Mode != "async" && (c.MaxStaleness != 1 || c.Partial):
+		return &config.FieldError{Path: "max_staleness", Msg: fmt.Sprintf("max_staleness %d, partial %v: rollouts are stale only with mode async (sync: leave 1 and false)", c.MaxStaleness, c.Partial)}
+	case c.Partial && len(c.Rollout.Tools) > 0:
+		return &config.FieldError{Path: "partial", Msg: "agentic episodes (rollout.tools) are generated whole: leave partial false"}
+	case c.SegmentTokens != 0 && !c.Partial:
+		return &config.FieldError{Path: "segment_tokens", Msg: "sizes the segments of partial generations: set partial: true too, or leave it 0"}
+	case c.SegmentTokens < 0 || c.SegmentTokens > c.MaxNewTokens:
+		return &config.FieldError{Path: "segment_tokens", Msg: fmt.Sprintf("%d: want 0 (ceil(max_new_tokens/(max_staleness+1))) to max_new_tokens (%d)", c.SegmentTokens, c.MaxNewTokens)}
 	case !(c.MaxSeconds >= 0):
 		return &config.FieldError{Path: "max_seconds", Msg: "must be >= 0"}
 	case c.KeepLast < 1:

@@ -30,6 +30,11 @@ const (
 	// which the policy step then refused as a conflict. Asked only when correction.mode is set, so
 	// runs without one record nothing.
 	versionCorrection = "rl-correction"
+
+	// rl-deep-async: async runs with max_staleness > 1 or partial generations keep a queue of
+	// iterations generating ahead (deepSource, rl_async.go). Before: such configs were refused, so
+	// only those runs ask it.
+	versionDeepAsync = "rl-deep-async"
 )
 
 // autoTIS says whether stale async rollouts get truncated importance sampling (tis_threshold 2) that
@@ -52,6 +57,9 @@ func (r *rlRun) pickSource() rolloutSource {
 	fan := rlFanOut{rolloutCtx: r.rolloutCtx, rewardCtx: r.rewardCtx, in: r.in, cfg: r.cfg, seed: r.seed}
 	r.overlap = workflow.GetVersion(r.ctx, versionOverlap, workflow.DefaultVersion, 1) >= 1
 	if r.overlap && r.async {
+		if deep := r.deepSource(fan); deep != nil {
+			return deep
+		}
 		return &pipelinedSource{shardedSource: shardedSource{fan: fan}}
 	}
 	return &shardedSource{fan: fan}

@@ -69,15 +69,21 @@ type rlFanOut struct {
 // generate starts the shards of iteration iter with the given policy.
 func (f rlFanOut) generate(policy string, version, iter int) []workflow.Future {
 	var futs []workflow.Future
-	for s, r := range f.cfg.Rollout.ranges(f.cfg.Prompts, f.cfg.Group) {
-		futs = append(futs, workflow.ExecuteActivity(f.rolloutCtx, rolloutapi.GenerateName, rolloutapi.GenerateInput{
-			Store: f.in.Store, Run: f.in.RunID, Phase: f.in.Phase, Checkpoint: policy, PolicyVersion: version, Iteration: iter,
-			Data: f.cfg.Data, Seed: f.seed, Prompts: f.cfg.Prompts, Group: f.cfg.Group, MaxNewTokens: f.cfg.MaxNewTokens,
-			Temperature: f.cfg.Temperature, Sampling: f.cfg.Sampling.OrNil(), Tag: rolloutapi.ShardTag(s), PromptLo: r[0], PromptHi: r[1],
-			Tools: f.cfg.Rollout.Tools, MaxTurns: f.cfg.Rollout.MaxTurns, MaxTokens: f.cfg.Rollout.MaxTokens, Agent: f.cfg.Rollout.Agent,
-		}))
+	for s := range f.cfg.Rollout.ranges(f.cfg.Prompts, f.cfg.Group) {
+		futs = append(futs, workflow.ExecuteActivity(f.rolloutCtx, rolloutapi.GenerateName, f.input(policy, version, iter, s)))
 	}
 	return futs
+}
+
+// input is the generation of shard s of iteration iter with the given policy.
+func (f rlFanOut) input(policy string, version, iter, s int) rolloutapi.GenerateInput {
+	r := f.cfg.Rollout.ranges(f.cfg.Prompts, f.cfg.Group)[s]
+	return rolloutapi.GenerateInput{
+		Store: f.in.Store, Run: f.in.RunID, Phase: f.in.Phase, Checkpoint: policy, PolicyVersion: version, Iteration: iter,
+		Data: f.cfg.Data, Seed: f.seed, Prompts: f.cfg.Prompts, Group: f.cfg.Group, MaxNewTokens: f.cfg.MaxNewTokens,
+		Temperature: f.cfg.Temperature, Sampling: f.cfg.Sampling.OrNil(), Tag: rolloutapi.ShardTag(s), PromptLo: r[0], PromptHi: r[1],
+		Tools: f.cfg.Rollout.Tools, MaxTurns: f.cfg.Rollout.MaxTurns, MaxTokens: f.cfg.Rollout.MaxTokens, Agent: f.cfg.Rollout.Agent,
+	}
 }
 
 // score starts the scoring of one shard; its verdicts go to the store.

@@ -56,6 +56,7 @@ type rlCall struct {
 	in         any
 	start, end time.Duration // since the environment started
 	done       bool
+	afterEnd   bool // completed after the workflow had (nobody waited for it)
 }
 
 // rlWorld is a test environment with the RL workflow and mocked activities. exact is the held-out
@@ -119,7 +120,7 @@ func newRLWorld(t *testing.T, exact map[string]float64, slower ...map[string]tim
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		c := w.byKey[callKey(info)]
-		c.end, c.done = env.Now().Sub(w.t0), true
+		c.end, c.done, c.afterEnd = env.Now().Sub(w.t0), true, env.IsWorkflowCompleted()
 	})
 	return w
 }
@@ -154,6 +155,14 @@ func (w *rlWorld) generate(_ context.Context, in rolloutapi.GenerateInput) (roll
 	if in.Agent != nil { // every shard drops one group after three failed attempts
 		out.Samples -= in.Group
 		out.AgentGroupsDropped, out.AgentFailures = 1, 3
+	}
+	// A segment of a partial generation (tag ...-gNN): every row runs to max_new_tokens, so rows
+	// are unfinished while the segments so far hold fewer tokens.
+	var seg int
+	if i := strings.LastIndex(in.Tag, "-g"); in.SegmentTokens > 0 && i >= 0 {
+		if _, err := fmt.Sscanf(in.Tag[i+2:], "%d", &seg); err == nil && (seg+1)*in.SegmentTokens < in.MaxNewTokens {
+			out.Unfinished = out.Samples
+		}
 	}
 	return out, nil
 }

@@ -82,6 +82,14 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 		return rolloutapi.GenerateOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("rollout: generate %s/%s: prompts %d, group %d, max_new_tokens %d: want > 0", in.Run, in.Phase, in.Prompts, in.Group, in.MaxNewTokens), "InvalidInput", nil)
 	}
+	if in.SegmentTokens != 0 || in.Continue != "" {
+		if err := checkSegment(in); err != nil {
+			return rolloutapi.GenerateOutput{}, err
+		}
+		if in.Continue != "" {
+			return a.continueSegment(ctx, in)
+		}
+	}
 	shared, err := a.engines.acquire(ctx, in.Checkpoint, a.loadPolicy)
 	if err != nil {
 		return rolloutapi.GenerateOutput{}, err
@@ -159,6 +167,7 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 			return rolloutapi.GenerateOutput{}, err
 		}
 	}
+	unfinished := 0
 	for b, hi := range cuts {
 		if len(in.Tools) > 0 || in.Agent != nil {
 			break
@@ -167,7 +176,7 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 		if b > 0 {
 			lo = cuts[b-1]
 		}
-		outs, err := eng.Generate(prompts[lo:hi], in.Sampling.Apply(sample.Options{MaxNewTokens: in.MaxNewTokens, Temperature: in.Temperature, TopP: in.TopP,
+		outs, err := eng.Generate(prompts[lo:hi], in.Sampling.Apply(sample.Options{MaxNewTokens: segmentBudget(in, 0), Temperature: in.Temperature, TopP: in.TopP,
 			StopTokens: stops, Seeds: seeds[lo:hi]}, enc.Tok.Decode))
 		if err != nil {
 			return rolloutapi.GenerateOutput{}, fmt.Errorf("rollout: generate %s/%s iteration %d: %w", in.Run, in.Phase, in.Iteration, err)
@@ -177,7 +186,9 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 			r.Tokens, r.LogProbs, r.StopReason, r.PolicyVersion = o.Tokens, o.LogProbs, string(o.StopReason), in.PolicyVersion
 			r.Completion = enc.Tok.Decode(train.StripStops(o.Tokens, stops))
 			tokens += len(o.Tokens)
-			if o.StopReason == sample.StopLength {
+			if in.SegmentTokens > 0 && endSegment(r, in, o.StopReason) {
+				unfinished++
+			} else if o.StopReason == sample.StopLength {
 				truncated++
 			}
 		}
@@ -192,7 +203,8 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 	if err != nil {
 		return rolloutapi.GenerateOutput{}, err
 	}
-	out := rolloutapi.GenerateOutput{Rollouts: uri, Samples: len(rs), Tokens: tokens, Seconds: secs, AgentGroupsDropped: dropped, AgentFailures: failures}
+	out := rolloutapi.GenerateOutput{Rollouts: uri, Samples: len(rs), Tokens: tokens, Seconds: secs, AgentGroupsDropped: dropped, AgentFailures: failures,
+		Unfinished: unfinished}
 	if len(rs) > 0 { // agent groups may all have been dropped
 		out.MeanLength, out.Truncated = float64(tokens)/float64(len(rs)), float64(truncated)/float64(len(rs))
 	}

@@ -40,6 +40,22 @@ type Rollout struct {
 	// further segments: each its own prompt and tokens, trained as a row of its own with the
 	// episode's advantage (PromptTokens, Tokens, LogProbs and Policy above are the first).
 	Segments []Segment `json:"segments,omitempty"`
+	// Versions, set for a partial rollout (generated over several policy versions, each segment
+	// continuing the last under newer weights), is the policy version that sampled each token
+	// (parallel to Tokens); LogProbs[i] is that version's. Unset: every token is PolicyVersion's.
+	// PolicyVersion is then the oldest of them.
+	Versions []int `json:"versions,omitempty"`
+}
+
+// StopPartial is the StopReason of a row a segment left unfinished: the next segment continues it.
+const StopPartial = "partial"
+
+// VersionOf is the policy version that sampled token i of r.
+func (r *Rollout) VersionOf(i int) int {
+	if r.Versions == nil {
+		return r.PolicyVersion
+	}
+	return r.Versions[i]
 }
 
 // Segment is one further context of an agent's episode (Rollout.Segments): Policy, LogProbs and
@@ -102,6 +118,9 @@ func Read(r io.Reader, name string) ([]Rollout, error) {
 		}
 		if ro.Policy != nil && len(ro.Policy) != len(ro.Tokens) {
 			return nil, fmt.Errorf("rollout: %s:%d: policy mask of %d for %d tokens", name, line, len(ro.Policy), len(ro.Tokens))
+		}
+		if ro.Versions != nil && len(ro.Versions) != len(ro.Tokens) {
+			return nil, fmt.Errorf("rollout: %s:%d: versions of %d for %d tokens", name, line, len(ro.Versions), len(ro.Tokens))
 		}
 		for k, s := range ro.Segments {
 			if len(s.LogProbs) != len(s.Tokens) || len(s.Policy) != len(s.Tokens) || len(s.PromptTokens) == 0 {

@@ -72,3 +72,44 @@ func TestSegments(t *testing.T) {
 		})
 	}
 }
+
+// TestVersions: a partial rollout's per-token versions survive the file, a mismatched array is
+// refused with its file and line, and a rollout without them reads every token as PolicyVersion's.
+func TestVersions(t *testing.T) {
+	for _, c := range []struct {
+		name, line string
+		want       []int  // VersionOf each token
+		err        string // a substring of the error, or ""
+	}{
+		{"partial", `{"id":"p","tokens":[1,2,3],"logprobs":[0,0,0],"policy_version":2,"versions":[2,2,4]}`, []int{2, 2, 4}, ""},
+		{"whole", `{"id":"w","tokens":[1,2],"logprobs":[0,0],"policy_version":3}`, []int{3, 3}, ""},
+		{"short", `{"id":"s","tokens":[1,2],"logprobs":[0,0],"versions":[1]}`, nil, "v.jsonl:1: versions of 1 for 2 tokens"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rs, err := Read(strings.NewReader(c.line+"\n"), "v.jsonl")
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("got %v, want an error with %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			for i := range rs[0].Tokens {
+				got = append(got, rs[0].VersionOf(i))
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("versions %v, want %v", got, c.want)
+			}
+			var buf bytes.Buffer
+			if err := Write(&buf, rs); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(buf.String(), "versions") != (c.name == "partial") {
+				t.Fatalf("written back as %s", buf.String())
+			}
+		})
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +56,18 @@ func rlGRPOPipelineWith(store, from, cfg string) workflows.PipelineInput {
 // iteration, and end on byte-identical weights and optimizer state.
 func TestRLExactResumeAfterSIGKILL(t *testing.T) {
 	rlExactResume(t, rlSFTPipeline, rlGRPOConfig, nil)
+}
+
+// rlDeepPartialConfig is rlGRPOConfig in deep async mode: four iterations generating ahead, each
+// generation in segments of two tokens continued under every newer policy (docs/async.md).
+var rlDeepPartialConfig = strings.Replace(rlGRPOConfig, `"mode":"sync"`, `"mode":"async","max_staleness":4,"partial":true,"segment_tokens":2`, 1)
+
+// TestRLDeepAsyncExactResumeAfterSIGKILL is the same for deep async with partial generations
+// (issue 42): a rollout worker killed during a segment and the trainer killed mid-step end on the
+// same segments, weights and optimizer state as an undisturbed run: the schedule is a function of
+// the iteration and max_staleness alone, and a segment of its input.
+func TestRLDeepAsyncExactResumeAfterSIGKILL(t *testing.T) {
+	rlExactResume(t, rlSFTPipeline, rlDeepPartialConfig, nil)
 }
 
 // agenticSFTConfig teaches the tiny model the tool-call template on bigmul demonstrations: after
@@ -193,13 +207,16 @@ func rlExactResume(t *testing.T, basePipeline func(store string) workflows.Pipel
 			t.Errorf("metric %s: clean %v, killed %v", k, a, b)
 		}
 	}
-	// Rollouts are seeded per (iteration, prompt, sample): the retried Generate rewrote the same bytes.
+	// Rollouts are seeded per (iteration, prompt, sample): the retried Generate rewrote the same bytes
+	// (every object of the rollouts directory: each iteration's, a partial run's segments, verdicts).
+	ca, kb := rlRolloutHashes(t, dir, clean.RunID), rlRolloutHashes(t, dir, killed.RunID)
 	for i := 0; i < 7; i++ {
-		a := rlHashKey(t, dir, rolloutapi.RolloutsKey(clean.RunID, "grpo", i, rolloutapi.ShardTag(0)))
-		b := rlHashKey(t, dir, rolloutapi.RolloutsKey(killed.RunID, "grpo", i, rolloutapi.ShardTag(0)))
-		if a != b {
-			t.Errorf("rollouts of iteration %d differ: %s vs %s", i, a, b)
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(ca)), func(k string) bool { return strings.HasPrefix(k, fmt.Sprintf("iter-%06d-", i)) }) {
+			t.Errorf("no rollouts of iteration %d in the clean run: %v", i, slices.Sorted(maps.Keys(ca)))
 		}
+	}
+	if !maps.Equal(ca, kb) {
+		t.Errorf("rollouts differ:\nclean  %v\nkilled %v", ca, kb)
 	}
 	a, b := clean.Phases[0].Checkpoint, killed.Phases[0].Checkpoint
 	if a == b {
@@ -266,23 +283,48 @@ func rlAwaitRetry(t *testing.T, c client.Client, wfID, id string) bool {
 	return false
 }
 
-// rlRetried counts, per activity type, the activities whose final attempt was not the first.
+// rlRetried counts, per activity type, the activities whose final attempt was not the first, in
+// every run of the workflow (from the last back through its continue-as-new chain).
 func rlRetried(t *testing.T, c client.Client, wfID string) map[string]int {
 	t.Helper()
-	types := map[int64]string{}
 	out := map[string]int{}
-	it := c.GetWorkflowHistory(context.Background(), wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
+	for runID := ""; ; {
+		types := map[int64]string{}
+		prev := ""
+		it := c.GetWorkflowHistory(context.Background(), wfID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := e.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+				prev = a.GetContinuedExecutionRunId()
+			}
+			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+				types[e.EventId] = a.ActivityType.GetName()
+			}
+			if a := e.GetActivityTaskStartedEventAttributes(); a != nil && a.Attempt > 1 {
+				out[types[a.ScheduledEventId]]++
+			}
 		}
-		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
-			types[e.EventId] = a.ActivityType.GetName()
+		if prev == "" {
+			return out
 		}
-		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && a.Attempt > 1 {
-			out[types[a.ScheduledEventId]]++
-		}
+		runID = prev
+	}
+}
+
+// rlRolloutHashes maps every object of a GRPO phase's rollouts directory to its sha256.
+func rlRolloutHashes(t *testing.T, root, run string) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "runs", run, "grpo", "rollouts", "*"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no rollouts of run %s (%v)", run, err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		rel, _ := filepath.Rel(root, f)
+		out[filepath.Base(f)] = rlHashKey(t, root, filepath.ToSlash(rel))
 	}
 	return out
 }

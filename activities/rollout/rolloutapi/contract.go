@@ -70,6 +70,15 @@ type GenerateInput struct {
 	// standard output the completion the verifiers score (agent.go). A group one of whose samples
 	// failed past Agent.Retries is dropped (GenerateOutput.AgentGroupsDropped).
 	Agent *AgentSpec `json:"agent,omitempty"`
+	// SegmentTokens > 0 makes this call one segment of a partial generation (async with
+	// partial: true, activities/rollout/segment.go): each row samples at most this many tokens and
+	// a row that reaches the budget before its end is written unfinished (rollout.StopPartial), for
+	// a later call to continue under a newer policy. Continue names the rollouts object of the
+	// segment before this one: its unfinished rows are continued (the prompt and the tokens so far
+	// prefilled again under Checkpoint), the others copied; SegmentTokens 0 then continues them to
+	// their end. Every token records the PolicyVersion that sampled it (rollout.Rollout.Versions).
+	SegmentTokens int    `json:"segment_tokens,omitempty"`
+	Continue      string `json:"continue,omitempty"`
 }
 
 // AgentSpec is an agent program that plays episodes against the policy (rollout.agent of an RL
@@ -132,6 +141,8 @@ type GenerateOutput struct {
 	// rollouts are not in the file), and attempts that failed (retried or not).
 	AgentGroupsDropped int `json:"agent_groups_dropped,omitempty"`
 	AgentFailures      int `json:"agent_failures,omitempty"`
+	// Unfinished counts the rows a segment left for the next one (SegmentTokens); 0: every row ended.
+	Unfinished int `json:"unfinished,omitempty"`
 }
 
 // KeepName is the activity that keeps passing self-corrections as data (queue "rollout").

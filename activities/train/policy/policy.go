@@ -118,6 +118,7 @@ func (a *Activities) plan(ctx context.Context, in trainapi.PolicyStepInput) (*pl
 		return nil, err
 	}
 	rewardStats(p.metrics, rs, lengths, p.rewards)
+	stalenessStats(p.metrics, rs, lengths, in.Version)
 	if !p.streamed {
 		rs, adv, idx = segmentRows(rs, adv, idx) // an agent's further segments: rows of their own
 	}

@@ -34,7 +34,8 @@ func (a *Activities) scanShards(ctx context.Context, in trainapi.PolicyStepInput
 			return nil, nil, nil, err
 		}
 		for _, r := range part {
-			light = append(light, rollout.Rollout{ID: r.ID, Group: r.Group, Ep: summary(r.Ep)})
+			// The versions and mask stay for the staleness histogram (stalenessStats).
+			light = append(light, rollout.Rollout{ID: r.ID, Group: r.Group, Ep: summary(r.Ep), PolicyVersion: r.PolicyVersion, Versions: r.Versions, Policy: r.Policy})
 			lengths = append(lengths, len(r.Tokens))
 		}
 		rewards = append(rewards, scores...)
