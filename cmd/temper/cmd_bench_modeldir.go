@@ -17,7 +17,6 @@ type modelDirFlags struct {
 	genBatches                  string
 	loraBatch, loraSeq, loraRnk int
 	loraSteps                   int
-	remat, attention            string
 }
 
 func (f *modelDirFlags) bind(fs *flag.FlagSet) {
@@ -26,8 +25,6 @@ func (f *modelDirFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&f.loraSeq, "lora-seq", 512, "bench model-dir: tokens per row of the LoRA SFT step")
 	fs.IntVar(&f.loraRnk, "lora-rank", 8, "bench model-dir: LoRA rank (all-linear)")
 	fs.IntVar(&f.loraSteps, "lora-steps", 1, "bench model-dir: timed LoRA steps after the first (which compiles)")
-	fs.StringVar(&f.remat, "remat", "", "bench model-dir: model.remat of the LoRA step: none, layer or attention (default: the engine's)")
-	fs.StringVar(&f.attention, "attention", "", "bench model-dir: model.attention of the LoRA step: auto, plain or blocked (default: the engine's)")
 }
 
 // modelDir is `temper bench model-dir DIR`.
@@ -48,7 +45,7 @@ func (c *benchCmd) modelDir(ctx context.Context, dir string) error {
 	rep, err := bench.ModelDir(ctx, bench.ModelDirOptions{Dir: localDir(dir), NewEngine: workers.NewTrainEngine(eo),
 		GenBatches: batches, GenTokens: c.genTokens, PromptLen: c.peer.genPromptLen,
 		LoRABatch: c.md.loraBatch, LoRASeq: c.md.loraSeq, LoRARank: c.md.loraRnk, LoRASteps: c.md.loraSteps,
-		Remat: c.md.remat, Attention: c.md.attention, Progress: os.Stderr})
+		Remat: c.remat, Attention: c.attention, Progress: os.Stderr})
 	if err != nil {
 		return err
 	}
