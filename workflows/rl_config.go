@@ -148,29 +148,8 @@ func (c *RLConfig) Validate() error {
 	if err := c.Optimizer.Validate(); err != nil {
 		return err
 	}
-	if err := c.Rollout.Validate(); err != nil {
+	if err := c.validateRollout(); err != nil {
 		return err
-	}
-	if err := c.Sampling.Validate(); err != nil {
-		return &config.FieldError{Path: "sampling", Msg: err.Error()}
-	}
-	if len(c.Sampling.Stop) > 0 && (len(c.Rollout.Tools) > 0 || len(c.Eval.Tools) > 0) {
-		return &config.FieldError{Path: "sampling.stop", Msg: "not supported with tools (rollout.tools, eval.tools): an episode's turns end at their tool calls"}
-	}
-	if err := c.Eval.validateTools(); err != nil {
-		return err
-	}
-	if err := checkLookup("rollout.tools", c.Rollout.Tools, c.Data); err != nil {
-		return err
-	}
-	if err := checkLookup("eval.tools", c.Eval.Tools, c.Data); err != nil {
-		return err
-	}
-	if err := c.validateAgent(); err != nil {
-		return err
-	}
-	if len(c.Rollout.Tools) > 0 && c.SelfCorrect.Retries > 0 {
-		return &config.FieldError{Path: "self_correct.retries", Msg: "agentic episodes (rollout.tools) correct themselves inside the episode with the check tool: leave retries 0"}
 	}
 	if len(c.Reward.Verifiers) > 0 {
 		if err := rewardRegistry().Validate(c.Reward); err != nil {
@@ -216,6 +195,36 @@ func (c *RLConfig) Validate() error {
 		return &config.FieldError{Path: "backtrack", Msg: "budget >= 0, lr_factor > 0 and kl_factor > 0"}
 	case c.HeartbeatTimeout.D() < time.Second:
 		return &config.FieldError{Path: "heartbeat_timeout", Msg: "want at least 1s"}
+	}
+	return nil
+}
+
+// validateRollout checks the rollout, sampling, tools and agent settings together (they constrain
+// each other).
+func (c *RLConfig) validateRollout() error {
+	if err := c.Rollout.Validate(); err != nil {
+		return err
+	}
+	if err := c.Sampling.Validate(); err != nil {
+		return &config.FieldError{Path: "sampling", Msg: err.Error()}
+	}
+	if len(c.Sampling.Stop) > 0 && (len(c.Rollout.Tools) > 0 || len(c.Eval.Tools) > 0) {
+		return &config.FieldError{Path: "sampling.stop", Msg: "not supported with tools (rollout.tools, eval.tools): an episode's turns end at their tool calls"}
+	}
+	if err := c.Eval.validateTools(); err != nil {
+		return err
+	}
+	if err := checkLookup("rollout.tools", c.Rollout.Tools, c.Data); err != nil {
+		return err
+	}
+	if err := checkLookup("eval.tools", c.Eval.Tools, c.Data); err != nil {
+		return err
+	}
+	if err := c.validateAgent(); err != nil {
+		return err
+	}
+	if len(c.Rollout.Tools) > 0 && c.SelfCorrect.Retries > 0 {
+		return &config.FieldError{Path: "self_correct.retries", Msg: "agentic episodes (rollout.tools) correct themselves inside the episode with the check tool: leave retries 0"}
 	}
 	return nil
 }

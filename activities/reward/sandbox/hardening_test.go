@@ -156,7 +156,7 @@ func TestWorkerKeyringUntouched(t *testing.T) {
 	needAmd64(t)
 	const workerEnv = "TEMPER_SANDBOX_TEST_KEYRING_WORKER"
 	if base := os.Getenv(workerEnv); base != "" {
-		s, err := New(Config{BaseDir: base, Slots: 1})
+		s, err := New(Config{BaseDir: base, Slots: 1, UIDBase: testUIDBase})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,6 +47,12 @@ func newSandbox(t *testing.T, cfg Config) *Sandbox {
 		cfg.UIDBase = 1700000
 		cfg.GoCache = testGoCache + "-restricted"
 	}
+	if cfg.UIDBase == 0 {
+		// The other modes too: this package's checks that no process of a slot uid is left (and
+		// the per-uid task limit) would otherwise count the sandboxed runs of other packages'
+		// tests (reward, tools, rollout agents) that go test runs at the same time.
+		cfg.UIDBase = testUIDBase
+	}
 	if cfg.Slots == 0 {
 		cfg.Slots = 4
 	}
@@ -77,6 +83,10 @@ func needPython(t *testing.T, s *Sandbox) {
 }
 
 // slotProcesses lists live (not zombie) processes owned by the sandbox's uids (builder and slots).
+// testUIDBase is this package's tests' uid range (newSandbox): apart from the default one that
+// other packages' tests use at the same time.
+const testUIDBase = 1800000
+
 func slotProcesses(s *Sandbox) []string {
 	lo, hi := s.cfg.UIDBase, s.cfg.UIDBase+s.cfg.Slots
 	var out []string
@@ -568,7 +578,7 @@ func TestWorkerDeathKillsSandboxes(t *testing.T) {
 	const workerEnv = "TEMPER_SANDBOX_TEST_WORKER"
 	if base := os.Getenv(workerEnv); base != "" {
 		// The doomed worker: start a long sleeper and wait to be killed.
-		s, err := New(Config{BaseDir: base, Slots: 1})
+		s, err := New(Config{BaseDir: base, Slots: 1, UIDBase: testUIDBase})
 		if err != nil {
 			t.Fatal(err)
 		}
