@@ -7,9 +7,14 @@
 // Pipeline runs an ordered list of phases, each a child workflow whose kind registered itself with
 // RegisterPhase, so later kinds (pretrain, sft, dpo, grpo, ...) need no change to Pipeline.
 //
-// The chunked training kinds (pretrain, sft, the preference kinds, reward) are one driver, runChunked
+// The chunked training kinds (pretrain, sft, the preference kinds, reward, distill) are one driver, runChunked
 // (chunked.go), which owns start / evaluate / chunk / keep-best / retain / continue-as-new and the typed
 // LoopState; a kind describes only its activities (start, chunk, evaluate) and its score.
+//
+// The RL kinds (grpo and its family, cispo, ppo) are one run object, rlRun (rl.go, rl_step.go,
+// rl_source.go, rl_backtrack.go; deep async in rl_async.go), whose rollouts come from one rolloutSource
+// (inline, sharded, pipelined, deep); paths kept only for stored histories live in rl_legacy.go. Search
+// (treesearch.go) makes data for later phases.
 //
 // Every pipeline and phase sets Temper's search attributes (search.go) behind GetVersion, and only where
 // the namespace has them registered (the pipeline asks its workers once; PhaseInput.Search carries the

@@ -117,7 +117,7 @@ func defaultRLConfig(algo string) *RLConfig {
 		Iterations: 40, Prompts: 16, Group: 8, MaxNewTokens: 8, Temperature: 1,
 		Loss: losscfg.DefaultPolicyConfig(algo),
 		// A 20-iteration warmup by default: the phase's AdamW is fresh, and without a warmup its first
-		// updates move every weight by about lr (see train.PolicyLR; README, bench rl-vs-sft: exact match 0.615
+		// updates move every weight by about lr (see train.PolicyLR; docs/benchmarks.md, bench rl-vs-sft: exact match 0.615
 		// at iteration 20 without it, 0.725 with it, from a 0.720 base).
 		Optimizer: trainapi.Optim{LR: 1e-4, WarmupSteps: 20, MinLRRatio: 1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
 		Epochs:    1, DynamicSampling: algo == losscfg.AlgoDAPO, Mode: "sync", MaxStaleness: 1, EvalEvery: 10,

@@ -12,7 +12,7 @@ import (
 // visibility query (`temper ls --where`, the Web UI's filter) finds runs by kind and by result, e.g.
 // `TemperKind = 'grpo' AND TemperExactMatch > 0.5`. A server must have them registered in the
 // namespace: the embedded server of `temper dev` does it at start; on another cluster an operator runs
-// `temporal operator search-attribute create` (README). Where they are missing, workflows set none: an
+// `temporal operator search-attribute create` (docs/observability.md). Where they are missing, workflows set none: an
 // upsert of an unknown attribute would fail every workflow task, so the pipeline asks the server first
 // (SearchAttributesName) and passes the answer to its phases (PhaseInput.Search).
 var (

@@ -23,7 +23,7 @@ func init() {
 	register(Arithmetic{name: "add2", doc: "a+b with 1-2 digit operands (the demo task: learnable in minutes on a CPU)", ops: "+", maxDigits: 2, terms: 2})
 	// sum2's operands are uniform over 10..99: add2 draws its digit count first, so a quarter of its
 	// draws are the 100 one-digit facts, most of which a 500-prompt held-out split then removes from
-	// training altogether (README, "Sizing the demo").
+	// training altogether (docs/lab-notes/demo-sizing.md).
 	register(Arithmetic{name: "sum2", doc: "a+b with two-digit operands, uniform over 10-99 (8,100 problems, none a one-digit fact)", ops: "+", maxDigits: 2, terms: 2, exact: true})
 	register(Arithmetic{name: "add", doc: "a+b with 1-3 digit operands", ops: "+", maxDigits: 3, terms: 2})
 	register(Arithmetic{name: "addsub", doc: "a+b or a-b with 1-3 digit operands", ops: "+-", maxDigits: 3, terms: 2})

@@ -105,7 +105,7 @@ func rlArmConfig(o RLvsSFTOptions, eval string, longest int) (json.RawMessage, e
 	if o.Algo == "ppo" {
 		// PPO's critic is a value head on the policy's own trunk: at the kind's default value
 		// coefficient (0.5, no KL term) the value loss reshaped the trunk and exact match fell
-		// (README, bench rl-vs-sft); 0.1 with a KL term at half GRPO's lr is what beat continued SFT.
+		// (docs/benchmarks.md, bench rl-vs-sft); 0.1 with a KL term at half GRPO's lr is what beat continued SFT.
 		b, err := mergeJSON(rlBase, `{"optimizer":{"lr":0.0005},"loss":{"value_coef":0.1,"kl_beta":0.04}}`)
 		if err != nil {
 			return nil, err

@@ -75,7 +75,7 @@ func Search(ctx context.Context, c client.Client, namespace, query string, n int
 	if err != nil {
 		err = fmt.Errorf("list %q: %w", query, err)
 		if missing, merr := workers.MissingSearchAttributes(ctx, c, namespace); merr == nil && len(missing) > 0 {
-			err = fmt.Errorf("%w\nnamespace %s lacks Temper's search attributes %s; register them (README, \"Search attributes\"):\n  %s",
+			err = fmt.Errorf("%w\nnamespace %s lacks Temper's search attributes %s; register them (docs/observability.md, \"Finding runs: search attributes\"):\n  %s",
 				err, namespace, strings.Join(missing, ", "), strings.Join(workers.SearchAttributeCommands(namespace), "\n  "))
 		}
 		return nil, err
