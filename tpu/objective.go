@@ -35,12 +35,29 @@ func (r *Runtime) EvalObjective(obj Objective, b objective.Batch) (map[string]fl
 }
 
 func (r *Runtime) runObjective(op string, obj Objective, b objective.Batch, lr *float32) (map[string]float32, error) {
+	build := func(in []*Node) (*Node, map[string]*Node) { return obj.Build(r.scope, r.cfg, in) }
+	return r.runLoss(op, "", lossGraph{name: obj.Name, metrics: obj.Metrics, build: build, training: true}, b, lr)
+}
+
+// lossGraph is what runLoss needs of an objective: its name (part of the cache key), its metric
+// names in reporting order, its graph with the model's configuration bound, and whether the graph
+// is marked as training (the decoder's: remat and blocked attention read it).
+type lossGraph struct {
+	name     string
+	metrics  []string
+	build    func(in []*Node) (loss *Node, metrics map[string]*Node)
+	training bool
+}
+
+// runLoss runs one AdamW step of g on batch b (lr != nil) or evaluates it (lr nil), for the decoder
+// and the vision tower alike; kind prefixes the cache key ("vision-" for the tower).
+func (r *Runtime) runLoss(op, kind string, g lossGraph, b objective.Batch, lr *float32) (map[string]float32, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.usable(op); err != nil {
 		return nil, err
 	}
-	if obj.Name == "" || obj.Build == nil {
+	if g.name == "" || g.build == nil {
 		return nil, fmt.Errorf("tpu: %s: objective needs a name and a build function", op)
 	}
 	inputs, err := batchTensors(b)
@@ -50,7 +67,7 @@ func (r *Runtime) runObjective(op string, obj Objective, b objective.Batch, lr *
 	in := make([]shapes.Shape, len(inputs))
 	args := make([]any, len(inputs))
 	var key strings.Builder
-	key.WriteString(obj.Name)
+	key.WriteString(g.name)
 	for i, t := range inputs {
 		in[i], args[i] = t.Shape(), t
 		fmt.Fprintf(&key, ";%s", t.Shape())
@@ -62,12 +79,12 @@ func (r *Runtime) runObjective(op string, obj Objective, b objective.Batch, lr *
 	}
 	n := len(inputs)
 	graphFn := func(nodes []*Node) []*Node {
-		if train && n > 0 {
+		if g.training && train && n > 0 {
 			r.markTraining(nodes[0].Graph())
 		}
-		loss, metrics := obj.Build(r.scope, r.cfg, nodes[:n])
+		loss, metrics := g.build(nodes[:n])
 		if loss.Shape().Rank() != 0 {
-			panic(fmt.Sprintf("objective %s: loss has shape %s, want a scalar", obj.Name, loss.Shape()))
+			panic(fmt.Sprintf("objective %s: loss has shape %s, want a scalar", g.name, loss.Shape()))
 		}
 		outs := []*Node{loss}
 		if train {
@@ -75,7 +92,7 @@ func (r *Runtime) runObjective(op string, obj Objective, b objective.Batch, lr *
 		} else {
 			outs = append(outs, ScalarZero(loss.Graph(), loss.DType()))
 		}
-		for _, name := range obj.Metrics {
+		for _, name := range g.metrics {
 			m, ok := metrics[name]
 			if !ok {
 				m = ScalarZero(loss.Graph(), loss.DType())
@@ -84,9 +101,10 @@ func (r *Runtime) runObjective(op string, obj Objective, b objective.Batch, lr *
 		}
 		return outs
 	}
-	kind := "eval"
 	if train {
-		kind = "step"
+		kind += "step"
+	} else {
+		kind += "eval"
 	}
 	out := map[string]float32{}
 	err = r.guard(op, func() error {
@@ -95,7 +113,7 @@ func (r *Runtime) runObjective(op string, obj Objective, b objective.Batch, lr *
 				return err
 			}
 		}
-		outs, sec, err := r.run(CacheKey{kind + ":" + obj.Name, key.String()}, graphFn, in, args...)
+		outs, sec, err := r.run(CacheKey{kind + ":" + g.name, key.String()}, graphFn, in, args...)
 		if err != nil {
 			return err
 		}
@@ -104,7 +122,7 @@ func (r *Runtime) runObjective(op string, obj Objective, b objective.Batch, lr *
 		if train {
 			out["grad_norm"] = tensors.ToScalar[float32](outs[1])
 		}
-		for i, name := range obj.Metrics {
+		for i, name := range g.metrics {
 			out[name] = tensors.ToScalar[float32](outs[2+i])
 		}
 		out["seconds"] = float32(sec)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/gomlx/compute/dtypes"
@@ -110,83 +109,8 @@ func (v *VisionRuntime) EvalObjective(obj objective.VisionObjective, b objective
 }
 
 func (v *VisionRuntime) run(op string, obj objective.VisionObjective, b objective.Batch, lr *float32) (map[string]float32, error) {
-	r := v.rt
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.usable(op); err != nil {
-		return nil, err
-	}
-	if obj.Name == "" || obj.Build == nil {
-		return nil, fmt.Errorf("tpu: %s: objective needs a name and a build function", op)
-	}
-	inputs, err := batchTensors(b)
-	if err != nil {
-		return nil, fmt.Errorf("tpu: %s: %w", op, err)
-	}
-	in := make([]shapes.Shape, len(inputs))
-	args := make([]any, len(inputs))
-	var key strings.Builder
-	key.WriteString(obj.Name)
-	for i, t := range inputs {
-		in[i], args[i] = t.Shape(), t
-		fmt.Fprintf(&key, ";%s", t.Shape())
-	}
-	train := lr != nil
-	if train {
-		in = append(in, shapes.Make(dtypes.Float32))
-		args = append(args, tensors.FromScalar(*lr))
-	}
-	n := len(inputs)
-	graphFn := func(nodes []*Node) []*Node {
-		loss, metrics := obj.Build(r.scope, v.cfg, nodes[:n])
-		if loss.Shape().Rank() != 0 {
-			panic(fmt.Sprintf("objective %s: loss has shape %s, want a scalar", obj.Name, loss.Shape()))
-		}
-		outs := []*Node{loss}
-		if train {
-			outs = append(outs, r.adamUpdate(loss, nodes[n]))
-		} else {
-			outs = append(outs, ScalarZero(loss.Graph(), loss.DType()))
-		}
-		for _, name := range obj.Metrics {
-			m, ok := metrics[name]
-			if !ok {
-				m = ScalarZero(loss.Graph(), loss.DType())
-			}
-			outs = append(outs, ConvertDType(m, loss.DType()))
-		}
-		return outs
-	}
-	kind := "vision-eval"
-	if train {
-		kind = "vision-step"
-	}
-	out := map[string]float32{}
-	err = r.guard(op, func() error {
-		if train {
-			if err := r.ensureOptimizer(); err != nil {
-				return err
-			}
-		}
-		outs, sec, err := r.run(CacheKey{kind + ":" + obj.Name, key.String()}, graphFn, in, args...)
-		if err != nil {
-			return err
-		}
-		defer finalize(outs)
-		out["loss"] = tensors.ToScalar[float32](outs[0])
-		if train {
-			out["grad_norm"] = tensors.ToScalar[float32](outs[1])
-		}
-		for i, name := range obj.Metrics {
-			out[name] = tensors.ToScalar[float32](outs[2+i])
-		}
-		out["seconds"] = float32(sec)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	build := func(in []*Node) (*Node, map[string]*Node) { return obj.Build(v.rt.scope, v.cfg, in) }
+	return v.rt.runLoss(op, "vision-", lossGraph{name: obj.Name, metrics: obj.Metrics, build: build}, b, lr)
 }
 
 // Rewards scores images (each [channels, image_size, image_size], imageproc.Preprocess with the
