@@ -157,6 +157,10 @@ const (
 	OpTypeFusedQuantizedDense
 	OpTypeQuantizedEmbeddingLookup
 
+	// OpTypeFusedElementwise is a tree of float32 elementwise ops run as one pass (Temper fork:
+	// internal to the go backend, made by its compilation pass, never by a builder).
+	OpTypeFusedElementwise
+
 	// OpTypeLast should always be kept the last, it is used as a counter/marker for OpType.
 	OpTypeLast
 )

@@ -90,7 +90,7 @@ var parallelUnaryOps = []struct {
 	{compute.OpTypeExp, execExpFloat32, execExp},
 	{compute.OpTypeLog, execLogGeneric[float32], execLog},
 	{compute.OpTypeLogistic, execLogisticFloat32, execLogistic},
-	{compute.OpTypeSqrt, execSqrtGeneric[float32], execSqrt},
+	{compute.OpTypeSqrt, execSqrtFloat32, execSqrt},
 	{compute.OpTypeRsqrt, execRsqrtGeneric[float32], execRsqrt},
 	{compute.OpTypeTanh, execTanhGeneric[float32], execTanh},
 	{compute.OpTypeCos, execCosGeneric[float32], execCos},

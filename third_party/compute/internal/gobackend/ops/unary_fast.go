@@ -62,3 +62,11 @@ func logisticCombine(in, e, out []float32) {
 }
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+
+// execSqrtFloat32 is the float32 square root: sqrtKernel, the scalar float64 loop unless a vector
+// ISA replaces it (unary_simd_amd64.go). Both are correctly rounded: float32(√x computed in
+// float64) is the correctly rounded float32 √x (53 ≥ 2·24 + 2 bits), and so is VSQRTPS, so every
+// element has the same bits either way (TestSqrtKernelMatchesScalar).
+func execSqrtFloat32(inputs, outputs []float32) { sqrtKernel(inputs, outputs[:len(inputs)]) }
+
+var sqrtKernel = execSqrtGeneric[float32]

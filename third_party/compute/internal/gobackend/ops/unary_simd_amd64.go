@@ -1,7 +1,7 @@
 // Copyright 2023-2026 The GoMLX Authors. SPDX-License-Identifier: Apache-2.0
 // Temper fork: see third_party/README.md. AVX-512 / AVX2 loops of the logistic's sign handling:
 // bit-identical to negAbs and logisticCombine (setting the sign bit is exact, and 1/(1+e) and
-// e/(1+e) are the same IEEE operations lane by lane).
+// e/(1+e) are the same IEEE operations lane by lane); and of the float32 square root.
 
 //go:build amd64 && goexperiment.simd
 
@@ -17,8 +17,10 @@ func init() {
 	switch {
 	case archsimd.X86.AVX512() && envutil.MustReadBool(envutil.SIMD_AVX512_Env, true): // GOMLX_SIMD_AVX512=false: AVX2 loops
 		negAbsKernel, logisticCombineKernel = negAbs512, logisticCombine512
+		sqrtKernel = sqrt512
 	case archsimd.X86.AVX2() && envutil.MustReadBool(envutil.SIMD_AVX2_Env, true):
 		negAbsKernel, logisticCombineKernel = negAbs256, logisticCombine256
+		sqrtKernel = sqrt256
 	}
 }
 
@@ -76,4 +78,27 @@ func logisticCombine256(in, e, out []float32) {
 		num.Div(one.Add(ev)).Store((*[8]float32)(out[i : i+8]))
 	}
 	logisticCombine(in[i:], e[i:], out[i:])
+}
+
+// sqrt512 and sqrt256 are VSQRTPS: correctly rounded, the bits of execSqrtGeneric[float32].
+func sqrt512(in, out []float32) {
+	n := len(in)
+	out = out[:n]
+	defer archsimd.ClearAVXUpperBits()
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		archsimd.LoadFloat32x16((*[16]float32)(in[i : i+16])).Sqrt().Store((*[16]float32)(out[i : i+16]))
+	}
+	execSqrtGeneric(in[i:], out[i:])
+}
+
+func sqrt256(in, out []float32) {
+	n := len(in)
+	out = out[:n]
+	defer archsimd.ClearAVXUpperBits()
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		archsimd.LoadFloat32x8((*[8]float32)(in[i : i+8])).Sqrt().Store((*[8]float32)(out[i : i+8]))
+	}
+	execSqrtGeneric(in[i:], out[i:])
 }

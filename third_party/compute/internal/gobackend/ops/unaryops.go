@@ -834,7 +834,7 @@ func execSqrt(backend *gobackend.Backend, node *gobackend.Node, inputs []*goback
 	}
 	switch input.RawShape.DType {
 	case dtypes.Float32:
-		execSqrtGeneric(input.Flat.([]float32), output.Flat.([]float32))
+		execSqrtFloat32(input.Flat.([]float32), output.Flat.([]float32)) // Temper fork: vectorised where available
 	case dtypes.Float64:
 		execSqrtGeneric(input.Flat.([]float64), output.Flat.([]float64))
 	case dtypes.BFloat16:

@@ -1,0 +1,352 @@
+// Copyright 2023-2026 The GoMLX Authors. SPDX-License-Identifier: Apache-2.0
+// Temper fork: see third_party/README.md.
+
+package ops
+
+import (
+	"sync"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/internal/gobackend"
+	"github.com/gomlx/compute/internal/gobackend/workerspool"
+	"github.com/gomlx/compute/internal/simdstate"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/compute/support/envutil"
+)
+
+// Elementwise fusion. A training step is full of chains of float32 elementwise ops over whole
+// tensors (the optimizer's ~14 ops per parameter, SiLU and its gradient, RoPE, norms): each op
+// reads its operands from memory and writes a new tensor, so a chain of k ops moves ~3k tensors
+// through the caches and costs k dispatches and k buffers. The compilation pass below rewrites
+// every tree of such ops whose inner results have no other use into one OpTypeFusedElementwise
+// node, which runs the ops chunk by chunk (fusedChunk elements, so the intermediates stay in L1)
+// with the very kernels the ops run alone: every element gets the same bits as unfused.
+
+// FuseElementwise is false when GOMLX_FUSE_ELEMENTWISE=false: the pass then leaves graphs as they
+// are (to measure it: it does not change results).
+var FuseElementwise = envutil.MustReadBool("GOMLX_FUSE_ELEMENTWISE", true)
+
+const (
+	// fusedChunk is how many elements each op of a fused tree computes at a time: the
+	// intermediates of a tree of a dozen ops (4 KiB each) stay in the L1 cache.
+	fusedChunk = 1024
+	// fusedMinElements is the smallest tensor fused: below it the dispatches saved are few and
+	// the ops' own buffers are in cache anyway.
+	fusedMinElements = 1024
+	// fusedMaxSteps bounds a tree (its scratch is fusedMaxSteps × fusedChunk floats).
+	fusedMaxSteps = 64
+)
+
+func init() {
+	gobackend.RegisterTransformation(50, fuseElementwisePass{})
+	gobackend.SetNodeExecutor(compute.OpTypeFusedElementwise, gobackend.PriorityGeneric, execFusedElementwise)
+}
+
+// fusedArg is an operand of a fused step: an input of the fused node (input ≥ 0) or the result
+// of an earlier step (input < 0, step).
+type fusedArg struct{ input, step int }
+
+// fusedStep is one op of a fused tree.
+type fusedStep struct {
+	op   compute.OpType
+	args []fusedArg
+}
+
+// fusedProgram is a fused node's Data: its steps in execution order; the last is the root,
+// whose result is the node's.
+type fusedProgram struct{ steps []fusedStep }
+
+// fusedUnaryKernels are the float32 unary kernels that compute every element independently of
+// its position (parallel.go splits the same ops by ranges).
+var fusedUnaryKernels = func() map[compute.OpType]func(in, out []float32) {
+	m := map[compute.OpType]func(in, out []float32){}
+	for _, u := range parallelUnaryOps {
+		m[u.op] = u.kernel
+	}
+	return m
+}()
+
+// fusedBinaryCommutative lists the binary ops a tree may hold (runsBinary's) and whether the
+// executor swaps a scalar left operand to the right, as runsExecutor does.
+var fusedBinaryCommutative = func() map[compute.OpType]bool {
+	m := map[compute.OpType]bool{}
+	for _, o := range runsOps {
+		m[o.op] = o.commutative
+	}
+	return m
+}()
+
+type fuseElementwisePass struct{}
+
+// Name implements gobackend.GraphTransformation.
+func (fuseElementwisePass) Name() string { return "FuseElementwise" }
+
+// Apply implements gobackend.GraphTransformation: it rewrites each maximal tree in place (the
+// root becomes the fused node; the inner nodes lose their only use and are never executed), so
+// node order, indices and every other node's inputs stay as they were.
+func (fuseElementwisePass) Apply(b *gobackend.Builder) (bool, error) {
+	if !FuseElementwise {
+		return false, nil
+	}
+	pinned := map[*gobackend.Node]bool{} // values a closure captures: they keep their own node
+	for _, f := range b.Functions {
+		for _, p := range f.CapturedParentNodes {
+			pinned[p] = true
+		}
+	}
+	if b.MainFn != nil {
+		fuseFunction(b.MainFn, pinned)
+	}
+	for _, f := range b.Functions {
+		if f != b.MainFn {
+			fuseFunction(f, pinned)
+		}
+	}
+	return false, nil
+}
+
+// fuseFunction fuses the trees of one function, visiting candidate roots from the last node back
+// so each tree is as large as it can be.
+func fuseFunction(f *gobackend.Function, pinned map[*gobackend.Node]bool) {
+	n := len(f.Nodes)
+	consumers := make([]int, n) // distinct nodes using each node
+	for _, node := range f.Nodes {
+		for i, in := range node.Inputs {
+			if in.Function != f || in.Index >= n || f.Nodes[in.Index] != in || seenBefore(node.Inputs, i) {
+				continue
+			}
+			consumers[in.Index]++
+		}
+		for _, captures := range node.CapturedInputs {
+			for _, c := range captures {
+				pinned[c] = true
+			}
+		}
+	}
+	outputs := map[*gobackend.Node]bool{}
+	for _, o := range f.Outputs {
+		outputs[o] = true
+	}
+	absorbed := make([]bool, n)
+	for idx := n - 1; idx >= 0; idx-- {
+		root := f.Nodes[idx]
+		if absorbed[idx] || pinned[root] || !fusable(root) {
+			continue
+		}
+		size := root.Shape.Size()
+		inner := func(in *gobackend.Node) bool {
+			return in.Function == f && in.Index < n && f.Nodes[in.Index] == in && !pinned[in] && !outputs[in] &&
+				consumers[in.Index] == 1 && fusable(in) && in.Shape.Size() == size
+		}
+		var (
+			prog   fusedProgram
+			inputs []*gobackend.Node
+			stepOf = map[*gobackend.Node]int{}
+		)
+		var visit func(node *gobackend.Node) int
+		visit = func(node *gobackend.Node) int {
+			if s, ok := stepOf[node]; ok {
+				return s
+			}
+			st := fusedStep{op: node.OpType, args: make([]fusedArg, len(node.Inputs))}
+			for i, in := range node.Inputs {
+				if inner(in) {
+					st.args[i] = fusedArg{input: -1, step: visit(in)}
+					continue
+				}
+				pos := -1
+				for j, x := range inputs {
+					if x == in {
+						pos = j
+					}
+				}
+				if pos < 0 {
+					pos = len(inputs)
+					inputs = append(inputs, in)
+				}
+				st.args[i] = fusedArg{input: pos}
+			}
+			stepOf[node] = len(prog.steps)
+			prog.steps = append(prog.steps, st)
+			return stepOf[node]
+		}
+		visit(root)
+		if len(prog.steps) < 2 || len(prog.steps) > fusedMaxSteps {
+			continue // a tree too large for the scratch: its subtrees are fused as they come
+		}
+		for node := range stepOf {
+			if node != root {
+				absorbed[node.Index] = true
+			}
+		}
+		root.OpType = compute.OpTypeFusedElementwise
+		root.Inputs = inputs
+		root.Data = &prog
+	}
+}
+
+func seenBefore(nodes []*gobackend.Node, i int) bool {
+	for _, x := range nodes[:i] {
+		if x == nodes[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// fusable reports whether node is a float32 elementwise op a tree may hold: a unary op of
+// fusedUnaryKernels, a binary op of runsBinary or Where, whose operands each have the node's
+// number of elements or one element (a scalar, broadcast).
+func fusable(node *gobackend.Node) bool {
+	if node.IsMultiOutputs() || node.IsNodeSelectOutput || node.Shape.DType != dtypes.Float32 ||
+		node.Shape.IsDynamic() || node.Shape.Size() < fusedMinElements || len(node.CapturedInputs) > 0 {
+		return false
+	}
+	size := node.Shape.Size()
+	operand := func(in *gobackend.Node, dtype dtypes.DType) bool {
+		return in.Shape.DType == dtype && !in.Shape.IsDynamic() && !in.IsMultiOutputs() &&
+			(in.Shape.Size() == size || in.Shape.Size() == 1)
+	}
+	switch _, binary := fusedBinaryCommutative[node.OpType]; {
+	case fusedUnaryKernels[node.OpType] != nil:
+		return len(node.Inputs) == 1 && node.Inputs[0].Shape.Size() == size && operand(node.Inputs[0], dtypes.Float32)
+	case binary:
+		return len(node.Inputs) == 2 && operand(node.Inputs[0], dtypes.Float32) && operand(node.Inputs[1], dtypes.Float32)
+	case node.OpType == compute.OpTypeWhere:
+		return len(node.Inputs) == 3 && operand(node.Inputs[0], dtypes.Bool) &&
+			operand(node.Inputs[1], dtypes.Float32) && operand(node.Inputs[2], dtypes.Float32)
+	}
+	return false
+}
+
+var fusedScratch = sync.Pool{New: func() any { s := make([]float32, fusedMaxSteps*fusedChunk); return &s }}
+
+// execFusedElementwise runs a fused tree over its output in chunks, split across the backend's
+// workers for large tensors like the other elementwise ops. The output reuses an input the
+// executor owns when it has the output's shape: the root, the last step of each chunk, writes the
+// chunk only after every step has read it.
+func execFusedElementwise(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobackend.Buffer, inputsOwned []bool) (*gobackend.Buffer, error) {
+	prog := node.Data.(*fusedProgram)
+	var output *gobackend.Buffer
+	for i, in := range inputs {
+		if inputsOwned[i] && in.RawShape.Equal(node.Shape) {
+			output = in
+			break
+		}
+	}
+	flats := make([]any, len(inputs))
+	for i, in := range inputs {
+		flats[i] = in.Flat
+	}
+	if output == nil {
+		var err error
+		if output, err = backend.GetBuffer(node.Shape); err != nil {
+			return nil, err
+		}
+	} else {
+		for i := range inputs {
+			if inputs[i] == output {
+				inputs[i] = nil // the executor's contract for a reused input
+			}
+		}
+	}
+	out := output.Flat.([]float32)
+	run := func(lo, hi int) {
+		scratch := fusedScratch.Get().(*[]float32)
+		defer fusedScratch.Put(scratch)
+		vals := make([][]float32, len(prog.steps))
+		for c := lo; c < hi; c += fusedChunk {
+			runFusedChunk(prog, flats, out, *scratch, vals, c, min(c+fusedChunk, hi))
+		}
+	}
+	n := len(out)
+	if n < parallelMinElements || !workerspool.ParallelOps {
+		run(0, n)
+	} else {
+		parallelFor(backend, n, parallelMinElements/4, fusedChunk, run)
+	}
+	return output, nil
+}
+
+// runFusedChunk computes elements [lo, hi) of every step, the root's into out.
+func runFusedChunk(prog *fusedProgram, flats []any, out, scratch []float32, vals [][]float32, lo, hi int) {
+	c := hi - lo
+	chunk := shapes.Make(dtypes.Float32, c)
+	scalar := shapes.Make(dtypes.Float32)
+	f32 := func(a fusedArg) ([]float32, shapes.Shape) {
+		if a.input < 0 {
+			return vals[a.step], chunk
+		}
+		x := flats[a.input].([]float32)
+		if len(x) == 1 {
+			return x, scalar
+		}
+		return x[lo:hi], chunk
+	}
+	last := len(prog.steps) - 1
+	for s, st := range prog.steps {
+		dst := scratch[s*fusedChunk : s*fusedChunk+c]
+		if s == last {
+			dst = out[lo:hi]
+		}
+		switch {
+		case st.op == compute.OpTypeWhere:
+			cond := flats[st.args[0].input].([]bool) // a bool operand is never a step
+			if len(cond) > 1 {
+				cond = cond[lo:hi]
+			}
+			t, _ := f32(st.args[1])
+			e, _ := f32(st.args[2])
+			fusedWhere(cond, t, e, dst)
+		case fusedUnaryKernels[st.op] != nil:
+			x, _ := f32(st.args[0])
+			fusedUnaryKernels[st.op](x, dst)
+		default:
+			l, ls := f32(st.args[0])
+			r, rs := f32(st.args[1])
+			if fusedBinaryCommutative[st.op] && len(l) == 1 && len(r) != 1 {
+				l, r, ls, rs = r, l, rs, ls
+			}
+			runsBinary(st.op, l, r, dst, ls, rs, chunk)
+		}
+		// The vector kernels leave the upper register halves dirty, which slows the scalar SSE
+		// loops after them (Sqrt, Log...) several-fold: the executor clears them after every op,
+		// and so does every step here.
+		simdstate.ClearUpper()
+		vals[s] = dst
+	}
+}
+
+// fusedWhere is Where for float32: cond, t and e each of len(dst) elements or one (broadcast).
+func fusedWhere(cond []bool, t, e, dst []float32) {
+	if len(cond) == 1 {
+		src := e
+		if cond[0] {
+			src = t
+		}
+		if len(src) == 1 {
+			for i := range dst {
+				dst[i] = src[0]
+			}
+		} else {
+			copy(dst, src)
+		}
+		return
+	}
+	for i := range dst {
+		var x float32
+		if cond[i] {
+			x = t[0]
+			if len(t) > 1 {
+				x = t[i]
+			}
+		} else {
+			x = e[0]
+			if len(e) > 1 {
+				x = e[i]
+			}
+		}
+		dst[i] = x
+	}
+}
