@@ -47,10 +47,15 @@ func init() {
 // of an earlier step (input < 0, step).
 type fusedArg struct{ input, step int }
 
-// fusedStep is one op of a fused tree.
+// fusedStep is one op of a fused tree, with its kernel resolved when the tree is made: unary,
+// or bin for Add/Sub/Mul/Div (runsBinary's kernels: the same dispatch without its per-call
+// interface conversion, which allocated), else runsBinary itself (Max, Min) or Where.
 type fusedStep struct {
-	op   compute.OpType
-	args []fusedArg
+	op          compute.OpType
+	args        []fusedArg
+	unary       func(in, out []float32)
+	bin         *binaryKernels[float32]
+	commutative bool
 }
 
 // fusedProgram is a fused node's Data: its steps in execution order; the last is the root,
@@ -76,6 +81,25 @@ var fusedBinaryCommutative = func() map[compute.OpType]bool {
 	}
 	return m
 }()
+
+// fusedBinaryKernels are runsBinary's float32 kernels of Add, Sub, Mul and Div (nil for the
+// other ops); called when a tree is made, after every init has chosen the kernels.
+func fusedBinaryKernels(op compute.OpType) *binaryKernels[float32] {
+	var k binaryKernels[float32]
+	switch op { //nolint:exhaustive
+	case compute.OpTypeAdd:
+		k = kernelsFor[float32](binaryAdd, addKernels[float32])
+	case compute.OpTypeSub:
+		k = kernelsFor[float32](binarySub, subKernels[float32])
+	case compute.OpTypeMul:
+		k = kernelsFor[float32](binaryMul, mulKernels[float32])
+	case compute.OpTypeDiv:
+		k = kernelsFor[float32](binaryDiv, divKernels[float32])
+	default:
+		return nil
+	}
+	return &k
+}
 
 type fuseElementwisePass struct{}
 
@@ -149,7 +173,8 @@ func fuseFunction(f *gobackend.Function, pinned map[*gobackend.Node]bool) {
 			if s, ok := stepOf[node]; ok {
 				return s
 			}
-			st := fusedStep{op: node.OpType, args: make([]fusedArg, len(node.Inputs))}
+			st := fusedStep{op: node.OpType, args: make([]fusedArg, len(node.Inputs)), unary: fusedUnaryKernels[node.OpType],
+				bin: fusedBinaryKernels(node.OpType), commutative: fusedBinaryCommutative[node.OpType]}
 			for i, in := range node.Inputs {
 				if inner(in) {
 					st.args[i] = fusedArg{input: -1, step: visit(in)}
@@ -220,7 +245,7 @@ func fusable(node *gobackend.Node) bool {
 	return false
 }
 
-var fusedScratch = sync.Pool{New: func() any { s := make([]float32, fusedMaxSteps*fusedChunk); return &s }}
+var fusedScratch = sync.Pool{New: func() any { return new([]float32) }}
 
 // execFusedElementwise runs a fused tree over its output in chunks, split across the backend's
 // workers for large tensors like the other elementwise ops. The output reuses an input the
@@ -255,6 +280,9 @@ func execFusedElementwise(backend *gobackend.Backend, node *gobackend.Node, inpu
 	run := func(lo, hi int) {
 		scratch := fusedScratch.Get().(*[]float32)
 		defer fusedScratch.Put(scratch)
+		if need := len(prog.steps) * fusedChunk; len(*scratch) < need {
+			*scratch = make([]float32, need)
+		}
 		vals := make([][]float32, len(prog.steps))
 		for c := lo; c < hi; c += fusedChunk {
 			runFusedChunk(prog, flats, out, *scratch, vals, c, min(c+fusedChunk, hi))
@@ -272,43 +300,40 @@ func execFusedElementwise(backend *gobackend.Backend, node *gobackend.Node, inpu
 // runFusedChunk computes elements [lo, hi) of every step, the root's into out.
 func runFusedChunk(prog *fusedProgram, flats []any, out, scratch []float32, vals [][]float32, lo, hi int) {
 	c := hi - lo
-	chunk := shapes.Make(dtypes.Float32, c)
-	scalar := shapes.Make(dtypes.Float32)
-	f32 := func(a fusedArg) ([]float32, shapes.Shape) {
-		if a.input < 0 {
-			return vals[a.step], chunk
-		}
-		x := flats[a.input].([]float32)
-		if len(x) == 1 {
-			return x, scalar
-		}
-		return x[lo:hi], chunk
-	}
 	last := len(prog.steps) - 1
-	for s, st := range prog.steps {
+	for s := range prog.steps {
+		st := &prog.steps[s]
 		dst := scratch[s*fusedChunk : s*fusedChunk+c]
 		if s == last {
 			dst = out[lo:hi]
 		}
 		switch {
+		case st.unary != nil:
+			st.unary(fusedOperand(st.args[0], flats, vals, lo, hi), dst)
 		case st.op == compute.OpTypeWhere:
 			cond := flats[st.args[0].input].([]bool) // a bool operand is never a step
 			if len(cond) > 1 {
 				cond = cond[lo:hi]
 			}
-			t, _ := f32(st.args[1])
-			e, _ := f32(st.args[2])
-			fusedWhere(cond, t, e, dst)
-		case fusedUnaryKernels[st.op] != nil:
-			x, _ := f32(st.args[0])
-			fusedUnaryKernels[st.op](x, dst)
+			fusedWhere(cond, fusedOperand(st.args[1], flats, vals, lo, hi), fusedOperand(st.args[2], flats, vals, lo, hi), dst)
 		default:
-			l, ls := f32(st.args[0])
-			r, rs := f32(st.args[1])
-			if fusedBinaryCommutative[st.op] && len(l) == 1 && len(r) != 1 {
-				l, r, ls, rs = r, l, rs, ls
+			l, r := fusedOperand(st.args[0], flats, vals, lo, hi), fusedOperand(st.args[1], flats, vals, lo, hi)
+			if st.commutative && len(l) == 1 && len(r) != 1 { // as runsExecutor swaps
+				l, r = r, l
 			}
-			runsBinary(st.op, l, r, dst, ls, rs, chunk)
+			if st.bin == nil {
+				ls, rs := shapes.Make(dtypes.Float32, len(l)), shapes.Make(dtypes.Float32, len(r))
+				runsBinary(st.op, l, r, dst, ls, rs, shapes.Make(dtypes.Float32, c))
+				break
+			}
+			switch { // binaryWithKernels' cases for whole chunks and scalars
+			case len(r) == 1 && len(l) == c:
+				st.bin.vs(dst, l, r[0])
+			case len(l) == 1 && len(r) == c:
+				st.bin.sv(dst, l[0], r)
+			default:
+				st.bin.vv(dst, l, r)
+			}
 		}
 		// The vector kernels leave the upper register halves dirty, which slows the scalar SSE
 		// loops after them (Sqrt, Log...) several-fold: the executor clears them after every op,
@@ -316,6 +341,19 @@ func runFusedChunk(prog *fusedProgram, flats []any, out, scratch []float32, vals
 		simdstate.ClearUpper()
 		vals[s] = dst
 	}
+}
+
+// fusedOperand is a float32 operand's elements [lo, hi): a step's chunk, an input's range, or an
+// input's single element (a scalar, broadcast).
+func fusedOperand(a fusedArg, flats []any, vals [][]float32, lo, hi int) []float32 {
+	if a.input < 0 {
+		return vals[a.step]
+	}
+	x := flats[a.input].([]float32)
+	if len(x) == 1 {
+		return x
+	}
+	return x[lo:hi]
 }
 
 // fusedWhere is Where for float32: cond, t and e each of len(dst) elements or one (broadcast).
