@@ -23,9 +23,11 @@ import (
 // node, which runs the ops chunk by chunk (fusedChunk elements, so the intermediates stay in L1)
 // with the very kernels the ops run alone: every element gets the same bits as unfused.
 
-// FuseElementwise is false when GOMLX_FUSE_ELEMENTWISE=false: the pass then leaves graphs as they
-// are (to measure it: it does not change results).
-var FuseElementwise = envutil.MustReadBool("GOMLX_FUSE_ELEMENTWISE", true)
+// FuseElementwise is true when GOMLX_FUSE_ELEMENTWISE=true; off by default: on whole training
+// steps (base preset) the fused step measured more elementwise CPU and 3–5× the GC CPU of the
+// unfused one (alternating runs of tpu's TestTrainStepOpProfile, loaded machine), though each
+// fused tree alone is faster (BenchmarkFusedElementwise). It never changes results.
+var FuseElementwise = envutil.MustReadBool("GOMLX_FUSE_ELEMENTWISE", false)
 
 const (
 	// fusedChunk is how many elements each op of a fused tree computes at a time: the
