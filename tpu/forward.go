@@ -27,41 +27,37 @@ func (r *Runtime) Logits(b Batch) (Logits, error) {
 	const op = "logits"
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.usable(op); err != nil {
+	p, err := r.usablePadded(op, b, false)
+	if err != nil {
 		return Logits{}, err
 	}
-	p, err := r.pad(b, false)
-	if err != nil {
-		return Logits{}, fmt.Errorf("tpu: %s: %w", op, err)
-	}
-	var out Logits
-	var sec float64
-	err = r.guard(op, func() error {
-		// logits: tokens, positions [b, t] int32, valid [b, t] bool → [b, t, vocab]
-		outs, s, err := r.run(CacheKey{"logits", p.shape()}, func(in []*Node) []*Node {
-			return []*Node{model.Forward(r.scope, r.cfg, in[0], in[1], in[2])}
-		}, []shapes.Shape{i32(p), i32(p), boolean(p)}, p.tokens(), p.positions(), p.validMask())
-		if err != nil {
-			return err
-		}
-		defer finalize(outs)
-		sec = s
-		all, err := tensors.CopyFlatData[float32](outs[0])
-		if err != nil {
-			return err
-		}
-		v := r.cfg.Vocab
-		out = Logits{Batch: p.b, Seq: p.t, Vocab: v, Data: make([]float32, p.b*p.t*v)}
+	// logits: tokens, positions [b, t] int32, valid [b, t] bool → [b, t, vocab]
+	v := r.cfg.Vocab
+	out := Logits{Batch: p.b, Seq: p.t, Vocab: v, Data: make([]float32, p.b*p.t*v)}
+	err = r.evaluate(op, p, func(in []*Node) []*Node {
+		return []*Node{model.Forward(r.scope, r.cfg, in[0], in[1], in[2])}
+	}, []shapes.Shape{i32(p), i32(p), boolean(p)}, func(all []float32) {
 		for i := range p.b {
 			copy(out.Data[i*p.t*v:(i+1)*p.t*v], all[i*p.pt*v:(i*p.pt+p.t)*v])
 		}
-		return nil
-	})
+	}, p.tokens(), p.positions(), p.validMask())
 	if err != nil {
 		return Logits{}, err
 	}
-	r.record(&r.stats.Eval, p.b*p.t, sec, p.flops(r.cfg, false))
 	return out, nil
+}
+
+// usablePadded checks that the runtime can serve op and pads b (with its targets when targets). The
+// caller holds r.mu.
+func (r *Runtime) usablePadded(op string, b Batch, targets bool) (padded, error) {
+	if err := r.usable(op); err != nil {
+		return padded{}, err
+	}
+	p, err := r.pad(b, targets)
+	if err != nil {
+		return padded{}, fmt.Errorf("tpu: %s: %w", op, err)
+	}
+	return p, nil
 }
 
 // LogProbs returns log p(Targets[i][t] | Tokens[i][:t+1]) for every position, [batch][seq].
@@ -69,12 +65,9 @@ func (r *Runtime) LogProbs(b Batch) ([][]float32, error) {
 	const op = "logprobs"
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.usable(op); err != nil {
-		return nil, err
-	}
-	p, err := r.pad(b, true)
+	p, err := r.usablePadded(op, b, true)
 	if err != nil {
-		return nil, fmt.Errorf("tpu: %s: %w", op, err)
+		return nil, err
 	}
 	// logprobs: tokens, targets, positions [b, t] int32, valid [b, t] bool → [b, t]
 	return r.perToken(op, p, func(in []*Node) []*Node {
@@ -83,11 +76,24 @@ func (r *Runtime) LogProbs(b Batch) ([][]float32, error) {
 	}, []shapes.Shape{i32(p), i32(p), i32(p), boolean(p)}, p.tokens(), p.targets(), p.positions(), p.validMask())
 }
 
-// perToken runs graphFn (cached under op and p's shape), whose one output is [b, t] over the padded
-// batch p, and returns it unpadded as [batch][seq], recording the time as evaluation. The caller holds
-// r.mu.
+// perToken runs graphFn (see evaluate), whose one output is [b, t] over the padded batch p, and
+// returns it unpadded as [batch][seq]. The caller holds r.mu.
 func (r *Runtime) perToken(op string, p padded, graphFn func(in []*Node) []*Node, in []shapes.Shape, args ...any) ([][]float32, error) {
-	var out [][]float32
+	out := make([][]float32, p.b)
+	err := r.evaluate(op, p, graphFn, in, func(all []float32) {
+		for i := range out {
+			out[i] = append([]float32(nil), all[i*p.pt:i*p.pt+p.t]...)
+		}
+	}, args...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// evaluate runs graphFn (cached under op and p's shape) on args, hands its first output's flat data
+// (padded rows) to unpad, and records the time as evaluation. The caller holds r.mu.
+func (r *Runtime) evaluate(op string, p padded, graphFn func(in []*Node) []*Node, in []shapes.Shape, unpad func(all []float32), args ...any) error {
 	var sec float64
 	err := r.guard(op, func() error {
 		outs, s, err := r.run(CacheKey{op, p.shape()}, graphFn, in, args...)
@@ -100,17 +106,14 @@ func (r *Runtime) perToken(op string, p padded, graphFn func(in []*Node) []*Node
 		if err != nil {
 			return err
 		}
-		out = make([][]float32, p.b)
-		for i := range out {
-			out[i] = append([]float32(nil), all[i*p.pt:i*p.pt+p.t]...)
-		}
+		unpad(all)
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.record(&r.stats.Eval, p.b*p.t, sec, p.flops(r.cfg, false))
-	return out, nil
+	return nil
 }
 
 // EvalLoss computes the masked cross-entropy of b without updating anything (GradNorm is 0).
@@ -118,12 +121,9 @@ func (r *Runtime) EvalLoss(b Batch) (StepMetrics, error) {
 	const op = "eval loss"
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.usable(op); err != nil {
-		return StepMetrics{}, err
-	}
-	p, err := r.pad(b, true)
+	p, err := r.usablePadded(op, b, true)
 	if err != nil {
-		return StepMetrics{}, fmt.Errorf("tpu: %s: %w", op, err)
+		return StepMetrics{}, err
 	}
 	var m StepMetrics
 	err = r.guard(op, func() error {

@@ -154,12 +154,7 @@ func Distill(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			if cfg.Student == StudentFrom {
 				return in.From, true, nil
 			}
-			mc, _ := cfg.Model.Resolve() // validated
-			var out trainapi.InitOutput
-			if err := r.exec(false, trainapi.InitName, trainapi.InitInput{Store: in.Store, Run: in.RunID, Phase: in.Phase, Model: mc, Seed: r.seed}, &out); err != nil {
-				return "", false, fmt.Errorf("%s %s: init: %w", in.Kind, in.Phase, err)
-			}
-			return out.Checkpoint, false, nil
+			return r.initFresh(cfg.Model)
 		},
 		chunk: func(r *chunkedRun, head trainapi.ChunkHead) (string, any) {
 			ci := trainapi.DistillChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, Loss: cfg.Loss}

@@ -1,20 +1,14 @@
 package workflows_test
 
 import (
-	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train/trainapi"
-	"github.com/temperml/temper/workflows"
 )
 
 // Workflow unit tests of deep async (max_staleness N > 1, partial generations): the schedule of
@@ -144,24 +138,8 @@ func TestRLUnitDeepContinueAsNew(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := rlUnitConfig(t, strings.Replace(c.extra, `{`, `{"eval_every":2,`, 1))
 			exact := map[string]float64{"mem://grpo/step-000002": 0.5, "mem://grpo/step-000004": 0.6, "mem://grpo/step-000006": 0.6}
-			whole := newRLWorld(t, exact)
-			want, err := whole.run(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			first := newRLWorld(t, exact)
-			step2 := whole.of(trainapi.PolicyStepName)[1]
-			first.env.RegisterDelayedCallback(func() { first.env.SetContinueAsNewSuggested(true) }, (step2.start+step2.end)/2)
-			_, err = first.run(in)
-			var can *workflow.ContinueAsNewError
-			if !errors.As(err, &can) {
-				t.Fatalf("first run ended with %v, want continue-as-new", err)
-			}
-			var next workflows.PhaseInput
-			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
-				t.Fatal(err)
-			}
-			st := next.RL
+			run := continueAfterStep2(t, in, exact)
+			st := run.next.RL
 			var iters []int
 			for _, f := range st.Flights {
 				iters = append(iters, f.Iter)
@@ -172,19 +150,7 @@ func TestRLUnitDeepContinueAsNew(t *testing.T) {
 			if st.Iter != 2 || !slices.Equal(iters, seq(2, 1+c.n)) || len(st.PendingShards) != 0 {
 				t.Fatalf("carried iteration %d with flights %v (pending %d); want 2 with %v", st.Iter, iters, len(st.PendingShards), seq(2, 1+c.n))
 			}
-			second := newRLWorld(t, exact)
-			got, err := second.run(next)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(untimed(got), untimed(want)) {
-				t.Errorf("continued run ended with %+v\nuninterrupted run with %+v", untimed(got), untimed(want))
-			}
-			for _, name := range []string{rolloutapi.GenerateName, trainapi.PolicyStepName, trainapi.EvaluateName} {
-				if got, want := inputsOf(append(first.of(name), second.of(name)...)), inputsOf(whole.of(name)); !slices.Equal(got, want) {
-					t.Errorf("%s inputs across the two runs:\n%s\nuninterrupted:\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
-				}
-			}
+			run.finish(t)
 		})
 	}
 }
@@ -211,24 +177,7 @@ func TestRLUnitDeepBacktrack(t *testing.T) {
 			if m := out.Metrics; m["backtracks"] != 1 || m["iterations"] != 7 {
 				t.Fatalf("%v: want one back-track over 7 iterations", m)
 			}
-			var parentEnd time.Duration
-			var branch []rolloutapi.GenerateInput
-			for _, call := range w.calls {
-				switch call.workflow {
-				case "run.grpo":
-					if !call.done {
-						t.Errorf("parent's %s (%+v) still running when it branched", call.name, call.in)
-					}
-					parentEnd = max(parentEnd, call.end)
-				case "run.grpo.b1":
-					if call.start < parentEnd {
-						t.Errorf("branch's %s started at %v, before the parent's work ended (%v)", call.name, call.start, parentEnd)
-					}
-					if g, ok := call.in.(rolloutapi.GenerateInput); ok {
-						branch = append(branch, g)
-					}
-				}
-			}
+			branch := branchInputs[rolloutapi.GenerateInput](t, w)
 			if len(branch) == 0 {
 				t.Fatal("no generation in the branch")
 			}

@@ -270,26 +270,7 @@ func TestRLUnitBacktrack(t *testing.T) {
 			if m := out.Metrics; m["backtracks"] != 1 || m["iterations"] != 4 || out.Checkpoint != c.final {
 				t.Fatalf("ended on %s with %v: want one back-track over 4 iterations, ending on %s", out.Checkpoint, m, c.final)
 			}
-			var parentEnd time.Duration
-			var branch []trainapi.PolicyStepInput
-			for _, call := range w.calls {
-				switch call.workflow {
-				case "run.grpo":
-					if !call.done {
-						t.Errorf("parent's %s (%+v) still running when it branched", call.name, call.in)
-					}
-					parentEnd = max(parentEnd, call.end)
-				case "run.grpo.b1":
-					if call.start < parentEnd {
-						t.Errorf("branch's %s started at %v, before the parent's work ended (%v)", call.name, call.start, parentEnd)
-					}
-					if s, ok := call.in.(trainapi.PolicyStepInput); ok {
-						branch = append(branch, s)
-					}
-				default:
-					t.Errorf("%s ran in workflow %q", call.name, call.workflow)
-				}
-			}
+			branch := branchInputs[trainapi.PolicyStepInput](t, w)
 			if len(branch) == 0 {
 				t.Fatal("no policy step ran in the branch child run.grpo.b1")
 			}
@@ -396,27 +377,8 @@ func TestRLUnitContinueAsNew(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			in := rlUnitConfig(t, fmt.Sprintf(`{"mode":%q,"eval_every":2,"rollout":{"shards":2}}`, mode))
 			exact := map[string]float64{"mem://grpo/step-000002": 0.5, "mem://grpo/step-000004": 0.6}
-			whole := newRLWorld(t, exact)
-			want, err := whole.run(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-
-			// The server suggests continue-as-new while the second step trains (the first run is the
-			// uninterrupted one until then: the same times on the test clock).
-			first := newRLWorld(t, exact)
-			step2 := whole.of(trainapi.PolicyStepName)[1]
-			first.env.RegisterDelayedCallback(func() { first.env.SetContinueAsNewSuggested(true) }, (step2.start+step2.end)/2)
-			_, err = first.run(in)
-			var can *workflow.ContinueAsNewError
-			if !errors.As(err, &can) {
-				t.Fatalf("first run ended with %v, want continue-as-new", err)
-			}
-			var next workflows.PhaseInput
-			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
-				t.Fatal(err)
-			}
-			st := next.RL
+			run := continueAfterStep2(t, in, exact)
+			st := run.next.RL
 			if st == nil || st.Iter != 2 || st.Version != 2 || st.Policy != "mem://grpo/step-000002" || st.Good != st.Policy || st.GoodScore != 0.5 ||
 				st.RewardSum != 0.5 || len(st.Curve) != 1 {
 				t.Fatalf("carried state %+v", st)
@@ -425,21 +387,90 @@ func TestRLUnitContinueAsNew(t *testing.T) {
 				t.Fatalf("carried %d pending shards of version %d", pending, st.PendingVersion)
 			}
 
-			second := newRLWorld(t, exact)
-			got, err := second.run(next)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(untimed(got), untimed(want)) {
-				t.Errorf("continued run ended with %+v\nuninterrupted run with %+v", untimed(got), untimed(want))
-			}
-			for _, name := range []string{rolloutapi.GenerateName, trainapi.PolicyStepName, trainapi.EvaluateName} {
-				if got, want := inputsOf(append(first.of(name), second.of(name)...)), inputsOf(whole.of(name)); !slices.Equal(got, want) {
-					t.Errorf("%s inputs across the two runs:\n%s\nuninterrupted:\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
-				}
-			}
+			run.finish(t)
 		})
 	}
+}
+
+// continuedRun is one RL phase run twice: once uninterrupted (whole), once continuing as new while
+// its second step trains (first), and the input that continue-as-new hands to the next run.
+type continuedRun struct {
+	exact map[string]float64
+	whole *rlWorld
+	want  workflows.PhaseOutput
+	first *rlWorld
+	next  workflows.PhaseInput
+}
+
+// continueAfterStep2 runs in uninterrupted, then again with the server suggesting continue-as-new
+// while the second step trains (the first run is the uninterrupted one until then: the same times on
+// the test clock), and returns both runs with the input the interrupted one handed over.
+func continueAfterStep2(t *testing.T, in workflows.PhaseInput, exact map[string]float64) continuedRun {
+	t.Helper()
+	c := continuedRun{exact: exact, whole: newRLWorld(t, exact)}
+	var err error
+	if c.want, err = c.whole.run(in); err != nil {
+		t.Fatal(err)
+	}
+	c.first = newRLWorld(t, exact)
+	step2 := c.whole.of(trainapi.PolicyStepName)[1]
+	c.first.env.RegisterDelayedCallback(func() { c.first.env.SetContinueAsNewSuggested(true) }, (step2.start+step2.end)/2)
+	_, err = c.first.run(in)
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		t.Fatalf("first run ended with %v, want continue-as-new", err)
+	}
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &c.next); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// finish runs the handed-over input to the end and checks that the two runs together equal the
+// uninterrupted one: the same result, and the same generations, steps and evaluations.
+func (c continuedRun) finish(t *testing.T) {
+	t.Helper()
+	second := newRLWorld(t, c.exact)
+	got, err := second.run(c.next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(untimed(got), untimed(c.want)) {
+		t.Errorf("continued run ended with %+v\nuninterrupted run with %+v", untimed(got), untimed(c.want))
+	}
+	for _, name := range []string{rolloutapi.GenerateName, trainapi.PolicyStepName, trainapi.EvaluateName} {
+		if got, want := inputsOf(append(c.first.of(name), second.of(name)...)), inputsOf(c.whole.of(name)); !slices.Equal(got, want) {
+			t.Errorf("%s inputs across the two runs:\n%s\nuninterrupted:\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// branchInputs checks that nothing of the parent (run.grpo) was still running when w's branch child
+// (run.grpo.b1) began its work, and that nothing ran in another workflow; it returns the inputs of type
+// T of the branch's calls, in order.
+func branchInputs[T any](t *testing.T, w *rlWorld) []T {
+	t.Helper()
+	var parentEnd time.Duration
+	var branch []T
+	for _, call := range w.calls {
+		switch call.workflow {
+		case "run.grpo":
+			if !call.done {
+				t.Errorf("parent's %s (%+v) still running when it branched", call.name, call.in)
+			}
+			parentEnd = max(parentEnd, call.end)
+		case "run.grpo.b1":
+			if call.start < parentEnd {
+				t.Errorf("branch's %s started at %v, before the parent's work ended (%v)", call.name, call.start, parentEnd)
+			}
+			if in, ok := call.in.(T); ok {
+				branch = append(branch, in)
+			}
+		default:
+			t.Errorf("%s ran in workflow %q", call.name, call.workflow)
+		}
+	}
+	return branch
 }
 
 // inputsOf lists the calls' inputs as JSON, sorted: the shards of an iteration start together, in

@@ -34,6 +34,17 @@ func (m ModelSpec) Resolve() (modelcfg.Config, error) {
 	return c, nil
 }
 
+// initFresh commits a seeded fresh model of spec (validated) as the phase's step 0 (trainapi.Init):
+// the start of a kind whose model does not come from a checkpoint.
+func (r *chunkedRun) initFresh(spec ModelSpec) (checkpoint string, fresh bool, err error) {
+	mc, _ := spec.Resolve() // validated
+	var out trainapi.InitOutput
+	if err := r.exec(false, trainapi.InitName, trainapi.InitInput{Store: r.in.Store, Run: r.in.RunID, Phase: r.in.Phase, Model: mc, Seed: r.seed}, &out); err != nil {
+		return "", false, fmt.Errorf("%s %s: init: %w", r.in.Kind, r.in.Phase, err)
+	}
+	return out.Checkpoint, false, nil
+}
+
 // EvalSpec says when and how a training phase evaluates.
 type EvalSpec struct {
 	EvalCadence
@@ -191,12 +202,7 @@ func Train(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			if in.From != "" {
 				return in.From, true, nil
 			}
-			mc, _ := cfg.Model.Resolve() // validated
-			var out trainapi.InitOutput
-			if err := r.exec(false, trainapi.InitName, trainapi.InitInput{Store: in.Store, Run: in.RunID, Phase: in.Phase, Model: mc, Seed: r.seed}, &out); err != nil {
-				return "", false, fmt.Errorf("%s %s: init: %w", in.Kind, in.Phase, err)
-			}
-			return out.Checkpoint, false, nil
+			return r.initFresh(cfg.Model)
 		},
 		chunk: func(r *chunkedRun, head trainapi.ChunkHead) (string, any) {
 			return trainapi.ChunkName, trainapi.ChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, LoRA: cfg.LoRA}

@@ -269,7 +269,8 @@ func TestSearchAcceptance(t *testing.T) {
 // still plastic: 3-13% on its 100 evaluation prompts), so the generators find some solutions and not others. From a
 // finished 1,500-step base both solve ~87% of the prompts and their sft phases tie; from a 500-step
 // base whose cosine had decayed, sft moved it little (10% -> 11-15%) and search's data won by +4.0
-// and +0.4 points (README). Every side is scored on 500 held-out prompts (one prompt: 0.2 points).
+// and +0.4 points (docs/benchmarks.md, "Search vs rejection sampling"). Every side is scored on 500
+// held-out prompts (one prompt: 0.2 points).
 const (
 	acceptSearchBase = `{"model":{"preset":"small"},"data":{"task":"expr","train_examples":4000,"heldout_examples":200},
 		"batch":{"rows":32,"seq":48},"steps":500,"chunk_steps":250,"optimizer":{"lr":0.003,"warmup_steps":50,"min_lr_ratio":1},

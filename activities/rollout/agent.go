@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -441,25 +440,4 @@ func (a *Activities) agentEval(ctx context.Context, in rolloutapi.AgentEvalInput
 		}
 	}
 	return trainapi.EvalOutput{Metrics: metrics}, nil
-}
-
-// heartbeatEvery keeps an activity's heartbeat going while agents run (an attempt may take its
-// whole timeout without a finished episode to report).
-func heartbeatEvery(ctx context.Context, d time.Duration, beat func()) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(d)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				beat()
-			}
-		}
-	}()
-	return func() { close(done) }
 }

@@ -150,7 +150,9 @@ func (a *Activities) generate(ctx context.Context, in rolloutapi.GenerateInput) 
 	var dropped, failures int
 	if in.Agent != nil {
 		var done atomic.Int64
-		stop := heartbeatEvery(ctx, time.Second, func() {
+		// The heartbeat keeps going while agents run: an attempt may take its whole timeout without a
+		// finished episode to report.
+		stop := toolclient.KeepBeating(ctx, time.Second, func() {
 			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: int(done.Load()), Total: len(prompts)})
 		})
 		rs, tokens, dropped, failures, err = a.runAgents(ctx, shared, in, rs, seeds, func(n int) { done.Store(int64(n)) })

@@ -3,7 +3,9 @@ package chat
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -839,42 +841,10 @@ func globals(now time.Time) map[string]value {
 			return out, nil
 		}},
 		"namespace": &callable{"namespace", func(args []value, kw map[string]value) (value, error) {
-			d := newDict()
-			for _, a := range args {
-				if src, ok := a.(*dict); ok {
-					for _, k := range src.keys {
-						d.set(k, src.m[k])
-					}
-				}
-			}
-			keys := make([]string, 0, len(kw))
-			for k := range kw {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				d.set(k, kw[k])
-			}
-			return &namespace{d: d}, nil
+			return &namespace{d: mergedDict(args, kw)}, nil
 		}},
 		"dict": &callable{"dict", func(args []value, kw map[string]value) (value, error) {
-			d := newDict()
-			if len(args) > 0 {
-				if src, ok := args[0].(*dict); ok {
-					for _, k := range src.keys {
-						d.set(k, src.m[k])
-					}
-				}
-			}
-			keys := make([]string, 0, len(kw))
-			for k := range kw {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				d.set(k, kw[k])
-			}
-			return d, nil
+			return mergedDict(args[:min(len(args), 1)], kw), nil // dict reads one mapping argument
 		}},
 		"strftime_now": &callable{"strftime_now", func(args []value, _ map[string]value) (value, error) {
 			if len(args) != 1 {
@@ -890,6 +860,23 @@ func globals(now time.Time) map[string]value {
 			return strftimeFormat(now, f)
 		}},
 	}
+}
+
+// mergedDict is a new dict with the entries of the dicts among srcs, in order, then kw's in sorted
+// order (Go's map order is random; the templates' output must not be).
+func mergedDict(srcs []value, kw map[string]value) *dict {
+	d := newDict()
+	for _, a := range srcs {
+		if src, ok := a.(*dict); ok {
+			for _, k := range src.keys {
+				d.set(k, src.m[k])
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(kw)) {
+		d.set(k, kw[k])
+	}
+	return d
 }
 
 // raised is raise_exception's error: the template's own message.

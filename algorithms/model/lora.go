@@ -323,27 +323,7 @@ func ExportLoRA(scope *gm.Scope, cfg Config) (map[string][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string][]float32, len(specs))
-	for _, v := range specs {
-		s, name := subScope(scope, v.Path)
-		vr := s.GetVariable(name)
-		if vr == nil {
-			return nil, fmt.Errorf("model: export lora: missing variable %q", v.Path)
-		}
-		t, err := vr.Value()
-		if err != nil {
-			return nil, fmt.Errorf("model: export lora: %q: %w", v.Path, err)
-		}
-		data, err := tensors.CopyFlatData[float32](t)
-		if err != nil {
-			return nil, fmt.Errorf("model: export lora: %q: %w", v.Path, err)
-		}
-		if len(data) != v.Size() {
-			return nil, fmt.Errorf("model: export lora: %q has shape %s, want %v", v.Path, t.Shape(), v.Shape)
-		}
-		out[v.Path] = data
-	}
-	return out, nil
+	return getVariables(scope, "export lora", specs)
 }
 
 // SetLoRATrainingStep marks g as a training graph for the adapters under scope, at optimizer

@@ -99,13 +99,24 @@ func subScope(scope *gm.Scope, path string) (*gm.Scope, string) {
 	return scope, parts[len(parts)-1]
 }
 
-// InitWeights creates every variable of cfg under scope with deterministic random values from seed
-// (plain Go, so the same seed gives the same weights on any backend): linear and embedding weights
-// ~ N(0, std²) (std <= 0 means 0.02, Hugging Face's initializer_range), biases 0, norm scales 1
-// (0 when NormPlusOne, so the effective scale is 1), the reward's log-prob weight 1. Existing variables are overwritten.
+// InitWeights creates every variable of cfg under scope with RandomWeights(cfg, seed, std).
+// Existing variables are overwritten.
 func InitWeights(scope *gm.Scope, cfg Config, seed uint64, std float64) error {
-	if err := cfg.Validate(); err != nil {
+	w, err := RandomWeights(cfg, seed, std)
+	if err != nil {
 		return err
+	}
+	return ImportWeights(scope, cfg, w)
+}
+
+// RandomWeights are cfg's deterministic random weights from seed, drawn in plain Go on the host (so
+// the same seed gives the same weights on any backend, and a model of a real size can be made without
+// building a graph): linear and embedding weights ~ N(0, std²) (std <= 0 means 0.02, Hugging Face's
+// initializer_range), biases 0, norm scales 1 (0 when NormPlusOne, so the effective scale is 1), the
+// reward's log-prob weight 1.
+func RandomWeights(cfg Config, seed uint64, std float64) (map[string][]float32, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if std <= 0 {
 		std = 0.02
@@ -131,68 +142,41 @@ func InitWeights(scope *gm.Scope, cfg Config, seed uint64, std float64) error {
 		}
 		w[v.Path] = data
 	}
-	return ImportWeights(scope, cfg, w)
+	return w, nil
 }
 
 // ImportWeights sets every variable of cfg under scope from w (internal paths → flat row-major
 // float32 data), creating the variables as needed. It fails if any variable is missing or has the
 // wrong size; extra entries are an error too (they usually mean a config mismatch).
 func ImportWeights(scope *gm.Scope, cfg Config, w map[string][]float32) error {
-	specs := cfg.Variables()
-	if len(w) != len(specs) {
-		known := make(map[string]bool, len(specs))
-		for _, v := range specs {
-			known[v.Path] = true
-		}
-		for p := range w {
-			if !known[p] {
-				return fmt.Errorf("model: import weights: unexpected variable %q", p)
-			}
-		}
-	}
-	for _, v := range specs {
-		data, ok := w[v.Path]
-		if !ok {
-			return fmt.Errorf("model: import weights: missing variable %q", v.Path)
-		}
-		if len(data) != v.Size() {
-			return fmt.Errorf("model: import weights: variable %q has %d values, want %v", v.Path, len(data), v.Shape)
-		}
-		t := tensors.FromFlatDataAndDimensions(append([]float32(nil), data...), v.Shape...)
-		s, name := subScope(scope, v.Path)
-		if existing := s.GetVariable(name); existing != nil {
-			if err := existing.SetValue(t); err != nil {
-				return fmt.Errorf("model: import weights: set %q: %w", v.Path, err)
-			}
-			continue
-		}
-		if _, err := s.CreateVariable(name, t); err != nil {
-			return fmt.Errorf("model: import weights: create %q: %w", v.Path, err)
-		}
-	}
-	return nil
+	return setVariables(scope, "import weights", cfg.Variables(), w)
 }
 
 // ExportWeights copies every variable of cfg under scope to host memory (internal paths → flat
 // row-major float32 data).
 func ExportWeights(scope *gm.Scope, cfg Config) (map[string][]float32, error) {
-	out := make(map[string][]float32)
-	for _, v := range cfg.Variables() {
+	return getVariables(scope, "export weights", cfg.Variables())
+}
+
+// getVariables copies specs under scope to host memory (paths → flat data), checking each one's size.
+func getVariables(scope *gm.Scope, op string, specs []VarSpec) (map[string][]float32, error) {
+	out := make(map[string][]float32, len(specs))
+	for _, v := range specs {
 		s, name := subScope(scope, v.Path)
 		vr := s.GetVariable(name)
 		if vr == nil {
-			return nil, fmt.Errorf("model: export weights: missing variable %q", v.Path)
+			return nil, fmt.Errorf("model: %s: missing variable %q", op, v.Path)
 		}
 		t, err := vr.Value()
 		if err != nil {
-			return nil, fmt.Errorf("model: export weights: %q: %w", v.Path, err)
+			return nil, fmt.Errorf("model: %s: %q: %w", op, v.Path, err)
 		}
 		data, err := tensors.CopyFlatData[float32](t)
 		if err != nil {
-			return nil, fmt.Errorf("model: export weights: %q: %w", v.Path, err)
+			return nil, fmt.Errorf("model: %s: %q: %w", op, v.Path, err)
 		}
 		if len(data) != v.Size() {
-			return nil, fmt.Errorf("model: export weights: %q has shape %s, want %v", v.Path, t.Shape(), v.Shape)
+			return nil, fmt.Errorf("model: %s: %q has shape %s, want %v", op, v.Path, t.Shape(), v.Shape)
 		}
 		out[v.Path] = data
 	}

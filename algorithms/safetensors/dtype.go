@@ -197,26 +197,8 @@ func FromFloat32(name string, shape []int, data []float32, dtype DType) (Tensor,
 	if n != len(data) {
 		return Tensor{}, fmt.Errorf("safetensors: from float32 %q: shape %v needs %d values, got %d", name, shape, n, len(data))
 	}
-	size := dtype.Size()
-	buf := make([]byte, n*size)
-	switch dtype {
-	case F32:
-		for i, v := range data {
-			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
-		}
-	case F64:
-		for i, v := range data {
-			binary.LittleEndian.PutUint64(buf[8*i:], math.Float64bits(float64(v)))
-		}
-	case BF16:
-		for i, v := range data {
-			binary.LittleEndian.PutUint16(buf[2*i:], BF16FromFloat32(v))
-		}
-	case F16:
-		for i, v := range data {
-			binary.LittleEndian.PutUint16(buf[2*i:], F16FromFloat32(v))
-		}
-	default:
+	buf := make([]byte, n*dtype.Size())
+	if !putFloat32(buf, data, dtype) {
 		return Tensor{}, fmt.Errorf("safetensors: from float32 %q: dtype %q is not a float type", name, string(dtype))
 	}
 	return Tensor{Name: name, DType: dtype, Shape: append([]int(nil), shape...), Data: buf}, nil
@@ -237,27 +219,36 @@ func EncodeFloat32(w io.Writer, data []float32, dtype DType) error {
 	for start := 0; start < len(data); start += chunk {
 		part := data[start:min(len(data), start+chunk)]
 		b := buf[:len(part)*size]
-		switch dtype {
-		case F32:
-			for i, v := range part {
-				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
-			}
-		case F64:
-			for i, v := range part {
-				binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(float64(v)))
-			}
-		case BF16:
-			for i, v := range part {
-				binary.LittleEndian.PutUint16(b[2*i:], BF16FromFloat32(v))
-			}
-		case F16:
-			for i, v := range part {
-				binary.LittleEndian.PutUint16(b[2*i:], F16FromFloat32(v))
-			}
-		}
+		putFloat32(b, part, dtype)
 		if _, err := w.Write(b); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// putFloat32 writes data into b (len(data)·dtype.Size() bytes) as little-endian values of a float
+// dtype (F32, F64, F16 or BF16; narrowing rounds to nearest even); false for any other dtype.
+func putFloat32(b []byte, data []float32, dtype DType) bool {
+	switch dtype {
+	case F32:
+		for i, v := range data {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+		}
+	case F64:
+		for i, v := range data {
+			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(float64(v)))
+		}
+	case BF16:
+		for i, v := range data {
+			binary.LittleEndian.PutUint16(b[2*i:], BF16FromFloat32(v))
+		}
+	case F16:
+		for i, v := range data {
+			binary.LittleEndian.PutUint16(b[2*i:], F16FromFloat32(v))
+		}
+	default:
+		return false
+	}
+	return true
 }

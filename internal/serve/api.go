@@ -194,6 +194,9 @@ type sampling struct {
 	User             string             `json:"user"` // accepted: it changes nothing about the output
 }
 
+// shared is the part of a request every endpoint reads alike (chatRequest and completionRequest embed it).
+func (s *sampling) shared() *sampling { return s }
+
 // chatRequest is POST /v1/chat/completions.
 type chatRequest struct {
 	sampling
@@ -471,14 +474,19 @@ type chatChoice struct {
 	FinishReason string        `json:"finish_reason"`
 }
 
+// responseHead is what every response and stream chunk begins with (OpenAI's field order).
+type responseHead struct {
+	ID                string `json:"id"`
+	Object            string `json:"object"`
+	Created           int64  `json:"created"`
+	Model             string `json:"model"`
+	SystemFingerprint string `json:"system_fingerprint"`
+}
+
 type chatCompletion struct {
-	ID                string       `json:"id"`
-	Object            string       `json:"object"`
-	Created           int64        `json:"created"`
-	Model             string       `json:"model"`
-	SystemFingerprint string       `json:"system_fingerprint"`
-	Choices           []chatChoice `json:"choices"`
-	Usage             *usage       `json:"usage,omitempty"`
+	responseHead
+	Choices []chatChoice `json:"choices"`
+	Usage   *usage       `json:"usage,omitempty"`
 }
 
 type chatDelta struct {
@@ -495,13 +503,9 @@ type chunkChoice struct {
 }
 
 type chatChunk struct {
-	ID                string        `json:"id"`
-	Object            string        `json:"object"`
-	Created           int64         `json:"created"`
-	Model             string        `json:"model"`
-	SystemFingerprint string        `json:"system_fingerprint"`
-	Choices           []chunkChoice `json:"choices"`
-	Usage             *usage        `json:"usage"`
+	responseHead
+	Choices []chunkChoice `json:"choices"`
+	Usage   *usage        `json:"usage"`
 }
 
 type completionLogprobs struct {
@@ -519,13 +523,9 @@ type completionChoice struct {
 }
 
 type completion struct {
-	ID                string             `json:"id"`
-	Object            string             `json:"object"`
-	Created           int64              `json:"created"`
-	Model             string             `json:"model"`
-	SystemFingerprint string             `json:"system_fingerprint"`
-	Choices           []completionChoice `json:"choices"`
-	Usage             *usage             `json:"usage,omitempty"`
+	responseHead
+	Choices []completionChoice `json:"choices"`
+	Usage   *usage             `json:"usage,omitempty"`
 }
 
 type modelCard struct {

@@ -190,6 +190,11 @@ type request struct {
 	frames   map[int][2][]byte // textFrame's, by choice
 }
 
+// head is the start of every response and chunk of req; object names the kind ("chat.completion" …).
+func (req *request) head(object string) responseHead {
+	return responseHead{ID: req.id, Object: object, Created: req.created, Model: req.s.m.Name, SystemFingerprint: fingerprint}
+}
+
 // choiceState is one choice's progress.
 type choiceState struct {
 	index   int
@@ -273,17 +278,27 @@ func (s *Server) newID(prefix string) string {
 	return fmt.Sprintf("%s%x%04x", prefix, time.Now().UnixNano()&0xffffffffff, s.seq.Add(1)&0xffff)
 }
 
+// readRequest decodes r's body into in and checks what every endpoint shares: the sampling
+// parameters, and that the model named is the one served.
+func (s *Server) readRequest(r *http.Request, in interface{ shared() *sampling }) (params, *apiError) {
+	if err := decodeStrict(r, in); err != nil {
+		return params{}, err
+	}
+	p, err := in.shared().check(s.sched.Options().MaxBatch)
+	if err != nil {
+		return p, err
+	}
+	if m := in.shared().Model; m != s.m.Name {
+		return p, s.unknownModel(m)
+	}
+	return p, nil
+}
+
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) *apiError {
 	var in chatRequest
-	if err := decodeStrict(r, &in); err != nil {
-		return err
-	}
-	p, err := in.check(s.sched.Options().MaxBatch)
+	p, err := s.readRequest(r, &in)
 	if err != nil {
 		return err
-	}
-	if in.Model != s.m.Name {
-		return s.unknownModel(in.Model)
 	}
 	if in.MaxCompletionTokens != nil {
 		if *in.MaxCompletionTokens < 1 {
@@ -341,15 +356,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *apiError {
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
 	var in completionRequest
-	if err := decodeStrict(r, &in); err != nil {
-		return err
-	}
-	p, err := in.check(s.sched.Options().MaxBatch)
+	p, err := s.readRequest(r, &in)
 	if err != nil {
 		return err
-	}
-	if in.Model != s.m.Name {
-		return s.unknownModel(in.Model)
 	}
 	if in.Prompt == nil || in.Prompt.len() == 0 {
 		return badParam("prompt", "prompt is required")
@@ -459,11 +468,9 @@ func (req *request) run(w http.ResponseWriter, r *http.Request) *apiError {
 		if req.p.usage {
 			u := req.usage()
 			if req.chat {
-				_ = sse.send(chatChunk{ID: req.id, Object: "chat.completion.chunk", Created: req.created, Model: req.s.m.Name,
-					SystemFingerprint: fingerprint, Choices: []chunkChoice{}, Usage: &u})
+				_ = sse.send(chatChunk{responseHead: req.head("chat.completion.chunk"), Choices: []chunkChoice{}, Usage: &u})
 			} else {
-				_ = sse.send(completion{ID: req.id, Object: "text_completion", Created: req.created, Model: req.s.m.Name,
-					SystemFingerprint: fingerprint, Choices: []completionChoice{}, Usage: &u})
+				_ = sse.send(completion{responseHead: req.head("text_completion"), Choices: []completionChoice{}, Usage: &u})
 			}
 		}
 		sse.done()
@@ -558,8 +565,7 @@ func (req *request) chatLogprobs(toks []Token) *chatLogprobs {
 
 func (req *request) chatResponse() chatCompletion {
 	u := req.usage()
-	out := chatCompletion{ID: req.id, Object: "chat.completion", Created: req.created, Model: req.s.m.Name,
-		SystemFingerprint: fingerprint, Usage: &u}
+	out := chatCompletion{responseHead: req.head("chat.completion"), Usage: &u}
 	for _, c := range req.choices {
 		content, calls := req.calls(c)
 		msg := chatMessage{Role: "assistant", Content: &content}
@@ -600,8 +606,7 @@ func (req *request) completionLogprobs(toks []Token, offset int) *completionLogp
 
 func (req *request) completionResponse() completion {
 	u := req.usage()
-	out := completion{ID: req.id, Object: "text_completion", Created: req.created, Model: req.s.m.Name,
-		SystemFingerprint: fingerprint, Usage: &u}
+	out := completion{responseHead: req.head("text_completion"), Usage: &u}
 	for _, c := range req.choices {
 		f := c.finish
 		ch := completionChoice{Text: c.text.text(), Index: c.index, FinishReason: &f}
@@ -635,12 +640,10 @@ func (req *request) streamChoice(sse *sseWriter, c *choiceState) error {
 			f := c.finish
 			ch.FinishReason = &f
 		}
-		return sse.send(completion{ID: req.id, Object: "text_completion", Created: req.created, Model: req.s.m.Name,
-			SystemFingerprint: fingerprint, Choices: []completionChoice{ch}})
+		return sse.send(completion{responseHead: req.head("text_completion"), Choices: []completionChoice{ch}})
 	}
 	chunk := func(d chatDelta, lp *chatLogprobs, finish *string) error {
-		return sse.send(chatChunk{ID: req.id, Object: "chat.completion.chunk", Created: req.created, Model: req.s.m.Name,
-			SystemFingerprint: fingerprint, Choices: []chunkChoice{{Index: c.index, Delta: d, Logprobs: lp, FinishReason: finish}}})
+		return sse.send(chatChunk{responseHead: req.head("chat.completion.chunk"), Choices: []chunkChoice{{Index: c.index, Delta: d, Logprobs: lp, FinishReason: finish}}})
 	}
 	if !c.started {
 		c.started = true
@@ -697,11 +700,9 @@ func (req *request) textFrame(choice int) [2][]byte {
 	mark := textMark
 	var v any
 	if req.chat {
-		v = chatChunk{ID: req.id, Object: "chat.completion.chunk", Created: req.created, Model: req.s.m.Name,
-			SystemFingerprint: fingerprint, Choices: []chunkChoice{{Index: choice, Delta: chatDelta{Content: &mark}}}}
+		v = chatChunk{responseHead: req.head("chat.completion.chunk"), Choices: []chunkChoice{{Index: choice, Delta: chatDelta{Content: &mark}}}}
 	} else {
-		v = completion{ID: req.id, Object: "text_completion", Created: req.created, Model: req.s.m.Name,
-			SystemFingerprint: fingerprint, Choices: []completionChoice{{Text: mark, Index: choice}}}
+		v = completion{responseHead: req.head("text_completion"), Choices: []completionChoice{{Text: mark, Index: choice}}}
 	}
 	var b bytes.Buffer
 	_ = newEncoder(&b).Encode(v)

@@ -353,11 +353,9 @@ func TestTextFrame(t *testing.T) {
 			if err := fast.sendText(req.textFrame(i%3), text); err != nil {
 				t.Fatal(err)
 			}
-			var v any = completion{ID: req.id, Object: "text_completion", Created: req.created, Model: m.Name, SystemFingerprint: fingerprint,
-				Choices: []completionChoice{{Text: text, Index: i % 3}}}
+			var v any = completion{responseHead: req.head("text_completion"), Choices: []completionChoice{{Text: text, Index: i % 3}}}
 			if chat {
-				v = chatChunk{ID: req.id, Object: "chat.completion.chunk", Created: req.created, Model: m.Name, SystemFingerprint: fingerprint,
-					Choices: []chunkChoice{{Index: i % 3, Delta: chatDelta{Content: &text}}}}
+				v = chatChunk{responseHead: req.head("chat.completion.chunk"), Choices: []chunkChoice{{Index: i % 3, Delta: chatDelta{Content: &text}}}}
 			}
 			if err := slow.send(v); err != nil {
 				t.Fatal(err)

@@ -2,9 +2,9 @@ package modelcfg
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 )
 
 // Family names: they decide the Hugging Face architecture name and the defaults of FromHFConfig.
@@ -242,14 +242,7 @@ func (c Config) Validate() error {
 }
 
 // Presets returns the names accepted by Preset, sorted.
-func Presets() []string {
-	names := make([]string, 0, len(presets))
-	for n := range presets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func Presets() []string { return slices.Sorted(maps.Keys(presets)) }
 
 // Preset returns a named configuration. "tiny" (~0.1M params), "small" (~1M) and "base" (~10M) are
 // llama-style models for the 264-token byte vocabulary (override Vocab freely); "gemma-2b",

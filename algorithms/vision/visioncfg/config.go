@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -115,14 +116,7 @@ var presets = map[string]Config{
 }
 
 // Presets returns the names accepted by Preset, sorted.
-func Presets() []string {
-	names := make([]string, 0, len(presets))
-	for n := range presets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func Presets() []string { return slices.Sorted(maps.Keys(presets)) }
 
 // Preset returns a named configuration: "tiny" and "small" for trials, and the shapes of
 // google/siglip-base-patch16-224 and google/siglip-so400m-patch14-384.

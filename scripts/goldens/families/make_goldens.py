@@ -44,13 +44,15 @@ lm_head.weight, as save_pretrained leaves it out.
 import json
 import math
 import os
-import struct
 import sys
 from types import SimpleNamespace
 
 import numpy as np
 import torch
 from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from safetensors_io import fmt, read_safetensors, save_file  # noqa: E402  (scripts/goldens/safetensors_io.py)
 
 torch.set_grad_enabled(False)
 
@@ -480,39 +482,6 @@ def randomize(model, seed):
             t.copy_(n / math.sqrt(t.shape[-1]))
 
 
-def write_safetensors(path, tensors):
-    names = sorted(tensors)
-    header = {"__metadata__": {"format": "pt"}}
-    blobs, offset = [], 0
-    for n in names:
-        a = tensors[n].detach().numpy().astype("<f4")
-        b = a.tobytes()
-        header[n] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
-        blobs.append(b)
-        offset += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for k, v in header.items():
-        if k == "__metadata__":
-            continue
-        a, b = v["data_offsets"]
-        out[k] = torch.from_numpy(np.frombuffer(data[a:b], dtype="<f4").reshape(v["shape"]).copy())
-    return out
-
-
 def load(model, path):
     state = read_safetensors(path)
     own = hf_state(model)
@@ -610,10 +579,6 @@ CASES = {
 }
 
 
-def fmt(x):
-    return float("%.9g" % float(x))
-
-
 def make(name, cfg_json, out_dir, seed):
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
@@ -623,7 +588,7 @@ def make(name, cfg_json, out_dir, seed):
     config = read_config(os.path.join(d, "config.json"))
     model = ForCausalLM(config).eval()
     randomize(model, seed)
-    write_safetensors(os.path.join(d, "model.safetensors"), hf_state(model))
+    save_file(hf_state(model), os.path.join(d, "model.safetensors"))
     # Read back what was written, so the goldens come from the checkpoint itself.
     model = ForCausalLM(read_config(os.path.join(d, "config.json"))).eval()
     load(model, os.path.join(d, "model.safetensors"))

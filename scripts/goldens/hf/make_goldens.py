@@ -40,17 +40,18 @@ import json
 import logging
 import os
 import shutil
-import struct
 import sys
 import types
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from safetensors_io import DTYPE_NAMES as NAMES, read_safetensors, save_file  # noqa: E402  (scripts/goldens/safetensors_io.py)
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 FAMILIES = os.path.join(REPO, "algorithms", "model", "testdata", "families")
 
 DTYPES = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32}
-NAMES = {torch.bfloat16: "BF16", torch.float16: "F16", torch.float32: "F32"}
 CONFIG_NAMES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
 
 
@@ -74,48 +75,6 @@ def hub_splitter():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.split_state_dict_into_shards_factory
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for k, v in header.items():
-        if k == "__metadata__":
-            continue
-        assert v["dtype"] == "F32", v
-        a, b = v["data_offsets"]
-        t = torch.frombuffer(bytearray(data[a:b]), dtype=torch.float32).reshape(v["shape"])
-        out[k] = t.clone()
-    return out
-
-
-def save_file(tensors, path, metadata):
-    """safetensors' save_file for tensors of one dtype (see the docstring)."""
-    names = sorted(tensors)
-    assert len({tensors[n].dtype for n in names}) == 1
-    header = {"__metadata__": metadata}
-    blobs, offset = [], 0
-    for n in names:
-        t = tensors[n].contiguous()
-        if t.dtype == torch.bfloat16:  # numpy has no bfloat16: the same 16 bits as integers
-            b = t.view(torch.int16).numpy().astype("<i2").tobytes()
-        elif t.dtype == torch.float16:
-            b = t.numpy().astype("<f2").tobytes()
-        else:
-            b = t.numpy().astype("<f4").tobytes()
-        header[n] = {"dtype": NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(b)]}
-        blobs.append(b)
-        offset += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
 
 
 # The order of a decoder layer's tensors in transformers' state_dict (module registration order:

@@ -46,13 +46,15 @@ import io
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 import torch
 from PIL import Image, ImageDraw
 from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from safetensors_io import fmt, read_safetensors, save_file  # noqa: E402  (scripts/goldens/safetensors_io.py)
 
 torch.set_grad_enabled(False)
 
@@ -182,10 +184,6 @@ def preprocess(path, cfg):
     if cfg["do_normalize"]:
         image = normalize(image, cfg["image_mean"], cfg["image_std"])
     return resized, np.ascontiguousarray(image.transpose(2, 0, 1)).astype(np.float32)
-
-
-def fmt(x):
-    return float("%.9g" % float(x))
 
 
 def make_processed(images, out):
@@ -430,39 +428,6 @@ def randomize(model, seed):
             t.copy_(n / math.sqrt(fan_in))
 
 
-def write_safetensors(path, tensors):
-    names = sorted(tensors)
-    header = {"__metadata__": {"format": "pt"}}
-    blobs, offset = [], 0
-    for n in names:
-        a = tensors[n].detach().numpy().astype("<f4")
-        b = a.tobytes()
-        header[n] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
-        blobs.append(b)
-        offset += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for k, v in header.items():
-        if k == "__metadata__":
-            continue
-        a, b = v["data_offsets"]
-        out[k] = torch.from_numpy(np.frombuffer(data[a:b], dtype="<f4").reshape(v["shape"]).copy())
-    return out
-
-
 VISION_CASES = {
     # A SiglipVisionModel directory: vision_use_head left out (True), the defaults' activation.
     "siglip-vision-head": ({
@@ -515,7 +480,7 @@ def make_vision(name, cfg_json, image_names, seed):
     tensors = dict(model.state_dict())
     if cfg_json["model_type"] == "siglip":
         tensors.update(text_tensors(cfg_json, torch.Generator().manual_seed(seed + 1)))
-    write_safetensors(os.path.join(d, "model.safetensors"), tensors)
+    save_file(tensors, os.path.join(d, "model.safetensors"))
     proc = dict(SIGLIP_PROCESSOR, size={"height": config.image_size, "width": config.image_size})
     with open(os.path.join(d, "preprocessor_config.json"), "w") as f:
         json.dump(proc, f, indent=2, sort_keys=True)
