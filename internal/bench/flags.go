@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/temperml/temper/internal/modeldir"
 	"github.com/temperml/temper/internal/usage"
 	"github.com/temperml/temper/scripts/peer"
 	"github.com/temperml/temper/tpu"
@@ -364,7 +365,7 @@ func (c *Flags) modelDir(ctx context.Context, dir string) (Report, error) {
 	}
 	eo := workers.EngineOptions{Executor: c.mode, ExecTimeout: -1} // a 1B LoRA step on 2 shared cores outlasts any watchdog
 	eo.Backend, eo.Plugin = tpu.ResolveBackend(c.backend, c.plugin)
-	return ModelDir(ctx, ModelDirOptions{Dir: strings.TrimPrefix(dir, "file://"), NewEngine: workers.NewTrainEngine(eo),
+	return ModelDir(ctx, ModelDirOptions{Dir: modeldir.LocalDir(dir), NewEngine: workers.NewTrainEngine(eo),
 		GenBatches: batches, GenTokens: c.genTokens, PromptLen: c.peer.genPromptLen,
 		LoRABatch: c.md.loraBatch, LoRASeq: c.md.loraSeq, LoRARank: c.md.loraRnk, LoRASteps: c.md.loraSteps,
 		Remat: c.remat, Attention: c.attention, Progress: os.Stderr})
