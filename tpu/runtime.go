@@ -31,6 +31,23 @@ const (
 	ExecutorParallel = "parallel"
 )
 
+// ResolveBackend resolves the --backend and --plugin flags of the commands that run an engine: the
+// backend is go unless xla is asked for or a plugin is named; xla without a plugin means the CPU
+// plugin, so that a missing plugin is reported as such (with what to install) rather than as a
+// missing flag. A contradiction (go with a plugin) is left for Options.Validate to name.
+func ResolveBackend(backend, plugin string) (string, string) {
+	if backend == "" {
+		backend = BackendGo
+		if plugin != "" {
+			backend = BackendXLA
+		}
+	}
+	if backend == BackendXLA && plugin == "" {
+		plugin = "cpu"
+	}
+	return backend, plugin
+}
+
 // Defaults of Options.
 const (
 	DefaultExecTimeout = 5 * time.Minute

@@ -66,6 +66,23 @@ func xlaWant(linked string) string {
 	return linked
 }
 
+// TestResolveBackend: the flags' backend and plugin as the engine is asked for them.
+func TestResolveBackend(t *testing.T) {
+	for _, tc := range []struct{ backend, plugin, wantBackend, wantPlugin string }{
+		{"", "", "go", ""},
+		{"go", "", "go", ""},
+		{"xla", "", "xla", "cpu"},
+		{"", "cuda", "xla", "cuda"},
+		{"", "/opt/libtpu.so", "xla", "/opt/libtpu.so"},
+		{"go", "cpu", "go", "cpu"}, // contradictory: Options.Validate names it
+	} {
+		b, p := ResolveBackend(tc.backend, tc.plugin)
+		if b != tc.wantBackend || p != tc.wantPlugin {
+			t.Errorf("ResolveBackend(%q, %q) = %q, %q; want %q, %q", tc.backend, tc.plugin, b, p, tc.wantBackend, tc.wantPlugin)
+		}
+	}
+}
+
 func TestBackends(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -575,7 +575,7 @@ func TestEmulatorHostEnv(t *testing.T) {
 	old := defaultClient
 	defaultClient = New(Options{})
 	t.Cleanup(func() { defaultClient.Close(); defaultClient = old })
-	refs, err := ListCheckpoints(ctx, root, "", "")
+	refs, err := ListCheckpoints(ctx, root)
 	if err != nil || len(refs) != 1 {
 		t.Fatalf("ListCheckpoints = %+v, %v", refs, err)
 	}

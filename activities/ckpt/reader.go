@@ -170,10 +170,27 @@ func (r *verifyReader) Close() error {
 	return cerr
 }
 
-// ListCheckpoints lists committed checkpoints under root with the default
-// Client (for the CLI); empty run or phase match all.
-func ListCheckpoints(ctx context.Context, root, run, phase string) ([]Ref, error) {
+// ListCheckpoints lists the committed checkpoints under a store, run or phase
+// URI (ROOT[/runs/RUN[/PHASE]]) with the default Client (for the CLI).
+func ListCheckpoints(ctx context.Context, uri string) ([]Ref, error) {
+	root, run, phase := splitRunsURI(uri)
 	return defaultClient.List(ctx, root, run, phase)
+}
+
+// splitRunsURI splits "ROOT/runs/RUN/PHASE" into its parts; RUN and PHASE may be absent.
+func splitRunsURI(uri string) (root, run, phase string) {
+	uri = strings.TrimSuffix(uri, "/")
+	i := strings.LastIndex(uri, "/runs/")
+	if i < 0 {
+		return uri, "", ""
+	}
+	root = uri[:i]
+	rest := strings.Split(uri[i+len("/runs/"):], "/")
+	run = rest[0]
+	if len(rest) > 1 {
+		phase = rest[1]
+	}
+	return root, run, phase
 }
 
 // Export copies a checkpoint's model files and any config/tokenizer files
@@ -192,7 +209,7 @@ func (c *Client) Export(ctx context.Context, uri, dir string) ([]string, error) 
 		if !exportable(f.Name) {
 			continue
 		}
-		if err := exportFile(ctx, ck, f.Name, dir); err != nil {
+		if err := ck.ExportFile(ctx, f.Name, dir); err != nil {
 			return names, err
 		}
 		names = append(names, f.Name)
@@ -227,7 +244,9 @@ func exportable(name string) bool {
 	return false
 }
 
-func exportFile(ctx context.Context, ck *Checkpoint, name, dir string) (err error) {
+// ExportFile copies file name into the local directory dir: written under a temporary name and
+// renamed into place only once its size and sha256 matched the manifest, so it is whole or absent.
+func (ck *Checkpoint) ExportFile(ctx context.Context, name, dir string) (err error) {
 	dst := filepath.Join(dir, name)
 	rc, err := ck.Open(ctx, name)
 	if err != nil {

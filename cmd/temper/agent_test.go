@@ -20,6 +20,7 @@ import (
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/tokenize"
+	"github.com/temperml/temper/internal/pipeline"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -251,7 +252,7 @@ func TestAgentHeldoutCurve(t *testing.T) {
 	if iters > 1 {
 		sets = append(sets, fmt.Sprintf("phases.grpo.config.iterations=%d", iters))
 	}
-	in, err := parsePipeline("bigmul-python.yaml", data, sets, t.TempDir())
+	in, err := pipeline.Parse("bigmul-python.yaml", data, sets, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestAgentPipelinesAreValid(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			in, err := parsePipeline(c.file, data, nil, t.TempDir())
+			in, err := pipeline.Parse(c.file, data, nil, t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/tasks"
+	"github.com/temperml/temper/internal/pipeline"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -74,7 +75,7 @@ phases:
       eval: {examples: 2, max_new_tokens: 4, before: false}
       heartbeat_timeout: 60s
 `, store, dir, data, data)
-	p, err := parsePipeline("bring.yaml", []byte(yaml), nil, t.TempDir())
+	p, err := pipeline.Parse("bring.yaml", []byte(yaml), nil, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ phases:
 	env.Roles(t)
 	ctx := context.Background()
 	const id = "bring-1"
-	if _, err := startPipeline(ctx, env.Client, id, p); err != nil {
+	if _, err := pipeline.Start(ctx, env.Client, id, p); err != nil {
 		t.Fatal(err)
 	}
 	var out workflows.PipelineOutput

@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/temperml/temper/internal/bench"
+	"github.com/temperml/temper/internal/pipeline"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -238,7 +239,7 @@ func readmeTemporalInput(t *testing.T) workflows.PipelineInput {
 }
 
 func TestDemoPipelineIsValid(t *testing.T) {
-	in, err := parsePipeline("demo.yaml", demoPipeline, nil, t.TempDir())
+	in, err := pipeline.Parse("demo.yaml", demoPipeline, nil, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,14 +248,14 @@ func TestDemoPipelineIsValid(t *testing.T) {
 	}
 }
 
-// TestRLTrialsPipelineIsValid: scripts/rl-trials.yaml, which the README and issue notes cite, still
+// TestRLTrialsPipelineIsValid: scripts/rl-trials.yaml, which docs/lab-notes/rl-settings.md and issue notes cite, still
 // parses and validates, and its base is the bench's (same data seed, held-out prompts, steps and optimizer).
 func TestRLTrialsPipelineIsValid(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "scripts", "rl-trials.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := parsePipeline("rl-trials.yaml", data, nil, t.TempDir())
+	in, err := pipeline.Parse("rl-trials.yaml", data, nil, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,23 +281,40 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
-// TestDemoTrialsPipelinesAreValid: scripts/demo-trials/*.yaml, which the README cites for issue 21's
-// measurements, still parse and validate, and every phase holds out and evaluates 500 prompts (the
-// figures quoted are on 500).
-func TestDemoTrialsPipelinesAreValid(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "scripts", "demo-trials", "*.yaml"))
-	if err != nil || len(files) < 4 {
-		t.Fatalf("demo trials: %v, %v", files, err)
+// scriptPipeline is one of scripts/DIR/*.yaml, parsed and validated.
+type scriptPipeline struct {
+	file string
+	in   workflows.PipelineInput
+}
+
+// scriptPipelines parses and validates every scripts/DIR/*.yaml; there must be at least min of them.
+func scriptPipelines(t *testing.T, dir string, min int) []scriptPipeline {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", "scripts", dir, "*.yaml"))
+	if err != nil || len(files) < min {
+		t.Fatalf("scripts/%s: %v, %v", dir, files, err)
 	}
+	var out []scriptPipeline
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		in, err := parsePipeline(filepath.Base(f), data, nil, t.TempDir())
+		in, err := pipeline.Parse(filepath.Base(f), data, nil, t.TempDir())
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
+		out = append(out, scriptPipeline{f, in})
+	}
+	return out
+}
+
+// TestDemoTrialsPipelinesAreValid: scripts/demo-trials/*.yaml, which docs/lab-notes/demo-sizing.md cites for issue 21's
+// measurements, still parse and validate, and every phase holds out and evaluates 500 prompts (the
+// figures quoted are on 500).
+func TestDemoTrialsPipelinesAreValid(t *testing.T) {
+	for _, sp := range scriptPipelines(t, "demo-trials", 4) {
+		f, in := sp.file, sp.in
 		for _, p := range in.Phases {
 			var c struct {
 				Data struct {
@@ -313,23 +331,12 @@ func TestDemoTrialsPipelinesAreValid(t *testing.T) {
 	}
 }
 
-// TestAgenticPipelinesAreValid: scripts/agentic/*.yaml (issue 19's measurements, cited by the
-// README) parse and validate, and the runs with and without tools evaluate the same 200 held-out
+// TestAgenticPipelinesAreValid: scripts/agentic/*.yaml (issue 19's measurements, cited by
+// docs/agentic.md) parse and validate, and the runs with and without tools evaluate the same 200 held-out
 // prompts of bigmul (same task, seed and held-out count); mulcheck.yaml's second phase is mulcheck.
 func TestAgenticPipelinesAreValid(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "scripts", "agentic", "*.yaml"))
-	if err != nil || len(files) < 3 {
-		t.Fatalf("agentic pipelines: %v, %v", files, err)
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in, err := parsePipeline(filepath.Base(f), data, nil, t.TempDir())
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+	for _, sp := range scriptPipelines(t, "agentic", 3) {
+		f, in := sp.file, sp.in
 		for _, p := range in.Phases {
 			var c struct {
 				Data struct {

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -22,33 +21,6 @@ func TestBenchPeerFlagErrors(t *testing.T) {
 		out, err := cli(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err %v (output %q), want %q", tc.args, err, out, tc.want)
-		}
-	}
-}
-
-func TestBackendFlags(t *testing.T) {
-	for _, tc := range []struct{ backend, plugin, wantBackend, wantPlugin string }{
-		{"", "", "go", ""},
-		{"go", "", "go", ""},
-		{"xla", "", "xla", "cpu"},
-		{"", "cuda", "xla", "cuda"},
-		{"", "/opt/libtpu.so", "xla", "/opt/libtpu.so"},
-		{"go", "cpu", "go", "cpu"}, // contradictory: tpu.Options.Validate names it
-	} {
-		b, p := backendFlags(tc.backend, tc.plugin)
-		if b != tc.wantBackend || p != tc.wantPlugin {
-			t.Errorf("backendFlags(%q, %q) = %q, %q; want %q, %q", tc.backend, tc.plugin, b, p, tc.wantBackend, tc.wantPlugin)
-		}
-	}
-}
-
-func TestParseCounts(t *testing.T) {
-	if got, err := parseCounts("1, 2"); err != nil || !reflect.DeepEqual(got, []int{1, 2}) {
-		t.Errorf("parseCounts(1, 2) = %v, %v", got, err)
-	}
-	for _, bad := range []string{"0", "x", "1,", "99999"} {
-		if _, err := parseCounts(bad); err == nil || !strings.Contains(err.Error(), "--rollout-workers") {
-			t.Errorf("parseCounts(%q): %v, want an error naming the flag", bad, err)
 		}
 	}
 }

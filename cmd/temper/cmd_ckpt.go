@@ -11,6 +11,7 @@ import (
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/safetensors"
+	"github.com/temperml/temper/internal/pipeline"
 	"github.com/temperml/temper/tpu"
 	"github.com/temperml/temper/workers"
 )
@@ -85,12 +86,11 @@ func (c *ckptCmd) export(ctx context.Context, uri, dir string) error {
 
 // ls is `temper ckpt ls [URI]`: the committed checkpoints under a store, run or phase.
 func (c *ckptCmd) ls(ctx context.Context, args []string) error {
-	uri := defaultStore(c.home)
+	uri := pipeline.DefaultStore(c.home)
 	if len(args) > 1 {
 		uri = args[1]
 	}
-	root, run, phase := splitRunsURI(uri)
-	refs, err := ckpt.ListCheckpoints(ctx, root, run, phase)
+	refs, err := ckpt.ListCheckpoints(ctx, uri)
 	if err != nil {
 		return err
 	}
@@ -105,20 +105,4 @@ func (c *ckptCmd) ls(ctx context.Context, args []string) error {
 		fmt.Fprintf(stdout, "no committed checkpoints under %s\n", uri)
 	}
 	return nil
-}
-
-// splitRunsURI splits "ROOT/runs/RUN/PHASE" into its parts; RUN and PHASE may be absent.
-func splitRunsURI(uri string) (root, run, phase string) {
-	uri = strings.TrimSuffix(uri, "/")
-	i := strings.LastIndex(uri, "/runs/")
-	if i < 0 {
-		return uri, "", ""
-	}
-	root = uri[:i]
-	rest := strings.Split(uri[i+len("/runs/"):], "/")
-	run = rest[0]
-	if len(rest) > 1 {
-		phase = rest[1]
-	}
-	return root, run, phase
 }

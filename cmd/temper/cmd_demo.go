@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/temperml/temper/internal/pipeline"
 	"github.com/temperml/temper/internal/report"
 	"github.com/temperml/temper/workers"
 )
@@ -38,7 +39,7 @@ func (c *demoCmd) run(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		return usageErr("demo takes no arguments, got %q", args)
 	}
-	in, err := parsePipeline("demo.yaml", demoPipeline, c.sets, c.home)
+	in, err := pipeline.Parse("demo.yaml", demoPipeline, c.sets, c.home)
 	if err != nil {
 		return err
 	}
@@ -55,7 +56,7 @@ func (c *demoCmd) run(ctx context.Context, args []string) error {
 		}
 	}
 	cf := clientFlags{temporal: st.Address, namespace: workers.DefaultNamespace, ui: ui}
-	run, err := startPipeline(ctx, st.Client, newRunID(in.Name), in)
+	run, err := pipeline.Start(ctx, st.Client, pipeline.NewRunID(in.Name), in)
 	if err != nil {
 		return err
 	}

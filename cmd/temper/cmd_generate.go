@@ -9,7 +9,6 @@ import (
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tokenize"
-	"github.com/temperml/temper/tpu"
 	"github.com/temperml/temper/workers"
 )
 
@@ -19,13 +18,12 @@ func init() {
 }
 
 type generateCmd struct {
-	prompts         multiFlag
-	maxNew, topK    int
-	temp, topP      float64
-	seed            uint64
-	bos             bool
-	executor        string
-	backend, plugin string
+	prompts      multiFlag
+	maxNew, topK int
+	temp, topP   float64
+	seed         uint64
+	bos          bool
+	engine       engineFlags
 }
 
 func (c *generateCmd) bind(fs *flag.FlagSet) {
@@ -36,20 +34,16 @@ func (c *generateCmd) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.topP, "top-p", 0, "nucleus sampling mass (0: off)")
 	fs.Uint64Var(&c.seed, "seed", 1, "sampling seed: same seed, same text")
 	fs.BoolVar(&c.bos, "bos", true, "prepend BOS (models trained by temper expect it)")
-	fs.StringVar(&c.executor, "executor", tpu.ExecutorSequential, "Go backend executor: sequential or parallel")
-	fs.StringVar(&c.backend, "backend", "", "compute backend: go, or xla (a binary built with -tags xla, and a PJRT plugin); default go, or xla when --plugin is set")
-	fs.StringVar(&c.plugin, "plugin", "", "PJRT plugin of --backend xla: cpu (default), cuda, tpu, or the path of a plugin .so")
+	c.engine.bind(fs)
 }
 
 func (c *generateCmd) run(ctx context.Context, args []string) error {
 	if len(args) != 1 || len(c.prompts) == 0 {
 		return usageErr("usage: temper generate MODEL_DIR --prompt TEXT [--prompt TEXT ...]")
 	}
-	eo := workers.EngineOptions{Executor: c.executor}
-	eo.Backend, eo.Plugin = backendFlags(c.backend, c.plugin)
 	cl := ckpt.New(ckpt.Options{})
 	defer cl.Close()
-	m, err := train.Loader{Ckpt: cl, NewEngine: workers.NewTrainEngine(eo)}.Load(ctx, args[0], train.LoadOptions{})
+	m, err := train.Loader{Ckpt: cl, NewEngine: workers.NewTrainEngine(c.engine.options())}.Load(ctx, args[0], train.LoadOptions{})
 	if err != nil {
 		return err
 	}

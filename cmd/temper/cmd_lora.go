@@ -4,9 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/temperml/temper/activities/ckpt"
@@ -66,38 +64,10 @@ func exportAdapters(ctx context.Context, cl *ckpt.Client, uri, dir string) error
 		return fmt.Errorf("lora export: %w", err)
 	}
 	for _, name := range []string{train.AdapterConfigFile, train.AdapterFile} {
-		if err := copyCheckpointFile(ctx, ck, name, filepath.Join(dir, name)); err != nil {
+		if err := ck.ExportFile(ctx, name, dir); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(stdout, "exported %s, %s of %s to %s\n", train.AdapterConfigFile, train.AdapterFile, uri, dir)
 	return nil
-}
-
-func copyCheckpointFile(ctx context.Context, ck *ckpt.Checkpoint, name, dst string) (err error) {
-	rc, err := ck.Open(ctx, name)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+name+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("lora export %s: %w", dst, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = io.Copy(tmp, rc); err != nil {
-		return fmt.Errorf("lora export %s%s: %w", ck.Ref.URI, name, err)
-	}
-	if err = rc.Close(); err != nil { // a checksum mismatch shows here
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("lora export %s: %w", dst, err)
-	}
-	return os.Rename(tmp.Name(), dst)
 }

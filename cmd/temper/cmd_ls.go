@@ -3,12 +3,8 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/temperml/temper/internal/report"
-	"github.com/temperml/temper/workflows"
 )
 
 func init() {
@@ -36,17 +32,9 @@ func (c *lsCmd) run(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		return usageErr("ls takes no arguments, got %q (filter with --kind and --where)", args)
 	}
-	var query string
-	if c.kind != "" || c.where != "" || c.waiting {
-		where := c.where
-		if c.waiting {
-			where = strings.TrimPrefix(strings.Join([]string{where, report.WaitingQuery}, ") AND ("), ") AND (")
-		}
-		q, err := searchQuery(c.kind, where)
-		if err != nil {
-			return err
-		}
-		query = q
+	query, err := report.SearchQuery(c.kind, c.where, c.waiting)
+	if err != nil {
+		return err
 	}
 	cl, err := c.cf.dial()
 	if err != nil {
@@ -71,24 +59,4 @@ func (c *lsCmd) run(ctx context.Context, args []string) error {
 	}
 	report.WriteRuns(stdout, runs)
 	return nil
-}
-
-// searchQuery builds the visibility query of `temper ls --kind K --where EXPR`: the kind as a
-// TemperKind filter, AND the expression as given (the server parses it and names what it rejects).
-func searchQuery(kind, where string) (string, error) {
-	var parts []string
-	if kind != "" {
-		kinds := []string{workflows.KindPipeline}
-		for _, k := range workflows.PhaseKinds() {
-			kinds = append(kinds, k.Kind)
-		}
-		if !slices.Contains(kinds, kind) {
-			return "", usageErr("--kind %q: want one of %s", kind, strings.Join(kinds, ", "))
-		}
-		parts = append(parts, fmt.Sprintf("TemperKind = '%s'", kind))
-	}
-	if w := strings.TrimSpace(where); w != "" {
-		parts = append(parts, "("+w+")")
-	}
-	return strings.Join(parts, " AND "), nil
 }

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/temperml/temper/activities/reward"
@@ -17,17 +14,6 @@ import (
 	"github.com/temperml/temper/internal/report"
 	"github.com/temperml/temper/workers"
 )
-
-// scoreLine is one verdict of `temper score --json`.
-type scoreLine struct {
-	Line     int                `json:"line"`
-	ID       string             `json:"id"`
-	Score    float64            `json:"score"`
-	Pass     bool               `json:"pass"`
-	Feedback string             `json:"feedback,omitempty"`
-	Partial  map[string]float64 `json:"partial,omitempty"`
-	Error    string             `json:"error,omitempty"`
-}
 
 func init() {
 	register(&command{name: "score", summary: "score completions (JSONL) with a reward spec, as the reward activity would: per-line score, pass, feedback and a summary",
@@ -67,19 +53,7 @@ func (c *scoreCmd) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	for i, v := range verdicts {
-		c.printVerdict(args[0], lines[i], v)
-	}
-	if c.asJSON {
-		b, _ := json.Marshal(map[string]any{"summary": m})
-		fmt.Fprintln(stdout, string(b))
-		return nil
-	}
-	fmt.Fprintf(stdout, "%d completions: %d judged, %d errors (%d timed out); mean score %s, pass rate %s\n",
-		m.Items, m.Judged, m.Errors, m.TimedOut, report.FormatMetric(m.MeanScore), report.FormatMetric(m.PassRate))
-	for _, v := range m.Verifiers {
-		fmt.Fprintf(stdout, "  %-16s mean %s\n", v.Name, report.FormatMetric(v.MeanScore))
-	}
+	report.Scores(stdout, args[0], lines, verdicts, m, c.asJSON)
 	return nil
 }
 
@@ -108,25 +82,4 @@ func (c *scoreCmd) score(ctx context.Context, s verify.Spec, items []rewardapi.I
 		m = reward.MergeMetrics(m, out.Metrics)
 	}
 	return verdicts, m, nil
-}
-
-// printVerdict prints the verdict on line of file: a JSON line, or score, pass and feedback.
-func (c *scoreCmd) printVerdict(file string, line int, v rewardapi.ItemVerdict) {
-	l := scoreLine{Line: line, ID: v.ID, Score: v.Score, Pass: v.Pass, Feedback: v.Feedback, Partial: v.Partial, Error: v.Error}
-	if c.asJSON {
-		b, _ := json.Marshal(l)
-		fmt.Fprintln(stdout, string(b))
-		return
-	}
-	verdict := "FAIL"
-	if v.Pass {
-		verdict = "pass"
-	}
-	text := fmt.Sprintf("%s:%d  %-6s %s", file, l.Line, report.FormatMetric(v.Score), verdict)
-	if v.Error != "" {
-		text += "  error: " + v.Error
-	} else if v.Feedback != "" {
-		text += "  " + strings.ReplaceAll(v.Feedback, "\n", " ")
-	}
-	fmt.Fprintln(stdout, text)
 }

@@ -3,16 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
-	"time"
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/internal/serve"
 	"github.com/temperml/temper/tpu"
 	"github.com/temperml/temper/workers"
@@ -22,11 +18,7 @@ func init() {
 	register(&command{name: "serve",
 		summary: "serve a model over OpenAI's HTTP API (/v1/chat/completions, /v1/completions, /v1/models) with continuous batching",
 		usage:   "MODEL_DIR | CHECKPOINT_URI | RUN/PHASE",
-		flags: func(fs *flag.FlagSet) func(context.Context, []string) error {
-			c := &serveCmd{}
-			c.bind(fs)
-			return c.run
-		}})
+		flags:   flagsOf[serveCmd]()})
 }
 
 // serveCmd holds the flags of `temper serve`.
@@ -37,8 +29,7 @@ type serveCmd struct {
 	kwargs                 string
 	maxBatch, maxQueue     int
 	kvMiB                  int
-	executor               string
-	backend, plugin        string
+	engine                 engineFlags
 }
 
 func (c *serveCmd) bind(fs *flag.FlagSet) {
@@ -53,9 +44,7 @@ func (c *serveCmd) bind(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxBatch, "max-batch", serve.DefaultMaxBatch, "rows (choices) decoding at once")
 	fs.IntVar(&c.maxQueue, "max-queue", serve.DefaultMaxQueue, "requests waiting for admission before new ones get 429")
 	fs.IntVar(&c.kvMiB, "kv-cache-mib", serve.DefaultKVBudget>>20, "KV-cache budget in MiB: requests wait until the batch's cache (every row at prompt + max_tokens) fits")
-	fs.StringVar(&c.executor, "executor", tpu.ExecutorSequential, "Go backend executor: sequential or parallel")
-	fs.StringVar(&c.backend, "backend", "", "compute backend: go, or xla (a binary built with -tags xla, and a PJRT plugin); default go, or xla when --plugin is set")
-	fs.StringVar(&c.plugin, "plugin", "", "PJRT plugin of --backend xla: cpu (default), cuda, tpu, or the path of a plugin .so")
+	c.engine.bind(fs)
 }
 
 func (c *serveCmd) run(ctx context.Context, args []string) error {
@@ -87,9 +76,8 @@ func (c *serveCmd) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	o := tpu.Options{Model: loaded.Config, Executor: c.executor}
-	o.Backend, o.Plugin = backendFlags(c.backend, c.plugin)
-	rt, err := tpu.New(o)
+	eo := c.engine.options()
+	rt, err := tpu.New(tpu.Options{Model: loaded.Config, Executor: eo.Executor, Backend: eo.Backend, Plugin: eo.Plugin})
 	if err != nil {
 		return err
 	}
@@ -115,53 +103,24 @@ func (c *serveCmd) run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer dec.Close()
-	metrics := serve.NewMetrics()
-	if c.metrics != "" {
-		ml, err := net.Listen("tcp", c.metrics)
-		if err != nil {
-			return usageErr("serve: --metrics %s: %v", c.metrics, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", metrics.Handler())
-		ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = ms.Serve(ml) }()
-		defer ms.Close()
-		fmt.Fprintf(stdout, "metrics   http://%s/metrics\n", ml.Addr())
-	}
-	srv := serve.New(m, dec, serve.Options{Metrics: metrics,
-		Scheduler: serve.SchedulerOptions{MaxBatch: c.maxBatch, MaxQueue: c.maxQueue, KVBudget: int64(c.kvMiB) << 20}})
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		srv.Close()
-		return usageErr("serve: --addr %s: %v", c.addr, err)
-	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	chatWith := "no chat template: completions only"
-	if m.Format != nil {
-		chatWith = "its own chat template (" + m.Format.Template.Name + ", tool calls: " + string(m.Format.Tools) + ")"
-	} else if _, ok := m.Tok.(tokenize.Byte); ok {
-		chatWith = "Temper's DefaultChat (byte-level)"
-	}
 	from := src.Dir
 	if src.URI != "" {
 		from = src.URI
 	}
-	fmt.Fprintf(stdout, "serving   %s (%s, %d layers, context %d) from %s\nchat      %s\nendpoint  http://%s/v1  (OPENAI_BASE_URL=http://%s/v1)\n",
-		name, rt.Config().Family, rt.Config().Layers, rt.Config().MaxSeq, from, chatWith, ln.Addr(), ln.Addr())
-	select {
-	case <-ctx.Done():
-	case err := <-served:
-		srv.Close()
-		return fmt.Errorf("serve: %w", err)
+	o := serve.RunOptions{Scheduler: serve.SchedulerOptions{MaxBatch: c.maxBatch, MaxQueue: c.maxQueue, KVBudget: int64(c.kvMiB) << 20}}
+	if c.metrics != "" {
+		if o.Metrics, err = net.Listen("tcp", c.metrics); err != nil {
+			return usageErr("serve: --metrics %s: %v", c.metrics, err)
+		}
 	}
-	// Refuse new requests (503), end the running ones, then let the handlers finish their responses.
-	srv.Close()
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("serve: shutdown: %w", err)
+	if o.API, err = net.Listen("tcp", c.addr); err != nil {
+		if o.Metrics != nil {
+			o.Metrics.Close()
+		}
+		return usageErr("serve: --addr %s: %v", c.addr, err)
 	}
-	return nil
+	return serve.Run(ctx, m, dec, o, stdout, func(addr net.Addr) {
+		fmt.Fprintf(stdout, "serving   %s (%s, %d layers, context %d) from %s\nchat      %s\nendpoint  http://%s/v1  (OPENAI_BASE_URL=http://%s/v1)\n",
+			name, rt.Config().Family, rt.Config().Layers, rt.Config().MaxSeq, from, m.ChatWith(), addr, addr)
+	})
 }

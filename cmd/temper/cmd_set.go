@@ -3,16 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/user"
 	"strings"
 
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
-
+	"github.com/temperml/temper/internal/pipeline"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -75,7 +72,7 @@ func (f *steerFlags) send(ctx context.Context, id, name string, req workflows.St
 		return err
 	}
 	defer cl.Close()
-	reply, err := sendUpdate(ctx, cl, id, name, req)
+	reply, err := pipeline.Steer(ctx, cl, id, name, req)
 	if err != nil {
 		return err
 	}
@@ -86,35 +83,6 @@ func (f *steerFlags) send(ctx context.Context, id, name string, req workflows.St
 	}
 	fmt.Fprintln(stdout, reply.Message)
 	return nil
-}
-
-// sendUpdate sends a steering Update and waits for its reply; the validator's refusal (or the
-// phase's, behind a pipeline) comes back as a usage error with the innermost message.
-func sendUpdate(ctx context.Context, cl client.Client, id, name string, req workflows.SteerRequest) (workflows.SteerReply, error) {
-	var reply workflows.SteerReply
-	h, err := cl.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, Args: []any{req},
-		WaitForStage: client.WorkflowUpdateStageCompleted})
-	if err == nil {
-		err = h.Get(ctx, &reply)
-	}
-	if err != nil {
-		return reply, &exitError{code: 2, err: fmt.Errorf("%s %s: %s", name, id, refusal(err))}
-	}
-	return reply, nil
-}
-
-// refusal is the innermost application error's message: what the validator said (behind a
-// pipeline: the phase's refusal, named by the forwarding), without the SDK's annotations.
-func refusal(err error) string {
-	msg := err.Error()
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		var app *temporal.ApplicationError
-		if errors.As(e, &app) {
-			msg = app.Message()
-			e = app
-		}
-	}
-	return msg
 }
 
 // whoAmI names the person steering: user@host.

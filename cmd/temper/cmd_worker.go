@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/workers"
 )
 
@@ -20,8 +19,7 @@ type workerCmd struct {
 	roles        string
 	slots        int
 	rolloutSlots int
-	metrics      string
-	memoryBudget string
+	workerFlags
 }
 
 func (c *workerCmd) bind(fs *flag.FlagSet) {
@@ -29,23 +27,7 @@ func (c *workerCmd) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.roles, "roles", "all", "worker roles: temper,trainer,rollout,reward or all")
 	fs.IntVar(&c.slots, "trainer-slots", 1, "concurrent trainer activities (one per accelerator)")
 	fs.IntVar(&c.rolloutSlots, "rollout-slots", 1, "concurrent rollout activities (one shard at a time per accelerator)")
-	fs.StringVar(&c.memoryBudget, "memory-budget", "", memoryBudgetUsage)
-	fs.StringVar(&c.metrics, "metrics", "", "serve Prometheus metrics (the Temporal SDK's and Temper's) on this address, e.g. :9090 (path /metrics)")
-}
-
-// memoryBudgetUsage documents --memory-budget of `temper worker` and the embedded stacks.
-const memoryBudgetUsage = "trainer and rollout engines: a training step whose estimated intermediate memory (activations) exceeds this many bytes (or 6GB, 500MB: decimal units) recomputes activations per layer (model.remat: layer) unless the model sets remat; empty or 0: no budget"
-
-// parseMemoryBudget reads --memory-budget.
-func parseMemoryBudget(s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	n, err := hf.ParseSize(s)
-	if err != nil || n < 0 {
-		return 0, usageErr("--memory-budget %q: want bytes, or a number with TB, GB, MB or KB (e.g. 6GB); 0: none", s)
-	}
-	return n, nil
+	c.workerFlags.bind(fs)
 }
 
 func (c *workerCmd) run(ctx context.Context, args []string) error {
@@ -56,20 +38,14 @@ func (c *workerCmd) run(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		return usageErr("worker takes no arguments, got %q", args)
 	}
-	budget, err := parseMemoryBudget(c.memoryBudget)
+	wo, err := c.options()
 	if err != nil {
 		return err
 	}
-	var m *workers.Metrics
-	if c.metrics != "" {
-		if m, err = workers.StartMetrics(c.metrics); err != nil {
-			return usageErr("--metrics: %v", err)
-		}
-		defer m.Close()
-	}
-	st, err := workers.StartStack(workers.StackOptions{Temporal: c.cf.temporal, Namespace: c.cf.namespace, Roles: rs,
-		Workers: workers.Options{TrainerSlots: c.slots, RolloutSlots: c.rolloutSlots, Metrics: m,
-			Engine: workers.EngineOptions{MemoryBudget: budget}}})
+	m := wo.Metrics
+	defer m.Close()
+	wo.TrainerSlots, wo.RolloutSlots = c.slots, c.rolloutSlots
+	st, err := workers.StartStack(workers.StackOptions{Temporal: c.cf.temporal, Namespace: c.cf.namespace, Roles: rs, Workers: wo})
 	if err != nil {
 		return err
 	}

@@ -1,16 +1,21 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/temperml/temper/algorithms/hf"
+	"github.com/temperml/temper/internal/pipeline"
+	"github.com/temperml/temper/internal/report"
 	"github.com/temperml/temper/tpu"
 	"github.com/temperml/temper/workers"
+	"github.com/temperml/temper/workflows"
 )
 
 // Flags and values that several commands share.
@@ -71,39 +76,110 @@ func envOr(key, def string) string {
 	return def
 }
 
-func defaultStore(home string) string {
-	abs, err := filepath.Abs(filepath.Join(home, "store"))
-	if err != nil {
-		abs = filepath.Join(home, "store")
-	}
-	return "file://" + abs
-}
-
 // multiFlag collects a repeatable flag (--set, --prompt).
 type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-// flagSet reports whether the flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
+// startFlags are the flags of the commands that start a pipeline (run, fork); each words the help
+// of --set, --wait, --json and --dry-run for itself.
+type startFlags struct {
+	cf                clientFlags
+	sets              multiFlag
+	id                string
+	wait, asJSON, dry bool
 }
 
-// backendFlags resolves --backend and --plugin: the backend is go unless xla is asked for or a
-// plugin is named; xla without a plugin means the CPU plugin, so that a missing plugin is reported
-// as such (with what to install) rather than as a missing flag.
-func backendFlags(backend, plugin string) (string, string) {
-	if backend == "" {
-		backend = tpu.BackendGo
-		if plugin != "" {
-			backend = tpu.BackendXLA
+// startHelp is a command's help of the startFlags it words for itself.
+type startHelp struct{ set, wait, json, dry string }
+
+func (s *startFlags) bind(fs *flag.FlagSet, h startHelp) {
+	s.cf.bind(fs)
+	fs.Var(&s.sets, "set", h.set)
+	fs.StringVar(&s.id, "id", "", "workflow ID (default: NAME-UTCDATE-RANDOM)")
+	fs.BoolVar(&s.wait, "wait", false, h.wait)
+	fs.BoolVar(&s.asJSON, "json", false, h.json)
+	fs.BoolVar(&s.dry, "dry-run", false, h.dry)
+}
+
+// dryRun prints in as JSON when --dry-run is set, and says whether it was.
+func (s *startFlags) dryRun(in workflows.PipelineInput) bool {
+	if s.dry {
+		b, _ := json.MarshalIndent(in, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+	}
+	return s.dry
+}
+
+// start starts in under --id (default a new ID), prints its ID, the lines of note and its Web UI
+// link, and with --wait follows it to its end.
+func (s *startFlags) start(ctx context.Context, cl client.Client, in workflows.PipelineInput, note string) error {
+	if s.id == "" {
+		s.id = pipeline.NewRunID(in.Name)
+	}
+	run, err := pipeline.Start(ctx, cl, s.id, in)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "run     %s\n%sweb ui  %s\n", run.GetID(), note, s.cf.runURL(run.GetID()))
+	if !s.wait {
+		return nil
+	}
+	return report.Follow(ctx, cl, run, os.Stderr, stdout, s.asJSON)
+}
+
+// workerFlags are the flags of the workers of `temper worker` and of the embedded stacks.
+type workerFlags struct{ metrics, budget string }
+
+func (f *workerFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics (the Temporal SDK's and Temper's) on this address, e.g. :9090 (path /metrics)")
+	fs.StringVar(&f.budget, "memory-budget", "", memoryBudgetUsage)
+}
+
+// memoryBudgetUsage documents --memory-budget of `temper worker` and the embedded stacks.
+const memoryBudgetUsage = "trainer and rollout engines: a training step whose estimated intermediate memory (activations) exceeds this many bytes (or 6GB, 500MB: decimal units) recomputes activations per layer (model.remat: layer) unless the model sets remat; empty or 0: no budget"
+
+// parseMemoryBudget reads --memory-budget.
+func parseMemoryBudget(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := hf.ParseSize(s)
+	if err != nil || n < 0 {
+		return 0, usageErr("--memory-budget %q: want bytes, or a number with TB, GB, MB or KB (e.g. 6GB); 0: none", s)
+	}
+	return n, nil
+}
+
+// options are the workers' options the flags ask for, with the metrics server started when
+// --metrics names an address (Metrics.Close stops it; nil when not).
+func (f *workerFlags) options() (workers.Options, error) {
+	budget, err := parseMemoryBudget(f.budget)
+	if err != nil {
+		return workers.Options{}, err
+	}
+	o := workers.Options{Engine: workers.EngineOptions{MemoryBudget: budget}}
+	if f.metrics != "" {
+		if o.Metrics, err = workers.StartMetrics(f.metrics); err != nil {
+			return o, usageErr("--metrics: %v", err)
 		}
 	}
-	if backend == tpu.BackendXLA && plugin == "" {
-		plugin = "cpu"
-	}
-	return backend, plugin
+	return o, nil
+}
+
+// engineFlags choose the engine of the commands that run a model in-process (generate, serve).
+type engineFlags struct{ executor, backend, plugin string }
+
+func (f *engineFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.executor, "executor", tpu.ExecutorSequential, "Go backend executor: sequential or parallel")
+	fs.StringVar(&f.backend, "backend", "", "compute backend: go, or xla (a binary built with -tags xla, and a PJRT plugin); default go, or xla when --plugin is set")
+	fs.StringVar(&f.plugin, "plugin", "", "PJRT plugin of --backend xla: cpu (default), cuda, tpu, or the path of a plugin .so")
+}
+
+// options are the engine's options the flags ask for (tpu.ResolveBackend's backend and plugin).
+func (f *engineFlags) options() workers.EngineOptions {
+	o := workers.EngineOptions{Executor: f.executor}
+	o.Backend, o.Plugin = tpu.ResolveBackend(f.backend, f.plugin)
+	return o
 }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/temperml/temper/internal/usage"
 )
 
 // command is one subcommand. flags binds its options into a fresh FlagSet; the docker-compose test parses
@@ -46,7 +48,8 @@ func flagsOf[T any, P interface {
 	}
 }
 
-// exitError carries a process exit code; 2 is bad usage or bad input.
+// exitError carries a process exit code; 2 is bad usage or bad input (a *usage.Error, from
+// whichever package refused it).
 type exitError struct {
 	code int
 	err  error
@@ -55,9 +58,7 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func usageErr(format string, a ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
-}
+func usageErr(format string, a ...any) error { return usage.Errorf(format, a...) }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -104,7 +105,16 @@ func runCLI(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		return &exitError{code: 2, err: err}
 	}
-	return run(ctx, pos)
+	return exitCode(run(ctx, pos))
+}
+
+// exitCode gives a usage error, wherever it was made, exit code 2.
+func exitCode(err error) error {
+	var ee *exitError
+	if usage.Is(err) && !errors.As(err, &ee) {
+		return &exitError{code: 2, err: err}
+	}
+	return err
 }
 
 // parseInterspersed lets flags follow positional arguments (`temper run p.yaml --wait`).

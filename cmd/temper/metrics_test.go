@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temperml/temper/internal/pipeline"
 	"github.com/temperml/temper/internal/report"
 	"github.com/temperml/temper/workers/testenv"
 )
@@ -32,7 +33,7 @@ func TestWorkerMetricsMidRun(t *testing.T) {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 
-	p, err := parsePipeline("m.yaml", []byte(`name: metrics
+	p, err := pipeline.Parse("m.yaml", []byte(`name: metrics
 phases:
   - name: sft
     kind: sft
@@ -49,7 +50,7 @@ phases:
 		t.Fatal(err)
 	}
 	const id = "metrics-1"
-	if _, err := startPipeline(ctx, env.Client, id, p); err != nil {
+	if _, err := pipeline.Start(ctx, env.Client, id, p); err != nil {
 		t.Fatal(err)
 	}
 	defer env.Client.CancelWorkflow(context.Background(), id, "")

@@ -16,6 +16,7 @@ import (
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
+	"github.com/temperml/temper/internal/modeldir"
 	"github.com/temperml/temper/internal/serve"
 	"github.com/temperml/temper/tpu"
 	"github.com/temperml/temper/workers"
@@ -91,7 +92,7 @@ func TestModelInspect(t *testing.T) {
 				}
 			}
 			js, _ := cli(t, "model", "inspect", tc.dir, "--json")
-			var rep modelReport
+			var rep modeldir.Report
 			if err := json.Unmarshal([]byte(js[:strings.LastIndex(js, "}")+1]), &rep); err != nil {
 				t.Fatalf("--json: %v\n%s", err, js)
 			}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/temperml/temper/activities/train/trainapi"
-	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -52,18 +49,10 @@ func prefConfig(extra string) json.RawMessage {
 // (reloaded on every retry), orpo and simpo without a reference; distill samples half of each batch
 // from the student (seeded by the data cursor, so a retry resamples the same tokens).
 func TestPreferenceExactResumeAfterSIGKILL(t *testing.T) {
-	if testing.Short() && os.Getenv("CI") == "" {
-		t.Skip("subprocess test; runs in CI and without -short")
-	}
-	env := testenv.Get(t)
-	env.Roles(t, workflows.QueueTemper)
-	dir := t.TempDir()
+	env, dir := killTestEnv(t, workflows.QueueTemper)
 	store := "file://" + dir
-	addr := env.Server.FrontendAddr()
 
-	p := &workerProcess{t: t, role: workflows.QueueTrainer, addr: addr, logs: filepath.Join(dir, "trainer-sft.log")}
-	p.start()
-	t.Cleanup(p.kill)
+	p := startWorker(t, env, workflows.QueueTrainer, dir, "trainer-sft")
 	sft := prefRun(t, env.Client, "pref-sft", workflows.PipelineInput{Name: "pref-sft", Store: store, Seed: 5,
 		Phases: []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(prefSFT)}}})
 	p.kill()
@@ -81,9 +70,7 @@ func TestPreferenceExactResumeAfterSIGKILL(t *testing.T) {
 		{"distill", "", 2}, // GKD: the SFT model as teacher on the fly, half of each batch the student's samples
 	} {
 		t.Run(c.kind, func(t *testing.T) {
-			p := &workerProcess{t: t, role: workflows.QueueTrainer, addr: addr, logs: filepath.Join(dir, "trainer-"+c.kind+".log")}
-			p.start()
-			t.Cleanup(p.kill)
+			p := startWorker(t, env, workflows.QueueTrainer, dir, "trainer-"+c.kind)
 			cfg, chunkName := prefConfig(c.extra), trainapi.PrefChunkName
 			if c.kind == "distill" {
 				cfg, chunkName = distillResumeConfig(from), trainapi.DistillChunkName

@@ -18,6 +18,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/internal/pipeline"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -56,6 +57,27 @@ func (p *workerProcess) kill() {
 	_ = p.cmd.Wait()
 }
 
+// killTestEnv begins a SIGKILL test: skipped under -short outside CI, the embedded server with these
+// roles' workers in this process, and a temporary directory for the store and the workers' logs.
+func killTestEnv(t *testing.T, roles ...string) (*testenv.Env, string) {
+	t.Helper()
+	if testing.Short() && os.Getenv("CI") == "" {
+		t.Skip("subprocess test; runs in CI and without -short")
+	}
+	env := testenv.Get(t)
+	env.Roles(t, roles...)
+	return env, t.TempDir()
+}
+
+// startWorker runs role's worker as its own process, logging to dir/LOG.log, killed when the test ends.
+func startWorker(t *testing.T, env *testenv.Env, role, dir, log string) *workerProcess {
+	t.Helper()
+	p := &workerProcess{t: t, role: role, addr: env.Server.FrontendAddr(), logs: filepath.Join(dir, log+".log")}
+	p.start()
+	t.Cleanup(p.kill)
+	return p
+}
+
 func resumePipeline(store string) workflows.PipelineInput {
 	cfg := `{"model":{"preset":"tiny"},"data":{"task":"add2","train_examples":500,"heldout_examples":16},
 	"batch":{"rows":32,"seq":128},"steps":60,"chunk_steps":10,"heartbeat_timeout":"2s",
@@ -69,16 +91,9 @@ func resumePipeline(store string) workflows.PipelineInput {
 // worker killed by SIGKILL at three random moments (and restarted). The final weights and optimizer
 // state must be byte-identical.
 func TestSFTExactResumeAfterSIGKILL(t *testing.T) {
-	if testing.Short() && os.Getenv("CI") == "" {
-		t.Skip("subprocess test; runs in CI and without -short")
-	}
-	env := testenv.Get(t)
-	env.Roles(t, workflows.QueueTemper)
-	dir := t.TempDir()
+	env, dir := killTestEnv(t, workflows.QueueTemper)
 	store := "file://" + dir
-	p := &workerProcess{t: t, role: workflows.QueueTrainer, addr: env.Server.FrontendAddr(), logs: filepath.Join(dir, "trainer.log")}
-	p.start()
-	t.Cleanup(p.kill)
+	p := startWorker(t, env, workflows.QueueTrainer, dir, "trainer")
 
 	run := func(id string) workflows.PipelineOutput {
 		return waitRun(t, mustStart(t, env.Client, id, resumePipeline(store)))
@@ -133,7 +148,7 @@ func TestSFTExactResumeAfterSIGKILL(t *testing.T) {
 // mustStart starts the pipeline workflow id the way `temper run` does.
 func mustStart(t *testing.T, c client.Client, id string, in workflows.PipelineInput) client.WorkflowRun {
 	t.Helper()
-	r, err := startPipeline(context.Background(), c, id, in)
+	r, err := pipeline.Start(context.Background(), c, id, in)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/temperml/temper/activities/train/trainapi"
-	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -22,16 +19,9 @@ import (
 // policy step inside the branch, both must end with one back-track, in the branch's directory, on
 // byte-identical weights and optimizer state.
 func TestRLBranchExactResumeAfterSIGKILL(t *testing.T) {
-	if testing.Short() && os.Getenv("CI") == "" {
-		t.Skip("subprocess test; runs in CI and without -short")
-	}
-	env := testenv.Get(t)
-	env.Roles(t, workflows.QueueTemper, workflows.QueueReward, workflows.QueueRollout)
-	dir := t.TempDir()
+	env, dir := killTestEnv(t, workflows.QueueTemper, workflows.QueueReward, workflows.QueueRollout)
 	store := "file://" + dir
-	trainer := &workerProcess{t: t, role: workflows.QueueTrainer, addr: env.Server.FrontendAddr(), logs: filepath.Join(dir, "trainer.log")}
-	trainer.start()
-	t.Cleanup(trainer.kill)
+	trainer := startWorker(t, env, workflows.QueueTrainer, dir, "trainer")
 	run := func(id string, in workflows.PipelineInput) client.WorkflowRun {
 		return mustStart(t, env.Client, id, in)
 	}

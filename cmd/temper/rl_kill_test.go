@@ -19,7 +19,6 @@ import (
 
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train/trainapi"
-	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -108,21 +107,11 @@ func TestAgenticRLExactResumeAfterSIGKILL(t *testing.T) {
 // looks at the base's result and the first iteration's rollouts.
 func rlExactResume(t *testing.T, basePipeline func(store string) workflows.PipelineInput, grpoCfg string,
 	check func(t *testing.T, base workflows.PipelineOutput, rollouts []byte)) {
-	if testing.Short() && os.Getenv("CI") == "" {
-		t.Skip("subprocess test; runs in CI and without -short")
-	}
-	env := testenv.Get(t)
 	// Workflows and rewards run in this process; what is killed is the trainer and the rollout worker.
-	env.Roles(t, workflows.QueueTemper, workflows.QueueReward)
-	dir := t.TempDir()
+	env, dir := killTestEnv(t, workflows.QueueTemper, workflows.QueueReward)
 	store := "file://" + dir
-	addr := env.Server.FrontendAddr()
-	trainer := &workerProcess{t: t, role: workflows.QueueTrainer, addr: addr, logs: filepath.Join(dir, "trainer.log")}
-	roll := &workerProcess{t: t, role: workflows.QueueRollout, addr: addr, logs: filepath.Join(dir, "rollout.log")}
-	trainer.start()
-	t.Cleanup(trainer.kill)
-	roll.start()
-	t.Cleanup(roll.kill)
+	trainer := startWorker(t, env, workflows.QueueTrainer, dir, "trainer")
+	roll := startWorker(t, env, workflows.QueueRollout, dir, "rollout")
 
 	run := func(id string, in workflows.PipelineInput) client.WorkflowRun {
 		return mustStart(t, env.Client, id, in)

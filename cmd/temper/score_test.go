@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/temperml/temper/internal/report"
 )
 
 // TestScore runs `temper score` on small files with the task checker, built-in verifiers given by name
@@ -42,7 +44,7 @@ func TestScore(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		var first scoreLine
+		var first report.ScoreLine
 		var sum struct {
 			Summary struct {
 				Items    int     `json:"items"`

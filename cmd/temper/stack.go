@@ -24,10 +24,9 @@ type stackFlags struct {
 	uiPort   int
 	roles    string
 	verbose  bool
-	metrics  string
 	db       string
-	budget   string
 	prepared bool
+	workerFlags
 }
 
 func (s *stackFlags) bind(fs *flag.FlagSet, command string) {
@@ -39,8 +38,7 @@ func (s *stackFlags) bind(fs *flag.FlagSet, command string) {
 	fs.IntVar(&s.uiPort, "ui-port", workers.DefaultUIPort, "embedded Web UI port (-1: no UI)")
 	fs.StringVar(&s.roles, "roles", "all", "worker roles to run: temper,trainer,rollout,reward, all, or none (server and UI only: cluster mode, where temper worker processes do the work)")
 	fs.BoolVar(&s.verbose, "v", false, "show the embedded server's warnings")
-	fs.StringVar(&s.metrics, "metrics", "", "serve Prometheus metrics (the Temporal SDK's and Temper's) on this address, e.g. :9090 (path /metrics)")
-	fs.StringVar(&s.budget, "memory-budget", "", memoryBudgetUsage)
+	s.workerFlags.bind(fs)
 	fs.StringVar(&s.db, "db", "", "keep the embedded server's state in PostgreSQL (postgres://user:password@host:port/database; its databases and schema are set up at start; scripts/postgres.sh starts one) instead of the SQLite file in --home")
 }
 
@@ -96,19 +94,14 @@ func (s *stackFlags) start(w io.Writer) (*devStack, error) {
 	if s.verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	budget, err := parseMemoryBudget(s.budget)
+	wo, err := s.options()
 	if err != nil {
 		return nil, err
 	}
-	var m *workers.Metrics
-	if s.metrics != "" {
-		if m, err = workers.StartMetrics(s.metrics); err != nil {
-			return nil, usageErr("--metrics: %v", err)
-		}
-	}
+	m := wo.Metrics
 	st, err := workers.StartStack(workers.StackOptions{
 		Home: s.home, Temporal: s.temporal, IP: s.ip, Port: s.port, UIPort: s.uiPort, Roles: roles, Logger: logger, DB: s.db, Kind: s.command,
-		Workers: workers.Options{Metrics: m, Engine: workers.EngineOptions{MemoryBudget: budget}},
+		Workers: wo,
 	})
 	if err != nil {
 		m.Close()

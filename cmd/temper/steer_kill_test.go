@@ -3,15 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/temperml/temper/activities/train/trainapi"
-	"github.com/temperml/temper/workers/testenv"
+	"github.com/temperml/temper/internal/pipeline"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -20,16 +18,9 @@ import (
 // second the trainer worker is killed by SIGKILL during a policy step after the change and
 // restarted. Both end on byte-identical weights and optimizer state, which differ from the start.
 func TestSteerExactAfterSIGKILL(t *testing.T) {
-	if testing.Short() && os.Getenv("CI") == "" {
-		t.Skip("subprocess test; runs in CI and without -short")
-	}
-	env := testenv.Get(t)
-	env.Roles(t, workflows.QueueTemper, workflows.QueueReward, workflows.QueueRollout)
-	dir := t.TempDir()
+	env, dir := killTestEnv(t, workflows.QueueTemper, workflows.QueueReward, workflows.QueueRollout)
 	store := "file://" + dir
-	trainer := &workerProcess{t: t, role: workflows.QueueTrainer, addr: env.Server.FrontendAddr(), logs: filepath.Join(dir, "trainer.log")}
-	trainer.start()
-	t.Cleanup(trainer.kill)
+	trainer := startWorker(t, env, workflows.QueueTrainer, dir, "trainer")
 	ids := fmt.Sprintf("steer-kill-%d", time.Now().UnixNano())
 	base := waitRun(t, mustStart(t, env.Client, ids+"-base", rlSFTPipeline(store)))
 	from := base.Phases[0].Checkpoint
@@ -38,7 +29,7 @@ func TestSteerExactAfterSIGKILL(t *testing.T) {
 	steered := func(id string) client.WorkflowRun {
 		r := mustStart(t, env.Client, id, rlGRPOPipeline(store, from))
 		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-			reply, err := sendUpdate(context.Background(), env.Client, id, workflows.UpdateSet, change)
+			reply, err := pipeline.Steer(context.Background(), env.Client, id, workflows.UpdateSet, change)
 			if err == nil {
 				if reply.At != k {
 					t.Fatalf("set at %d: reply %+v", k, reply)

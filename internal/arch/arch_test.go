@@ -48,11 +48,21 @@ var rules = []rule{
 	// may import every layer below it, and no layer below cmd may import them.
 	{layer: "internal/bench", allow: []string{""}, deny: []string{module + "cmd"}},
 	{layer: "internal/report", allow: []string{""}, deny: []string{module + "cmd"}},
+	// internal/datagen writes datasets for `temper data`, sampling a checkpoint in-process as a worker would.
+	{layer: "internal/datagen", allow: []string{""}, deny: []string{module + "cmd"}},
+	// internal/pipeline reads, checks, forks, starts and steers pipelines: the workflows' input types and a client.
+	{layer: "internal/pipeline", allow: []string{"std", module + "algorithms/", module + "activities/", module + "internal/", module + "workflows",
+		"go.temporal.io/sdk/client", "go.temporal.io/sdk/temporal"},
+		deny: []string{module + "cmd", module + "workers", module + "tpu"}},
+	// internal/modeldir reads and writes model directories for `temper model`: algorithms, and tpu's
+	// directory writer; no Temporal.
+	{layer: "internal/modeldir", allow: []string{"std", module + "algorithms/", module + "internal/usage", module + "tpu"},
+		deny: []string{module + "workflows", module + "workers", module + "cmd", "go.temporal.io/", "net"}},
 	// internal/serve is the OpenAI-compatible server: HTTP over algorithms, the engine an interface
 	// (tpu is wired in by cmd), so that a rollout worker may serve its policy through it.
 	{layer: "internal/serve", allow: []string{"std", module + "algorithms/", module + "internal/", module + "activities/ckpt", "github.com/prometheus/client_golang/"},
 		deny: []string{module + "tpu", module + "workflows", module + "workers", module + "cmd", "go.temporal.io/"}},
-	{layer: "internal", allow: []string{"std", module + "internal/", "gopkg.in/yaml.v3"}, deny: []string{"net", "go.temporal.io/", module + "internal/bench", module + "internal/report"}},
+	{layer: "internal", allow: []string{"std", module + "internal/", "gopkg.in/yaml.v3"}, deny: []string{"net", "go.temporal.io/", module + "internal/bench", module + "internal/report", module + "internal/modeldir", module + "internal/datagen", module + "internal/pipeline"}},
 	// scripts/design generates synthetic design data with the renderer: algorithms, nothing above.
 	{layer: "scripts/design", allow: []string{"std", module + "algorithms/", module + "scripts/design"}},
 	// scripts/peer runs the PyTorch peer of the benchmarks: a subprocess, never a library of the layers.
@@ -280,6 +290,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"activities/train", module + "internal/bench"},
 		{"internal/report", module + "cmd/temper"},
 		{"internal/serve", module + "tpu"},
+		{"internal/modeldir", module + "workers"},
+		{"internal/usage", module + "internal/modeldir"},
+		{"internal/pipeline", module + "workers"},
 		{"internal/serve", "go.temporal.io/sdk/client"},
 		{"internal/config", "net/http"},
 	}
@@ -306,6 +319,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"internal/report", "go.temporal.io/sdk/client"},
 		{"internal/serve", "net/http"},
 		{"internal/serve", module + "algorithms/chat"},
+		{"internal/modeldir", module + "tpu"},
+		{"internal/modeldir", module + "internal/usage"},
+		{"internal/pipeline", module + "workflows"},
 	}
 	for _, g := range good {
 		if v := violation(g[0], g[1]); v != "" {

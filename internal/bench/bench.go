@@ -24,14 +24,6 @@ type Report interface {
 	JSON() ([]byte, error) // for scripts: the `--json` line
 }
 
-// UsageError is a bad option or override; the message names the flag.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
-
-func usage(format string, a ...any) error { return &UsageError{fmt.Errorf(format, a...)} }
-
 // dataSeed is the data seed of every phase of `bench rl-vs-sft` and `bench distill`: the same labelled
 // set and held-out prompts in every seed. A base or teacher given by URI should have been trained with it.
 const dataSeed = 1

@@ -3,8 +3,11 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/temperml/temper/internal/usage"
 )
 
 // TestReportsPrint: each pipeline benchmark's report prints its figures as text and as the one JSON
@@ -67,5 +70,16 @@ func TestMergeJSON(t *testing.T) {
 	}
 	if _, err := mergeJSON(`{}`, `{"a":`); err == nil {
 		t.Error("a malformed override must be an error")
+	}
+}
+
+func TestParseCounts(t *testing.T) {
+	if got, err := parseCounts("1, 2"); err != nil || !reflect.DeepEqual(got, []int{1, 2}) {
+		t.Errorf("parseCounts(1, 2) = %v, %v", got, err)
+	}
+	for _, bad := range []string{"0", "x", "1,", "99999"} {
+		if _, err := parseCounts(bad); !usage.Is(err) || !strings.Contains(err.Error(), "--rollout-workers") {
+			t.Errorf("parseCounts(%q): %v, want a usage error naming the flag", bad, err)
+		}
 	}
 }

@@ -6,7 +6,8 @@
 //
 // Each takes an options struct and returns a Report (text for people, JSON for scripts); progress goes
 // to the options' Log. The pipeline benchmarks run on a private embedded stack in a temporary home that
-// they remove, so their runs never mix with the user's. Bad options are *UsageError (the command's exit
-// code 2); the flags they name are `temper bench`'s, its only front end. Same options, same workload:
-// the pipelines are fixed and seeded, only the timings vary with the machine.
+// they remove, so their runs never mix with the user's. Bad options are *usage.Error (the command's exit
+// code 2); the flags they name are `temper bench`'s, its only front end, which Flags declares (Bind)
+// and runs (Run). Same options, same workload: the pipelines are fixed and seeded, only the timings
+// vary with the machine.
 package bench

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/internal/usage"
 	"github.com/temperml/temper/tpu"
 )
 
@@ -54,16 +55,16 @@ const memoryPointPrefix = "MEMORY-POINT "
 func MemoryPoint(ctx context.Context, o MemoryPointOptions) (MemoryPointResult, error) {
 	res := MemoryPointResult{Preset: o.Preset, Seq: o.Seq, Batch: o.Batch, Remat: o.Remat, Attention: o.Attention}
 	if o.Seq < 1 || o.Batch < 1 || o.Steps < 1 {
-		return res, usage("bench memory point: --seq=%d --batch=%d --steps=%d: must be positive", o.Seq, o.Batch, o.Steps)
+		return res, usage.Errorf("bench memory point: --seq=%d --batch=%d --steps=%d: must be positive", o.Seq, o.Batch, o.Steps)
 	}
 	cfg, err := model.Preset(o.Preset)
 	if err != nil {
-		return res, usage("bench memory point: --presets: %w", err)
+		return res, usage.Errorf("bench memory point: --presets: %w", err)
 	}
 	cfg.MaxSeq = max(cfg.MaxSeq, o.Seq+1)
 	cfg.Remat, cfg.Attention = o.Remat, o.Attention
 	if err := cfg.Validate(); err != nil {
-		return res, usage("bench memory point: --remat=%q --attention=%q: %w", o.Remat, o.Attention, err)
+		return res, usage.Errorf("bench memory point: --remat=%q --attention=%q: %w", o.Remat, o.Attention, err)
 	}
 	r, err := tpu.New(tpu.Options{Model: cfg, Seed: 1, Executor: o.Executor, ExecTimeout: -1, Optimizer: tpu.AdamW{WeightDecay: 0.01}})
 	if err != nil {
@@ -148,10 +149,10 @@ func MemoryCurve(ctx context.Context, o MemoryCurveOptions) (MemoryCurveReport, 
 	rep := MemoryCurveReport{Date: time.Now().UTC().Format(time.RFC3339)}
 	var err error
 	if rep.ISA, err = engineISA(); err != nil {
-		return rep, usage("bench model: %w", err)
+		return rep, usage.Errorf("bench model: %w", err)
 	}
 	if len(o.Seqs) == 0 || len(o.Presets) == 0 {
-		return rep, usage("bench model: --seq and --presets must name at least one length and preset")
+		return rep, usage.Errorf("bench model: --seq and --presets must name at least one length and preset")
 	}
 	for _, preset := range o.Presets {
 		for _, seq := range o.Seqs {
@@ -228,7 +229,7 @@ func ParseSeqs(s string) ([]int, error) {
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
-			return nil, usage("--seq %q: want positive token counts, comma-separated (e.g. 512,2048,8192)", s)
+			return nil, usage.Errorf("--seq %q: want positive token counts, comma-separated (e.g. 512,2048,8192)", s)
 		}
 		out = append(out, n)
 	}

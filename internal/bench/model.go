@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/internal/usage"
 	"github.com/temperml/temper/scripts/peer"
 	"github.com/temperml/temper/tpu"
 )
@@ -44,11 +45,11 @@ type PeerOptions struct {
 // with o.Peer the same workload on PyTorch.
 func Model(ctx context.Context, o ModelOptions) (Report, error) {
 	if p := o.Bench.PeakGFLOPS; p < 0 || math.IsNaN(p) || math.IsInf(p, 0) {
-		return nil, usage("bench model: --peak=%g: want the machine's GFLOP/s (from `temper bench peak`), or 0 to measure it in this run", p)
+		return nil, usage.Errorf("bench model: --peak=%g: want the machine's GFLOP/s (from `temper bench peak`), or 0 to measure it in this run", p)
 	}
 	if o.Peer != nil {
 		if o.Bench.PeakGFLOPS != 0 {
-			return nil, usage("bench model --peer: --peak: the peer comparison prints ratios, not MFU")
+			return nil, usage.Errorf("bench model --peer: --peak: the peer comparison prints ratios, not MFU")
 		}
 		cmp, err := comparePeer(ctx, o.Bench, *o.Peer)
 		if err != nil {
@@ -128,10 +129,10 @@ func (r peerReport) JSON() ([]byte, error) { return json.MarshalIndent(r.cmp, ""
 func comparePeer(ctx context.Context, bo tpu.BenchOptions, po PeerOptions) (peer.Comparison, error) {
 	var cmp peer.Comparison
 	if po.Repeats < 1 {
-		return cmp, usage("bench model --peer: --repeats=%d: must be >= 1", po.Repeats)
+		return cmp, usage.Errorf("bench model --peer: --repeats=%d: must be >= 1", po.Repeats)
 	}
 	if po.DecodeAttend != "filled" && po.DecodeAttend != "full" {
-		return cmp, usage("bench model --peer: --peer-decode-attend=%q: allowed \"filled\", \"full\"", po.DecodeAttend)
+		return cmp, usage.Errorf("bench model --peer: --peer-decode-attend=%q: allowed \"filled\", \"full\"", po.DecodeAttend)
 	}
 	if err := peer.Available(ctx); err != nil {
 		return cmp, err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/internal/usage"
 	"github.com/temperml/temper/scripts/peer"
 	"github.com/temperml/temper/tpu"
 )
@@ -72,7 +73,7 @@ func ParseShapes(s string) ([]tpu.MatmulShape, error) {
 			v[i], ok = n, err == nil && n >= 1
 		}
 		if !ok {
-			return nil, usage("--shapes %q: %q is not M×K×N with positive integers (e.g. 2048x2048x2048,2048x384x1024)", s, f)
+			return nil, usage.Errorf("--shapes %q: %q is not M×K×N with positive integers (e.g. 2048x2048x2048,2048x384x1024)", s, f)
 		}
 		out = append(out, tpu.MatmulShape{M: v[0], K: v[1], N: v[2]})
 	}
@@ -125,7 +126,7 @@ func MeasurePeak(ctx context.Context, o PeakOptions) (*PeakReport, error) {
 		o.Seconds = DefaultPeakSeconds
 	}
 	if !(o.Seconds > 0) || math.IsInf(o.Seconds, 0) {
-		return nil, usage("bench peak: --seconds=%g: must be a positive number of seconds", o.Seconds)
+		return nil, usage.Errorf("bench peak: --seconds=%g: must be a positive number of seconds", o.Seconds)
 	}
 	if len(o.Shapes) == 0 {
 		var err error
@@ -134,7 +135,7 @@ func MeasurePeak(ctx context.Context, o PeakOptions) (*PeakReport, error) {
 		}
 	}
 	if o.StreamBytes > 0 && o.StreamBytes/4 < int64(runtime.GOMAXPROCS(0)) {
-		return nil, usage("bench peak: --stream-mib: arrays of %d bytes are too small for %d threads", o.StreamBytes, runtime.GOMAXPROCS(0))
+		return nil, usage.Errorf("bench peak: --stream-mib: arrays of %d bytes are too small for %d threads", o.StreamBytes, runtime.GOMAXPROCS(0))
 	}
 	log := logTo(o.Log)
 	isa, err := engineISA()

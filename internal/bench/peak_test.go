@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temperml/temper/internal/usage"
 	"github.com/temperml/temper/tpu"
 )
 
@@ -32,7 +33,7 @@ func TestParseShapes(t *testing.T) {
 	} {
 		got, err := ParseShapes(c.in)
 		if c.err != "" {
-			var ue *UsageError
+			var ue *usage.Error
 			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "--shapes") || !errors.As(err, &ue) {
 				t.Errorf("ParseShapes(%q): err %v, want a usage error naming --shapes and %q", c.in, err, c.err)
 			}
@@ -220,7 +221,7 @@ func TestMeasurePeakErrors(t *testing.T) {
 		{"tiny arrays", PeakOptions{Seconds: 0.01, Shapes: tiny, StreamBytes: 4}, "--stream-mib: arrays of 4 bytes", true},
 	} {
 		_, err := MeasurePeak(context.Background(), c.o)
-		var ue *UsageError
+		var ue *usage.Error
 		if err == nil || !strings.Contains(err.Error(), c.want) || errors.As(err, &ue) != c.usage {
 			t.Errorf("%s: err %v, want %q (usage error: %v)", c.name, err, c.want, c.usage)
 		}
@@ -295,7 +296,7 @@ func TestModelPeak(t *testing.T) {
 		{"with the peer", ModelOptions{Bench: tpu.BenchOptions{PeakGFLOPS: 100}, Peer: &PeerOptions{Repeats: 1}}, "--peer: --peak"},
 	} {
 		_, err := Model(context.Background(), c.o)
-		var ue *UsageError
+		var ue *usage.Error
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ue) {
 			t.Errorf("%s: err %v, want a usage error with %q", c.name, err, c.want)
 		}

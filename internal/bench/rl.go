@@ -10,6 +10,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/internal/usage"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -46,7 +47,7 @@ func RLPipeline(iterations int, extra string) (workflows.PipelineInput, error) {
 			"reward":{"verifiers":[{"name":"format","params":{"regex":["^9"]}}]},
 			"mode":%q,"eval_every":0,"eval":{"before":false,"examples":50,"max_new_tokens":4}}`, iterations, mode), extra)
 		if err != nil {
-			return in, usage("--rl-config: %v", err)
+			return in, usage.Errorf("--rl-config: %v", err)
 		}
 		in.Phases = append(in.Phases, workflows.PhaseSpec{Name: mode, Kind: "grpo", From: "sft", Config: c})
 	}

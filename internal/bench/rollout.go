@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/internal/usage"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -63,7 +64,7 @@ func RolloutWorkers(ctx context.Context, o RolloutOptions) (*RolloutReport, erro
 		return nil, fmt.Errorf("bench rl --rollout-workers: taskset (util-linux) pins each rollout worker to one CPU: %w", err)
 	}
 	if o.Iterations < 2 {
-		return nil, usage("bench rl --rollout-workers: --iterations %d: want at least 2 (the first compiles the model and is not counted)", o.Iterations)
+		return nil, usage.Errorf("bench rl --rollout-workers: --iterations %d: want at least 2 (the first compiles the model and is not counted)", o.Iterations)
 	}
 	if o.Exe == "" {
 		exe, err := os.Executable()
@@ -91,7 +92,7 @@ func RolloutWorkers(ctx context.Context, o RolloutOptions) (*RolloutReport, erro
 	}
 	cfg, err := mergeJSON(fmt.Sprintf(rolloutConfig, o.Iterations), o.RLConfig)
 	if err != nil {
-		return nil, usage("--rl-config: %v", err)
+		return nil, usage.Errorf("--rl-config: %v", err)
 	}
 	rep := &RolloutReport{Iterations: o.Iterations, Workers: o.Workers, Values: map[string]float64{"iterations": float64(o.Iterations)}}
 	var first float64

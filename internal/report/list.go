@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/temperml/temper/internal/usage"
 	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workflows"
 )
@@ -131,4 +133,28 @@ func attrText(m map[string]any, k string) string {
 	default:
 		return fmt.Sprint(v)
 	}
+}
+
+// SearchQuery builds the visibility query of `temper ls --kind K --where EXPR [--waiting]`: the kind
+// as a TemperKind filter, AND the expression as given (the server parses it and names what it
+// rejects), AND WaitingQuery when waiting; "" when none is asked for. An unknown kind is a usage error.
+func SearchQuery(kind, where string, waiting bool) (string, error) {
+	if waiting {
+		where = strings.TrimPrefix(strings.Join([]string{where, WaitingQuery}, ") AND ("), ") AND (")
+	}
+	var parts []string
+	if kind != "" {
+		kinds := []string{workflows.KindPipeline}
+		for _, k := range workflows.PhaseKinds() {
+			kinds = append(kinds, k.Kind)
+		}
+		if !slices.Contains(kinds, kind) {
+			return "", usage.Errorf("--kind %q: want one of %s", kind, strings.Join(kinds, ", "))
+		}
+		parts = append(parts, fmt.Sprintf("TemperKind = '%s'", kind))
+	}
+	if w := strings.TrimSpace(where); w != "" {
+		parts = append(parts, "("+w+")")
+	}
+	return strings.Join(parts, " AND "), nil
 }

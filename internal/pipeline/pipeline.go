@@ -1,4 +1,4 @@
-package main
+package pipeline
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -17,51 +18,54 @@ import (
 	"github.com/temperml/temper/algorithms/imageproc"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/internal/config"
+	"github.com/temperml/temper/internal/usage"
 	"github.com/temperml/temper/workflows"
 )
 
-// loadPipeline reads a YAML or JSON pipeline file, applies --set overrides, decodes strictly and
-// validates, so every error names its file and field before anything starts.
-func loadPipeline(path string, sets []string, home string) (workflows.PipelineInput, error) {
+// Load reads a YAML or JSON pipeline file, applies --set overrides, decodes strictly and validates,
+// so every error names its file and field before anything starts; home's store is the default store.
+func Load(path string, sets []string, home string) (workflows.PipelineInput, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return workflows.PipelineInput{}, usageErr("read pipeline: %v", err)
+		return workflows.PipelineInput{}, usage.Errorf("read pipeline: %v", err)
 	}
-	return parsePipeline(path, data, sets, home)
+	return Parse(path, data, sets, home)
 }
 
-func parsePipeline(name string, data []byte, sets []string, home string) (workflows.PipelineInput, error) {
+// Parse is Load of a file's bytes; name is the file's name in messages.
+func Parse(name string, data []byte, sets []string, home string) (workflows.PipelineInput, error) {
 	var in workflows.PipelineInput
 	tree, err := config.ParseTree(data)
 	if err != nil {
-		return in, usageErr("%s: %v", name, err)
+		return in, usage.Errorf("%s: %v", name, err)
 	}
 	for _, s := range sets {
 		if tree, err = config.Set(tree, s); err != nil {
-			return in, usageErr("--set: %v", err)
+			return in, usage.Errorf("--set: %v", err)
 		}
 	}
 	if err := config.Decode(tree, &in, ""); err != nil {
-		return in, usageErr("%s: %v", name, err)
+		return in, usage.Errorf("%s: %v", name, err)
 	}
 	if in.State != nil {
-		return in, usageErr("%s: state: set by the pipeline itself when it continues as new; remove it", name)
+		return in, usage.Errorf("%s: state: set by the pipeline itself when it continues as new; remove it", name)
 	}
 	if in.Store == "" {
-		in.Store = defaultStore(home)
+		in.Store = DefaultStore(home)
 	}
 	if err := in.Validate(); err != nil {
-		return in, usageErr("%s: %v", name, err)
+		return in, usage.Errorf("%s: %v", name, err)
 	}
 	if err := checkDataFiles(in); err != nil {
-		return in, usageErr("%s: %v", name, err)
+		return in, usage.Errorf("%s: %v", name, err)
 	}
 	return in, nil
 }
 
 var idUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
 
-func newRunID(name string) string {
+// NewRunID is a workflow ID for a run of the pipeline name: NAME-UTCDATE-RANDOM.
+func NewRunID(name string) string {
 	if name == "" {
 		name = "run"
 	}
@@ -70,7 +74,17 @@ func newRunID(name string) string {
 	return fmt.Sprintf("%s-%s-%s", idUnsafe.ReplaceAllString(name, "-"), time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b))
 }
 
-func startPipeline(ctx context.Context, c client.Client, id string, in workflows.PipelineInput) (client.WorkflowRun, error) {
+// DefaultStore is the store of runs that name none: HOME/store, as a file:// URI.
+func DefaultStore(home string) string {
+	abs, err := filepath.Abs(filepath.Join(home, "store"))
+	if err != nil {
+		abs = filepath.Join(home, "store")
+	}
+	return "file://" + abs
+}
+
+// Start starts the pipeline workflow with ID id on the workflows' queue.
+func Start(ctx context.Context, c client.Client, id string, in workflows.PipelineInput) (client.WorkflowRun, error) {
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        id,
 		TaskQueue: workflows.QueueTemper,
