@@ -110,9 +110,10 @@ func (e *scriptedEngine) NewDecoder() (gateway.Decoder, error) {
 	return &scriptedDecoder{script: bigmulScript, rows: map[int][]int{}, gen: map[int]int{}, closed: &e.closed}, nil
 }
 
-// agentFixture is a sandbox, and an agent directory holding the Python example agent and wrapper.py,
-// which runs it in a child process that kills itself with SIGKILL after its first model call on
-// the episode's first attempt (FAIL_FIRST=1), and on every attempt of episode FAIL_ID.
+// agentFixture is a sandbox, and an agent directory holding the Python example agent and wrapper.py
+// (testdata/dying_agent.py), which runs it in a child process that kills itself with SIGKILL after
+// its first model call on the first attempt of episodes whose id matches FAIL_FIRST, and on every
+// attempt of those matching FAIL_ALWAYS.
 func agentFixture(t *testing.T) (*sandbox.Sandbox, string) {
 	t.Helper()
 	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
@@ -130,6 +131,7 @@ func agentFixture(t *testing.T) (*sandbox.Sandbox, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = sb.Close() })
 	if sb.Mode() != sandbox.ModeIsolated || sb.Config().Python == "" {
 		t.Skipf("agent episodes need the isolated sandbox with python (%s %s)", sb.Mode(), sb.ModeReason())
 	}
@@ -141,26 +143,11 @@ func agentFixture(t *testing.T) (*sandbox.Sandbox, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The agent runs as a child: PID 1 of the sandbox's namespace ignores a SIGKILL from inside it.
-	wrapper := `import io, json, os, signal, subprocess, sys
-raw = sys.stdin.read()
-if os.environ.get("WRAPPED") != "1":
-    p = subprocess.run([sys.executable, __file__], input=raw.encode(), env=dict(os.environ, WRAPPED="1"))
-    sys.exit(p.returncode if p.returncode >= 0 else 128 - p.returncode)
-sys.path.insert(0, "/agent")
-import agent
-ep = json.loads(raw)
-chat = agent.chat
-def dying_chat(*args):
-    out = chat(*args)
-    if (os.environ.get("FAIL_FIRST") == "1" and ep["attempt"] == 1) or ep["id"] == os.environ.get("FAIL_ID"):
-        os.kill(os.getpid(), signal.SIGKILL)
-    return out
-agent.chat = dying_chat
-sys.stdin = io.StringIO(raw)
-agent.main()
-`
-	for name, b := range map[string][]byte{"agent.py": src, "wrapper.py": []byte(wrapper)} {
+	wrapper, err := os.ReadFile("testdata/dying_agent.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"agent.py": src, "wrapper.py": wrapper} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +219,7 @@ func TestAgentEpisodes(t *testing.T) {
 		}
 	})
 	t.Run("killed agent retried", func(t *testing.T) {
-		kept, dropped, failures, eng := run(t, map[string]string{"TEMPER_AGENT_LOG": "-", "FAIL_FIRST": "1"})
+		kept, dropped, failures, eng := run(t, map[string]string{"TEMPER_AGENT_LOG": "-", "FAIL_FIRST": "."})
 		if len(kept) != len(rs) || dropped != 0 || failures != len(rs) || eng.made != 2*len(rs) {
 			t.Fatalf("kept %d of %d, dropped %d groups, %d failures, %d endpoints: want every episode's first attempt killed and retried",
 				len(kept), len(rs), dropped, failures, eng.made)
@@ -242,7 +229,7 @@ func TestAgentEpisodes(t *testing.T) {
 		}
 	})
 	t.Run("group dropped", func(t *testing.T) {
-		kept, dropped, failures, _ := run(t, map[string]string{"TEMPER_AGENT_LOG": "-", "FAIL_ID": "p1-0"})
+		kept, dropped, failures, _ := run(t, map[string]string{"TEMPER_AGENT_LOG": "-", "FAIL_ALWAYS": "^p1-0$"})
 		if dropped != 1 || failures != 2 || len(kept) != 2 || kept[0].Group != 0 || kept[1].Group != 0 {
 			t.Fatalf("kept %d (%v), dropped %d groups, %d failures: want group 1 dropped whole after 2 attempts of its episode p1-0",
 				len(kept), kept, dropped, failures)

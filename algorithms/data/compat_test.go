@@ -22,6 +22,9 @@ func builtinDigest(t *testing.T, enc Encoder) string {
 	}
 	n := 0
 	for _, name := range tasks.Names() {
+		if addedSince[name] {
+			continue
+		}
 		task, err := tasks.Lookup(name)
 		if err != nil {
 			t.Fatal(err)
@@ -59,6 +62,9 @@ func builtinDigest(t *testing.T, enc Encoder) string {
 	}
 	return fmt.Sprintf("%d examples %x", n, h.Sum(nil))
 }
+
+// addedSince are the tasks registered after mainDigest was taken: they had no encoding before.
+var addedSince = map[string]bool{"smallmul": true}
 
 // mainDigest is builtinDigest on main before chat formats rendered text (commit 51b0a4b, piece by
 // piece): the byte-level models' data must encode exactly as it did.

@@ -63,9 +63,13 @@ func (BigMul) Doc() string {
 }
 
 // Example implements Task.
-func (BigMul) Example(rng *rand.Rand) Example {
+func (BigMul) Example(rng *rand.Rand) Example { return mulExample(rng, 4, 6) }
+
+// mulExample draws a product of two operands of minD to maxD digits (each length uniform, then the
+// number uniform among those of its length), maxD ≤ 9.
+func mulExample(rng *rand.Rand, minD, maxD int) Example {
 	draw := func() int64 {
-		d := 4 + rng.IntN(3)
+		d := minD + rng.IntN(maxD-minD+1)
 		lo := int64(1)
 		for range d - 1 {
 			lo *= 10
@@ -73,7 +77,7 @@ func (BigMul) Example(rng *rand.Rand) Example {
 		return lo + rng.Int64N(9*lo)
 	}
 	x, y := draw(), draw()
-	ans := strconv.FormatInt(x*y, 10) // ≤ 999999² < 2^40
+	ans := strconv.FormatInt(x*y, 10) // < 10^18 < 2^63
 	return Example{Prompt: fmt.Sprintf("%d*%d=", x, y), Completion: ans, Answer: ans}
 }
 
@@ -90,6 +94,36 @@ func (BigMul) Tools() []string { return []string{"calc"} }
 func (BigMul) Demonstration(ex Example) Example {
 	return oneCallDemo(ex, "calc", map[string]any{"expr": strings.TrimSuffix(ex.Prompt, "=")})
 }
+
+// SmallMul is bigmul with 2–3 digit operands (products of 3–6 digits): the same calculator use
+// with fewer digits to copy into the call and back, so that a model as small as `tiny` learns it
+// part-way in a short SFT and an RL phase has right and wrong episodes to tell apart (the agent
+// gateway's held-out curve, docs/agent-gateway.md).
+type SmallMul struct{}
+
+func init() { register(SmallMul{}) }
+
+// Name implements Task.
+func (SmallMul) Name() string { return "smallmul" }
+
+// Doc implements Task.
+func (SmallMul) Doc() string {
+	return "a*b with 2-3 digit operands: bigmul with fewer digits to copy; agentic (tools: calc)"
+}
+
+// Example implements Task.
+func (SmallMul) Example(rng *rand.Rand) Example { return mulExample(rng, 2, 3) }
+
+// Check implements Task: the first line must be the exact product.
+func (SmallMul) Check(ex Example, completion string) (bool, string) {
+	return Arithmetic{}.Check(ex, completion)
+}
+
+// Tools implements Agentic.
+func (SmallMul) Tools() []string { return []string{"calc"} }
+
+// Demonstration implements Agentic: bigmul's.
+func (SmallMul) Demonstration(ex Example) Example { return BigMul{}.Demonstration(ex) }
 
 // oneCallDemo is the demonstration of a task solved by one call: the user asks, the assistant calls
 // tool with args, the tool answers with the answer, the assistant copies it.

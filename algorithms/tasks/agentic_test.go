@@ -11,27 +11,42 @@ import (
 	"github.com/temperml/temper/algorithms/tokenize"
 )
 
+// TestBigMul: bigmul and smallmul draw operands of their digit counts, their answers are the exact
+// products, and their demonstrations are the one calc call.
 func TestBigMul(t *testing.T) {
-	task, err := Lookup("bigmul")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag, ok := task.(Agentic)
-	if !ok || !reflect.DeepEqual(ag.Tools(), []string{"calc"}) {
-		t.Fatalf("bigmul is not agentic with calc: %T", task)
-	}
-	for _, ex := range Generate(task, 200, 3, 0) {
-		x, y, _ := strings.Cut(strings.TrimSuffix(ex.Prompt, "="), "*")
-		a, _ := strconv.ParseInt(x, 10, 64)
-		b, _ := strconv.ParseInt(y, 10, 64)
-		if len(x) < 4 || len(x) > 6 || len(y) < 4 || len(y) > 6 || strconv.FormatInt(a*b, 10) != ex.Answer {
-			t.Fatalf("example %+v", ex)
+	for _, c := range []struct {
+		name       string
+		minD, maxD int
+	}{{"bigmul", 4, 6}, {"smallmul", 2, 3}} {
+		task, err := Lookup(c.name)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if pass, _ := task.Check(ex, ex.Answer+"\n"); !pass {
-			t.Fatalf("%s: the answer fails", ex.Prompt)
+		ag, ok := task.(Agentic)
+		if !ok || !reflect.DeepEqual(ag.Tools(), []string{"calc"}) {
+			t.Fatalf("%s is not agentic with calc: %T", c.name, task)
 		}
-		if pass, fb := task.Check(ex, ex.Answer+"1"); pass || !strings.Contains(fb, "wrong") {
-			t.Fatalf("%s: a wrong answer: %v %q", ex.Prompt, pass, fb)
+		lens := map[int]bool{}
+		for _, ex := range Generate(task, 200, 3, 0) {
+			x, y, _ := strings.Cut(strings.TrimSuffix(ex.Prompt, "="), "*")
+			a, _ := strconv.ParseInt(x, 10, 64)
+			b, _ := strconv.ParseInt(y, 10, 64)
+			if len(x) < c.minD || len(x) > c.maxD || len(y) < c.minD || len(y) > c.maxD || strconv.FormatInt(a*b, 10) != ex.Answer {
+				t.Fatalf("%s: example %+v", c.name, ex)
+			}
+			lens[len(x)], lens[len(y)] = true, true
+			if pass, _ := task.Check(ex, ex.Answer+"\n"); !pass {
+				t.Fatalf("%s: the answer fails", ex.Prompt)
+			}
+			if pass, fb := task.Check(ex, ex.Answer+"1"); pass || !strings.Contains(fb, "wrong") {
+				t.Fatalf("%s: a wrong answer: %v %q", ex.Prompt, pass, fb)
+			}
+			if d := ag.Demonstration(ex); len(d.Messages) != 4 || len(d.Messages[1].ToolCalls) != 1 || d.Messages[2].Content != ex.Answer {
+				t.Fatalf("%s: demonstration %+v", ex.Prompt, d)
+			}
+		}
+		if len(lens) != c.maxD-c.minD+1 {
+			t.Fatalf("%s: operand lengths %v, want every one of %d-%d", c.name, lens, c.minD, c.maxD)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,10 +43,15 @@ func agentGRPOConfig(t *testing.T, iterations, heldout int, extra, rest string) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return agentGRPOConfigIn(dir, "agent.py", iterations, heldout, extra, rest)
+}
+
+// agentGRPOConfigIn is agentGRPOConfig with the Python program script of directory dir as the agent.
+func agentGRPOConfigIn(dir, script string, iterations, heldout int, extra, rest string) string {
 	d, _ := json.Marshal(dir)
 	return fmt.Sprintf(`{"data":{"task":"bigmul","heldout_examples":%d},"mode":"sync","iterations":%d,"prompts":4,"group":4,
-	"max_new_tokens":64,"rollout":{"agent":{"command":["python3","agent.py"],"dir":%s,"retries":1,"timeout":"2m"%s}},
-	%s,"heartbeat_timeout":"10s"}`, heldout, iterations, d, extra, rest)
+	"max_new_tokens":64,"rollout":{"agent":{"command":["python3",%q],"dir":%s,"retries":1,"timeout":"2m"%s}},
+	%s,"heartbeat_timeout":"10s"}`, heldout, iterations, script, d, extra, rest)
 }
 
 // agentSandbox skips a test where the agent cannot run: it needs the isolated code sandbox with python.
@@ -61,6 +67,7 @@ func agentSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer sb.Close()
 	if sb.Mode() != sandbox.ModeIsolated || sb.Config().Python == "" {
 		t.Skipf("agent episodes need the isolated sandbox with python (%s %s)", sb.Mode(), sb.ModeReason())
 	}
@@ -208,6 +215,102 @@ func TestAgentGRPOPipeline(t *testing.T) {
 	}
 }
 
+// dyingAgentDir is an agent directory holding the Python example agent and wrapper.py, the test
+// wrapper (activities/rollout/testdata/dying_agent.py) whose agent kills itself after its first
+// model call on the first attempt of training episodes whose id matches FAIL_FIRST and on every
+// attempt of those matching FAIL_ALWAYS.
+func dyingAgentDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil { // the agent reads it as a sandbox uid
+		t.Fatal(err)
+	}
+	for name, src := range map[string]string{"agent.py": "../../scripts/agents/python/agent.py", "wrapper.py": "../../activities/rollout/testdata/dying_agent.py"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// retryDropSFTConfig is a base that only has to answer calls: two SFT steps of the tiny model.
+const retryDropSFTConfig = `{"model":{"preset":"tiny"},"data":{"task":"bigmul","tool_demos":true,"train_examples":16,"heldout_examples":4},
+	"batch":{"rows":4,"seq":160},"steps":2,"chunk_steps":2,"optimizer":{"lr":0.01,"warmup_steps":1},"eval":{"examples":2,"max_new_tokens":8,"before":false}}`
+
+// TestAgentRetryDropPipeline runs a GRPO iteration of agent episodes on the embedded stack (every
+// role in this process, the agents in the code sandbox) whose agent dies on purpose: the first
+// attempt of every group's second episode (id ending -1) is killed after its first model call and
+// retried in a fresh sandbox, and every attempt of the first episode of groups 1 and 3 fails, so
+// those two groups are dropped. The rollouts the policy
+// step trains on hold the retried episodes (their second attempt) and no episode of a dropped
+// group, and the phase's metrics count both: agent_groups_dropped, and agent_failures = one per
+// retried episode plus two per episode that failed past its retry.
+func TestAgentRetryDropPipeline(t *testing.T) {
+	if testing.Short() && os.Getenv("CI") == "" {
+		t.Skip("runs agents on the embedded stack; runs in CI and without -short")
+	}
+	agentSandbox(t)
+	env := testenv.Get(t)
+	env.Roles(t)
+	dir := t.TempDir()
+	store := "file://" + dir
+	ids := fmt.Sprintf("agent-retry-%d", time.Now().UnixNano())
+	base := waitRun(t, mustStart(t, env.Client, ids+"-base", workflows.PipelineInput{Name: "agent-retry-base", Store: store, Seed: 3,
+		Phases: []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(retryDropSFTConfig)}}}))
+	// Episode ids are it<iteration>-<group>-<sample>.
+	const retried, dropped, drops = `-1$`, `^it0-[13]-0$`, 2
+	cfg := agentGRPOConfigIn(dyingAgentDir(t), "wrapper.py", 1, 4, `,"env":{"FAIL_FIRST":"`+retried+`","FAIL_ALWAYS":"`+dropped+`"}`,
+		`"reward":{"verifiers":[{"name":"digits"}]},"eval_every":0,"eval":{"examples":2,"before":false}`)
+	start := time.Now()
+	out := waitRun(t, mustStart(t, env.Client, ids+"-grpo", rlGRPOPipelineWith(store, base.Phases[0].Checkpoint, cfg)))
+	m := out.Phases[0].Metrics
+	t.Logf("agent GRPO in %.1fs: %v", time.Since(start).Seconds(), m)
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rolloutapi.RolloutsKey(out.RunID, "grpo", 0, rolloutapi.ShardTag(0)))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reRetried, reDropped := regexp.MustCompile(retried), regexp.MustCompile(dropped)
+	groups := map[int]int{}
+	again := 0
+	var seen []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var r rollout.Rollout
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		groups[r.Group]++
+		seen = append(seen, r.ID)
+		want := 1
+		if reRetried.MatchString(r.ID) {
+			want, again = 2, again+1
+		}
+		switch {
+		case reDropped.MatchString(r.ID):
+			t.Errorf("%s failed on every attempt, but its group was trained", r.ID)
+		case r.Ep == nil || r.Ep.Attempts != want || r.Ep.Calls == 0 || len(r.Tokens) == 0:
+			t.Errorf("%s: episode %+v with %d tokens: want %d attempts and a model call", r.ID, r.Ep, len(r.Tokens), want)
+		}
+	}
+	for g, n := range groups {
+		if n != 4 {
+			t.Errorf("group %d trained with %d of its 4 episodes", g, n)
+		}
+	}
+	t.Logf("%d groups trained (%d retried episodes among them): %v", len(groups), again, seen)
+	if len(groups) != 4-drops || again != len(groups) {
+		t.Fatalf("%d groups trained with %d retried episodes (%v): want %d groups, each with its retried episode", len(groups), again, seen, 4-drops)
+	}
+	if m["iterations"] != 1 || m["version"] != 1 || m["agent_groups_dropped"] != float64(drops) || m["agent_failures"] != float64(4+2*drops) {
+		t.Fatalf("metrics %v: want 1 iteration trained, %d groups dropped, %d failed attempts", m, drops, 4+2*drops)
+	}
+}
+
 // TestAgentRLExactResumeAfterSIGKILL is TestRLExactResumeAfterSIGKILL for agent episodes: the Python
 // example agent plays every rollout against the policy served by the rollout worker; killing that
 // worker mid-iteration (its agents die with it; the retried activity replays each episode in a fresh
@@ -224,11 +327,13 @@ func TestAgentRLExactResumeAfterSIGKILL(t *testing.T) {
 	})
 }
 
-// TestAgentHeldoutCurve runs scripts/agents/bigmul-python.yaml (SFT, then GRPO on the Python example
-// agent's episodes) on the embedded stack and logs the agent's held-out exact match at every
-// evaluation, and each iteration's mean reward; it asserts nothing about the numbers (a measurement,
-// reported in docs/agent-gateway.md). TEMPER_AGENT_CURVE=1 runs the file as it is; a larger number
-// sets the GRPO phase's iterations.
+// TestAgentHeldoutCurve runs scripts/agents/curve-python.yaml (SFT on smallmul demonstrations, then
+// GRPO on the Python example agent's episodes) on the embedded stack, logs the SFT's evaluations,
+// the agent's held-out exact match at every evaluation and each iteration's mean reward, and
+// asserts that the held-out accuracy rose: the last evaluation above the first by more than twice
+// the standard error of the difference of two proportions over the held-out prompts (measured in
+// docs/agent-gateway.md). TEMPER_AGENT_CURVE=1 runs the file as it is; a larger number sets the
+// GRPO phase's iterations.
 //
 //	TEMPER_AGENT_CURVE=1 go test -run TestAgentHeldoutCurve -v -timeout 3h ./cmd/temper/
 func TestAgentHeldoutCurve(t *testing.T) {
@@ -236,51 +341,111 @@ func TestAgentHeldoutCurve(t *testing.T) {
 	if _, err := fmt.Sscan(os.Getenv("TEMPER_AGENT_CURVE"), &iters); err != nil || iters <= 0 {
 		t.Skip("set TEMPER_AGENT_CURVE=1 to measure the curve")
 	}
-	agentSandbox(t)
-	env := testenv.Get(t)
-	env.Roles(t)
-	dir := t.TempDir()
-	agentDir, err := filepath.Abs("../../scripts/agents/python")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile("../../scripts/agents/bigmul-python.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sets := []string{"store=file://" + dir, "phases.grpo.config.rollout.agent.dir=" + agentDir}
+	var sets []string
 	if iters > 1 {
 		sets = append(sets, fmt.Sprintf("phases.grpo.config.iterations=%d", iters))
 	}
-	in, err := pipeline.Parse("bigmul-python.yaml", data, sets, t.TempDir())
+	dir, out := runAgentPipelineFile(t, "curve-python.yaml", sets...)
+	type point struct{ acc, n float64 }
+	var curve []point
+	for _, phase := range []string{"sft", "grpo"} {
+		f, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ckpt.MetricsLogKey(out.RunID, phase))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(f)), "\n") {
+			var rec ckpt.MetricsRecord
+			if err := json.Unmarshal([]byte(l), &rec); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case rec.Kind == ckpt.RecordEval && phase == "sft":
+				t.Logf("SFT step %d: heldout_exact_match %.4f (built-in loop, calc)", rec.Step, rec.Metrics["heldout_exact_match"])
+			case rec.Kind == ckpt.RecordEval:
+				curve = append(curve, point{rec.Metrics["heldout_exact_match"], rec.Metrics["heldout_n"]})
+				t.Logf("CURVE iteration %d: heldout_exact_match %.4f of %.0f, calls/episode %.2f, failed %.3f", rec.Step,
+					rec.Metrics["heldout_exact_match"], rec.Metrics["heldout_n"], rec.Metrics["heldout_agent_calls"], rec.Metrics["heldout_agent_failed"])
+			case rec.Kind == ckpt.RecordTrain:
+				t.Logf("iteration %d: reward_mean %.4f", rec.Step, rec.Metrics["reward_mean"])
+			}
+		}
+	}
+	if len(curve) < 2 || curve[0].n < 64 {
+		t.Fatalf("held-out evaluations %v: want one before training and one after, of at least 64 prompts", curve)
+	}
+	first, last := curve[0], curve[len(curve)-1]
+	se := math.Sqrt(first.acc*(1-first.acc)/first.n + last.acc*(1-last.acc)/last.n)
+	t.Logf("held-out exact match %.4f -> %.4f: rise %+.4f, standard error of the difference %.4f", first.acc, last.acc, last.acc-first.acc, se)
+	if last.acc-first.acc <= 2*se {
+		t.Fatalf("held-out exact match %.4f -> %.4f: the rise is not above twice its standard error (%.4f)", first.acc, last.acc, se)
+	}
+}
+
+// runAgentPipelineFile runs the example pipeline scripts/agents/file on the embedded stack (every
+// role in this process, its agent in the code sandbox), its agent directory made absolute, with
+// sets applied; it returns the store's directory and the run's output.
+func runAgentPipelineFile(t *testing.T, file string, sets ...string) (string, workflows.PipelineOutput) {
+	t.Helper()
+	agentSandbox(t)
+	data, err := os.ReadFile(filepath.Join("..", "..", "scripts", "agents", file))
 	if err != nil {
 		t.Fatal(err)
 	}
+	in, err := pipeline.Parse(file, data, nil, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg workflows.RLConfig
+	if len(in.Phases) != 2 || json.Unmarshal(in.Phases[1].Config, &cfg) != nil || cfg.Rollout.Agent == nil {
+		t.Fatalf("%s: want an SFT phase, then an agent phase", file)
+	}
+	agentDir, err := filepath.Abs(filepath.Join("..", "..", cfg.Rollout.Agent.Dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := testenv.Get(t)
+	env.Roles(t)
+	dir := t.TempDir()
+	sets = append([]string{"store=file://" + dir, "phases.grpo.config.rollout.agent.dir=" + agentDir}, sets...)
+	if in, err = pipeline.Parse(file, data, sets, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
-	run := mustStart(t, env.Client, fmt.Sprintf("agent-curve-%d", time.Now().UnixNano()), in)
+	run := mustStart(t, env.Client, fmt.Sprintf("agent-%s-%d", strings.TrimSuffix(file, ".yaml"), time.Now().UnixNano()), in)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
 	var out workflows.PipelineOutput
 	if err := run.Get(ctx, &out); err != nil {
 		t.Fatalf("run %s: %v", run.GetID(), err)
 	}
-	t.Logf("pipeline in %.0fs; sft %v; grpo %v", time.Since(start).Seconds(), out.Phases[0].Metrics, out.Phases[1].Metrics)
-	f, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ckpt.MetricsLogKey(out.RunID, "grpo"))))
-	if err != nil {
-		t.Fatal(err)
+	t.Logf("%s in %.0fs; sft %v; grpo %v", file, time.Since(start).Seconds(), out.Phases[0].Metrics, out.Phases[1].Metrics)
+	return dir, out
+}
+
+// TestAgentNodePipeline runs scripts/agents/bigmul-node.yaml (the Node example agent on the
+// official openai client) end to end on the embedded stack, shortened (TEMPER_NODE_TEST=1: 60 SFT
+// steps, 2 GRPO iterations, 8 held-out prompts; TEMPER_NODE_TEST=full: the file as it is): every
+// episode and every held-out episode played by the agent without a failure, and trained on.
+// It needs `cd scripts/agents/node && npm ci` first.
+//
+//	TEMPER_NODE_TEST=1 go test -run TestAgentNodePipeline -v -timeout 1h ./cmd/temper/
+func TestAgentNodePipeline(t *testing.T) {
+	mode := os.Getenv("TEMPER_NODE_TEST")
+	if mode == "" {
+		t.Skip("set TEMPER_NODE_TEST=1 (after npm ci in scripts/agents/node) to run the Node agent's pipeline")
 	}
-	for _, l := range strings.Split(strings.TrimSpace(string(f)), "\n") {
-		var rec ckpt.MetricsRecord
-		if err := json.Unmarshal([]byte(l), &rec); err != nil {
-			t.Fatal(err)
-		}
-		switch rec.Kind {
-		case ckpt.RecordEval:
-			t.Logf("CURVE iteration %d: heldout_exact_match %.4f calls/episode %.2f failed %.3f", rec.Step,
-				rec.Metrics["heldout_exact_match"], rec.Metrics["heldout_agent_calls"], rec.Metrics["heldout_agent_failed"])
-		case ckpt.RecordTrain:
-			t.Logf("iteration %d: reward_mean %.4f", rec.Step, rec.Metrics["reward_mean"])
-		}
+	if _, err := os.Stat("../../scripts/agents/node/node_modules/openai/package.json"); err != nil {
+		t.Fatalf("the openai package is not installed: cd scripts/agents/node && npm ci (%v)", err)
+	}
+	var sets []string
+	if mode != "full" {
+		sets = []string{"phases.sft.config.steps=60", "phases.sft.config.chunk_steps=60", "phases.grpo.config.iterations=2",
+			"phases.grpo.config.eval_every=0", "phases.grpo.config.eval.examples=8"}
+	}
+	_, out := runAgentPipelineFile(t, "bigmul-node.yaml", sets...)
+	m := out.Phases[1].Metrics
+	if m["agent_failures"] != 0 || m["agent_groups_dropped"] != 0 || m["heldout_agent_failed"] != 0 || m["heldout_agent_calls"] < 1 || m["version"] != m["iterations"] {
+		t.Fatalf("grpo metrics %v: want every episode played by the Node agent, none failed, every iteration trained", m)
 	}
 }
 
@@ -290,6 +455,7 @@ func TestAgentPipelinesAreValid(t *testing.T) {
 	for _, c := range []struct{ file, command, dir string }{
 		{"bigmul-python.yaml", "python3 agent.py", "scripts/agents/python"},
 		{"bigmul-node.yaml", "node agent.mjs", "scripts/agents/node"},
+		{"curve-python.yaml", "python3 agent.py", "scripts/agents/python"},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("..", "..", "scripts", "agents", c.file))

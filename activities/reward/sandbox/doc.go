@@ -14,6 +14,9 @@
 //   - I+R  a dedicated unprivileged uid/gid per slot (builds: a builder uid); no supplementary
 //     groups; no_new_privs; only stdin, stdout and stderr are inherited; the parent-death
 //     signal kills the program with its worker. Concurrent runs cannot read or signal each other.
+//     Without an explicit uid_base each Sandbox claims a uid range of its own (a lock file under
+//     /run/temper-sandbox, held while it lives: uidrange_linux.go), so the sandboxes of two
+//     workers on one host never share a uid and one's end-of-run sweep never kills the other's runs.
 //   - I+R  rlimits per process: CPU seconds, address space, RLIMIT_NPROC per uid, file size,
 //     open files, no core files.
 //   - I+R  a wall-clock timeout and an stdout cap that kill the whole tree; stderr keeps 64 KiB.

@@ -20,6 +20,9 @@ func New(cfg Config) (*Sandbox, error) {
 // Mode reports the isolation achieved.
 func (s *Sandbox) Mode() Mode { return "" }
 
+// Close has nothing to release off Linux.
+func (s *Sandbox) Close() error { return nil }
+
 // Run is unavailable off Linux.
 func (s *Sandbox) Run(ctx context.Context, c Command) (Result, error) {
 	return Result{}, ErrUnavailable

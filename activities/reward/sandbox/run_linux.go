@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,10 @@ type Sandbox struct {
 	goOnce sync.Once
 	goErr  error
 	goVer  string // "1.26"
+
+	// claim holds the default uid range (nil with an explicit uid_base); Close, or the process's
+	// end, releases it.
+	claim *os.File
 }
 
 // New prepares BaseDir and finds the best mode this machine allows by running a probe
@@ -53,14 +58,35 @@ func New(cfg Config) (*Sandbox, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.BaseDir == "" {
-		cfg.BaseDir = filepath.Join(os.TempDir(), "temper-sandbox")
-	}
-	if !filepath.IsAbs(cfg.BaseDir) {
+	if cfg.BaseDir != "" && !filepath.IsAbs(cfg.BaseDir) {
 		return nil, fmt.Errorf("sandbox: config: base_dir=%q: want an absolute path", cfg.BaseDir)
 	}
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("sandbox: new: euid %d: switching to an unprivileged uid needs root: %w", os.Geteuid(), ErrUnavailable)
+	}
+	var claim *os.File // the default uid range's lock, held by the Sandbox (uidrange_linux.go)
+	ok := false
+	defer func() {
+		if !ok && claim != nil {
+			_ = claim.Close()
+		}
+	}()
+	baseDir := "temper-sandbox"
 	if cfg.UIDBase == 0 {
-		cfg.UIDBase = defaultUIDBase
+		var k int
+		var err error
+		if claim, k, err = claimUIDRange(uidLockDir); err != nil {
+			return nil, err
+		}
+		cfg.UIDBase = defaultUIDBase + k*uidRangeStride
+		if k > 0 {
+			// Its own default base directory: work directories and the Go build cache belong to
+			// the range's uids (the cache to its builder, which alone writes it).
+			baseDir += "-" + strconv.Itoa(k)
+		}
+	}
+	if cfg.BaseDir == "" {
+		cfg.BaseDir = filepath.Join(os.TempDir(), baseDir)
 	}
 	if cfg.Slots == 0 {
 		cfg.Slots = 2
@@ -98,9 +124,6 @@ func New(cfg Config) (*Sandbox, error) {
 	}
 	cfg.ReadOnly = outermost(cfg.ReadOnly)
 
-	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("sandbox: new: euid %d: switching to an unprivileged uid needs root: %w", os.Geteuid(), ErrUnavailable)
-	}
 	if err := os.MkdirAll(cfg.BaseDir, 0o711); err != nil {
 		return nil, fmt.Errorf("sandbox: new: mkdir %s: %w", cfg.BaseDir, err)
 	}
@@ -112,9 +135,11 @@ func New(cfg Config) (*Sandbox, error) {
 	}
 	stale, _ := filepath.Glob(filepath.Join(cfg.BaseDir, "run-*"))
 	for _, d := range stale {
-		_ = os.RemoveAll(d)
+		if ownRunDir(filepath.Base(d), cfg.UIDBase, cfg.UIDBase+cfg.Slots) {
+			_ = os.RemoveAll(d)
+		}
 	}
-	s := &Sandbox{cfg: cfg, exe: "/proc/self/exe", slots: make(chan int, cfg.Slots)}
+	s := &Sandbox{cfg: cfg, exe: "/proc/self/exe", slots: make(chan int, cfg.Slots), claim: claim}
 	for i := range cfg.Slots {
 		s.slots <- i
 	}
@@ -154,11 +179,23 @@ func New(cfg Config) (*Sandbox, error) {
 		err := s.probe()
 		if err == nil {
 			s.reason = strings.Join(append(reasons, missing...), "; ")
+			ok = true
 			return s, nil
 		}
 		reasons = append(reasons, fmt.Sprintf("%s: %v", m, err))
 	}
 	return nil, fmt.Errorf("sandbox: new: %s: %w", strings.Join(reasons, "; "), ErrUnavailable)
+}
+
+// Close releases the sandbox's default uid range for another sandbox to claim; the process's end
+// releases it too. Runs must be over: a sandbox is not used after Close.
+func (s *Sandbox) Close() error {
+	if s.claim == nil {
+		return nil
+	}
+	err := s.claim.Close()
+	s.claim = nil
+	return err
 }
 
 // Mode reports the isolation achieved.

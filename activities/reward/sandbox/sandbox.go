@@ -136,15 +136,20 @@ func (l Limits) Validate() error {
 
 // Config configures a Sandbox. Zero fields take the documented defaults.
 type Config struct {
-	// BaseDir holds work directories and the Go build cache; default $TMPDIR/temper-sandbox.
-	// One Sandbox per BaseDir: New removes stale work directories left by a crash.
+	// BaseDir holds work directories and the Go build cache; default $TMPDIR/temper-sandbox
+	// (temper-sandbox-k for the default uid range k > 0). New removes the stale work
+	// directories of its own uids left by a crash.
 	BaseDir string `json:"base_dir,omitempty"`
 	// Mode: "" picks the best available (isolated, else restricted); a value requires it.
 	Mode Mode `json:"mode,omitempty"`
 	// UIDBase is the first of Slots+1 unprivileged uids (and gids of the same numbers): the Go
 	// builder uses UIDBase and slot i runs as UIDBase+1+i, so concurrent programs can neither
 	// read each other's files nor signal each other, and RLIMIT_NPROC counts each one alone.
-	// Default 1600000 (no passwd entry needed).
+	// Default: a range of its own (no passwd entry needed), the lowest free of
+	// 1600000 + k*2048 for k < 48, claimed by a lock file under /run/temper-sandbox and held
+	// while the Sandbox lives, so that two sandboxes on one host (a rollout and a reward worker,
+	// or two in one process) never share a uid; BaseDir's default then ends in -k for k > 0. An
+	// explicit value is used as it is: the operator keeps the ranges of a host apart.
 	UIDBase int `json:"uid_base,omitempty"`
 	// Slots bounds concurrent sandboxed processes (builds included); default 2.
 	Slots int `json:"slots,omitempty"`

@@ -28,7 +28,7 @@ type DataSpec struct {
 	Heldout         string `json:"heldout,omitempty" help:"held-out JSONL file URI"`
 	Text            bool   `json:"text,omitempty" help:"train on prompt+completion as plain text (pretraining: every token counts)"`
 	Seed            uint64 `json:"seed,omitempty" help:"data seed; 0 uses the pipeline seed"`
-	ToolDemos       bool   `json:"tool_demos,omitempty" help:"agentic task (bigmul, facts, route, add2check, addcheck): train on its tool-use demonstrations (multi-turn messages with the tool calls and their results; loss on the assistant's turns only) instead of direct answers"`
+	ToolDemos       bool   `json:"tool_demos,omitempty" help:"agentic task (bigmul, smallmul, facts, route, add2check, addcheck): train on its tool-use demonstrations (multi-turn messages with the tool calls and their results; loss on the assistant's turns only) instead of direct answers"`
 }
 
 // Validate names the bad field.
