@@ -71,7 +71,7 @@ func TestPRMFromSearch(t *testing.T) {
 	env.Roles(t, workflows.QueueTemper)
 	prmTrainer(t, env)
 	rolloutWorker(t, env)
-	prm := `{"data":{"heldout_share":0.25},"batch":{"rows":8,"max_seq":64,"max_steps":8},"steps":4,"chunk_steps":2,
+	prm := `{"data":{"task":"expr","heldout_share":0.25},"batch":{"rows":8,"max_seq":64,"max_steps":8},"steps":4,"chunk_steps":2,
 		"eval":{"examples":0},"keep_last":1,"heartbeat_timeout":"20s"}`
 	valued := `{"data":{"task":"expr","train_examples":8,"heldout_examples":8},"prompts":8,"batch_prompts":4,"prm":"prm",
 		"search":{"expand":3,"simulations":6,"max_new_tokens":40,"margin":0.2,"value":"prm","step_check":false}}`
@@ -221,7 +221,7 @@ func TestPRMAcceptance(t *testing.T) {
 const (
 	acceptPRMLabels = `{"data":{"task":"expr","train_examples":120,"heldout_examples":1},"prompts":120,"batch_prompts":40,
 		"search":{"expand":4,"simulations":1000,"budget_tokens":400,"max_new_tokens":40,"step_check":false},"heartbeat_timeout":"2m"}`
-	acceptPRMTrain = `{"data":{"heldout_share":0.2},"batch":{"rows":32,"max_seq":64,"max_steps":8},"steps":300,"chunk_steps":150,
+	acceptPRMTrain = `{"data":{"task":"expr","heldout_share":0.2},"batch":{"rows":32,"max_seq":64,"max_steps":8},"steps":300,"chunk_steps":150,
 		"optimizer":{"lr":0.001,"warmup_steps":20},"eval":{"examples":0},"keep_last":1,"heartbeat_timeout":"2m"}`
 	acceptPRMSearch = `{"data":{"task":"expr","train_examples":120,"heldout_examples":1},"prompts":120,"batch_prompts":40,
 		"search":{"expand":4,"simulations":1000,"budget_tokens":400,"max_new_tokens":40,"step_check":false},"heartbeat_timeout":"2m"}`

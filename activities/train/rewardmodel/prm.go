@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"math"
+	"sort"
 
 	"go.temporal.io/sdk/activity"
 
@@ -43,8 +45,9 @@ func stepData(ctx context.Context, cl *ckpt.Client, spec trainapi.PRMData, seed 
 		}
 		return all, heldout, nil
 	}
+	held := heldOutPrompts(all, spec.HeldoutShare)
 	for _, ex := range all {
-		if heldOut(ex.Prompt, spec.HeldoutShare) {
+		if held[ex.Prompt] {
 			heldout = append(heldout, ex)
 		} else {
 			trainEx = append(trainEx, ex)
@@ -56,12 +59,31 @@ func stepData(ctx context.Context, cl *ckpt.Client, spec trainapi.PRMData, seed 
 	return trainEx, heldout, nil
 }
 
-// heldOut puts a prompt on the held-out side with probability share, by a hash of the prompt: the
-// split depends on nothing else, so every solution of one prompt lands on the same side.
-func heldOut(prompt string, share float64) bool {
-	h := fnv.New64a()
-	h.Write([]byte(prompt))
-	return float64(h.Sum64()%10000) < share*10000
+// heldOutPrompts picks the held-out prompts: ⌈share·n⌉ of the n distinct prompts (at most n−1),
+// those with the smallest hash. The split depends on the set of prompts only, every solution of one
+// prompt lands on one side, and a small set still holds one out.
+func heldOutPrompts(exs []tasks.StepExample, share float64) map[string]bool {
+	type ph struct {
+		prompt string
+		h      uint64
+	}
+	seen := map[string]bool{}
+	var ps []ph
+	for _, ex := range exs {
+		if !seen[ex.Prompt] {
+			seen[ex.Prompt] = true
+			h := fnv.New64a()
+			h.Write([]byte(ex.Prompt))
+			ps = append(ps, ph{ex.Prompt, h.Sum64()})
+		}
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].h < ps[j].h || (ps[i].h == ps[j].h && ps[i].prompt < ps[j].prompt) })
+	k := min(int(math.Ceil(share*float64(len(ps)))), len(ps)-1)
+	out := map[string]bool{}
+	for _, p := range ps[:max(k, 0)] {
+		out[p.prompt] = true
+	}
+	return out
 }
 
 // PRMChunk trains in.Steps steps of the process-reward objective (objective.PRM: the value head at

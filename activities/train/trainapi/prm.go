@@ -23,7 +23,7 @@ type PRMData struct {
 	HeldoutExamples int     `json:"heldout_examples,omitempty" default:"200" help:"held-out task examples, prompts disjoint from training"`
 	Train           string  `json:"train,omitempty" help:"JSONL URI of {prompt, steps, labels} lines instead of a task (from_data: a search phase's step labels)"`
 	Heldout         string  `json:"heldout,omitempty" help:"held-out JSONL URI; without it and with heldout_share > 0 the training lines are split by prompt"`
-	HeldoutShare    float64 `json:"heldout_share,omitempty" default:"0.2" help:"with train and no heldout: the share of prompts held out (by a hash of the prompt, so one prompt's solutions stay on one side)"`
+	HeldoutShare    float64 `json:"heldout_share,omitempty" default:"0.2" help:"with train and no heldout: the share of distinct prompts held out (those of smallest hash, at least one; every solution of a prompt stays on one side)"`
 	Seed            uint64  `json:"seed,omitempty" help:"data seed; 0 uses the pipeline seed"`
 }
 
