@@ -140,9 +140,9 @@ func slipStep(ex Example, rng *rand.Rand) string {
 	}
 	i := digits[rng.IntN(len(digits))]
 	lead := i == 0 || s[i-1] < '0' || s[i-1] > '9'
-	for d := s[i]; d == s[i] || (d == '0' && lead); { // no leading zero: the slip stays a plain number
-		d = byte('0' + (int(s[i]-'0')+1+rng.IntN(9))%10)
-		if d != '0' || !lead {
+	for {
+		d := byte('0' + (int(s[i]-'0')+1+rng.IntN(9))%10) // never the digit it replaces
+		if d != '0' || !lead {                            // no leading zero: the slip stays a plain number
 			s[i] = d
 			break
 		}
