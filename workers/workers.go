@@ -130,6 +130,10 @@ func NewRewardActivities(opts Options, withSandbox bool) (*reward.Activities, er
 	if err := ra.Registry().Register(reward.CriticVerifier, reward.NewCriticFactory(ra.Ckpt, NewTrainEngine(opts.Engine), reward.WithVisionEngine(NewVisionEngine(opts.Engine)))); err != nil {
 		return nil, fmt.Errorf("workers: register critic verifier: %w", err)
 	}
+	// The process reward model: a "prm" phase's model scoring every step of a completion.
+	if err := ra.Registry().Register(reward.PRMVerifier, reward.NewPRMFactory(ra.Ckpt, NewTrainEngine(opts.Engine))); err != nil {
+		return nil, fmt.Errorf("workers: register prm verifier: %w", err)
+	}
 	return ra, nil
 }
 

@@ -26,7 +26,7 @@ type PhaseKind struct {
 	// MakesData says the phase writes data later phases can train on (PhaseOutput.Data).
 	MakesData bool
 	// TakesData says what a phase trains on when from_data names a phase that writes data:
-	// DataSFT or DataPairs ("": it takes none).
+	// DataSFT, DataPairs or DataSteps ("": it takes none).
 	TakesData string
 }
 
@@ -34,6 +34,7 @@ type PhaseKind struct {
 const (
 	DataSFT   = "sft"
 	DataPairs = "pairs"
+	DataSteps = "steps" // step-labelled solutions (tasks.StepExample), for a prm phase
 )
 
 var phaseKinds = map[string]PhaseKind{}

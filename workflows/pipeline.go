@@ -133,6 +133,7 @@ type PhaseData struct {
 	SFT     string `json:"sft,omitempty"`     // prompt/completion JSONL: verified solutions
 	Pairs   string `json:"pairs,omitempty"`   // preference JSONL: {prompt, chosen, rejected}
 	Heldout string `json:"heldout,omitempty"` // prompt/completion JSONL the phase held out, for evaluation
+	Steps   string `json:"steps,omitempty"`   // step-labelled JSONL (tasks.StepExample) of the search's solutions
 }
 
 // PhaseCheckpoint is a finished phase's output checkpoint.
@@ -302,7 +303,7 @@ func (in *PipelineInput) checkFromData(i int, p PhaseSpec, seen map[string]int) 
 		return &config.FieldError{Path: path, Msg: fmt.Sprintf("phase %q is a %s phase, which writes no data (kinds that do: %s)", p.FromData, src.Kind, strings.Join(makers, ", "))}
 	}
 	if k, _ := LookupPhase(p.Kind); k.TakesData == "" {
-		return &config.FieldError{Path: path, Msg: fmt.Sprintf("a %s phase does not train on another phase's data (sft and the preference kinds do)", p.Kind)}
+		return &config.FieldError{Path: path, Msg: fmt.Sprintf("a %s phase does not train on another phase's data (sft, prm and the preference kinds do)", p.Kind)}
 	}
 	return nil
 }

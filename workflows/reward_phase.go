@@ -172,14 +172,7 @@ func RewardModel(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 				vm, _ := cfg.Model.Vision.Resolve() // validated
 				init.Vision = &vm
 			}
-			var out trainapi.RewardInitOutput
-			if err := r.exec(false, trainapi.RewardInitName, init, &out); err != nil {
-				return "", false, fmt.Errorf("%s %s: init: %w", in.Kind, in.Phase, err)
-			}
-			if out.NewHead {
-				r.st.Setup.Metrics = map[string]float64{"new_head": 1}
-			}
-			return out.Checkpoint, true, nil
+			return rewardInit(r, in, init)
 		},
 		chunk: func(r *chunkedRun, head trainapi.ChunkHead) (string, any) {
 			return trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, Loss: cfg.Loss}
@@ -200,4 +193,17 @@ func RewardModel(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			}
 		},
 	})
+}
+
+// rewardInit is the start of the value-head kinds (reward, prm): RewardInit commits step 0, the
+// starting checkpoint with a value head (new_head: 1 when it had none) or a fresh model.
+func rewardInit(r *chunkedRun, in PhaseInput, init trainapi.RewardInitInput) (string, bool, error) {
+	var out trainapi.RewardInitOutput
+	if err := r.exec(false, trainapi.RewardInitName, init, &out); err != nil {
+		return "", false, fmt.Errorf("%s %s: init: %w", in.Kind, in.Phase, err)
+	}
+	if out.NewHead {
+		r.st.Setup.Metrics = map[string]float64{"new_head": 1}
+	}
+	return out.Checkpoint, true, nil
 }

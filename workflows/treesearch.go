@@ -21,6 +21,7 @@ type SearchConfig struct {
 	Prompts          int               `json:"prompts" default:"64" help:"training prompts searched (the first N of the training examples)"`
 	BatchPrompts     int               `json:"batch_prompts" default:"8" help:"prompts per rollout.Search activity: a worker killed mid-phase loses at most its batch"`
 	Search           search.Params     `json:"search"`
+	PRM              string            `json:"prm,omitempty" help:"with search.value prm: the process reward model that values new steps, an earlier prm phase's name or a checkpoint URI"`
 	HeartbeatTimeout config.Duration   `json:"heartbeat_timeout" default:"60s" help:"a rollout worker silent this long is presumed dead; its batch is retried elsewhere"`
 }
 
@@ -52,9 +53,16 @@ func (c *SearchConfig) Validate() error {
 		return &config.FieldError{Path: "batch_prompts", Msg: fmt.Sprintf("%d: want 1..1024", c.BatchPrompts)}
 	case c.HeartbeatTimeout.D() < time.Second:
 		return &config.FieldError{Path: "heartbeat_timeout", Msg: "want at least 1s"}
+	case c.Search.Value == search.ValuePRM && c.PRM == "":
+		return &config.FieldError{Path: "prm", Msg: "search.value prm needs a process reward model: an earlier prm phase's name or a checkpoint URI"}
+	case c.Search.Value != search.ValuePRM && c.PRM != "":
+		return &config.FieldError{Path: "prm", Msg: "set only with search.value prm"}
 	}
 	return nil
 }
+
+// PhaseRefs: prm names an earlier phase or a URI.
+func (c *SearchConfig) PhaseRefs() []PhaseRef { return []PhaseRef{{Path: "prm", Value: c.PRM}} }
 
 // NeedsFrom: a search samples from a model.
 func (c *SearchConfig) NeedsFrom() string {
@@ -64,7 +72,7 @@ func (c *SearchConfig) NeedsFrom() string {
 func init() {
 	RegisterPhase(PhaseKind{Kind: "search", WorkflowName: "TreeSearch", Workflow: TreeSearch, MakesData: true,
 		Doc: "verifier-guided MCTS over reasoning steps (or search.strategy: sample, best-of-N rejection sampling) from `from`; " +
-			"writes the best verified solution per prompt (sft data) and sibling-step preference pairs for a later phase's from_data; passes its starting checkpoint on",
+			"writes the best verified solution per prompt (sft data), sibling-step preference pairs and step-labelled solutions (prm data) for a later phase's from_data; passes its starting checkpoint on",
 		NewConfig: func() PhaseConfig { return defaultSearchConfig() }})
 }
 
@@ -107,6 +115,7 @@ func TreeSearch(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		if err := workflow.ExecuteActivity(long, rolloutapi.SearchName, rolloutapi.SearchInput{
 			Store: in.Store, Run: in.RunID, Phase: in.Phase, Checkpoint: in.From, Data: cfg.Data, Seed: seed,
 			Batch: st.Next, PromptLo: lo, PromptHi: min(lo+cfg.BatchPrompts, cfg.Prompts), Params: cfg.Search,
+			PRM: resolvePhaseRef(cfg.PRM, in.Earlier), // "" unless value prm: the input of a rollout-valued search is unchanged
 		}).Get(ctx, &out); err != nil {
 			return PhaseOutput{}, fmt.Errorf("%s %s: batch %d of %d: %w", in.Kind, in.Phase, st.Next, batches, err)
 		}
@@ -139,8 +148,8 @@ func TreeSearch(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		"search_prompts": float64(s.Prompts), "search_solved_rate": float64(s.Solved) / n,
 		"search_nodes_mean": float64(s.Nodes) / n, "search_depth_mean": float64(s.DepthSum) / n, "search_depth_max": float64(s.DepthMax),
 		"search_verified_mean": float64(s.Verified) / n, "search_seconds": st.Seconds,
-		"data_examples": float64(data.Examples), "data_pairs": float64(data.PairsN),
+		"data_examples": float64(data.Examples), "data_pairs": float64(data.PairsN), "data_step_solutions": float64(data.StepsN),
 		"data_forward_tokens": float64(s.Tokens), "data_forward_tokens_per_prompt": float64(s.Tokens) / n,
 	}
-	return PhaseOutput{Checkpoint: in.From, Metrics: metrics, Data: &PhaseData{SFT: data.SFT, Pairs: data.Pairs, Heldout: data.Heldout}}, nil
+	return PhaseOutput{Checkpoint: in.From, Metrics: metrics, Data: &PhaseData{SFT: data.SFT, Pairs: data.Pairs, Heldout: data.Heldout, Steps: data.Steps}}, nil
 }

@@ -33,6 +33,9 @@ type SearchResult struct {
 	Best   string        `json:"best,omitempty"` // the best verified solution ("" when none passed)
 	Pairs  []search.Pair `json:"pairs,omitempty"`
 	Stats  search.Stats  `json:"stats"`
+	// Steps are the tree's distinct solutions (finished, dead ends, rollouts) labelled step by step
+	// by the task's per-line checker (tasks.LabelSteps); none for other tasks.
+	Steps []tasks.StepExample `json:"steps,omitempty"`
 }
 
 // SearchBatchKey is where a search batch's results live, relative to the store root.
@@ -83,6 +86,17 @@ func (a *Activities) Search(ctx context.Context, in rolloutapi.SearchInput) (rol
 	defer a.engines.release(shared)
 	enc := train.Encoder()
 	env := &engineEnv{ctx: ctx, eng: shared.eng, exs: exs, temp: in.Params.Temperature, decode: enc.Tok.Decode, newline: enc.Tok.Encode("\n")}
+	if in.Params.Value == search.ValuePRM {
+		if in.PRM == "" {
+			return bad(fmt.Errorf("rollout: search %s/%s: value prm without a process reward model (set the phase's prm)", in.Run, in.Phase))
+		}
+		m, err := (train.Loader{Ckpt: a.Ckpt, NewEngine: a.NewEngine}).Load(ctx, in.PRM, train.LoadOptions{Head: train.HeadRequired})
+		if err != nil {
+			return rolloutapi.SearchOutput{}, fmt.Errorf("rollout: search %s/%s: prm %s: %w", in.Run, in.Phase, in.PRM, err)
+		}
+		defer m.Close()
+		env.prm, env.prmSeq = m.Engine, m.Config.MaxSeq
+	}
 	trees := make([]*search.Tree, len(exs))
 	seeds := make([]uint64, len(exs))
 	for i, ex := range exs {
@@ -103,6 +117,7 @@ func (a *Activities) Search(ctx context.Context, in rolloutapi.SearchInput) (rol
 		rs[i] = SearchResult{Index: in.PromptLo + i, ID: ex.ID, Task: ex.Task, Prompt: ex.Prompt, Answer: ex.Answer,
 			Pairs: t.Pairs(in.Params.Margin, in.Params.MaxPairs), Stats: t.Stats()}
 		rs[i].Best, _ = t.Best()
+		rs[i].Steps = treeSteps(ex, t)
 	}
 	// Each tree's statistics go to the phase's metrics log (kind "search", step = prompt index).
 	recs := make([]ckpt.MetricsRecord, len(rs))
@@ -170,6 +185,28 @@ func readSearchResults(ctx context.Context, cl *ckpt.Client, uri string) ([]Sear
 	return rs, sc.Err()
 }
 
+// treeSteps labels the distinct solutions of a tree step by step with ex's task's per-line checker
+// (nil for a task without one), in node order.
+func treeSteps(ex tasks.Example, t *search.Tree) []tasks.StepExample {
+	task, err := tasks.Lookup(ex.Task)
+	sw, ok := task.(tasks.Stepwise)
+	if err != nil || !ok {
+		return nil
+	}
+	var out []tasks.StepExample
+	seen := map[string]bool{}
+	for _, n := range t.Nodes[1:] {
+		if seen[n.Completion] || len(tasks.SolutionSteps(n.Completion)) == 0 {
+			continue
+		}
+		seen[n.Completion] = true
+		s := tasks.LabelSteps(sw, ex, n.Completion)
+		s.ID = fmt.Sprintf("%s-s%d", ex.ID, len(out))
+		out = append(out, s)
+	}
+	return out
+}
+
 // engineEnv is search's policy (the engine, sampling with each request's seed) and verifier (the
 // example's task checker, train.Passes: 1 for a pass, else 0).
 type engineEnv struct {
@@ -180,7 +217,42 @@ type engineEnv struct {
 	temp    float64
 	newline []int
 	decode  func([]int) string
-	samples int // answered so far, for heartbeats
+	samples int          // answered so far, for heartbeats
+	prm     train.Engine // the process reward model valuing new steps (search.ValuePRM), else nil
+	prmSeq  int          // its context length
+}
+
+// prmRows is how many paths the process reward model scores at once.
+const prmRows = 32
+
+// ValueSteps implements search.StepValuer: the PRM's score of each request's last step, read at
+// the path's last token (train.StepSequence's layout: a line step ends with its newline); a
+// scoring costs the prompt and the path, one forward pass.
+func (e *engineEnv) ValueSteps(reqs []search.Request) ([]float64, []int, error) {
+	if e.prm == nil {
+		return nil, nil, fmt.Errorf("value steps: no process reward model loaded")
+	}
+	rows := make([]train.StepRow, len(reqs))
+	costs := make([]int, len(reqs))
+	for i, r := range reqs {
+		ids := append(append([]int(nil), e.prompts[r.Tree]...), r.Path...)
+		if len(ids) > e.prmSeq {
+			ids = ids[len(ids)-e.prmSeq:] // the end is what is scored; a longer path keeps its last tokens
+		}
+		rows[i], costs[i] = train.StepRow{IDs: ids, Ends: []int{len(ids) - 1}}, len(ids)
+	}
+	scores, err := train.ScoreSteps(e.prm, rows, prmRows, 1, e.prmSeq, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("value steps: %w", err)
+	}
+	out := make([]float64, len(reqs))
+	for i := range out {
+		out[i] = scores[i][0]
+	}
+	if activity.IsActivity(e.ctx) {
+		activity.RecordHeartbeat(e.ctx, trainapi.Progress{Step: e.samples})
+	}
+	return out, costs, e.ctx.Err()
 }
 
 // Sample runs the requests in engine batches of up to train.EvalRows requests that share their
@@ -277,11 +349,12 @@ func SearchDataKey(run, phase, name string) string {
 
 // SearchData is the rollout.SearchData activity: it writes the phase's data from its batches'
 // results, in order: the best verified solution of every solved prompt as SFT examples, every
-// pair as a preference example, and the data's held-out examples (for a following phase's exact
+// pair as a preference example, the trees' step-labelled solutions, and the data's held-out examples (for a following phase's exact
 // match). The objects are functions of the results, so a retry rewrites the same bytes.
 func (a *Activities) SearchData(ctx context.Context, in rolloutapi.SearchDataInput) (rolloutapi.SearchDataOutput, error) {
 	var sft []tasks.Example
 	var pairs []tasks.PrefExample
+	var steps []tasks.StepExample
 	for _, uri := range in.Results {
 		rs, err := readSearchResults(ctx, a.Ckpt, uri)
 		if err != nil {
@@ -295,6 +368,7 @@ func (a *Activities) SearchData(ctx context.Context, in rolloutapi.SearchDataInp
 				pairs = append(pairs, tasks.PrefExample{ID: fmt.Sprintf("%s-p%d", r.ID, k), Task: r.Task, Prompt: r.Prompt,
 					Chosen: p.Chosen, Rejected: p.Rejected, Answer: r.Answer})
 			}
+			steps = append(steps, r.Steps...)
 		}
 	}
 	out := rolloutapi.SearchDataOutput{Examples: len(sft), PairsN: len(pairs)}
@@ -312,6 +386,16 @@ func (a *Activities) SearchData(ctx context.Context, in rolloutapi.SearchDataInp
 	}
 	if out.Pairs, err = put(ctx, a.Ckpt, in.Store, SearchDataKey(in.Run, in.Phase, "pairs"), &buf); err != nil {
 		return out, err
+	}
+	if len(steps) > 0 {
+		buf.Reset()
+		if err := tasks.WriteStepJSONL(&buf, steps); err != nil {
+			return out, err
+		}
+		if out.Steps, err = put(ctx, a.Ckpt, in.Store, SearchDataKey(in.Run, in.Phase, "steps"), &buf); err != nil {
+			return out, err
+		}
+		out.StepsN = len(steps)
 	}
 	_, heldout, err := train.Examples(ctx, a.Ckpt, in.Data, in.Seed)
 	if err != nil {

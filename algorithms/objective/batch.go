@@ -25,6 +25,7 @@ var (
 	_ Batch = BTBatch{}
 	_ Batch = Sequences{}
 	_ Batch = DistillBatch{}
+	_ Batch = StepBatch{}
 )
 
 // PolicyRows are the sequence inputs the policy objectives (Policy, PPO) share, every one [rows, seq]

@@ -11,6 +11,10 @@
 // preference pairs of sibling steps whose values differ by more than a margin (each side a complete
 // solution: the chosen one verified, the rejected one not), and statistics.
 //
+// With Params.Value prm a new node is valued by a process reward model's score of its step (the
+// Env is a StepValuer: one forward pass over the path, no generation) instead of a rollout; such a
+// node has no completion of its own, so solutions and pairs come from terminal nodes only.
+//
 // The "sample" strategy is the peer of the same shape: each simulation draws K whole completions
 // from the root (best-of-N rejection sampling), so both strategies spend forward tokens under one
 // budget and write the same data.

@@ -24,6 +24,9 @@ type Node struct {
 	Completion string  `json:"completion"`
 	Score      float64 `json:"score"`
 	Pass       bool    `json:"pass"`
+	// Valued marks a node whose value is a process reward model's score of its step (Params.Value
+	// prm): it has no completion and no verdict, so it is never a solution or a side of a pair.
+	Valued bool `json:"valued,omitempty"`
 }
 
 // Tree is one prompt's search.
@@ -174,7 +177,7 @@ func (t *Tree) descend(i int, sign float64) int {
 
 // within returns the first node (index order) of the subtree at i whose verdict is pass, or -1.
 func (t *Tree) within(i int, pass bool) int {
-	if i > 0 && t.Nodes[i].Pass == pass {
+	if i > 0 && t.Nodes[i].Pass == pass && !t.Nodes[i].Valued {
 		return i
 	}
 	for _, ch := range t.Nodes[i].Children {
@@ -193,7 +196,7 @@ func (t *Tree) solution(i int, pass bool) int {
 	if !pass {
 		sign = -1
 	}
-	if j := t.descend(i, sign); j > 0 && t.Nodes[j].Pass == pass {
+	if j := t.descend(i, sign); j > 0 && t.Nodes[j].Pass == pass && !t.Nodes[j].Valued {
 		return j
 	}
 	return t.within(i, pass)

@@ -361,3 +361,85 @@ func TestStepCheck(t *testing.T) {
 		t.Errorf("step_check spent %d tokens, without it %d: want fewer", tc, tu)
 	}
 }
+
+// prmEnv is exprEnv with an oracle process reward model: a path scores 0.9 when every complete
+// line is right, else 0.1; scoring costs the prompt (10) and the path.
+type prmEnv struct {
+	*exprEnv
+	scored int
+}
+
+func (e *prmEnv) ValueSteps(reqs []Request) ([]float64, []int, error) {
+	scores, costs := make([]float64, len(reqs)), make([]int, len(reqs))
+	for i, r := range reqs {
+		scores[i], costs[i] = 0.1, 10+len(r.Path)
+		if (checkedEnv{e.exprEnv}).ValidPrefix(r.Tree, string(runes(r.Path))) {
+			scores[i] = 0.9
+		}
+	}
+	e.scored += len(reqs)
+	return scores, costs, nil
+}
+
+// TestValuePRM: with value prm a new step is valued by the PRM's score (no rollout: every Sample
+// request is an expansion of at most step_tokens tokens), the scoring's tokens are paid, a valued
+// node is never a solution or a pair's side, and the search still finds verified solutions; an
+// env that cannot value steps is an error.
+func TestValuePRM(t *testing.T) {
+	task, _ := tasks.Lookup("expr")
+	exs := tasks.Generate(task, 6, 5, 0)
+	p := DefaultParams()
+	p.Simulations, p.StepCheck, p.Value = 12, false, ValuePRM
+	trees := make([]*Tree, len(exs))
+	seeds := make([]uint64, len(exs))
+	for i := range trees {
+		trees[i], seeds[i] = NewTree(), uint64(100+i)
+	}
+	env := &prmEnv{exprEnv: &exprEnv{exs: exs, right: 0.6}}
+	if err := Run(trees, seeds, p, env); err != nil {
+		t.Fatal(err)
+	}
+	if env.scored == 0 {
+		t.Fatal("the PRM scored nothing")
+	}
+	solved := 0
+	for i, tr := range trees {
+		for j, n := range tr.Nodes[1:] {
+			switch {
+			case n.Terminal && n.Valued, !n.Terminal && !n.Valued && n.Visits > 0:
+				t.Fatalf("tree %d node %d: terminal %v valued %v: want the verifier on terminal nodes, the PRM on the others", i, j+1, n.Terminal, n.Valued)
+			case n.Valued && (n.Completion != "" || n.Pass || (n.Score != 0.9 && n.Score != 0.1)):
+				t.Fatalf("tree %d node %d: valued node %+v", i, j+1, n)
+			}
+		}
+		if best, ok := tr.Best(); ok {
+			solved++
+			if pass, _ := task.Check(exs[i], best); !pass {
+				t.Errorf("tree %d: best %q fails", i, best)
+			}
+		}
+		for _, pr := range tr.Pairs(0, 100) {
+			okC, _ := task.Check(exs[i], pr.Chosen)
+			okR, _ := task.Check(exs[i], pr.Rejected)
+			if !okC || okR || pr.Rejected == "" {
+				t.Errorf("tree %d: pair %+v", i, pr)
+			}
+		}
+	}
+	if solved < 5 {
+		t.Errorf("PRM-valued search solved %d of 6 prompts", solved)
+	}
+	p.Value = ValueRollout
+	rolled, _ := searchAll(t, exs, 100, p, 0.6)
+	var tp, tr int
+	for i := range trees {
+		tp, tr = tp+trees[i].Tokens, tr+rolled[i].Tokens
+	}
+	if tp >= tr {
+		t.Errorf("value prm spent %d tokens, rollouts %d: want fewer for the same simulations", tp, tr)
+	}
+	p.Value = ValuePRM
+	if err := Run([]*Tree{NewTree()}, []uint64{1}, p, &exprEnv{exs: exs}); err == nil || !strings.Contains(err.Error(), "values steps") {
+		t.Errorf("an env without a PRM: %v", err)
+	}
+}

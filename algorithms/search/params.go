@@ -13,6 +13,8 @@ const (
 	StrategySample = "sample"
 	StepLine       = "line"
 	StepTokens     = "tokens"
+	ValueRollout   = "rollout"
+	ValuePRM       = "prm"
 )
 
 // Params configure a search; they sit in the search phase's config under "search".
@@ -28,6 +30,7 @@ type Params struct {
 	CPUCT        float64 `json:"c_puct" default:"1.5" help:"exploration weight of PUCT"`
 	Temperature  float64 `json:"temperature" default:"1" help:"sampling temperature of expansions and rollouts"`
 	StepCheck    bool    `json:"step_check" default:"true" help:"with a task that checks single lines (expr), a step its verifier rejects is a dead end at once: value 0, no rollout spent on it"`
+	Value        string  `json:"value,omitempty" default:"rollout" help:"how mcts values a new step: rollout (the verifier's score of one rollout to the end) | prm (a process reward model's score of the step: one forward pass over the path, no generation; the phase's prm names the model)"`
 	Margin       float64 `json:"margin" default:"0.25" help:"sibling steps whose mean values differ by more than this make a preference pair"`
 	MaxPairs     int     `json:"max_pairs" default:"4" help:"preference pairs kept per prompt at most (largest value gaps first)"`
 }
@@ -35,7 +38,7 @@ type Params struct {
 // DefaultParams are the documented defaults.
 func DefaultParams() Params {
 	return Params{Strategy: StrategyMCTS, Step: StepLine, StepTokens: 16, MaxSteps: 8, MaxNewTokens: 64, Expand: 4,
-		Simulations: 16, CPUCT: 1.5, Temperature: 1, StepCheck: true, Margin: 0.25, MaxPairs: 4}
+		Simulations: 16, CPUCT: 1.5, Temperature: 1, StepCheck: true, Value: ValueRollout, Margin: 0.25, MaxPairs: 4}
 }
 
 // Validate names the bad field (relative to the params) and its allowed values.
@@ -64,6 +67,10 @@ func (p Params) Validate() error {
 		return bad("temperature", fmt.Sprintf("%g: want > 0 (search needs distinct samples)", p.Temperature))
 	case !(p.Margin >= 0 && p.Margin < 1):
 		return bad("margin", fmt.Sprintf("%g: want 0 <= margin < 1 (values are verifier scores in [0, 1])", p.Margin))
+	case p.Value != "" && p.Value != ValueRollout && p.Value != ValuePRM: // "": inputs recorded before the field, rollout
+		return bad("value", fmt.Sprintf("%q: allowed values: %s, %s", p.Value, ValueRollout, ValuePRM))
+	case p.Value == ValuePRM && p.Strategy != StrategyMCTS:
+		return bad("value", fmt.Sprintf("prm values the steps of a tree: it needs strategy %s", StrategyMCTS))
 	case p.MaxPairs < 0:
 		return bad("max_pairs", fmt.Sprintf("%d: want >= 0", p.MaxPairs))
 	}

@@ -38,6 +38,13 @@ type StepVerifier interface {
 	ValidPrefix(tree int, path string) bool
 }
 
+// StepValuer is an Env that values a node by a process reward model's score of its last step
+// instead of a rollout (Params.Value = prm): reqs are the nodes' paths (MaxNew unused); it returns
+// each path's score in [0, 1] and the forward tokens it spent.
+type StepValuer interface {
+	ValueSteps(reqs []Request) (scores []float64, costs []int, err error)
+}
+
 // seed purposes: an expansion's candidates and a new node's rollout draw from disjoint streams.
 const (
 	purposeExpand  = 1
@@ -69,6 +76,14 @@ func Run(trees []*Tree, seeds []uint64, p Params, env Env) error {
 	steps, _ := env.(StepVerifier)
 	if !p.StepCheck || p.Strategy != StrategyMCTS {
 		steps = nil
+	}
+	var valuer StepValuer
+	if p.Value == ValuePRM {
+		v, ok := env.(StepValuer)
+		if !ok {
+			return fmt.Errorf("search: value %s needs an Env that values steps (a process reward model)", ValuePRM)
+		}
+		valuer = v
 	}
 	for {
 		var reqs []Request
@@ -148,6 +163,12 @@ func Run(trees []*Tree, seeds []uint64, p Params, env Env) error {
 		if len(rreqs) == 0 {
 			continue
 		}
+		if valuer != nil {
+			if err := valueByPRM(trees, valuer, rreqs, rfrom); err != nil {
+				return err
+			}
+			continue
+		}
 		rolls, err := env.Sample(rreqs)
 		if err != nil {
 			return err
@@ -174,4 +195,26 @@ func anyActive(trees []*Tree, active func(*Tree) bool) bool {
 		}
 	}
 	return false
+}
+
+// valueByPRM backs up the process reward model's score of each new node's path in place of a
+// rollout's verdict: the node gets no completion (Valued), so it is never a solution or a pair's
+// side, and the tree pays the scoring's forward tokens.
+func valueByPRM(trees []*Tree, valuer StepValuer, reqs []Request, from []owner) error {
+	scores, costs, err := valuer.ValueSteps(reqs)
+	if err != nil {
+		return err
+	}
+	if len(scores) != len(reqs) || len(costs) != len(reqs) {
+		return fmt.Errorf("search: %d step values for %d requests", len(scores), len(reqs))
+	}
+	for j, v := range scores {
+		o := from[j]
+		t := trees[o.tree]
+		t.Tokens += costs[j]
+		n := &t.Nodes[o.node]
+		n.Score, n.Valued = v, true
+		t.Backup(o.node, v)
+	}
+	return nil
 }

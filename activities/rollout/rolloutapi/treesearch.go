@@ -26,6 +26,8 @@ type SearchInput struct {
 	PromptLo   int               `json:"prompt_lo"`
 	PromptHi   int               `json:"prompt_hi"`
 	Params     search.Params     `json:"params"`
+	// PRM is the process reward model's checkpoint that values new steps when Params.Value is prm.
+	PRM string `json:"prm,omitempty"`
 }
 
 // SearchOutput names the batch's results object (one JSON line per prompt: the best verified
@@ -56,11 +58,16 @@ type SearchDataInput struct {
 }
 
 // SearchDataOutput names the data objects: SFT examples (the best verified solution of every
-// solved prompt), preference pairs, and the held-out examples a following phase evaluates on.
+// solved prompt), preference pairs, the held-out examples a following phase evaluates on, and the
+// trees' step-labelled solutions.
 type SearchDataOutput struct {
-	SFT      string `json:"sft"`
-	Pairs    string `json:"pairs"`
-	Heldout  string `json:"heldout,omitempty"`
+	SFT     string `json:"sft"`
+	Pairs   string `json:"pairs"`
+	Heldout string `json:"heldout,omitempty"`
+	// Steps holds the step-labelled solutions of the trees (tasks.StepExample; tasks with a per-line
+	// checker only), for a prm phase's from_data.
+	Steps    string `json:"steps,omitempty"`
+	StepsN   int    `json:"steps_n,omitempty"`
 	Examples int    `json:"examples"`
 	PairsN   int    `json:"pairs_n"`
 }

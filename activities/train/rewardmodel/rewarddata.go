@@ -97,16 +97,6 @@ func encodePairs(pairs []tasks.PrefExample, maxSeq int) ([]encodedPair, error) {
 	return out, nil
 }
 
-// rewardSeq is the padded length of a batch whose longest sequence has n tokens: the next power of
-// two from 8, capped at maxSeq (few shapes, so few compilations).
-func rewardSeq(n, maxSeq int) int {
-	s := 8
-	for s < n {
-		s *= 2
-	}
-	return min(s, maxSeq)
-}
-
 // pairBatch is objective.BradleyTerry's batch of the pairs idx, padded to rows rows (padding rows
 // have weight 0) and to a common sequence length.
 func pairBatch(enc []encodedPair, idx []int, rows, maxSeq int) objective.BTBatch {
@@ -114,7 +104,7 @@ func pairBatch(enc []encodedPair, idx []int, rows, maxSeq int) objective.BTBatch
 	for _, i := range idx {
 		longest = max(longest, len(enc[i].chosen), len(enc[i].rejected))
 	}
-	seq := rewardSeq(longest, maxSeq)
+	seq := train.PadSeq(longest, maxSeq)
 	side := func(get func(encodedPair) ([]int, []bool)) objective.Sequences {
 		seqs, completion := make([][]int, len(idx)), make([][]bool, len(idx))
 		for r, i := range idx {

@@ -33,6 +33,8 @@ func Register(r train.Registrar, deps *train.Activities, opts ...Option) {
 	r.RegisterActivityWithOptions(a.RewardInit, activity.RegisterOptions{Name: trainapi.RewardInitName})
 	r.RegisterActivityWithOptions(a.RewardChunk, activity.RegisterOptions{Name: trainapi.RewardChunkName})
 	r.RegisterActivityWithOptions(a.RewardEvaluate, activity.RegisterOptions{Name: trainapi.RewardEvaluateName})
+	r.RegisterActivityWithOptions(a.PRMChunk, activity.RegisterOptions{Name: trainapi.PRMChunkName})
+	r.RegisterActivityWithOptions(a.PRMEvaluate, activity.RegisterOptions{Name: trainapi.PRMEvaluateName})
 }
 
 // RewardInit commits step 0 of a reward phase: the weights of in.From with a value head added

@@ -1,0 +1,146 @@
+package objective
+
+import (
+	"fmt"
+
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+	"github.com/gomlx/gomlx/core/tensors"
+	gm "github.com/gomlx/gomlx/ml/model"
+
+	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/model"
+)
+
+// PRMMetrics are the metrics of the process-reward objective, weighted means over the real steps
+// except steps (their count): step_accuracy is the fraction whose score sign agrees with the label
+// (score > 0 for a correct step, ≤ 0 for a wrong one), bce the mean binary cross-entropy, score the
+// mean logit, positive the fraction labelled correct.
+var PRMMetrics = []string{"step_accuracy", "bce", "score", "positive", "steps"}
+
+// StepBatch is the input of PRM: one step-labelled solution per row. Seq are the rows (prompt and
+// steps, each step followed by its newline; Last and Completion unused), Ends[r][s] the position of
+// step s's newline in row r, Labels[r][s] 1 for a correct step and 0 for a wrong one, Weight[r][s] 1
+// for a real step and 0 for padding (rows with fewer steps, padding rows). Ends, Labels and Weight
+// are [rows, steps].
+type StepBatch struct {
+	Seq    Sequences
+	Ends   [][]int
+	Labels [][]float32
+	Weight [][]float32
+}
+
+// Tensors: the Sequences' five, then ends (int32), labels and weights.
+func (b StepBatch) Tensors() []*tensors.Tensor {
+	return append(b.Seq.Tensors(), i32(b.Ends), f32(b.Labels), f32(b.Weight))
+}
+
+type stepNodes struct {
+	seq                  seqNodes
+	ends, labels, weight *Node
+}
+
+func stepIn(name string, in []*Node) stepNodes {
+	if len(in) != 8 {
+		panic(fmt.Sprintf("objective %s: %d inputs, want 8 (a StepBatch)", name, len(in)))
+	}
+	return stepNodes{seq: seqIn(name, in[:5]), ends: in[5], labels: in[6], weight: in[7]}
+}
+
+// StepLogits reads the value head's output at each step's end.
+//
+//	values: [rows, seq] float32 (model.ValueHead)
+//	ends:   [rows, steps] int32 positions
+//	logits: [rows, steps] float32
+//
+// A causal model's value at a step's end sees only the prompt and the steps up to it, so a step's
+// score in a whole solution equals its score with nothing after it: the search scores a new step
+// on its path alone, the verifier every step of a completion in one pass.
+func StepLogits(values, ends *Node) *Node {
+	if values.Rank() != 2 || ends.Rank() != 2 || ends.Shape().Dim(0) != values.Shape().Dim(0) {
+		panic(fmt.Sprintf("objective: step logits: values %s and ends %s, want [rows, seq] and [rows, steps]", values.Shape(), ends.Shape()))
+	}
+	pick := OneHot(ends, values.Shape().Dim(1), values.DType()) // [rows, steps, seq]
+	return ReduceSum(Mul(pick, InsertAxes(values, 1)), 2)
+}
+
+// StepBCE is the process-reward loss: binary cross-entropy of each step's logit z against its
+// label y, ℓ = −y·log σ(z) − (1−y)·log σ(−z), weighted mean over the steps.
+//
+//	logits, labels, w: [rows, steps] float32 (w: 1 on real steps)
+//	loss:              scalar Σ w·ℓ / Σ w (0 when Σ w = 0)
+func StepBCE(logits, labels, w *Node) (*Node, map[string]*Node) {
+	for _, x := range []*Node{labels, w} {
+		if !x.Shape().EqualDimensions(logits.Shape()) {
+			panic(fmt.Sprintf("objective: step bce: logits %s, labels %s, weights %s must share one shape", logits.Shape(), labels.Shape(), w.Shape()))
+		}
+	}
+	w, labels = loss.AsWeights(w, logits), loss.AsWeights(labels, logits)
+	n := ReduceAllSum(w)
+	den := MaxScalar(n, 1e-9)
+	mean := func(x *Node) *Node { return Div(ReduceAllSum(Mul(x, w)), den) }
+	one := OnesLike(labels)
+	bce := Neg(Add(Mul(labels, loss.LogSigmoid(logits)), Mul(Sub(one, labels), loss.LogSigmoid(Neg(logits)))))
+	pred := ConvertDType(GreaterThan(logits, ZerosLike(logits)), logits.DType())
+	right := ConvertDType(Equal(pred, labels), logits.DType())
+	l := mean(bce)
+	return l, map[string]*Node{"step_accuracy": mean(right), "bce": l, "score": mean(logits), "positive": mean(labels), "steps": n}
+}
+
+// PRM is the process-reward-model objective: the value head read at every step's end (StepLogits)
+// trained with StepBCE against the step labels. Its input is a StepBatch; the model needs a value
+// head. The generative term of a Bradley–Terry reward model (Config.RewardLogProb) is not used: a
+// step's score is the value head alone, so it reads at any position the same way.
+func PRM() Objective {
+	return Objective{
+		Name:    "prm-bce",
+		Metrics: PRMMetrics,
+		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
+			b := stepIn("prm", in)
+			if !mc.ValueHead {
+				panic("objective prm: the model has no value_head")
+			}
+			values := model.Values(scope, mc, b.seq.tokens, b.seq.positions, rewardBool(b.seq.valid))
+			return StepBCE(StepLogits(values, b.ends), b.labels, b.weight)
+		},
+	}
+}
+
+// PRMScoreName prefixes the metric names of PRMScores: row r's step s is
+// fmt.Sprintf("%s%03d_%02d", PRMScoreName, r, s).
+const PRMScoreName = "prm_"
+
+// PRMScoreKey is the metric name of row r's step s in PRMScores.
+func PRMScoreKey(r, s int) string { return fmt.Sprintf("%s%03d_%02d", PRMScoreName, r, s) }
+
+// PRMScores is an evaluation-only objective returning σ(logit) of every (row, step) of a StepBatch
+// of rows × steps as a metric (the engine returns named scalars only), so a trained PRM can score
+// steps through EvalObjective. Its loss is StepBCE (labels may be zeros).
+func PRMScores(rows, steps int) Objective {
+	names := make([]string, 0, rows*steps)
+	for r := range rows {
+		for s := range steps {
+			names = append(names, PRMScoreKey(r, s))
+		}
+	}
+	return Objective{
+		Name:    fmt.Sprintf("prm-scores[%dx%d]", rows, steps),
+		Metrics: names,
+		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
+			b := stepIn("prm-scores", in)
+			if d := b.ends.Shape(); d.Dim(0) != rows || d.Dim(1) != steps {
+				panic(fmt.Sprintf("objective prm-scores: ends %s, want [%d, %d]", d, rows, steps))
+			}
+			values := model.Values(scope, mc, b.seq.tokens, b.seq.positions, rewardBool(b.seq.valid))
+			logits := StepLogits(values, b.ends)
+			l, _ := StepBCE(logits, b.labels, b.weight)
+			p := Sigmoid(logits)
+			out := make(map[string]*Node, len(names))
+			for r := range rows {
+				for s := range steps {
+					out[PRMScoreKey(r, s)] = Reshape(Slice(p, AxisElem(r), AxisElem(s)))
+				}
+			}
+			return l, out
+		},
+	}
+}

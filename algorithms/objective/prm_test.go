@@ -1,0 +1,129 @@
+package objective
+
+import (
+	"math"
+	"testing"
+
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+	"github.com/gomlx/gomlx/core/tensors"
+)
+
+// prmRef is the plain-Go float64 reference of StepLogits and StepBCE: values [rows][seq] read at
+// ends [rows][steps], binary cross-entropy against labels, weighted mean.
+func prmRef(values [][]float64, ends [][]int, labels, w [][]float64) (float64, map[string]float64) {
+	var n, l, acc, score, pos float64
+	for r := range ends {
+		for s, e := range ends[r] {
+			z, y := values[r][e], labels[r][s]
+			// −log σ(z) = log(1 + e^{−z}) and −log σ(−z) = log(1 + e^{z}), written stably.
+			nlsPos := math.Max(-z, 0) + math.Log1p(math.Exp(-math.Abs(z)))
+			nlsNeg := math.Max(z, 0) + math.Log1p(math.Exp(-math.Abs(z)))
+			l += w[r][s] * (y*nlsPos + (1-y)*nlsNeg)
+			if (z > 0) == (y == 1) {
+				acc += w[r][s]
+			}
+			score += w[r][s] * z
+			pos += w[r][s] * y
+			n += w[r][s]
+		}
+	}
+	den := math.Max(n, 1e-9)
+	return l / den, map[string]float64{"step_accuracy": acc / den, "bce": l / den, "score": score / den, "positive": pos / den, "steps": n}
+}
+
+func mat32(x [][]float64) *tensors.Tensor {
+	flat := make([]float32, 0, len(x)*len(x[0]))
+	for _, row := range x {
+		for _, v := range row {
+			flat = append(flat, float32(v))
+		}
+	}
+	return tensors.FromFlatDataAndDimensions(flat, len(x), len(x[0]))
+}
+
+// TestStepBCEMatchesReference: the graph's step logits, loss and metrics against prmRef on
+// hand-made cases (a confident right step, a confident wrong one, a padding step whose huge logit
+// must not count, a row of padding only), and the gradient of the loss in the values against
+// σ(z) − y per step over Σ w, placed at the step's end.
+func TestStepBCEMatchesReference(t *testing.T) {
+	cases := []struct {
+		name         string
+		values       [][]float64
+		ends         [][]int
+		labels, w    [][]float64
+		wantLoss     float64 // hand-computed
+		wantAccuracy float64
+	}{
+		{
+			name:   "one step right",
+			values: [][]float64{{0, 0, 2}}, ends: [][]int{{2}}, labels: [][]float64{{1}}, w: [][]float64{{1}},
+			wantLoss: math.Log1p(math.Exp(-2)), wantAccuracy: 1,
+		},
+		{
+			name:   "wrong step scored high, right step scored low",
+			values: [][]float64{{0, 3, 0, -1}}, ends: [][]int{{1, 3}}, labels: [][]float64{{0, 1}}, w: [][]float64{{1, 1}},
+			wantLoss: (math.Log1p(math.Exp(3)) + math.Log1p(math.Exp(1))) / 2, wantAccuracy: 0,
+		},
+		{
+			name:   "a zero logit says wrong",
+			values: [][]float64{{5, 0}}, ends: [][]int{{1}}, labels: [][]float64{{0}}, w: [][]float64{{1}},
+			wantLoss: math.Log(2), wantAccuracy: 1,
+		},
+		{
+			name:   "padding step and padding row do not count",
+			values: [][]float64{{-2, 50, 0}, {9, 9, 9}}, ends: [][]int{{0, 1}, {0, 0}}, labels: [][]float64{{0, 0}, {1, 1}}, w: [][]float64{{1, 0}, {0, 0}},
+			wantLoss: math.Log1p(math.Exp(-2)), wantAccuracy: 1,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ref, refM := prmRef(c.values, c.ends, c.labels, c.w)
+			if math.Abs(ref-c.wantLoss) > 1e-12 || refM["step_accuracy"] != c.wantAccuracy {
+				t.Fatalf("reference %g (accuracy %g), hand-computed %g (%g)", ref, refM["step_accuracy"], c.wantLoss, c.wantAccuracy)
+			}
+			flat := []int32{}
+			for r := range c.ends {
+				for _, e := range c.ends[r] {
+					flat = append(flat, int32(e))
+				}
+			}
+			outs := MustExecOnceN(rewardTestBackend(), func(in []*Node) []*Node {
+				l, m := StepBCE(StepLogits(in[0], in[1]), in[2], in[3])
+				nodes := []*Node{l, Gradient(l, in[0])[0]}
+				for _, k := range PRMMetrics {
+					nodes = append(nodes, m[k])
+				}
+				return nodes
+			}, mat32(c.values), tensors.FromFlatDataAndDimensions(flat, len(c.ends), len(c.ends[0])), mat32(c.labels), mat32(c.w))
+			if got := float64(tensors.ToScalar[float32](outs[0])); math.Abs(got-ref) > 1e-5 {
+				t.Errorf("loss %g, reference %g", got, ref)
+			}
+			for i, k := range PRMMetrics {
+				if got := float64(tensors.ToScalar[float32](outs[2+i])); math.Abs(got-refM[k]) > 1e-5 {
+					t.Errorf("%s %g, reference %g", k, got, refM[k])
+				}
+			}
+			// d loss / d values[r][e] = Σ over steps ending at e of w·(σ(z) − y) / Σ w.
+			var n float64
+			for r := range c.w {
+				for _, v := range c.w[r] {
+					n += v
+				}
+			}
+			grad := tensors.MustCopyFlatData[float32](outs[1])
+			seq := len(c.values[0])
+			for r := range c.values {
+				want := make([]float64, seq)
+				for s, e := range c.ends[r] {
+					z := c.values[r][e]
+					want[e] += c.w[r][s] * (1/(1+math.Exp(-z)) - c.labels[r][s]) / math.Max(n, 1e-9)
+				}
+				for p := range seq {
+					if got := float64(grad[r*seq+p]); math.Abs(got-want[p]) > 1e-5 {
+						t.Errorf("d loss / d values[%d][%d] = %g, want %g", r, p, got, want[p])
+					}
+				}
+			}
+		})
+	}
+}
