@@ -18,9 +18,11 @@ func TestOnlineDPO(t *testing.T) {
 	env := testenv.Get(t)
 	env.Roles(t)
 	in := rlPipeline(t, "")
-	// Hot sampling on a model after 6 SFT steps: most groups differ, so pairs form.
+	// A model after 6 SFT steps solves nothing: hot sampling and a reward for starting with a digit
+	// make groups whose samples differ, so pairs form.
 	in.Phases[1] = workflows.PhaseSpec{Name: "odpo", Kind: workflows.KindOnlineDPO, Config: mergeConfigs(t, string(in.Phases[1].Config),
-		`{"iterations":3,"prompts":6,"group":3,"temperature":2,"preference":{"beta":0.2},"eval":{"before":true}}`)}
+		`{"iterations":3,"prompts":6,"group":3,"temperature":2,"preference":{"beta":0.2},"eval":{"before":true},
+			"reward":{"verifiers":[{"name":"format","params":{"regex":["^[0-9]"]}}]}}`)}
 	run := start(t, env.Client, in)
 	var out workflows.PipelineOutput
 	if err := run.Get(context.Background(), &out); err != nil {
