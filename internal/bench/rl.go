@@ -30,9 +30,10 @@ type RLReport struct {
 }
 
 // RLPipeline trains a small SFT model, then runs the same GRPO phase three times from it: sync,
-// async (one-step-off) and deep (async, max_staleness 4, partial generations: deepArm). Async mode only pays off when rollout and training cost about the same, so the phase is sized
-// for that on this CPU backend, where a policy step costs ~3× generating the same tokens (backward
-// pass, old log-probs): hot sampling (temperature 5, 48 new tokens) makes every rollout long, and a
+// async (one-step-off) and deep (async, max_staleness 4, partial generations: deepArm). Async mode
+// only pays off when rollout and training cost about the same, so the phase is sized for that on
+// this CPU backend, where a policy step costs ~3× generating the same tokens (backward pass, old
+// log-probs): hot sampling (temperature 5, 48 new tokens) makes every rollout long, and a
 // rare reward ("starts with 9") with dynamic sampling drops the groups whose rewards are all equal, as
 // DAPO's over-sampling does, so the trainer sees a fraction of the generated rows. The report shows
 // the per-step waits, so the balance is visible. extra (JSON) overrides any field of the GRPO phases,
@@ -43,15 +44,11 @@ func RLPipeline(iterations int, extra string) (workflows.PipelineInput, error) {
 		"batch":{"rows":16,"seq":64},"steps":100,"chunk_steps":100,"optimizer":{"lr":0.01},"eval":{"before":false,"examples":50,"max_new_tokens":4}}`
 	in := workflows.PipelineInput{Name: "bench-rl", Seed: 1, Phases: []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(sft)}}}
 	for _, mode := range rlModes {
-		m := mode
-		if m == "deep" {
-			m = "async"
-		}
 		c, err := mergeJSON(fmt.Sprintf(`{"data":{"task":"add2","heldout_examples":50},"iterations":%d,"prompts":32,"group":8,
 			"max_new_tokens":48,"temperature":5,"epochs":1,"minibatch":0,"loss":{"kl_beta":0},"dynamic_sampling":true,
 			"reward":{"verifiers":[{"name":"format","params":{"regex":["^9"]}}]},
-			"mode":%q,"eval_every":0,"eval":{"before":false,"examples":50,"max_new_tokens":4}}`, iterations, m), extra)
-		if err == nil && mode == "deep" {
+			"mode":%q,"eval_every":0,"eval":{"before":false,"examples":50,"max_new_tokens":4}}`, iterations, mode), extra)
+		if err == nil && mode == "deep" { // its mode, "deep", is deepArm's async
 			c, err = mergeJSON(string(c), deepArm)
 		}
 		if err != nil {
@@ -69,7 +66,7 @@ var rlModes = []string{"sync", "async", "deep"}
 // continue under newer weights (docs/async.md).
 const deepArm = `{"mode":"async","max_staleness":4,"partial":true}`
 
-// RL runs RLPipeline in one run on a private stack and reports sync against async.
+// RL runs RLPipeline in one run on a private stack and reports sync against async and deep async.
 func RL(ctx context.Context, o RLOptions) (*RLReport, error) {
 	in, err := RLPipeline(o.Iterations, o.RLConfig)
 	if err != nil {
