@@ -77,6 +77,8 @@ type RLState struct {
 	// Flights are the iterations generating ahead (async with max_staleness > 1 or partial,
 	// rl_async.go) across continue-as-new, the oldest first.
 	Flights []AsyncFlight `json:"flights,omitempty"`
+	// DPO sums online DPO's pairs (rl_dpo.go); nil for the other kinds.
+	DPO *DPOSums `json:"dpo,omitempty"`
 }
 
 // RL is the rollout → reward → train loop over policy versions, in sync or async mode, with held-out
@@ -315,6 +317,9 @@ func (r *rlRun) metrics() map[string]float64 {
 	}
 	if r.cfg.Rollout.Agent != nil {
 		metrics["agent_groups_dropped"], metrics["agent_failures"] = float64(st.AgentDropped), float64(st.AgentFailures)
+	}
+	if r.cfg.Preference != nil {
+		st.dpoMetrics(metrics)
 	}
 	copyMetrics(metrics, st.Last, "")
 	copyMetrics(metrics, st.Before, "_before")

@@ -10,8 +10,8 @@ import (
 // backTrack leaves the current policy for the last good checkpoint: it drains the work in flight on
 // the policy it leaves, records the branch (LR and KL scaled) and, while iterations remain, runs
 // them as the child workflow Root.bN, whose result is the phase's (end). Without iterations left the
-// loop ends here; forgetLast then drops the last evaluation so that the restored checkpoint is
-// evaluated for the result.
+// loop ends here; forgetLast (a regression; a non-finite step from "rl-nan-last" on) then drops the
+// last evaluation so that the restored checkpoint is evaluated for the result.
 func (r *rlRun) backTrack(reason string, forgetLast bool) (out PhaseOutput, end bool, err error) {
 	r.src.drop(r)
 	if err := r.awaitRetain(); err != nil {
@@ -21,7 +21,7 @@ func (r *rlRun) backTrack(reason string, forgetLast bool) (out PhaseOutput, end 
 		return PhaseOutput{}, true, err
 	}
 	if r.spent() {
-		if forgetLast {
+		if forgetLast || r.forgetsAfterNonFinite() {
 			r.st.Last = nil
 		}
 		return PhaseOutput{}, false, nil

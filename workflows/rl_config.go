@@ -41,7 +41,8 @@ type SelfCorrectSpec struct {
 	Resample bool `json:"resample" help:"retry with the original prompt (a fresh sample) instead of appending the verifier's feedback"`
 }
 
-// RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp, cispo, ppo).
+// RLConfig configures the RL phase kinds (grpo, dapo, dr_grpo, gspo, rloo, reinforce_pp, cispo, ppo,
+// online_dpo).
 type RLConfig struct {
 	Data         trainapi.DataSpec `json:"data"`
 	Reward       verify.Spec       `json:"reward" help:"verifiers and weights; empty: the task's own exact checker"`
@@ -77,6 +78,8 @@ type RLConfig struct {
 	HeartbeatTimeout   config.Duration `json:"heartbeat_timeout" default:"30s"`
 	// PPO is set for the ppo kind only (its defaults: train.DefaultPPOConfig).
 	PPO *trainapi.PPOConfig `json:"ppo,omitempty" help:"ppo phase only: GAE γ/λ, KL in the reward, value-head seed (value_coef, value_clip, entropy_coef are under loss)"`
+	// Preference is set for the online_dpo kind only (rl_dpo.go): its pairwise loss.
+	Preference *losscfg.Preference `json:"preference,omitempty" help:"online_dpo phase only: the pairwise loss of each prompt's best-vs-worst pair, kind dpo or ipo, beta (× backtrack.kl_factor at each back-track), label_smoothing, sft_coef"`
 	// Rollout fans generation and scoring out over workers (rl_shards.go).
 	Rollout RolloutSpec `json:"rollout"`
 
@@ -142,6 +145,9 @@ func (c *RLConfig) Validate() error {
 		return err
 	}
 	if err := c.validateLoss(); err != nil {
+		return err
+	}
+	if err := c.validateDPO(); err != nil {
 		return err
 	}
 	ppo := c.kind == losscfg.AlgoPPO

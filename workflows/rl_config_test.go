@@ -185,3 +185,32 @@ func TestRLSamplingConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlineDPOConfig: online_dpo's loss is under preference (dpo or ipo), and settings only the
+// policy-gradient step reads are refused by name; no other kind takes preference.
+func TestOnlineDPOConfig(t *testing.T) {
+	for _, tc := range []struct{ kind, cfg, path string }{
+		{KindOnlineDPO, `{}`, ""},
+		{KindOnlineDPO, `{"preference":{"kind":"ipo","beta":0.5},"group":4}`, ""},
+		{KindOnlineDPO, `{"preference":{"kind":"kto"}}`, "preference.kind"},
+		{KindOnlineDPO, `{"preference":{"beta":-1}}`, "preference"},
+		{KindOnlineDPO, `{"preference":null}`, "preference"},
+		{KindOnlineDPO, `{"loss":{"kl_beta":0.1}}`, "loss"},
+		{KindOnlineDPO, `{"dynamic_sampling":true}`, "dynamic_sampling"},
+		{KindOnlineDPO, `{"group":1}`, "group"},
+		{KindOnlineDPO, `{"rollout":{"tools":["calc"]}}`, "rollout"},
+		{"grpo", `{"preference":{"kind":"dpo"}}`, "preference"},
+	} {
+		_, err := DecodePhaseConfig(tc.kind, []byte(`{"data":{"task":"add2"},`+tc.cfg[1:]), "config")
+		switch {
+		case tc.path == "" && err != nil:
+			t.Errorf("%s %s: %v", tc.kind, tc.cfg, err)
+		case tc.path != "" && (err == nil || !strings.Contains(err.Error(), "config."+tc.path+":")):
+			t.Errorf("%s %s: got %v, want an error naming %s", tc.kind, tc.cfg, err, tc.path)
+		}
+	}
+	c, _ := DecodePhaseConfig(KindOnlineDPO, []byte(`{"data":{"task":"add2"}}`), "config")
+	if rc := c.(*RLConfig); rc.Group != 2 || rc.Preference.Kind != "dpo" || rc.Preference.BetaOrDefault() != 0.1 {
+		t.Errorf("defaults: group %d, preference %+v; want 2, dpo with β 0.1", rc.Group, rc.Preference)
+	}
+}

@@ -35,7 +35,18 @@ const (
 	// iterations generating ahead (deepSource, rl_async.go). Before: such configs were refused, so
 	// only those runs ask it.
 	versionDeepAsync = "rl-deep-async"
+
+	// rl-nan-last: a non-finite step at the last iteration drops the last evaluation, as a
+	// regression there does, so the result reports the restored checkpoint's. Before: the result
+	// kept the evaluation of a version the phase had left. Asked only in that case.
+	versionNaNLast = "rl-nan-last"
 )
+
+// forgetsAfterNonFinite says whether a back-track after a non-finite step that ends the phase drops
+// the last evaluation (asked only then).
+func (r *rlRun) forgetsAfterNonFinite() bool {
+	return workflow.GetVersion(r.ctx, versionNaNLast, workflow.DefaultVersion, 1) >= 1
+}
 
 // autoTIS says whether stale async rollouts get truncated importance sampling (tis_threshold 2) that
 // the loss did not ask for: when it chose no correction itself.

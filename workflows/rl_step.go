@@ -117,8 +117,41 @@ func failedOf(vs []rewardapi.ItemVerdict, limit int) (idx []int, fb []string) {
 
 // step trains the policy on the iteration's rollouts (its LR and KL scaled by the back-tracks so far;
 // stale async rollouts corrected by truncated importance sampling unless loss.correction chose a
-// correction) and sums up the iteration.
+// correction; online_dpo: a pairwise loss instead, rl_dpo.go) and sums up the iteration.
 func (r *rlRun) step(b rlRollouts, iterStart time.Time) (trainapi.PolicyStepOutput, error) {
+	st := &r.st
+	var name string
+	var input any
+	if r.cfg.Preference != nil {
+		name, input = trainapi.OnlineDPOStepName, r.dpoStepInput(b)
+	} else {
+		name, input = trainapi.PolicyStepName, r.policyStepInput(b)
+	}
+	var step trainapi.PolicyStepOutput
+	trainStart := workflow.Now(r.ctx)
+	if err := workflow.ExecuteActivity(r.trainCtx, name, input).Get(r.ctx, &step); err != nil {
+		return step, r.fail(fmt.Sprintf("train iteration %d", st.Iter), err)
+	}
+	st.Iter++
+	st.WaitTrain += r.since(trainStart)
+	st.TrainTokS += step.Metrics["train_tokens_per_s"]
+	st.StepLoad += step.Metrics["seconds_load"] + step.Metrics["seconds_read"]
+	st.StepOptimize += step.Metrics["seconds_optimize"]
+	st.StepCommit += step.Metrics["seconds_commit"]
+	st.StepQueued += step.Metrics["seconds_queued"]
+	st.Seconds += r.since(iterStart)
+	st.RewardSum += b.metrics.MeanScore
+	st.LastReward = b.metrics.MeanScore
+	st.PointReward += b.metrics.MeanScore
+	st.PointIters++
+	if r.cfg.Preference != nil {
+		st.addPairs(step.Metrics)
+	}
+	return step, nil
+}
+
+// policyStepInput is the policy-gradient step of iteration st.Iter.
+func (r *rlRun) policyStepInput(b rlRollouts) trainapi.PolicyStepInput {
 	st, in, cfg := &r.st, r.in, r.cfg
 	lc := cfg.Loss
 	lc.KLBeta *= st.KLScale
@@ -134,29 +167,12 @@ func (r *rlRun) step(b rlRollouts, iterStart time.Time) (trainapi.PolicyStepOutp
 		}
 		ppo = &p
 	}
-	var step trainapi.PolicyStepOutput
-	trainStart := workflow.Now(r.ctx)
-	if err := workflow.ExecuteActivity(r.trainCtx, trainapi.PolicyStepName, trainapi.PolicyStepInput{
+	return trainapi.PolicyStepInput{
 		Store: in.Store, Run: in.RunID, Phase: st.Dir, Policy: st.Policy, Reference: st.Reference, Version: st.Version,
 		Rollouts: b.rollouts, Rewards: b.rewards, Shards: b.shards, Loss: lc, Optim: cfg.Optimizer, Iterations: cfg.Iterations, LRScale: st.LRScale,
 		Epochs: cfg.Epochs, Minibatch: cfg.Minibatch, DynamicSampling: cfg.DynamicSampling, FreshOptimizer: st.FreshOptimizer,
 		InjectNaN: cfg.InjectNaNAt == st.Iter+1 && len(st.Branches) == 0, PPO: ppo, Iteration: st.Iter,
-	}).Get(r.ctx, &step); err != nil {
-		return step, r.fail(fmt.Sprintf("train iteration %d", st.Iter), err)
 	}
-	st.Iter++
-	st.WaitTrain += r.since(trainStart)
-	st.TrainTokS += step.Metrics["train_tokens_per_s"]
-	st.StepLoad += step.Metrics["seconds_load"] + step.Metrics["seconds_read"]
-	st.StepOptimize += step.Metrics["seconds_optimize"]
-	st.StepCommit += step.Metrics["seconds_commit"]
-	st.StepQueued += step.Metrics["seconds_queued"]
-	st.Seconds += r.since(iterStart)
-	st.RewardSum += b.metrics.MeanScore
-	st.LastReward = b.metrics.MeanScore
-	st.PointReward += b.metrics.MeanScore
-	st.PointIters++
-	return step, nil
 }
 
 // evaluate measures a checkpoint on the held-out data (an agent phase: by its agent, on the

@@ -568,3 +568,25 @@ func TestRLUnitSampling(t *testing.T) {
 		}
 	}
 }
+
+// TestRLUnitNaNAtLastIteration: a non-finite step at the last iteration back-tracks to the best
+// version without a branch, and the result reports that version's evaluation, not the last one
+// taken before the step (version 3's, of a policy the phase has left).
+func TestRLUnitNaNAtLastIteration(t *testing.T) {
+	v := func(n int) string { return fmt.Sprintf("mem://grpo/step-%06d", n) }
+	w := newRLWorld(t, map[string]float64{v(1): 0.5, v(2): 0.45, v(3): 0.42})
+	out, err := w.run(rlUnitConfig(t, `{"eval_every":1,"inject_nan_at":4}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evals []string
+	for _, e := range w.of(trainapi.EvaluateName) {
+		evals = append(evals, e.in.(trainapi.EvalInput).Checkpoint)
+	}
+	if want := []string{v(1), v(2), v(3), v(1)}; !slices.Equal(evals, want) {
+		t.Errorf("evaluated %v, want %v (the restored version last)", evals, want)
+	}
+	if m := out.Metrics; out.Checkpoint != v(1) || m["backtracks"] != 1 || m["heldout_exact_match"] != 0.5 {
+		t.Errorf("ended on %s with exact match %v, %v back-tracks; want %s, 0.5 (its own), 1", out.Checkpoint, m["heldout_exact_match"], m["backtracks"], v(1))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -233,6 +234,9 @@ func liveFields(kind string) ([]liveField, string) {
 	}
 	switch k.NewConfig().(type) {
 	case *RLConfig:
+		if kind == KindOnlineDPO { // its loss is under preference
+			return slices.DeleteFunc(slices.Clone(rlLive), func(f liveField) bool { return strings.HasPrefix(f.key, "loss.") }), "iteration"
+		}
 		return rlLive, "iteration"
 	case chunkShaped:
 		return chunkedLive, "step"

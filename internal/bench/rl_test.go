@@ -30,7 +30,7 @@ func syncMismatchClaim(t *testing.T) float64 {
 }
 
 // TestRLSyncMismatchWithinClaim runs a small `bench rl` on a real in-process stack (a tiny model,
-// a short SFT, three GRPO iterations each way) and fails if the sync-mode mismatch of its rollouts
+// a short SFT, three GRPO iterations each of sync, async and deep async) and fails if the sync-mode mismatch of its rollouts
 // (the rollout engine's log-probs against the trainer's) exceeds what docs/benchmarks.md claims, or
 // if the async phase reports no stale rollouts (the split would then prove nothing).
 func TestRLSyncMismatchWithinClaim(t *testing.T) {
@@ -51,9 +51,10 @@ func TestRLSyncMismatchWithinClaim(t *testing.T) {
 	}
 	v := rep.Values
 	t.Logf("%v", v)
-	const sync, stale = "sync_fresh_mismatch_", "async_stale_mismatch_"
-	if v[sync+loss.MismatchTokens] == 0 || v[stale+loss.MismatchTokens] == 0 {
-		t.Fatalf("sync fresh tokens %v, async stale tokens %v: want both measured", v[sync+loss.MismatchTokens], v[stale+loss.MismatchTokens])
+	const sync, stale, deep = "sync_fresh_mismatch_", "async_stale_mismatch_", "deep_stale_mismatch_"
+	if v[sync+loss.MismatchTokens] == 0 || v[stale+loss.MismatchTokens] == 0 || v[deep+loss.MismatchTokens] == 0 {
+		t.Fatalf("sync fresh tokens %v, async stale tokens %v, deep stale tokens %v: want all measured",
+			v[sync+loss.MismatchTokens], v[stale+loss.MismatchTokens], v[deep+loss.MismatchTokens])
 	}
 	if got := v[sync+loss.MismatchAbsMax]; !(got <= claim) {
 		t.Errorf("sync-mode mismatch abs_max %.3g exceeds the %.3g docs/benchmarks.md claims", got, claim)

@@ -147,8 +147,8 @@ func TestRLvsSFTPipelineAndReport(t *testing.T) {
 	}
 }
 
-// TestBenchRLPipelineIsValid: `temper bench rl`'s pipeline validates, overrides apply, and a malformed
-// override is an error rather than a silent default.
+// TestBenchRLPipelineIsValid: `temper bench rl`'s pipeline validates, overrides apply (the deep arm
+// keeps its own async settings), and a malformed override is an error rather than a silent default.
 func TestBenchRLPipelineIsValid(t *testing.T) {
 	in, err := RLPipeline(3, `{"prompts":4}`)
 	if err != nil {
@@ -157,8 +157,13 @@ func TestBenchRLPipelineIsValid(t *testing.T) {
 	if err := in.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if len(in.Phases) != 3 || !strings.Contains(string(in.Phases[2].Config), `"prompts":4`) || !strings.Contains(string(in.Phases[2].Config), `"mode":"async"`) {
+	if len(in.Phases) != 4 || !strings.Contains(string(in.Phases[2].Config), `"prompts":4`) || !strings.Contains(string(in.Phases[2].Config), `"mode":"async"`) {
 		t.Fatalf("phases %+v", in.Phases)
+	}
+	// The deep arm is deep whatever the override; the others keep max_staleness 1.
+	if d := string(in.Phases[3].Config); in.Phases[3].Name != "deep" || !strings.Contains(d, `"max_staleness":4`) || !strings.Contains(d, `"partial":true`) ||
+		!strings.Contains(d, `"prompts":4`) || strings.Contains(string(in.Phases[2].Config), `"partial"`) {
+		t.Fatalf("deep arm %s (async arm %s): want max_staleness 4, partial, the override", d, in.Phases[2].Config)
 	}
 	if _, err := RLPipeline(3, `{"prompts":`); err == nil {
 		t.Error("a malformed override must be an error")

@@ -26,7 +26,7 @@ func (a *Activities) scanShards(ctx context.Context, in trainapi.PolicyStepInput
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		scores, err := a.readScores(ctx, sh.Verdicts, part)
+		scores, err := train.ReadScores(ctx, a.Ckpt, sh.Verdicts, part)
 		if err != nil {
 			return nil, nil, nil, err
 		}

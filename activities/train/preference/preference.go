@@ -30,6 +30,7 @@ func Register(r train.Registrar, deps *train.Activities) {
 	r.RegisterActivityWithOptions(a.PrefEvaluate, activity.RegisterOptions{Name: trainapi.PrefEvaluateName})
 	r.RegisterActivityWithOptions(a.RefLogProbs, activity.RegisterOptions{Name: trainapi.RefLogProbsName})
 	r.RegisterActivityWithOptions(a.PreferencesFromModel, activity.RegisterOptions{Name: trainapi.PreferencesFromModelName})
+	r.RegisterActivityWithOptions(a.OnlineDPOStep, activity.RegisterOptions{Name: trainapi.OnlineDPOStepName})
 }
 
 // PrefChunk trains in.Steps steps of the preference loss in.Loss from in.From, one example per row

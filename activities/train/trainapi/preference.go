@@ -193,3 +193,35 @@ type RefLogProbsOutput struct {
 	Examples int    `json:"examples"`
 	Resumed  bool   `json:"resumed"` // an earlier attempt had written it
 }
+
+// OnlineDPOStepName is online DPO's trainer activity (queue "trainer"): one RL iteration's policy
+// step with a pairwise preference loss instead of a policy gradient.
+const OnlineDPOStepName = "train.OnlineDPOStep"
+
+// OnlineDPOStepInput trains policy version Version on one iteration's scored rollouts: each prompt's
+// best sample against its worst (groups whose samples all score the same are skipped), with the
+// pairwise loss Loss (dpo or ipo) against Reference, and commits version Version+1. Its output is
+// a PolicyStepOutput, as the RL loop reads every step's.
+type OnlineDPOStepInput struct {
+	Store string `json:"store"`
+	Run   string `json:"run"`
+	// Phase names the checkpoint directory; a back-tracked branch uses its own ("odpo.b1").
+	Phase     string        `json:"phase"`
+	Policy    string        `json:"policy"`    // checkpoint of version Version
+	Reference string        `json:"reference"` // the frozen reference of the implicit rewards
+	Version   int           `json:"version"`
+	Shards    []ScoredShard `json:"shards"` // the iteration's rollouts and verdicts, in prompt order
+	// Loss is the pairwise loss; its β is already scaled by back-tracking's KL factor.
+	Loss           losscfg.Preference `json:"loss"`
+	Optim          Optim              `json:"optim"`
+	Epochs         int                `json:"epochs"`    // passes over the pairs
+	Minibatch      int                `json:"minibatch"` // pairs per optimizer step (0: all)
+	FreshOptimizer bool               `json:"fresh_optimizer"`
+	// Iteration (0-based), Iterations (the phase's) and LRScale (back-tracking's factor) place the
+	// step on the phase's learning-rate schedule, as a PolicyStepInput's do.
+	Iteration  int     `json:"iteration"`
+	Iterations int     `json:"iterations"`
+	LRScale    float64 `json:"lr_scale"`
+	// InjectNaN makes the step's loss non-finite (tests of the back-tracking branch).
+	InjectNaN bool `json:"inject_nan,omitempty"`
+}
