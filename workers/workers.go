@@ -65,8 +65,13 @@ var roles = map[string]func(r worker.Registry, opts Options) error{
 	},
 	workflows.QueueTrainer: func(r worker.Registry, opts Options) error {
 		r.RegisterActivityWithOptions(demo.Activities{}.Tick, activity.RegisterOptions{Name: demoapi.TickName})
-		RegisterTrainer(r, &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{}},
-			rewardmodel.WithVision(NewVisionEngine(opts.Engine)))
+		// Held-out evaluations with eval.verifiers score as the reward role does (no code sandbox here).
+		ra, err := NewRewardActivities(opts, false)
+		if err != nil {
+			return err
+		}
+		RegisterTrainer(r, &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: NewTrainEngine(opts.Engine), Tools: ToolDispatcher{},
+			Verifiers: ra.Registry()}, rewardmodel.WithVision(NewVisionEngine(opts.Engine)))
 		ctl := &control.Activities{Ckpt: ckpt.New(ckpt.Options{})}
 		r.RegisterActivityWithOptions(ctl.Log, activity.RegisterOptions{Name: controlapi.LogName})
 		return nil

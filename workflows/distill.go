@@ -85,6 +85,9 @@ func (c *DistillConfig) Validate() error {
 	if err := c.ChunkSpec.Validate(); err != nil {
 		return err
 	}
+	if err := c.Eval.validateVerifiers(); err != nil {
+		return err
+	}
 	if err := c.Eval.EvalCadence.Validate(); err != nil {
 		return err
 	}
@@ -96,7 +99,7 @@ func (c *DistillConfig) Validate() error {
 
 // PhaseRefs: the teacher names an earlier phase or a URI.
 func (c *DistillConfig) PhaseRefs() []PhaseRef {
-	return []PhaseRef{{Path: "teacher", Value: c.Teacher}}
+	return append([]PhaseRef{{Path: "teacher", Value: c.Teacher}}, verifierRefs("eval.verifiers", c.Eval.Verifiers)...)
 }
 
 // NeedsFrom: a student that starts from a checkpoint needs one.

@@ -1,6 +1,13 @@
 package workflows
 
-import "strings"
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/temperml/temper/algorithms/verify"
+)
 
 // startsFromCheckpoint is implemented by phase configs that cannot start from scratch: Validate
 // rejects such a phase in first position without from, so `temper run --dry-run` says so before anything
@@ -52,4 +59,76 @@ func resolvePhaseRef(value string, earlier []PhaseCheckpoint) string {
 		}
 	}
 	return ""
+}
+
+// criticVerifier is the worker-side verifier whose params name a checkpoint (activities/reward's
+// CriticVerifier; this layer cannot import it).
+const criticVerifier = "critic"
+
+// criticCheckpoint reads a critic component's params.checkpoint ("" for other verifiers or
+// unreadable params: the verifier's own validation names those).
+func criticCheckpoint(c verify.Component) string {
+	if c.Name != criticVerifier {
+		return ""
+	}
+	var p struct {
+		Checkpoint string `json:"checkpoint"`
+	}
+	if json.Unmarshal(c.Params, &p) != nil {
+		return ""
+	}
+	return p.Checkpoint
+}
+
+// verifierRefs are the critic checkpoints of comps (at path) that a phase resolves: a URI, or the
+// name of an earlier phase (a reward phase trained in the same pipeline).
+func verifierRefs(path string, comps []verify.Component) []PhaseRef {
+	var out []PhaseRef
+	for i, c := range comps {
+		if ck := criticCheckpoint(c); ck != "" {
+			out = append(out, PhaseRef{Path: fmt.Sprintf("%s[%d].params.checkpoint", path, i), Value: ck})
+		}
+	}
+	return out
+}
+
+// resolveVerifierRefs returns comps with each critic checkpoint that names an earlier phase
+// replaced by that phase's checkpoint URI; comps themselves are left alone, and a spec without
+// such names comes back as it was (so that runs recorded before phase names were allowed replay).
+func resolveVerifierRefs(comps []verify.Component, earlier []PhaseCheckpoint) []verify.Component {
+	var out []verify.Component
+	for i, c := range comps {
+		ck := criticCheckpoint(c)
+		if ck == "" || strings.Contains(ck, "://") {
+			continue
+		}
+		var params map[string]json.RawMessage
+		if json.Unmarshal(c.Params, &params) != nil {
+			continue
+		}
+		params["checkpoint"], _ = json.Marshal(resolvePhaseRef(ck, earlier)) // a string always marshals
+		if out == nil {
+			out = slices.Clone(comps)
+		}
+		out[i].Params, _ = json.Marshal(params) // keys sorted: the same bytes on every replay
+	}
+	if out == nil {
+		return comps
+	}
+	return out
+}
+
+// PhaseRefs: critic checkpoints of eval.verifiers may name earlier phases.
+func (c *TrainConfig) PhaseRefs() []PhaseRef { return verifierRefs("eval.verifiers", c.Eval.Verifiers) }
+
+// PhaseRefs: critic checkpoints of reward.verifiers and eval.verifiers may name earlier phases.
+func (c *RLConfig) PhaseRefs() []PhaseRef {
+	return append(verifierRefs("reward.verifiers", c.Reward.Verifiers), verifierRefs("eval.verifiers", c.Eval.Verifiers)...)
+}
+
+// resolveRefs replaces the phase names among the critic checkpoints of the reward and of the
+// evaluations by those phases' checkpoints, once per decoded config.
+func (c *RLConfig) resolveRefs(earlier []PhaseCheckpoint) {
+	c.Reward.Verifiers = resolveVerifierRefs(c.Reward.Verifiers, earlier)
+	c.Eval.Verifiers = resolveVerifierRefs(c.Eval.Verifiers, earlier)
 }

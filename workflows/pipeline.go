@@ -197,6 +197,9 @@ func (in *PipelineInput) Validate() error {
 		if err != nil {
 			return err
 		}
+		if rm, ok := cfg.(*RewardModelConfig); ok && rm.Model.Vision != nil && p.From != "" {
+			return &config.FieldError{Path: path + ".from", Msg: "a vision reward phase starts from a seeded tower (starting from a checkpoint is not implemented): leave from out"}
+		}
 		if r, ok := cfg.(refersToPhases); ok {
 			for _, ref := range r.PhaseRefs() {
 				if ref.Value == "" || strings.Contains(ref.Value, "://") {

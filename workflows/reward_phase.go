@@ -152,6 +152,20 @@ func init() {
 		NewConfig: func() PhaseConfig { return defaultRewardModelConfig() }})
 }
 
+// versionVisionNoFrom: a vision reward phase after other phases starts from its seeded tower,
+// not from the previous phase's checkpoint (a decoder's, which the vision activity refused, so
+// such runs failed). Asked only by vision reward phases given a from, so no stored run records it.
+const versionVisionNoFrom = "vision-reward-no-from"
+
+// visionFrom is the from a vision reward phase's init gets: none (Validate refuses an explicit
+// from; the one the pipeline passes is the previous phase's, another model's).
+func visionFrom(ctx workflow.Context, from string) string {
+	if from == "" || workflow.GetVersion(ctx, versionVisionNoFrom, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return from
+	}
+	return ""
+}
+
 // RewardModel runs a reward phase (runChunked): RewardInit (the `from` checkpoint with a value head
 // added when it has none, or a fresh model), RewardChunk's Bradley–Terry steps, RewardEvaluate's
 // held-out pairwise accuracy (the score; ties go to the lower held-out loss). It returns the final
@@ -171,6 +185,7 @@ func RewardModel(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			if cfg.Model.Vision != nil {
 				vm, _ := cfg.Model.Vision.Resolve() // validated
 				init.Vision = &vm
+				init.From = visionFrom(ctx, in.From)
 			}
 			return rewardInit(r, in, init)
 		},

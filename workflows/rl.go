@@ -136,6 +136,7 @@ func newRLRun(ctx workflow.Context, in PhaseInput) (*rlRun, error) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
 	}
 	cfg := c.(*RLConfig)
+	cfg.resolveRefs(in.Earlier)
 	if in.From == "" {
 		err := &config.FieldError{Path: "from", Msg: "an RL phase starts from a checkpoint (put an sft phase before it, or set from)"}
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
@@ -177,6 +178,7 @@ func (r *rlRun) atBoundary() error {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidConfig", err)
 	}
 	*r.cfg = *c.(*RLConfig)
+	r.cfg.resolveRefs(r.in.Earlier)
 	if r.spent() {
 		r.src.drop(r)
 	}

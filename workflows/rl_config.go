@@ -220,6 +220,12 @@ func (c *RLConfig) validateRollout() error {
 	if err := c.Eval.validateTools(); err != nil {
 		return err
 	}
+	if err := c.Eval.validateVerifiers(); err != nil {
+		return err
+	}
+	if len(c.Eval.Verifiers) > 0 && (len(c.Rollout.Tools) > 0 || c.Rollout.Agent != nil) {
+		return &config.FieldError{Path: "eval.verifiers", Msg: "score single completions: the evaluation of an agentic phase (rollout.tools, rollout.agent) plays episodes"}
+	}
 	if err := checkLookup("rollout.tools", c.Rollout.Tools, c.Data); err != nil {
 		return err
 	}

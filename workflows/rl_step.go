@@ -184,7 +184,7 @@ func (r *rlRun) evaluate(uri string) (map[string]float64, error) {
 		Store: in.Store, Checkpoint: uri, Data: cfg.Data, Examples: cfg.Eval.Examples, MaxNewTokens: cfg.evalMaxNewTokens(),
 		PassK: cfg.Eval.PassK, Temperature: cfg.Eval.Temperature, Seed: r.seed, Sampling: cfg.Sampling.OrNil(),
 		Log:   &trainapi.LogAt{Run: in.RunID, Phase: st.Dir, Step: st.Iter},
-		Tools: cfg.evalTools(), MaxTurns: cfg.evalMaxTurns(),
+		Tools: cfg.evalTools(), MaxTurns: cfg.evalMaxTurns(), Verifiers: cfg.Eval.Verifiers,
 	}
 	if cfg.Rollout.Agent != nil {
 		err := workflow.ExecuteActivity(r.rolloutCtx, rolloutapi.AgentEvalName, rolloutapi.AgentEvalInput{Eval: ev, Agent: *cfg.Rollout.Agent,

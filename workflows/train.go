@@ -13,6 +13,7 @@ import (
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tools"
+	"github.com/temperml/temper/algorithms/verify"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -55,6 +56,23 @@ type EvalSpec struct {
 	// Tools evaluates agentic episodes instead of single completions (the activity's EvalInput.Tools).
 	Tools    []string `json:"tools,omitempty" help:"evaluate agentic episodes with these built-in tools (calc, check, python): each held-out prompt as the user's message, max_new_tokens per turn, exact match on the final answer; an RL phase with rollout.tools uses those when unset"`
 	MaxTurns int      `json:"max_turns,omitempty" help:"with tools: policy turns per episode (0: 4; an RL phase: rollout.max_turns)"`
+	// Verifiers score the greedy held-out completions for the record only: never a reward, never
+	// a keep-best or back-tracking criterion (the "aesthetic" rule score beside a learned critic).
+	Verifiers []verify.Component `json:"verifiers,omitempty" help:"score each greedy held-out completion with these verifiers (as in reward.verifiers; a critic's checkpoint may name an earlier phase): metrics heldout_score and heldout_score_LABEL, the completions kept under evals/ in the store; for the record only, never a reward"`
+}
+
+// validateVerifiers names a bad eval.verifiers.
+func (e EvalSpec) validateVerifiers() error {
+	if len(e.Verifiers) == 0 {
+		return nil
+	}
+	if len(e.Tools) > 0 {
+		return &config.FieldError{Path: "eval.verifiers", Msg: "score single completions: leave eval.tools empty"}
+	}
+	if err := rewardRegistry().Validate(verify.Spec{Verifiers: e.Verifiers}); err != nil {
+		return &config.FieldError{Path: "eval.verifiers", Msg: err.Error()}
+	}
+	return nil
 }
 
 // validateTools names a bad eval.tools or eval.max_turns.
@@ -126,6 +144,9 @@ func (c *TrainConfig) Validate() error {
 		return err
 	}
 	if err := c.Eval.validateTools(); err != nil {
+		return err
+	}
+	if err := c.Eval.validateVerifiers(); err != nil {
 		return err
 	}
 	if err := checkLookup("eval.tools", c.Eval.Tools, c.Data); err != nil {
@@ -225,7 +246,7 @@ func lmEvaluate(in PhaseInput, data trainapi.DataSpec, ev EvalSpec) func(r *chun
 			Store: in.Store, Checkpoint: uri, Data: data, Examples: ev.Examples, MaxNewTokens: ev.MaxNewTokens,
 			PassK: ev.PassK, Temperature: ev.Temperature, Seed: r.seed,
 			Log:   &trainapi.LogAt{Run: in.RunID, Phase: in.Phase, Step: r.st.Step},
-			Tools: ev.Tools, MaxTurns: ev.MaxTurns,
+			Tools: ev.Tools, MaxTurns: ev.MaxTurns, Verifiers: resolveVerifierRefs(ev.Verifiers, in.Earlier),
 		}, &out)
 		return out.Metrics, err
 	}

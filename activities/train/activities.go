@@ -15,6 +15,7 @@ import (
 	"github.com/temperml/temper/activities/tools/toolclient"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/verify"
 )
 
 // Activities holds the trainer's dependencies; workers build it.
@@ -24,6 +25,10 @@ type Activities struct {
 	// Tools runs long-running tools' calls (python) of evaluation episodes on the tools queue;
 	// nil: such calls get an error message back.
 	Tools toolclient.Dispatcher
+	// Verifiers score held-out completions of evaluations with eval.verifiers (workers wire the
+	// reward role's registry, so that a critic scores as it does in rewards); nil: such an
+	// evaluation fails as bad input.
+	Verifiers *verify.Registry
 }
 
 func ConfigHash(cfg model.Config) string {

@@ -25,12 +25,12 @@ type Registry struct {
 func NewRegistry() *Registry { return &Registry{f: map[string]Factory{}} }
 
 // Builtins returns a new registry holding the built-in verifiers: math, digits, format, json, layout,
-// countdown, sudoku, exact, contains and choice. Callers may Register more (the reward activity
+// aesthetic, countdown, sudoku, exact, contains and choice. Callers may Register more (the reward activity
 // adds "code").
 func Builtins() *Registry {
 	r := NewRegistry()
 	for name, f := range map[string]Factory{
-		"math": NewMath, "digits": NewDigits, "format": NewFormat, "json": NewJSON, "layout": NewLayout,
+		"math": NewMath, "digits": NewDigits, "format": NewFormat, "json": NewJSON, "layout": NewLayout, "aesthetic": NewAesthetic,
 		"countdown": NewCountdown, "sudoku": NewSudoku,
 		"exact": NewExact, "contains": NewContains, "choice": NewChoice,
 	} {

@@ -120,7 +120,7 @@ func TestSpecValidate(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	r := Builtins()
-	want := "choice,contains,countdown,digits,exact,format,json,layout,math,sudoku"
+	want := "aesthetic,choice,contains,countdown,digits,exact,format,json,layout,math,sudoku"
 	if got := strings.Join(r.Names(), ","); got != want {
 		t.Errorf("names = %s", got)
 	}

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/algorithms/layoutrender"
 	"github.com/temperml/temper/algorithms/rollout"
+	"github.com/temperml/temper/algorithms/verify"
 	"github.com/temperml/temper/internal/report"
 	"github.com/temperml/temper/workers"
 )
@@ -25,6 +28,21 @@ type samplesCmd struct {
 	store  string
 	asJSON bool
 	limit  int
+	render renderFlags
+}
+
+// renderFlags draw the completions as layouts (--render-dir): report.RenderRollouts does it.
+type renderFlags struct {
+	dir, canvas, tag string
+}
+
+// options reads --canvas WxH into the renderer's options at the report's picture size.
+func (f renderFlags) options() (layoutrender.Options, error) {
+	var w, h float64
+	if n, err := fmt.Sscanf(f.canvas, "%gx%g", &w, &h); err != nil || n != 2 || !(w > 0 && h > 0) {
+		return layoutrender.Options{}, usageErr("--canvas %q: want WxH, the layout's canvas (e.g. 100x100)", f.canvas)
+	}
+	return layoutrender.Options{Canvas: verify.Size{W: w, H: h}, Tag: f.tag, Width: report.RenderSize, Height: report.RenderSize}, nil
 }
 
 func (c *samplesCmd) bind(fs *flag.FlagSet) {
@@ -33,6 +51,9 @@ func (c *samplesCmd) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.store, "store", "", "the run's store (default: the one in the run's input when its server answers, else $TEMPER_HOME/store)")
 	fs.BoolVar(&c.asJSON, "json", false, "print the rollouts as stored (JSONL: `temper score` reads it)")
 	fs.IntVar(&c.limit, "n", 64, "rollouts printed per object (0: all; text output only)")
+	fs.StringVar(&c.render.dir, "render-dir", "", "also draw each completion as a layout (layoutrender) into DIR/ID.png")
+	fs.StringVar(&c.render.canvas, "canvas", "100x100", "with --render-dir: the layouts' canvas, WxH")
+	fs.StringVar(&c.render.tag, "tag", "", "with --render-dir: read each layout from inside <tag>…</tag>")
 }
 
 func (c *samplesCmd) run(ctx context.Context, args []string) error {
@@ -68,6 +89,24 @@ func (c *samplesCmd) run(ctx context.Context, args []string) error {
 		rs, err := readRollouts(ctx, st, key)
 		if err != nil {
 			return err
+		}
+		if c.render.dir != "" {
+			opts, err := c.render.options()
+			if err != nil {
+				return err
+			}
+			files, skipped, err := report.RenderRollouts(c.render.dir, rs, opts)
+			if err != nil {
+				return err
+			}
+			w := stdout
+			if c.asJSON { // stdout is the rollouts' JSONL
+				w = os.Stderr
+			}
+			fmt.Fprintf(w, "drew %d layouts into %s; %d could not be drawn\n", len(files), c.render.dir, len(skipped))
+			for _, s := range skipped {
+				fmt.Fprintln(w, "  "+s)
+			}
 		}
 		if c.asJSON {
 			for _, r := range rs {

@@ -55,7 +55,9 @@ type Phase struct {
 	Checkpoints []checkpoint
 	Samples     []rollout.Rollout
 	SamplesFrom string
-	Notes       []string
+	// Renders are held-out completions drawn at the first and last evaluation (render.go).
+	Renders *layoutGrid
+	Notes   []string
 	// Controls are the phase's control records (temper set, pause, resume, gates, a fork), every branch's.
 	Controls []control
 }
@@ -229,6 +231,16 @@ func (g gatherer) phase(ctx context.Context, spec workflows.PhaseSpec, results m
 	for i := len(p.Series) - 1; i >= 0 && p.Samples == nil; i-- {
 		p.Samples, p.SamplesFrom = lastSamples(ctx, g.st, g.run, p.Series[i].Dir, 12)
 	}
+	if opts, ok := LayoutOptions(spec.Config); ok {
+		dirs := make([]string, len(p.Series))
+		for i, s := range p.Series {
+			dirs[i] = s.Dir
+		}
+		var err error
+		if p.Renders, err = renders(ctx, g.st, g.run, dirs, opts); err != nil {
+			return p, err
+		}
+	}
 	return p, nil
 }
 
@@ -300,6 +312,10 @@ func Write(d *Data, dir string) ([]string, error) {
 	for i := range d.Phases {
 		fs, err := writeFigures(&d.Phases[i], i, dir)
 		if err != nil {
+			return nil, err
+		}
+		files = append(files, fs...)
+		if fs, err = writeRenders(&d.Phases[i], i, dir); err != nil {
 			return nil, err
 		}
 		files = append(files, fs...)
@@ -386,13 +402,16 @@ th{background:#f3f3f3}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size
 {{range .Figures}}<figure><img src="{{.Data}}" alt="{{.Caption}}"><figcaption>{{.Caption}} (<code>{{.File}}</code>)</figcaption></figure>{{end}}
 {{if .Checkpoints}}<h3>Checkpoints</h3><table><tr><th>directory</th><th>step</th><th>best</th><th>metrics</th><th>URI</th></tr>
 {{range .Checkpoints}}<tr{{if .Best}} class="best"{{end}}><td>{{.Dir}}</td><td>{{.Step}}</td><td>{{if .Best}}best{{end}}</td><td>{{range .Metrics}}{{.K}} {{.V}}<br>{{end}}</td><td><code>{{.URI}}</code></td></tr>{{end}}</table>{{end}}
+{{with .Renders}}<h3>Held-out layouts drawn</h3><p>The same held-out prompts, greedy, at the first evaluation (step {{.StartStep}}, <code>{{.StartFrom}}</code>) and the last (step {{.EndStep}}, <code>{{.EndFrom}}</code>), with each evaluation verifier's score.</p>
+<table><tr><th>prompt</th><th>step {{.StartStep}}</th><th>step {{.EndStep}}</th></tr>
+{{range .Rows}}<tr><td><code>{{clip .Prompt 120}}</code></td>{{template "cell" .Start}}{{template "cell" .End}}</tr>{{end}}</table>{{end}}
 {{if .Samples}}<h3>Sample rollouts</h3><p>from <code>{{.SamplesFrom}}</code></p>
 <table><tr><th>id</th><th>policy</th><th>prompt</th><th>completion</th><th>answer</th><th>stop</th></tr>
 {{range .Samples}}<tr><td>{{.ID}}</td><td>v{{.PolicyVersion}}</td><td><code>{{clip .Prompt 120}}</code></td><td><code>{{clip .Completion 200}}</code></td><td><code>{{.Answer}}</code></td><td>{{.StopReason}}</td></tr>{{end}}</table>{{end}}
 {{end}}
 <h2>Pipeline config</h2><pre>{{.Config}}</pre>
 </body></html>
-`))
+{{define "cell"}}<td>{{if .Data}}<img src="{{.Data}}" alt="{{.File}}" width="128" height="128"><br>{{else}}<span class="note">not drawn: {{clip .Note 160}}</span><br>{{end}}score {{printf "%.3f" .Score}}{{range .Partial}}<br>{{.K}} {{.V}}{{end}}</td>{{end}}`))
 
 // forksOf lists the runs forked from run id (TemperParent); none when the namespace lacks the
 // search attribute.

@@ -25,7 +25,7 @@ var Principles = []string{"alignment", "overlap"}
 // Box is one layout box, in the layout verifier's and the renderer's fields.
 type Box struct {
 	ID    string  `json:"id"`
-	Role  string  `json:"role"`
+	Role  string  `json:"role,omitempty"`
 	X     float64 `json:"x"`
 	Y     float64 `json:"y"`
 	W     float64 `json:"w"`
@@ -93,36 +93,18 @@ func Break(good Layout, principle string, rng *rand.Rand) (Layout, error) {
 	return bad, nil
 }
 
-// Score is the rule-based aesthetic score in [0, 1]: the mean of alignment (the fraction of boxes
-// whose left edge is within 1 unit of the most common one and on the grid) and non-overlap
-// (1 − the overlapping area over the boxes' total area, at least 0).
+// Score is the rule-based aesthetic score in [0, 1] of the principles (verify.AestheticScore,
+// the "aesthetic" verifier): the mean of alignment (the largest share of boxes whose left edges
+// are within 1 unit of each other and on the grid) and non-overlap (1 − the overlapping area over
+// the boxes' total area, at least 0).
 func Score(l Layout) float64 {
-	if len(l.Boxes) == 0 {
-		return 0
+	boxes := make([]verify.Box, len(l.Boxes))
+	for i := range l.Boxes {
+		b := &l.Boxes[i]
+		boxes[i] = verify.Box{ID: b.ID, X: &b.X, Y: &b.Y, W: &b.W, H: &b.H}
 	}
-	best := 0
-	for _, a := range l.Boxes {
-		n := 0
-		for _, b := range l.Boxes {
-			if math.Abs(a.X-b.X) <= 1 && math.Abs(b.X-GridStep*math.Round(b.X/GridStep)) <= 1 {
-				n++
-			}
-		}
-		best = max(best, n)
-	}
-	align := float64(best) / float64(len(l.Boxes))
-	var inter, area float64
-	for i, a := range l.Boxes {
-		area += a.W * a.H
-		for _, b := range l.Boxes[i+1:] {
-			w := math.Min(a.X+a.W, b.X+b.W) - math.Max(a.X, b.X)
-			h := math.Min(a.Y+a.H, b.Y+b.H) - math.Max(a.Y, b.Y)
-			if w > 0 && h > 0 {
-				inter += w * h
-			}
-		}
-	}
-	return 0.5*align + 0.5*math.Max(0, 1-inter/area)
+	s, _ := verify.AestheticScore(boxes, GridStep)
+	return s
 }
 
 // Pair is one preference pair: Chosen scores higher by the rules unless Flipped (label noise).

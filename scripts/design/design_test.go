@@ -2,6 +2,7 @@ package design
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -47,5 +48,30 @@ func TestPairs(t *testing.T) {
 	}
 	if err := WritePairs(filepath.Join(t.TempDir(), "p.jsonl"), Pairs(3, 1, 0), 32, false); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPlain: the SFT start's layouts are valid, inside the canvas, with the brief's boxes, and
+// mediocre by the rules (room to rise).
+func TestPlain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var sum float64
+	briefs := Briefs(400, 1)
+	for _, b := range briefs {
+		l := Plain(b, rng)
+		if len(l.Boxes) != len(b.Colours) || len(l.Boxes) < 3 || len(l.Boxes) > 4 {
+			t.Fatalf("%s: %d boxes for %q", b.ID, len(l.Boxes), b.Prompt())
+		}
+		for i, x := range l.Boxes {
+			if x.ID != fmt.Sprintf("b%d", i) || x.Color != b.Colours[i] || x.X < 0 || x.Y < 0 || x.X+x.W > Canvas || x.Y+x.H > Canvas || x.W <= 0 || x.H <= 0 {
+				t.Fatalf("%s: box %d %+v", b.ID, i, x)
+			}
+		}
+		sum += Score(l)
+	}
+	mean := sum / float64(len(briefs))
+	t.Logf("plain layouts: mean rule score %.3f", mean)
+	if mean < 0.4 || mean > 0.7 {
+		t.Fatalf("mean rule score of plain layouts %.3f, want 0.4..0.7", mean)
 	}
 }

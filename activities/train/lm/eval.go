@@ -65,6 +65,9 @@ func (a *Activities) evaluate(ctx context.Context, in trainapi.EvalInput) (train
 	}
 
 	if len(in.Tools) > 0 {
+		if len(in.Verifiers) > 0 {
+			return trainapi.EvalOutput{}, train.BadInput(fmt.Errorf("train: evaluate %s: eval.verifiers score single completions, not episodes (eval.tools)", in.Checkpoint))
+		}
 		return a.evaluateEpisodes(ctx, in, eng, enc, stops, mcfg.MaxSeq, heldout, beat)
 	}
 	// Loss on the reference completions.
@@ -95,6 +98,7 @@ func (a *Activities) evaluate(ctx context.Context, in trainapi.EvalInput) (train
 	}
 	greedy := in.Sampling.Apply(sample.Options{MaxNewTokens: in.MaxNewTokens, StopTokens: stops}, enc.Tok.Decode)
 	correct := 0
+	texts := make([]string, len(prompts)) // the greedy completions, for eval verifiers
 	for lo := 0; lo < len(prompts); lo += train.EvalRows {
 		hi := min(lo+train.EvalRows, len(prompts))
 		outs, err := eng.Generate(prompts[lo:hi], greedy)
@@ -105,12 +109,16 @@ func (a *Activities) evaluate(ctx context.Context, in trainapi.EvalInput) (train
 			if check(lo+j, o.Tokens) {
 				correct++
 			}
+			texts[lo+j] = enc.Tok.Decode(train.StripStops(o.Tokens, stops))
 		}
 		beat(hi - lo)
 	}
 	metrics := map[string]float64{
 		"heldout_n":           float64(len(heldout)),
 		"heldout_exact_match": float64(correct) / float64(len(heldout)),
+	}
+	if err := a.scoreHeldout(ctx, in, heldout, texts, metrics); err != nil {
+		return trainapi.EvalOutput{}, err
 	}
 	if tokens > 0 {
 		metrics["heldout_loss"] = nll / tokens

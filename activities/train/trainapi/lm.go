@@ -2,12 +2,14 @@ package trainapi
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
+	"github.com/temperml/temper/algorithms/verify"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -133,6 +135,25 @@ type EvalInput struct {
 	// exact match checks the episode's final answer (no teacher-forced loss).
 	Tools    []string `json:"tools,omitempty"`
 	MaxTurns int      `json:"max_turns,omitempty"`
+	// Verifiers, when set, score each greedy completion (metrics heldout_score and
+	// heldout_score_<label>), and, with Log, the completions and their verdicts are kept in the
+	// store at EvalSamplesKey: an evaluation-only yardstick that the reward never sees.
+	Verifiers []verify.Component `json:"verifiers,omitempty"`
+}
+
+// EvalSamplesKey is where an evaluation with verifiers keeps its greedy completions (EvalSample
+// lines) in the store: runs/RUN/PHASE/evals/step-NNNNNN.jsonl.
+func EvalSamplesKey(run, phase string, step int) string {
+	return path.Join("runs", run, phase, "evals", fmt.Sprintf("step-%06d.jsonl", step))
+}
+
+// EvalSample is one held-out greedy completion of an evaluation with verifiers, and its verdict.
+type EvalSample struct {
+	Index      int                `json:"index"`
+	Prompt     string             `json:"prompt"`
+	Completion string             `json:"completion"`
+	Score      float64            `json:"score"`
+	Partial    map[string]float64 `json:"partial,omitempty"`
 }
 
 // EvalOutput holds scalar metrics, named as they appear in pipeline results.
