@@ -35,7 +35,7 @@ func TestRegisteredNames(t *testing.T) {
 	}{
 		{workflows.QueueTemper, "temper.DefaultStore temper.Ping"},
 		{workflows.QueueTrainer, "control.Log demo.Tick train.Chunk train.DistillChunk train.DistillTargets train.Evaluate " +
-			"train.Init train.PolicyStep train.PrefChunk train.PrefEvaluate train.PreferencesFromModel train.RefLogProbs " +
+			"train.Init train.OnlineDPOStep train.PRMChunk train.PRMEvaluate train.PolicyStep train.PrefChunk train.PrefEvaluate train.PreferencesFromModel train.RefLogProbs " +
 			"train.Retain train.RewardChunk train.RewardEvaluate train.RewardInit trainer.Ping"},
 		{workflows.QueueRollout, "rollout.AgentEval rollout.Generate rollout.Keep rollout.Ping rollout.Search rollout.SearchData"},
 		{workflows.QueueReward, "reward.Ping reward.Score"},

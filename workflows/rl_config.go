@@ -333,12 +333,12 @@ func init() {
 	}
 }
 
-// WorkerVerifiers are the verifiers the reward workers add to verify.Builtins: "task" and "code"
+// WorkerVerifiers are the verifiers the reward workers add to verify.Builtins: "task", "code", "critic" and "prm"
 // (activities/reward) and "critic" (workers, which own the engine it needs). This layer cannot build
 // them, so a reward spec naming one is checked here for everything else (names, labels, weights, that
 // params is an object) and its params when the reward worker composes the spec. A test in workers
 // holds this list to the worker's registry.
-var WorkerVerifiers = []string{"code", "critic", "task"}
+var WorkerVerifiers = []string{"code", "critic", "prm", "task"}
 
 // rewardRegistry is verify.Builtins plus WorkerVerifiers as placeholders that accept any params and
 // are never run.
