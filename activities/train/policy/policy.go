@@ -379,8 +379,8 @@ func (p *plan) step(c int, onPolicy bool) (objective.Objective, objective.Batch,
 func (p *plan) optimize(ctx context.Context, eng train.Stepper, onPolicy bool) (nonFinite bool, err error) {
 	start := time.Now()
 	epochs := max(1, p.in.Epochs)
-	steps, total := 0, epochs*len(p.chunks)
-	sums := map[string]float64{}
+	var acc train.StepSums
+	total := epochs * len(p.chunks)
 	for range epochs {
 		for c := range p.chunks {
 			obj, b, err := p.step(c, onPolicy) // a streamed step reads the minibatch from the store
@@ -391,27 +391,19 @@ func (p *plan) optimize(ctx context.Context, eng train.Stepper, onPolicy bool) (
 			if err != nil {
 				return false, fmt.Errorf("%s v%d: %w", p.op, p.in.Version, err)
 			}
-			if l, g := float64(m["loss"]), float64(m["grad_norm"]); math.IsNaN(l) || math.IsInf(l, 0) || math.IsNaN(g) || math.IsInf(g, 0) {
-				nonFinite = true
-			}
-			for k, v := range m {
-				sums[k] += float64(v)
-			}
-			steps++
-			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: steps, Total: total})
+			acc.Add(m)
+			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: acc.Steps, Total: total})
 		}
 	}
-	for k, v := range sums {
-		p.metrics[k] = v / float64(steps)
-	}
+	acc.MeansInto(p.metrics)
 	p.mismatchMetrics(onPolicy)
-	p.metrics["optimizer_steps"] = float64(steps)
+	p.metrics["optimizer_steps"] = float64(acc.Steps)
 	d := time.Since(start).Seconds()
 	p.metrics["seconds_optimize"] = d
 	if d > 0 {
-		p.metrics["train_tokens_per_s"] = sums["tokens"] / d // completion tokens trained, all epochs
+		p.metrics["train_tokens_per_s"] = acc.Sums["tokens"] / d // completion tokens trained, all epochs
 	}
-	return nonFinite, nil
+	return acc.NonFinite, nil
 }
 
 // commit commits policy version Version+1 with the step's metrics (non-finite values dropped,

@@ -188,7 +188,8 @@ func (s *dpoStep) optimize(ctx context.Context, eng train.Stepper) (nonFinite bo
 	start := time.Now()
 	lr := float32(train.PolicyLR(trainapi.PolicyStepInput{Optim: s.in.Optim, Iteration: s.in.Iteration,
 		Iterations: s.in.Iterations, LRScale: s.in.LRScale}))
-	sums, steps, total := map[string]float64{}, 0, max(1, s.in.Epochs)*len(s.batches)
+	var acc train.StepSums
+	total := max(1, s.in.Epochs) * len(s.batches)
 	for range max(1, s.in.Epochs) {
 		for c, b := range s.batches {
 			m, err := eng.StepObjective(s.obj, objective.PrefBatch{Chosen: b.chosen.objective(), Rejected: b.rejected.objective(),
@@ -196,23 +197,15 @@ func (s *dpoStep) optimize(ctx context.Context, eng train.Stepper) (nonFinite bo
 			if err != nil {
 				return false, fmt.Errorf("%s v%d: %w", s.op, s.in.Version, err)
 			}
-			if l, g := float64(m["loss"]), float64(m["grad_norm"]); math.IsNaN(l) || math.IsInf(l, 0) || math.IsNaN(g) || math.IsInf(g, 0) {
-				nonFinite = true
-			}
-			for k, v := range m {
-				sums[k] += float64(v)
-			}
-			steps++
-			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: steps, Total: total})
+			acc.Add(m)
+			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: acc.Steps, Total: total})
 		}
 	}
-	for k, v := range sums {
-		s.metrics[k] = v / float64(steps)
-	}
-	s.metrics["optimizer_steps"] = float64(steps)
+	acc.MeansInto(s.metrics)
+	s.metrics["optimizer_steps"] = float64(acc.Steps)
 	s.metrics["seconds_optimize"] = time.Since(start).Seconds()
 	s.metrics["lr"] = float64(lr)
-	return nonFinite, nil
+	return acc.NonFinite, nil
 }
 
 // commit commits version Version+1 (the weights, optimizer state and the step's finite metrics)
