@@ -71,16 +71,20 @@ func newTinyServer(t *testing.T, preset string) *tinyServer {
 	return ts
 }
 
-// widestEngine records the widest step it ran.
+// widestEngine records the widest step it ran, and sleeps delay (nanoseconds) before each step
+// when set, so that requests started a few milliseconds apart overlap however fast or loaded the
+// machine is.
 type widestEngine struct {
 	Engine
 	widest atomic.Int64
+	delay  atomic.Int64
 }
 
 func (e *widestEngine) Step(ids, tokens []int) ([]float32, error) {
 	if n := int64(len(ids)); n > e.widest.Load() {
 		e.widest.Store(n)
 	}
+	time.Sleep(time.Duration(e.delay.Load()))
 	return e.Engine.Step(ids, tokens)
 }
 
@@ -279,6 +283,8 @@ func TestOpenAIGoClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		ts.eng.widest.Store(0)
+		ts.eng.delay.Store(int64(5 * time.Millisecond)) // 40 tokens: the first request decodes for 200 ms at least
+		defer ts.eng.delay.Store(0)
 		var wg sync.WaitGroup
 		results := make([]*openai.ChatCompletion, 8)
 		errs := make([]error, 8)

@@ -213,7 +213,9 @@ func TestEpisodeLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := &liveRows{Decoder: p.decoder(t), live: map[int]bool{}}
+	// Each decode step takes 2 ms and the first one is signalled, so that the long call is in flight
+	// when Close comes however fast the machine decodes (200 tokens took under 20 ms on a quiet one).
+	dec := &liveRows{Decoder: p.decoder(t), live: map[int]bool{}, stepDelay: 2 * time.Millisecond, stepped: make(chan struct{})}
 	defer dec.Close()
 	ep, err := Serve(ln, dec, Options{Model: m, Version: 1, Seed: 1, MaxCalls: 2})
 	if err != nil {
@@ -237,7 +239,11 @@ func TestEpisodeLimits(t *testing.T) {
 	if status != 400 || !strings.Contains(string(body), "episode_call_budget") || !strings.Contains(string(body), "max_calls") {
 		t.Errorf("call 3 of 2: %d %s, want 400 episode_call_budget", status, body)
 	}
-	time.Sleep(20 * time.Millisecond)
+	select {
+	case <-dec.stepped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long call never reached a decode step")
+	}
 	calls := ep.Close()
 	if len(calls) != 0 || len(dec.live) != 0 || dec.joined == 0 {
 		t.Errorf("after close: %d calls recorded, rows %v left in the decoder (%d joined): want none", len(calls), dec.live, dec.joined)
@@ -259,6 +265,18 @@ type liveRows struct {
 	live   map[int]bool
 	joined int
 	most   int // rows held at once, at most
+
+	stepDelay time.Duration // each Step sleeps this long first
+	stepped   chan struct{} // closed at the first Step, if set
+	once      sync.Once
+}
+
+func (d *liveRows) Step(ids, tokens []int) ([]float32, error) {
+	if d.stepped != nil {
+		d.once.Do(func() { close(d.stepped) })
+	}
+	time.Sleep(d.stepDelay)
+	return d.Decoder.Step(ids, tokens)
 }
 
 func (d *liveRows) Join(prompts [][]int) ([]int, []float32, error) {

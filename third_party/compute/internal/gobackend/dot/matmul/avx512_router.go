@@ -56,7 +56,7 @@ func avx512RouterFloat32( //alt:f32
 		if layout == dot.LayoutNonTransposed {
 			// Temper fork: for float32 one whole vector already pays (upstream: >); the generated
 			// bfloat16, float16 and float64 routers keep upstream's test.
-			if rhsCrossSize >= vecWidth { //alt:f32
+			if rhsCrossSize >= 1 { //alt:f32 Temper fork: narrower right sides too (the register kernel's partial-vector tail: the panel kernel's fused multiply-add chains; the scalar loop rounds each product, so a decode step and a full forward summed differently)
 				//alt:bf16|f16|f64 if rhsCrossSize > vecWidth {
 				avx512SmallFloat32Parallel( //alt:f32
 					//alt:bf16 avx512SmallBFloat16Parallel(

@@ -61,7 +61,7 @@ func avx512RouterFloat16( //alt:f16
 		if layout == dot.LayoutNonTransposed {
 			// Temper fork: for float32 one whole vector already pays (upstream: >); the generated
 			// bfloat16, float16 and float64 routers keep upstream's test.
-			//alt:f32 if rhsCrossSize >= vecWidth {
+			//alt:f32  if rhsCrossSize >= 1 { Temper fork: narrower right sides too (the register kernel's partial-vector tail: the panel kernel's fused multiply-add chains; the scalar loop rounds each product, so a decode step and a full forward summed differently)
 			if rhsCrossSize > vecWidth { //alt:bf16|f16|f64
 				//alt:f32 avx512SmallFloat32Parallel(
 				//alt:bf16  avx512SmallBFloat16Parallel(

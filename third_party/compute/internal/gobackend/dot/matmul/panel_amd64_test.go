@@ -186,3 +186,42 @@ func TestPanelKernelMatchesSmallTransposed(t *testing.T) {
 		}
 	}
 }
+
+// TestAVX512SmallMatchesPanelNarrow: a small non-transposed float32 product (decode's one or two
+// rows per sequence) gives the panel kernel's bits (a full forward's products) whatever the width
+// of its right side, also below one vector (head_dim 8: probs·V): the KV cache is then exact.
+// K stays within one contracting panel (128), where the panel's chain is the small kernel's.
+func TestAVX512SmallMatchesPanelNarrow(t *testing.T) {
+	if !archsimd.X86.AVX512() {
+		t.Skip("no AVX-512")
+	}
+	be, err := gobackend.New("parallelism=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := be.(*gobackend.Backend)
+	rng := rand.New(rand.NewPCG(43, 8))
+	shapes := []struct{ B, M, N, K int }{{8, 1, 8, 20}, {8, 2, 8, 24}, {1, 3, 5, 7}, {4, 1, 15, 128}, {1, 1, 1, 1}, {8, 2, 16, 9}}
+	for range 20 {
+		shapes = append(shapes, struct{ B, M, N, K int }{1 + rng.IntN(8), 1 + rng.IntN(4), 1 + rng.IntN(40), 1 + rng.IntN(128)})
+	}
+	for _, s := range shapes {
+		lhs := make([]float32, s.B*s.M*s.K)
+		rhs := make([]float32, s.B*s.N*s.K)
+		for i := range lhs {
+			lhs[i] = rng.Float32()*2 - 1
+		}
+		for i := range rhs {
+			rhs[i] = rng.Float32()*2 - 1
+		}
+		want := make([]float32, s.B*s.M*s.N)
+		avx512PanelKernel.run(backend, dot.LayoutNonTransposed, lhs, rhs, s.B, s.M, s.N, s.K, want)
+		got := make([]float32, len(want))
+		avx512RouterFloat32(backend, dot.LayoutNonTransposed, lhs, rhs, s.B, s.M, s.N, s.K, got)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("B%d M%d N%d K%d: element %d = %g, panel kernel %g", s.B, s.M, s.N, s.K, i, got[i], want[i])
+			}
+		}
+	}
+}
