@@ -59,7 +59,7 @@ func avx512RouterFloat16( //alt:f16
 		//alt:f64  const vecWidth = 8
 
 		if layout == dot.LayoutNonTransposed {
-			// Temper fork: for float32 one whole vector already pays (upstream: >); the generated
+			// Temper fork: for float32 every width takes the register kernel (upstream: > vecWidth); the generated
 			// bfloat16, float16 and float64 routers keep upstream's test.
 			//alt:f32  if rhsCrossSize >= 1 { Temper fork: narrower right sides too (the register kernel's partial-vector tail: the panel kernel's fused multiply-add chains; the scalar loop rounds each product, so a decode step and a full forward summed differently)
 			if rhsCrossSize > vecWidth { //alt:bf16|f16|f64
