@@ -15,7 +15,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
-	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/safetensors"
@@ -83,7 +83,7 @@ func TestPPOStepLearnsToyTask(t *testing.T) {
 
 	dir := t.TempDir()
 	const iters, n = 8, 64
-	lc := loss.DefaultPolicyConfig(loss.AlgoPPO)
+	lc := losscfg.DefaultPolicyConfig(losscfg.AlgoPPO)
 	policy := init.Checkpoint
 	var first, last trainapi.PolicyStepOutput
 	var in trainapi.PolicyStepInput
