@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/temperml/temper/algorithms/loss/losscfg"
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 // pgExec is run1 for inputs of rank 1 ([]float32) or 2 ([][]float32); outputs are flattened float32.
@@ -35,7 +36,7 @@ func pgExec(t *testing.T, fn func(in []*Node) []*Node, inputs ...any) [][]float3
 			t.Fatalf("pgExec: input %d has type %T", i, x)
 		}
 	}
-	outs := MustExecOnceN(testBackend(), fn, args...)
+	outs := MustExecOnceN(testbackend.Sequential(), fn, args...)
 	res := make([][]float32, len(outs))
 	for i, o := range outs {
 		res[i] = tensors.MustCopyFlatData[float32](o)

@@ -10,6 +10,7 @@ import (
 	gm "github.com/gomlx/gomlx/ml/model"
 
 	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 // TestMismatchSources splits the train–inference mismatch of sync RL (the generator's log-probs of
@@ -50,7 +51,7 @@ func TestMismatchSources(t *testing.T) {
 				longest = max(longest, len(seqs[i]))
 			}
 			tok, pos, mask := leftPadded(seqs, longest)
-			exec, err := gm.NewExec(testBackend(), gen.scope.Store(), func(scope *gm.Scope, tk, ps, mk *Node) []*Node {
+			exec, err := gm.NewExec(testbackend.Sequential(), gen.scope.Store(), func(scope *gm.Scope, tk, ps, mk *Node) []*Node {
 				logits := Forward(scope, cfg, tk, ps, mk)
 				return []*Node{logits, NextTokenLogProbs(logits, tk)}
 			})

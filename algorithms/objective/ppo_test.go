@@ -14,6 +14,7 @@ import (
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 // ppoCase is one PPOLoss input, [rows][seq] each.
@@ -155,7 +156,7 @@ func runPPOLoss(t *testing.T, cfg losscfg.PolicyConfig, c ppoCase) (float64, map
 	if ref == nil {
 		ref = c.old
 	}
-	outs := MustExecOnceN(testBackend(), func(in []*Node) []*Node {
+	outs := MustExecOnceN(testbackend.Sequential(), func(in []*Node) []*Node {
 		l, m := PPOLoss(cfg, loss.PolicyInputs{Logp: in[0], OldLogp: in[1], Advantages: in[2], Mask: in[3], Values: in[4],
 			OldValues: in[5], Returns: in[6], Entropy: in[7], RefLogp: in[8], BehaviourLogp: in[1]})
 		g := Gradient(l, in[0], in[4])
@@ -288,7 +289,7 @@ func TestPPOLossRejects(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// Build only (no execution): the panic happens while the graph is built.
-			g := NewGraph(testBackend(), "ppo-rejects")
+			g := NewGraph(testbackend.Sequential(), "ppo-rejects")
 			defer g.Finalize()
 			var msg string
 			func() {
@@ -352,7 +353,7 @@ func TestPPOStepSigns(t *testing.T) {
 			if err := model.InitWeights(store.RootScope(), cfg, 7, 0.02); err != nil {
 				t.Fatal(err)
 			}
-			probe, err := gm.NewExec(testBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
+			probe, err := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, x []*Node) []*Node {
 				h := model.Hidden(scope, cfg, x[0], x[2], x[3])
 				return []*Node{model.TokenLogProbs(model.LMHead(scope, cfg, h), x[1]), model.ValueHead(scope, cfg, h)}
 			})
@@ -376,7 +377,7 @@ func TestPPOStepSigns(t *testing.T) {
 			pc.ValueCoef = c.valueCoef
 			obj := PPO(pc)
 			opt := optimizer.Adam().LearningRate(1e-3).Done()
-			step, err := gm.NewExec(testBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
+			step, err := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, x []*Node) []*Node {
 				l, m := obj.Build(scope, cfg, x)
 				opt.UpdateGraph(scope, l.Graph(), l)
 				return []*Node{l, m["value_loss"], m["tokens"]}

@@ -3,11 +3,8 @@ package objective
 import (
 	"math"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/gobackend"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
@@ -15,15 +12,8 @@ import (
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/testbackend"
 )
-
-var testBackend = sync.OnceValue(func() compute.Backend {
-	b, err := gobackend.New("ops_sequential")
-	if err != nil {
-		panic(err)
-	}
-	return b
-})
 
 var toyCfg = model.Config{Family: model.FamilyLlama, Vocab: 37, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8,
 	FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: model.ActSiLU}
@@ -179,7 +169,7 @@ func TestPreferenceObjectiveMatchesLoss(t *testing.T) {
 			for i, a := range args {
 				anyArgs[i] = a
 			}
-			outs, err := gm.CallOnceN(testBackend(), store, graphFn, anyArgs...)
+			outs, err := gm.CallOnceN(testbackend.Sequential(), store, graphFn, anyArgs...)
 			if err != nil {
 				t.Fatal(err)
 			}
