@@ -255,9 +255,16 @@ func DetachLoRA(scope *gm.Scope) error {
 	if attachedLoRA(scope) == nil {
 		return nil
 	}
-	scope.SetParam(loraParamKey, nil)
+	return DetachAdapters(scope, loraParamKey, "model: detach lora")
+}
+
+// DetachAdapters clears the scope parameter key that holds the attached adapters and deletes the
+// adapter variables (under scope's "lora"), for every tower that keeps its adapters so (the vision
+// tower too); op prefixes errors.
+func DetachAdapters(scope *gm.Scope, key, op string) error {
+	scope.SetParam(key, nil)
 	if err := scope.At("lora").DeleteVariablesInScope(); err != nil {
-		return fmt.Errorf("model: detach lora: %w", err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil
 }

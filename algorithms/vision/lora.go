@@ -140,11 +140,7 @@ func DetachLoRA(scope *gm.Scope) error {
 	if attachedLoRA(scope) == nil {
 		return nil
 	}
-	scope.SetParam(loraParamKey, nil)
-	if err := scope.At("lora").DeleteVariablesInScope(); err != nil {
-		return fmt.Errorf("vision: detach lora: %w", err)
-	}
-	return nil
+	return model.DetachAdapters(scope, loraParamKey, "vision: detach lora")
 }
 
 // ImportLoRA sets the attached adapters from w (adapter paths → data, every one exactly once).
