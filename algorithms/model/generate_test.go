@@ -181,13 +181,7 @@ func TestGenerationLogProbs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var seqs [][]int
-			longest := 0
-			for i, c := range out {
-				seqs = append(seqs, append(slices.Clone(prompts[i]), c.Tokens...))
-				longest = max(longest, len(seqs[i]))
-			}
-			tok, pos, mask := leftPadded(seqs, longest)
+			tok, pos, mask, longest := paddedCompletions(prompts, out)
 			exec, err := gm.NewExec(testbackend.Sequential(), gen.scope.Store(), func(scope *gm.Scope, tk, ps, mk *Node) *Node {
 				return NextTokenLogProbs(Forward(scope, cfg, tk, ps, mk), tk)
 			})

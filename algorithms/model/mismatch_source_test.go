@@ -2,7 +2,6 @@ package model
 
 import (
 	"math"
-	"slices"
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
@@ -44,13 +43,7 @@ func TestMismatchSources(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var seqs [][]int
-			longest := 0
-			for i, c := range out {
-				seqs = append(seqs, append(slices.Clone(prompts[i]), c.Tokens...))
-				longest = max(longest, len(seqs[i]))
-			}
-			tok, pos, mask := leftPadded(seqs, longest)
+			tok, pos, mask, longest := paddedCompletions(prompts, out)
 			exec, err := gm.NewExec(testbackend.Sequential(), gen.scope.Store(), func(scope *gm.Scope, tk, ps, mk *Node) []*Node {
 				logits := Forward(scope, cfg, tk, ps, mk)
 				return []*Node{logits, NextTokenLogProbs(logits, tk)}

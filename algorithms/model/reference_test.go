@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -249,6 +250,18 @@ func newStore(t testing.TB, cfg Config, w map[string][]float32) *gm.Store {
 		t.Fatal(err)
 	}
 	return store
+}
+
+// paddedCompletions left-pads each prompt followed by its completion to the longest of them
+// (leftPadded), and returns that length.
+func paddedCompletions(prompts [][]int, out []Completion) (tok, pos [][]int32, mask [][]bool, longest int) {
+	seqs := make([][]int, len(out))
+	for i, c := range out {
+		seqs[i] = append(slices.Clone(prompts[i]), c.Tokens...)
+		longest = max(longest, len(seqs[i]))
+	}
+	tok, pos, mask = leftPadded(seqs, longest)
+	return tok, pos, mask, longest
 }
 
 // leftPadded builds [batch, seq] tokens/positions/mask for rows left-padded to seq.
