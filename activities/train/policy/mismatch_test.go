@@ -123,6 +123,7 @@ func readRollouts(t *testing.T, uri string) []rollout.Rollout {
 	return rs
 }
 
+// writeRollouts writes rs into dir as rollouts-NAME.jsonl and returns its file:// URI.
 func writeRollouts(t *testing.T, dir, name string, rs []rollout.Rollout) string {
 	t.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("rollouts-%s.jsonl", name))

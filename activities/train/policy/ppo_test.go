@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,18 +54,7 @@ func ppoToyRollouts(t *testing.T, policy, dir string, iter, n int) (string, []fl
 		}
 		sum += rewards[i]
 	}
-	path := filepath.Join(dir, fmt.Sprintf("rollouts-%03d.jsonl", iter))
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rollout.Write(f, rs); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return "file://" + path, rewards, sum / float64(n)
+	return writeRollouts(t, dir, fmt.Sprintf("%03d", iter), rs), rewards, sum / float64(n)
 }
 
 // TestPPOStepLearnsToyTask runs PPO iterations of the trainer activity on a toy task from a fresh
