@@ -3,8 +3,9 @@ package preference
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"go.temporal.io/sdk/activity"
 
@@ -261,7 +262,7 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in trainapi.PrefEvalInput
 		}
 	}
 	m := prefMetrics(in.Loss, pol, ref, polSamples, refSamples)
-	for _, k := range sortedMetricNames(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if math.IsNaN(m[k]) || math.IsInf(m[k], 0) {
 			delete(m, k) // JSON payloads cannot carry NaN or Inf
 		}
@@ -409,13 +410,4 @@ func sampleCompletions(eng train.Sampler, enc data.Encoder, pairs []tasks.PrefEx
 		}
 	}
 	return out, nil
-}
-
-func sortedMetricNames(m map[string]float64) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
 }
