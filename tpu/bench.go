@@ -1,6 +1,7 @@
 package tpu
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -44,36 +45,16 @@ func (o BenchOptions) withDefaults() BenchOptions {
 	if len(o.Presets) == 0 {
 		o.Presets = []string{"tiny", "small", "base"}
 	}
-	if o.Batch == 0 {
-		o.Batch = 16
-	}
-	if o.Seq == 0 {
-		o.Seq = 128
-	}
-	if o.Steps == 0 {
-		o.Steps = 5
-	}
-	if o.GenPrompts == 0 {
-		o.GenPrompts = 64
-	}
-	if o.GenPromptLen == 0 {
-		o.GenPromptLen = 16
-	}
-	if o.GenTokens == 0 {
-		o.GenTokens = 64
-	}
-	if o.UncachedTokens == 0 {
-		o.UncachedTokens = o.GenTokens
-	}
-	if o.Mode == "" {
-		o.Mode = ExecutorSequential
-	}
-	if o.ExecTimeout == 0 {
-		o.ExecTimeout = 30 * time.Minute
-	}
-	if o.Seed == 0 {
-		o.Seed = 1
-	}
+	o.Batch = cmp.Or(o.Batch, 16)
+	o.Seq = cmp.Or(o.Seq, 128)
+	o.Steps = cmp.Or(o.Steps, 5)
+	o.GenPrompts = cmp.Or(o.GenPrompts, 64)
+	o.GenPromptLen = cmp.Or(o.GenPromptLen, 16)
+	o.GenTokens = cmp.Or(o.GenTokens, 64)
+	o.UncachedTokens = cmp.Or(o.UncachedTokens, o.GenTokens)
+	o.Mode = cmp.Or(o.Mode, ExecutorSequential)
+	o.ExecTimeout = cmp.Or(o.ExecTimeout, 30*time.Minute)
+	o.Seed = cmp.Or(o.Seed, 1)
 	return o
 }
 

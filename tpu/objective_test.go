@@ -9,7 +9,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
 
-	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 )
@@ -124,7 +124,7 @@ func TestObjectiveBadBatch(t *testing.T) {
 		b    objective.Batch
 		want string
 	}{
-		{"another objective's batch", objective.Policy(loss.DefaultPolicyConfig(loss.AlgoGRPO)), ceBatch(batch), "PolicyBatch"},
+		{"another objective's batch", objective.Policy(losscfg.DefaultPolicyConfig(losscfg.AlgoGRPO)), ceBatch(batch), "PolicyBatch"},
 		{"ragged", objective.RewardScores(2), ragged, "batch objective.Sequences"},
 		{"none", ceObjective, nil, "no batch"},
 	} {
@@ -146,7 +146,7 @@ func TestPolicyOnPolicyMatchesRecomputedOld(t *testing.T) {
 	b := newRuntime(t, Options{Seed: 5})
 	batch := randomBatch(t, tinyCfg().Vocab, 4, 8, 7)
 	n, seq := batch.Dims()
-	cfg := loss.DefaultPolicyConfig(loss.AlgoGRPO)
+	cfg := losscfg.DefaultPolicyConfig(losscfg.AlgoGRPO)
 	old, err := a.LogProbs(batch)
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +204,7 @@ func TestPolicyWindowMatchesFullRows(t *testing.T) {
 		}
 		return x
 	}
-	cfg := loss.DefaultPolicyConfig(loss.AlgoGRPO)
+	cfg := losscfg.DefaultPolicyConfig(losscfg.AlgoGRPO)
 	cfg.KLBeta, cfg.TISThreshold = 0.05, 2
 	inputs := func(window bool) objective.PolicyBatch {
 		b := objective.PolicyBatch{PolicyRows: policyRows(batch, mask, vals(0.5), vals(0.45), vals(0.55)), Adv: []float32{1.5, -0.5, 0.25, -1.25}}

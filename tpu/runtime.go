@@ -1,6 +1,7 @@
 package tpu
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -115,12 +116,8 @@ func (o Options) withDefaults() Options {
 	if o.Backend == BackendGo && o.Executor == "" {
 		o.Executor = ExecutorSequential
 	}
-	if o.MaxExecs == 0 {
-		o.MaxExecs = DefaultMaxExecs
-	}
-	if o.ExecTimeout == 0 {
-		o.ExecTimeout = DefaultExecTimeout
-	}
+	o.MaxExecs = cmp.Or(o.MaxExecs, DefaultMaxExecs)
+	o.ExecTimeout = cmp.Or(o.ExecTimeout, DefaultExecTimeout)
 	o.Optimizer = o.Optimizer.withDefaults()
 	if o.LoRA != nil {
 		l := o.LoRA.WithDefaults()

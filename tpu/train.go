@@ -1,6 +1,7 @@
 package tpu
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -27,18 +28,10 @@ type AdamW struct {
 }
 
 func (a AdamW) withDefaults() AdamW {
-	if a.Beta1 == 0 {
-		a.Beta1 = 0.9
-	}
-	if a.Beta2 == 0 {
-		a.Beta2 = 0.999
-	}
-	if a.Eps == 0 {
-		a.Eps = 1e-8
-	}
-	if a.ClipNorm == 0 {
-		a.ClipNorm = 1
-	}
+	a.Beta1 = cmp.Or(a.Beta1, 0.9)
+	a.Beta2 = cmp.Or(a.Beta2, 0.999)
+	a.Eps = cmp.Or(a.Eps, 1e-8)
+	a.ClipNorm = cmp.Or(a.ClipNorm, 1)
 	return a
 }
 
@@ -92,15 +85,6 @@ const (
 	optStep  = "step"
 )
 
-// subScope walks "a/b/name" from scope and returns the scope of "a/b" and "name".
-func subScope(scope *gm.Scope, path string) (*gm.Scope, string) {
-	parts := strings.Split(path, "/")
-	for _, p := range parts[:len(parts)-1] {
-		scope = scope.At("%s", p)
-	}
-	return scope, parts[len(parts)-1]
-}
-
 // ensureOptimizer creates zero moments and step 0 if they do not exist yet (r.mu held).
 func (r *Runtime) ensureOptimizer() error {
 	if r.opt != nil {
@@ -110,7 +94,7 @@ func (r *Runtime) ensureOptimizer() error {
 	st := &adamState{}
 	for _, kind := range []string{optM, optV} {
 		for _, spec := range r.specs {
-			s, name := subScope(root.At("%s", kind), spec.Path)
+			s, name := model.SubScope(root.At("%s", kind), spec.Path)
 			v, err := s.CreateVariable(name, tensors.FromShape(shapes.Make(dtypes.Float32, spec.Shape...)))
 			if err != nil {
 				return fmt.Errorf("create optimizer variable %s/%s: %w", kind, spec.Path, err)

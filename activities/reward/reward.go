@@ -1,6 +1,7 @@
 package reward
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,16 +104,12 @@ func (a *Activities) ScoreItems(ctx context.Context, in rewardapi.ScoreInput, pr
 		return rewardapi.ScoreOutput{}, fmt.Errorf("reward: score: %w: %w", err, ErrInvalidInput)
 	}
 	workers := in.Workers
-	if workers == 0 {
-		workers = a.Workers
-	}
+	workers = cmp.Or(workers, a.Workers)
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	timeout := in.ItemTimeout.D()
-	if timeout == 0 {
-		timeout = DefaultItemTimeout
-	}
+	timeout = cmp.Or(timeout, DefaultItemTimeout)
 	if progress == nil {
 		progress = func(rewardapi.Progress) {}
 	}

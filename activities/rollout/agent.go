@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -107,15 +108,9 @@ func (a *Activities) newAgentRunner(ctx context.Context, spec AgentSpec, eng tra
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	if spec.Timeout == 0 {
-		spec.Timeout = rolloutapi.DefaultAgentTimeout
-	}
-	if spec.MaxCalls == 0 {
-		spec.MaxCalls = rolloutapi.DefaultAgentMaxCalls
-	}
-	if spec.MemoryMiB == 0 {
-		spec.MemoryMiB = rolloutapi.DefaultAgentMemoryMiB
-	}
+	spec.Timeout = cmp.Or(spec.Timeout, rolloutapi.DefaultAgentTimeout)
+	spec.MaxCalls = cmp.Or(spec.MaxCalls, rolloutapi.DefaultAgentMaxCalls)
+	spec.MemoryMiB = cmp.Or(spec.MemoryMiB, rolloutapi.DefaultAgentMemoryMiB)
 	if len(spec.Command) == 0 || spec.Command[0] == "" {
 		return nil, bad("rollout.agent.command is empty: give the program and its arguments")
 	}

@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -17,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/activities/reward/sandbox"
+	"github.com/temperml/temper/activities/rollout/agenttest"
 	"github.com/temperml/temper/activities/rollout/gateway"
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train"
@@ -155,19 +155,6 @@ func agentFixture(t *testing.T) (*sandbox.Sandbox, string) {
 	return sb, dir
 }
 
-// agentResponse is what the example agent logs of each response (TEMPER_AGENT_LOG=-).
-type agentResponse struct {
-	Choices []struct {
-		FinishReason string `json:"finish_reason"`
-		Logprobs     struct {
-			Content []struct {
-				Bytes   []int   `json:"bytes"`
-				Logprob float32 `json:"logprob"`
-			} `json:"content"`
-		} `json:"logprobs"`
-	} `json:"choices"`
-}
-
 // TestAgentEpisodes plays bigmul episodes with the Python example agent in the sandbox against a
 // scripted policy behind the gateway: each episode is one trajectory whose policy tokens and
 // log-probabilities are exactly what the server returned to the agent (and its final stop token),
@@ -254,11 +241,11 @@ func checkAgentRollout(t *testing.T, r rollout.Rollout, attempts int) {
 	// What the server returned to the agent, call by call: the policy's runs of tokens.
 	var served [][]int
 	var servedLP [][]float32
-	for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
-		var resp agentResponse
-		if err := json.Unmarshal([]byte(l), &resp); err != nil || len(resp.Choices) != 1 {
-			t.Fatalf("%s: agent log line %q: %v", r.ID, l, err)
-		}
+	resps, err := agenttest.Responses(log)
+	if err != nil {
+		t.Fatalf("%s: %v", r.ID, err)
+	}
+	for _, resp := range resps {
 		var ids []int
 		var lps []float32
 		for _, c := range resp.Choices[0].Logprobs.Content {

@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -116,14 +115,6 @@ func (a *Activities) continueSegment(ctx context.Context, in rolloutapi.Generate
 		activity.RecordHeartbeat(ctx, trainapi.Progress{Step: b + 1, Total: len(batches)})
 	}
 	secs := time.Since(start).Seconds()
-	var buf bytes.Buffer
-	if err := rollout.Write(&buf, rs); err != nil {
-		return rolloutapi.GenerateOutput{}, err
-	}
-	uri, err := put(ctx, a.Ckpt, in.Store, rolloutapi.RolloutsKey(in.Run, in.Phase, in.Iteration, in.Tag), &buf)
-	if err != nil {
-		return rolloutapi.GenerateOutput{}, err
-	}
 	total, truncated := 0, 0
 	for _, r := range rs {
 		total += len(r.Tokens)
@@ -131,13 +122,11 @@ func (a *Activities) continueSegment(ctx context.Context, in rolloutapi.Generate
 			truncated++
 		}
 	}
-	out := rolloutapi.GenerateOutput{Rollouts: uri, Samples: len(rs), Tokens: tokens, Seconds: secs, Unfinished: unfinished}
-	if len(rs) > 0 {
-		out.MeanLength, out.Truncated = float64(total)/float64(len(rs)), float64(truncated)/float64(len(rs))
+	out, err := a.storeRollouts(ctx, in, rs, tokens, total, truncated, secs)
+	if err != nil {
+		return out, err
 	}
-	if secs > 0 {
-		out.TokensPerS = float64(tokens) / secs
-	}
+	out.Unfinished = unfinished
 	return out, nil
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/temperml/temper/activities/reward"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
-	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/objective/objectivecfg"
@@ -64,11 +64,11 @@ func TestBitIdentityFingerprint(t *testing.T) {
 
 	// Preference kinds: reference on the fly, precomputed, none.
 	pdata := trainapi.PrefDataSpec{Task: "add2", TrainExamples: 24, HeldoutExamples: 8}
-	for _, c := range []struct{ kind, mode string }{{loss.PrefDPO, "fly"}, {loss.PrefIPO, "pre"}, {loss.PrefORPO, ""}, {loss.PrefSimPO, ""},
-		{loss.PrefKTO, "fly"}, {loss.PrefKTO, "pre"}} {
+	for _, c := range []struct{ kind, mode string }{{losscfg.PrefDPO, "fly"}, {losscfg.PrefIPO, "pre"}, {losscfg.PrefORPO, ""}, {losscfg.PrefSimPO, ""},
+		{losscfg.PrefKTO, "fly"}, {losscfg.PrefKTO, "pre"}} {
 		name := "pref-" + c.kind + "-" + c.mode
 		in := trainapi.PrefChunkInput{ChunkHead: head(name, sft.Checkpoint, 2), Data: pdata, Batch: trainapi.BatchSpec{Rows: 4, Seq: 16},
-			Loss: loss.DefaultPreference(c.kind)}
+			Loss: losscfg.DefaultPreference(c.kind)}
 		switch c.mode {
 		case "fly":
 			in.Reference = base.Checkpoint
@@ -84,7 +84,7 @@ func TestBitIdentityFingerprint(t *testing.T) {
 	}
 	var pev trainapi.EvalOutput
 	e.Must(trainapi.PrefEvaluateName, trainapi.PrefEvalInput{Store: e.Store, Checkpoint: sft.Checkpoint, Reference: base.Checkpoint, Data: pdata,
-		Loss: loss.DefaultPreference(loss.PrefDPO), KLTokens: 4, Seed: 7}, &pev)
+		Loss: losscfg.DefaultPreference(losscfg.PrefDPO), KLTokens: 4, Seed: 7}, &pev)
 	f.metrics("pref-eval", pev.Metrics)
 
 	// Reward model (generative term, LM term), its evaluation and the critic verifier.
@@ -138,9 +138,9 @@ func TestBitIdentityFingerprint(t *testing.T) {
 	uri, rewards, rs := bitRollouts(t, sft.Checkpoint, dir, "plain", 24, false)
 	shards := bitShards(t, dir, rs, rewards, [][2]int{{0, 8}, {8, 12}, {12, 24}})
 	epURI, epRewards, _ := bitRollouts(t, sft.Checkpoint, dir, "episodes", 16, true)
-	grpo := loss.DefaultPolicyConfig(loss.AlgoGRPO)
+	grpo := losscfg.DefaultPolicyConfig(losscfg.AlgoGRPO)
 	grpo.KLBeta = 0
-	kl := loss.DefaultPolicyConfig(loss.AlgoGRPO)
+	kl := losscfg.DefaultPolicyConfig(losscfg.AlgoGRPO)
 	kl.KLBeta, kl.TISThreshold = 0.05, 2
 	step := func(name string, in trainapi.PolicyStepInput) trainapi.PolicyStepOutput {
 		t.Helper()
@@ -161,8 +161,8 @@ func TestBitIdentityFingerprint(t *testing.T) {
 		DynamicSampling: true, FreshOptimizer: true})
 	step("grpo-shards-mem", trainapi.PolicyStepInput{Shards: shards, Loss: kl, Reference: base.Checkpoint, Epochs: 1, FreshOptimizer: true})
 	step("grpo-selfref", trainapi.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: kl, Reference: sft.Checkpoint, Epochs: 1, FreshOptimizer: true})
-	for _, algo := range []string{loss.AlgoDrGRPO, loss.AlgoRLOO, loss.AlgoReinforcePP, loss.AlgoDAPO, loss.AlgoGSPO} {
-		lc := loss.DefaultPolicyConfig(algo)
+	for _, algo := range []string{losscfg.AlgoDrGRPO, losscfg.AlgoRLOO, losscfg.AlgoReinforcePP, losscfg.AlgoDAPO, losscfg.AlgoGSPO} {
+		lc := losscfg.DefaultPolicyConfig(algo)
 		step("algo-"+algo, trainapi.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: lc, Reference: base.Checkpoint, Epochs: 2, Minibatch: 12, FreshOptimizer: true})
 	}
 	step("episodes", trainapi.PolicyStepInput{Rollouts: epURI, Rewards: epRewards, Loss: grpo, Epochs: 1, Minibatch: 8, FreshOptimizer: true})
@@ -170,7 +170,7 @@ func TestBitIdentityFingerprint(t *testing.T) {
 	step("from-lora", trainapi.PolicyStepInput{Policy: lora.Checkpoint, Rollouts: uri, Rewards: rewards, Loss: grpo, Epochs: 1, FreshOptimizer: true})
 	v1 := step("grpo-v1", trainapi.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: kl, Reference: base.Checkpoint, Epochs: 1, Minibatch: 12, FreshOptimizer: true})
 	step("grpo-v2", trainapi.PolicyStepInput{Policy: v1.Checkpoint, Version: 1, Rollouts: uri, Rewards: rewards, Loss: kl, Reference: base.Checkpoint, Epochs: 1, Minibatch: 12})
-	ppo := loss.DefaultPolicyConfig(loss.AlgoPPO)
+	ppo := losscfg.DefaultPolicyConfig(losscfg.AlgoPPO)
 	ppo.KLBeta = 0.02
 	pc := trainapi.PPOConfig{Gamma: 1, Lambda: 0.9, KLCoef: 0.05, Seed: 5}
 	p1 := step("ppo-v1", trainapi.PolicyStepInput{Rollouts: uri, Rewards: rewards, Loss: ppo, Reference: base.Checkpoint, Epochs: 2, Minibatch: 8, PPO: &pc, FreshOptimizer: true})

@@ -69,7 +69,7 @@ func GRPO(groups [][]float64, cfg GRPOConfig) ([][]float64, error) {
 //
 // Dividing by std(r) weights prompts by how (un)certain the policy is on them (question-level
 // difficulty bias), so Dr. GRPO drops it. Its other half, removing the 1/|y_i| length normalisation,
-// lives in the loss aggregation (loss.AggSeqMeanTokenSumNorm).
+// lives in the loss aggregation (losscfg.AggSeqMeanTokenSumNorm).
 //
 //	groups: [groups][G_g] rewards → [groups][G_g] advantages
 func DrGRPO(groups [][]float64) ([][]float64, error) {

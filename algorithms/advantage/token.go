@@ -83,7 +83,7 @@ func (c ReinforcePPConfig) Validate() error {
 //
 // With β = 0 and γ = 1 every token of row i has G_t = r_i, so this is the batch z-score of the
 // rewards, weighted by response length. The KL penalty in the return (rather than a KL loss term) is
-// the paper's main variant; leave loss.PolicyConfig.KLBeta at 0 with it.
+// the paper's main variant; leave losscfg.PolicyConfig.KLBeta at 0 with it.
 //
 //	rewards: [batch]; mask: [batch][seq_i]; kl: [batch][seq_i] (nil when KLBeta = 0) → [batch][seq_i]
 func ReinforcePP(rewards []float64, mask [][]bool, kl [][]float64, cfg ReinforcePPConfig) ([][]float64, error) {

@@ -1,6 +1,7 @@
 package episode
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -77,15 +78,9 @@ func (c Config) Validate() error {
 }
 
 func (c Config) withDefaults() Config {
-	if c.ToolOpen == "" {
-		c.ToolOpen = DefaultToolOpen
-	}
-	if c.ToolClose == "" {
-		c.ToolClose = DefaultToolClose
-	}
-	if c.MaxToolChars == 0 {
-		c.MaxToolChars = 512
-	}
+	c.ToolOpen = cmp.Or(c.ToolOpen, DefaultToolOpen)
+	c.ToolClose = cmp.Or(c.ToolClose, DefaultToolClose)
+	c.MaxToolChars = cmp.Or(c.MaxToolChars, 512)
 	return c
 }
 

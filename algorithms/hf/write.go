@@ -2,6 +2,7 @@ package hf
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -43,9 +44,7 @@ func ConfigJSON(cfg model.Config, original []byte, dtype safetensors.DType) ([]b
 	if err != nil {
 		return nil, fmt.Errorf("hf: config.json: %w", err)
 	}
-	if dtype == "" {
-		dtype = safetensors.F32
-	}
+	dtype = cmp.Or(dtype, safetensors.F32)
 	name, ok := dtypeNames[dtype]
 	if !ok {
 		return nil, fmt.Errorf("hf: config.json: dtype %q: supported %s", dtype, dtypeList())
@@ -113,12 +112,8 @@ func sameJSON(fields map[string]json.RawMessage, doc []byte) bool {
 // model-0000i-of-0000n.safetensors with model.safetensors.index.json.
 func WriteDir(dst Sink, cfg model.Config, weights map[string][]float32, meta Meta, opt WriteOptions) error {
 	dtype := opt.DType
-	if dtype == "" {
-		dtype = meta.DType
-	}
-	if dtype == "" {
-		dtype = safetensors.F32
-	}
+	dtype = cmp.Or(dtype, meta.DType)
+	dtype = cmp.Or(dtype, safetensors.F32)
 	if !slices.Contains(FloatDTypes, dtype) {
 		return fmt.Errorf("hf: write dir: dtype %q: supported %s", dtype, dtypeList())
 	}
@@ -178,9 +173,7 @@ type shardPlan struct {
 // does: tensors in the state dict's order (transformers' module order), a new shard when the next
 // tensor would take the current one over maxShard, a tensor bigger than maxShard alone in its own.
 func planShards(cfg model.Config, dtype safetensors.DType, maxShard int64) (*shardPlan, error) {
-	if maxShard == 0 {
-		maxShard = DefaultMaxShardSize
-	}
+	maxShard = cmp.Or(maxShard, DefaultMaxShardSize)
 	shapes, err := cfg.HFShapes()
 	if err != nil {
 		return nil, fmt.Errorf("hf: write weights: %w", err)

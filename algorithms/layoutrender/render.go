@@ -2,6 +2,7 @@ package layoutrender
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -98,12 +99,8 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.Width == 0 {
-		o.Width = DefaultSize
-	}
-	if o.Height == 0 {
-		o.Height = DefaultSize
-	}
+	o.Width = cmp.Or(o.Width, DefaultSize)
+	o.Height = cmp.Or(o.Height, DefaultSize)
 	if o.Width < 1 || o.Height < 1 || o.Width > MaxSize || o.Height > MaxSize {
 		return o, fmt.Errorf("layoutrender: options width=%d height=%d: want 1..%d", o.Width, o.Height, MaxSize)
 	}

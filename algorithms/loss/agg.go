@@ -3,6 +3,8 @@ package loss
 import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/support/exceptions"
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 // Aggregate reduces per-token values to a scalar under mask with the given mode.
@@ -21,20 +23,20 @@ import (
 // maxLen is used by seq-mean-token-sum-norm only; maxLen ≤ 0 there means the padded length seq
 // (what verl does). Keep it constant across steps (e.g. the generation budget) so that the scale of
 // the loss does not move with the batch. Panics on an unknown mode or mismatched shapes.
-func Aggregate(perToken, mask *Node, mode AggMode, maxLen int) *Node {
+func Aggregate(perToken, mask *Node, mode losscfg.AggMode, maxLen int) *Node {
 	checkSame("Aggregate", perToken, mask)
 	if perToken.Rank() != 2 {
 		exceptions.Panicf("loss: Aggregate: perToken %s: want [batch, seq]", perToken.Shape())
 	}
 	w := AsWeights(mask, perToken)
 	switch mode {
-	case AggTokenMean:
+	case losscfg.AggTokenMean:
 		return Div(ReduceAllSum(Mul(perToken, w)), MaxScalar(ReduceAllSum(w), 1))
-	case AggSeqMeanTokenMean:
+	case losscfg.AggSeqMeanTokenMean:
 		return rowMean(SeqMean(perToken, w), w)
-	case AggSeqMeanTokenSum:
+	case losscfg.AggSeqMeanTokenSum:
 		return rowMean(SeqSum(perToken, w), w)
-	case AggSeqMeanTokenSumNorm:
+	case losscfg.AggSeqMeanTokenSumNorm:
 		if maxLen <= 0 {
 			maxLen = perToken.Shape().Dim(1)
 		}
@@ -51,5 +53,5 @@ func rowMean(perRow, w *Node) *Node {
 
 // tokenMean is the token-mean of x under w, the form every per-token metric here is reported in.
 func tokenMean(x, w *Node) *Node {
-	return Aggregate(x, w, AggTokenMean, 0)
+	return Aggregate(x, w, losscfg.AggTokenMean, 0)
 }

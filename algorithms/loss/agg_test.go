@@ -7,6 +7,9 @@ import (
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 // pgExec is run1 for inputs of rank 1 ([]float32) or 2 ([][]float32); outputs are flattened float32.
@@ -33,7 +36,7 @@ func pgExec(t *testing.T, fn func(in []*Node) []*Node, inputs ...any) [][]float3
 			t.Fatalf("pgExec: input %d has type %T", i, x)
 		}
 	}
-	outs := MustExecOnceN(testBackend(), fn, args...)
+	outs := MustExecOnceN(testbackend.Sequential(), fn, args...)
 	res := make([][]float32, len(outs))
 	for i, o := range outs {
 		res[i] = tensors.MustCopyFlatData[float32](o)
@@ -78,11 +81,11 @@ func pgF64(x [][]float32) [][]float64 {
 }
 
 // pgRefAggregate is the plain-Go reference of Aggregate.
-func pgRefAggregate(x, mask [][]float64, mode AggMode, maxLen int) float64 {
+func pgRefAggregate(x, mask [][]float64, mode losscfg.AggMode, maxLen int) float64 {
 	if maxLen <= 0 {
 		maxLen = len(x[0])
 	}
-	if mode == AggTokenMean {
+	if mode == losscfg.AggTokenMean {
 		s, n := 0.0, 0.0
 		for i := range x {
 			for t := range x[i] {
@@ -104,11 +107,11 @@ func pgRefAggregate(x, mask [][]float64, mode AggMode, maxLen int) float64 {
 		}
 		rows++
 		switch mode {
-		case AggSeqMeanTokenMean:
+		case losscfg.AggSeqMeanTokenMean:
 			total += s / n
-		case AggSeqMeanTokenSum:
+		case losscfg.AggSeqMeanTokenSum:
 			total += s
-		case AggSeqMeanTokenSumNorm:
+		case losscfg.AggSeqMeanTokenSumNorm:
 			total += s / float64(maxLen)
 		default:
 			panic(mode)
@@ -122,16 +125,16 @@ func TestAggregateHandComputed(t *testing.T) {
 	x := [][]float32{{1, 2, 3, 100}, {4, 5, 100, 100}, {7, 7, 7, 7}}
 	mask := [][]float32{{1, 1, 1, 0}, {1, 1, 0, 0}, {0, 0, 0, 0}}
 	cases := []struct {
-		mode   AggMode
+		mode   losscfg.AggMode
 		maxLen int
 		want   float64
 	}{
-		{AggTokenMean, 0, 15.0 / 5},                    // (6+9)/5 tokens
-		{AggSeqMeanTokenMean, 0, (2 + 4.5) / 2},        // row means 2 and 4.5
-		{AggSeqMeanTokenSum, 0, (6 + 9) / 2.0},         // row sums 6 and 9
-		{AggSeqMeanTokenSumNorm, 10, (0.6 + 0.9) / 2},  // sums over the constant 10
-		{AggSeqMeanTokenSumNorm, 0, (1.5 + 2.25) / 2},  // maxLen 0 → padded length 4
-		{AggSeqMeanTokenSumNorm, -3, (1.5 + 2.25) / 2}, // negative: same
+		{losscfg.AggTokenMean, 0, 15.0 / 5},                    // (6+9)/5 tokens
+		{losscfg.AggSeqMeanTokenMean, 0, (2 + 4.5) / 2},        // row means 2 and 4.5
+		{losscfg.AggSeqMeanTokenSum, 0, (6 + 9) / 2.0},         // row sums 6 and 9
+		{losscfg.AggSeqMeanTokenSumNorm, 10, (0.6 + 0.9) / 2},  // sums over the constant 10
+		{losscfg.AggSeqMeanTokenSumNorm, 0, (1.5 + 2.25) / 2},  // maxLen 0 → padded length 4
+		{losscfg.AggSeqMeanTokenSumNorm, -3, (1.5 + 2.25) / 2}, // negative: same
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%d", c.mode, c.maxLen), func(t *testing.T) {
@@ -151,7 +154,7 @@ func TestAggregateMatchesReference(t *testing.T) {
 		"prompt": {{0, 0, 1, 1, 0}, {0, 1, 1, 1, 1}, {0, 0, 0, 1, 1}, {0, 1, 1, 0, 0}},
 	}
 	for name, mask := range masks {
-		for _, mode := range AggModes {
+		for _, mode := range losscfg.AggModes {
 			for _, maxLen := range []int{0, 8} {
 				got := pgExec(t, func(in []*Node) []*Node { return []*Node{Aggregate(in[0], in[1], mode, maxLen)} }, x, mask)[0][0]
 				pgCheckScalar(t, fmt.Sprintf("%s/%s/%d", name, mode, maxLen), got, pgRefAggregate(pgF64(x), pgF64(mask), mode, maxLen))
@@ -163,7 +166,7 @@ func TestAggregateMatchesReference(t *testing.T) {
 func TestAggregateBoolMask(t *testing.T) {
 	x := [][]float32{{1, 2, 3, 100}, {4, 5, 100, 100}}
 	mask := [][]bool{{true, true, true, false}, {true, true, false, false}}
-	for _, mode := range AggModes {
+	for _, mode := range losscfg.AggModes {
 		got := pgExec(t, func(in []*Node) []*Node { return []*Node{Aggregate(in[0], in[1], mode, 10)} }, x, mask)[0][0]
 		want := pgRefAggregate(pgF64(x), [][]float64{{1, 1, 1, 0}, {1, 1, 0, 0}}, mode, 10)
 		pgCheckScalar(t, string(mode), got, want)
@@ -171,12 +174,12 @@ func TestAggregateBoolMask(t *testing.T) {
 }
 
 func TestAggModeValidate(t *testing.T) {
-	for _, m := range AggModes {
+	for _, m := range losscfg.AggModes {
 		if err := m.Validate(); err != nil {
 			t.Errorf("%s: %v", m, err)
 		}
 	}
-	if err := AggMode("token_mean").Validate(); err == nil {
+	if err := losscfg.AggMode("token_mean").Validate(); err == nil {
 		t.Error("token_mean accepted")
 	}
 }

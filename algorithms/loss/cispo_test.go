@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 // cispoRef is the plain-Go float64 reference of CISPOSurrogate for one token: the loss
@@ -66,7 +68,7 @@ func TestCISPOSurrogateMatchesReference(t *testing.T) {
 			out := pgExec(t, func(in []*Node) []*Node {
 				l, m := CISPOSurrogate(in[0], in[1], in[2], in[3], e[0], e[1])
 				keys = pgSortedKeys(m)
-				res := []*Node{l, Gradient(Aggregate(l, in[3], AggTokenMean, 0), in[0])[0]}
+				res := []*Node{l, Gradient(Aggregate(l, in[3], losscfg.AggTokenMean, 0), in[0])[0]}
 				for _, k := range keys {
 					res = append(res, m[k])
 				}
@@ -82,7 +84,7 @@ func TestCISPOSurrogateMatchesReference(t *testing.T) {
 			pgCheckMatrix(t, name+"/grad", out[1], wantGrad)
 			ratio := pgMap(3, 4, func(i, t int) float64 { return math.Exp(pgRefClip(logp[i][t]-old[i][t], -20, 20)) })
 			tokMean := func(f func(r float64) float64) float64 {
-				return pgRefAggregate(pgMap(3, 4, func(i, t int) float64 { return f(ratio[i][t]) }), mask, AggTokenMean, 0)
+				return pgRefAggregate(pgMap(3, 4, func(i, t int) float64 { return f(ratio[i][t]) }), mask, losscfg.AggTokenMean, 0)
 			}
 			pgCheckMetrics(t, name, keys, out[2:], map[string]float64{
 				"approx_kl":      tokMean(func(r float64) float64 { return r - 1 - math.Log(r) }),
@@ -97,8 +99,8 @@ func TestCISPOSurrogateMatchesReference(t *testing.T) {
 // TestCISPOConfig: cispo's defaults (MiniMax-M1's token-level normalisation, no lower bound, weight
 // cap 4) and the fields it refuses.
 func TestCISPOConfig(t *testing.T) {
-	c := DefaultPolicyConfig(AlgoCISPO)
-	if c.ClipLow != 1 || c.ClipHigh != 3 || c.KLBeta != 0 || c.Aggregation != AggTokenMean || c.DualClip != 0 ||
+	c := losscfg.DefaultPolicyConfig(losscfg.AlgoCISPO)
+	if c.ClipLow != 1 || c.ClipHigh != 3 || c.KLBeta != 0 || c.Aggregation != losscfg.AggTokenMean || c.DualClip != 0 ||
 		c.EntropyCoef != 0 || c.KLEstimator != "k3" || !c.Correction.Off() {
 		t.Errorf("cispo defaults %+v", c)
 	}
@@ -106,19 +108,19 @@ func TestCISPOConfig(t *testing.T) {
 		t.Errorf("cispo defaults: %v", err)
 	}
 	for _, tc := range []struct {
-		edit func(*PolicyConfig)
+		edit func(*losscfg.PolicyConfig)
 		want string
 	}{
-		{func(c *PolicyConfig) { c.ClipLow = 1.5 }, "clip_low=1.5: cispo: must be in [0, 1]"},
-		{func(c *PolicyConfig) { c.DualClip = 5 }, "dual_clip=5: cispo has no dual clip"},
+		{func(c *losscfg.PolicyConfig) { c.ClipLow = 1.5 }, "clip_low=1.5: cispo: must be in [0, 1]"},
+		{func(c *losscfg.PolicyConfig) { c.DualClip = 5 }, "dual_clip=5: cispo has no dual clip"},
 	} {
-		c := DefaultPolicyConfig(AlgoCISPO)
+		c := losscfg.DefaultPolicyConfig(losscfg.AlgoCISPO)
 		tc.edit(&c)
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want %q", err, tc.want)
 		}
 	}
-	if err := (PolicyConfig{Algorithm: AlgoGRPO, ClipLow: 1, ClipHigh: 0.2, KLEstimator: "k3", Aggregation: AggTokenMean}).Validate(); err == nil {
+	if err := (losscfg.PolicyConfig{Algorithm: losscfg.AlgoGRPO, ClipLow: 1, ClipHigh: 0.2, KLEstimator: "k3", Aggregation: losscfg.AggTokenMean}).Validate(); err == nil {
 		t.Error("grpo accepted clip_low 1 (only cispo's IS-weight floor may be 0)")
 	}
 }

@@ -2,24 +2,13 @@ package loss
 
 import (
 	"math"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/gobackend"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
-)
 
-// testBackend is the pure-Go backend with sequential op execution (the default executor can deadlock
-// intermittently on this machine). Every test file of this package uses it.
-var testBackend = sync.OnceValue(func() compute.Backend {
-	b, err := gobackend.New("ops_sequential")
-	if err != nil {
-		panic(err)
-	}
-	return b
-})
+	"github.com/temperml/temper/algorithms/testbackend"
+)
 
 // run1 evaluates a graph function of float32 [batch, seq] inputs and returns its float32 outputs.
 func run1(t *testing.T, fn func(in []*Node) []*Node, inputs ...[][]float32) [][]float32 {
@@ -32,7 +21,7 @@ func run1(t *testing.T, fn func(in []*Node) []*Node, inputs ...[][]float32) [][]
 		}
 		args[i] = tensors.FromFlatDataAndDimensions(flat, len(x), len(x[0]))
 	}
-	outs := MustExecOnceN(testBackend(), func(in []*Node) []*Node { return fn(in) }, args...)
+	outs := MustExecOnceN(testbackend.Sequential(), func(in []*Node) []*Node { return fn(in) }, args...)
 	res := make([][]float32, len(outs))
 	for i, o := range outs {
 		res[i] = tensors.MustCopyFlatData[float32](o)

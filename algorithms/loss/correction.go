@@ -5,6 +5,8 @@ import (
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/support/exceptions"
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 // Metrics of OffPolicyCorrection for modes mis, geo_mask and icepop (tis keeps TISWeights' names,
@@ -64,7 +66,7 @@ var CorrectionMetrics = []string{"tis_truncated_frac", "tis_weight_mean", Metric
 //	oldLogp, behaviourLogp, mask: [batch, seq] → w: [batch, seq] or nil; keep: [batch, seq] in
 //	oldLogp's dtype. Metrics: tis's (TISWeights) or the Corr* ones above. Panics on an invalid c or
 //	mismatched shapes.
-func OffPolicyCorrection(oldLogp, behaviourLogp, mask *Node, c Correction) (w, keep *Node, m Metrics) {
+func OffPolicyCorrection(oldLogp, behaviourLogp, mask *Node, c losscfg.Correction) (w, keep *Node, m Metrics) {
 	checkSame("OffPolicyCorrection", oldLogp, behaviourLogp)
 	checkSame("OffPolicyCorrection", oldLogp, mask)
 	if err := c.Validate(); err != nil {
@@ -73,9 +75,9 @@ func OffPolicyCorrection(oldLogp, behaviourLogp, mask *Node, c Correction) (w, k
 	c = c.WithDefaults()
 	mw := AsWeights(mask, oldLogp)
 	switch c.Mode {
-	case CorrectionNone:
+	case losscfg.CorrectionNone:
 		return nil, mw, Metrics{}
-	case CorrectionTIS:
+	case losscfg.CorrectionTIS:
 		w, m = TISWeights(oldLogp, behaviourLogp, mask, c.High)
 		return w, mw, m
 	}
@@ -84,9 +86,9 @@ func OffPolicyCorrection(oldLogp, behaviourLogp, mask *Node, c Correction) (w, k
 	lnLow, lnHigh := Scalar(g, dt, math.Log(c.Low)), Scalar(g, dt, math.Log(c.High))
 	var judged *Node // the log-ratio tested against the bounds, [batch, seq]
 	switch c.Mode {
-	case CorrectionMIS, CorrectionIcePop:
+	case losscfg.CorrectionMIS, losscfg.CorrectionIcePop:
 		judged = logRatio
-	case CorrectionGeoMask:
+	case losscfg.CorrectionGeoMask:
 		judged = BroadcastToDims(ExpandAxes(SeqMean(logRatio, mw), -1), logRatio.Shape().Dimensions...)
 	default:
 		exceptions.Panicf("loss: OffPolicyCorrection: mode %q has no graph", c.Mode)
@@ -98,13 +100,13 @@ func OffPolicyCorrection(oldLogp, behaviourLogp, mask *Node, c Correction) (w, k
 	effective := in01 // the weight the policy gradient of a counted token gets
 	keep = mw
 	switch c.Mode {
-	case CorrectionMIS, CorrectionIcePop:
+	case losscfg.CorrectionMIS, losscfg.CorrectionIcePop:
 		w = Where(inside, Exp(logRatio), zeros)
 		effective = w
-		if c.Mode == CorrectionMIS {
+		if c.Mode == losscfg.CorrectionMIS {
 			keep = Mul(mw, in01) // rejected: out of every denominator
 		}
-	case CorrectionGeoMask:
+	case losscfg.CorrectionGeoMask:
 		keep = Mul(mw, in01)
 	}
 	dropped := Sub(ones, in01)

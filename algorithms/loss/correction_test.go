@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 // ---- plain-Go float64 reference of OffPolicyCorrection, written in ratio space (the graph tests the
@@ -18,22 +20,22 @@ type corrRef struct {
 	m       map[string]float64
 }
 
-func refCorrection(old, beh, mask [][]float64, c Correction) corrRef {
+func refCorrection(old, beh, mask [][]float64, c losscfg.Correction) corrRef {
 	c = c.WithDefaults()
 	b, s := len(old), len(old[0])
 	ratio := pgMap(b, s, func(i, t int) float64 { return math.Exp(pgRefClip(old[i][t]-beh[i][t], -20, 20)) })
-	tokMean := func(x [][]float64) float64 { return pgRefAggregate(x, mask, AggTokenMean, 0) }
+	tokMean := func(x [][]float64) float64 { return pgRefAggregate(x, mask, losscfg.AggTokenMean, 0) }
 	ones := pgMap(b, s, func(i, t int) float64 { return 1 })
 	switch c.Mode {
-	case CorrectionNone:
+	case losscfg.CorrectionNone:
 		return corrRef{w: ones, keep: mask, m: map[string]float64{}}
-	case CorrectionTIS:
+	case losscfg.CorrectionTIS:
 		w := pgMap(b, s, func(i, t int) float64 { return math.Min(math.Exp(old[i][t]-beh[i][t]), c.High) })
 		trunc := pgMap(b, s, func(i, t int) float64 { return b01(math.Exp(old[i][t]-beh[i][t]) > c.High) })
 		return corrRef{w: w, keep: mask, m: map[string]float64{"tis_weight_mean": tokMean(w), "tis_truncated_frac": tokMean(trunc)}}
 	}
 	judged := ratio // per token, or the row's geometric mean broadcast
-	if c.Mode == CorrectionGeoMask {
+	if c.Mode == losscfg.CorrectionGeoMask {
 		judged = pgMap(b, s, func(i, t int) float64 {
 			prod, n := 1.0, 0.0
 			for u := range old[i] {
@@ -48,16 +50,16 @@ func refCorrection(old, beh, mask [][]float64, c Correction) corrRef {
 	inside := pgMap(b, s, func(i, t int) float64 { return b01(judged[i][t] >= c.Low && judged[i][t] <= c.High) })
 	w, keep := ones, mask
 	switch c.Mode {
-	case CorrectionMIS:
+	case losscfg.CorrectionMIS:
 		w = pgMap(b, s, func(i, t int) float64 { return ratio[i][t] * inside[i][t] })
 		keep = pgMap(b, s, func(i, t int) float64 { return mask[i][t] * inside[i][t] })
-	case CorrectionIcePop:
+	case losscfg.CorrectionIcePop:
 		w = pgMap(b, s, func(i, t int) float64 { return ratio[i][t] * inside[i][t] })
-	case CorrectionGeoMask:
+	case losscfg.CorrectionGeoMask:
 		keep = pgMap(b, s, func(i, t int) float64 { return mask[i][t] * inside[i][t] })
 	}
 	effective := pgMap(b, s, func(i, t int) float64 {
-		if c.Mode == CorrectionGeoMask {
+		if c.Mode == losscfg.CorrectionGeoMask {
 			return inside[i][t]
 		}
 		return w[i][t]
@@ -93,7 +95,7 @@ func b01(b bool) float64 {
 // runCorrection evaluates OffPolicyCorrection on float32 inputs: w (ones when nil), keep, the
 // gradient of Σ w·keep with respect to old and behaviour (must be 0: the weights are constants), and
 // the metrics in sorted-key order.
-func runCorrection(t *testing.T, old, beh, mask [][]float32, c Correction) (w, keep, gOld, gBeh []float32, keys []string, metrics [][]float32) {
+func runCorrection(t *testing.T, old, beh, mask [][]float32, c losscfg.Correction) (w, keep, gOld, gBeh []float32, keys []string, metrics [][]float32) {
 	t.Helper()
 	out := pgExec(t, func(in []*Node) []*Node {
 		w, keep, m := OffPolicyCorrection(in[0], in[1], in[2], c)
@@ -131,36 +133,36 @@ func ln32(x float64) float32 { return float32(math.Log(x)) }
 func TestOffPolicyCorrectionHandComputed(t *testing.T) {
 	cases := []struct {
 		name    string
-		c       Correction
+		c       losscfg.Correction
 		w, keep [][]float64 // counted tokens only are compared for w
 		metrics map[string]float64
 	}{
-		{name: "none", c: Correction{Mode: CorrectionNone}, w: [][]float64{{1, 1, 1, 1}, {1, 1}, {1, 1}},
+		{name: "none", c: losscfg.Correction{Mode: losscfg.CorrectionNone}, w: [][]float64{{1, 1, 1, 1}, {1, 1}, {1, 1}},
 			keep: corrHandAll, metrics: map[string]float64{}},
-		{name: "tis C=2: 3 truncated to 2", c: Correction{Mode: CorrectionTIS},
+		{name: "tis C=2: 3 truncated to 2", c: losscfg.Correction{Mode: losscfg.CorrectionTIS},
 			w: [][]float64{{2, 1.5, 1, 0.25}, {1.2, 1.1}, {0.55, 0.8}}, keep: corrHandAll,
 			metrics: map[string]float64{"tis_truncated_frac": 1.0 / 8, "tis_weight_mean": 8.4 / 8}},
-		{name: "mis [0.5,2]: 3 (high) and 0.25 (low) leave the loss", c: Correction{Mode: CorrectionMIS},
+		{name: "mis [0.5,2]: 3 (high) and 0.25 (low) leave the loss", c: losscfg.Correction{Mode: losscfg.CorrectionMIS},
 			w: [][]float64{{0, 1.5, 1, 0}, {1.2, 1.1}, {0.55, 0.8}}, keep: [][]float64{{0, 1, 1, 0, 0}, {1, 1, 0, 0, 0}, {1, 1, 0, 0, 0}},
 			metrics: map[string]float64{MetricCorrWeightMean: 6.15 / 8, MetricCorrMaskedFrac: 2.0 / 8, MetricCorrLowFrac: 1.0 / 8,
 				MetricCorrHighFrac: 1.0 / 8, MetricCorrSeqMaskedFrac: 1.0 / 3}},
-		{name: "icepop [0.5,5]: 0.25 zero-weighted, kept in the mask", c: Correction{Mode: CorrectionIcePop},
+		{name: "icepop [0.5,5]: 0.25 zero-weighted, kept in the mask", c: losscfg.Correction{Mode: losscfg.CorrectionIcePop},
 			w: [][]float64{{3, 1.5, 1, 0}, {1.2, 1.1}, {0.55, 0.8}}, keep: corrHandAll,
 			metrics: map[string]float64{MetricCorrWeightMean: 9.15 / 8, MetricCorrMaskedFrac: 1.0 / 8, MetricCorrLowFrac: 1.0 / 8,
 				MetricCorrHighFrac: 0, MetricCorrSeqMaskedFrac: 1.0 / 3}},
-		{name: "icepop [0.85,2.5]: both tails", c: Correction{Mode: CorrectionIcePop, Low: 0.85, High: 2.5},
+		{name: "icepop [0.85,2.5]: both tails", c: losscfg.Correction{Mode: losscfg.CorrectionIcePop, Low: 0.85, High: 2.5},
 			w: [][]float64{{0, 1.5, 1, 0}, {1.2, 1.1}, {0, 0}}, keep: corrHandAll,
 			metrics: map[string]float64{MetricCorrWeightMean: 4.8 / 8, MetricCorrMaskedFrac: 4.0 / 8, MetricCorrLowFrac: 3.0 / 8,
 				MetricCorrHighFrac: 1.0 / 8, MetricCorrSeqMaskedFrac: 2.0 / 3}},
-		{name: "geo_mask [0.9,1.1]: row 1 high, row 2 low", c: Correction{Mode: CorrectionGeoMask, Low: 0.9, High: 1.1},
+		{name: "geo_mask [0.9,1.1]: row 1 high, row 2 low", c: losscfg.Correction{Mode: losscfg.CorrectionGeoMask, Low: 0.9, High: 1.1},
 			w: [][]float64{{1, 1, 1, 1}, {1, 1}, {1, 1}}, keep: [][]float64{{1, 1, 1, 1, 0}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}},
 			metrics: map[string]float64{MetricCorrWeightMean: 4.0 / 8, MetricCorrMaskedFrac: 4.0 / 8, MetricCorrLowFrac: 2.0 / 8,
 				MetricCorrHighFrac: 2.0 / 8, MetricCorrSeqMaskedFrac: 2.0 / 3}},
-		{name: "geo_mask [0.7,1.2]: row 2 low", c: Correction{Mode: CorrectionGeoMask, Low: 0.7, High: 1.2},
+		{name: "geo_mask [0.7,1.2]: row 2 low", c: losscfg.Correction{Mode: losscfg.CorrectionGeoMask, Low: 0.7, High: 1.2},
 			w: [][]float64{{1, 1, 1, 1}, {1, 1}, {1, 1}}, keep: [][]float64{{1, 1, 1, 1, 0}, {1, 1, 0, 0, 0}, {0, 0, 0, 0, 0}},
 			metrics: map[string]float64{MetricCorrWeightMean: 6.0 / 8, MetricCorrMaskedFrac: 2.0 / 8, MetricCorrLowFrac: 2.0 / 8,
 				MetricCorrHighFrac: 0, MetricCorrSeqMaskedFrac: 1.0 / 3}},
-		{name: "geo_mask default [0.999,1.001]: every row dropped", c: Correction{Mode: CorrectionGeoMask},
+		{name: "geo_mask default [0.999,1.001]: every row dropped", c: losscfg.Correction{Mode: losscfg.CorrectionGeoMask},
 			w: [][]float64{{1, 1, 1, 1}, {1, 1}, {1, 1}}, keep: corrHandNone,
 			metrics: map[string]float64{MetricCorrWeightMean: 0, MetricCorrMaskedFrac: 1, MetricCorrLowFrac: 2.0 / 8,
 				MetricCorrHighFrac: 6.0 / 8, MetricCorrSeqMaskedFrac: 1}},
@@ -209,11 +211,11 @@ func TestOffPolicyCorrectionMatchesReference(t *testing.T) {
 			boolMask[i] = append(boolMask[i], v > 0)
 		}
 	}
-	for _, c := range []Correction{
-		{Mode: CorrectionNone}, {Mode: ""}, {Mode: CorrectionTIS}, {Mode: CorrectionTIS, High: 1.2},
-		{Mode: CorrectionMIS}, {Mode: CorrectionMIS, Low: 0.8, High: 1.3}, {Mode: CorrectionMIS, Low: 1, High: 1},
-		{Mode: CorrectionIcePop}, {Mode: CorrectionIcePop, Low: 0.9, High: 1.15},
-		{Mode: CorrectionGeoMask}, {Mode: CorrectionGeoMask, Low: 0.7, High: 1.05}, {Mode: CorrectionGeoMask, Low: 0.5, High: 2},
+	for _, c := range []losscfg.Correction{
+		{Mode: losscfg.CorrectionNone}, {Mode: ""}, {Mode: losscfg.CorrectionTIS}, {Mode: losscfg.CorrectionTIS, High: 1.2},
+		{Mode: losscfg.CorrectionMIS}, {Mode: losscfg.CorrectionMIS, Low: 0.8, High: 1.3}, {Mode: losscfg.CorrectionMIS, Low: 1, High: 1},
+		{Mode: losscfg.CorrectionIcePop}, {Mode: losscfg.CorrectionIcePop, Low: 0.9, High: 1.15},
+		{Mode: losscfg.CorrectionGeoMask}, {Mode: losscfg.CorrectionGeoMask, Low: 0.7, High: 1.05}, {Mode: losscfg.CorrectionGeoMask, Low: 0.5, High: 2},
 	} {
 		for _, m := range []any{pgMask, boolMask} {
 			name := fmt.Sprintf("%s/%T", c, m)
@@ -246,8 +248,8 @@ func TestOffPolicyCorrectionMatchesReference(t *testing.T) {
 // TestOffPolicyCorrectionOnPolicy: with π_old = π_behaviour (ratio 1) every mode keeps every token at
 // weight 1 — Temper's sync mode, where rollout and trainer share the engine.
 func TestOffPolicyCorrectionOnPolicy(t *testing.T) {
-	for _, mode := range CorrectionModes {
-		w, keep, _, _, keys, got := runCorrection(t, pgOld, pgOld, pgMask, Correction{Mode: mode})
+	for _, mode := range losscfg.CorrectionModes {
+		w, keep, _, _, keys, got := runCorrection(t, pgOld, pgOld, pgMask, losscfg.Correction{Mode: mode})
 		mask := pgF64(pgMask)
 		for k := range w {
 			if mask[k/4][k%4] > 0 && w[k] != 1 {
@@ -265,19 +267,19 @@ func TestOffPolicyCorrectionOnPolicy(t *testing.T) {
 
 func TestCorrectionConfig(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
-		want := map[string][2]float64{CorrectionNone: {0, 0}, CorrectionTIS: {0, 2}, CorrectionMIS: {0.5, 2},
-			CorrectionGeoMask: {0.999, 1.001}, CorrectionIcePop: {0.5, 5}}
-		for _, mode := range CorrectionModes {
-			if l, h := DefaultCorrectionBounds(mode); l != want[mode][0] || h != want[mode][1] {
+		want := map[string][2]float64{losscfg.CorrectionNone: {0, 0}, losscfg.CorrectionTIS: {0, 2}, losscfg.CorrectionMIS: {0.5, 2},
+			losscfg.CorrectionGeoMask: {0.999, 1.001}, losscfg.CorrectionIcePop: {0.5, 5}}
+		for _, mode := range losscfg.CorrectionModes {
+			if l, h := losscfg.DefaultCorrectionBounds(mode); l != want[mode][0] || h != want[mode][1] {
 				t.Errorf("%s: bounds [%g, %g], want %v", mode, l, h, want[mode])
 			}
-			if err := (Correction{Mode: mode}).Validate(); err != nil {
+			if err := (losscfg.Correction{Mode: mode}).Validate(); err != nil {
 				t.Errorf("%s with default bounds: %v", mode, err)
 			}
 		}
 	})
 	t.Run("string", func(t *testing.T) {
-		for c, want := range map[Correction]string{{}: "none", {Mode: "none"}: "none", {Mode: "tis"}: "tis[2]",
+		for c, want := range map[losscfg.Correction]string{{}: "none", {Mode: "none"}: "none", {Mode: "tis"}: "tis[2]",
 			{Mode: "tis", High: 3}: "tis[3]", {Mode: "mis"}: "mis[0.5,2]", {Mode: "icepop", Low: 0.2}: "icepop[0.2,5]",
 			{Mode: "geo_mask"}: "geo_mask[0.999,1.001]"} {
 			if got := c.String(); got != want {
@@ -287,21 +289,21 @@ func TestCorrectionConfig(t *testing.T) {
 	})
 	t.Run("validate", func(t *testing.T) {
 		cases := []struct {
-			c     Correction
+			c     losscfg.Correction
 			field string // named in the error as correction.FIELD=
 			want  string
 		}{
-			{Correction{Mode: "TIS"}, "mode", `"geo_mask"`},
-			{Correction{Mode: "rs"}, "mode", `"icepop"`},
-			{Correction{Mode: "none", High: 2}, "high", "takes no bounds"},
-			{Correction{Low: 0.5}, "low", "takes no bounds"},
-			{Correction{Mode: "tis", Low: 0.5}, "low", "mis or icepop"},
-			{Correction{Mode: "tis", High: 0.9}, "high", "C ≥ 1"},
-			{Correction{Mode: "mis", Low: 1.5}, "low", "0 < low ≤ 1"},
-			{Correction{Mode: "icepop", High: 0.9}, "high", "high ≥ 1"},
-			{Correction{Mode: "geo_mask", Low: -1}, "low", "≥ 0"},
-			{Correction{Mode: "mis", High: math.Inf(1)}, "high", "finite"},
-			{Correction{Mode: "mis", Low: math.NaN()}, "low", "finite"},
+			{losscfg.Correction{Mode: "TIS"}, "mode", `"geo_mask"`},
+			{losscfg.Correction{Mode: "rs"}, "mode", `"icepop"`},
+			{losscfg.Correction{Mode: "none", High: 2}, "high", "takes no bounds"},
+			{losscfg.Correction{Low: 0.5}, "low", "takes no bounds"},
+			{losscfg.Correction{Mode: "tis", Low: 0.5}, "low", "mis or icepop"},
+			{losscfg.Correction{Mode: "tis", High: 0.9}, "high", "C ≥ 1"},
+			{losscfg.Correction{Mode: "mis", Low: 1.5}, "low", "0 < low ≤ 1"},
+			{losscfg.Correction{Mode: "icepop", High: 0.9}, "high", "high ≥ 1"},
+			{losscfg.Correction{Mode: "geo_mask", Low: -1}, "low", "≥ 0"},
+			{losscfg.Correction{Mode: "mis", High: math.Inf(1)}, "high", "finite"},
+			{losscfg.Correction{Mode: "mis", Low: math.NaN()}, "low", "finite"},
 		}
 		for _, tc := range cases {
 			err := tc.c.Validate()
@@ -311,31 +313,31 @@ func TestCorrectionConfig(t *testing.T) {
 		}
 	})
 	t.Run("tis_threshold alias", func(t *testing.T) {
-		cfg := DefaultPolicyConfig(AlgoGRPO)
-		if got := cfg.EffectiveCorrection(); got.Mode != CorrectionNone || cfg.CorrectionSet() {
+		cfg := losscfg.DefaultPolicyConfig(losscfg.AlgoGRPO)
+		if got := cfg.EffectiveCorrection(); got.Mode != losscfg.CorrectionNone || cfg.CorrectionSet() {
 			t.Errorf("default: %+v set=%v, want none, unset", got, cfg.CorrectionSet())
 		}
 		cfg.TISThreshold = 3
-		if got := cfg.EffectiveCorrection(); got != (Correction{Mode: CorrectionTIS, High: 3}) || !cfg.CorrectionSet() {
+		if got := cfg.EffectiveCorrection(); got != (losscfg.Correction{Mode: losscfg.CorrectionTIS, High: 3}) || !cfg.CorrectionSet() {
 			t.Errorf("tis_threshold 3: %+v, want tis[3]", got)
 		}
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("tis_threshold alone: %v", err)
 		}
-		cfg.Correction.Mode = CorrectionMIS
+		cfg.Correction.Mode = losscfg.CorrectionMIS
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "tis_threshold=3") || !strings.Contains(err.Error(), "not both") {
 			t.Errorf("tis_threshold with correction.mode: %v", err)
 		}
 		cfg.TISThreshold = 0
-		cfg.Correction = Correction{Mode: CorrectionNone}
-		if got := cfg.EffectiveCorrection(); got.Mode != CorrectionNone || !cfg.CorrectionSet() {
+		cfg.Correction = losscfg.Correction{Mode: losscfg.CorrectionNone}
+		if got := cfg.EffectiveCorrection(); got.Mode != losscfg.CorrectionNone || !cfg.CorrectionSet() {
 			t.Errorf("explicit none: %+v set=%v", got, cfg.CorrectionSet())
 		}
-		cfg.Correction = Correction{Mode: CorrectionIcePop, High: 9}
-		if err := cfg.Validate(); err != nil || cfg.EffectiveCorrection() != (Correction{Mode: CorrectionIcePop, Low: 0.5, High: 9}) {
+		cfg.Correction = losscfg.Correction{Mode: losscfg.CorrectionIcePop, High: 9}
+		if err := cfg.Validate(); err != nil || cfg.EffectiveCorrection() != (losscfg.Correction{Mode: losscfg.CorrectionIcePop, Low: 0.5, High: 9}) {
 			t.Errorf("icepop high 9: %v, %+v", err, cfg.EffectiveCorrection())
 		}
-		cfg.Correction = Correction{Mode: "clip"}
+		cfg.Correction = losscfg.Correction{Mode: "clip"}
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "correction.mode=") {
 			t.Errorf("policy config does not validate its correction: %v", err)
 		}

@@ -7,6 +7,8 @@ import (
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 // refLogSoftmax is log softmax(x/τ) in float64.
@@ -71,7 +73,7 @@ func distillExec(t *testing.T, kind string, student, teacher [][][]float64, mask
 			m = append(m, float32(e))
 		}
 	}
-	out := MustExecOnceN(testBackend(), func(in []*Node) []*Node {
+	out := MustExecOnceN(testbackend.Sequential(), func(in []*Node) []*Node {
 		var l *Node
 		switch kind {
 		case "forward":
@@ -164,7 +166,7 @@ func TestDistillMatchesReference(t *testing.T) {
 func TestDistillForwardKLGradient(t *testing.T) {
 	student := []float32{0.5, -1, 2, 0, 1, 1}
 	teacher := []float32{1, 0, -1, 2, 0, 0.5}
-	out := MustExecOnceN(testBackend(), func(in []*Node) []*Node {
+	out := MustExecOnceN(testbackend.Sequential(), func(in []*Node) []*Node {
 		l, _ := DistillForwardKL(in[0], in[1], OnesLike(Reshape(SliceAxis(in[0], -1, AxisRange(0, 1)), 1, 2)), 1)
 		g := Gradient(l, in[0], in[1])
 		return []*Node{g[0], g[1]}
@@ -213,7 +215,7 @@ func TestDistillForwardKLTopK(t *testing.T) {
 		for i, x := range student {
 			st[i] = float32(x)
 		}
-		out := MustExecOnceN(testBackend(), func(in []*Node) []*Node {
+		out := MustExecOnceN(testbackend.Sequential(), func(in []*Node) []*Node {
 			l, _ := DistillForwardKLTopK(in[0], in[1], in[2], OnesLike(Reshape(SliceAxis(in[0], -1, AxisRange(0, 1)), 1, 1)), tau)
 			return []*Node{l}
 		}, tensors.FromFlatDataAndDimensions(st, 1, 1, len(st)), tensors.FromFlatDataAndDimensions(ids, 1, 1, len(ids)),

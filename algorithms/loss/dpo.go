@@ -3,32 +3,34 @@ package loss
 import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/support/exceptions"
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 // PairLoss applies c, the configured pairwise loss (dpo, ipo, orpo, simpo) to p. It panics for kto (use
 // KTOLoss) and for unknown kinds; call Validate first.
-func PairLoss(c Preference, p PrefPair) (*Node, Metrics) {
+func PairLoss(c losscfg.Preference, p PrefPair) (*Node, Metrics) {
 	beta := c.BetaOrDefault()
 	var l *Node
 	var m Metrics
 	switch c.Kind {
-	case PrefDPO:
+	case losscfg.PrefDPO:
 		l, m = DPO(p, beta, c.LabelSmoothing)
-	case PrefIPO:
+	case losscfg.PrefIPO:
 		l, m = IPO(p, beta, c.AverageLogProbs)
-	case PrefORPO:
+	case losscfg.PrefORPO:
 		return ORPO(p, c.Lambda)
-	case PrefSimPO:
+	case losscfg.PrefSimPO:
 		l, m = SimPO(p, beta, c.GammaBetaRatio*beta, c.LabelSmoothing)
 	default:
-		exceptions.Panicf("loss: preference kind %q is not a pairwise loss (allowed %q)", c.Kind, PrefKinds[:4])
+		exceptions.Panicf("loss: preference kind %q is not a pairwise loss (allowed %q)", c.Kind, losscfg.PrefKinds[:4])
 	}
 	return withSFT(c, l, m, p.Chosen, AsWeights(p.ChosenMask, p.Chosen))
 }
 
 // withSFT adds SFTCoef × the token-mean NLL of lp over the tokens weighted by w ([batch, seq]) and
 // reports it as "sft_nll" (only when SFTCoef > 0).
-func withSFT(c Preference, l *Node, m Metrics, lp, w *Node) (*Node, Metrics) {
+func withSFT(c losscfg.Preference, l *Node, m Metrics, lp, w *Node) (*Node, Metrics) {
 	if c.SFTCoef == 0 {
 		return l, m
 	}
@@ -38,8 +40,8 @@ func withSFT(c Preference, l *Node, m Metrics, lp, w *Node) (*Node, Metrics) {
 }
 
 // KTOLoss applies KTO with the configured β, λD and λU. It panics unless Kind is kto.
-func KTOLoss(c Preference, b KTOBatch) (*Node, Metrics) {
-	if c.Kind != PrefKTO {
+func KTOLoss(c losscfg.Preference, b KTOBatch) (*Node, Metrics) {
+	if c.Kind != losscfg.PrefKTO {
 		exceptions.Panicf("loss: preference kind %q: KTOLoss needs kind kto", c.Kind)
 	}
 	l, m := KTO(b, c.BetaOrDefault(), c.DesirableWeight, c.UndesirableWeight)

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 func refDPO(pc prefCase, beta, eps float64) (float64, map[string]float64) {
@@ -102,41 +104,41 @@ func TestDPOSGDStep(t *testing.T) {
 }
 
 func TestPreferenceValidate(t *testing.T) {
-	with := func(kind string, f func(*Preference)) Preference {
-		c := DefaultPreference(kind)
+	with := func(kind string, f func(*losscfg.Preference)) losscfg.Preference {
+		c := losscfg.DefaultPreference(kind)
 		f(&c)
 		return c
 	}
 	cases := []struct {
 		name string
-		cfg  Preference
+		cfg  losscfg.Preference
 		want string // substring of the error; "" for valid
 	}{
-		{"dpo default", DefaultPreference(PrefDPO), ""},
-		{"ipo default", DefaultPreference(PrefIPO), ""},
-		{"orpo default", DefaultPreference(PrefORPO), ""},
-		{"simpo default", DefaultPreference(PrefSimPO), ""},
-		{"kto default", DefaultPreference(PrefKTO), ""},
-		{"explicit beta", with(PrefDPO, func(c *Preference) { c.Beta = 0.5 }), ""},
-		{"dpo smoothed", with(PrefDPO, func(c *Preference) { c.LabelSmoothing = 0.49 }), ""},
-		{"simpo no margin", with(PrefSimPO, func(c *Preference) { c.GammaBetaRatio = 0 }), ""},
-		{"dpo ignores lambda", with(PrefDPO, func(c *Preference) { c.Lambda = -1 }), ""},
-		{"unknown kind", with("rlhf", func(*Preference) {}), `kind="rlhf": allowed ["dpo" "ipo" "orpo" "simpo" "kto"]`},
-		{"empty kind", Preference{}, `kind="": allowed`},
-		{"negative beta", with(PrefDPO, func(c *Preference) { c.Beta = -0.1 }), "beta=-0.1: must be > 0"},
-		{"nan beta", with(PrefKTO, func(c *Preference) { c.Beta = math.NaN() }), "beta=NaN: must be > 0"},
-		{"inf beta", with(PrefSimPO, func(c *Preference) { c.Beta = math.Inf(1) }), "beta=+Inf: must be > 0"},
-		{"orpo beta", with(PrefORPO, func(c *Preference) { c.Beta = 0.1 }), "beta=0.1: orpo has no β"},
-		{"eps negative", with(PrefDPO, func(c *Preference) { c.LabelSmoothing = -0.1 }), "label_smoothing=-0.1: must be in [0, 0.5)"},
-		{"eps half", with(PrefDPO, func(c *Preference) { c.LabelSmoothing = 0.5 }), "label_smoothing=0.5: must be in [0, 0.5)"},
-		{"eps nan", with(PrefSimPO, func(c *Preference) { c.LabelSmoothing = math.NaN() }), "label_smoothing=NaN"},
-		{"eps on ipo", with(PrefIPO, func(c *Preference) { c.LabelSmoothing = 0.1 }), "label_smoothing=0.1: only dpo and simpo use it"},
-		{"eps on kto", with(PrefKTO, func(c *Preference) { c.LabelSmoothing = 0.1 }), "only dpo and simpo"},
-		{"simpo ratio negative", with(PrefSimPO, func(c *Preference) { c.GammaBetaRatio = -1 }), "gamma_beta_ratio=-1: must be ≥ 0"},
-		{"orpo lambda 0", with(PrefORPO, func(c *Preference) { c.Lambda = 0 }), "lambda=0: must be > 0"},
-		{"orpo lambda inf", with(PrefORPO, func(c *Preference) { c.Lambda = math.Inf(1) }), "lambda=+Inf"},
-		{"kto desirable 0", with(PrefKTO, func(c *Preference) { c.DesirableWeight = 0 }), "desirable_weight=0: must be > 0"},
-		{"kto undesirable negative", with(PrefKTO, func(c *Preference) { c.UndesirableWeight = -2 }), "undesirable_weight=-2: must be > 0"},
+		{"dpo default", losscfg.DefaultPreference(losscfg.PrefDPO), ""},
+		{"ipo default", losscfg.DefaultPreference(losscfg.PrefIPO), ""},
+		{"orpo default", losscfg.DefaultPreference(losscfg.PrefORPO), ""},
+		{"simpo default", losscfg.DefaultPreference(losscfg.PrefSimPO), ""},
+		{"kto default", losscfg.DefaultPreference(losscfg.PrefKTO), ""},
+		{"explicit beta", with(losscfg.PrefDPO, func(c *losscfg.Preference) { c.Beta = 0.5 }), ""},
+		{"dpo smoothed", with(losscfg.PrefDPO, func(c *losscfg.Preference) { c.LabelSmoothing = 0.49 }), ""},
+		{"simpo no margin", with(losscfg.PrefSimPO, func(c *losscfg.Preference) { c.GammaBetaRatio = 0 }), ""},
+		{"dpo ignores lambda", with(losscfg.PrefDPO, func(c *losscfg.Preference) { c.Lambda = -1 }), ""},
+		{"unknown kind", with("rlhf", func(*losscfg.Preference) {}), `kind="rlhf": allowed ["dpo" "ipo" "orpo" "simpo" "kto"]`},
+		{"empty kind", losscfg.Preference{}, `kind="": allowed`},
+		{"negative beta", with(losscfg.PrefDPO, func(c *losscfg.Preference) { c.Beta = -0.1 }), "beta=-0.1: must be > 0"},
+		{"nan beta", with(losscfg.PrefKTO, func(c *losscfg.Preference) { c.Beta = math.NaN() }), "beta=NaN: must be > 0"},
+		{"inf beta", with(losscfg.PrefSimPO, func(c *losscfg.Preference) { c.Beta = math.Inf(1) }), "beta=+Inf: must be > 0"},
+		{"orpo beta", with(losscfg.PrefORPO, func(c *losscfg.Preference) { c.Beta = 0.1 }), "beta=0.1: orpo has no β"},
+		{"eps negative", with(losscfg.PrefDPO, func(c *losscfg.Preference) { c.LabelSmoothing = -0.1 }), "label_smoothing=-0.1: must be in [0, 0.5)"},
+		{"eps half", with(losscfg.PrefDPO, func(c *losscfg.Preference) { c.LabelSmoothing = 0.5 }), "label_smoothing=0.5: must be in [0, 0.5)"},
+		{"eps nan", with(losscfg.PrefSimPO, func(c *losscfg.Preference) { c.LabelSmoothing = math.NaN() }), "label_smoothing=NaN"},
+		{"eps on ipo", with(losscfg.PrefIPO, func(c *losscfg.Preference) { c.LabelSmoothing = 0.1 }), "label_smoothing=0.1: only dpo and simpo use it"},
+		{"eps on kto", with(losscfg.PrefKTO, func(c *losscfg.Preference) { c.LabelSmoothing = 0.1 }), "only dpo and simpo"},
+		{"simpo ratio negative", with(losscfg.PrefSimPO, func(c *losscfg.Preference) { c.GammaBetaRatio = -1 }), "gamma_beta_ratio=-1: must be ≥ 0"},
+		{"orpo lambda 0", with(losscfg.PrefORPO, func(c *losscfg.Preference) { c.Lambda = 0 }), "lambda=0: must be > 0"},
+		{"orpo lambda inf", with(losscfg.PrefORPO, func(c *losscfg.Preference) { c.Lambda = math.Inf(1) }), "lambda=+Inf"},
+		{"kto desirable 0", with(losscfg.PrefKTO, func(c *losscfg.Preference) { c.DesirableWeight = 0 }), "desirable_weight=0: must be > 0"},
+		{"kto undesirable negative", with(losscfg.PrefKTO, func(c *losscfg.Preference) { c.UndesirableWeight = -2 }), "undesirable_weight=-2: must be > 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -154,26 +156,26 @@ func TestPreferenceValidate(t *testing.T) {
 }
 
 func TestPreferenceDefaultsAndTags(t *testing.T) {
-	for kind, beta := range map[string]float64{PrefDPO: 0.1, PrefIPO: 0.1, PrefKTO: 0.1, PrefSimPO: 2, PrefORPO: 0} {
-		c := DefaultPreference(kind)
-		if c.Beta != 0 || c.BetaOrDefault() != beta || DefaultBeta(kind) != beta {
+	for kind, beta := range map[string]float64{losscfg.PrefDPO: 0.1, losscfg.PrefIPO: 0.1, losscfg.PrefKTO: 0.1, losscfg.PrefSimPO: 2, losscfg.PrefORPO: 0} {
+		c := losscfg.DefaultPreference(kind)
+		if c.Beta != 0 || c.BetaOrDefault() != beta || losscfg.DefaultBeta(kind) != beta {
 			t.Errorf("%s: default β %v (BetaOrDefault %v), want 0 and %v", kind, c.Beta, c.BetaOrDefault(), beta)
 		}
 		if c.Beta = 0.25; c.BetaOrDefault() != 0.25 {
 			t.Errorf("%s: β 0.25 → %v", kind, c.BetaOrDefault())
 		}
-		if got, want := c.UsesReference(), kind == PrefDPO || kind == PrefIPO || kind == PrefKTO; got != want {
+		if got, want := c.UsesReference(), kind == losscfg.PrefDPO || kind == losscfg.PrefIPO || kind == losscfg.PrefKTO; got != want {
 			t.Errorf("%s: UsesReference = %v", kind, got)
 		}
 	}
-	d := DefaultPreference(PrefSimPO)
+	d := losscfg.DefaultPreference(losscfg.PrefSimPO)
 	if d.GammaBetaRatio*d.BetaOrDefault() != 1 || d.Lambda != 0.1 || d.DesirableWeight != 1 || d.UndesirableWeight != 1 ||
 		!d.AverageLogProbs || d.LabelSmoothing != 0 {
 		t.Errorf("defaults %+v", d)
 	}
 	// Every field has JSON, default and help tags, and the default tags agree with DefaultPreference.
-	typ := reflect.TypeOf(Preference{})
-	raw, err := json.Marshal(DefaultPreference(PrefDPO))
+	typ := reflect.TypeOf(losscfg.Preference{})
+	raw, err := json.Marshal(losscfg.DefaultPreference(losscfg.PrefDPO))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,11 +200,11 @@ func TestPreferenceDefaultsAndTags(t *testing.T) {
 		}
 	}
 	// Decoding onto the defaults keeps what the document leaves out.
-	c := DefaultPreference(PrefDPO)
-	if err := json.Unmarshal([]byte(`{"kind":"ipo","beta":0.2}`), &c); err != nil || c.Kind != PrefIPO || c.Beta != 0.2 || !c.AverageLogProbs {
+	c := losscfg.DefaultPreference(losscfg.PrefDPO)
+	if err := json.Unmarshal([]byte(`{"kind":"ipo","beta":0.2}`), &c); err != nil || c.Kind != losscfg.PrefIPO || c.Beta != 0.2 || !c.AverageLogProbs {
 		t.Errorf("decoded %+v, %v", c, err)
 	}
-	c = DefaultPreference(PrefDPO)
+	c = losscfg.DefaultPreference(losscfg.PrefDPO)
 	if err := json.Unmarshal([]byte(`{"kind":"simpo"}`), &c); err != nil || c.BetaOrDefault() != 2 || c.Validate() != nil {
 		t.Errorf("decoded %+v (β %v), %v", c, c.BetaOrDefault(), err)
 	}
@@ -213,15 +215,15 @@ func TestPreferenceDefaultsAndTags(t *testing.T) {
 func TestPreferencePairLossDispatch(t *testing.T) {
 	pc := prefCases[1]
 	for _, c := range []struct {
-		cfg    Preference
+		cfg    losscfg.Preference
 		direct func(PrefPair) (*Node, Metrics)
 	}{
-		{DefaultPreference(PrefDPO), func(p PrefPair) (*Node, Metrics) { return DPO(p, 0.1, 0) }},
-		{Preference{Kind: PrefDPO, LabelSmoothing: 0.2}, func(p PrefPair) (*Node, Metrics) { return DPO(p, 0.1, 0.2) }},
-		{Preference{Kind: PrefIPO, Beta: 0.3}, func(p PrefPair) (*Node, Metrics) { return IPO(p, 0.3, false) }},
-		{DefaultPreference(PrefIPO), func(p PrefPair) (*Node, Metrics) { return IPO(p, 0.1, true) }},
-		{DefaultPreference(PrefORPO), func(p PrefPair) (*Node, Metrics) { return ORPO(p, 0.1) }},
-		{DefaultPreference(PrefSimPO), func(p PrefPair) (*Node, Metrics) { return SimPO(p, 2, 1, 0) }},
+		{losscfg.DefaultPreference(losscfg.PrefDPO), func(p PrefPair) (*Node, Metrics) { return DPO(p, 0.1, 0) }},
+		{losscfg.Preference{Kind: losscfg.PrefDPO, LabelSmoothing: 0.2}, func(p PrefPair) (*Node, Metrics) { return DPO(p, 0.1, 0.2) }},
+		{losscfg.Preference{Kind: losscfg.PrefIPO, Beta: 0.3}, func(p PrefPair) (*Node, Metrics) { return IPO(p, 0.3, false) }},
+		{losscfg.DefaultPreference(losscfg.PrefIPO), func(p PrefPair) (*Node, Metrics) { return IPO(p, 0.1, true) }},
+		{losscfg.DefaultPreference(losscfg.PrefORPO), func(p PrefPair) (*Node, Metrics) { return ORPO(p, 0.1) }},
+		{losscfg.DefaultPreference(losscfg.PrefSimPO), func(p PrefPair) (*Node, Metrics) { return SimPO(p, 2, 1, 0) }},
 	} {
 		got, _ := evalLoss(t, func(in []*Node) (*Node, Metrics) { return PairLoss(c.cfg, pairInputs(in)) }, pc.inputs()...)
 		want, _ := evalLoss(t, func(in []*Node) (*Node, Metrics) { return c.direct(pairInputs(in)) }, pc.inputs()...)
@@ -234,7 +236,9 @@ func TestPreferencePairLossDispatch(t *testing.T) {
 			t.Errorf("PairLoss with kind kto did not panic")
 		}
 	}()
-	evalLoss(t, func(in []*Node) (*Node, Metrics) { return PairLoss(DefaultPreference(PrefKTO), pairInputs(in)) }, pc.inputs()...)
+	evalLoss(t, func(in []*Node) (*Node, Metrics) {
+		return PairLoss(losscfg.DefaultPreference(losscfg.PrefKTO), pairInputs(in))
+	}, pc.inputs()...)
 }
 
 // TestPairLossesBoolMasks: Bool masks give the same losses and metrics as 0/1 float masks.

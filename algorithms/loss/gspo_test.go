@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 // pgGSPOData: per-token log-ratios d = logp − oldLogp chosen so that, with ε = 3e-4/4e-4, row 0's
@@ -54,7 +56,7 @@ func TestGSPOHandComputed(t *testing.T) {
 			old := [][]float32{{float32(-1 - c.d), float32(-2 - c.d), 3}}
 			out := pgExec(t, func(in []*Node) []*Node {
 				l, _ := GSPOSurrogate(in[0], in[1], in[2], in[3], 3e-4, 4e-4)
-				return []*Node{Aggregate(l, in[3], AggSeqMeanTokenMean, 0)}
+				return []*Node{Aggregate(l, in[3], losscfg.AggSeqMeanTokenMean, 0)}
 			}, logp, old, []float32{float32(c.adv)}, [][]float32{{1, 1, 0}})
 			// float32 rounding of logp − d moves s by ~1e-7: well inside the 1e-5 tolerance.
 			pgCheckScalar(t, "loss", out[0][0], c.wantTok)
@@ -74,7 +76,7 @@ func TestGSPOMatchesReference(t *testing.T) {
 			out := pgExec(t, func(in []*Node) []*Node {
 				l, m := GSPOSurrogate(in[0], in[1], in[2], in[3], e[0], e[1])
 				keys = pgSortedKeys(m)
-				res := []*Node{l, Gradient(Aggregate(l, in[3], AggSeqMeanTokenMean, 0), in[0])[0]}
+				res := []*Node{l, Gradient(Aggregate(l, in[3], losscfg.AggSeqMeanTokenMean, 0), in[0])[0]}
 				for _, k := range keys {
 					res = append(res, m[k])
 				}
@@ -100,7 +102,7 @@ func TestGSPOMatchesReference(t *testing.T) {
 				"approx_kl": pgRefAggregate(pgMap(3, 4, func(i, t int) float64 {
 					r := math.Exp(pgRefClip(logp[i][t]-old[i][t], -20, 20))
 					return r - 1 - math.Log(r)
-				}), mask, AggTokenMean, 0),
+				}), mask, losscfg.AggTokenMean, 0),
 				"clip_frac_low":  pgRefRowMean(pgMap(3, 4, func(i, t int) float64 { return b01(a[i][t] < 0 && s[i] < 1-e[0]) }), mask),
 				"clip_frac_high": pgRefRowMean(pgMap(3, 4, func(i, t int) float64 { return b01(a[i][t] > 0 && s[i] > 1+e[1]) }), mask),
 			})
@@ -114,7 +116,7 @@ func TestGSPOGradientSign(t *testing.T) {
 	logp, old := pgGSPOData()
 	grad := pgExec(t, func(in []*Node) []*Node {
 		l, _ := GSPOSurrogate(in[0], in[1], in[2], in[3], 3e-4, 4e-4)
-		return Gradient(Aggregate(l, in[3], AggSeqMeanTokenMean, 0), in[0])
+		return Gradient(Aggregate(l, in[3], losscfg.AggSeqMeanTokenMean, 0), in[0])
 	}, logp, old, []float32{1, 1, 1}, pgMask)[0]
 	for t2, g := range grad[0:3] { // row 0: inside
 		if !(g < 0) {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 type ktoCase struct {
@@ -216,7 +218,7 @@ func TestKTOSGDStep(t *testing.T) {
 
 func TestPreferenceKTOLoss(t *testing.T) {
 	c := ktoCases[1]
-	cfg := DefaultPreference(PrefKTO)
+	cfg := losscfg.DefaultPreference(losscfg.PrefKTO)
 	cfg.DesirableWeight = 1.33
 	got, _ := evalLoss(t, func(in []*Node) (*Node, Metrics) { return KTOLoss(cfg, ktoInputs(in, false)) }, c.inputs()...)
 	want, _ := refKTO(c, 0.1, 1.33, 1)

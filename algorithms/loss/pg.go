@@ -3,6 +3,8 @@ package loss
 import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/support/exceptions"
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 // maxLogRatio bounds |log π/π_old| before exponentiating, so a stale or broken token gives a large
@@ -139,7 +141,7 @@ type PolicyInputs struct {
 // (token-mean of KL_t, when β > 0), the correction's (tis_* or corr_*, when on), entropy (aggregated,
 // when on), value_loss and value_clip_frac (when on), and with BehaviourLogp the mismatch of π_old
 // against it under the completion mask (MismatchMetrics, prefix MismatchPrefix).
-func PolicyLoss(cfg PolicyConfig, in PolicyInputs) (*Node, Metrics) {
+func PolicyLoss(cfg losscfg.PolicyConfig, in PolicyInputs) (*Node, Metrics) {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
@@ -160,8 +162,8 @@ func PolicyLoss(cfg PolicyConfig, in PolicyInputs) (*Node, Metrics) {
 	var weight *Node
 	var cm Metrics
 	switch corr.Mode {
-	case CorrectionNone:
-	case CorrectionTIS:
+	case losscfg.CorrectionNone:
+	case losscfg.CorrectionTIS:
 		// tis leaves the mask as it is: computed after the surrogate below, in the order (and so to the
 		// bit) of the tis_threshold code it replaces.
 	default:
@@ -173,14 +175,14 @@ func PolicyLoss(cfg PolicyConfig, in PolicyInputs) (*Node, Metrics) {
 	var perToken *Node
 	var m Metrics
 	switch cfg.Algorithm {
-	case AlgoGSPO:
+	case losscfg.AlgoGSPO:
 		perToken, m = GSPOSurrogate(in.Logp, oldLogp, in.Advantages, mask, cfg.ClipLow, cfg.ClipHigh)
-	case AlgoCISPO:
+	case losscfg.AlgoCISPO:
 		perToken, m = CISPOSurrogate(in.Logp, oldLogp, in.Advantages, mask, cfg.ClipLow, cfg.ClipHigh)
 	default:
 		perToken, m = ClippedSurrogate(in.Logp, oldLogp, in.Advantages, mask, cfg.ClipLow, cfg.ClipHigh, cfg.DualClip)
 	}
-	if corr.Mode == CorrectionTIS {
+	if corr.Mode == losscfg.CorrectionTIS {
 		need(in.BehaviourLogp, "BehaviourLogp", "correction mode tis is on (or tis_threshold > 0)")
 		weight, cm = TISWeights(oldLogp, in.BehaviourLogp, in.Mask, corr.High)
 	}
@@ -193,7 +195,7 @@ func PolicyLoss(cfg PolicyConfig, in PolicyInputs) (*Node, Metrics) {
 	m["pg_loss"] = agg(perToken)
 	if cfg.KLBeta > 0 {
 		need(in.RefLogp, "RefLogp", "kl_beta > 0")
-		kl := KLPenalty(in.Logp, in.RefLogp, KLEstimator(cfg.KLEstimator))
+		kl := KLPenalty(in.Logp, in.RefLogp, losscfg.KLEstimator(cfg.KLEstimator))
 		perToken = Add(perToken, MulScalar(kl, cfg.KLBeta))
 		m["kl"] = tokenMean(StopGradient(kl), mask)
 	}

@@ -7,12 +7,14 @@ import (
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/support/exceptions"
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 // legacyPolicyLoss is PolicyLoss as it was before the correction block and CISPO (commit 1f0b9e4),
 // kept verbatim so that TestPolicyLossBitIdenticalToLegacy can hold the existing algorithms and the
 // tis_threshold path to the bit.
-func legacyPolicyLoss(cfg PolicyConfig, in PolicyInputs) (*Node, Metrics) {
+func legacyPolicyLoss(cfg losscfg.PolicyConfig, in PolicyInputs) (*Node, Metrics) {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
@@ -32,7 +34,7 @@ func legacyPolicyLoss(cfg PolicyConfig, in PolicyInputs) (*Node, Metrics) {
 
 	var perToken *Node
 	var m Metrics
-	if cfg.Algorithm == AlgoGSPO {
+	if cfg.Algorithm == losscfg.AlgoGSPO {
 		perToken, m = GSPOSurrogate(in.Logp, oldLogp, in.Advantages, in.Mask, cfg.ClipLow, cfg.ClipHigh)
 	} else {
 		perToken, m = ClippedSurrogate(in.Logp, oldLogp, in.Advantages, in.Mask, cfg.ClipLow, cfg.ClipHigh, cfg.DualClip)
@@ -48,7 +50,7 @@ func legacyPolicyLoss(cfg PolicyConfig, in PolicyInputs) (*Node, Metrics) {
 	m["pg_loss"] = agg(perToken)
 	if cfg.KLBeta > 0 {
 		need(in.RefLogp, "RefLogp", "kl_beta > 0")
-		kl := KLPenalty(in.Logp, in.RefLogp, KLEstimator(cfg.KLEstimator))
+		kl := KLPenalty(in.Logp, in.RefLogp, losscfg.KLEstimator(cfg.KLEstimator))
 		perToken = Add(perToken, MulScalar(kl, cfg.KLBeta))
 		m["kl"] = tokenMean(StopGradient(kl), in.Mask)
 	}
@@ -79,21 +81,21 @@ func legacyPolicyLoss(cfg PolicyConfig, in PolicyInputs) (*Node, Metrics) {
 // tis_threshold against the explicit correction {tis, high}), gives the legacy loss, gradients and
 // metrics to the bit.
 func TestPolicyLossBitIdenticalToLegacy(t *testing.T) {
-	cases := map[string]PolicyConfig{}
-	for _, algo := range Algorithms {
-		if algo == AlgoCISPO {
+	cases := map[string]losscfg.PolicyConfig{}
+	for _, algo := range losscfg.Algorithms {
+		if algo == losscfg.AlgoCISPO {
 			continue // new
 		}
-		cases[algo] = DefaultPolicyConfig(algo)
-		c := DefaultPolicyConfig(algo)
+		cases[algo] = losscfg.DefaultPolicyConfig(algo)
+		c := losscfg.DefaultPolicyConfig(algo)
 		c.TISThreshold = 1.5
 		c.EntropyCoef = 0.01
 		cases[algo+"-tis"] = c
 	}
-	explicit := DefaultPolicyConfig(AlgoGRPO)
-	explicit.Correction = Correction{Mode: CorrectionTIS, High: 1.5}
+	explicit := losscfg.DefaultPolicyConfig(losscfg.AlgoGRPO)
+	explicit.Correction = losscfg.Correction{Mode: losscfg.CorrectionTIS, High: 1.5}
 	explicit.EntropyCoef = 0.01
-	build := func(f func(PolicyConfig, PolicyInputs) (*Node, Metrics), cfg PolicyConfig, keys *[]string) func(in []*Node) []*Node {
+	build := func(f func(losscfg.PolicyConfig, PolicyInputs) (*Node, Metrics), cfg losscfg.PolicyConfig, keys *[]string) func(in []*Node) []*Node {
 		return func(in []*Node) []*Node {
 			pin := PolicyInputs{Logp: in[0], OldLogp: in[1], BehaviourLogp: in[2], RefLogp: in[3],
 				Advantages: in[4], Mask: in[5], Entropy: in[6], Values: in[7], OldValues: in[8], Returns: in[9]}
@@ -120,7 +122,7 @@ func TestPolicyLossBitIdenticalToLegacy(t *testing.T) {
 			args := []any{pgLogp, pgOld, pgBeh, pgRef, adv, pgMask, pgEnt, pgVal, pgOldVal, pgRet}
 			want := pgExec(t, build(legacyPolicyLoss, cfg, &keys), args...)
 			got := pgExec(t, build(PolicyLoss, cfg, &keys), args...)
-			if cfg.TISThreshold > 0 && name == AlgoGRPO+"-tis" {
+			if cfg.TISThreshold > 0 && name == losscfg.AlgoGRPO+"-tis" {
 				gotExplicit := pgExec(t, build(PolicyLoss, explicit, &keys), args...)
 				checkBits(t, label+" explicit correction", gotExplicit, want, keys)
 			}

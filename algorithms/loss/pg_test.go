@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 // ---- plain-Go references ----
@@ -35,13 +37,13 @@ func pgRefClipGrad(r, a, el, eh, c float64) float64 {
 	return 0
 }
 
-func pgRefKL(x float64, est KLEstimator) float64 {
+func pgRefKL(x float64, est losscfg.KLEstimator) float64 {
 	switch est {
-	case KLK1:
+	case losscfg.KLK1:
 		return x
-	case KLK2:
+	case losscfg.KLK2:
 		return 0.5 * x * x
-	case KLK3:
+	case losscfg.KLK3:
 		x = pgRefClip(x, -20, 20)
 		return math.Exp(-x) - 1 + x
 	}
@@ -87,7 +89,7 @@ func pgRefSeqMean(x, mask [][]float64, i int) float64 {
 
 // pgRefRowMean is the mean over non-empty rows of per-row masked means of x.
 func pgRefRowMean(x, mask [][]float64) float64 {
-	return pgRefAggregate(x, mask, AggSeqMeanTokenMean, 0)
+	return pgRefAggregate(x, mask, losscfg.AggSeqMeanTokenMean, 0)
 }
 
 func pgMap(batch, seq int, fn func(i, t int) float64) [][]float64 {
@@ -201,7 +203,7 @@ func TestClippedSurrogateMatchesReference(t *testing.T) {
 			out := pgExec(t, func(in []*Node) []*Node {
 				l, m := ClippedSurrogate(in[0], in[1], in[2], in[3], e[0], e[1], e[2])
 				keys = pgSortedKeys(m)
-				res := []*Node{l, Gradient(Aggregate(l, in[3], AggTokenMean, 0), in[0])[0]}
+				res := []*Node{l, Gradient(Aggregate(l, in[3], losscfg.AggTokenMean, 0), in[0])[0]}
 				for _, k := range keys {
 					res = append(res, m[k])
 				}
@@ -221,13 +223,13 @@ func TestClippedSurrogateMatchesReference(t *testing.T) {
 						return 1
 					}
 					return 0
-				}), mask, AggTokenMean, 0)
+				}), mask, losscfg.AggTokenMean, 0)
 			}
 			wantM := map[string]float64{
 				"approx_kl": pgRefAggregate(pgMap(3, 4, func(i, t int) float64 {
 					return ratio[i][t] - 1 - math.Log(ratio[i][t])
-				}), mask, AggTokenMean, 0),
-				"ratio_mean":     pgRefAggregate(ratio, mask, AggTokenMean, 0),
+				}), mask, losscfg.AggTokenMean, 0),
+				"ratio_mean":     pgRefAggregate(ratio, mask, losscfg.AggTokenMean, 0),
 				"clip_frac_low":  ind(func(r, a float64) bool { return a < 0 && r < 1-e[0] }),
 				"clip_frac_high": ind(func(r, a float64) bool { return a > 0 && r > 1+e[1] }),
 			}
@@ -274,19 +276,19 @@ func pgCheckMetrics(t *testing.T, name string, keys []string, got [][]float32, w
 func TestDefaultPolicyConfigs(t *testing.T) {
 	want := map[string]struct {
 		low, high, beta float64
-		agg             AggMode
+		agg             losscfg.AggMode
 	}{
-		AlgoGRPO:        {0.2, 0.2, 0.04, AggSeqMeanTokenMean},
-		AlgoDrGRPO:      {0.2, 0.2, 0, AggSeqMeanTokenSumNorm},
-		AlgoDAPO:        {0.2, 0.28, 0, AggTokenMean},
-		AlgoGSPO:        {3e-4, 4e-4, 0, AggSeqMeanTokenMean},
-		AlgoRLOO:        {0.2, 0.2, 0, AggSeqMeanTokenSum},
-		AlgoReinforcePP: {0.2, 0.2, 0, AggTokenMean},
-		AlgoPPO:         {0.2, 0.2, 0, AggTokenMean},
-		AlgoCISPO:       {1, 3, 0, AggTokenMean},
+		losscfg.AlgoGRPO:        {0.2, 0.2, 0.04, losscfg.AggSeqMeanTokenMean},
+		losscfg.AlgoDrGRPO:      {0.2, 0.2, 0, losscfg.AggSeqMeanTokenSumNorm},
+		losscfg.AlgoDAPO:        {0.2, 0.28, 0, losscfg.AggTokenMean},
+		losscfg.AlgoGSPO:        {3e-4, 4e-4, 0, losscfg.AggSeqMeanTokenMean},
+		losscfg.AlgoRLOO:        {0.2, 0.2, 0, losscfg.AggSeqMeanTokenSum},
+		losscfg.AlgoReinforcePP: {0.2, 0.2, 0, losscfg.AggTokenMean},
+		losscfg.AlgoPPO:         {0.2, 0.2, 0, losscfg.AggTokenMean},
+		losscfg.AlgoCISPO:       {1, 3, 0, losscfg.AggTokenMean},
 	}
-	for _, algo := range Algorithms {
-		c := DefaultPolicyConfig(algo)
+	for _, algo := range losscfg.Algorithms {
+		c := losscfg.DefaultPolicyConfig(algo)
 		if err := c.Validate(); err != nil {
 			t.Errorf("%s: %v", algo, err)
 		}
@@ -295,10 +297,10 @@ func TestDefaultPolicyConfigs(t *testing.T) {
 			t.Errorf("%s: defaults %+v, want %+v", algo, c, w)
 		}
 	}
-	if c := DefaultPolicyConfig(AlgoPPO); c.ValueCoef != 0.5 || c.ValueClip != 0.2 {
+	if c := losscfg.DefaultPolicyConfig(losscfg.AlgoPPO); c.ValueCoef != 0.5 || c.ValueClip != 0.2 {
 		t.Errorf("ppo value defaults %+v", c)
 	}
-	if err := DefaultPolicyConfig("a2c").Validate(); err == nil || !strings.Contains(err.Error(), "algorithm") {
+	if err := losscfg.DefaultPolicyConfig("a2c").Validate(); err == nil || !strings.Contains(err.Error(), "algorithm") {
 		t.Errorf("unknown algorithm: %v", err)
 	}
 }
@@ -306,32 +308,32 @@ func TestDefaultPolicyConfigs(t *testing.T) {
 func TestPolicyConfigValidate(t *testing.T) {
 	cases := []struct {
 		field string
-		edit  func(c *PolicyConfig)
+		edit  func(c *losscfg.PolicyConfig)
 		want  string // substring of the error
 	}{
-		{"algorithm", func(c *PolicyConfig) { c.Algorithm = "GRPO" }, `"grpo"`},
-		{"clip_low", func(c *PolicyConfig) { c.ClipLow = -0.1 }, "[0, 1)"},
-		{"clip_low", func(c *PolicyConfig) { c.ClipLow = 1 }, "[0, 1)"},
-		{"clip_high", func(c *PolicyConfig) { c.ClipHigh = math.NaN() }, "≥ 0"},
-		{"dual_clip", func(c *PolicyConfig) { c.DualClip = 1.1 }, "> 1+clip_high"},
-		{"kl_beta", func(c *PolicyConfig) { c.KLBeta = -1 }, "≥ 0"},
-		{"kl_estimator", func(c *PolicyConfig) { c.KLEstimator = "k4" }, `"k3"`},
-		{"aggregation", func(c *PolicyConfig) { c.Aggregation = "mean" }, `"token-mean"`},
-		{"max_len", func(c *PolicyConfig) { c.MaxLen = -1 }, "≥ 0"},
-		{"tis_threshold", func(c *PolicyConfig) { c.TISThreshold = 0.5 }, "≥ 1"},
-		{"entropy_coef", func(c *PolicyConfig) { c.EntropyCoef = math.Inf(1) }, "finite"},
-		{"value_coef", func(c *PolicyConfig) { c.ValueCoef = -0.5 }, "≥ 0"},
-		{"value_clip", func(c *PolicyConfig) { c.ValueClip = -0.2 }, "≥ 0"},
+		{"algorithm", func(c *losscfg.PolicyConfig) { c.Algorithm = "GRPO" }, `"grpo"`},
+		{"clip_low", func(c *losscfg.PolicyConfig) { c.ClipLow = -0.1 }, "[0, 1)"},
+		{"clip_low", func(c *losscfg.PolicyConfig) { c.ClipLow = 1 }, "[0, 1)"},
+		{"clip_high", func(c *losscfg.PolicyConfig) { c.ClipHigh = math.NaN() }, "≥ 0"},
+		{"dual_clip", func(c *losscfg.PolicyConfig) { c.DualClip = 1.1 }, "> 1+clip_high"},
+		{"kl_beta", func(c *losscfg.PolicyConfig) { c.KLBeta = -1 }, "≥ 0"},
+		{"kl_estimator", func(c *losscfg.PolicyConfig) { c.KLEstimator = "k4" }, `"k3"`},
+		{"aggregation", func(c *losscfg.PolicyConfig) { c.Aggregation = "mean" }, `"token-mean"`},
+		{"max_len", func(c *losscfg.PolicyConfig) { c.MaxLen = -1 }, "≥ 0"},
+		{"tis_threshold", func(c *losscfg.PolicyConfig) { c.TISThreshold = 0.5 }, "≥ 1"},
+		{"entropy_coef", func(c *losscfg.PolicyConfig) { c.EntropyCoef = math.Inf(1) }, "finite"},
+		{"value_coef", func(c *losscfg.PolicyConfig) { c.ValueCoef = -0.5 }, "≥ 0"},
+		{"value_clip", func(c *losscfg.PolicyConfig) { c.ValueClip = -0.2 }, "≥ 0"},
 	}
 	for _, c := range cases {
-		cfg := DefaultPolicyConfig(AlgoGRPO)
+		cfg := losscfg.DefaultPolicyConfig(losscfg.AlgoGRPO)
 		c.edit(&cfg)
 		err := cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.field+"=") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want it to name %s= and say %q", c.field, err, c.field, c.want)
 		}
 	}
-	ok := DefaultPolicyConfig(AlgoDAPO)
+	ok := losscfg.DefaultPolicyConfig(losscfg.AlgoDAPO)
 	ok.DualClip, ok.TISThreshold, ok.EntropyCoef, ok.MaxLen = 3, 2, -0.01, 4096
 	if err := ok.Validate(); err != nil {
 		t.Errorf("valid config rejected: %v", err)
@@ -340,7 +342,7 @@ func TestPolicyConfigValidate(t *testing.T) {
 
 // pgRefPolicyLoss is the plain-Go reference of PolicyLoss on the shared data, BehaviourLogp given:
 // the loss, its metrics and its analytic gradient with respect to logp.
-func pgRefPolicyLoss(cfg PolicyConfig, adv any) (float64, map[string]float64, [][]float64) {
+func pgRefPolicyLoss(cfg losscfg.PolicyConfig, adv any) (float64, map[string]float64, [][]float64) {
 	logp, old, beh, ref, mask := pgF64(pgLogp), pgF64(pgOld), pgF64(pgBeh), pgF64(pgRef), pgF64(pgMask)
 	ent, val, oldVal, ret := pgF64(pgEnt), pgF64(pgVal), pgF64(pgOldVal), pgF64(pgRet)
 	a := pgTokenAdv(adv, 3, 4)
@@ -348,22 +350,22 @@ func pgRefPolicyLoss(cfg PolicyConfig, adv any) (float64, map[string]float64, []
 	keep := corr.keep // every term is aggregated under the correction's mask
 	agg := func(x [][]float64) float64 { return pgRefAggregate(x, keep, cfg.Aggregation, cfg.MaxLen) }
 	coef := pgRefAggCoef(keep, cfg.Aggregation, cfg.MaxLen)
-	tokMean := func(x [][]float64) float64 { return pgRefAggregate(x, keep, AggTokenMean, 0) }
+	tokMean := func(x [][]float64) float64 { return pgRefAggregate(x, keep, losscfg.AggTokenMean, 0) }
 	m := map[string]float64{}
 	ratio := pgMap(3, 4, func(i, t int) float64 { return math.Exp(pgRefClip(logp[i][t]-old[i][t], -20, 20)) })
 	m["approx_kl"] = tokMean(pgMap(3, 4, func(i, t int) float64 { return ratio[i][t] - 1 - math.Log(ratio[i][t]) }))
 	var pg, dpg [][]float64 // per-token surrogate and its derivative with respect to logp
 	switch cfg.Algorithm {
-	case AlgoGSPO:
+	case losscfg.AlgoGSPO:
 		lr := pgMap(3, 4, func(i, t int) float64 { return logp[i][t] - old[i][t] })
 		s := pgMap(3, 4, func(i, t int) float64 { return math.Exp(math.Min(pgRefSeqMean(lr, keep, i), 10)) })
 		pg = pgMap(3, 4, func(i, t int) float64 { return pgRefClipLoss(s[i][t], a[i][t], cfg.ClipLow, cfg.ClipHigh, 0) })
 		dpg = pgMap(3, 4, func(i, t int) float64 { return pgRefClipGrad(s[i][t], a[i][t], cfg.ClipLow, cfg.ClipHigh, 0) })
-		rowMean := func(x [][]float64) float64 { return pgRefAggregate(x, keep, AggSeqMeanTokenMean, 0) }
+		rowMean := func(x [][]float64) float64 { return pgRefAggregate(x, keep, losscfg.AggSeqMeanTokenMean, 0) }
 		m["ratio_mean"] = rowMean(s)
 		m["clip_frac_low"] = rowMean(pgMap(3, 4, func(i, t int) float64 { return b01(a[i][t] < 0 && s[i][t] < 1-cfg.ClipLow) }))
 		m["clip_frac_high"] = rowMean(pgMap(3, 4, func(i, t int) float64 { return b01(a[i][t] > 0 && s[i][t] > 1+cfg.ClipHigh) }))
-	case AlgoCISPO:
+	case losscfg.AlgoCISPO:
 		pg = pgMap(3, 4, func(i, t int) float64 {
 			l, _ := cispoRef(logp[i][t], old[i][t], a[i][t], cfg.ClipLow, cfg.ClipHigh)
 			return l
@@ -398,10 +400,10 @@ func pgRefPolicyLoss(cfg PolicyConfig, adv any) (float64, map[string]float64, []
 	total, dtotal := pg, dpg
 	if cfg.KLBeta > 0 {
 		x := pgMap(3, 4, func(i, t int) float64 { return logp[i][t] - ref[i][t] })
-		kl := pgMap(3, 4, func(i, t int) float64 { return pgRefKL(x[i][t], KLEstimator(cfg.KLEstimator)) })
+		kl := pgMap(3, 4, func(i, t int) float64 { return pgRefKL(x[i][t], losscfg.KLEstimator(cfg.KLEstimator)) })
 		total = pgMap(3, 4, func(i, t int) float64 { return pg[i][t] + cfg.KLBeta*kl[i][t] })
 		dtotal = pgMap(3, 4, func(i, t int) float64 {
-			return dpg[i][t] + cfg.KLBeta*pgRefKLGrad(x[i][t], KLEstimator(cfg.KLEstimator))
+			return dpg[i][t] + cfg.KLBeta*pgRefKLGrad(x[i][t], losscfg.KLEstimator(cfg.KLEstimator))
 		})
 		m["kl"] = tokMean(kl)
 	}
@@ -440,7 +442,7 @@ func pgRefPolicyLoss(cfg PolicyConfig, adv any) (float64, map[string]float64, []
 
 // pgRefAggCoef are the coefficients c of Aggregate as a linear map, Aggregate(x) = Σ c_it·x_it, so
 // that the reference's gradient is c_it·∂ℓ_it/∂logp_it.
-func pgRefAggCoef(mask [][]float64, mode AggMode, maxLen int) [][]float64 {
+func pgRefAggCoef(mask [][]float64, mode losscfg.AggMode, maxLen int) [][]float64 {
 	if maxLen <= 0 {
 		maxLen = len(mask[0])
 	}
@@ -456,13 +458,13 @@ func pgRefAggCoef(mask [][]float64, mode AggMode, maxLen int) [][]float64 {
 	total, rows = math.Max(total, 1), math.Max(rows, 1)
 	return pgMap(len(mask), len(mask[0]), func(i, t int) float64 {
 		switch mode {
-		case AggTokenMean:
+		case losscfg.AggTokenMean:
 			return mask[i][t] / total
-		case AggSeqMeanTokenMean:
+		case losscfg.AggSeqMeanTokenMean:
 			return mask[i][t] / (math.Max(n[i], 1) * rows)
-		case AggSeqMeanTokenSum:
+		case losscfg.AggSeqMeanTokenSum:
 			return mask[i][t] / rows
-		case AggSeqMeanTokenSumNorm:
+		case losscfg.AggSeqMeanTokenSumNorm:
 			return mask[i][t] / (float64(maxLen) * rows)
 		}
 		panic(mode)
@@ -470,13 +472,13 @@ func pgRefAggCoef(mask [][]float64, mode AggMode, maxLen int) [][]float64 {
 }
 
 // pgRefKLGrad is d KLPenalty/d logp for x = logp − refLogp.
-func pgRefKLGrad(x float64, est KLEstimator) float64 {
+func pgRefKLGrad(x float64, est losscfg.KLEstimator) float64 {
 	switch est {
-	case KLK1:
+	case losscfg.KLK1:
 		return 1
-	case KLK2:
+	case losscfg.KLK2:
 		return x
-	case KLK3:
+	case losscfg.KLK3:
 		if math.Abs(x) >= 20 {
 			return 0
 		}
@@ -493,49 +495,51 @@ func pgBoolRow(row []float64) []bool {
 	return out
 }
 
-func pgPolicyCases() map[string]PolicyConfig {
-	cases := map[string]PolicyConfig{}
-	for _, algo := range Algorithms {
-		cases[algo] = DefaultPolicyConfig(algo)
+func pgPolicyCases() map[string]losscfg.PolicyConfig {
+	cases := map[string]losscfg.PolicyConfig{}
+	for _, algo := range losscfg.Algorithms {
+		cases[algo] = losscfg.DefaultPolicyConfig(algo)
 	}
-	add := func(name string, base string, edit func(c *PolicyConfig)) {
-		c := DefaultPolicyConfig(base)
+	add := func(name string, base string, edit func(c *losscfg.PolicyConfig)) {
+		c := losscfg.DefaultPolicyConfig(base)
 		edit(&c)
 		cases[name] = c
 	}
-	add("grpo-k1", AlgoGRPO, func(c *PolicyConfig) { c.KLEstimator = "k1" })
-	add("grpo-k2-tis", AlgoGRPO, func(c *PolicyConfig) { c.KLEstimator, c.TISThreshold = "k2", 2 })
-	add("dapo-dual-entropy", AlgoDAPO, func(c *PolicyConfig) { c.DualClip, c.EntropyCoef = 3, 0.01 })
-	add("dr_grpo-maxlen", AlgoDrGRPO, func(c *PolicyConfig) { c.MaxLen = 16 })
-	add("ppo-unclipped-value-kl", AlgoPPO, func(c *PolicyConfig) { c.ValueClip, c.KLBeta, c.EntropyCoef = 0, 0.1, 0.05 })
-	add("gspo-wide-kl-tis", AlgoGSPO, func(c *PolicyConfig) { c.ClipLow, c.ClipHigh, c.KLBeta, c.TISThreshold = 0.05, 0.1, 0.02, 1.5 })
-	add("rloo-seq-mean-token-mean", AlgoRLOO, func(c *PolicyConfig) { c.Aggregation = AggSeqMeanTokenMean })
+	add("grpo-k1", losscfg.AlgoGRPO, func(c *losscfg.PolicyConfig) { c.KLEstimator = "k1" })
+	add("grpo-k2-tis", losscfg.AlgoGRPO, func(c *losscfg.PolicyConfig) { c.KLEstimator, c.TISThreshold = "k2", 2 })
+	add("dapo-dual-entropy", losscfg.AlgoDAPO, func(c *losscfg.PolicyConfig) { c.DualClip, c.EntropyCoef = 3, 0.01 })
+	add("dr_grpo-maxlen", losscfg.AlgoDrGRPO, func(c *losscfg.PolicyConfig) { c.MaxLen = 16 })
+	add("ppo-unclipped-value-kl", losscfg.AlgoPPO, func(c *losscfg.PolicyConfig) { c.ValueClip, c.KLBeta, c.EntropyCoef = 0, 0.1, 0.05 })
+	add("gspo-wide-kl-tis", losscfg.AlgoGSPO, func(c *losscfg.PolicyConfig) { c.ClipLow, c.ClipHigh, c.KLBeta, c.TISThreshold = 0.05, 0.1, 0.02, 1.5 })
+	add("rloo-seq-mean-token-mean", losscfg.AlgoRLOO, func(c *losscfg.PolicyConfig) { c.Aggregation = losscfg.AggSeqMeanTokenMean })
 	// Off-policy corrections on the shared data, whose π_old/π_behaviour log-ratios are (−0.1, 1, 0.1),
 	// (0.1, 0) and (−0.1, 0.1, −0.6, 0.1): mis [0.5, 2] rejects the ratio e ≈ 2.72; icepop [0.6, 2.5]
 	// zeroes e and e^−0.6 ≈ 0.55; geo_mask [0.7, 1.05] drops row 1 (mean 0.05 > ln 1.05).
-	add("grpo-tis-explicit", AlgoGRPO, func(c *PolicyConfig) { c.Correction = Correction{Mode: CorrectionTIS, High: 2} })
-	add("grpo-mis", AlgoGRPO, func(c *PolicyConfig) { c.Correction = Correction{Mode: CorrectionMIS} })
-	add("grpo-icepop-k1", AlgoGRPO, func(c *PolicyConfig) {
-		c.KLEstimator, c.Correction = "k1", Correction{Mode: CorrectionIcePop, Low: 0.6, High: 2.5}
+	add("grpo-tis-explicit", losscfg.AlgoGRPO, func(c *losscfg.PolicyConfig) { c.Correction = losscfg.Correction{Mode: losscfg.CorrectionTIS, High: 2} })
+	add("grpo-mis", losscfg.AlgoGRPO, func(c *losscfg.PolicyConfig) { c.Correction = losscfg.Correction{Mode: losscfg.CorrectionMIS} })
+	add("grpo-icepop-k1", losscfg.AlgoGRPO, func(c *losscfg.PolicyConfig) {
+		c.KLEstimator, c.Correction = "k1", losscfg.Correction{Mode: losscfg.CorrectionIcePop, Low: 0.6, High: 2.5}
 	})
-	add("grpo-geo-default-drops-all", AlgoGRPO, func(c *PolicyConfig) { c.Correction = Correction{Mode: CorrectionGeoMask} })
-	add("dapo-geo-dual", AlgoDAPO, func(c *PolicyConfig) {
-		c.DualClip, c.Correction = 3, Correction{Mode: CorrectionGeoMask, Low: 0.7, High: 1.05}
+	add("grpo-geo-default-drops-all", losscfg.AlgoGRPO, func(c *losscfg.PolicyConfig) { c.Correction = losscfg.Correction{Mode: losscfg.CorrectionGeoMask} })
+	add("dapo-geo-dual", losscfg.AlgoDAPO, func(c *losscfg.PolicyConfig) {
+		c.DualClip, c.Correction = 3, losscfg.Correction{Mode: losscfg.CorrectionGeoMask, Low: 0.7, High: 1.05}
 	})
-	add("gspo-wide-mis", AlgoGSPO, func(c *PolicyConfig) {
-		c.ClipLow, c.ClipHigh, c.Correction = 0.05, 0.1, Correction{Mode: CorrectionMIS, Low: 0.8, High: 1.3}
+	add("gspo-wide-mis", losscfg.AlgoGSPO, func(c *losscfg.PolicyConfig) {
+		c.ClipLow, c.ClipHigh, c.Correction = 0.05, 0.1, losscfg.Correction{Mode: losscfg.CorrectionMIS, Low: 0.8, High: 1.3}
 	})
-	add("rloo-mis", AlgoRLOO, func(c *PolicyConfig) { c.Correction = Correction{Mode: CorrectionMIS} })
-	add("dr_grpo-icepop-maxlen", AlgoDrGRPO, func(c *PolicyConfig) {
-		c.MaxLen, c.Correction = 16, Correction{Mode: CorrectionIcePop, Low: 0.6, High: 2.5}
+	add("rloo-mis", losscfg.AlgoRLOO, func(c *losscfg.PolicyConfig) { c.Correction = losscfg.Correction{Mode: losscfg.CorrectionMIS} })
+	add("dr_grpo-icepop-maxlen", losscfg.AlgoDrGRPO, func(c *losscfg.PolicyConfig) {
+		c.MaxLen, c.Correction = 16, losscfg.Correction{Mode: losscfg.CorrectionIcePop, Low: 0.6, High: 2.5}
 	})
-	add("ppo-geo-value-kl", AlgoPPO, func(c *PolicyConfig) {
-		c.KLBeta, c.Correction = 0.1, Correction{Mode: CorrectionGeoMask, Low: 0.7, High: 1.05}
+	add("ppo-geo-value-kl", losscfg.AlgoPPO, func(c *losscfg.PolicyConfig) {
+		c.KLBeta, c.Correction = 0.1, losscfg.Correction{Mode: losscfg.CorrectionGeoMask, Low: 0.7, High: 1.05}
 	})
-	add("cispo-tis-kl-entropy", AlgoCISPO, func(c *PolicyConfig) { c.TISThreshold, c.KLBeta, c.EntropyCoef = 1.5, 0.05, 0.01 })
-	add("cispo-icepop", AlgoCISPO, func(c *PolicyConfig) { c.Correction = Correction{Mode: CorrectionIcePop, Low: 0.6, High: 2.5} })
-	add("cispo-mis-seq-mean", AlgoCISPO, func(c *PolicyConfig) {
-		c.ClipLow, c.ClipHigh, c.Aggregation, c.Correction = 0.2, 0.28, AggSeqMeanTokenMean, Correction{Mode: CorrectionMIS}
+	add("cispo-tis-kl-entropy", losscfg.AlgoCISPO, func(c *losscfg.PolicyConfig) { c.TISThreshold, c.KLBeta, c.EntropyCoef = 1.5, 0.05, 0.01 })
+	add("cispo-icepop", losscfg.AlgoCISPO, func(c *losscfg.PolicyConfig) {
+		c.Correction = losscfg.Correction{Mode: losscfg.CorrectionIcePop, Low: 0.6, High: 2.5}
+	})
+	add("cispo-mis-seq-mean", losscfg.AlgoCISPO, func(c *losscfg.PolicyConfig) {
+		c.ClipLow, c.ClipHigh, c.Aggregation, c.Correction = 0.2, 0.28, losscfg.AggSeqMeanTokenMean, losscfg.Correction{Mode: losscfg.CorrectionMIS}
 	})
 	return cases
 }
@@ -566,7 +570,7 @@ func TestPolicyLossMatchesReference(t *testing.T) {
 // TestPolicyLossGradientOnPolicy: GRPO defaults, OldLogp nil (ratio 1, no clipping), k3 KL. With
 // seq-mean-token-mean over R rows, d loss/d logp_it = m_it/(n_i·R)·(−A_i + β(1 − e^{−(logp−ref)})).
 func TestPolicyLossGradientOnPolicy(t *testing.T) {
-	cfg := DefaultPolicyConfig(AlgoGRPO)
+	cfg := losscfg.DefaultPolicyConfig(losscfg.AlgoGRPO)
 	grad := pgExec(t, func(in []*Node) []*Node {
 		loss, _ := PolicyLoss(cfg, PolicyInputs{Logp: in[0], RefLogp: in[1], Advantages: in[2], Mask: in[3]})
 		return Gradient(loss, in[0])
@@ -581,17 +585,17 @@ func TestPolicyLossGradientOnPolicy(t *testing.T) {
 }
 
 func TestPolicyLossPanicsOnMissingInput(t *testing.T) {
-	cases := map[string]func(c *PolicyConfig){
-		"RefLogp":             func(c *PolicyConfig) {}, // grpo: kl_beta 0.04
-		"BehaviourLogp":       func(c *PolicyConfig) { c.KLBeta, c.TISThreshold = 0, 2 },
-		"correction mode mis": func(c *PolicyConfig) { c.KLBeta, c.Correction.Mode = 0, CorrectionMIS },
-		"correction mode tis": func(c *PolicyConfig) { c.KLBeta, c.Correction.Mode = 0, CorrectionTIS },
-		"Entropy":             func(c *PolicyConfig) { c.KLBeta, c.EntropyCoef = 0, 0.01 },
-		"Values":              func(c *PolicyConfig) { c.KLBeta, c.ValueCoef = 0, 0.5 },
-		"algorithm":           func(c *PolicyConfig) { c.Algorithm = "nope" },
+	cases := map[string]func(c *losscfg.PolicyConfig){
+		"RefLogp":             func(c *losscfg.PolicyConfig) {}, // grpo: kl_beta 0.04
+		"BehaviourLogp":       func(c *losscfg.PolicyConfig) { c.KLBeta, c.TISThreshold = 0, 2 },
+		"correction mode mis": func(c *losscfg.PolicyConfig) { c.KLBeta, c.Correction.Mode = 0, losscfg.CorrectionMIS },
+		"correction mode tis": func(c *losscfg.PolicyConfig) { c.KLBeta, c.Correction.Mode = 0, losscfg.CorrectionTIS },
+		"Entropy":             func(c *losscfg.PolicyConfig) { c.KLBeta, c.EntropyCoef = 0, 0.01 },
+		"Values":              func(c *losscfg.PolicyConfig) { c.KLBeta, c.ValueCoef = 0, 0.5 },
+		"algorithm":           func(c *losscfg.PolicyConfig) { c.Algorithm = "nope" },
 	}
 	for want, edit := range cases {
-		cfg := DefaultPolicyConfig(AlgoGRPO)
+		cfg := losscfg.DefaultPolicyConfig(losscfg.AlgoGRPO)
 		edit(&cfg)
 		msg := func() (msg string) {
 			defer func() { msg = fmt.Sprint(recover()) }()

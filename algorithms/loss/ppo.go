@@ -2,6 +2,8 @@ package loss
 
 import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 // ValueLoss is PPO's clipped critic loss per token (as in OpenAI baselines and verl):
@@ -38,6 +40,6 @@ func ValueLoss(values, oldValues, returns, mask *Node, clipEps float64) (perToke
 // entropy (exploration); the trainer supplies entropy per token (e.g. model.Entropy of the logits).
 //
 //	entropy, mask: [batch, seq] → scalar
-func EntropyBonus(entropy, mask *Node, coef float64, mode AggMode, maxLen int) *Node {
+func EntropyBonus(entropy, mask *Node, coef float64, mode losscfg.AggMode, maxLen int) *Node {
 	return MulScalar(Aggregate(entropy, mask, mode, maxLen), -coef)
 }

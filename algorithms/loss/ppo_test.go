@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 func TestValueLossHandComputed(t *testing.T) {
@@ -51,13 +53,13 @@ func TestValueLossMatchesReference(t *testing.T) {
 			return 0
 		})
 		pgCheckMatrix(t, "value loss", out[0], want)
-		pgCheckScalar(t, fmt.Sprint("value_clip_frac eps=", eps), out[1][0], pgRefAggregate(frac, mask, AggTokenMean, 0))
+		pgCheckScalar(t, fmt.Sprint("value_clip_frac eps=", eps), out[1][0], pgRefAggregate(frac, mask, losscfg.AggTokenMean, 0))
 	}
 }
 
 func TestEntropyBonus(t *testing.T) {
 	ent, mask := pgF64(pgEnt), pgF64(pgMask)
-	for _, mode := range AggModes {
+	for _, mode := range losscfg.AggModes {
 		out := pgExec(t, func(in []*Node) []*Node {
 			b := EntropyBonus(in[0], in[1], 0.01, mode, 0)
 			return []*Node{b, Gradient(b, in[0])[0]}

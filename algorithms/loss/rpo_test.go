@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 // TestSFTCoefAddsChosenNLL: with sft_coef α the pair losses (dpo, ipo, simpo) and kto equal the plain
@@ -16,8 +18,8 @@ func TestSFTCoefAddsChosenNLL(t *testing.T) {
 	for _, pc := range prefCases {
 		o := pc.rows()
 		wantNLL := o.nllSum / math.Max(o.nllCnt, 1)
-		for _, kind := range []string{PrefDPO, PrefIPO, PrefSimPO} {
-			with, without := DefaultPreference(kind), DefaultPreference(kind)
+		for _, kind := range []string{losscfg.PrefDPO, losscfg.PrefIPO, losscfg.PrefSimPO} {
+			with, without := losscfg.DefaultPreference(kind), losscfg.DefaultPreference(kind)
 			with.SFTCoef = alpha
 			gotWith, mWith := evalLoss(t, func(in []*Node) (*Node, Metrics) { return PairLoss(with, pairInputs(in)) }, pc.inputs()...)
 			gotWithout, mWithout := evalLoss(t, func(in []*Node) (*Node, Metrics) { return PairLoss(without, pairInputs(in)) }, pc.inputs()...)
@@ -44,7 +46,7 @@ func TestSFTCoefAddsChosenNLL(t *testing.T) {
 			}
 		}
 		wantNLL := s / math.Max(n, 1)
-		with, without := DefaultPreference(PrefKTO), DefaultPreference(PrefKTO)
+		with, without := losscfg.DefaultPreference(losscfg.PrefKTO), losscfg.DefaultPreference(losscfg.PrefKTO)
 		with.SFTCoef = alpha
 		gotWith, mWith := evalLoss(t, func(in []*Node) (*Node, Metrics) { return KTOLoss(with, ktoInputs(in, true)) }, c.inputs()...)
 		gotWithout, _ := evalLoss(t, func(in []*Node) (*Node, Metrics) { return KTOLoss(without, ktoInputs(in, true)) }, c.inputs()...)
@@ -57,12 +59,12 @@ func TestSFTCoefAddsChosenNLL(t *testing.T) {
 			}
 		})
 	}
-	bad := DefaultPreference(PrefORPO)
+	bad := losscfg.DefaultPreference(losscfg.PrefORPO)
 	bad.SFTCoef = 1
 	if err := bad.Validate(); err == nil {
 		t.Error("orpo with sft_coef must be rejected (it has its own NLL term)")
 	}
-	neg := DefaultPreference(PrefDPO)
+	neg := losscfg.DefaultPreference(losscfg.PrefDPO)
 	neg.SFTCoef = -1
 	if err := neg.Validate(); err == nil {
 		t.Error("negative sft_coef must be rejected")

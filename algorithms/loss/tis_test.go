@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 func TestTISWeightsHandComputed(t *testing.T) {
@@ -37,7 +39,7 @@ func TestTISWeightsMatchesReference(t *testing.T) {
 			return 0
 		})
 		pgCheckMatrix(t, "w", out[0], w)
-		pgCheckScalar(t, "tis_truncated_frac", out[1][0], pgRefAggregate(trunc, mask, AggTokenMean, 0))
-		pgCheckScalar(t, "tis_weight_mean", out[2][0], pgRefAggregate(w, mask, AggTokenMean, 0))
+		pgCheckScalar(t, "tis_truncated_frac", out[1][0], pgRefAggregate(trunc, mask, losscfg.AggTokenMean, 0))
+		pgCheckScalar(t, "tis_weight_mean", out[2][0], pgRefAggregate(w, mask, losscfg.AggTokenMean, 0))
 	}
 }

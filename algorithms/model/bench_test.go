@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 
 	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 var benchShapes = []struct {
@@ -32,7 +33,7 @@ func BenchmarkTrainStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			opt := optimizer.Adam().LearningRate(1e-3).WeightDecay(0.01).Done()
-			step := gm.MustNewExec(testBackend(), store, func(scope *gm.Scope, tok, pos, mask *Node) *Node {
+			step := gm.MustNewExec(testbackend.Sequential(), store, func(scope *gm.Scope, tok, pos, mask *Node) *Node {
 				loss := NextTokenLoss(Forward(scope, cfg, tok, pos, mask), tok, mask)
 				opt.UpdateGraph(scope, tok.Graph(), loss)
 				return loss
@@ -70,7 +71,7 @@ func BenchmarkGenerate(b *testing.B) {
 			if err := InitWeights(store.RootScope(), cfg, 1, 0); err != nil {
 				b.Fatal(err)
 			}
-			gen, err := NewGenerator(testBackend(), store.RootScope(), cfg)
+			gen, err := NewGenerator(testbackend.Sequential(), store.RootScope(), cfg)
 			if err != nil {
 				b.Fatal(err)
 			}

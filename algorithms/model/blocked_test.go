@@ -14,6 +14,7 @@ import (
 	gm "github.com/gomlx/gomlx/ml/model"
 
 	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 // stepRun is what one forward-and-backward graph gave: logits, the gradient of every trainable
@@ -54,7 +55,7 @@ func runStep(t *testing.T, cfg Config, w map[string][]float32, rows [][]int, seq
 	for i := range r {
 		r[i] = float32(rng.NormFloat64())
 	}
-	exec, err := gm.NewExec(testBackend(), store, func(scope *gm.Scope, tk, ps, mk *Node) []*Node {
+	exec, err := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, tk, ps, mk *Node) []*Node {
 		g := tk.Graph()
 		if lora != nil {
 			SetLoRATrainingStep(scope, g, Const(g, int64(3)))
@@ -215,7 +216,7 @@ func TestBlockedPrefillMatchesPlain(t *testing.T) {
 				cfg := cases[name].Clone()
 				cfg.Attention = mode
 				store := newStore(t, cfg, blockedWeights[name])
-				gen, err := NewGenerator(testBackend(), store.RootScope(), cfg)
+				gen, err := NewGenerator(testbackend.Sequential(), store.RootScope(), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -240,7 +241,7 @@ func TestBlockedPrefillMatchesPlain(t *testing.T) {
 // TestAttentionChoice: "auto" keeps the plain path below BlockedAttentionMinSeq (the presets'
 // graphs are unchanged) and takes the kernel from there on; "plain" and "blocked" force a path.
 func TestAttentionChoice(t *testing.T) {
-	g := NewGraph(testBackend(), "choice")
+	g := NewGraph(testbackend.Sequential(), "choice")
 	defer g.Finalize()
 	for _, tc := range []struct {
 		mode string

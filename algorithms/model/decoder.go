@@ -49,39 +49,20 @@ func NewDecoder(backend compute.Backend, scope *gm.Scope, cfg Config) (*Decoder,
 		return nil, err
 	}
 	d := &Decoder{backend: backend, scope: scope, cfg: cfg, byID: map[int]int{}}
-	store := scope.Store()
-	var err error
 	// prefill: tokens [n, p] (right-padded), cacheMask [n, s] (column < len), last [n] (len-1)
 	//   → logits [n, vocab], k…, v… (cache length s, zero past each row's len)
-	d.prefill, err = gm.NewExec(backend, store, func(_ *gm.Scope, in []*Node) []*Node {
-		return d.prefillGraph(in[0], in[1], in[2])
-	})
-	if err != nil {
-		return nil, fmt.Errorf("model: new decoder: %w", err)
-	}
 	// step: token [b, 1], slot [b], cacheMask [b, s], k…, v… → logits [b, vocab], k…, v…
-	d.step, err = gm.NewExec(backend, store, func(_ *gm.Scope, in []*Node) []*Node {
-		return d.stepGraph(in[0], in[1], in[2], in[3:3+cfg.Layers], in[3+cfg.Layers:])
-	})
-	if err != nil {
-		return nil, fmt.Errorf("model: new decoder: %w", err)
-	}
 	// merge: idx [b'·kv, 1], probe [s'], old k…, v… [, new k…, v…] → k…, v… with b' lanes, s' columns
-	d.merge, err = gm.NewExec(backend, store, func(_ *gm.Scope, in []*Node) []*Node {
-		return mergeGraph(in[0], in[1], in[2:], cfg.Layers)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("model: new decoder: %w", err)
-	}
-	d.grow, err = gm.NewExec(backend, store, func(_ *gm.Scope, in []*Node) []*Node {
-		return growGraph(in, cfg.Layers)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("model: new decoder: %w", err)
-	}
 	// Lanes and cache columns change as requests come and go: keep many shapes compiled.
-	for _, e := range []*gm.Exec{d.prefill, d.step, d.merge, d.grow} {
-		e.SetMaxCache(256)
+	err := newExecs(backend, scope.Store(), "new decoder", 256,
+		execOf{&d.prefill, func(_ *gm.Scope, in []*Node) []*Node { return d.prefillGraph(in[0], in[1], in[2]) }},
+		execOf{&d.step, func(_ *gm.Scope, in []*Node) []*Node {
+			return d.stepGraph(in[0], in[1], in[2], in[3:3+cfg.Layers], in[3+cfg.Layers:])
+		}},
+		execOf{&d.merge, func(_ *gm.Scope, in []*Node) []*Node { return mergeGraph(in[0], in[1], in[2:], cfg.Layers) }},
+		execOf{&d.grow, func(_ *gm.Scope, in []*Node) []*Node { return growGraph(in, cfg.Layers) }})
+	if err != nil {
+		return nil, err
 	}
 	return d, nil
 }

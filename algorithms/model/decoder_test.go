@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 // arrival is one request of a continuous-batching schedule: it joins before step `at` and decodes
@@ -101,7 +102,7 @@ func TestDecoderMatchesGenerate(t *testing.T) {
 	for name, cfg := range tinyConfigs() {
 		t.Run(name, func(t *testing.T) {
 			gen := newGenerator(t, cfg, 0.3)
-			d, err := NewDecoder(testBackend(), gen.scope, cfg)
+			d, err := NewDecoder(testbackend.Sequential(), gen.scope, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +156,7 @@ func TestDecoderFamilies(t *testing.T) {
 	for _, fd := range loadFamilyDirs(t) {
 		t.Run(filepath.Base(fd.dir), func(t *testing.T) {
 			cfg, g := fd.cfg, fd.golden
-			d, err := NewDecoder(testBackend(), newStore(t, cfg, fd.weights).RootScope(), cfg)
+			d, err := NewDecoder(testbackend.Sequential(), newStore(t, cfg, fd.weights).RootScope(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +174,7 @@ func TestDecoderFamilies(t *testing.T) {
 func TestDecoderErrors(t *testing.T) {
 	cfg := tinyConfigs()["llama"]
 	gen := newGenerator(t, cfg, 0.1)
-	d, err := NewDecoder(testBackend(), gen.scope, cfg)
+	d, err := NewDecoder(testbackend.Sequential(), gen.scope, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 // familyGolden is golden.json of one directory made by scripts/goldens/families/make_goldens.py.
@@ -123,7 +124,7 @@ func maxAbsDiff(got []float32, want []float64) float64 {
 // from the prompt's last one on with the reference.
 func cachedLogitsDiff(t *testing.T, cfg Config, w map[string][]float32, g familyGolden, promptLen int) float64 {
 	t.Helper()
-	gen, err := NewGenerator(testBackend(), newStore(t, cfg, w).RootScope(), cfg)
+	gen, err := NewGenerator(testbackend.Sequential(), newStore(t, cfg, w).RootScope(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +272,7 @@ func TestFamiliesMatchReference(t *testing.T) {
 				t.Errorf("max |Δlogit| full %.3g, cached %.3g / %.3g: want <= %g", full, cached1, cached8, tol)
 			}
 
-			gen, err := NewGenerator(testBackend(), newStore(t, cfg, fd.weights).RootScope(), cfg)
+			gen, err := NewGenerator(testbackend.Sequential(), newStore(t, cfg, fd.weights).RootScope(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -395,7 +396,7 @@ func TestFamiliesLoRA(t *testing.T) {
 					mg.Logits[b] = append(mg.Logits[b], r64)
 				}
 			}
-			gen, err := NewGenerator(testBackend(), store.RootScope(), cfg)
+			gen, err := NewGenerator(testbackend.Sequential(), store.RootScope(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

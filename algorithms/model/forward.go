@@ -20,7 +20,7 @@ const maskedScore = -1e9
 // that does not exist yet is created with the scope's initializer (GoMLX's default), so a fresh
 // store works, but InitWeights/ImportWeights are the intended way to set weights.
 func param(scope *gm.Scope, g *Graph, path string, dims ...int) *Node {
-	s, name := subScope(scope, path)
+	s, name := SubScope(scope, path)
 	return s.VariableWithShape(name, shapes.Make(dtypes.Float32, dims...)).NodeValue(g)
 }
 

@@ -50,40 +50,48 @@ func NewGenerator(backend compute.Backend, scope *gm.Scope, cfg Config) (*Genera
 		return nil, err
 	}
 	gen := &Generator{backend: backend, scope: scope, cfg: cfg}
-	var err error
-	store := scope.Store()
 	// prefill: tokens [b, p], positions [b, p], cacheMask [b, s] → last logits [b, vocab], k…, v…
-	gen.prefill, err = gm.NewExec(backend, store, func(_ *gm.Scope, in []*Node) []*Node {
-		return gen.prefillGraph(in[0], in[1], in[2])
-	})
-	if err != nil {
-		return nil, fmt.Errorf("model: new generator: %w", err)
-	}
 	// decode: token [b, 1], position [b, 1], slot [], cacheMask [b, s], k…, v… → logits [b, vocab], k…, v…
-	gen.decode, err = gm.NewExec(backend, store, func(_ *gm.Scope, in []*Node) []*Node {
-		return gen.decodeGraph(in[0], in[1], in[2], in[3], in[4:4+cfg.Layers], in[4+cfg.Layers:])
-	})
-	if err != nil {
-		return nil, fmt.Errorf("model: new generator: %w", err)
-	}
 	// grow: k…, v… (cache length s) → the same, cacheStep columns longer, zero-filled
-	gen.grow, err = gm.NewExec(backend, store, func(_ *gm.Scope, in []*Node) []*Node {
-		return growGraph(in, cfg.Layers)
-	})
+	err := newExecs(backend, scope.Store(), "new generator", 64,
+		execOf{&gen.prefill, func(_ *gm.Scope, in []*Node) []*Node { return gen.prefillGraph(in[0], in[1], in[2]) }},
+		execOf{&gen.decode, func(_ *gm.Scope, in []*Node) []*Node {
+			return gen.decodeGraph(in[0], in[1], in[2], in[3], in[4:4+cfg.Layers], in[4+cfg.Layers:])
+		}},
+		execOf{&gen.grow, func(_ *gm.Scope, in []*Node) []*Node { return growGraph(in, cfg.Layers) }})
 	if err != nil {
-		return nil, fmt.Errorf("model: new generator: %w", err)
+		return nil, err
 	}
 	// full (uncached reference): tokens, positions, mask [b, s] → logits [b, s, vocab]
-	gen.full, err = gm.NewExec(backend, store, func(_ *gm.Scope, tok, pos, mask *Node) *Node {
+	gen.full, err = gm.NewExec(backend, scope.Store(), func(_ *gm.Scope, tok, pos, mask *Node) *Node {
 		return Forward(gen.scope, cfg, tok, pos, mask)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("model: new generator: %w", err)
 	}
-	for _, e := range []*gm.Exec{gen.prefill, gen.decode, gen.grow, gen.full} {
-		e.SetMaxCache(64)
-	}
+	gen.full.SetMaxCache(64)
 	return gen, nil
+}
+
+// execOf is one executable to make: where it goes and its graph function (inputs and outputs as
+// slices, the form of the cached-decoding graphs).
+type execOf struct {
+	dst *(*gm.Exec)
+	fn  func(*gm.Scope, []*Node) []*Node
+}
+
+// newExecs makes each executable of es, keeping up to maxCache shapes compiled each; op names the
+// caller in errors.
+func newExecs(backend compute.Backend, store *gm.Store, op string, maxCache int, es ...execOf) error {
+	for _, e := range es {
+		x, err := gm.NewExec(backend, store, e.fn)
+		if err != nil {
+			return fmt.Errorf("model: %s: %w", op, err)
+		}
+		x.SetMaxCache(maxCache)
+		*e.dst = x
+	}
+	return nil
 }
 
 // Generate is a one-shot NewGenerator(...).Generate(...); prefer keeping a Generator.

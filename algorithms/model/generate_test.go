@@ -12,6 +12,7 @@ import (
 	gm "github.com/gomlx/gomlx/ml/model"
 
 	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 func randomPrompts(n, vocab, minLen, maxLen int, seed uint64) [][]int {
@@ -30,7 +31,7 @@ func randomPrompts(n, vocab, minLen, maxLen int, seed uint64) [][]int {
 func newGenerator(t testing.TB, cfg Config, weightStd float64) *Generator {
 	t.Helper()
 	store := newStore(t, cfg, randomWeights(cfg, 11, weightStd))
-	gen, err := NewGenerator(testBackend(), store.RootScope(), cfg)
+	gen, err := NewGenerator(testbackend.Sequential(), store.RootScope(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,14 +181,8 @@ func TestGenerationLogProbs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var seqs [][]int
-			longest := 0
-			for i, c := range out {
-				seqs = append(seqs, append(slices.Clone(prompts[i]), c.Tokens...))
-				longest = max(longest, len(seqs[i]))
-			}
-			tok, pos, mask := leftPadded(seqs, longest)
-			exec, err := gm.NewExec(testBackend(), gen.scope.Store(), func(scope *gm.Scope, tk, ps, mk *Node) *Node {
+			tok, pos, mask, longest := paddedCompletions(prompts, out)
+			exec, err := gm.NewExec(testbackend.Sequential(), gen.scope.Store(), func(scope *gm.Scope, tk, ps, mk *Node) *Node {
 				return NextTokenLogProbs(Forward(scope, cfg, tk, ps, mk), tk)
 			})
 			if err != nil {

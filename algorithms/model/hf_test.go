@@ -11,6 +11,8 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
+
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 func TestHFNamesRoundTrip(t *testing.T) {
@@ -287,7 +289,7 @@ func TestValueHeadAndHidden(t *testing.T) {
 	cfg.ValueHead = true
 	store := newStore(t, cfg, randomWeights(cfg, 5, 0.2))
 	tok, pos, mask := leftPadded([][]int{{1, 2, 3}, {4, 5}}, 5)
-	outs, err := gm.MustNewExec(testBackend(), store, func(scope *gm.Scope, tk, ps, mk *Node) []*Node {
+	outs, err := gm.MustNewExec(testbackend.Sequential(), store, func(scope *gm.Scope, tk, ps, mk *Node) []*Node {
 		h := Hidden(scope, cfg, tk, ps, mk)
 		return []*Node{h, Values(scope, cfg, tk, ps, mk), ValueHead(scope, cfg, h), Forward(scope, cfg, tk, ps, mk), LMHead(scope, cfg, h)}
 	}).Call(tok, pos, mask)

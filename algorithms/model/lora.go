@@ -13,7 +13,6 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // GoMLX graph code reads best unqualified.
-	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
 )
 
@@ -222,7 +221,7 @@ func AttachLoRA(scope *gm.Scope, cfg Config, l LoRA) error {
 	if err != nil {
 		return err
 	}
-	if err := setVariables(scope, "attach lora", specs, w); err != nil {
+	if err := SetVariables(scope, "model: attach lora", specs, w); err != nil {
 		return err
 	}
 	scope.SetParam(loraParamKey, at)
@@ -256,9 +255,16 @@ func DetachLoRA(scope *gm.Scope) error {
 	if attachedLoRA(scope) == nil {
 		return nil
 	}
-	scope.SetParam(loraParamKey, nil)
+	return DetachAdapters(scope, loraParamKey, "model: detach lora")
+}
+
+// DetachAdapters clears the scope parameter key that holds the attached adapters and deletes the
+// adapter variables (under scope's "lora"), for every tower that keeps its adapters so (the vision
+// tower too); op prefixes errors.
+func DetachAdapters(scope *gm.Scope, key, op string) error {
+	scope.SetParam(key, nil)
 	if err := scope.At("lora").DeleteVariablesInScope(); err != nil {
-		return fmt.Errorf("model: detach lora: %w", err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil
 }
@@ -274,43 +280,7 @@ func ImportLoRA(scope *gm.Scope, cfg Config, w map[string][]float32) error {
 	if err != nil {
 		return err
 	}
-	return setVariables(scope, "import lora", specs, w)
-}
-
-// setVariables creates or overwrites specs under scope from w, checking that w holds exactly them.
-func setVariables(scope *gm.Scope, op string, specs []VarSpec, w map[string][]float32) error {
-	if len(w) != len(specs) {
-		known := make(map[string]bool, len(specs))
-		for _, v := range specs {
-			known[v.Path] = true
-		}
-		for p := range w {
-			if !known[p] {
-				return fmt.Errorf("model: %s: unexpected variable %q", op, p)
-			}
-		}
-	}
-	for _, v := range specs {
-		data, ok := w[v.Path]
-		if !ok {
-			return fmt.Errorf("model: %s: missing variable %q", op, v.Path)
-		}
-		if len(data) != v.Size() {
-			return fmt.Errorf("model: %s: variable %q has %d values, want %v", op, v.Path, len(data), v.Shape)
-		}
-		t := tensors.FromFlatDataAndDimensions(append([]float32(nil), data...), v.Shape...)
-		s, name := subScope(scope, v.Path)
-		if existing := s.GetVariable(name); existing != nil {
-			if err := existing.SetValue(t); err != nil {
-				return fmt.Errorf("model: %s: set %q: %w", op, v.Path, err)
-			}
-			continue
-		}
-		if _, err := s.CreateVariable(name, t); err != nil {
-			return fmt.Errorf("model: %s: create %q: %w", op, v.Path, err)
-		}
-	}
-	return nil
+	return SetVariables(scope, "model: import lora", specs, w)
 }
 
 // ExportLoRA copies the attached adapters to host memory (internal adapter paths → flat data).
@@ -323,7 +293,7 @@ func ExportLoRA(scope *gm.Scope, cfg Config) (map[string][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	return getVariables(scope, "export lora", specs)
+	return GetVariables(scope, "model: export lora", specs)
 }
 
 // SetLoRATrainingStep marks g as a training graph for the adapters under scope, at optimizer

@@ -11,6 +11,8 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
+
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 // randomAdapters gives every adapter of l on cfg random values (B non-zero, unlike a fresh attach).
@@ -35,7 +37,7 @@ func randomAdapters(t testing.TB, cfg Config, l LoRA, seed uint64, std float64) 
 // loraForward runs Forward on store's root scope; step >= 0 marks it a training graph at that step.
 func loraForward(t testing.TB, cfg Config, store *gm.Store, tok, pos [][]int32, mask [][]bool, step int64) []float32 {
 	t.Helper()
-	exec, err := gm.NewExec(testBackend(), store, func(scope *gm.Scope, tk, ps, mk *Node) *Node {
+	exec, err := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, tk, ps, mk *Node) *Node {
 		if step >= 0 {
 			SetLoRATrainingStep(scope, tk.Graph(), Const(tk.Graph(), step))
 		}

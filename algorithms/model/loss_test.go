@@ -8,6 +8,8 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
+
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 func refLogSoftmax(logits []float64) []float64 {
@@ -46,7 +48,7 @@ func TestTokenLogProbsAndEntropy(t *testing.T) {
 			vocab := len(c.logits)
 			lg := tensors.FromFlatDataAndDimensions(c.logits, 1, 1, vocab)
 			tg := tensors.FromFlatDataAndDimensions([]int32{c.target}, 1, 1)
-			outs := MustExecOnceN(testBackend(), func(l, tt *Node) []*Node {
+			outs := MustExecOnceN(testbackend.Sequential(), func(l, tt *Node) []*Node {
 				return []*Node{TokenLogProbs(l, tt), Entropy(l)}
 			}, lg, tg)
 			logp := float64(tensors.MustCopyFlatData[float32](outs[0])[0])
@@ -79,7 +81,7 @@ func TestCrossEntropyMasked(t *testing.T) {
 	targets := tensors.FromFlatDataAndDimensions([]int32{0, 1, 1}, 1, 3)
 	mask := tensors.FromFlatDataAndDimensions([]float32{1, 0, 1}, 1, 3)
 	zero := tensors.FromFlatDataAndDimensions([]float32{0, 0, 0}, 1, 3)
-	out := MustExecOnceN(testBackend(), func(l, tg, m, z *Node) []*Node {
+	out := MustExecOnceN(testbackend.Sequential(), func(l, tg, m, z *Node) []*Node {
 		return []*Node{CrossEntropy(l, tg, m), CrossEntropy(l, tg, z), NextTokenLoss(l, tg, m)}
 	}, logits, targets, mask, zero)
 	// position 0: -log(1/2); position 2: -log(2/3).
@@ -106,7 +108,7 @@ func TestTrainLossDecreases(t *testing.T) {
 		t.Fatal(err)
 	}
 	opt := optimizer.Adam().LearningRate(3e-3).WeightDecay(0.01).Done()
-	step, err := gm.NewExec(testBackend(), store, func(scope *gm.Scope, tok, pos, mask *Node) *Node {
+	step, err := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, tok, pos, mask *Node) *Node {
 		logits := Forward(scope, cfg, tok, pos, mask)
 		loss := NextTokenLoss(logits, tok, mask)
 		opt.UpdateGraph(scope, tok.Graph(), loss)

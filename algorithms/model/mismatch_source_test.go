@@ -2,7 +2,6 @@ package model
 
 import (
 	"math"
-	"slices"
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
@@ -10,6 +9,7 @@ import (
 	gm "github.com/gomlx/gomlx/ml/model"
 
 	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 // TestMismatchSources splits the train–inference mismatch of sync RL (the generator's log-probs of
@@ -43,14 +43,8 @@ func TestMismatchSources(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var seqs [][]int
-			longest := 0
-			for i, c := range out {
-				seqs = append(seqs, append(slices.Clone(prompts[i]), c.Tokens...))
-				longest = max(longest, len(seqs[i]))
-			}
-			tok, pos, mask := leftPadded(seqs, longest)
-			exec, err := gm.NewExec(testBackend(), gen.scope.Store(), func(scope *gm.Scope, tk, ps, mk *Node) []*Node {
+			tok, pos, mask, longest := paddedCompletions(prompts, out)
+			exec, err := gm.NewExec(testbackend.Sequential(), gen.scope.Store(), func(scope *gm.Scope, tk, ps, mk *Node) []*Node {
 				logits := Forward(scope, cfg, tk, ps, mk)
 				return []*Node{logits, NextTokenLogProbs(logits, tk)}
 			})

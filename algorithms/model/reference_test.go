@@ -3,26 +3,16 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/gobackend"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
-)
 
-// testBackend is the pure-Go backend with sequential op execution (the default executor can
-// deadlock intermittently on this machine).
-var testBackend = sync.OnceValue(func() compute.Backend {
-	b, err := gobackend.New("ops_sequential")
-	if err != nil {
-		panic(err)
-	}
-	return b
-})
+	"github.com/temperml/temper/algorithms/testbackend"
+)
 
 // tinyConfigs are small configs exercising every family feature.
 func tinyConfigs() map[string]Config {
@@ -262,6 +252,18 @@ func newStore(t testing.TB, cfg Config, w map[string][]float32) *gm.Store {
 	return store
 }
 
+// paddedCompletions left-pads each prompt followed by its completion to the longest of them
+// (leftPadded), and returns that length.
+func paddedCompletions(prompts [][]int, out []Completion) (tok, pos [][]int32, mask [][]bool, longest int) {
+	seqs := make([][]int, len(out))
+	for i, c := range out {
+		seqs[i] = append(slices.Clone(prompts[i]), c.Tokens...)
+		longest = max(longest, len(seqs[i]))
+	}
+	tok, pos, mask = leftPadded(seqs, longest)
+	return tok, pos, mask, longest
+}
+
 // leftPadded builds [batch, seq] tokens/positions/mask for rows left-padded to seq.
 func leftPadded(rows [][]int, seq int) (tok, pos [][]int32, mask [][]bool) {
 	for _, r := range rows {
@@ -279,7 +281,7 @@ func leftPadded(rows [][]int, seq int) (tok, pos [][]int32, mask [][]bool) {
 
 func runForward(t testing.TB, cfg Config, store *gm.Store, tok, pos [][]int32, mask [][]bool) []float32 {
 	t.Helper()
-	exec, err := gm.NewExec(testBackend(), store, func(scope *gm.Scope, tk, ps, mk *Node) *Node {
+	exec, err := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, tk, ps, mk *Node) *Node {
 		return Forward(scope, cfg, tk, ps, mk)
 	})
 	if err != nil {

@@ -90,8 +90,8 @@ func (c Config) Variables() []VarSpec {
 	return vs
 }
 
-// subScope walks a relative path "a/b/name" from scope and returns the scope of "a/b" and "name".
-func subScope(scope *gm.Scope, path string) (*gm.Scope, string) {
+// SubScope walks a relative path "a/b/name" from scope and returns the scope of "a/b" and "name".
+func SubScope(scope *gm.Scope, path string) (*gm.Scope, string) {
 	parts := strings.Split(path, "/")
 	for _, p := range parts[:len(parts)-1] {
 		scope = scope.At("%s", p)
@@ -149,36 +149,74 @@ func RandomWeights(cfg Config, seed uint64, std float64) (map[string][]float32, 
 // float32 data), creating the variables as needed. It fails if any variable is missing or has the
 // wrong size; extra entries are an error too (they usually mean a config mismatch).
 func ImportWeights(scope *gm.Scope, cfg Config, w map[string][]float32) error {
-	return setVariables(scope, "import weights", cfg.Variables(), w)
+	return SetVariables(scope, "model: import weights", cfg.Variables(), w)
 }
 
 // ExportWeights copies every variable of cfg under scope to host memory (internal paths → flat
 // row-major float32 data).
 func ExportWeights(scope *gm.Scope, cfg Config) (map[string][]float32, error) {
-	return getVariables(scope, "export weights", cfg.Variables())
+	return GetVariables(scope, "model: export weights", cfg.Variables())
 }
 
-// getVariables copies specs under scope to host memory (paths → flat data), checking each one's size.
-func getVariables(scope *gm.Scope, op string, specs []VarSpec) (map[string][]float32, error) {
+// GetVariables copies specs under scope to host memory (paths → flat data), checking each one's size;
+// op prefixes errors ("model: export weights").
+func GetVariables(scope *gm.Scope, op string, specs []VarSpec) (map[string][]float32, error) {
 	out := make(map[string][]float32, len(specs))
 	for _, v := range specs {
-		s, name := subScope(scope, v.Path)
+		s, name := SubScope(scope, v.Path)
 		vr := s.GetVariable(name)
 		if vr == nil {
-			return nil, fmt.Errorf("model: %s: missing variable %q", op, v.Path)
+			return nil, fmt.Errorf("%s: missing variable %q", op, v.Path)
 		}
 		t, err := vr.Value()
 		if err != nil {
-			return nil, fmt.Errorf("model: %s: %q: %w", op, v.Path, err)
+			return nil, fmt.Errorf("%s: %q: %w", op, v.Path, err)
 		}
 		data, err := tensors.CopyFlatData[float32](t)
 		if err != nil {
-			return nil, fmt.Errorf("model: %s: %q: %w", op, v.Path, err)
+			return nil, fmt.Errorf("%s: %q: %w", op, v.Path, err)
 		}
 		if len(data) != v.Size() {
-			return nil, fmt.Errorf("model: %s: %q has shape %s, want %v", op, v.Path, t.Shape(), v.Shape)
+			return nil, fmt.Errorf("%s: %q has shape %s, want %v", op, v.Path, t.Shape(), v.Shape)
 		}
 		out[v.Path] = data
 	}
 	return out, nil
+}
+
+// SetVariables creates or overwrites specs under scope from w, checking that w holds exactly them;
+// op prefixes errors ("model: import weights").
+func SetVariables(scope *gm.Scope, op string, specs []VarSpec, w map[string][]float32) error {
+	if len(w) != len(specs) {
+		known := make(map[string]bool, len(specs))
+		for _, v := range specs {
+			known[v.Path] = true
+		}
+		for p := range w {
+			if !known[p] {
+				return fmt.Errorf("%s: unexpected variable %q", op, p)
+			}
+		}
+	}
+	for _, v := range specs {
+		data, ok := w[v.Path]
+		if !ok {
+			return fmt.Errorf("%s: missing variable %q", op, v.Path)
+		}
+		if len(data) != v.Size() {
+			return fmt.Errorf("%s: variable %q has %d values, want %v", op, v.Path, len(data), v.Shape)
+		}
+		t := tensors.FromFlatDataAndDimensions(append([]float32(nil), data...), v.Shape...)
+		s, name := SubScope(scope, v.Path)
+		if existing := s.GetVariable(name); existing != nil {
+			if err := existing.SetValue(t); err != nil {
+				return fmt.Errorf("%s: set %q: %w", op, v.Path, err)
+			}
+			continue
+		}
+		if _, err := s.CreateVariable(name, t); err != nil {
+			return fmt.Errorf("%s: create %q: %w", op, v.Path, err)
+		}
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	gm "github.com/gomlx/gomlx/ml/model"
 
 	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model"
 )
 
@@ -35,7 +36,7 @@ func withCorrection(names []string) []string {
 
 // nameOf is the part of a policy objective's name its loss config decides: every hyperparameter the
 // graph bakes in, the correction in its canonical form (two corrections must not share an executable).
-func nameOf(cfg loss.PolicyConfig) string {
+func nameOf(cfg losscfg.PolicyConfig) string {
 	return fmt.Sprintf("clip=%g/%g dual=%g kl=%g/%s agg=%s max=%d corr=%s ent=%g", cfg.ClipLow, cfg.ClipHigh, cfg.DualClip,
 		cfg.KLBeta, cfg.KLEstimator, cfg.Aggregation, cfg.MaxLen, cfg.EffectiveCorrection(), cfg.EntropyCoef)
 }
@@ -43,7 +44,7 @@ func nameOf(cfg loss.PolicyConfig) string {
 // Policy is the policy-gradient objective of RL (GRPO family, RLOO, REINFORCE++; no critic). Its
 // input is a PolicyBatch: the rows (prompt+completion aligned for next-token prediction) with the old,
 // behaviour and reference log-probs of their targets, and each row's sequence-level advantage.
-func Policy(cfg loss.PolicyConfig) Objective { return PolicyWith(cfg, PolicyOptions{}) }
+func Policy(cfg losscfg.PolicyConfig) Objective { return PolicyWith(cfg, PolicyOptions{}) }
 
 // PolicyOptions are the ways a policy objective can be built for one step's shapes.
 type PolicyOptions struct {
@@ -60,7 +61,7 @@ type PolicyOptions struct {
 }
 
 // PolicyWith is Policy built with o.
-func PolicyWith(cfg loss.PolicyConfig, o PolicyOptions) Objective {
+func PolicyWith(cfg losscfg.PolicyConfig, o PolicyOptions) Objective {
 	name := "policy"
 	if o.OnPolicy {
 		name = "policy-onpolicy"

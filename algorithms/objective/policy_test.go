@@ -5,34 +5,35 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 // TestPolicyNamesKeyTheCorrection: the name keys compiled executables, so two policy (or PPO)
 // objectives whose corrections build different graphs must have different names, and the deprecated
 // tis_threshold must name the graph its correction {mode: tis} builds.
 func TestPolicyNamesKeyTheCorrection(t *testing.T) {
-	with := func(algo string, f func(*loss.PolicyConfig)) loss.PolicyConfig {
-		c := loss.DefaultPolicyConfig(algo)
+	with := func(algo string, f func(*losscfg.PolicyConfig)) losscfg.PolicyConfig {
+		c := losscfg.DefaultPolicyConfig(algo)
 		f(&c)
 		return c
 	}
-	for _, algo := range []string{loss.AlgoGRPO, loss.AlgoCISPO, loss.AlgoPPO} {
+	for _, algo := range []string{losscfg.AlgoGRPO, losscfg.AlgoCISPO, losscfg.AlgoPPO} {
 		configs := []struct {
 			name string
-			cfg  loss.PolicyConfig
+			cfg  losscfg.PolicyConfig
 		}{
-			{"unset", with(algo, func(*loss.PolicyConfig) {})},
-			{"tis", with(algo, func(c *loss.PolicyConfig) { c.Correction.Mode = loss.CorrectionTIS })},
-			{"tis 3", with(algo, func(c *loss.PolicyConfig) { c.Correction = loss.Correction{Mode: loss.CorrectionTIS, High: 3} })},
-			{"mis", with(algo, func(c *loss.PolicyConfig) { c.Correction.Mode = loss.CorrectionMIS })},
-			{"mis wide", with(algo, func(c *loss.PolicyConfig) {
-				c.Correction = loss.Correction{Mode: loss.CorrectionMIS, Low: 0.25, High: 4}
+			{"unset", with(algo, func(*losscfg.PolicyConfig) {})},
+			{"tis", with(algo, func(c *losscfg.PolicyConfig) { c.Correction.Mode = losscfg.CorrectionTIS })},
+			{"tis 3", with(algo, func(c *losscfg.PolicyConfig) { c.Correction = losscfg.Correction{Mode: losscfg.CorrectionTIS, High: 3} })},
+			{"mis", with(algo, func(c *losscfg.PolicyConfig) { c.Correction.Mode = losscfg.CorrectionMIS })},
+			{"mis wide", with(algo, func(c *losscfg.PolicyConfig) {
+				c.Correction = losscfg.Correction{Mode: losscfg.CorrectionMIS, Low: 0.25, High: 4}
 			})},
-			{"geo_mask", with(algo, func(c *loss.PolicyConfig) { c.Correction.Mode = loss.CorrectionGeoMask })},
-			{"icepop", with(algo, func(c *loss.PolicyConfig) { c.Correction.Mode = loss.CorrectionIcePop })},
+			{"geo_mask", with(algo, func(c *losscfg.PolicyConfig) { c.Correction.Mode = losscfg.CorrectionGeoMask })},
+			{"icepop", with(algo, func(c *losscfg.PolicyConfig) { c.Correction.Mode = losscfg.CorrectionIcePop })},
 		}
-		name := func(c loss.PolicyConfig) string {
-			if algo == loss.AlgoPPO {
+		name := func(c losscfg.PolicyConfig) string {
+			if algo == losscfg.AlgoPPO {
 				return PPO(c).Name
 			}
 			return Policy(c).Name
@@ -48,11 +49,11 @@ func TestPolicyNamesKeyTheCorrection(t *testing.T) {
 			}
 			seen[n] = c.name
 		}
-		alias := with(algo, func(c *loss.PolicyConfig) { c.TISThreshold = 2 })
+		alias := with(algo, func(c *losscfg.PolicyConfig) { c.TISThreshold = 2 })
 		if got, want := name(alias), name(configs[1].cfg); got != want {
 			t.Errorf("%s: tis_threshold 2 is named %q, correction {mode: tis} %q: the same graph", algo, got, want)
 		}
-		none := with(algo, func(c *loss.PolicyConfig) { c.Correction.Mode = loss.CorrectionNone })
+		none := with(algo, func(c *losscfg.PolicyConfig) { c.Correction.Mode = losscfg.CorrectionNone })
 		if got, want := name(none), name(configs[0].cfg); got != want {
 			t.Errorf("%s: mode none is named %q, unset %q: the same graph", algo, got, want)
 		}

@@ -7,6 +7,7 @@ import (
 	gm "github.com/gomlx/gomlx/ml/model"
 
 	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model"
 )
 
@@ -45,7 +46,7 @@ var PPOMetrics = withCorrection([]string{"pg_loss", "value_loss", "value_clip_fr
 // mismatch metrics), the reference ones with kl_beta > 0.
 //
 // The model must have a value head (model.Config.ValueHead).
-func PPO(cfg loss.PolicyConfig) Objective {
+func PPO(cfg losscfg.PolicyConfig) Objective {
 	return Objective{
 		Name:    fmt.Sprintf("ppo[%s vf=%g vclip=%g]", nameOf(cfg), cfg.ValueCoef, cfg.ValueClip),
 		Metrics: PPOMetrics,
@@ -75,9 +76,9 @@ func PPO(cfg loss.PolicyConfig) Objective {
 //
 // Metrics: PPOMetrics. Panics (graph code) when cfg is invalid, its algorithm is not ppo, an input is
 // missing, or the advantages are not per token.
-func PPOLoss(cfg loss.PolicyConfig, in loss.PolicyInputs) (*Node, map[string]*Node) {
-	if cfg.Algorithm != loss.AlgoPPO {
-		panic(fmt.Sprintf("objective ppo: loss.algorithm %q: want %q", cfg.Algorithm, loss.AlgoPPO))
+func PPOLoss(cfg losscfg.PolicyConfig, in loss.PolicyInputs) (*Node, map[string]*Node) {
+	if cfg.Algorithm != losscfg.AlgoPPO {
+		panic(fmt.Sprintf("objective ppo: loss.algorithm %q: want %q", cfg.Algorithm, losscfg.AlgoPPO))
 	}
 	for _, x := range []struct {
 		name string
@@ -112,7 +113,7 @@ func PPOLoss(cfg loss.PolicyConfig, in loss.PolicyInputs) (*Node, map[string]*No
 		clip = Add(clip, d)
 	}
 	m["clip_frac"] = clip
-	m["value_mean"] = StopGradient(loss.Aggregate(in.Values, in.Mask, loss.AggTokenMean, 0))
+	m["value_mean"] = StopGradient(loss.Aggregate(in.Values, in.Mask, losscfg.AggTokenMean, 0))
 	m["tokens"] = ReduceAllSum(loss.AsWeights(in.Mask, in.Logp))
 	return l, m
 }

@@ -12,7 +12,9 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 
 	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 // ppoCase is one PPOLoss input, [rows][seq] each.
@@ -23,7 +25,7 @@ type ppoCase struct {
 // ppoRef is the plain-Go float64 reference of PPOLoss with dual clip and TIS off: the loss, its metrics
 // and its gradients with respect to logp and values. It implements the formula of PPO's doc comment
 // token by token.
-func ppoRef(cfg loss.PolicyConfig, c ppoCase) (l float64, m map[string]float64, gLogp, gV [][]float64) {
+func ppoRef(cfg losscfg.PolicyConfig, c ppoCase) (l float64, m map[string]float64, gLogp, gV [][]float64) {
 	type agg struct{ num, den float64 }
 	rows := len(c.mask)
 	// Aggregation weights: token-mean weighs every counted token 1/N, seq-mean-token-mean 1/(|R|·n_i).
@@ -45,9 +47,9 @@ func ppoRef(cfg loss.PolicyConfig, c ppoCase) (l float64, m map[string]float64, 
 		w[i] = make([]float64, len(c.mask[i]))
 		for t, mk := range c.mask[i] {
 			switch cfg.Aggregation {
-			case loss.AggTokenMean:
+			case losscfg.AggTokenMean:
 				w[i][t] = mk / math.Max(n, 1)
-			case loss.AggSeqMeanTokenMean:
+			case losscfg.AggSeqMeanTokenMean:
 				if ni > 0 {
 					w[i][t] = mk / ni
 				}
@@ -56,7 +58,7 @@ func ppoRef(cfg loss.PolicyConfig, c ppoCase) (l float64, m map[string]float64, 
 			}
 		}
 	}
-	if cfg.Aggregation == loss.AggSeqMeanTokenMean {
+	if cfg.Aggregation == losscfg.AggSeqMeanTokenMean {
 		for i := range w {
 			for t := range w[i] {
 				w[i][t] /= math.Max(present, 1)
@@ -147,14 +149,14 @@ func mat(x [][]float64) *tensors.Tensor {
 }
 
 // runPPOLoss evaluates PPOLoss, its metrics and its gradients with respect to logp and values.
-func runPPOLoss(t *testing.T, cfg loss.PolicyConfig, c ppoCase) (float64, map[string]float64, [][]float64, [][]float64) {
+func runPPOLoss(t *testing.T, cfg losscfg.PolicyConfig, c ppoCase) (float64, map[string]float64, [][]float64, [][]float64) {
 	t.Helper()
 	rows, seq := len(c.mask), len(c.mask[0])
 	ref := c.ref
 	if ref == nil {
 		ref = c.old
 	}
-	outs := MustExecOnceN(testBackend(), func(in []*Node) []*Node {
+	outs := MustExecOnceN(testbackend.Sequential(), func(in []*Node) []*Node {
 		l, m := PPOLoss(cfg, loss.PolicyInputs{Logp: in[0], OldLogp: in[1], Advantages: in[2], Mask: in[3], Values: in[4],
 			OldValues: in[5], Returns: in[6], Entropy: in[7], RefLogp: in[8], BehaviourLogp: in[1]})
 		g := Gradient(l, in[0], in[4])
@@ -194,8 +196,8 @@ func closeTo(a, b float64) bool { return math.Abs(a-b) <= 2e-5*math.Max(1, math.
 // but carries no gradient), seq-mean-token-mean aggregation and a masked padding column. The first
 // case is also checked against numbers worked out by hand.
 func TestPPOLossTable(t *testing.T) {
-	ppo := loss.DefaultPolicyConfig(loss.AlgoPPO)
-	with := func(f func(*loss.PolicyConfig)) loss.PolicyConfig { c := ppo; f(&c); return c }
+	ppo := losscfg.DefaultPolicyConfig(losscfg.AlgoPPO)
+	with := func(f func(*losscfg.PolicyConfig)) losscfg.PolicyConfig { c := ppo; f(&c); return c }
 	// Hand case: on-policy (r = 1), A = (+1, −1): pg = (−1 + 1)/2 = 0. V = (0.5, 0), R = (1, 0), V_old = V:
 	// vf = ½·(0.25 + 0)/2 = 0.0625, no value clipping. H = (1, 2) → 1.5.
 	// loss = 0 + 0.5·0.0625 − 0.01·1.5 = 0.01625.
@@ -219,16 +221,16 @@ func TestPPOLossTable(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		cfg  loss.PolicyConfig
+		cfg  losscfg.PolicyConfig
 		c    ppoCase
 	}{
-		{"hand", with(func(c *loss.PolicyConfig) { c.EntropyCoef = 0.01 }), hand},
+		{"hand", with(func(c *losscfg.PolicyConfig) { c.EntropyCoef = 0.01 }), hand},
 		{"defaults off-policy", ppo, off},
-		{"entropy and kl", with(func(c *loss.PolicyConfig) { c.EntropyCoef, c.KLBeta = 0.05, 0.1 }), off},
-		{"unclipped critic", with(func(c *loss.PolicyConfig) { c.ValueClip = 0 }), off},
-		{"value_coef 0", with(func(c *loss.PolicyConfig) { c.ValueCoef = 0 }), off},
-		{"clip-higher", with(func(c *loss.PolicyConfig) { c.ClipLow, c.ClipHigh = 0.1, 0.6 }), off},
-		{"seq-mean-token-mean", with(func(c *loss.PolicyConfig) { c.Aggregation = loss.AggSeqMeanTokenMean; c.ValueCoef = 1 }), off},
+		{"entropy and kl", with(func(c *losscfg.PolicyConfig) { c.EntropyCoef, c.KLBeta = 0.05, 0.1 }), off},
+		{"unclipped critic", with(func(c *losscfg.PolicyConfig) { c.ValueClip = 0 }), off},
+		{"value_coef 0", with(func(c *losscfg.PolicyConfig) { c.ValueCoef = 0 }), off},
+		{"clip-higher", with(func(c *losscfg.PolicyConfig) { c.ClipLow, c.ClipHigh = 0.1, 0.6 }), off},
+		{"seq-mean-token-mean", with(func(c *losscfg.PolicyConfig) { c.Aggregation = losscfg.AggSeqMeanTokenMean; c.ValueCoef = 1 }), off},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -278,16 +280,16 @@ func TestPPOLossTable(t *testing.T) {
 func TestPPOLossRejects(t *testing.T) {
 	for _, c := range []struct {
 		name    string
-		cfg     loss.PolicyConfig
+		cfg     losscfg.PolicyConfig
 		advRank int
 		want    string
 	}{
-		{"grpo config", loss.DefaultPolicyConfig(loss.AlgoGRPO), 2, "want \"ppo\""},
-		{"row advantages", loss.DefaultPolicyConfig(loss.AlgoPPO), 1, "adv has shape"},
+		{"grpo config", losscfg.DefaultPolicyConfig(losscfg.AlgoGRPO), 2, "want \"ppo\""},
+		{"row advantages", losscfg.DefaultPolicyConfig(losscfg.AlgoPPO), 1, "adv has shape"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// Build only (no execution): the panic happens while the graph is built.
-			g := NewGraph(testBackend(), "ppo-rejects")
+			g := NewGraph(testbackend.Sequential(), "ppo-rejects")
 			defer g.Finalize()
 			var msg string
 			func() {
@@ -351,7 +353,7 @@ func TestPPOStepSigns(t *testing.T) {
 			if err := model.InitWeights(store.RootScope(), cfg, 7, 0.02); err != nil {
 				t.Fatal(err)
 			}
-			probe, err := gm.NewExec(testBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
+			probe, err := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, x []*Node) []*Node {
 				h := model.Hidden(scope, cfg, x[0], x[2], x[3])
 				return []*Node{model.TokenLogProbs(model.LMHead(scope, cfg, h), x[1]), model.ValueHead(scope, cfg, h)}
 			})
@@ -371,11 +373,11 @@ func TestPPOStepSigns(t *testing.T) {
 			ret := [][]float32{append([]float32(nil), oldV[0]...)}
 			adv[0][lt] = float32(c.adv)
 			ret[0][lt] += float32(c.dRet)
-			pc := loss.DefaultPolicyConfig(loss.AlgoPPO)
+			pc := losscfg.DefaultPolicyConfig(losscfg.AlgoPPO)
 			pc.ValueCoef = c.valueCoef
 			obj := PPO(pc)
 			opt := optimizer.Adam().LearningRate(1e-3).Done()
-			step, err := gm.NewExec(testBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
+			step, err := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, x []*Node) []*Node {
 				l, m := obj.Build(scope, cfg, x)
 				opt.UpdateGraph(scope, l.Graph(), l)
 				return []*Node{l, m["value_loss"], m["tokens"]}

@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 
 	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model"
 )
 
@@ -27,33 +28,33 @@ const (
 
 // lossMetrics lists each kind's own metrics (algorithms/loss), in reporting order.
 var lossMetrics = map[string][]string{
-	loss.PrefDPO:   {"rewards/chosen", "rewards/rejected", "rewards/margin", "rewards/accuracy", "kl_ref"},
-	loss.PrefIPO:   {"rewards/chosen", "rewards/rejected", "rewards/margin", "rewards/accuracy", "kl_ref"},
-	loss.PrefORPO:  {"nll", "or_loss", "log_odds_ratio", "logps/chosen", "logps/rejected", "rewards/accuracy"},
-	loss.PrefSimPO: {"rewards/chosen", "rewards/rejected", "rewards/margin", "rewards/accuracy"},
-	loss.PrefKTO:   {"rewards/chosen", "rewards/rejected", "rewards/margin", "kl"},
+	losscfg.PrefDPO:   {"rewards/chosen", "rewards/rejected", "rewards/margin", "rewards/accuracy", "kl_ref"},
+	losscfg.PrefIPO:   {"rewards/chosen", "rewards/rejected", "rewards/margin", "rewards/accuracy", "kl_ref"},
+	losscfg.PrefORPO:  {"nll", "or_loss", "log_odds_ratio", "logps/chosen", "logps/rejected", "rewards/accuracy"},
+	losscfg.PrefSimPO: {"rewards/chosen", "rewards/rejected", "rewards/margin", "rewards/accuracy"},
+	losscfg.PrefKTO:   {"rewards/chosen", "rewards/rejected", "rewards/margin", "kl"},
 }
 
 // PrefName names the objective of cfg: the kind and every hyperparameter baked into its graph.
-func PrefName(cfg loss.Preference) string {
+func PrefName(cfg losscfg.Preference) string {
 	b := cfg.BetaOrDefault()
 	switch cfg.Kind {
-	case loss.PrefDPO:
+	case losscfg.PrefDPO:
 		return fmt.Sprintf("pref/dpo(beta=%g,label_smoothing=%g%s)", b, cfg.LabelSmoothing, sftName(cfg))
-	case loss.PrefIPO:
+	case losscfg.PrefIPO:
 		return fmt.Sprintf("pref/ipo(beta=%g,average_log_probs=%t%s)", b, cfg.AverageLogProbs, sftName(cfg))
-	case loss.PrefORPO:
+	case losscfg.PrefORPO:
 		return fmt.Sprintf("pref/orpo(lambda=%g)", cfg.Lambda)
-	case loss.PrefSimPO:
+	case losscfg.PrefSimPO:
 		return fmt.Sprintf("pref/simpo(beta=%g,gamma_beta_ratio=%g,label_smoothing=%g%s)", b, cfg.GammaBetaRatio, cfg.LabelSmoothing, sftName(cfg))
-	case loss.PrefKTO:
+	case losscfg.PrefKTO:
 		return fmt.Sprintf("pref/kto(beta=%g,desirable_weight=%g,undesirable_weight=%g%s)", b, cfg.DesirableWeight, cfg.UndesirableWeight, sftName(cfg))
 	}
 	return "pref/" + cfg.Kind
 }
 
 // sftName is the sft_coef suffix of an objective name ("" when the term is off).
-func sftName(cfg loss.Preference) string {
+func sftName(cfg losscfg.Preference) string {
 	if cfg.SFTCoef == 0 {
 		return ""
 	}
@@ -61,7 +62,7 @@ func sftName(cfg loss.Preference) string {
 }
 
 // metricsOf is the kind's own metrics plus sft_nll when the RPO term is on.
-func metricsOf(cfg loss.Preference) []string {
+func metricsOf(cfg losscfg.Preference) []string {
 	m := slices.Clone(lossMetrics[cfg.Kind])
 	if cfg.SFTCoef != 0 {
 		m = append(m, "sft_nll")
@@ -72,7 +73,7 @@ func metricsOf(cfg loss.Preference) []string {
 // Preference returns the training objective of a preference loss: the paired objective (its input a
 // PrefBatch) for dpo, ipo, orpo and simpo, the KTO objective (a KTOBatch) for kto. Its metrics are the
 // loss's own (see algorithms/loss) followed by the extras above. cfg must validate.
-func Preference(cfg loss.Preference) (Objective, error) {
+func Preference(cfg losscfg.Preference) (Objective, error) {
 	if err := cfg.Validate(); err != nil {
 		return Objective{}, fmt.Errorf("objective: %w", err)
 	}

@@ -3,26 +3,17 @@ package objective
 import (
 	"math"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/gobackend"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
 
 	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/testbackend"
 )
-
-var testBackend = sync.OnceValue(func() compute.Backend {
-	b, err := gobackend.New("ops_sequential")
-	if err != nil {
-		panic(err)
-	}
-	return b
-})
 
 var toyCfg = model.Config{Family: model.FamilyLlama, Vocab: 37, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8,
 	FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: model.ActSiLU}
@@ -80,19 +71,19 @@ func TestPreferenceObjectiveMatchesLoss(t *testing.T) {
 	prompts := [][]int32{{1, 5, 6, 7}, {1, 11}, {1, 20, 21}, {1, 3}}
 	chosen := [][]int32{{8, 9, 2}, {12, 2}, {22, 23, 24, 2}, nil}
 	rejected := [][]int32{{8, 10, 2}, {13, 14, 15, 2}, {25, 2}, nil}
-	dpo := loss.DefaultPreference(loss.PrefDPO)
+	dpo := losscfg.DefaultPreference(losscfg.PrefDPO)
 	dpoLS := dpo
 	dpoLS.Beta, dpoLS.LabelSmoothing = 0.5, 0.1
-	ipo := loss.DefaultPreference(loss.PrefIPO)
+	ipo := losscfg.DefaultPreference(losscfg.PrefIPO)
 	ipoSum := ipo
 	ipoSum.AverageLogProbs, ipoSum.Beta = false, 0.3
-	orpo := loss.DefaultPreference(loss.PrefORPO)
-	simpo := loss.DefaultPreference(loss.PrefSimPO)
+	orpo := losscfg.DefaultPreference(losscfg.PrefORPO)
+	simpo := losscfg.DefaultPreference(losscfg.PrefSimPO)
 	simpo.LabelSmoothing = 0.05
-	kto := loss.DefaultPreference(loss.PrefKTO)
+	kto := losscfg.DefaultPreference(losscfg.PrefKTO)
 	kto.UndesirableWeight = 1.5
 	cases := []struct {
-		cfg        loss.Preference
+		cfg        losscfg.Preference
 		seqC, seqR int
 		name       string
 		wantInName string
@@ -119,7 +110,7 @@ func TestPreferenceObjectiveMatchesLoss(t *testing.T) {
 			rs := layout(prompts, rejected, c.seqR, 0.07)
 			var args []*tensors.Tensor
 			var graphFn func(scope *gm.Scope, in []*Node) []*Node
-			if c.cfg.Kind == loss.PrefKTO {
+			if c.cfg.Kind == losscfg.PrefKTO {
 				// Rows: the chosen completions (desirable) then the rejected ones (undesirable); the KL
 				// rows pair each prompt with the next row's completion.
 				ps := append(append([][]int32{}, prompts...), prompts...)
@@ -178,7 +169,7 @@ func TestPreferenceObjectiveMatchesLoss(t *testing.T) {
 			for i, a := range args {
 				anyArgs[i] = a
 			}
-			outs, err := gm.CallOnceN(testBackend(), store, graphFn, anyArgs...)
+			outs, err := gm.CallOnceN(testbackend.Sequential(), store, graphFn, anyArgs...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,7 +186,7 @@ func TestPreferenceObjectiveMatchesLoss(t *testing.T) {
 					t.Errorf("%s: objective %v, algorithms/loss %v", name, got, want)
 				}
 			}
-			if c.cfg.Kind == loss.PrefKTO {
+			if c.cfg.Kind == losscfg.PrefKTO {
 				if got := val(1 + len(obj.Metrics) - 1); got != 6 {
 					t.Errorf("rows = %v, want 6 (two padding rows)", got)
 				}
@@ -237,7 +228,7 @@ func TestPreferenceObjectiveMatchesLoss(t *testing.T) {
 
 // TestPreferenceRejectsBadConfig: an invalid loss config is an error, not a graph panic.
 func TestPreferenceRejectsBadConfig(t *testing.T) {
-	bad := loss.DefaultPreference("dop")
+	bad := losscfg.DefaultPreference("dop")
 	if _, err := Preference(bad); err == nil || !strings.Contains(err.Error(), "dop") {
 		t.Fatalf("want an error naming the kind, got %v", err)
 	}

@@ -6,6 +6,8 @@ import (
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 // prmRef is the plain-Go float64 reference of StepLogits and StepBCE: values [rows][seq] read at
@@ -87,7 +89,7 @@ func TestStepBCEMatchesReference(t *testing.T) {
 					flat = append(flat, int32(e))
 				}
 			}
-			outs := MustExecOnceN(rewardTestBackend(), func(in []*Node) []*Node {
+			outs := MustExecOnceN(testbackend.Sequential(), func(in []*Node) []*Node {
 				l, m := StepBCE(StepLogits(in[0], in[1]), in[2], in[3])
 				nodes := []*Node{l, Gradient(l, in[0])[0]}
 				for _, k := range PRMMetrics {

@@ -4,11 +4,8 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/gobackend"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
@@ -16,16 +13,8 @@ import (
 
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/testbackend"
 )
-
-// rewardTestBackend is the pure-Go backend with sequential op execution.
-var rewardTestBackend = sync.OnceValue(func() compute.Backend {
-	b, err := gobackend.New("ops_sequential")
-	if err != nil {
-		panic(err)
-	}
-	return b
-})
 
 // btRef is the plain-Go float64 reference of BTLoss.
 func btRef(cfg BTConfig, rc, rr, w []float64) (float64, map[string]float64) {
@@ -62,7 +51,7 @@ func vec(x []float64) *tensors.Tensor {
 // runBT evaluates BTLoss and its metrics, and the gradients d loss / d rc and d loss / d rr.
 func runBT(t *testing.T, cfg BTConfig, rc, rr, w []float64) (loss float64, metrics map[string]float64, grc, grr []float64) {
 	t.Helper()
-	outs := MustExecOnceN(rewardTestBackend(), func(in []*Node) []*Node {
+	outs := MustExecOnceN(testbackend.Sequential(), func(in []*Node) []*Node {
 		l, m := BTLoss(cfg, in[0], in[1], in[2])
 		g := Gradient(l, in[0], in[1])
 		nodes := []*Node{l, g[0], g[1]}
@@ -263,7 +252,7 @@ func TestSequenceRewardsReadLastToken(t *testing.T) {
 	rows := [][]int{{257, 49, 43, 50, 61, 51, 258}, {257, 55, 258}, {257, 57, 57, 43, 49, 61, 49, 48, 48, 258}}
 	const seq = 16
 	in := pairSeqs(rows, seq)
-	exec, err := gm.NewExec(rewardTestBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
+	exec, err := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, x []*Node) []*Node {
 		return []*Node{SequenceRewards(scope, cfg, x[0], x[1], x[2], x[3], x[4]), model.Values(scope, cfg, x[0], x[1], x[2])}
 	})
 	if err != nil {
@@ -293,7 +282,7 @@ func TestSequenceRewardsReadLastToken(t *testing.T) {
 		t.Errorf("padding changed the reward: %g vs %g", got, r[0])
 	}
 	obj := RewardScores(len(rows))
-	sc, err := gm.NewExec(rewardTestBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
+	sc, err := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, x []*Node) []*Node {
 		_, m := obj.Build(scope, cfg, x)
 		var outs []*Node
 		for _, name := range obj.Metrics {
@@ -336,7 +325,7 @@ func TestBradleyTerryTrains(t *testing.T) {
 		bt.LMCoef = lm
 		obj := BradleyTerry(bt)
 		opt := optimizer.Adam().LearningRate(3e-3).Done()
-		step, err := gm.NewExec(rewardTestBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
+		step, err := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, x []*Node) []*Node {
 			l, m := obj.Build(scope, cfg, x)
 			opt.UpdateGraph(scope, l.Graph(), l)
 			lmLoss := ScalarZero(l.Graph(), l.DType())
@@ -383,7 +372,7 @@ func TestBradleyTerryTrains(t *testing.T) {
 	_ = model.InitWeights(store.RootScope(), cfg, 1, 0.02)
 	obj := BradleyTerry(BTConfig{LMCoef: 1})
 	args := btInputs(chosen, rejected, 8)[:9]
-	exec, _ := gm.NewExec(rewardTestBackend(), store, func(scope *gm.Scope, x []*Node) *Node {
+	exec, _ := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, x []*Node) *Node {
 		l, _ := obj.Build(scope, cfg, x)
 		return l
 	})
@@ -416,7 +405,7 @@ func TestSequenceRewardsLogProbTerm(t *testing.T) {
 		if err := model.ImportWeights(store.RootScope(), cfg, w); err != nil {
 			t.Fatal(err)
 		}
-		exec, err := gm.NewExec(rewardTestBackend(), store, func(scope *gm.Scope, x []*Node) []*Node {
+		exec, err := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, x []*Node) []*Node {
 			plain := cfg
 			plain.RewardLogProb = false
 			return []*Node{SequenceRewards(scope, cfg, x[0], x[1], x[2], x[3], x[4]), model.Values(scope, cfg, x[0], x[1], x[2]),

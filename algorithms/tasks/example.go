@@ -164,20 +164,38 @@ func parseLine(b []byte) (Example, error) {
 }
 
 // ReadAll reads every example of r.
-func ReadAll(r io.Reader, name string) ([]Example, error) {
-	var out []Example
-	err := ReadJSONL(r, name, func(_ int, ex Example) error { out = append(out, ex); return nil })
+func ReadAll(r io.Reader, name string) ([]Example, error) { return readAll(r, name, parseLine) }
+
+// WriteJSONL writes one example per line.
+func WriteJSONL(w io.Writer, exs []Example) error { return writeLines(w, "example", exs) }
+
+// checkedLine is the parser of a record type that checks itself: decodeLine, then the record's Check.
+func checkedLine[T interface{ Check() error }](fields []string) func([]byte) (T, error) {
+	return func(b []byte) (T, error) {
+		rec, err := decodeLine[T](b, fields)
+		if err != nil {
+			return rec, err
+		}
+		return rec, rec.Check()
+	}
+}
+
+// readAll collects the records readLines yields (those read before an error, with it).
+func readAll[T any](r io.Reader, name string, parse func([]byte) (T, error)) ([]T, error) {
+	var out []T
+	err := readLines(r, name, parse, func(_ int, rec T) error { out = append(out, rec); return nil })
 	return out, err
 }
 
-// WriteJSONL writes one example per line.
-func WriteJSONL(w io.Writer, exs []Example) error {
+// writeLines writes one record per line, HTML characters as they are (prompts hold "<" and "&");
+// what names a record in errors ("preference example").
+func writeLines[T any](w io.Writer, what string, recs []T) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	for i, ex := range exs {
-		if err := enc.Encode(ex); err != nil {
-			return fmt.Errorf("tasks: write example %d: %w", i, err)
+	for i, rec := range recs {
+		if err := enc.Encode(rec); err != nil {
+			return fmt.Errorf("tasks: write %s %d: %w", what, i, err)
 		}
 	}
 	return bw.Flush()

@@ -1,7 +1,6 @@
 package tasks
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,35 +68,17 @@ var prefFields = fieldNames(reflect.TypeOf(PrefExample{}))
 // ReadPrefJSONL calls fn for every preference example of r in order. name labels errors. Blank lines are
 // skipped; a malformed line stops the read with a *LineError naming file and line.
 func ReadPrefJSONL(r io.Reader, name string, fn func(line int, ex PrefExample) error) error {
-	return readLines(r, name, parsePrefLine, fn)
-}
-
-func parsePrefLine(b []byte) (PrefExample, error) {
-	ex, err := decodeLine[PrefExample](b, prefFields)
-	if err != nil {
-		return ex, err
-	}
-	return ex, ex.Check()
+	return readLines(r, name, checkedLine[PrefExample](prefFields), fn)
 }
 
 // ReadPrefAll reads every preference example of r.
 func ReadPrefAll(r io.Reader, name string) ([]PrefExample, error) {
-	var out []PrefExample
-	err := ReadPrefJSONL(r, name, func(_ int, ex PrefExample) error { out = append(out, ex); return nil })
-	return out, err
+	return readAll(r, name, checkedLine[PrefExample](prefFields))
 }
 
 // WritePrefJSONL writes one preference example per line.
 func WritePrefJSONL(w io.Writer, exs []PrefExample) error {
-	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	for i, ex := range exs {
-		if err := enc.Encode(ex); err != nil {
-			return fmt.Errorf("tasks: write preference example %d: %w", i, err)
-		}
-	}
-	return bw.Flush()
+	return writeLines(w, "preference example", exs)
 }
 
 // Mistaker is a task that can write a plausible wrong answer to one of its examples: the rejected

@@ -1,8 +1,6 @@
 package tasks
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,33 +49,17 @@ var stepFields = fieldNames(reflect.TypeOf(StepExample{}))
 // ReadStepJSONL calls fn for every step-labelled example of r in order. name labels errors. Blank
 // lines are skipped; a malformed line stops the read with a *LineError naming file, line and field.
 func ReadStepJSONL(r io.Reader, name string, fn func(line int, ex StepExample) error) error {
-	return readLines(r, name, func(b []byte) (StepExample, error) {
-		ex, err := decodeLine[StepExample](b, stepFields)
-		if err != nil {
-			return ex, err
-		}
-		return ex, ex.Check()
-	}, fn)
+	return readLines(r, name, checkedLine[StepExample](stepFields), fn)
 }
 
 // ReadStepAll reads every step-labelled example of r.
 func ReadStepAll(r io.Reader, name string) ([]StepExample, error) {
-	var out []StepExample
-	err := ReadStepJSONL(r, name, func(_ int, ex StepExample) error { out = append(out, ex); return nil })
-	return out, err
+	return readAll(r, name, checkedLine[StepExample](stepFields))
 }
 
 // WriteStepJSONL writes one step-labelled example per line.
 func WriteStepJSONL(w io.Writer, exs []StepExample) error {
-	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	for i, ex := range exs {
-		if err := enc.Encode(ex); err != nil {
-			return fmt.Errorf("tasks: write step example %d: %w", i, err)
-		}
-	}
-	return bw.Flush()
+	return writeLines(w, "step example", exs)
 }
 
 // SolutionSteps splits a completion into its steps: its lines, trimmed, without trailing blank ones.

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,9 +30,7 @@ func NewCountdown(params json.RawMessage) (Verifier, error) {
 	if err := DecodeParams("countdown", params, &c.p); err != nil {
 		return nil, err
 	}
-	if c.p.Tag == "" {
-		c.p.Tag = "answer"
-	}
+	c.p.Tag = cmp.Or(c.p.Tag, "answer")
 	if !validTagName(c.p.Tag) {
 		return nil, fmt.Errorf("verify: countdown params: tag=%q: want letters, digits, '_' or '-'", c.p.Tag)
 	}
@@ -194,9 +193,7 @@ func NewSudoku(params json.RawMessage) (Verifier, error) {
 	if err := DecodeParams("sudoku", params, &v.p); err != nil {
 		return nil, err
 	}
-	if v.p.Tag == "" {
-		v.p.Tag = "answer"
-	}
+	v.p.Tag = cmp.Or(v.p.Tag, "answer")
 	if !validTagName(v.p.Tag) {
 		return nil, fmt.Errorf("verify: sudoku params: tag=%q: want letters, digits, '_' or '-'", v.p.Tag)
 	}

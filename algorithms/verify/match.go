@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -106,9 +107,7 @@ func newMatch(name string, params json.RawMessage, contains bool) (Verifier, err
 	if err := DecodeParams(name, params, &m.p); err != nil {
 		return nil, err
 	}
-	if m.p.Tag == "" {
-		m.p.Tag = "answer"
-	}
+	m.p.Tag = cmp.Or(m.p.Tag, "answer")
 	if m.p.Tag != "-" && !validTagName(m.p.Tag) {
 		return nil, fmt.Errorf("verify: %s params: tag=%q: want letters, digits, '_' or '-', or \"-\" for none", name, m.p.Tag)
 	}
@@ -218,12 +217,8 @@ func NewChoice(params json.RawMessage) (Verifier, error) {
 }
 
 func (p *ChoiceParams) validate(needAnswer bool) error {
-	if p.Choices == "" {
-		p.Choices = "ABCD"
-	}
-	if p.Tag == "" {
-		p.Tag = "answer"
-	}
+	p.Choices = cmp.Or(p.Choices, "ABCD")
+	p.Tag = cmp.Or(p.Tag, "answer")
 	for _, r := range p.Choices {
 		if r < 'A' || r > 'Z' {
 			return fmt.Errorf("verify: choice params: choices=%q: want upper-case letters A-Z", p.Choices)

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -58,12 +59,8 @@ func NewMath(params json.RawMessage) (Verifier, error) {
 }
 
 func (p *MathParams) validate(needAnswer bool) error {
-	if p.Tag == "" {
-		p.Tag = "answer"
-	}
-	if p.Tolerance == 0 {
-		p.Tolerance = 1e-6
-	}
+	p.Tag = cmp.Or(p.Tag, "answer")
+	p.Tolerance = cmp.Or(p.Tolerance, 1e-6)
 	if math.IsNaN(p.Tolerance) || math.IsInf(p.Tolerance, 0) || p.Tolerance > 1 {
 		return fmt.Errorf("verify: math params: tolerance=%g: want a relative tolerance <= 1 (negative = exact)", p.Tolerance)
 	}

@@ -5,6 +5,7 @@ import (
 
 	gm "github.com/gomlx/gomlx/ml/model"
 
+	"github.com/temperml/temper/algorithms/testbackend"
 	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
 
@@ -22,7 +23,7 @@ func BenchmarkEncode(b *testing.B) {
 			if err := InitWeights(store.RootScope(), cfg, 1); err != nil {
 				b.Fatal(err)
 			}
-			enc, err := NewEncoder(testBackend(), store.RootScope(), cfg)
+			enc, err := NewEncoder(testbackend.Sequential(), store.RootScope(), cfg)
 			if err != nil {
 				b.Fatal(err)
 			}

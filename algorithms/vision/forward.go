@@ -10,6 +10,7 @@ import (
 	gm "github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/support/exceptions"
 
+	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
 
@@ -17,7 +18,7 @@ import (
 // that does not exist yet is created with the scope's initializer, but InitWeights/ImportWeights
 // are the intended way to set weights.
 func param(scope *gm.Scope, g *Graph, path string, dims ...int) *Node {
-	s, name := subScope(scope, path)
+	s, name := model.SubScope(scope, path)
 	return s.VariableWithShape(name, shapes.Make(dtypes.Float32, dims...)).NodeValue(g)
 }
 

@@ -8,6 +8,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // GoMLX graph code reads best unqualified.
 	gm "github.com/gomlx/gomlx/ml/model"
 
+	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
 
@@ -69,15 +70,15 @@ func LoRAModules(cfg Config, l LoRA) ([]LoRAModule, error) {
 }
 
 // LoRAVariables lists the adapter variables of l.
-func LoRAVariables(cfg Config, l LoRA) ([]VarSpec, error) {
+func LoRAVariables(cfg Config, l LoRA) ([]model.VarSpec, error) {
 	ms, err := LoRAModules(cfg, l)
 	if err != nil {
 		return nil, err
 	}
 	l = l.WithDefaults()
-	out := make([]VarSpec, 0, 2*len(ms))
+	out := make([]model.VarSpec, 0, 2*len(ms))
 	for _, m := range ms {
-		out = append(out, VarSpec{m.PathA(), []int{m.In, l.Rank}}, VarSpec{m.PathB(), []int{l.Rank, m.Out}})
+		out = append(out, model.VarSpec{Path: m.PathA(), Shape: []int{m.In, l.Rank}}, model.VarSpec{Path: m.PathB(), Shape: []int{l.Rank, m.Out}})
 	}
 	return out, nil
 }
@@ -109,7 +110,7 @@ func AttachLoRA(scope *gm.Scope, cfg Config, l LoRA, seed uint64) error {
 		at.mods[m.PathA()] = true
 	}
 	vs, _ := LoRAVariables(cfg, l)
-	if err := setVariables(scope, "attach lora", vs, w); err != nil {
+	if err := model.SetVariables(scope, "vision: attach lora", vs, w); err != nil {
 		return err
 	}
 	scope.SetParam(loraParamKey, at)
@@ -139,11 +140,7 @@ func DetachLoRA(scope *gm.Scope) error {
 	if attachedLoRA(scope) == nil {
 		return nil
 	}
-	scope.SetParam(loraParamKey, nil)
-	if err := scope.At("lora").DeleteVariablesInScope(); err != nil {
-		return fmt.Errorf("vision: detach lora: %w", err)
-	}
-	return nil
+	return model.DetachAdapters(scope, loraParamKey, "vision: detach lora")
 }
 
 // ImportLoRA sets the attached adapters from w (adapter paths → data, every one exactly once).
@@ -156,7 +153,7 @@ func ImportLoRA(scope *gm.Scope, cfg Config, w map[string][]float32) error {
 	if err != nil {
 		return err
 	}
-	return setVariables(scope, "import lora", vs, w)
+	return model.SetVariables(scope, "vision: import lora", vs, w)
 }
 
 // ExportLoRA copies the attached adapters to host memory.
@@ -169,7 +166,7 @@ func ExportLoRA(scope *gm.Scope, cfg Config) (map[string][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	return getVariables(scope, "export lora", vs)
+	return model.GetVariables(scope, "vision: export lora", vs)
 }
 
 // loraMerged is W + (alpha/rank)·A·B for the adapted module (short, layer) of w [in, out], or nil

@@ -9,11 +9,13 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
+
+	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 func encodeOnce(t *testing.T, scope *gm.Scope, cfg Config, seed uint64) Output {
 	t.Helper()
-	enc, err := NewEncoder(testBackend(), scope, cfg)
+	enc, err := NewEncoder(testbackend.Sequential(), scope, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +87,7 @@ func TestLoRA(t *testing.T) {
 		// Gradients reach A and B.
 		vs, _ := LoRAVariables(cfg, l)
 		px := batchTensor(cfg, randomPixels(cfg, 2, 4))
-		out := gm.MustNewExec(testBackend(), store, func(scope *gm.Scope, pixels *Node) []*Node {
+		out := gm.MustNewExec(testbackend.Sequential(), store, func(scope *gm.Scope, pixels *Node) []*Node {
 			pooled, patches := Encode(scope, cfg, pixels)
 			nodes := make([]*Node, len(vs))
 			for i, v := range vs {

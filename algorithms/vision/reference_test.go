@@ -6,26 +6,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/gobackend"
 	gm "github.com/gomlx/gomlx/ml/model"
 
 	"github.com/temperml/temper/algorithms/imageproc"
+	"github.com/temperml/temper/algorithms/testbackend"
 	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
-
-// testBackend is the pure-Go backend with sequential op execution (the default executor can
-// deadlock intermittently on this machine).
-var testBackend = sync.OnceValue(func() compute.Backend {
-	b, err := gobackend.New("ops_sequential")
-	if err != nil {
-		panic(err)
-	}
-	return b
-})
 
 // towerGolden is golden.json of one directory made by scripts/goldens/vision/make_goldens.py.
 type towerGolden struct {
@@ -128,7 +116,7 @@ const towerTolerance = 1e-4
 func TestTowerMatchesReference(t *testing.T) {
 	for _, g := range loadTowers(t) {
 		t.Run(g.Name, func(t *testing.T) {
-			enc, err := NewEncoder(testBackend(), storeFor(t, g).RootScope(), g.cfg)
+			enc, err := NewEncoder(testbackend.Sequential(), storeFor(t, g).RootScope(), g.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // GoMLX graph code reads best unqualified.
 	gm "github.com/gomlx/gomlx/ml/model"
 
+	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
 )
 
@@ -25,8 +26,8 @@ const (
 )
 
 // RewardVariables lists the tower's variables and the value head's, in a fixed order.
-func RewardVariables(cfg Config) []VarSpec {
-	return append(Variables(cfg), VarSpec{Path: VarScore, Shape: []int{cfg.DModel, 1}}, VarSpec{Path: VarScoreBias, Shape: []int{1}})
+func RewardVariables(cfg Config) []model.VarSpec {
+	return append(Variables(cfg), model.VarSpec{Path: VarScore, Shape: []int{cfg.DModel, 1}}, model.VarSpec{Path: VarScoreBias, Shape: []int{1}})
 }
 
 // Reward is the reward model's score of each image: the value head on Encode's pooled output.
@@ -51,7 +52,7 @@ func InitReward(scope *gm.Scope, cfg Config, seed uint64) error {
 	for i := range w {
 		w[i] = float32(rng.NormFloat64() * 0.02)
 	}
-	return setVariables(scope, "init reward head", RewardVariables(cfg)[len(Variables(cfg)):],
+	return model.SetVariables(scope, "vision: init reward head", RewardVariables(cfg)[len(Variables(cfg)):],
 		map[string][]float32{VarScore: w, VarScoreBias: {0}})
 }
 
@@ -60,12 +61,12 @@ func ImportReward(scope *gm.Scope, cfg Config, w map[string][]float32) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	return setVariables(scope, "import reward model", RewardVariables(cfg), w)
+	return model.SetVariables(scope, "vision: import reward model", RewardVariables(cfg), w)
 }
 
 // ExportReward copies the tower's and the head's variables to host memory.
 func ExportReward(scope *gm.Scope, cfg Config) (map[string][]float32, error) {
-	return getVariables(scope, "export reward model", RewardVariables(cfg))
+	return model.GetVariables(scope, "vision: export reward model", RewardVariables(cfg))
 }
 
 // WriteRewardHF writes a reward model's model.safetensors (F32): the tower as WriteHF names it

@@ -13,6 +13,8 @@ import (
 	gm "github.com/gomlx/gomlx/ml/model"
 
 	"github.com/temperml/temper/algorithms/imageproc"
+	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/testbackend"
 	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
 
@@ -68,7 +70,7 @@ func TestGradientsFlow(t *testing.T) {
 			}
 			vars := Variables(cfg)
 			px := batchTensor(cfg, randomPixels(cfg, 2, 9))
-			grads, err := gm.NewExec(testBackend(), store, func(scope *gm.Scope, pixels *Node) []*Node {
+			grads, err := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, pixels *Node) []*Node {
 				pooled, patches := Encode(scope, cfg, pixels)
 				loss := lossOf(pooled, patches)
 				nodes := make([]*Node, len(vars))
@@ -98,7 +100,7 @@ func TestGradientsFlow(t *testing.T) {
 				}
 			}
 			// Central differences on one element of a few weights, in float64 on the host loss.
-			lossAt := gm.MustNewExec(testBackend(), store, func(scope *gm.Scope, pixels *Node) *Node {
+			lossAt := gm.MustNewExec(testbackend.Sequential(), store, func(scope *gm.Scope, pixels *Node) *Node {
 				pooled, patches := Encode(scope, cfg, pixels)
 				return lossOf(pooled, patches)
 			})
@@ -142,7 +144,7 @@ func TestBatchIndependence(t *testing.T) {
 	if err := InitWeights(store.RootScope(), cfg, 5); err != nil {
 		t.Fatal(err)
 	}
-	enc, err := NewEncoder(testBackend(), store.RootScope(), cfg)
+	enc, err := NewEncoder(testbackend.Sequential(), store.RootScope(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +178,7 @@ func TestEncoderErrors(t *testing.T) {
 	if err := InitWeights(store.RootScope(), cfg, 5); err != nil {
 		t.Fatal(err)
 	}
-	enc, err := NewEncoder(testBackend(), store.RootScope(), cfg)
+	enc, err := NewEncoder(testbackend.Sequential(), store.RootScope(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,14 +198,14 @@ func TestEncoderErrors(t *testing.T) {
 	// Weights of another shape under the scope: GoMLX's panic comes back as an error.
 	wider := cfg
 	wider.DModel, wider.FFN = 32, 40
-	enc2, err := NewEncoder(testBackend(), store.RootScope(), wider)
+	enc2, err := NewEncoder(testbackend.Sequential(), store.RootScope(), wider)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := enc2.Encode(randomPixels(wider, 1, 1)); err == nil || !strings.HasPrefix(err.Error(), "vision: encode: ") {
 		t.Errorf("weights of another config: %v", err)
 	}
-	if _, err := NewEncoder(testBackend(), store.RootScope(), Config{}); err == nil {
+	if _, err := NewEncoder(testbackend.Sequential(), store.RootScope(), Config{}); err == nil {
 		t.Error("zero config accepted")
 	}
 }
@@ -217,7 +219,7 @@ func TestTrainingReducesLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	vars := Variables(cfg)
-	step := gm.MustNewExec(testBackend(), store, func(scope *gm.Scope, pixels *Node) *Node {
+	step := gm.MustNewExec(testbackend.Sequential(), store, func(scope *gm.Scope, pixels *Node) *Node {
 		g := pixels.Graph()
 		pooled, _ := Encode(scope, cfg, pixels)
 		target := Sin(Iota(g, shapes.Make(dtypes.Float32, pooled.Shape().Dimensions...), 0))
@@ -228,7 +230,7 @@ func TestTrainingReducesLoss(t *testing.T) {
 		}
 		grads := Gradient(loss, nodes...)
 		for i, v := range vars {
-			s, name := subScope(scope, v.Path)
+			s, name := model.SubScope(scope, v.Path)
 			s.GetVariable(name).SetValueGraph(Sub(nodes[i], MulScalar(grads[i], 0.05)))
 		}
 		return loss

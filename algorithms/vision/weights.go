@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
 
+	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
 
@@ -74,12 +74,6 @@ func (t tensorSpec) size() int {
 	return n
 }
 
-// VarSpec is one variable: its path relative to the tower's scope and its shape.
-type VarSpec struct {
-	Path  string
-	Shape []int
-}
-
 func specs(c Config) []tensorSpec {
 	d, f := c.DModel, c.FFN
 	vec := func(path, hf string, n int) tensorSpec {
@@ -123,22 +117,13 @@ func specs(c Config) []tensorSpec {
 }
 
 // Variables lists every variable of the tower, in a fixed order.
-func Variables(c Config) []VarSpec {
+func Variables(c Config) []model.VarSpec {
 	ss := specs(c)
-	out := make([]VarSpec, len(ss))
+	out := make([]model.VarSpec, len(ss))
 	for i, s := range ss {
-		out[i] = VarSpec{Path: s.Path, Shape: s.Shape}
+		out[i] = model.VarSpec{Path: s.Path, Shape: s.Shape}
 	}
 	return out
-}
-
-// subScope walks a relative path "a/b/name" from scope and returns the scope of "a/b" and "name".
-func subScope(scope *gm.Scope, path string) (*gm.Scope, string) {
-	parts := strings.Split(path, "/")
-	for _, p := range parts[:len(parts)-1] {
-		scope = scope.At("%s", p)
-	}
-	return scope, parts[len(parts)-1]
 }
 
 // InitWeights creates every variable of cfg under scope with deterministic random values from seed
@@ -184,75 +169,10 @@ func ImportWeights(scope *gm.Scope, cfg Config, w map[string][]float32) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	return setVariables(scope, "import weights", Variables(cfg), w)
-}
-
-func setVariables(scope *gm.Scope, op string, vs []VarSpec, w map[string][]float32) error {
-	known := make(map[string]bool, len(vs))
-	for _, v := range vs {
-		known[v.Path] = true
-	}
-	for p := range w {
-		if !known[p] {
-			return fmt.Errorf("vision: %s: unexpected variable %q", op, p)
-		}
-	}
-	for _, v := range vs {
-		data, ok := w[v.Path]
-		n := 1
-		for _, d := range v.Shape {
-			n *= d
-		}
-		if !ok {
-			return fmt.Errorf("vision: %s: missing variable %q", op, v.Path)
-		}
-		if len(data) != n {
-			return fmt.Errorf("vision: %s: variable %q has %d values, want %v", op, v.Path, len(data), v.Shape)
-		}
-		t := tensors.FromFlatDataAndDimensions(append([]float32(nil), data...), v.Shape...)
-		s, name := subScope(scope, v.Path)
-		if existing := s.GetVariable(name); existing != nil {
-			if err := existing.SetValue(t); err != nil {
-				return fmt.Errorf("vision: %s: set %q: %w", op, v.Path, err)
-			}
-			continue
-		}
-		if _, err := s.CreateVariable(name, t); err != nil {
-			return fmt.Errorf("vision: %s: create %q: %w", op, v.Path, err)
-		}
-	}
-	return nil
+	return model.SetVariables(scope, "vision: import weights", Variables(cfg), w)
 }
 
 // ExportWeights copies every variable of cfg under scope to host memory.
 func ExportWeights(scope *gm.Scope, cfg Config) (map[string][]float32, error) {
-	return getVariables(scope, "export weights", Variables(cfg))
-}
-
-func getVariables(scope *gm.Scope, op string, vs []VarSpec) (map[string][]float32, error) {
-	out := make(map[string][]float32, len(vs))
-	for _, v := range vs {
-		s, name := subScope(scope, v.Path)
-		vr := s.GetVariable(name)
-		if vr == nil {
-			return nil, fmt.Errorf("vision: %s: missing variable %q", op, v.Path)
-		}
-		t, err := vr.Value()
-		if err != nil {
-			return nil, fmt.Errorf("vision: %s: %q: %w", op, v.Path, err)
-		}
-		data, err := tensors.CopyFlatData[float32](t)
-		if err != nil {
-			return nil, fmt.Errorf("vision: %s: %q: %w", op, v.Path, err)
-		}
-		n := 1
-		for _, d := range v.Shape {
-			n *= d
-		}
-		if len(data) != n {
-			return nil, fmt.Errorf("vision: %s: %q has shape %s, want %v", op, v.Path, t.Shape(), v.Shape)
-		}
-		out[v.Path] = data
-	}
-	return out, nil
+	return model.GetVariables(scope, "vision: export weights", Variables(cfg))
 }

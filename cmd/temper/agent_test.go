@@ -18,6 +18,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/reward/sandbox"
+	"github.com/temperml/temper/activities/rollout/agenttest"
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/tokenize"
@@ -73,19 +74,6 @@ func agentSandbox(t *testing.T) {
 	}
 }
 
-// servedResponse is what the agent printed of each chat completion it got (TEMPER_AGENT_LOG=-).
-type servedResponse struct {
-	Choices []struct {
-		FinishReason string `json:"finish_reason"`
-		Logprobs     struct {
-			Content []struct {
-				Bytes   []int   `json:"bytes"`
-				Logprob float32 `json:"logprob"`
-			} `json:"content"`
-		} `json:"logprobs"`
-	} `json:"choices"`
-}
-
 // toolGap is what lies between two model-written runs of one trajectory: the tool message the
 // agent sent and the template's turn markers, nothing the model wrote.
 var toolGap = regexp.MustCompile(`^\n<\|tool\|>\n[^\n]*\n<\|assistant\|>\n$`)
@@ -136,13 +124,9 @@ func TestAgentGRPOPipeline(t *testing.T) {
 		}
 		n++
 		_, log, _ := strings.Cut(r.Completion, "\n")
-		var served []servedResponse
-		for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
-			var resp servedResponse
-			if err := json.Unmarshal([]byte(l), &resp); err != nil || len(resp.Choices) != 1 {
-				t.Fatalf("%s: agent log line %q: %v", r.ID, l, err)
-			}
-			served = append(served, resp)
+		served, err := agenttest.Responses(log)
+		if err != nil {
+			t.Fatalf("%s: %v", r.ID, err)
 		}
 		// The model-written runs of every segment, in call order.
 		type run struct {

@@ -72,16 +72,26 @@ func (c *ckptCmd) export(ctx context.Context, uri, dir string) error {
 	}
 	cl := ckpt.New(ckpt.Options{})
 	defer cl.Close()
-	m, err := train.Loader{Ckpt: cl}.Load(ctx, uri, train.LoadOptions{Want: train.WantWeights})
-	if err != nil {
-		return err
-	}
 	opt := hf.WriteOptions{DType: safetensors.DType(strings.ToUpper(c.dtype)), MaxShardSize: shard}
-	if err := train.WriteDir(tpu.DirSink(dir), m, opt); err != nil {
+	if err := writeModelDir(ctx, cl, uri, dir, opt, false); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "exported %s to %s as a Hugging Face model directory\n", uri, dir)
 	return nil
+}
+
+// writeModelDir writes the model at uri (adapters folded in) into dir as a Hugging Face model
+// directory: what `ckpt export` and `lora merge` write. mustMerge refuses a checkpoint without
+// adapters (lora merge) before anything is written.
+func writeModelDir(ctx context.Context, cl *ckpt.Client, uri, dir string, opt hf.WriteOptions, mustMerge bool) error {
+	m, err := train.Loader{Ckpt: cl}.Load(ctx, uri, train.LoadOptions{Want: train.WantWeights})
+	if err != nil {
+		return err
+	}
+	if mustMerge && !m.Merged {
+		return fmt.Errorf("lora merge %s: not a LoRA checkpoint (no %s)", uri, train.AdapterConfigFile)
+	}
+	return train.WriteDir(tpu.DirSink(dir), m, opt)
 }
 
 // ls is `temper ckpt ls [URI]`: the committed checkpoints under a store, run or phase.

@@ -10,7 +10,6 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/hf"
-	"github.com/temperml/temper/tpu"
 )
 
 func init() {
@@ -36,14 +35,7 @@ func (c *loraCmd) run(ctx context.Context, args []string) error {
 	if args[0] == "export" {
 		return exportAdapters(ctx, cl, uri, dir)
 	}
-	m, err := train.Loader{Ckpt: cl}.Load(ctx, uri, train.LoadOptions{Want: train.WantWeights})
-	if err != nil {
-		return err
-	}
-	if !m.Merged {
-		return fmt.Errorf("lora merge %s: not a LoRA checkpoint (no %s)", uri, train.AdapterConfigFile)
-	}
-	if err := train.WriteDir(tpu.DirSink(dir), m, hf.WriteOptions{}); err != nil {
+	if err := writeModelDir(ctx, cl, uri, dir, hf.WriteOptions{}, true); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "merged %s into %s (%s, %s)\n", uri, dir, hf.ConfigFile, hf.WeightsFile)

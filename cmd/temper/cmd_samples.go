@@ -11,7 +11,6 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/algorithms/layoutrender"
-	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/verify"
 	"github.com/temperml/temper/internal/report"
 	"github.com/temperml/temper/workers"
@@ -86,7 +85,7 @@ func (c *samplesCmd) run(ctx context.Context, args []string) error {
 		return usageErr("--iter %d: %s %s has rollouts for iterations %s", n, run, phase, strings.Join(have, ", "))
 	}
 	for _, key := range keys {
-		rs, err := readRollouts(ctx, st, key)
+		rs, err := report.ReadRollouts(ctx, st, key)
 		if err != nil {
 			return err
 		}
@@ -133,13 +132,4 @@ func (c *samplesCmd) runStore(ctx context.Context, run string) string {
 		}
 	}
 	return store
-}
-
-func readRollouts(ctx context.Context, st ckpt.Store, key string) ([]rollout.Rollout, error) {
-	rc, err := st.Get(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", st.URI(key), err)
-	}
-	defer rc.Close()
-	return rollout.Read(rc, st.URI(key))
 }

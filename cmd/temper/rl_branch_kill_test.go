@@ -36,28 +36,7 @@ func TestRLBranchExactResumeAfterSIGKILL(t *testing.T) {
 	clean := waitRun(t, run(ids+"-clean", branched("rl-branch-clean")))
 	r := run(ids+"-killed", branched("rl-branch-killed"))
 	branch := ids + "-killed.grpo.b1"
-	deadline := time.Now().Add(3 * time.Minute)
-	landed := false
-	for iter := 3; !landed; {
-		if iter >= 7 || time.Now().After(deadline) {
-			t.Fatalf("no kill of the trainer landed during a %s of the branch", trainapi.PolicyStepName)
-		}
-		id, done := rlRunning(env.Client, branch, trainapi.PolicyStepName)
-		if done > iter {
-			iter = done
-			continue
-		}
-		if done < iter || id == "" {
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		trainer.kill()
-		trainer.start()
-		if landed = rlAwaitRetry(t, env.Client, branch, id); !landed {
-			iter++
-		}
-		t.Logf("SIGKILL of the trainer during %s of iteration %d in %s: retried %v", trainapi.PolicyStepName, iter, branch, landed)
-	}
+	killMidActivity(t, env.Client, trainer, branch, trainapi.PolicyStepName, 3, 7)
 	killed := waitRun(t, r)
 	if n := rlRetried(t, env.Client, branch)[trainapi.PolicyStepName]; n < 1 {
 		t.Errorf("want %s retried in the branch after the kill, got %d", trainapi.PolicyStepName, n)

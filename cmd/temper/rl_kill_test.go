@@ -149,35 +149,8 @@ func rlExactResume(t *testing.T, basePipeline func(store string) workflows.Pipel
 		{trainer, trainapi.PolicyStepName, 4},
 	}
 	for _, k := range kills {
-		// A warm activity can finish between the poll that saw it and the kill, or between two polls;
-		// then the next iteration's is the target, until one kill lands mid-activity.
-		deadline := time.Now().Add(3 * time.Minute)
-		for iter := k.iter; ; {
-			if iter >= 7 {
-				t.Fatalf("no kill of the %s worker landed during a %s", k.p.role, k.activity)
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s of iteration %d never started", k.activity, iter)
-			}
-			id, done := rlRunning(env.Client, wfID, k.activity)
-			if done > iter {
-				iter = done
-				continue
-			}
-			if done < iter || id == "" {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			k.p.kill()
-			k.p.start()
-			landed := rlAwaitRetry(t, env.Client, wfID, id)
-			t.Logf("SIGKILL of the %s worker during %s of iteration %d (%.1fs into the run): retried %v",
-				k.p.role, k.activity, iter, time.Since(start).Seconds(), landed)
-			if landed {
-				break
-			}
-			iter++
-		}
+		iter := killMidActivity(t, env.Client, k.p, wfID, k.activity, k.iter, 7)
+		t.Logf("the kill during iteration %d landed %.1fs into the run", iter, time.Since(start).Seconds())
 	}
 	killed := waitRun(t, r)
 	t.Logf("killed GRPO run in %.1fs", time.Since(start).Seconds())
@@ -220,6 +193,40 @@ func rlExactResume(t *testing.T, basePipeline func(store string) workflows.Pipel
 		}
 	}
 	t.Logf("final checkpoints %s and %s match (retries %v)", a, b, retried)
+}
+
+// killMidActivity kills worker p while the first attempt of activity runs in workflow wfID, in
+// iteration from or a later one before last, restarts it, and returns the iteration whose activity the
+// kill interrupted (a retry followed). A warm activity can finish between the poll that saw it and
+// the kill, or between two polls; then the next iteration's is the target, until one kill lands.
+func killMidActivity(t *testing.T, c client.Client, p *workerProcess, wfID, activity string, from, last int) int {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for iter := from; ; {
+		if iter >= last {
+			t.Fatalf("no kill of the %s worker landed during a %s of %s", p.role, activity, wfID)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s of iteration %d of %s never started", activity, iter, wfID)
+		}
+		id, done := rlRunning(c, wfID, activity)
+		if done > iter {
+			iter = done
+			continue
+		}
+		if done < iter || id == "" {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		p.kill()
+		p.start()
+		landed := rlAwaitRetry(t, c, wfID, id)
+		t.Logf("SIGKILL of the %s worker during %s of iteration %d of %s: retried %v", p.role, activity, iter, wfID, landed)
+		if landed {
+			return iter
+		}
+		iter++
+	}
 }
 
 // rlRunning returns the number of iterations the RL loop has completed (the "iteration" memo is

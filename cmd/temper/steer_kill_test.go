@@ -44,26 +44,7 @@ func TestSteerExactAfterSIGKILL(t *testing.T) {
 	clean := waitRun(t, steered(ids+"-clean"))
 	r := steered(ids + "-killed")
 	wfID := ids + "-killed.grpo"
-	landed := false
-	for iter := k + 1; iter < 7 && !landed; {
-		aid, done := rlRunning(env.Client, wfID, trainapi.PolicyStepName)
-		if done > iter {
-			iter = done
-			continue
-		}
-		if done < iter || aid == "" {
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		trainer.kill()
-		trainer.start()
-		landed = rlAwaitRetry(t, env.Client, wfID, aid)
-		t.Logf("SIGKILL of the trainer during the policy step of iteration %d: retried %v", iter+1, landed)
-		iter++
-	}
-	if !landed {
-		t.Fatal("no kill of the trainer landed during a policy step after the change")
-	}
+	killMidActivity(t, env.Client, trainer, wfID, trainapi.PolicyStepName, k+1, 7)
 	killed := waitRun(t, r)
 	a, b := clean.Phases[0].Checkpoint, killed.Phases[0].Checkpoint
 	if fileHash(t, from, trainapi.ModelFile) == fileHash(t, a, trainapi.ModelFile) {

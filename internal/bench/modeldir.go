@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -77,24 +78,12 @@ func ModelDir(ctx context.Context, o ModelDirOptions) (*ModelDirReport, error) {
 	if len(o.GenBatches) == 0 {
 		o.GenBatches = []int{1, 8}
 	}
-	if o.GenTokens == 0 {
-		o.GenTokens = 64
-	}
-	if o.PromptLen == 0 {
-		o.PromptLen = 16
-	}
-	if o.LoRABatch == 0 {
-		o.LoRABatch = 4
-	}
-	if o.LoRASeq == 0 {
-		o.LoRASeq = 512
-	}
-	if o.LoRARank == 0 {
-		o.LoRARank = 8
-	}
-	if o.LoRASteps == 0 {
-		o.LoRASteps = 1
-	}
+	o.GenTokens = cmp.Or(o.GenTokens, 64)
+	o.PromptLen = cmp.Or(o.PromptLen, 16)
+	o.LoRABatch = cmp.Or(o.LoRABatch, 4)
+	o.LoRASeq = cmp.Or(o.LoRASeq, 512)
+	o.LoRARank = cmp.Or(o.LoRARank, 8)
+	o.LoRASteps = cmp.Or(o.LoRASteps, 1)
 	progress := func(format string, a ...any) {
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, format+"\n", a...)

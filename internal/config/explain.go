@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -39,9 +40,7 @@ func Fields(t reflect.Type) []Field {
 			}
 			continue
 		}
-		if name == "" {
-			name = sf.Name
-		}
+		name = cmp.Or(name, sf.Name)
 		out = append(out, Field{Name: name, Type: sf.Type, Default: sf.Tag.Get("default"), Help: sf.Tag.Get("help"), Index: []int{i}})
 	}
 	return out
@@ -96,9 +95,7 @@ func explain(b *strings.Builder, t reflect.Type, val reflect.Value, prefix strin
 		if fv.IsValid() && isScalar(ft) {
 			def = scalarString(fv)
 		}
-		if def == "" {
-			def = "-"
-		}
+		def = cmp.Or(def, "-")
 		help := f.Help
 		if m := mark(path); m != "" {
 			help = strings.TrimSpace(m + " " + help)

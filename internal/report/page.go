@@ -353,14 +353,23 @@ func writeFigures(p *Phase, i int, dir string) ([]string, error) {
 		if byTime {
 			name = fmt.Sprintf("%02d-%s-by-time.png", i+1, p.Name)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
-			return nil, fmt.Errorf("report: %w", err)
+		data, err := writePNG(dir, name, png)
+		if err != nil {
+			return nil, err
 		}
 		files = append(files, filepath.Join(dir, name))
-		p.Figures = append(p.Figures, figure{File: name, Caption: figureTitle(p.Name, byTime) + ": " + strings.Join(titles, ", "),
-			Data: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(png))})
+		p.Figures = append(p.Figures, figure{File: name, Caption: figureTitle(p.Name, byTime) + ": " + strings.Join(titles, ", "), Data: data})
 	}
 	return files, nil
+}
+
+// writePNG writes an image beside the page and returns it as a data URI too, so the page also reads
+// where its folder's files are not served.
+func writePNG(dir, name string, png []byte) (template.URL, error) {
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		return "", fmt.Errorf("report: %w", err)
+	}
+	return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(png)), nil
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{

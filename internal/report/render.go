@@ -3,7 +3,6 @@ package report
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -195,11 +194,12 @@ func writeRenders(p *Phase, i int, dir string) ([]string, error) {
 				continue
 			}
 			name := fmt.Sprintf("%02d-%s-render-step-%06d-%02d.png", i+1, p.Name, c.step, r)
-			if err := os.WriteFile(filepath.Join(dir, name), c.cell.png, 0o644); err != nil {
-				return nil, fmt.Errorf("report: %w", err)
+			data, err := writePNG(dir, name, c.cell.png)
+			if err != nil {
+				return nil, err
 			}
 			files = append(files, filepath.Join(dir, name))
-			c.cell.File, c.cell.Data = name, template.URL("data:image/png;base64,"+base64.StdEncoding.EncodeToString(c.cell.png))
+			c.cell.File, c.cell.Data = name, data
 		}
 	}
 	return files, nil

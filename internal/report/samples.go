@@ -61,12 +61,7 @@ func lastSamples(ctx context.Context, st ckpt.Store, run, dir string, n int) ([]
 		return nil, ""
 	}
 	key := byIter[iters[len(iters)-1]][0]
-	rc, err := st.Get(ctx, key)
-	if err != nil {
-		return nil, ""
-	}
-	defer rc.Close()
-	rs, err := rollout.Read(rc, st.URI(key))
+	rs, err := ReadRollouts(ctx, st, key)
 	if err != nil {
 		return nil, ""
 	}
@@ -79,6 +74,16 @@ func lastSamples(ctx context.Context, st ckpt.Store, run, dir string, n int) ([]
 		}
 	}
 	return out, st.URI(key)
+}
+
+// ReadRollouts reads the rollouts object at key (one of IterationObjects' keys).
+func ReadRollouts(ctx context.Context, st ckpt.Store, key string) ([]rollout.Rollout, error) {
+	rc, err := st.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", st.URI(key), err)
+	}
+	defer rc.Close()
+	return rollout.Read(rc, st.URI(key))
 }
 
 func quoted(s string, max int) string {

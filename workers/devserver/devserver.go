@@ -7,6 +7,7 @@
 package devserver
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,12 +84,8 @@ func (e *PortInUseError) Error() string {
 
 // Start builds and starts the server (and UI). It returns once the frontend accepts connections.
 func Start(opts Options) (*Server, error) {
-	if opts.IP == "" {
-		opts.IP = "127.0.0.1"
-	}
-	if opts.Namespace == "" {
-		opts.Namespace = "default"
-	}
+	opts.IP = cmp.Or(opts.IP, "127.0.0.1")
+	opts.Namespace = cmp.Or(opts.Namespace, "default")
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(discard{}, nil))
 		opts.LogLevel = slog.LevelError + 100

@@ -1,6 +1,7 @@
 package devserver
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -29,13 +30,9 @@ func PostgresConfig(dsn string) (store, visibility config.SQL, err error) {
 		return config.SQL{}, config.SQL{}, fmt.Errorf("devserver: --db %q: want postgres://user:password@host:port/database", Redact(dsn))
 	}
 	host, port := u.Hostname(), u.Port()
-	if port == "" {
-		port = "5432"
-	}
+	port = cmp.Or(port, "5432")
 	db := strings.TrimPrefix(u.Path, "/")
-	if db == "" {
-		db = "temporal"
-	}
+	db = cmp.Or(db, "temporal")
 	store = config.SQL{PluginName: postgresql.PluginName, ConnectProtocol: "tcp", ConnectAddr: net.JoinHostPort(host, port),
 		DatabaseName: db, User: u.User.Username(), ConnectAttributes: map[string]string{},
 		MaxConns: 20, MaxIdleConns: 20}

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,9 +89,7 @@ func New(cfg Config) (*Sandbox, error) {
 	if cfg.BaseDir == "" {
 		cfg.BaseDir = filepath.Join(os.TempDir(), baseDir)
 	}
-	if cfg.Slots == 0 {
-		cfg.Slots = 2
-	}
+	cfg.Slots = cmp.Or(cfg.Slots, 2)
 	if cfg.GoCache == "" {
 		cfg.GoCache = filepath.Join(cfg.BaseDir, "gocache")
 	}
@@ -378,9 +377,7 @@ func (s *Sandbox) Run(ctx context.Context, c Command) (Result, error) {
 	}
 	lim := c.Limits.withDefaults(s.cfg.Limits)
 	mem := c.treeMemory
-	if mem == 0 {
-		mem = lim.Memory + lim.Disk
-	}
+	mem = cmp.Or(mem, lim.Memory+lim.Disk)
 	return s.spawn(ctx, job{uid: uid, workDir: dir, path: c.Path, args: c.Args, env: c.Env, stdin: c.Stdin,
 		limits: lim, memory: mem, cpu: lim.CPUTime, net: c.Net, mounts: c.Mounts, dir: c.Dir, addressSpace: c.AddressSpace})
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -81,33 +82,14 @@ func DefaultBuildLimits() Limits {
 
 // withDefaults fills zero fields from d.
 func (l Limits) withDefaults(d Limits) Limits {
-	if l.Timeout == 0 {
-		l.Timeout = d.Timeout
-	}
-	if l.CPUTime == 0 {
-		l.CPUTime = d.CPUTime
-	}
-	if l.CPUTime == 0 {
-		l.CPUTime = l.Timeout + time.Second
-	}
-	if l.Memory == 0 {
-		l.Memory = d.Memory
-	}
-	if l.Procs == 0 {
-		l.Procs = d.Procs
-	}
-	if l.FileSize == 0 {
-		l.FileSize = d.FileSize
-	}
-	if l.OpenFiles == 0 {
-		l.OpenFiles = d.OpenFiles
-	}
-	if l.Output == 0 {
-		l.Output = d.Output
-	}
-	if l.Disk == 0 {
-		l.Disk = d.Disk
-	}
+	l.Timeout = cmp.Or(l.Timeout, d.Timeout)
+	l.CPUTime = cmp.Or(l.CPUTime, d.CPUTime, l.Timeout+time.Second)
+	l.Memory = cmp.Or(l.Memory, d.Memory)
+	l.Procs = cmp.Or(l.Procs, d.Procs)
+	l.FileSize = cmp.Or(l.FileSize, d.FileSize)
+	l.OpenFiles = cmp.Or(l.OpenFiles, d.OpenFiles)
+	l.Output = cmp.Or(l.Output, d.Output)
+	l.Disk = cmp.Or(l.Disk, d.Disk)
 	return l
 }
 

@@ -5,6 +5,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -37,9 +38,7 @@ func newSandbox(t *testing.T, cfg Config) *Sandbox {
 		t.Fatal(err)
 	}
 	cfg.BaseDir = filepath.Join(base, "sb")
-	if cfg.GoCache == "" {
-		cfg.GoCache = testGoCache
-	}
+	cfg.GoCache = cmp.Or(cfg.GoCache, testGoCache)
 	if cfg.Mode == ModeRestricted && cfg.UIDBase == 0 {
 		// A restricted sandbox ends its runs with kill(-1) as the slot uid: its own uids keep it
 		// from killing the runs of sandboxes with the default uids in other test processes
@@ -53,9 +52,7 @@ func newSandbox(t *testing.T, cfg Config) *Sandbox {
 		// tests (reward, tools, rollout agents) that go test runs at the same time.
 		cfg.UIDBase = testUIDBase
 	}
-	if cfg.Slots == 0 {
-		cfg.Slots = 4
-	}
+	cfg.Slots = cmp.Or(cfg.Slots, 4)
 	s, err := New(cfg)
 	if errors.Is(err, ErrUnavailable) {
 		t.Skipf("no sandbox on this machine: %v", err)

@@ -3,7 +3,7 @@ package policy
 import (
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/advantage"
-	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/rollout"
 )
 
@@ -20,11 +20,11 @@ func advantages(algo string, rs []rollout.Rollout, rewards []float64) ([]float64
 	var adv [][]float64
 	var err error
 	switch algo {
-	case loss.AlgoDrGRPO:
+	case losscfg.AlgoDrGRPO:
 		adv, err = advantage.DrGRPO(gr)
-	case loss.AlgoRLOO:
+	case losscfg.AlgoRLOO:
 		adv, err = advantage.RLOO(gr)
-	case loss.AlgoReinforcePP:
+	case losscfg.AlgoReinforcePP:
 		mask := make([][]bool, len(rs))
 		for i := range mask {
 			mask[i] = []bool{true}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/activities/train/trainapi"
-	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/workers/traintest"
 )
@@ -16,13 +16,13 @@ import (
 // inverted it must fall. A step that trained on misaligned tokens, or gave a rollout another
 // rollout's advantage, would leave the reward where it was.
 func TestGroupPolicyStepsLearnToyTask(t *testing.T) {
-	for _, algo := range []string{loss.AlgoGRPO, loss.AlgoRLOO} {
+	for _, algo := range []string{losscfg.AlgoGRPO, losscfg.AlgoRLOO} {
 		for _, invert := range []bool{false, true} {
 			e := traintest.New(t)
 			var init trainapi.InitOutput
 			e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "pg", Phase: "sft", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 11}, &init)
 			dir := t.TempDir()
-			lc := loss.DefaultPolicyConfig(algo)
+			lc := losscfg.DefaultPolicyConfig(algo)
 			lc.KLBeta = 0
 			policy := init.Checkpoint
 			_, _, before := ppoToyRollouts(t, policy, dir, 999, 128)

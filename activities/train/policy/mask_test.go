@@ -2,11 +2,8 @@ package policy
 
 import (
 	"math"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/gobackend"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
 
@@ -15,16 +12,9 @@ import (
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/rollout"
+	"github.com/temperml/temper/algorithms/testbackend"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
-
-var maskBackend = sync.OnceValue(func() compute.Backend {
-	b, err := gobackend.New("ops_sequential")
-	if err != nil {
-		panic(err)
-	}
-	return b
-})
 
 // episodeRollouts is one group of two samples: an agentic episode (a call of 3 policy tokens, a
 // tool result of 4 tokens the policy did not write, an answer of 2 policy tokens) that passed, and a
@@ -107,7 +97,7 @@ func TestEpisodeMaskGradient(t *testing.T) {
 				advIn = f32(a[0])
 				extra = []*tensors.Tensor{f32(vals), f32(vals), f32(ret[0])}
 			}
-			exec, err := NewExec(maskBackend(), func(in []*Node) []*Node {
+			exec, err := NewExec(testbackend.Sequential(), func(in []*Node) []*Node {
 				pin := loss.PolicyInputs{Logp: in[0], OldLogp: in[1], Mask: in[2], Advantages: in[3]}
 				if cfg.KLBeta > 0 {
 					pin.RefLogp = in[1]

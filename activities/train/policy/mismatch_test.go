@@ -10,6 +10,7 @@ import (
 
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/workers/traintest"
@@ -44,7 +45,7 @@ func TestPolicyStepMismatch(t *testing.T) {
 		r.PolicyVersion = version
 		allFresh[i] = r
 	}
-	lc := loss.DefaultPolicyConfig(loss.AlgoGRPO)
+	lc := losscfg.DefaultPolicyConfig(losscfg.AlgoGRPO)
 	lc.KLBeta = 0
 	step := func(phase string, rs []rollout.Rollout, minibatch int) map[string]float64 {
 		in := trainapi.PolicyStepInput{Store: e.Store, Run: "mm", Phase: phase, Policy: init.Checkpoint, Version: version,
@@ -122,6 +123,7 @@ func readRollouts(t *testing.T, uri string) []rollout.Rollout {
 	return rs
 }
 
+// writeRollouts writes rs into dir as rollouts-NAME.jsonl and returns its file:// URI.
 func writeRollouts(t *testing.T, dir, name string, rs []rollout.Rollout) string {
 	t.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("rollouts-%s.jsonl", name))

@@ -12,6 +12,7 @@ import (
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/rollout"
@@ -86,7 +87,7 @@ func (a *Activities) plan(ctx context.Context, in trainapi.PolicyStepInput) (*pl
 		return nil, train.BadInput(fmt.Errorf("train: policy step %s/%s: %w", in.Run, in.Phase, err))
 	}
 	p := &plan{a: a, in: in, op: fmt.Sprintf("train: %s step %s/%s", in.Loss.Algorithm, in.Run, in.Phase), metrics: map[string]float64{}}
-	if in.Loss.Algorithm == loss.AlgoPPO {
+	if in.Loss.Algorithm == losscfg.AlgoPPO {
 		pc := trainapi.DefaultPPOConfig()
 		if in.PPO != nil {
 			pc = *in.PPO

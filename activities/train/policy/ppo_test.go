@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,7 +13,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
-	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/safetensors"
@@ -56,18 +54,7 @@ func ppoToyRollouts(t *testing.T, policy, dir string, iter, n int) (string, []fl
 		}
 		sum += rewards[i]
 	}
-	path := filepath.Join(dir, fmt.Sprintf("rollouts-%03d.jsonl", iter))
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rollout.Write(f, rs); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return "file://" + path, rewards, sum / float64(n)
+	return writeRollouts(t, dir, fmt.Sprintf("%03d", iter), rs), rewards, sum / float64(n)
 }
 
 // TestPPOStepLearnsToyTask runs PPO iterations of the trainer activity on a toy task from a fresh
@@ -83,7 +70,7 @@ func TestPPOStepLearnsToyTask(t *testing.T) {
 
 	dir := t.TempDir()
 	const iters, n = 8, 64
-	lc := loss.DefaultPolicyConfig(loss.AlgoPPO)
+	lc := losscfg.DefaultPolicyConfig(losscfg.AlgoPPO)
 	policy := init.Checkpoint
 	var first, last trainapi.PolicyStepOutput
 	var in trainapi.PolicyStepInput

@@ -13,7 +13,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
-	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/workers/traintest"
@@ -51,7 +51,7 @@ func TestStreamedPolicyStepMatchesInMemory(t *testing.T) {
 		}
 		shards = append(shards, trainapi.ScoredShard{Rollouts: "file://" + ro, Verdicts: "file://" + vo})
 	}
-	lc := loss.DefaultPolicyConfig(loss.AlgoGRPO)
+	lc := losscfg.DefaultPolicyConfig(losscfg.AlgoGRPO)
 	lc.KLBeta = 0.05
 	in := trainapi.PolicyStepInput{Store: e.Store, Run: "s", Policy: pol.Checkpoint, Reference: ref.Checkpoint, Loss: lc, LR: 3e-3,
 		Epochs: 2, Minibatch: 12, DynamicSampling: true, FreshOptimizer: true,

@@ -12,7 +12,7 @@ import (
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
-	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/rollout"
 )
@@ -39,7 +39,7 @@ func (a *Activities) OnlineDPOStep(ctx context.Context, in trainapi.OnlineDPOSte
 		return trainapi.PolicyStepOutput{Checkpoint: uri, Version: next, Metrics: st.Scalars, Resumed: true,
 			NonFinite: st.Scalars["non_finite"] > 0}, nil
 	}
-	if in.Loss.Kind != loss.PrefDPO && in.Loss.Kind != loss.PrefIPO {
+	if in.Loss.Kind != losscfg.PrefDPO && in.Loss.Kind != losscfg.PrefIPO {
 		return trainapi.PolicyStepOutput{}, train.BadInput(fmt.Errorf("%s: loss kind %q: online DPO trains dpo or ipo", op, in.Loss.Kind))
 	}
 	obj, err := objective.Preference(in.Loss)

@@ -11,7 +11,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
-	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/tasks"
 )
 
@@ -87,7 +87,7 @@ type RefLine struct {
 // prefTrainItems turns training examples into the rows of a phase of kind: pairs for the pairwise kinds
 // (an unpaired line is an error), labelled completions with mismatched KL completions for kto.
 func prefTrainItems(exs []tasks.PrefExample, kind string) ([]prefItem, error) {
-	if kind != loss.PrefKTO {
+	if kind != losscfg.PrefKTO {
 		items := make([]prefItem, len(exs))
 		for i, ex := range exs {
 			if !ex.Paired() {

@@ -3,8 +3,9 @@ package preference
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"go.temporal.io/sdk/activity"
 
@@ -12,7 +13,7 @@ import (
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
-	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -125,7 +126,7 @@ func (a *Activities) prefTrainingItems(ctx context.Context, in trainapi.PrefChun
 // prefBatch builds one step's batch (an objective.PrefBatch, or an objective.KTOBatch for kto) of the
 // rows idx, with reference log-probs from refEng when given, else from the items' precomputed ones
 // (zeros for the reference-free kinds).
-func prefBatch(cfg loss.Preference, items []prefItem, enc []encodedItem, idx []int, seq int, refEng train.Scorer) (objective.Batch, error) {
+func prefBatch(cfg losscfg.Preference, items []prefItem, enc []encodedItem, idx []int, seq int, refEng train.Scorer) (objective.Batch, error) {
 	var sides [2]prefSide
 	var refs [2][][]float32
 	for s := 0; s < 2; s++ {
@@ -261,7 +262,7 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in trainapi.PrefEvalInput
 		}
 	}
 	m := prefMetrics(in.Loss, pol, ref, polSamples, refSamples)
-	for _, k := range sortedMetricNames(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if math.IsNaN(m[k]) || math.IsInf(m[k], 0) {
 			delete(m, k) // JSON payloads cannot carry NaN or Inf
 		}
@@ -271,7 +272,7 @@ func (a *Activities) PrefEvaluate(ctx context.Context, in trainapi.PrefEvalInput
 
 // prefMetrics computes PrefEvaluate's metrics from the counted-token log-probs of each pair under the
 // policy (pol) and the reference (ref, nil without one), and of the policy's samples under both.
-func prefMetrics(cfg loss.Preference, pol, ref [][2][]float32, polS, refS [][]float32) map[string]float64 {
+func prefMetrics(cfg losscfg.Preference, pol, ref [][2][]float32, polS, refS [][]float32) map[string]float64 {
 	n := float64(len(pol))
 	m := map[string]float64{"heldout_pairs": n}
 	beta := cfg.BetaOrDefault()
@@ -297,11 +298,11 @@ func prefMetrics(cfg loss.Preference, pol, ref [][2][]float32, polS, refS [][]fl
 		}
 		var c, r float64
 		switch cfg.Kind {
-		case loss.PrefSimPO:
+		case losscfg.PrefSimPO:
 			c, r = beta*ac, beta*ar
-		case loss.PrefORPO:
+		case losscfg.PrefORPO:
 			c, r = logOdds(ac), logOdds(ar)
-		case loss.PrefIPO:
+		case losscfg.PrefIPO:
 			if cfg.AverageLogProbs {
 				c, r = beta*(ac-mean32(ref[i][0])), beta*(ar-mean32(ref[i][1]))
 			} else {
@@ -409,13 +410,4 @@ func sampleCompletions(eng train.Sampler, enc data.Encoder, pairs []tasks.PrefEx
 		}
 	}
 	return out, nil
-}
-
-func sortedMetricNames(m map[string]float64) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
 }

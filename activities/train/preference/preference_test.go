@@ -14,7 +14,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
-	"github.com/temperml/temper/algorithms/loss"
+	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -46,7 +46,7 @@ func chunk(e *traintest.Env, phase, from string, step, steps, total int, cur tra
 	e.T.Helper()
 	var out trainapi.ChunkOutput
 	e.Must(trainapi.PrefChunkName, trainapi.PrefChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: phase, From: from, Step: step, Steps: steps, TotalSteps: total, Cursor: cur, Optim: prefTestOptim(), FreshOptimizer: step == 0},
-		Data: prefTestData(), RefData: refData, Reference: reference, Batch: trainapi.BatchSpec{Rows: 8, Seq: 16}, Loss: loss.DefaultPreference(kind)}, &out)
+		Data: prefTestData(), RefData: refData, Reference: reference, Batch: trainapi.BatchSpec{Rows: 8, Seq: 16}, Loss: losscfg.DefaultPreference(kind)}, &out)
 	return out
 }
 
@@ -57,7 +57,7 @@ func chunk(e *traintest.Env, phase, from string, step, steps, total int, cur tra
 func TestPrefChunkResumesBitIdentical(t *testing.T) {
 	e := traintest.New(t)
 	from := start(e, 3)
-	for _, c := range []struct{ kind, mode string }{{loss.PrefDPO, trainapi.RefPrecomputed}, {loss.PrefKTO, trainapi.RefOnTheFly}, {loss.PrefSimPO, ""}} {
+	for _, c := range []struct{ kind, mode string }{{losscfg.PrefDPO, trainapi.RefPrecomputed}, {losscfg.PrefKTO, trainapi.RefOnTheFly}, {losscfg.PrefSimPO, ""}} {
 		t.Run(c.kind, func(t *testing.T) {
 			refData, reference := "", ""
 			switch c.mode {
@@ -98,7 +98,7 @@ func TestPrefChunkResumesBitIdentical(t *testing.T) {
 				t.Fatalf("retried chunk: %+v, want the committed %+v", again, h2)
 			}
 			t.Logf("%s: loss %.4f → %.4f, metrics %v", c.kind, h1.Loss, h2.LastLoss, h2.Metrics)
-			if c.kind == loss.PrefDPO && !(h2.Metrics["rewards/margin"] > 0) {
+			if c.kind == losscfg.PrefDPO && !(h2.Metrics["rewards/margin"] > 0) {
 				t.Errorf("dpo: reward margin %v after 4 steps, want > 0", h2.Metrics["rewards/margin"])
 			}
 		})
@@ -110,7 +110,7 @@ func TestPrefChunkResumesBitIdentical(t *testing.T) {
 func TestPrefReferencePathsAgree(t *testing.T) {
 	e := traintest.New(t)
 	from := start(e, 4)
-	for _, kind := range []string{loss.PrefDPO, loss.PrefIPO, loss.PrefKTO} {
+	for _, kind := range []string{losscfg.PrefDPO, losscfg.PrefIPO, losscfg.PrefKTO} {
 		var ro trainapi.RefLogProbsOutput
 		e.Must(trainapi.RefLogProbsName, trainapi.RefLogProbsInput{Store: e.Store, Run: "r", Phase: kind + "-pre", Reference: from, Data: prefTestData(),
 			Kind: kind, Seq: 16, Seed: 5}, &ro)
@@ -121,7 +121,7 @@ func TestPrefReferencePathsAgree(t *testing.T) {
 				fly.Loss, fly.Metrics["rewards/chosen"])
 		}
 		// Policy = reference at the first step: the implicit rewards are 0 and the DPO loss is log 2.
-		if kind == loss.PrefDPO && (math.Abs(pre.Loss-math.Ln2) > 1e-5 || math.Abs(pre.Metrics["rewards/margin"]) > 1e-6) {
+		if kind == losscfg.PrefDPO && (math.Abs(pre.Loss-math.Ln2) > 1e-5 || math.Abs(pre.Metrics["rewards/margin"]) > 1e-6) {
 			t.Errorf("dpo first step: loss %v (want log 2), margin %v (want 0)", pre.Loss, pre.Metrics["rewards/margin"])
 		}
 	}
@@ -135,7 +135,7 @@ func TestPrefEvaluate(t *testing.T) {
 	eval := func(uri string) map[string]float64 {
 		var out trainapi.EvalOutput
 		e.Must(trainapi.PrefEvaluateName, trainapi.PrefEvalInput{Store: e.Store, Checkpoint: uri, Reference: from, Data: prefTestData(),
-			Loss: loss.DefaultPreference(loss.PrefDPO), KLTokens: 4, Seed: 5}, &out)
+			Loss: losscfg.DefaultPreference(losscfg.PrefDPO), KLTokens: 4, Seed: 5}, &out)
 		return out.Metrics
 	}
 	m := eval(from)
@@ -147,7 +147,7 @@ func TestPrefEvaluate(t *testing.T) {
 	if m["heldout_pairs"] != 16 || m["heldout_pref_accuracy"] < 0 || m["heldout_pref_accuracy"] > 1 {
 		t.Fatalf("metrics %v", m)
 	}
-	out := chunk(e, "dpo", from, 0, 6, 6, trainapi.Cursor{Seed: 5}, loss.PrefDPO, "", from)
+	out := chunk(e, "dpo", from, 0, 6, 6, trainapi.Cursor{Seed: 5}, losscfg.PrefDPO, "", from)
 	after := eval(out.Checkpoint)
 	t.Logf("before %v\nafter %v", m, after)
 	if !(after["heldout_reward_margin"] > 0) || !(after["heldout_kl_sampled"] != 0) {
@@ -224,15 +224,15 @@ func TestPrefDataErrors(t *testing.T) {
 		name, body, kind, want string
 		seq                    int
 	}{
-		{"typo.jsonl", good + `{"prompt":"1+2=","chosen":"3","rejectd":"4"}` + "\n", loss.PrefDPO, `typo.jsonl:2: unknown field "rejectd"; did you mean "rejected"?`, 16},
-		{"half.jsonl", good + good + `{"prompt":"1+2=","chosen":"3"}` + "\n", loss.PrefDPO, `half.jsonl:3: a pair needs both "chosen" and "rejected"`, 16},
-		{"unpaired.jsonl", good + `{"prompt":"1+2=","completion":"3","label":true}` + "\n", loss.PrefDPO, `example 2 ("") is unpaired`, 16},
-		{"long.jsonl", good, loss.PrefDPO, `has 7 tokens, more than batch.seq 6`, 6},
+		{"typo.jsonl", good + `{"prompt":"1+2=","chosen":"3","rejectd":"4"}` + "\n", losscfg.PrefDPO, `typo.jsonl:2: unknown field "rejectd"; did you mean "rejected"?`, 16},
+		{"half.jsonl", good + good + `{"prompt":"1+2=","chosen":"3"}` + "\n", losscfg.PrefDPO, `half.jsonl:3: a pair needs both "chosen" and "rejected"`, 16},
+		{"unpaired.jsonl", good + `{"prompt":"1+2=","completion":"3","label":true}` + "\n", losscfg.PrefDPO, `example 2 ("") is unpaired`, 16},
+		{"long.jsonl", good, losscfg.PrefDPO, `has 7 tokens, more than batch.seq 6`, 6},
 	}
 	for _, c := range cases {
 		var out trainapi.ChunkOutput
 		err := e.Run(trainapi.PrefChunkName, trainapi.PrefChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "bad-" + c.name, From: from, Steps: 1, TotalSteps: 1, Cursor: trainapi.Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
-			Data: trainapi.PrefDataSpec{Train: write(c.name, c.body)}, Reference: from, Batch: trainapi.BatchSpec{Rows: 2, Seq: c.seq}, Loss: loss.DefaultPreference(c.kind)}, &out)
+			Data: trainapi.PrefDataSpec{Train: write(c.name, c.body)}, Reference: from, Batch: trainapi.BatchSpec{Rows: 2, Seq: c.seq}, Loss: losscfg.DefaultPreference(c.kind)}, &out)
 		var app *temporal.ApplicationError
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &app) || !app.NonRetryable() {
 			t.Errorf("%s: got %v, want a non-retryable error containing %q", c.name, err, c.want)
@@ -241,5 +241,5 @@ func TestPrefDataErrors(t *testing.T) {
 	// kto accepts unpaired lines (and pairs, which it splits).
 	var out trainapi.ChunkOutput
 	e.Must(trainapi.PrefChunkName, trainapi.PrefChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "kto-file", From: from, Steps: 1, TotalSteps: 1, Cursor: trainapi.Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
-		Data: trainapi.PrefDataSpec{Train: write("kto.jsonl", good+`{"prompt":"1+2=","completion":"3","label":true}`+"\n")}, Reference: from, Batch: trainapi.BatchSpec{Rows: 2, Seq: 16}, Loss: loss.DefaultPreference(loss.PrefKTO)}, &out)
+		Data: trainapi.PrefDataSpec{Train: write("kto.jsonl", good+`{"prompt":"1+2=","completion":"3","label":true}`+"\n")}, Reference: from, Batch: trainapi.BatchSpec{Rows: 2, Seq: 16}, Loss: losscfg.DefaultPreference(losscfg.PrefKTO)}, &out)
 }

@@ -1,6 +1,7 @@
 package trainapi
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -48,18 +49,10 @@ type PrefSampling struct {
 
 // WithDefaults fills zero fields with the documented defaults.
 func (p PrefSampling) WithDefaults() PrefSampling {
-	if p.Prompts == 0 {
-		p.Prompts = 1000
-	}
-	if p.Samples == 0 {
-		p.Samples = 8
-	}
-	if p.Temperature == 0 {
-		p.Temperature = 1
-	}
-	if p.MaxNewTokens == 0 {
-		p.MaxNewTokens = 16
-	}
+	p.Prompts = cmp.Or(p.Prompts, 1000)
+	p.Samples = cmp.Or(p.Samples, 8)
+	p.Temperature = cmp.Or(p.Temperature, 1)
+	p.MaxNewTokens = cmp.Or(p.MaxNewTokens, 16)
 	return p
 }
 

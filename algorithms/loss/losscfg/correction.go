@@ -1,6 +1,7 @@
 package losscfg
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -77,12 +78,8 @@ func (c Correction) WithDefaults() Correction {
 		return Correction{Mode: CorrectionNone, Low: c.Low, High: c.High}
 	}
 	low, high := DefaultCorrectionBounds(c.Mode)
-	if c.Low == 0 {
-		c.Low = low
-	}
-	if c.High == 0 {
-		c.High = high
-	}
+	c.Low = cmp.Or(c.Low, low)
+	c.High = cmp.Or(c.High, high)
 	return c
 }
 

@@ -42,7 +42,7 @@ var Algorithms = []string{AlgoGRPO, AlgoDrGRPO, AlgoDAPO, AlgoGSPO, AlgoRLOO, Al
 // kl_estimator defaults to k3 (GRPO's) everywhere; the correction block is unset (no correction) and
 // tis_threshold and entropy_coef default to 0 (off).
 type PolicyConfig struct {
-	Algorithm   string  `json:"algorithm" default:"grpo" help:"grpo | dr_grpo | dapo | gspo | rloo | reinforce_pp | ppo | cispo; other fields default per algorithm (loss.DefaultPolicyConfig)"`
+	Algorithm   string  `json:"algorithm" default:"grpo" help:"grpo | dr_grpo | dapo | gspo | rloo | reinforce_pp | ppo | cispo; other fields default per algorithm (losscfg.DefaultPolicyConfig)"`
 	ClipLow     float64 `json:"clip_low" default:"0.2" help:"ε_low: the ratio is clipped below at 1−ε_low (gspo: sequence ratio, ~3e-4; cispo: the IS weight, 1 = no lower bound)"`
 	ClipHigh    float64 `json:"clip_high" default:"0.2" help:"ε_high: the ratio is clipped above at 1+ε_high; > clip_low is DAPO's clip-higher (dapo 0.28, gspo ~4e-4; cispo: the IS weight is capped at 1+clip_high, default 3)"`
 	DualClip    float64 `json:"dual_clip" default:"0" help:"dual-clip c > 1+clip_high caps the loss of negative-advantage tokens at −c·A (typical 3; not used by gspo); 0 = off"`
