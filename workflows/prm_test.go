@@ -143,7 +143,8 @@ func TestPRMFromSearch(t *testing.T) {
 //
 // Overrides (JSON merged into a config): TEMPER_PRM_BASE, TEMPER_PRM_LABELS (the labelling
 // search), TEMPER_PRM_TRAIN (the prm phase), TEMPER_PRM_SEARCH (both compared searches);
-// TEMPER_PRM_SEEDS (default "1"); TEMPER_PRM_FROM (a base checkpoint URI) skips the base phase.
+// TEMPER_PRM_SEEDS (default "1"); TEMPER_PRM_FROM (a base checkpoint URI) skips the base phase;
+// TEMPER_PRM_STORE (a store URI that outlives the test, so a later run can start from its base).
 func TestPRMAcceptance(t *testing.T) {
 	if os.Getenv("TEMPER_PRM_ACCEPT") == "" {
 		t.Skip("acceptance experiment: set TEMPER_PRM_ACCEPT=1 (scripts/prm-vs-rollout.sh)")
@@ -184,13 +185,17 @@ func TestPRMAcceptance(t *testing.T) {
 				fmt.Sprintf(`{"prm":"prm","search":{"value":"prm","budget_tokens":%d}}`, budget.Search.Budget/2))},
 		}...)
 		started := time.Now()
-		out, _ := runPipeline(t, env, workflows.PipelineInput{Name: fmt.Sprintf("prm-accept-%d", seed), Store: "file://" + t.TempDir(), Seed: seed, Phases: phases}, 3*time.Hour)
+		store := os.Getenv("TEMPER_PRM_STORE")
+		if store == "" {
+			store = "file://" + t.TempDir()
+		}
+		out, _ := runPipeline(t, env, workflows.PipelineInput{Name: fmt.Sprintf("prm-accept-%d", seed), Store: store, Seed: seed, Phases: phases}, 3*time.Hour)
 		r := map[string]workflows.PhaseResult{}
 		for _, p := range out.Phases {
 			r[p.Name] = p
 		}
 		if b, ok := r["base"]; ok {
-			t.Logf("seed %d: base held-out exact match %.1f%%", seed, 100*b.Metrics["heldout_exact_match"])
+			t.Logf("seed %d: base %s held-out exact match %.1f%%", seed, b.Checkpoint, 100*b.Metrics["heldout_exact_match"])
 		}
 		l, p := r["labels"].Metrics, r["prm"].Metrics
 		t.Logf("seed %d: labels: %.0f step-labelled solutions from %.0f prompts (solved %.1f%%)", seed, l["data_step_solutions"], l["search_prompts"], 100*l["search_solved_rate"])
