@@ -144,7 +144,10 @@ func TestPRMFromSearch(t *testing.T) {
 // Overrides (JSON merged into a config): TEMPER_PRM_BASE, TEMPER_PRM_LABELS (the labelling
 // search), TEMPER_PRM_TRAIN (the prm phase), TEMPER_PRM_SEARCH (both compared searches);
 // TEMPER_PRM_SEEDS (default "1"); TEMPER_PRM_FROM (a base checkpoint URI) skips the base phase;
-// TEMPER_PRM_STORE (a store URI that outlives the test, so a later run can start from its base).
+// TEMPER_PRM_STORE (a store URI that outlives the test, so a later run can start from its base);
+// TEMPER_PRM_VALUED_BUDGET (the PRM-valued search's budget_tokens; default half the compared one);
+// TEMPER_PRM_WARM (JSON merged into acceptPRMWarm: a prm phase on the task's synthetic step labels
+// before, and as the start of, the one on the search's labels).
 func TestPRMAcceptance(t *testing.T) {
 	if os.Getenv("TEMPER_PRM_ACCEPT") == "" {
 		t.Skip("acceptance experiment: set TEMPER_PRM_ACCEPT=1 (scripts/prm-vs-rollout.sh)")
@@ -165,6 +168,16 @@ func TestPRMAcceptance(t *testing.T) {
 		} `json:"search"`
 	}
 	_ = json.Unmarshal(cmp, &budget)
+	// The PRM-valued search's budget_tokens: half the rollout's unless TEMPER_PRM_VALUED_BUDGET says
+	// otherwise (a search stops after the simulation that reaches its budget, so what it spends
+	// runs past it by up to one simulation; the acceptance compares what was spent).
+	valuedBudget := budget.Search.Budget / 2
+	if v := os.Getenv("TEMPER_PRM_VALUED_BUDGET"); v != "" {
+		var err error
+		if valuedBudget, err = strconv.Atoi(v); err != nil {
+			t.Fatalf("TEMPER_PRM_VALUED_BUDGET: %v", err)
+		}
+	}
 	for _, s := range strings.Split(seeds, ",") {
 		seed, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil {
@@ -177,12 +190,19 @@ func TestPRMAcceptance(t *testing.T) {
 			phases = append(phases, workflows.PhaseSpec{Name: "base", Kind: "sft", Config: merge(acceptSearchBase, os.Getenv("TEMPER_PRM_BASE"))})
 		}
 		fresh := func(k int64) string { return fmt.Sprintf(`{"data":{"seed":%d}}`, k+seed) }
+		prmFrom := from
+		if warm := os.Getenv("TEMPER_PRM_WARM"); warm != "" {
+			// A prm phase on the task's synthetic labels first (reference solutions and slipped
+			// steps), the search-label prm phase from it.
+			prmFrom = "warm"
+			phases = append(phases, workflows.PhaseSpec{Name: "warm", Kind: "prm", From: from, Config: merge(acceptPRMWarm, fresh(3000), warm)})
+		}
 		phases = append(phases, []workflows.PhaseSpec{
 			{Name: "labels", Kind: "search", From: from, Config: merge(acceptPRMLabels, fresh(1000), os.Getenv("TEMPER_PRM_LABELS"))},
-			{Name: "prm", Kind: "prm", From: from, FromData: "labels", Config: merge(acceptPRMTrain, os.Getenv("TEMPER_PRM_TRAIN"))},
+			{Name: "prm", Kind: "prm", From: prmFrom, FromData: "labels", Config: merge(acceptPRMTrain, os.Getenv("TEMPER_PRM_TRAIN"))},
 			{Name: "rollout", Kind: "search", From: from, Config: merge(string(cmp), fresh(2000))},
 			{Name: "valued", Kind: "search", From: from, Config: merge(string(cmp), fresh(2000),
-				fmt.Sprintf(`{"prm":"prm","search":{"value":"prm","budget_tokens":%d}}`, budget.Search.Budget/2))},
+				fmt.Sprintf(`{"prm":"prm","search":{"value":"prm","budget_tokens":%d}}`, valuedBudget))},
 		}...)
 		started := time.Now()
 		store := os.Getenv("TEMPER_PRM_STORE")
@@ -233,6 +253,8 @@ const (
 	acceptPRMLabels = `{"data":{"task":"expr","train_examples":120,"heldout_examples":1},"prompts":120,"batch_prompts":40,
 		"search":{"expand":4,"simulations":1000,"budget_tokens":400,"max_new_tokens":40,"step_check":false},"heartbeat_timeout":"2m"}`
 	acceptPRMTrain = `{"data":{"task":"expr","heldout_share":0.2},"batch":{"rows":32,"max_seq":64,"max_steps":8},"steps":300,"chunk_steps":150,
+		"optimizer":{"lr":0.001,"warmup_steps":20},"eval":{"examples":0},"keep_last":1,"heartbeat_timeout":"2m"}`
+	acceptPRMWarm = `{"data":{"task":"expr","train_examples":2000,"heldout_examples":200},"batch":{"rows":32,"max_seq":64,"max_steps":8},"steps":600,"chunk_steps":300,
 		"optimizer":{"lr":0.001,"warmup_steps":20},"eval":{"examples":0},"keep_last":1,"heartbeat_timeout":"2m"}`
 	acceptPRMSearch = `{"data":{"task":"expr","train_examples":120,"heldout_examples":1},"prompts":120,"batch_prompts":40,
 		"search":{"expand":4,"simulations":1000,"budget_tokens":400,"max_new_tokens":40,"step_check":false},"heartbeat_timeout":"2m"}`
