@@ -22,6 +22,7 @@ type PRMConfig struct {
 	Model ModelSpec         `json:"model" help:"architecture when the phase has no from (a value head is added)"`
 	Data  trainapi.PRMData  `json:"data"`
 	Batch trainapi.PRMBatch `json:"batch"`
+	Loss  trainapi.PRMLoss  `json:"loss"`
 	ChunkSpec
 	Eval PRMEval `json:"eval"`
 }
@@ -31,6 +32,7 @@ func defaultPRMConfig() *PRMConfig {
 		Model: ModelSpec{Preset: "tiny"},
 		Data:  trainapi.PRMData{TrainExamples: 2000, HeldoutExamples: 200, HeldoutShare: 0.2},
 		Batch: trainapi.PRMBatch{Rows: 32, MaxSeq: 64, MaxSteps: 8},
+		Loss:  trainapi.PRMLoss{Balance: trainapi.PRMBalanceLabels},
 		// The reward phase's optimizer: a small model fine-tuned from an sft checkpoint.
 		ChunkSpec: defaultChunkSpec(400, 200, trainapi.Optim{LR: 1e-3, WarmupSteps: 20, MinLRRatio: 0.1, WeightDecay: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}),
 		Eval:      PRMEval{EvalCadence: EvalCadence{Before: true}, Examples: 400},
@@ -42,7 +44,7 @@ func (c *PRMConfig) Validate() error {
 	if _, err := c.Model.Resolve(); err != nil {
 		return err
 	}
-	for _, err := range []error{c.Data.Validate(), c.Batch.Validate(), c.ChunkSpec.Validate(), c.Eval.EvalCadence.Validate()} {
+	for _, err := range []error{c.Data.Validate(), c.Batch.Validate(), c.Loss.Validate(), c.ChunkSpec.Validate(), c.Eval.EvalCadence.Validate()} {
 		if err != nil {
 			return err
 		}
@@ -63,9 +65,16 @@ func init() {
 		NewConfig: func() PhaseConfig { return defaultPRMConfig() }})
 }
 
+// versionPRMBalance: a prm phase weighs its loss's classes as loss.balance says (default labels)
+// and keeps the checkpoint of best held-out balanced accuracy. Before: every step weighed 1 and the
+// best was the one of best step accuracy, which a PRM calling every step wrong wins on search-tree
+// labels (most of their steps are wrong).
+const versionPRMBalance = "prm-balance"
+
 // PRM runs a prm phase (runChunked): RewardInit (the `from` checkpoint with a value head, no
-// generative term), PRMChunk's steps, PRMEvaluate's held-out step accuracy (the score; ties go to the
-// lower held-out cross-entropy). A from_data phase's step labels are the training data.
+// generative term), PRMChunk's steps, PRMEvaluate's held-out balanced accuracy (the score, step
+// accuracy where only one label is held out; ties go to the lower held-out cross-entropy). A
+// from_data phase's step labels are the training data.
 func PRM(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	cfg, err := decodeKindConfig[*PRMConfig](in)
 	if err != nil {
@@ -74,6 +83,10 @@ func PRM(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 	if fd := in.FromData; fd != nil {
 		cfg.Data.Task, cfg.Data.Train = "", fd.Steps
 	}
+	score := prmScore
+	if workflow.GetVersion(ctx, versionPRMBalance, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		cfg.Loss.Balance, score = trainapi.PRMBalanceNone, prmScoreBefore
+	}
 	return runChunked(ctx, in, chunkedKind{
 		spec: cfg.ChunkSpec, cadence: cfg.Eval.EvalCadence, dataSeed: cfg.Data.Seed,
 		start: func(r *chunkedRun) (string, bool, error) {
@@ -81,7 +94,7 @@ func PRM(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			return rewardInit(r, in, trainapi.RewardInitInput{Store: in.Store, Run: in.RunID, Phase: in.Phase, From: in.From, Model: mc, Seed: r.seed})
 		},
 		chunk: func(r *chunkedRun, head trainapi.ChunkHead) (string, any) {
-			return trainapi.PRMChunkName, trainapi.PRMChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch}
+			return trainapi.PRMChunkName, trainapi.PRMChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, Loss: cfg.Loss}
 		},
 		evaluate: func(r *chunkedRun, uri string) (map[string]float64, error) {
 			var out trainapi.RewardEvalOutput
@@ -91,9 +104,24 @@ func PRM(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 			return out.Metrics, err
 		},
 		headline: "heldout_step_accuracy",
-		score:    func(m map[string]float64) float64 { return m["heldout_step_accuracy"] - 1e-6*m["heldout_bce"] },
+		score:    score,
 		report: func(st *LoopState, metrics map[string]float64) {
 			metrics["train_step_accuracy"], metrics["solutions_per_s"] = st.Train["step_accuracy"], st.Train["solutions_per_s"]
 		},
 	})
+}
+
+// prmScore ranks a prm phase's evaluations: held-out balanced accuracy (step accuracy when only one
+// label is held out), ties to the lower cross-entropy.
+func prmScore(m map[string]float64) float64 {
+	acc, ok := m["heldout_balanced_accuracy"]
+	if !ok {
+		acc = m["heldout_step_accuracy"]
+	}
+	return acc - 1e-6*m["heldout_bce"]
+}
+
+// prmScoreBefore is prmScore before versionPRMBalance: step accuracy.
+func prmScoreBefore(m map[string]float64) float64 {
+	return m["heldout_step_accuracy"] - 1e-6*m["heldout_bce"]
 }

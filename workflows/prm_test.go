@@ -31,6 +31,7 @@ func TestPRMConfig(t *testing.T) {
 		{"prm", `{"data":{"task":"add2"}}`, "config.data.task", "does not check single steps"},
 		{"prm", `{"data":{"task":"expr","heldout_share":1}}`, "config.data.heldout_share", "0 <= share < 1"},
 		{"prm", `{"data":{"task":"expr"},"batch":{"max_steps":0}}`, "config.batch.max_steps", "1..256"},
+		{"prm", `{"data":{"task":"expr"},"loss":{"balance":"inverse"}}`, "config.loss.balance", "allowed values: labels, none"},
 		{"prm", `{"data":{"task":"expr"},"eval":{"examples":-1}}`, "config.eval.examples", ">= 0"},
 		{"search", `{"data":{"task":"expr"},"search":{"value":"critic"}}`, "config.search.value", "allowed values: rollout, prm"},
 		{"search", `{"data":{"task":"expr"},"search":{"value":"prm"}}`, "config.prm", "needs a process reward model"},
@@ -137,12 +138,16 @@ func TestPRMFromSearch(t *testing.T) {
 // fresh prompts a search valued by rollouts spends budget_tokens per prompt and one valued by the
 // PRM half of it (the PRM's forward tokens counted: prompt and path per scored step), both without
 // the per-line checker (the PRM stands in for it). It fails unless the PRM reaches 0.85 held-out step
-// accuracy and the PRM-valued search solves at least as many prompts at no more than half the
-// forward tokens per prompt.
+// accuracy and 0.85 balanced accuracy (the mean of the per-label accuracies), and the PRM-valued
+// search solves at least as many prompts at no more than half the forward tokens per prompt.
 //
 // Overrides (JSON merged into a config): TEMPER_PRM_BASE, TEMPER_PRM_LABELS (the labelling
 // search), TEMPER_PRM_TRAIN (the prm phase), TEMPER_PRM_SEARCH (both compared searches);
-// TEMPER_PRM_SEEDS (default "1"); TEMPER_PRM_FROM (a base checkpoint URI) skips the base phase.
+// TEMPER_PRM_SEEDS (default "1"); TEMPER_PRM_FROM (a base checkpoint URI) skips the base phase;
+// TEMPER_PRM_STORE (a store URI that outlives the test, so a later run can start from its base);
+// TEMPER_PRM_VALUED_BUDGET (the PRM-valued search's budget_tokens; default half the compared one);
+// TEMPER_PRM_WARM (JSON merged into acceptPRMWarm: a prm phase on the task's synthetic step labels
+// before, and as the start of, the one on the search's labels).
 func TestPRMAcceptance(t *testing.T) {
 	if os.Getenv("TEMPER_PRM_ACCEPT") == "" {
 		t.Skip("acceptance experiment: set TEMPER_PRM_ACCEPT=1 (scripts/prm-vs-rollout.sh)")
@@ -163,6 +168,16 @@ func TestPRMAcceptance(t *testing.T) {
 		} `json:"search"`
 	}
 	_ = json.Unmarshal(cmp, &budget)
+	// The PRM-valued search's budget_tokens: half the rollout's unless TEMPER_PRM_VALUED_BUDGET says
+	// otherwise (a search stops after the simulation that reaches its budget, so what it spends
+	// runs past it by up to one simulation; the acceptance compares what was spent).
+	valuedBudget := budget.Search.Budget / 2
+	if v := os.Getenv("TEMPER_PRM_VALUED_BUDGET"); v != "" {
+		var err error
+		if valuedBudget, err = strconv.Atoi(v); err != nil {
+			t.Fatalf("TEMPER_PRM_VALUED_BUDGET: %v", err)
+		}
+	}
 	for _, s := range strings.Split(seeds, ",") {
 		seed, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil {
@@ -175,27 +190,39 @@ func TestPRMAcceptance(t *testing.T) {
 			phases = append(phases, workflows.PhaseSpec{Name: "base", Kind: "sft", Config: merge(acceptSearchBase, os.Getenv("TEMPER_PRM_BASE"))})
 		}
 		fresh := func(k int64) string { return fmt.Sprintf(`{"data":{"seed":%d}}`, k+seed) }
+		prmFrom := from
+		if warm := os.Getenv("TEMPER_PRM_WARM"); warm != "" {
+			// A prm phase on the task's synthetic labels first (reference solutions and slipped
+			// steps), the search-label prm phase from it.
+			prmFrom = "warm"
+			phases = append(phases, workflows.PhaseSpec{Name: "warm", Kind: "prm", From: from, Config: merge(acceptPRMWarm, fresh(3000), warm)})
+		}
 		phases = append(phases, []workflows.PhaseSpec{
 			{Name: "labels", Kind: "search", From: from, Config: merge(acceptPRMLabels, fresh(1000), os.Getenv("TEMPER_PRM_LABELS"))},
-			{Name: "prm", Kind: "prm", From: from, FromData: "labels", Config: merge(acceptPRMTrain, os.Getenv("TEMPER_PRM_TRAIN"))},
+			{Name: "prm", Kind: "prm", From: prmFrom, FromData: "labels", Config: merge(acceptPRMTrain, os.Getenv("TEMPER_PRM_TRAIN"))},
 			{Name: "rollout", Kind: "search", From: from, Config: merge(string(cmp), fresh(2000))},
 			{Name: "valued", Kind: "search", From: from, Config: merge(string(cmp), fresh(2000),
-				fmt.Sprintf(`{"prm":"prm","search":{"value":"prm","budget_tokens":%d}}`, budget.Search.Budget/2))},
+				fmt.Sprintf(`{"prm":"prm","search":{"value":"prm","budget_tokens":%d}}`, valuedBudget))},
 		}...)
 		started := time.Now()
-		out, _ := runPipeline(t, env, workflows.PipelineInput{Name: fmt.Sprintf("prm-accept-%d", seed), Store: "file://" + t.TempDir(), Seed: seed, Phases: phases}, 3*time.Hour)
+		store := os.Getenv("TEMPER_PRM_STORE")
+		if store == "" {
+			store = "file://" + t.TempDir()
+		}
+		out, _ := runPipeline(t, env, workflows.PipelineInput{Name: fmt.Sprintf("prm-accept-%d", seed), Store: store, Seed: seed, Phases: phases}, 3*time.Hour)
 		r := map[string]workflows.PhaseResult{}
 		for _, p := range out.Phases {
 			r[p.Name] = p
 		}
 		if b, ok := r["base"]; ok {
-			t.Logf("seed %d: base held-out exact match %.1f%%", seed, 100*b.Metrics["heldout_exact_match"])
+			t.Logf("seed %d: base %s held-out exact match %.1f%%", seed, b.Checkpoint, 100*b.Metrics["heldout_exact_match"])
 		}
 		l, p := r["labels"].Metrics, r["prm"].Metrics
 		t.Logf("seed %d: labels: %.0f step-labelled solutions from %.0f prompts (solved %.1f%%)", seed, l["data_step_solutions"], l["search_prompts"], 100*l["search_solved_rate"])
-		t.Logf("seed %d: prm: held-out step accuracy %.3f (before %.3f; right steps %.3f, wrong steps %.3f, %.0f steps of %.0f solutions, %.2f labelled right), solution accuracy %.3f",
-			seed, p["heldout_step_accuracy"], p["heldout_step_accuracy_before"], p["heldout_step_accuracy_correct"], p["heldout_step_accuracy_wrong"],
-			p["heldout_steps"], p["heldout_solutions"], p["heldout_positive"], p["heldout_solution_accuracy"])
+		t.Logf("seed %d: prm: held-out step accuracy %.3f (before %.3f), balanced accuracy %.3f (before %.3f; right steps %.3f, wrong steps %.3f; %.0f steps of %.0f solutions, %.3f labelled right), solution accuracy %.3f; train step accuracy %.3f",
+			seed, p["heldout_step_accuracy"], p["heldout_step_accuracy_before"], p["heldout_balanced_accuracy"], p["heldout_balanced_accuracy_before"],
+			p["heldout_step_accuracy_correct"], p["heldout_step_accuracy_wrong"], p["heldout_steps"], p["heldout_solutions"], p["heldout_positive"],
+			p["heldout_solution_accuracy"], p["train_step_accuracy"])
 		ro, va := r["rollout"].Metrics, r["valued"].Metrics
 		for _, side := range []string{"rollout", "valued"} {
 			g := r[side].Metrics
@@ -205,8 +232,12 @@ func TestPRMAcceptance(t *testing.T) {
 		ratio := va["data_forward_tokens_per_prompt"] / ro["data_forward_tokens_per_prompt"]
 		t.Logf("seed %d: value prm / value rollout: solved %+.1f points, forward tokens x%.3f; %.0fs", seed,
 			100*(va["search_solved_rate"]-ro["search_solved_rate"]), ratio, time.Since(started).Seconds())
-		if p["heldout_step_accuracy"] < 0.85 {
-			t.Errorf("seed %d: PRM held-out step accuracy %.3f < 0.85", seed, p["heldout_step_accuracy"])
+		// Balanced accuracy too: on search-tree labels most steps are wrong, and a PRM calling every
+		// step wrong reaches the wrong steps' share in step accuracy (0.918 in the first run).
+		for _, k := range []string{"heldout_step_accuracy", "heldout_balanced_accuracy"} {
+			if p[k] < 0.85 {
+				t.Errorf("seed %d: PRM %s %.3f < 0.85", seed, k, p[k])
+			}
 		}
 		if va["search_solved_rate"] < ro["search_solved_rate"] || ratio > 0.5 {
 			t.Errorf("seed %d: value prm solved %.1f%% at x%.3f the tokens of value rollout (%.1f%%): want at least its solve rate at <= half the tokens",
@@ -222,6 +253,8 @@ const (
 	acceptPRMLabels = `{"data":{"task":"expr","train_examples":120,"heldout_examples":1},"prompts":120,"batch_prompts":40,
 		"search":{"expand":4,"simulations":1000,"budget_tokens":400,"max_new_tokens":40,"step_check":false},"heartbeat_timeout":"2m"}`
 	acceptPRMTrain = `{"data":{"task":"expr","heldout_share":0.2},"batch":{"rows":32,"max_seq":64,"max_steps":8},"steps":300,"chunk_steps":150,
+		"optimizer":{"lr":0.001,"warmup_steps":20},"eval":{"examples":0},"keep_last":1,"heartbeat_timeout":"2m"}`
+	acceptPRMWarm = `{"data":{"task":"expr","train_examples":2000,"heldout_examples":200},"batch":{"rows":32,"max_seq":64,"max_steps":8},"steps":600,"chunk_steps":300,
 		"optimizer":{"lr":0.001,"warmup_steps":20},"eval":{"examples":0},"keep_last":1,"heartbeat_timeout":"2m"}`
 	acceptPRMSearch = `{"data":{"task":"expr","train_examples":120,"heldout_examples":1},"prompts":120,"batch_prompts":40,
 		"search":{"expand":4,"simulations":1000,"budget_tokens":400,"max_new_tokens":40,"step_check":false},"heartbeat_timeout":"2m"}`

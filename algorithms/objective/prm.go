@@ -13,8 +13,8 @@ import (
 
 // PRMMetrics are the metrics of the process-reward objective, weighted means over the real steps
 // except steps (their count): step_accuracy is the fraction whose score sign agrees with the label
-// (score > 0 for a correct step, ≤ 0 for a wrong one), bce the mean binary cross-entropy, score the
-// mean logit, positive the fraction labelled correct.
+// (score > 0 for a correct step, ≤ 0 for a wrong one), bce the mean binary cross-entropy without
+// class weights (the loss has them), score the mean logit, positive the fraction labelled correct.
 var PRMMetrics = []string{"step_accuracy", "bce", "score", "positive", "steps"}
 
 // StepBatch is the input of PRM: one step-labelled solution per row. Seq are the rows (prompt and
@@ -63,12 +63,47 @@ func StepLogits(values, ends *Node) *Node {
 	return ReduceSum(Mul(pick, InsertAxes(values, 1)), 2)
 }
 
+// ClassWeights weigh each step's cross-entropy by its label: Correct on steps labelled correct,
+// Wrong on wrong ones. Search-tree labels are mostly wrong (a wrong step makes every later one
+// wrong), and with equal weights a PRM scores well by calling every step wrong; balanced weights
+// make both classes count alike. The zero value is the plain mean (both 1).
+type ClassWeights struct{ Correct, Wrong float64 }
+
+// BalancedWeights are the class weights total/(2·count) of a training set with correct steps
+// labelled correct out of total (sklearn's "balanced"): each class then carries half of the loss,
+// and the weights average 1 over the set, so the loss keeps its scale. A set with one class only
+// cannot be balanced and gets the plain mean.
+func BalancedWeights(correct, total int) ClassWeights {
+	if correct <= 0 || correct >= total {
+		return ClassWeights{}
+	}
+	n := float64(total)
+	return ClassWeights{Correct: n / (2 * float64(correct)), Wrong: n / (2 * float64(total-correct))}
+}
+
+// resolved reads a zero weight as 1 (the zero value is the plain mean).
+func (c ClassWeights) resolved() ClassWeights {
+	if c.Correct == 0 {
+		c.Correct = 1
+	}
+	if c.Wrong == 0 {
+		c.Wrong = 1
+	}
+	return c
+}
+
+// plain says the weights are the plain mean (the graph then multiplies by nothing, as before
+// weights existed).
+func (c ClassWeights) plain() bool { return c.resolved() == ClassWeights{Correct: 1, Wrong: 1} }
+
 // StepBCE is the process-reward loss: binary cross-entropy of each step's logit z against its
-// label y, ℓ = −y·log σ(z) − (1−y)·log σ(−z), weighted mean over the steps.
+// label y, ℓ = −y·log σ(z) − (1−y)·log σ(−z), weighted by its class (cw: Correct where y = 1, Wrong
+// where y = 0; the zero value weighs 1) and averaged over the real steps. The metrics are plain
+// means over the real steps whatever the class weights.
 //
 //	logits, labels, w: [rows, steps] float32 (w: 1 on real steps)
-//	loss:              scalar Σ w·ℓ / Σ w (0 when Σ w = 0)
-func StepBCE(logits, labels, w *Node) (*Node, map[string]*Node) {
+//	loss:              scalar Σ w·c(y)·ℓ / Σ w (0 when Σ w = 0)
+func StepBCE(logits, labels, w *Node, cw ClassWeights) (*Node, map[string]*Node) {
 	for _, x := range []*Node{labels, w} {
 		if !x.Shape().EqualDimensions(logits.Shape()) {
 			panic(fmt.Sprintf("objective: step bce: logits %s, labels %s, weights %s must share one shape", logits.Shape(), labels.Shape(), w.Shape()))
@@ -82,17 +117,30 @@ func StepBCE(logits, labels, w *Node) (*Node, map[string]*Node) {
 	bce := Neg(Add(Mul(labels, loss.LogSigmoid(logits)), Mul(Sub(one, labels), loss.LogSigmoid(Neg(logits)))))
 	pred := ConvertDType(GreaterThan(logits, ZerosLike(logits)), logits.DType())
 	right := ConvertDType(Equal(pred, labels), logits.DType())
-	l := mean(bce)
-	return l, map[string]*Node{"step_accuracy": mean(right), "bce": l, "score": mean(logits), "positive": mean(labels), "steps": n}
+	plainBCE := mean(bce)
+	l := plainBCE
+	if !cw.plain() {
+		// c(y) = Wrong + y·(Correct − Wrong): labels are exactly 0 or 1.
+		cw = cw.resolved()
+		c := AddScalar(MulScalar(labels, cw.Correct-cw.Wrong), cw.Wrong)
+		l = mean(Mul(c, bce))
+	}
+	return l, map[string]*Node{"step_accuracy": mean(right), "bce": plainBCE, "score": mean(logits), "positive": mean(labels), "steps": n}
 }
 
 // PRM is the process-reward-model objective: the value head read at every step's end (StepLogits)
-// trained with StepBCE against the step labels. Its input is a StepBatch; the model needs a value
-// head. The generative term of a Bradley–Terry reward model (Config.RewardLogProb) is not used: a
-// step's score is the value head alone, so it reads at any position the same way.
-func PRM() Objective {
+// trained with StepBCE against the step labels, each class weighted by cw. Its input is a
+// StepBatch; the model needs a value head. The generative term of a Bradley–Terry reward model
+// (Config.RewardLogProb) is not used: a step's score is the value head alone, so it reads at any
+// position the same way.
+func PRM(cw ClassWeights) Objective {
+	name := "prm-bce"
+	if !cw.plain() {
+		r := cw.resolved()
+		name = fmt.Sprintf("prm-bce[correct=%g wrong=%g]", r.Correct, r.Wrong)
+	}
 	return Objective{
-		Name:    "prm-bce",
+		Name:    name,
 		Metrics: PRMMetrics,
 		Build: func(scope *gm.Scope, mc model.Config, in []*Node) (*Node, map[string]*Node) {
 			b := stepIn("prm", in)
@@ -100,7 +148,7 @@ func PRM() Objective {
 				panic("objective prm: the model has no value_head")
 			}
 			values := model.Values(scope, mc, b.seq.tokens, b.seq.positions, rewardBool(b.seq.valid))
-			return StepBCE(StepLogits(values, b.ends), b.labels, b.weight)
+			return StepBCE(StepLogits(values, b.ends), b.labels, b.weight, cw)
 		},
 	}
 }
@@ -132,7 +180,7 @@ func PRMScores(rows, steps int) Objective {
 			}
 			values := model.Values(scope, mc, b.seq.tokens, b.seq.positions, rewardBool(b.seq.valid))
 			logits := StepLogits(values, b.ends)
-			l, _ := StepBCE(logits, b.labels, b.weight)
+			l, _ := StepBCE(logits, b.labels, b.weight, ClassWeights{})
 			p := Sigmoid(logits)
 			out := make(map[string]*Node, len(names))
 			for r := range rows {

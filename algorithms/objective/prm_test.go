@@ -11,16 +11,22 @@ import (
 )
 
 // prmRef is the plain-Go float64 reference of StepLogits and StepBCE: values [rows][seq] read at
-// ends [rows][steps], binary cross-entropy against labels, weighted mean.
-func prmRef(values [][]float64, ends [][]int, labels, w [][]float64) (float64, map[string]float64) {
-	var n, l, acc, score, pos float64
+// ends [rows][steps], binary cross-entropy against labels, each step weighted by w and by its
+// class's weight (cCorrect on label 1, cWrong on label 0), summed over Σ w.
+func prmRef(values [][]float64, ends [][]int, labels, w [][]float64, cCorrect, cWrong float64) (float64, map[string]float64) {
+	var n, l, plain, acc, score, pos float64
 	for r := range ends {
 		for s, e := range ends[r] {
 			z, y := values[r][e], labels[r][s]
 			// −log σ(z) = log(1 + e^{−z}) and −log σ(−z) = log(1 + e^{z}), written stably.
 			nlsPos := math.Max(-z, 0) + math.Log1p(math.Exp(-math.Abs(z)))
 			nlsNeg := math.Max(z, 0) + math.Log1p(math.Exp(-math.Abs(z)))
-			l += w[r][s] * (y*nlsPos + (1-y)*nlsNeg)
+			c := cWrong
+			if y == 1 {
+				c = cCorrect
+			}
+			l += w[r][s] * c * (y*nlsPos + (1-y)*nlsNeg)
+			plain += w[r][s] * (y*nlsPos + (1-y)*nlsNeg)
 			if (z > 0) == (y == 1) {
 				acc += w[r][s]
 			}
@@ -30,7 +36,7 @@ func prmRef(values [][]float64, ends [][]int, labels, w [][]float64) (float64, m
 		}
 	}
 	den := math.Max(n, 1e-9)
-	return l / den, map[string]float64{"step_accuracy": acc / den, "bce": l / den, "score": score / den, "positive": pos / den, "steps": n}
+	return l / den, map[string]float64{"step_accuracy": acc / den, "bce": plain / den, "score": score / den, "positive": pos / den, "steps": n}
 }
 
 func mat32(x [][]float64) *tensors.Tensor {
@@ -53,6 +59,7 @@ func TestStepBCEMatchesReference(t *testing.T) {
 		values       [][]float64
 		ends         [][]int
 		labels, w    [][]float64
+		cw           ClassWeights
 		wantLoss     float64 // hand-computed
 		wantAccuracy float64
 	}{
@@ -76,10 +83,26 @@ func TestStepBCEMatchesReference(t *testing.T) {
 			values: [][]float64{{-2, 50, 0}, {9, 9, 9}}, ends: [][]int{{0, 1}, {0, 0}}, labels: [][]float64{{0, 0}, {1, 1}}, w: [][]float64{{1, 0}, {0, 0}},
 			wantLoss: math.Log1p(math.Exp(-2)), wantAccuracy: 1,
 		},
+		{
+			name:   "class weights: a right step weighs 3, a wrong one 0.6",
+			values: [][]float64{{0, 3, 0, -1}}, ends: [][]int{{1, 3}}, labels: [][]float64{{0, 1}}, w: [][]float64{{1, 1}}, cw: ClassWeights{Correct: 3, Wrong: 0.6},
+			wantLoss: (0.6*math.Log1p(math.Exp(3)) + 3*math.Log1p(math.Exp(1))) / 2, wantAccuracy: 0,
+		},
+		{
+			name:   "balanced weights of one right step and three wrong ones",
+			values: [][]float64{{2, -1, 1, -3}}, ends: [][]int{{0, 1, 2, 3}}, labels: [][]float64{{1, 0, 0, 0}}, w: [][]float64{{1, 1, 1, 1}}, cw: BalancedWeights(1, 4),
+			wantLoss: (2*math.Log1p(math.Exp(-2)) + 2.0/3*(math.Log1p(math.Exp(-1))+math.Log1p(math.Exp(1))+math.Log1p(math.Exp(-3)))) / 4, wantAccuracy: 0.75,
+		},
+		{
+			name:   "class weights skip padding",
+			values: [][]float64{{-2, 50, 0}, {9, 9, 9}}, ends: [][]int{{0, 1}, {0, 0}}, labels: [][]float64{{0, 1}, {1, 1}}, w: [][]float64{{1, 0}, {0, 0}}, cw: ClassWeights{Correct: 5, Wrong: 0.5},
+			wantLoss: 0.5 * math.Log1p(math.Exp(-2)), wantAccuracy: 1,
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ref, refM := prmRef(c.values, c.ends, c.labels, c.w)
+			cw := c.cw.resolved()
+			ref, refM := prmRef(c.values, c.ends, c.labels, c.w, cw.Correct, cw.Wrong)
 			if math.Abs(ref-c.wantLoss) > 1e-12 || refM["step_accuracy"] != c.wantAccuracy {
 				t.Fatalf("reference %g (accuracy %g), hand-computed %g (%g)", ref, refM["step_accuracy"], c.wantLoss, c.wantAccuracy)
 			}
@@ -90,7 +113,7 @@ func TestStepBCEMatchesReference(t *testing.T) {
 				}
 			}
 			outs := MustExecOnceN(testbackend.Sequential(), func(in []*Node) []*Node {
-				l, m := StepBCE(StepLogits(in[0], in[1]), in[2], in[3])
+				l, m := StepBCE(StepLogits(in[0], in[1]), in[2], in[3], c.cw)
 				nodes := []*Node{l, Gradient(l, in[0])[0]}
 				for _, k := range PRMMetrics {
 					nodes = append(nodes, m[k])
@@ -105,7 +128,7 @@ func TestStepBCEMatchesReference(t *testing.T) {
 					t.Errorf("%s %g, reference %g", k, got, refM[k])
 				}
 			}
-			// d loss / d values[r][e] = Σ over steps ending at e of w·(σ(z) − y) / Σ w.
+			// d loss / d values[r][e] = Σ over steps ending at e of w·c(y)·(σ(z) − y) / Σ w.
 			var n float64
 			for r := range c.w {
 				for _, v := range c.w[r] {
@@ -118,7 +141,11 @@ func TestStepBCEMatchesReference(t *testing.T) {
 				want := make([]float64, seq)
 				for s, e := range c.ends[r] {
 					z := c.values[r][e]
-					want[e] += c.w[r][s] * (1/(1+math.Exp(-z)) - c.labels[r][s]) / math.Max(n, 1e-9)
+					cy := cw.Wrong
+					if c.labels[r][s] == 1 {
+						cy = cw.Correct
+					}
+					want[e] += c.w[r][s] * cy * (1/(1+math.Exp(-z)) - c.labels[r][s]) / math.Max(n, 1e-9)
 				}
 				for p := range seq {
 					if got := float64(grad[r*seq+p]); math.Abs(got-want[p]) > 1e-5 {
@@ -127,5 +154,44 @@ func TestStepBCEMatchesReference(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBalancedWeights: total/(2·count) per class on hand-computed counts, the plain mean for a
+// one-class or already balanced set, and the objective's name (its compile key) changes with the
+// weights only when they are not the plain mean.
+func TestBalancedWeights(t *testing.T) {
+	for _, c := range []struct {
+		correct, total int
+		want           ClassWeights
+	}{
+		{1, 4, ClassWeights{Correct: 2, Wrong: 4.0 / 6}},
+		{30, 366, ClassWeights{Correct: 366.0 / 60, Wrong: 366.0 / 672}},
+		{5, 10, ClassWeights{Correct: 1, Wrong: 1}},
+		{0, 5, ClassWeights{}},
+		{5, 5, ClassWeights{}},
+	} {
+		got := BalancedWeights(c.correct, c.total)
+		if math.Abs(got.Correct-c.want.Correct) > 1e-12 || math.Abs(got.Wrong-c.want.Wrong) > 1e-12 {
+			t.Errorf("BalancedWeights(%d, %d) = %+v, want %+v", c.correct, c.total, got, c.want)
+		}
+		// Each class carries half of the weight: correct·Correct = (total−correct)·Wrong = total/2.
+		if r := got.resolved(); c.correct > 0 && c.correct < c.total &&
+			(math.Abs(float64(c.correct)*r.Correct-float64(c.total)/2) > 1e-9 || math.Abs(float64(c.total-c.correct)*r.Wrong-float64(c.total)/2) > 1e-9) {
+			t.Errorf("BalancedWeights(%d, %d) = %+v: the classes do not carry half each", c.correct, c.total, got)
+		}
+	}
+	for _, c := range []struct {
+		cw   ClassWeights
+		name string
+	}{
+		{ClassWeights{}, "prm-bce"},
+		{ClassWeights{Correct: 1, Wrong: 1}, "prm-bce"},
+		{ClassWeights{Correct: 2, Wrong: 0.5}, "prm-bce[correct=2 wrong=0.5]"},
+		{ClassWeights{Correct: 2}, "prm-bce[correct=2 wrong=1]"},
+	} {
+		if got := PRM(c.cw).Name; got != c.name {
+			t.Errorf("PRM(%+v).Name = %q, want %q", c.cw, got, c.name)
+		}
 	}
 }

@@ -363,10 +363,20 @@ func TestStepCheck(t *testing.T) {
 }
 
 // prmEnv is exprEnv with an oracle process reward model: a path scores 0.9 when every complete
-// line is right, else 0.1; scoring costs the prompt (10) and the path.
+// line is right, else 0.1; scoring costs the prompt (10) and the path, as a rollout's prefill does
+// in exprEnv.Sample. paid sums per tree the costs it returned, samples and scorings alike.
 type prmEnv struct {
 	*exprEnv
 	scored int
+	paid   map[int]int
+}
+
+func (e *prmEnv) Sample(reqs []Request) ([]Sample, error) {
+	out, err := e.exprEnv.Sample(reqs)
+	for i, s := range out {
+		e.paid[reqs[i].Tree] += s.Cost
+	}
+	return out, err
 }
 
 func (e *prmEnv) ValueSteps(reqs []Request) ([]float64, []int, error) {
@@ -376,15 +386,17 @@ func (e *prmEnv) ValueSteps(reqs []Request) ([]float64, []int, error) {
 		if (checkedEnv{e.exprEnv}).ValidPrefix(r.Tree, string(runes(r.Path))) {
 			scores[i] = 0.9
 		}
+		e.paid[r.Tree] += costs[i]
 	}
 	e.scored += len(reqs)
 	return scores, costs, nil
 }
 
 // TestValuePRM: with value prm a new step is valued by the PRM's score (no rollout: every Sample
-// request is an expansion of at most step_tokens tokens), the scoring's tokens are paid, a valued
-// node is never a solution or a pair's side, and the search still finds verified solutions; an
-// env that cannot value steps is an error.
+// request is an expansion of at most step_tokens tokens), the scoring's tokens are paid (each
+// tree's budget count is exactly the costs the env returned for it, expansions and scorings: the
+// same accounting as rollouts'), a valued node is never a solution or a pair's side, and the search
+// still finds verified solutions; an env that cannot value steps is an error.
 func TestValuePRM(t *testing.T) {
 	task, _ := tasks.Lookup("expr")
 	exs := tasks.Generate(task, 6, 5, 0)
@@ -395,12 +407,17 @@ func TestValuePRM(t *testing.T) {
 	for i := range trees {
 		trees[i], seeds[i] = NewTree(), uint64(100+i)
 	}
-	env := &prmEnv{exprEnv: &exprEnv{exs: exs, right: 0.6}}
+	env := &prmEnv{exprEnv: &exprEnv{exs: exs, right: 0.6}, paid: map[int]int{}}
 	if err := Run(trees, seeds, p, env); err != nil {
 		t.Fatal(err)
 	}
 	if env.scored == 0 {
 		t.Fatal("the PRM scored nothing")
+	}
+	for i, tr := range trees {
+		if tr.Tokens != env.paid[i] || tr.Tokens == 0 {
+			t.Errorf("tree %d counts %d forward tokens, the env was paid %d", i, tr.Tokens, env.paid[i])
+		}
 	}
 	solved := 0
 	for i, tr := range trees {

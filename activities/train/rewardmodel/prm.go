@@ -86,13 +86,35 @@ func heldOutPrompts(exs []tasks.StepExample, share float64) map[string]bool {
 	return out
 }
 
+// classWeights are the loss's class weights for the training rows: with balance labels, each
+// class's total/(2·count) over the steps the rows keep (objective.BalancedWeights), else the plain
+// mean.
+func classWeights(l trainapi.PRMLoss, rows []train.StepRow) objective.ClassWeights {
+	if l.Balance != trainapi.PRMBalanceLabels {
+		return objective.ClassWeights{}
+	}
+	var correct, total int
+	for _, r := range rows {
+		for _, y := range r.Labels {
+			if y {
+				correct++
+			}
+			total++
+		}
+	}
+	return objective.BalancedWeights(correct, total)
+}
+
 // PRMChunk trains in.Steps steps of the process-reward objective (objective.PRM: the value head at
-// every step's end, binary cross-entropy against the step labels) from in.From; train.RunChunk does
-// the rest. Its metrics are objective.PRMMetrics' chunk means, and solutions / solutions_per_s.
+// every step's end, binary cross-entropy against the step labels, class-weighted as in.Loss says)
+// from in.From; train.RunChunk does the rest. Its metrics are objective.PRMMetrics' chunk means,
+// and solutions / solutions_per_s.
 func (a *Activities) PRMChunk(ctx context.Context, in trainapi.PRMChunkInput) (trainapi.ChunkOutput, error) {
 	op := fmt.Sprintf("train: prm chunk %s/%s", in.Run, in.Phase)
-	if err := in.Batch.Validate(); err != nil {
-		return trainapi.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
+	for _, err := range []error{in.Batch.Validate(), in.Loss.Validate()} {
+		if err != nil {
+			return trainapi.ChunkOutput{}, train.BadInput(fmt.Errorf("%s: %w", op, err))
+		}
 	}
 	return train.RunChunk(ctx, a.Activities, in.ChunkHead, op, func() (*train.ChunkObjective[[]int], error) {
 		exs, _, err := stepData(ctx, a.Ckpt, in.Data, in.Cursor.Seed)
@@ -108,7 +130,7 @@ func (a *Activities) PRMChunk(ctx context.Context, in trainapi.PRMChunkInput) (t
 			return nil, err
 		}
 		eng, cfg := m.Engine, m.Config
-		obj := objective.PRM()
+		obj := objective.PRM(classWeights(in.Loss, rows))
 		return &train.ChunkObjective[[]int]{Eng: eng, Cfg: cfg, Unit: "solutions",
 			Next: func(cur trainapi.Cursor) ([]int, trainapi.Cursor, error) {
 				idx, next := train.NextRows(len(rows), in.Batch.Rows, cur)
@@ -134,7 +156,8 @@ const prmEvalRows = 32
 
 // PRMEvaluate measures a process reward model on held-out step-labelled solutions:
 // heldout_step_accuracy (the fraction of steps whose score σ(z) is on the label's side of 0.5; the
-// acceptance metric), heldout_step_accuracy_correct and _wrong (the same within each label),
+// acceptance metric), heldout_step_accuracy_correct and _wrong (the same within each label) and
+// heldout_balanced_accuracy (their mean, when both labels occur),
 // heldout_solution_accuracy (the minimum step score against the minimum label: the outcome the prm
 // verifier reports), heldout_bce and the counts.
 func (a *Activities) PRMEvaluate(ctx context.Context, in trainapi.PRMEvalInput) (trainapi.RewardEvalOutput, error) {
@@ -202,6 +225,11 @@ func stepMetrics(rows []train.StepRow, scores [][]float64) map[string]float64 {
 	}
 	if n > nPos {
 		out["heldout_step_accuracy_wrong"] = (right - rightPos) / (n - nPos)
+	}
+	if nPos > 0 && n > nPos {
+		// The mean of the two per-label accuracies: calling every step wrong scores 0.5 here
+		// whatever the share of wrong steps, while it scores that share in step accuracy.
+		out["heldout_balanced_accuracy"] = (out["heldout_step_accuracy_correct"] + out["heldout_step_accuracy_wrong"]) / 2
 	}
 	return out
 }

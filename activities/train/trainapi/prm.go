@@ -55,12 +55,33 @@ func (b PRMBatch) Validate() error {
 	return checkBatch(b.Rows, "batch.max_seq", b.MaxSeq)
 }
 
+// PRM class weightings (PRMLoss.Balance).
+const (
+	PRMBalanceLabels = "labels"
+	PRMBalanceNone   = "none"
+)
+
+// PRMLoss says how the process-reward loss weighs its steps.
+type PRMLoss struct {
+	// Balance "" (inputs recorded before the field) is none.
+	Balance string `json:"balance" default:"labels" help:"labels: weigh each class's steps by total/(2·count) over the training labels, so that calling every step wrong (most search-tree steps are) does not pay | none: every step weighs 1"`
+}
+
+// Validate names the bad field and the allowed values.
+func (l PRMLoss) Validate() error {
+	if l.Balance != "" && l.Balance != PRMBalanceLabels && l.Balance != PRMBalanceNone {
+		return &config.FieldError{Path: "loss.balance", Msg: fmt.Sprintf("%q: allowed values: %s, %s", l.Balance, PRMBalanceLabels, PRMBalanceNone)}
+	}
+	return nil
+}
+
 // PRMChunkInput trains Steps process-reward steps from From (Cursor: the position in the training
 // solutions).
 type PRMChunkInput struct {
 	ChunkHead
 	Data  PRMData  `json:"data"`
 	Batch PRMBatch `json:"batch"`
+	Loss  PRMLoss  `json:"loss"`
 }
 
 // PRMEvalInput evaluates a process reward model on held-out step-labelled solutions.
