@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -30,9 +31,15 @@ func StepEnds(r Rollout, decode func([]int) string) (ends []int, cut bool, err e
 	if steps == 0 {
 		return nil, false, nil
 	}
-	if full := decode(r.Tokens); !strings.HasPrefix(full, c) {
+	// The stored completion went through JSON, which turns each invalid UTF-8 byte into U+FFFD (an
+	// undertrained policy samples such bytes); newlines stay where they were, so the steps are
+	// found in the tokens' own text, the prefix that the completion is the JSON form of.
+	full := decode(r.Tokens)
+	text, ok := jsonPrefix(full, len(c))
+	if !ok || jsonText(text) != c {
 		return nil, false, fmt.Errorf("rollout %s: its completion is not the text of its %d tokens (a tool episode?): steps cannot be placed on tokens", r.ID, len(r.Tokens))
 	}
+	c = text
 	// The byte that ends each step: its newline, or the last byte of a last line without one.
 	lines := strings.Split(c, "\n")
 	at := 0
@@ -50,10 +57,43 @@ func StepEnds(r Rollout, decode func([]int) string) (ends []int, cut bool, err e
 	n := len(r.Tokens)
 	for i, b := range ends {
 		k := sort.Search(n, func(k int) bool { return len(decode(r.Tokens[:k+1])) > b })
-		if k == n || !strings.HasPrefix(c, decode(r.Tokens[:k])) {
+		if k == n || !strings.HasPrefix(full, decode(r.Tokens[:k])) {
 			return nil, false, fmt.Errorf("rollout %s: step %d (byte %d): its tokens do not decode prefix by prefix to the completion", r.ID, i, b)
 		}
 		ends[i] = k
 	}
 	return ends, cut, nil
+}
+
+// jsonText is s as a JSON round trip leaves it (encoding/json: each invalid UTF-8 byte → U+FFFD).
+func jsonText(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// jsonPrefix returns the prefix of s whose jsonText is n bytes long, if one is.
+func jsonPrefix(s string, n int) (string, bool) {
+	out := 0
+	for i := 0; i < len(s); {
+		if out == n {
+			return s[:i], true
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			out += len("\uFFFD")
+		} else {
+			out += size
+		}
+		i += size
+	}
+	return s, out == n
 }

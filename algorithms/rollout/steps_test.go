@@ -57,6 +57,9 @@ func TestStepEnds(t *testing.T) {
 		// "ab" "\n" "c\nd" "e": lines ab | c | de; the second newline is inside token 2.
 		{"multi-byte tokens", Rollout{ID: "t", Completion: "ab\nc\nde", Tokens: []int{0, 1, 2, 3}, StopReason: "stop"}, toyDecode(toy), []int{1, 2, 3}, false},
 		// "ab" "\n\n" "e": lines ab | (blank) | e; both newlines are token 1.
+		// Invalid UTF-8 bytes: the stored completion holds U+FFFD (3 bytes) for each; the ends are
+		// still the tokens': "\xff" "\n" "\xfe" "7" → lines (FFFD) | (FFFD)7.
+		{"invalid UTF-8 through JSON", Rollout{ID: "u", Completion: "\uFFFD\n\uFFFD7", Tokens: []int{0xff, '\n', 0xfe, '7', tokenize.ByteEOS}, StopReason: "stop"}, byteDec, []int{1, 3}, false},
 		{"two newlines in one token", Rollout{ID: "t", Completion: "ab\n\ne", Tokens: []int{0, 4, 3}, StopReason: "length"}, toyDecode(toy), []int{1, 1, 2}, true},
 	} {
 		ends, cut, err := StepEnds(c.r, c.dec)
