@@ -3,13 +3,22 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/temperml/temper/activities/ckpt"
+	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/activities/train/rewardmodel"
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/safetensors"
+	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -124,6 +133,15 @@ func TestPPOConfig(t *testing.T) {
 		{"ppo", `{"loss":{"value_coef":0}}`, "config.loss.value_coef"},
 		{"ppo", `{"loss":{"value_clip":-1}}`, "config.loss"},
 		{"ppo", `{"dynamic_sampling":true}`, "config.dynamic_sampling"},
+		{"ppo", `{"ppo":{"step_rewards":{"verifier":"prm","coef":0.5,"baseline":0.5}},"reward":{"verifiers":[{"name":"task"},{"name":"prm","report_only":true,"params":{"checkpoint":"file:///p/"}}]}}`, ""},
+		{"ppo", `{"ppo":{"step_rewards":{"verifier":"p2"}},"reward":{"verifiers":[{"name":"prm","as":"p2","params":{"checkpoint":"file:///p/"}}]}}`, ""},
+		{"ppo", `{"ppo":{"step_rewards":{"verifier":"prm"}},"reward":{"verifiers":[{"name":"prm","as":"p2","params":{"checkpoint":"file:///p/"}}]}}`, "config.ppo.step_rewards.verifier"},
+		{"ppo", `{"ppo":{"step_rewards":{"verifier":"task"}},"reward":{"verifiers":[{"name":"task"}]}}`, "config.ppo.step_rewards.verifier"},
+		{"ppo", `{"ppo":{"step_rewards":{"verifier":"prm"}}}`, "config.ppo.step_rewards.verifier"},
+		{"ppo", `{"ppo":{"step_rewards":{}}}`, "config.ppo.step_rewards.verifier"},
+		{"ppo", `{"ppo":{"step_rewards":{"verifier":"prm","coef":-1}}}`, "config.ppo.step_rewards.coef"},
+		{"ppo", `{"ppo":{"step_rewards":{"verifier":"prm","baseline":1.5}}}`, "config.ppo.step_rewards.baseline"},
+		{"ppo", `{"ppo":{"step_rewards":{"verifier":"prm"}},"rollout":{"tools":["calc"]},"reward":{"verifiers":[{"name":"prm","params":{"checkpoint":"file:///p/"}}]}}`, "config.ppo.step_rewards"},
 	} {
 		cfg := map[string]any{}
 		if err := json.Unmarshal([]byte(c.raw), &cfg); err != nil {
@@ -149,4 +167,68 @@ func TestPPOConfig(t *testing.T) {
 			t.Errorf("explain ppo lacks %q:\n%s", want, s)
 		}
 	}
+}
+
+// freshPRM commits a process reward model for tests: a fresh tiny model with a value head (the
+// reward phase's RewardInit), which a prm verifier scores steps with (its scores are near 0.5; what
+// the test checks is that they reach the policy step, not what they say).
+func freshPRM(t *testing.T) string {
+	t.Helper()
+	var ts testsuite.WorkflowTestSuite
+	aenv := ts.NewTestActivityEnvironment()
+	rewardmodel.Register(aenv, &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})})
+	cfg, err := model.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxSeq = 64
+	v, err := aenv.ExecuteActivity(trainapi.RewardInitName, trainapi.RewardInitInput{Store: "file://" + t.TempDir(), Run: "p", Phase: "prm", Model: modelcfg.Config(cfg), Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out trainapi.RewardInitOutput
+	if err := v.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Checkpoint
+}
+
+// TestPPOStepRewards runs sft → ppo on the real server with a prm verifier (report_only) beside the
+// task's checker and ppo.step_rewards on its label: the step scores travel from the reward role to
+// the trainer in the verdicts objects (the history carries their URIs only), every step reports
+// step_rewards_per_sample and step_rewards_cut (some completion's steps were scored: placed or
+// cut), and step_reward_mean when any was placed; the histories replay.
+func TestPPOStepRewards(t *testing.T) {
+	env := testenv.Get(t)
+	env.Roles(t)
+	prm := freshPRM(t)
+	extra := fmt.Sprintf(`{"iterations":2,"max_new_tokens":24,"reward":{"verifiers":[{"name":"task"},{"name":"prm","as":"steps","report_only":true,
+		"params":{"checkpoint":%q,"max_steps":4}}]},"ppo":{"step_rewards":{"verifier":"steps","coef":1,"baseline":0.5}}}`, prm)
+	in := ppoPipeline(t, extra)
+	out, id := runPipeline(t, env, in, 10*time.Minute)
+	ph := out.Phases[1]
+	t.Logf("ppo phase: %v", ph.Metrics)
+	if ph.Metrics["iterations"] != 2 {
+		t.Fatalf("ppo phase: %v", ph.Metrics)
+	}
+	ctx := context.Background()
+	ck, err := ckpt.New(ckpt.Options{}).Read(ctx, ph.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ck.ReadState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := st.Scalars
+	t.Logf("final step: step_rewards_per_sample %v, step_rewards_cut %v, step_reward_mean %v, step_score_mean %v",
+		m["step_rewards_per_sample"], m["step_rewards_cut"], m["step_reward_mean"], m["step_score_mean"])
+	placed, hasPlaced := m["step_rewards_per_sample"]
+	if _, hasCut := m["step_rewards_cut"]; !hasPlaced || !hasCut || !(placed+m["step_rewards_cut"] > 0) {
+		t.Fatalf("final step: no step scores reached the trainer: %v", m)
+	}
+	if r, ok := m["step_reward_mean"]; placed > 0 && (!ok || !(r >= -0.5 && r <= 0.5)) {
+		t.Fatalf("final step: step_reward_mean %v (present %v) with %v steps placed a sample, want one in [−0.5, 0.5]", r, ok, placed)
+	}
+	replayAll(t, env.Client, id)
 }

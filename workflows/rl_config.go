@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
@@ -311,10 +312,43 @@ func (c *RLConfig) validateLoss() error {
 	case ppo && c.DynamicSampling:
 		return &config.FieldError{Path: "dynamic_sampling", Msg: "ppo's advantages come from its critic, not from groups: leave it off"}
 	}
-	if ppo {
-		return c.PPO.Validate()
+	if !ppo {
+		return nil
 	}
-	return nil
+	if err := c.PPO.Validate(); err != nil {
+		return err
+	}
+	return c.validateStepRewards()
+}
+
+// prmVerifier is the worker-side process-reward verifier (activities/reward's PRMVerifier; this
+// layer cannot import it): the one whose verdicts hold step scores.
+const prmVerifier = "prm"
+
+// validateStepRewards checks ppo.step_rewards against the reward spec: it names a prm verifier's
+// label, and the completions are the policy's own text (an episode's completion is its final
+// answer, whose lines are no tokens of the rollout).
+func (c *RLConfig) validateStepRewards() error {
+	sr := c.PPO.StepRewards
+	if sr == nil {
+		return nil
+	}
+	if c.Rollout.Agent != nil || len(c.Rollout.Tools) > 0 {
+		return &config.FieldError{Path: "ppo.step_rewards", Msg: "agentic episodes score their final answer, not lines of the policy's tokens: leave rollout.tools and rollout.agent unset"}
+	}
+	var labels []string
+	for _, v := range c.Reward.Verifiers {
+		if v.Name == prmVerifier {
+			if v.Label() == sr.Verifier {
+				return nil
+			}
+			labels = append(labels, v.Label())
+		}
+	}
+	if len(labels) == 0 {
+		return &config.FieldError{Path: "ppo.step_rewards.verifier", Msg: fmt.Sprintf("%q: reward.verifiers has no prm verifier to give step scores", sr.Verifier)}
+	}
+	return &config.FieldError{Path: "ppo.step_rewards.verifier", Msg: fmt.Sprintf("%q: allowed values (the prm verifiers' labels): %s", sr.Verifier, strings.Join(labels, ", "))}
 }
 
 func init() {

@@ -52,8 +52,9 @@ func (p PRMParams) validate() error {
 }
 
 // StepScoreKey is the Verdict.Partial key of step i's score (0-based): the per-step rewards a
-// step-level learner reads (step i is line i of the completion).
-func StepScoreKey(i int) string { return fmt.Sprintf("step_%03d", i) }
+// step-level learner reads (step i is line i of the completion). The format is verify's, which
+// the trainer reads too (PPO's ppo.step_rewards).
+func StepScoreKey(i int) string { return verify.StepScoreKey(i) }
 
 // NewPRMFactory returns the factory of "prm": it scores each line of the completion with the
 // process reward model's value head at the line's end (σ of it, as the prm phase trained it) and

@@ -48,7 +48,11 @@ func StepRows(exs []tasks.StepExample, maxSeq, maxSteps int) ([]StepRow, error) 
 		if n == 0 {
 			return nil, BadInput(fmt.Errorf("train: step-labelled solution %d (%s): its first step ends at token %d, batch.max_seq is %d: raise max_seq", i, ex.ID, ends[0]+1, maxSeq))
 		}
-		out[i] = StepRow{IDs: ids[:ends[n-1]+1], Ends: ends[:n], Labels: ex.Labels[:n]}
+		labels := ex.Labels
+		if labels != nil { // unlabelled (the prm verifier's rows) stays nil: nil[:n] panics
+			labels = labels[:n]
+		}
+		out[i] = StepRow{IDs: ids[:ends[n-1]+1], Ends: ends[:n], Labels: labels}
 	}
 	return out, nil
 }

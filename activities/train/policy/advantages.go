@@ -69,15 +69,17 @@ func keptRows(rs []rollout.Rollout, rewards []float64, dynamic bool) (idx []int,
 	return idx, dropped
 }
 
-// ppoAdvantages computes token rewards, GAE advantages (whitened over every counted token of the
+// ppoAdvantages computes token rewards (with ppo.step_rewards: steps[i], sample i's process
+// rewards, added to them; nil: none), GAE advantages (whitened over every counted token of the
 // iteration, not per minibatch) and returns for the rows of every chunk, plus host metrics:
 // return_mean, value_before_mean (V_old), explained_variance (1 − Var(R − V_old)/Var(R), the critic's
 // fit; ≤ 0 means no better than a constant) and, when a reference was read, kl_ref (token-mean of
 // log π_old − log π_ref).
-func ppoAdvantages(rows []policyRows, old, ref, vals [][][]float32, chunks [][]int, rewards []float64, pc trainapi.PPOConfig) (adv, ret [][][]float32, m map[string]float64, err error) {
+func ppoAdvantages(rows []policyRows, old, ref, vals [][][]float32, chunks [][]int, rewards []float64, steps [][]advantage.StepReward, pc trainapi.PPOConfig) (adv, ret [][][]float32, m map[string]float64, err error) {
 	var mask [][]bool
 	var kl, values [][]float64
 	var rw []float64
+	var rowSteps [][]advantage.StepReward // steps of the rows, in row order
 	for c, ch := range chunks {
 		for k, i := range ch {
 			seq := rows[c].seq
@@ -88,11 +90,19 @@ func ppoAdvantages(rows []policyRows, old, ref, vals [][][]float32, chunks [][]i
 				vrow[t] = float64(vals[c][k][t])
 			}
 			mask, kl, values, rw = append(mask, mrow), append(kl, krow), append(values, vrow), append(rw, rewards[i])
+			if steps != nil {
+				rowSteps = append(rowSteps, steps[i])
+			}
 		}
 	}
 	tr, err := advantage.TokenRewards(rw, mask, kl, pc.KLCoef)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if steps != nil {
+		if err := advantage.AddStepRewards(tr, mask, rowSteps); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	a, r, err := advantage.GAE(tr, values, mask, advantage.GAEConfig{Gamma: pc.Gamma, Lambda: pc.Lambda, Whiten: true})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/advantage"
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model"
@@ -71,6 +72,11 @@ type plan struct {
 	metrics  map[string]float64
 	// With GAE, per minibatch: the advantages and the critic's regression targets.
 	tokAdv, returns [][][]float32
+	// With ppo.step_rewards: the rollouts (file order), each one's step scores read from the
+	// verdicts objects, and the policy's tokenizer (load sets it) to find where each step ends.
+	stepRollouts []rollout.Rollout
+	stepScores   [][]float64
+	decode       func([]int) string
 	// mismatch is π_old against the behaviour log-probs over the trained tokens, of the rollouts the
 	// stepped version sampled (fresh) and of older ones (stale), measured by prepare on the host
 	// unless the step is on-policy (then its one step measures it in the graph).
@@ -113,6 +119,9 @@ func (a *Activities) plan(ctx context.Context, in trainapi.PolicyStepInput) (*pl
 	if activity.IsActivity(ctx) { // how long the step waited for a trainer to take it
 		info := activity.GetInfo(ctx)
 		p.metrics["seconds_queued"] = info.StartedTime.Sub(info.ScheduledTime).Seconds()
+	}
+	if err := p.readStepScores(ctx, rs); err != nil {
+		return nil, err
 	}
 	idx, adv, err := p.advantages(rs)
 	if err != nil {
@@ -162,6 +171,25 @@ func (p *plan) read(ctx context.Context) ([]rollout.Rollout, []int, error) {
 		lengths[i] = len(r.Tokens)
 	}
 	return rs, lengths, nil
+}
+
+// readStepScores reads, with ppo.step_rewards, every sample's step scores from the verdicts objects
+// beside the shards (train.ReadStepScores): per-sample data by reference, never in the workflow's
+// history; inline rewards (histories before shards) have none to read.
+func (p *plan) readStepScores(ctx context.Context, rs []rollout.Rollout) error {
+	if p.gae == nil || p.gae.StepRewards == nil {
+		return nil
+	}
+	label := p.gae.StepRewards.Verifier
+	if len(p.in.Shards) == 0 {
+		return train.BadInput(fmt.Errorf("%s: ppo.step_rewards reads the step scores of %q from the verdicts objects of shards; this step has inline rewards", p.op, label))
+	}
+	scores, err := train.ReadStepScores(ctx, p.a.Ckpt, p.in.Shards, label, rs)
+	if err != nil {
+		return err
+	}
+	p.stepRollouts, p.stepScores = rs, scores
+	return nil
 }
 
 // advantages returns the samples the step trains on, in minibatch order, and their sequence-level
@@ -246,6 +274,14 @@ func (p *plan) load(ctx context.Context) (*train.Loaded, train.ValueReader, erro
 	if err != nil || p.gae == nil {
 		return pol, nil, err
 	}
+	if p.gae.StepRewards != nil { // steps end at tokens of the policy's own tokenizer
+		enc, err := train.EncoderOf(pol, train.ChatSpec{})
+		if err != nil {
+			pol.Close()
+			return nil, nil, err
+		}
+		p.decode = enc.Tok.Decode
+	}
 	critic := pol.Engine.Caps().Values
 	if critic == nil {
 		pol.Close()
@@ -329,7 +365,14 @@ func (p *plan) gaeAdvantages() error {
 		}
 		old[c], ref[c], values[c] = pr.old, pr.ref, pr.values
 	}
-	adv, ret, m, err := ppoAdvantages(rows, old, ref, values, p.chunks, p.rewards, *p.gae)
+	var steps [][]advantage.StepReward
+	if p.gae.StepRewards != nil {
+		var err error
+		if steps, err = stepRewards(p.stepRollouts, p.stepScores, p.decode, *p.gae.StepRewards, p.metrics); err != nil {
+			return train.BadInput(fmt.Errorf("%s: %w", p.op, err))
+		}
+	}
+	adv, ret, m, err := ppoAdvantages(rows, old, ref, values, p.chunks, p.rewards, steps, *p.gae)
 	if err != nil {
 		return train.BadInput(fmt.Errorf("%s: %w", p.op, err))
 	}

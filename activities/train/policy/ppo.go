@@ -14,7 +14,8 @@ import (
 
 // PPO (Schulman et al. 2017) trains a value-head critic on the policy's trunk. The plan (policy.go)
 // loads it with the policy (train.Load with train.HeadCritic), reads V_old with π_old before any update, folds
-// ppo.kl_coef·(log π_old − log π_ref) into the token rewards and computes GAE(γ, λ) advantages,
+// ppo.kl_coef·(log π_old − log π_ref) into the token rewards (and, with ppo.step_rewards, a process
+// reward model's step scores on the tokens that end the steps, steps.go) and computes GAE(γ, λ) advantages,
 // whitened over the iteration's tokens, and returns R = A + V_old (ppoAdvantages); it commits the
 // critic beside the policy (writePolicyWithCritic).
 

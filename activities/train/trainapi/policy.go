@@ -71,6 +71,42 @@ type PPOConfig struct {
 	Lambda float64 `json:"lambda" default:"0.95" help:"GAE λ: 0 = one-step TD (low variance, biased by the critic), 1 = Monte Carlo return minus V"`
 	KLCoef float64 `json:"kl_coef" default:"0" help:"β of the per-token KL penalty −β·(log π_old − log π_ref) folded into the token rewards (InstructGPT-style); 0 = off. loss.kl_beta is a KL term in the loss instead"`
 	Seed   uint64  `json:"seed,omitempty" help:"seeds the value head added to a starting checkpoint that has none; 0: the pipeline seed"`
+	// StepRewards adds a process reward model's per-step scores to the token rewards (nil: off,
+	// the sequence reward on the last token alone, as before).
+	StepRewards *StepRewards `json:"step_rewards,omitempty" help:"process rewards: each step's score from a prm verifier of reward.verifiers, as a reward on the token that ends the step (beside the sequence reward on the last token); unset: off"`
+}
+
+// StepRewards puts a prm verifier's step scores on the tokens that end the steps (PPO with process
+// supervision, Math-Shepherd style): step i of a completion (line i) ends at the token holding the
+// newline after it (the last line without one: at its last byte's token; a last line cut by
+// max_new_tokens gets none), and that token's reward gains Coef·(score_i − Baseline). Steps the
+// verifier did not score (beyond its max_steps, or past the PRM's max_seq) get none.
+type StepRewards struct {
+	Verifier string  `json:"verifier" help:"label of a prm verifier in reward.verifiers (its as, else prm); its step scores travel in the verdicts objects"`
+	Coef     float64 `json:"coef,omitempty" default:"1" help:"weight of each step's reward; 0 means 1"`
+	Baseline float64 `json:"baseline,omitempty" default:"0" help:"subtracted from each step score before coef: 0.5 makes a step the PRM doubts a penalty, and more lines no longer mean more reward"`
+}
+
+// Validate names the bad field (paths under "ppo.step_rewards").
+func (c StepRewards) Validate() error {
+	switch {
+	case c.Verifier == "":
+		return &config.FieldError{Path: "ppo.step_rewards.verifier", Msg: "empty: want the label of a prm verifier in reward.verifiers"}
+	case !(c.Coef >= 0) || math.IsInf(c.Coef, 0):
+		return &config.FieldError{Path: "ppo.step_rewards.coef", Msg: fmt.Sprintf("%g: want a finite value >= 0 (0 means 1)", c.Coef)}
+	case !(c.Baseline >= 0 && c.Baseline <= 1):
+		return &config.FieldError{Path: "ppo.step_rewards.baseline", Msg: fmt.Sprintf("%g: want a value in [0, 1] (step scores are)", c.Baseline)}
+	}
+	return nil
+}
+
+// Reward is step score s's token reward: Coef·(s − Baseline), Coef 0 meaning 1.
+func (c StepRewards) Reward(s float64) float64 {
+	coef := c.Coef
+	if coef == 0 {
+		coef = 1
+	}
+	return coef * (s - c.Baseline)
 }
 
 // DefaultPPOConfig returns γ = 1, λ = 0.95, no KL in the reward.
@@ -85,6 +121,8 @@ func (c PPOConfig) Validate() error {
 		return &config.FieldError{Path: "ppo.lambda", Msg: fmt.Sprintf("%g: want a value in [0, 1]", c.Lambda)}
 	case !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 0):
 		return &config.FieldError{Path: "ppo.kl_coef", Msg: fmt.Sprintf("%g: want a finite value >= 0 (0 = off)", c.KLCoef)}
+	case c.StepRewards != nil:
+		return c.StepRewards.Validate()
 	}
 	return nil
 }
