@@ -53,7 +53,8 @@ done
 run() {
 	local file=$1 out=$2
 	shift 2
-	"$bin" run "$file" --temporal "$addr" --home "$home" --wait --json --set "seed=$seed" "$@" 2>"$out.log" | tail -n 1 >"$out"
+	# A failed run still prints its JSON line (status, error): the check below reports it.
+	{ "$bin" run "$file" --temporal "$addr" --home "$home" --wait --json --set "seed=$seed" "$@" 2>"$out.log" || true; } | tail -n 1 >"$out"
 	jq -e '.status == "completed"' "$out" >/dev/null || { cat "$out.log" "$out"; echo "online-dpo-vs-grpo.sh: $file failed" >&2; exit 1; }
 }
 # phase OUT NAME: the phase's result.
