@@ -346,11 +346,12 @@ func TestAgentHeldoutCurve(t *testing.T) {
 			case rec.Kind == ckpt.RecordEval && phase == "sft":
 				t.Logf("SFT step %d: heldout_exact_match %.4f (built-in loop, calc)", rec.Step, rec.Metrics["heldout_exact_match"])
 			case rec.Kind == ckpt.RecordEval:
-				curve = append(curve, point{rec.Metrics["heldout_exact_match"], rec.Metrics["heldout_n"]})
-				t.Logf("CURVE iteration %d: heldout_exact_match %.4f of %.0f, calls/episode %.2f, failed %.3f", rec.Step,
-					rec.Metrics["heldout_exact_match"], rec.Metrics["heldout_n"], rec.Metrics["heldout_agent_calls"], rec.Metrics["heldout_agent_failed"])
-			case rec.Kind == ckpt.RecordTrain:
-				t.Logf("iteration %d: reward_mean %.4f", rec.Step, rec.Metrics["reward_mean"])
+				p := point{rec.Metrics["heldout_exact_match"], rec.Metrics["heldout_n"]}
+				curve = append(curve, p)
+				t.Logf("CURVE iteration %d: heldout_exact_match %.4f ± %.4f (standard error) of %.0f, calls/episode %.2f, failed %.3f", rec.Step,
+					p.acc, math.Sqrt(p.acc*(1-p.acc)/p.n), p.n, rec.Metrics["heldout_agent_calls"], rec.Metrics["heldout_agent_failed"])
+			case rec.Kind == ckpt.RecordTrain && phase == "grpo":
+				t.Logf("iteration %d: reward_mean %.4f, reward_std %.4f", rec.Step, rec.Metrics["reward_mean"], rec.Metrics["reward_std"])
 			}
 		}
 	}
