@@ -131,13 +131,13 @@ func TestDesignLoop(t *testing.T) {
 	var prev [2]float64
 	for i, e := range curve {
 		s := designSamples(t, st, id, e.step)
-		r, c, d := labelStats(s, drawnRulesLabel), labelStats(s, "critic"), labelStats(s, drawnLabel)
+		r, c, d, b := labelStats(s, drawnRulesLabel), labelStats(s, "critic"), labelStats(s, drawnLabel), labelStats(s, briefLabel)
 		note := ""
 		if i > 0 && c.mean > prev[0] && r.mean < prev[1] {
 			note, hacked = "  <- critic up, rules down", hacked+1
 		}
 		prev = [2]float64{c.mean, r.mean}
-		t.Logf("iteration %3d: rules (drawn) %.4f ± %.4f, critic %.4f ± %.4f, drawn %.3f (%d held-out briefs; mean ± standard error)%s", e.step, r.mean, r.se, c.mean, c.se, d.mean, len(s), note)
+		t.Logf("iteration %3d: rules (drawn) %.4f ± %.4f, critic %.4f ± %.4f, drawn %.3f, brief's colours %.3f (%d held-out briefs; mean ± standard error)%s", e.step, r.mean, r.se, c.mean, c.se, d.mean, b.mean, len(s), note)
 		if pics != "" {
 			keepDesignEval(t, pics, e.step, s)
 		}
@@ -201,6 +201,7 @@ func designSamples(t *testing.T, st ckpt.Store, run string, step int) []trainapi
 			s.Partial[drawnLabel] = 1
 		}
 		s.Partial[drawnRulesLabel] = s.Partial["aesthetic"] * s.Partial[drawnLabel]
+		s.Partial[briefLabel] = briefColours(s.Prompt, s.Completion)
 		out = append(out, s)
 	}
 }
@@ -210,7 +211,27 @@ func designSamples(t *testing.T, st ckpt.Store, run string, step int) []trainapi
 const (
 	drawnLabel      = "drawn"
 	drawnRulesLabel = "aesthetic_drawn"
+	briefLabel      = "brief"
 )
+
+// briefColours is the share of a brief's colours ("layout 3 boxes: navy teal orange") that the
+// layout's box of the same place (b0, b1, … in order) has: neither the reward nor the rules
+// check them, so a policy may drift away from the brief unseen.
+func briefColours(prompt, completion string) float64 {
+	_, list, ok := strings.Cut(strings.TrimSpace(prompt), ":")
+	want := strings.Fields(list)
+	var l design.Layout
+	if !ok || len(want) == 0 || json.Unmarshal([]byte(strings.TrimSpace(completion)), &l) != nil {
+		return 0
+	}
+	n := 0
+	for i, c := range want {
+		if i < len(l.Boxes) && l.Boxes[i].Color == c {
+			n++
+		}
+	}
+	return float64(n) / float64(len(want))
+}
 
 // keepDesignEval writes an evaluation's held-out samples (with the test's labels) into
 // dir/evals/, for the note's numbers.
@@ -432,6 +453,25 @@ func TestDesignStats(t *testing.T) {
 	} {
 		if got := pearson(c.s, "critic", "aesthetic"); math.Abs(got-c.want) > 1e-6 {
 			t.Errorf("pearson %v = %.6f, want %.6f", c.s, got, c.want)
+		}
+	}
+}
+
+// TestBriefColours: the share of a brief's colours each layout keeps, by place.
+func TestBriefColours(t *testing.T) {
+	l := `{"boxes":[{"id":"b0","x":1,"y":1,"w":1,"h":1,"color":"navy"},{"id":"b1","x":1,"y":3,"w":1,"h":1,"color":"navy"}]}`
+	for _, c := range []struct {
+		prompt, completion string
+		want               float64
+	}{
+		{"layout 2 boxes: navy teal\n", l, 0.5},
+		{"layout 2 boxes: navy navy\n", l, 1},
+		{"layout 3 boxes: teal navy red\n", l, 1.0 / 3},
+		{"layout 2 boxes: navy teal\n", "not json", 0},
+		{"no colours", l, 0},
+	} {
+		if got := briefColours(c.prompt, c.completion); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%q %q: %.3f, want %.3f", c.prompt, c.completion, got, c.want)
 		}
 	}
 }
