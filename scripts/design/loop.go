@@ -102,7 +102,7 @@ func (s LoopSizes) pairs(n int, seed uint64, noise float64) ([]Pair, error) {
 }
 
 // DefaultLoopSizes are the sizes of scripts/design/loop.yaml.
-var DefaultLoopSizes = LoopSizes{SFT: 400, Heldout: 128, Prompts: 512, CriticTrain: 800, CriticHeldout: 200, ImageSize: 32, Noise: 0.1, Pairs: "principles", Seed: 1}
+var DefaultLoopSizes = LoopSizes{SFT: 400, Heldout: 128, Prompts: 512, CriticTrain: 800, CriticHeldout: 200, ImageSize: 32, Noise: 0.1, Pairs: "varied", Seed: 1}
 
 // WriteLoop writes the design loop's data into dir: sft.jsonl and heldout.jsonl (briefs with plain
 // layouts: the SFT data, and the held-out briefs every evaluation measures), prompts.jsonl (the
