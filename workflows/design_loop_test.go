@@ -129,8 +129,10 @@ func TestDesignLoop(t *testing.T) {
 	pics := os.Getenv("TEMPER_DESIGN_OUT")
 	hacked = 0 // counted again on the rule score of drawn layouts
 	var prev [2]float64
+	evals := make([][]trainapi.EvalSample, len(curve))
 	for i, e := range curve {
 		s := designSamples(t, st, id, e.step)
+		evals[i] = s
 		r, c, d, b := labelStats(s, drawnRulesLabel), labelStats(s, "critic"), labelStats(s, drawnLabel), labelStats(s, briefLabel)
 		note := ""
 		if i > 0 && c.mean > prev[0] && r.mean < prev[1] {
@@ -142,7 +144,7 @@ func TestDesignLoop(t *testing.T) {
 			keepDesignEval(t, pics, e.step, s)
 		}
 	}
-	atStart, atEnd := designSamples(t, st, id, first.step), designSamples(t, st, id, last.step)
+	atStart, atEnd := evals[0], evals[len(evals)-1]
 	if len(atStart) != len(atEnd) || len(atStart) < 2 {
 		t.Fatalf("%d held-out briefs at the start, %d at the end: want the same ones, at least 2", len(atStart), len(atEnd))
 	}
@@ -206,8 +208,8 @@ func designSamples(t *testing.T, st ckpt.Store, run string, step int) []trainapi
 	}
 }
 
-// Labels the test adds to each held-out sample's Partial: whether the renderer draws it, and the
-// rule score of drawn layouts (0 for the others).
+// Labels the test adds to each held-out sample's Partial: whether the renderer draws it, the
+// rule score of drawn layouts (0 for the others), and the share of the brief's colours kept.
 const (
 	drawnLabel      = "drawn"
 	drawnRulesLabel = "aesthetic_drawn"

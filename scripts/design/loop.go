@@ -107,8 +107,8 @@ var DefaultLoopSizes = LoopSizes{SFT: 400, Heldout: 128, Prompts: 512, CriticTra
 // WriteLoop writes the design loop's data into dir: sft.jsonl and heldout.jsonl (briefs with plain
 // layouts: the SFT data, and the held-out briefs every evaluation measures), prompts.jsonl (the
 // briefs RL draws from; other seeds than the held-out ones), and critic-train.jsonl,
-// critic-heldout.jsonl with images/ (the critic's image preference pairs, from s.Pairs' generator). The rule score
-// (Score) is in none of them.
+// critic-heldout.jsonl with images/ (the critic's image preference pairs, from s.Pairs'
+// generator). The rule score (Score) is in none of them.
 func WriteLoop(dir string, s LoopSizes) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
