@@ -98,13 +98,18 @@ func Break(good Layout, principle string, rng *rand.Rand) (Layout, error) {
 // are within 1 unit of each other and on the grid) and non-overlap (1 − the overlapping area over
 // the boxes' total area, at least 0).
 func Score(l Layout) float64 {
+	s, _ := ScoreParts(l)
+	return s
+}
+
+// ScoreParts is Score with its parts by principle ("alignment", "overlap").
+func ScoreParts(l Layout) (float64, map[string]float64) {
 	boxes := make([]verify.Box, len(l.Boxes))
 	for i := range l.Boxes {
 		b := &l.Boxes[i]
 		boxes[i] = verify.Box{ID: b.ID, X: &b.X, Y: &b.Y, W: &b.W, H: &b.H}
 	}
-	s, _ := verify.AestheticScore(boxes, GridStep)
-	return s
+	return verify.AestheticScore(boxes, GridStep)
 }
 
 // Pair is one preference pair: Chosen scores higher by the rules unless Flipped (label noise).

@@ -26,15 +26,21 @@ func Briefs(n int, seed uint64) []Brief {
 	rng := rand.New(rand.NewPCG(seed, 0xb21ef))
 	out := make([]Brief, n)
 	for i := range out {
-		k := 3 + rng.IntN(2)
-		perm := rng.Perm(len(colours))
-		b := Brief{ID: fmt.Sprintf("brief%05d", i)}
-		for _, j := range perm[:k] {
-			b.Colours = append(b.Colours, colours[j])
-		}
-		out[i] = b
+		out[i] = randomBrief(rng)
+		out[i].ID = fmt.Sprintf("brief%05d", i)
 	}
 	return out
+}
+
+// randomBrief draws a brief of 3 or 4 distinct colours (no ID).
+func randomBrief(rng *rand.Rand) Brief {
+	k := 3 + rng.IntN(2)
+	perm := rng.Perm(len(colours))
+	var b Brief
+	for _, j := range perm[:k] {
+		b.Colours = append(b.Colours, colours[j])
+	}
+	return b
 }
 
 // Plain draws a mediocre layout for b: valid JSON inside the canvas with the brief's boxes top to
@@ -77,17 +83,32 @@ type LoopSizes struct {
 	CriticTrain, CriticHeldout int
 	ImageSize                  int     // the critic's input, pixels
 	Noise                      float64 // label noise of the critic's pairs
-	Seed                       uint64
+	// Pairs is the critic's pair generator: "principles" (Pairs: good layouts against twins
+	// that break one principle) or "varied" (VariedPairs: those, off-grid twins, and Plain
+	// layouts against their repairs).
+	Pairs string
+	Seed  uint64
+}
+
+// pairs draws the critic's pairs with s's generator.
+func (s LoopSizes) pairs(n int, seed uint64, noise float64) ([]Pair, error) {
+	switch s.Pairs {
+	case "principles":
+		return Pairs(n, seed, noise), nil
+	case "varied":
+		return VariedPairs(n, seed, noise), nil
+	}
+	return nil, fmt.Errorf("design: pairs %q: allowed \"principles\", \"varied\"", s.Pairs)
 }
 
 // DefaultLoopSizes are the sizes of scripts/design/loop.yaml.
-var DefaultLoopSizes = LoopSizes{SFT: 400, Heldout: 32, Prompts: 512, CriticTrain: 800, CriticHeldout: 200, ImageSize: 32, Noise: 0.1, Seed: 1}
+var DefaultLoopSizes = LoopSizes{SFT: 400, Heldout: 128, Prompts: 512, CriticTrain: 800, CriticHeldout: 200, ImageSize: 32, Noise: 0.1, Pairs: "varied", Seed: 1}
 
 // WriteLoop writes the design loop's data into dir: sft.jsonl and heldout.jsonl (briefs with plain
 // layouts: the SFT data, and the held-out briefs every evaluation measures), prompts.jsonl (the
 // briefs RL draws from; other seeds than the held-out ones), and critic-train.jsonl,
-// critic-heldout.jsonl with images/ (the critic's image preference pairs, Pairs). The rule score
-// (Score) is in none of them.
+// critic-heldout.jsonl with images/ (the critic's image preference pairs, from s.Pairs'
+// generator). The rule score (Score) is in none of them.
 func WriteLoop(dir string, s LoopSizes) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -120,8 +141,16 @@ func WriteLoop(dir string, s LoopSizes) error {
 	if err := write("prompts.jsonl", Briefs(s.Prompts, s.Seed+2000), rng, false); err != nil {
 		return err
 	}
-	if err := WritePairs(filepath.Join(dir, "critic-train.jsonl"), Pairs(s.CriticTrain, s.Seed, s.Noise), s.ImageSize, false); err != nil {
+	train, err := s.pairs(s.CriticTrain, s.Seed, s.Noise)
+	if err != nil {
 		return err
 	}
-	return WritePairs(filepath.Join(dir, "critic-heldout.jsonl"), Pairs(s.CriticHeldout, s.Seed+1000, 0), s.ImageSize, true)
+	heldout, err := s.pairs(s.CriticHeldout, s.Seed+1000, 0)
+	if err != nil {
+		return err
+	}
+	if err := WritePairs(filepath.Join(dir, "critic-train.jsonl"), train, s.ImageSize, false); err != nil {
+		return err
+	}
+	return WritePairs(filepath.Join(dir, "critic-heldout.jsonl"), heldout, s.ImageSize, true)
 }

@@ -23,6 +23,7 @@ func main() {
 	flag.IntVar(&s.Prompts, "prompts", s.Prompts, "briefs for RL")
 	flag.IntVar(&s.CriticTrain, "critic-train", s.CriticTrain, "the critic's training pairs")
 	flag.IntVar(&s.CriticHeldout, "critic-heldout", s.CriticHeldout, "the critic's held-out pairs")
+	flag.StringVar(&s.Pairs, "pairs", s.Pairs, "the critic's pair generator: principles or varied")
 	flag.Uint64Var(&s.Seed, "seed", s.Seed, "seed")
 	flag.Parse()
 	if err := design.WriteLoop(*out, s); err != nil {
