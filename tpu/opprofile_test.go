@@ -2,6 +2,7 @@ package tpu
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -15,6 +16,7 @@ import (
 	"github.com/gomlx/compute/gobackend"
 
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/sample"
 )
 
 // TestTrainStepOpProfile runs training steps under the engine's op profile (the fork's
@@ -65,6 +67,63 @@ func TestTrainStepOpProfile(t *testing.T) {
 	stats := gobackend.StopOpProfile()
 	gc := gcCPU() - gc0
 
+	t.Logf("\n%s", opReport(fmt.Sprintf("%s 16×128, %d steps", preset, steps), stats, steps, top, wall, cpu, gc))
+}
+
+// TestGenerateOpProfile is TestTrainStepOpProfile for cached generation: calls of the bench's
+// generation (64 prompts × 16 tokens, 64 new; TEMPER_BENCH_GEN_PROMPTS changes the prompts) under
+// the op profile, per call (a call is one prefill and 63 decode steps, each step ~150 ops):
+//
+//	TEMPER_BENCH=1 TEMPER_BENCH_PRESETS=base GOEXPERIMENT=simd go test ./tpu/ -run TestGenerateOpProfile -v
+func TestGenerateOpProfile(t *testing.T) {
+	if os.Getenv("TEMPER_BENCH") == "" {
+		t.Skip("set TEMPER_BENCH=1")
+	}
+	preset := "base"
+	if p := os.Getenv("TEMPER_BENCH_PRESETS"); p != "" {
+		preset = strings.Split(p, ",")[0]
+	}
+	calls, top := envInt(t, "TEMPER_BENCH_STEPS", 3), envInt(t, "TEMPER_BENCH_TOP", 40)
+	n := envInt(t, "TEMPER_BENCH_GEN_PROMPTS", 64)
+	cfg, err := model.Preset(preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRuntime(t, Options{Model: cfg, Seed: 1, Executor: ExecutorSequential, ExecTimeout: -1,
+		execHook: func(string) { runtime.LockOSThread() }})
+	rng := rand.New(rand.NewPCG(1, 2))
+	prompts := make([][]int, n)
+	for i := range prompts {
+		prompts[i] = make([]int, 16)
+		for j := range prompts[i] {
+			prompts[i][j] = rng.IntN(cfg.Vocab)
+		}
+	}
+	opts := sample.Options{MaxNewTokens: 64, Seed: 1}
+	for range 2 { // compile, then one call so buffers are pooled
+		if _, err := r.Generate(prompts, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gc0 := gcCPU()
+	gobackend.StartOpProfile()
+	start, cpu0 := time.Now(), processCPUTime(t)
+	for range calls {
+		if _, err := r.Generate(prompts, opts); err != nil {
+			gobackend.StopOpProfile()
+			t.Fatal(err)
+		}
+	}
+	wall, cpu := time.Since(start), processCPUTime(t)-cpu0
+	stats := gobackend.StopOpProfile()
+	gc := gcCPU() - gc0
+	t.Logf("\n%s\ncached tok/s %.0f", opReport(fmt.Sprintf("%s generation %d×16+64, %d calls", preset, n, calls), stats, calls, top, wall, cpu, gc),
+		float64(calls*n*64)/wall.Seconds())
+}
+
+// opReport prints an op profile of `steps` repetitions (a training step or a generation call): the
+// wall and CPU time of each, by op class, and the top ops by shape.
+func opReport(title string, stats []gobackend.OpStat, steps, top int, wall, cpu time.Duration, gc float64) string {
 	per := func(d time.Duration) float64 { return d.Seconds() / float64(steps) }
 	var opsCPU, opsThread time.Duration
 	classes := map[string]*gobackend.OpStat{}
@@ -81,8 +140,8 @@ func TestTrainStepOpProfile(t *testing.T) {
 		classes[c].Thread += s.Thread
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s 16×128, %d steps: per step wall %.3f s, process CPU %.3f s, ops' CPU %.3f s, ops' thread %.3f s, GC CPU %.3f s\n",
-		preset, steps, per(wall), per(cpu), per(opsCPU), per(opsThread), gc/float64(steps))
+	fmt.Fprintf(&sb, "%s: per step wall %.3f s, process CPU %.3f s, ops' CPU %.3f s, ops' thread %.3f s, GC CPU %.3f s\n",
+		title, per(wall), per(cpu), per(opsCPU), per(opsThread), gc/float64(steps))
 	names := make([]string, 0, len(classes))
 	for c := range classes {
 		names = append(names, c)
@@ -101,7 +160,7 @@ func TestTrainStepOpProfile(t *testing.T) {
 		fmt.Fprintf(&sb, "%5.1f%% %5d %9.2f %9.2f %9.2f  %s\n", 100*s.CPU.Seconds()/opsCPU.Seconds(), s.Count/steps,
 			1e3*per(s.CPU), 1e3*per(s.Thread), 1e3*per(s.Wall), s.Key)
 	}
-	t.Logf("\n%s", sb.String())
+	return sb.String()
 }
 
 // opClass groups op types into the classes a training step's profile is read by.
