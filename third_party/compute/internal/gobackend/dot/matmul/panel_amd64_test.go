@@ -225,3 +225,46 @@ func TestAVX512SmallMatchesPanelNarrow(t *testing.T) {
 		}
 	}
 }
+
+// TestAVX512SmallTransposedReference: upstream's small transposed float32 kernel (the attention
+// scores of short sequences) against float64 dot products, for batch ranges that start past the
+// first item and end at the last (its pointer arithmetic; under -race, checkptr checks it too).
+func TestAVX512SmallTransposedReference(t *testing.T) {
+	if !archsimd.X86.AVX512() {
+		t.Skip("no AVX-512")
+	}
+	rng := rand.New(rand.NewPCG(7, 39))
+	for _, s := range []struct{ B, start, count, M, N, K int }{
+		{1, 0, 1, 1, 1, 1}, {3, 1, 2, 2, 3, 16}, {4, 0, 4, 5, 7, 64}, {5, 2, 3, 3, 2, 70}, {2, 1, 1, 4, 9, 130}, {6, 3, 3, 1, 5, 15},
+	} {
+		lhs := make([]float32, s.B*s.M*s.K)
+		rhs := make([]float32, s.B*s.N*s.K)
+		for i := range lhs {
+			lhs[i] = rng.Float32()*2 - 1
+		}
+		for i := range rhs {
+			rhs[i] = rng.Float32()*2 - 1
+		}
+		got := make([]float32, s.B*s.M*s.N)
+		for i := range got {
+			got[i] = 99 // items outside [start, start+count) must keep it
+		}
+		avx512SmallFloat32Transposed(lhs, rhs, s.start, s.count, s.M, s.N, s.K, got)
+		for b := range s.B {
+			for i := range s.M {
+				for j := range s.N {
+					want := float64(99)
+					if b >= s.start && b < s.start+s.count {
+						want = 0
+						for k := range s.K {
+							want += float64(lhs[(b*s.M+i)*s.K+k]) * float64(rhs[(b*s.N+j)*s.K+k])
+						}
+					}
+					if g := got[(b*s.M+i)*s.N+j]; math.Abs(float64(g)-want) > 1e-4*(1+math.Abs(want)) {
+						t.Fatalf("%+v: item %d [%d, %d] = %g, want %g", s, b, i, j, g, want)
+					}
+				}
+			}
+		}
+	}
+}
