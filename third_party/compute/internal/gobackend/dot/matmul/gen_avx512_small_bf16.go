@@ -486,23 +486,24 @@ func avx512SmallBFloat16Transposed( //alt:bf16
 	//alt:f64  var oZero float64
 	oSize := unsafe.Sizeof(oZero)
 
-	lhsPtr := uintptr(unsafe.Pointer(unsafe.SliceData(lhs)))
-	rhsPtr := uintptr(unsafe.Pointer(unsafe.SliceData(rhs)))
-	outputPtr := uintptr(unsafe.Pointer(unsafe.SliceData(output)))
+	lhsPtr := unsafe.Pointer(unsafe.SliceData(lhs))
+	rhsPtr := unsafe.Pointer(unsafe.SliceData(rhs))
+	outputPtr := unsafe.Pointer(unsafe.SliceData(output))
 
 	lhsByteStride := uintptr(lhsStride) * iSize
 	rhsByteStride := uintptr(rhsStride) * iSize
 	outputByteStride := uintptr(outputStride) * oSize
 
-	lhsBase := lhsPtr + uintptr(batchStart)*lhsByteStride
-	rhsBase := rhsPtr + uintptr(batchStart)*rhsByteStride
-	outputBase := outputPtr + uintptr(batchStart)*outputByteStride
-
-	for range batchCount {
+	// Temper fork: unsafe.Add from the slices' pointers (uintptr arithmetic across statements failed
+	// -race's checkptr), each batch item's bases from its index (no pointer past the slices' ends).
+	for b := batchStart; b < batchStart+batchCount; b++ {
+		lhsBase := unsafe.Add(lhsPtr, uintptr(b)*lhsByteStride)
+		rhsBase := unsafe.Add(rhsPtr, uintptr(b)*rhsByteStride)
+		outputBase := unsafe.Add(outputPtr, uintptr(b)*outputByteStride)
 		for row := 0; row < lhsCrossSize; row++ {
 			for col := 0; col < rhsCrossSize; col++ {
-				lRowBase := lhsBase + uintptr(row*contractingSize)*iSize
-				rColBase := rhsBase + uintptr(col*contractingSize)*iSize
+				lRowBase := unsafe.Add(lhsBase, uintptr(row*contractingSize)*iSize)
+				rColBase := unsafe.Add(rhsBase, uintptr(col*contractingSize)*iSize)
 
 				// Accumulate dot product using AVX512
 				acc := archsimd.BroadcastFloat32x16(0.0) //alt:f32|bf16|f16
@@ -517,20 +518,20 @@ func avx512SmallBFloat16Transposed( //alt:bf16
 				// Unroll by 4 registers on the contracting size
 				for ; k+4*vecWidth <= contractingSize; k += 4 * vecWidth {
 					// Load LHS (contiguous)
-					//alt:f32 l0 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Pointer(lRowBase + uintptr(k)*iSize)))
-					l0_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Pointer(lRowBase + uintptr(k)*iSize))) //alt:bf16
-					l0a, l0b := l0_bf16.ToFloat32()                                                                            //alt:bf16
-					//alt:f16  l0_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k)*iSize)))
+					//alt:f32 l0 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(lRowBase, uintptr(k)*iSize)))
+					l0_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Add(lRowBase, uintptr(k)*iSize))) //alt:bf16
+					l0a, l0b := l0_bf16.ToFloat32()                                                                       //alt:bf16
+					//alt:f16  l0_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Add(lRowBase, uintptr(k)*iSize)))
 					//alt:f16  l0a, l0b := l0_f16.ToFloat32()
-					//alt:f64  l0 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Pointer(lRowBase + uintptr(k)*iSize)))
+					//alt:f64  l0 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Add(lRowBase, uintptr(k)*iSize)))
 
 					// Load RHS (contiguous for Transposed)
-					//alt:f32 r0 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Pointer(rColBase + uintptr(k)*iSize)))
-					r0_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(k)*iSize))) //alt:bf16
-					r0a, r0b := r0_bf16.ToFloat32()                                                                            //alt:bf16
-					//alt:f16  r0_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k)*iSize)))
+					//alt:f32 r0 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(rColBase, uintptr(k)*iSize)))
+					r0_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Add(rColBase, uintptr(k)*iSize))) //alt:bf16
+					r0a, r0b := r0_bf16.ToFloat32()                                                                       //alt:bf16
+					//alt:f16  r0_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Add(rColBase, uintptr(k)*iSize)))
 					//alt:f16  r0a, r0b := r0_f16.ToFloat32()
-					//alt:f64  r0 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Pointer(rColBase + uintptr(k)*iSize)))
+					//alt:f64  r0 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Add(rColBase, uintptr(k)*iSize)))
 
 					//alt:f32|f64 acc = l0.MulAdd(r0, acc)
 					acc = l0a.MulAdd(r0a, acc) //alt:bf16
@@ -538,54 +539,54 @@ func avx512SmallBFloat16Transposed( //alt:bf16
 					//alt:f16  acc = l0a.MulAdd(r0a, acc)
 					//alt:f16  acc = l0b.MulAdd(r0b, acc)
 
-					//alt:f32 l1 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Pointer(lRowBase + uintptr(k+vecWidth)*iSize)))
-					l1_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Pointer(lRowBase + uintptr(k+vecWidth)*iSize))) //alt:bf16
-					l1a, l1b := l1_bf16.ToFloat32()                                                                                     //alt:bf16
-					//alt:f16  l1_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k+vecWidth)*iSize)))
+					//alt:f32 l1 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(lRowBase, uintptr(k+vecWidth)*iSize)))
+					l1_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Add(lRowBase, uintptr(k+vecWidth)*iSize))) //alt:bf16
+					l1a, l1b := l1_bf16.ToFloat32()                                                                                //alt:bf16
+					//alt:f16  l1_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Add(lRowBase, uintptr(k+vecWidth)*iSize)))
 					//alt:f16  l1a, l1b := l1_f16.ToFloat32()
-					//alt:f64  l1 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Pointer(lRowBase + uintptr(k+vecWidth)*iSize)))
-					//alt:f32 r1 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Pointer(rColBase + uintptr(k+vecWidth)*iSize)))
-					r1_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(k+vecWidth)*iSize))) //alt:bf16
-					r1a, r1b := r1_bf16.ToFloat32()                                                                                     //alt:bf16
-					//alt:f16  r1_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k+vecWidth)*iSize)))
+					//alt:f64  l1 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Add(lRowBase, uintptr(k+vecWidth)*iSize)))
+					//alt:f32 r1 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(rColBase, uintptr(k+vecWidth)*iSize)))
+					r1_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Add(rColBase, uintptr(k+vecWidth)*iSize))) //alt:bf16
+					r1a, r1b := r1_bf16.ToFloat32()                                                                                //alt:bf16
+					//alt:f16  r1_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Add(rColBase, uintptr(k+vecWidth)*iSize)))
 					//alt:f16  r1a, r1b := r1_f16.ToFloat32()
-					//alt:f64  r1 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Pointer(rColBase + uintptr(k+vecWidth)*iSize)))
+					//alt:f64  r1 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Add(rColBase, uintptr(k+vecWidth)*iSize)))
 					//alt:f32|f64 acc = l1.MulAdd(r1, acc)
 					acc = l1a.MulAdd(r1a, acc) //alt:bf16
 					acc = l1b.MulAdd(r1b, acc) //alt:bf16
 					//alt:f16  acc = l1a.MulAdd(r1a, acc)
 					//alt:f16  acc = l1b.MulAdd(r1b, acc)
 
-					//alt:f32 l2 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Pointer(lRowBase + uintptr(k+2*vecWidth)*iSize)))
-					l2_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Pointer(lRowBase + uintptr(k+2*vecWidth)*iSize))) //alt:bf16
-					l2a, l2b := l2_bf16.ToFloat32()                                                                                       //alt:bf16
-					//alt:f16  l2_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k+2*vecWidth)*iSize)))
+					//alt:f32 l2 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(lRowBase, uintptr(k+2*vecWidth)*iSize)))
+					l2_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Add(lRowBase, uintptr(k+2*vecWidth)*iSize))) //alt:bf16
+					l2a, l2b := l2_bf16.ToFloat32()                                                                                  //alt:bf16
+					//alt:f16  l2_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Add(lRowBase, uintptr(k+2*vecWidth)*iSize)))
 					//alt:f16  l2a, l2b := l2_f16.ToFloat32()
-					//alt:f64  l2 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Pointer(lRowBase + uintptr(k+2*vecWidth)*iSize)))
-					//alt:f32 r2 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Pointer(rColBase + uintptr(k+2*vecWidth)*iSize)))
-					r2_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(k+2*vecWidth)*iSize))) //alt:bf16
-					r2a, r2b := r2_bf16.ToFloat32()                                                                                       //alt:bf16
-					//alt:f16  r2_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k+2*vecWidth)*iSize)))
+					//alt:f64  l2 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Add(lRowBase, uintptr(k+2*vecWidth)*iSize)))
+					//alt:f32 r2 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(rColBase, uintptr(k+2*vecWidth)*iSize)))
+					r2_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Add(rColBase, uintptr(k+2*vecWidth)*iSize))) //alt:bf16
+					r2a, r2b := r2_bf16.ToFloat32()                                                                                  //alt:bf16
+					//alt:f16  r2_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Add(rColBase, uintptr(k+2*vecWidth)*iSize)))
 					//alt:f16  r2a, r2b := r2_f16.ToFloat32()
-					//alt:f64  r2 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Pointer(rColBase + uintptr(k+2*vecWidth)*iSize)))
+					//alt:f64  r2 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Add(rColBase, uintptr(k+2*vecWidth)*iSize)))
 					//alt:f32|f64 acc = l2.MulAdd(r2, acc)
 					acc = l2a.MulAdd(r2a, acc) //alt:bf16
 					acc = l2b.MulAdd(r2b, acc) //alt:bf16
 					//alt:f16  acc = l2a.MulAdd(r2a, acc)
 					//alt:f16  acc = l2b.MulAdd(r2b, acc)
 
-					//alt:f32 l3 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Pointer(lRowBase + uintptr(k+3*vecWidth)*iSize)))
-					l3_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Pointer(lRowBase + uintptr(k+3*vecWidth)*iSize))) //alt:bf16
-					l3a, l3b := l3_bf16.ToFloat32()                                                                                       //alt:bf16
-					//alt:f16  l3_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k+3*vecWidth)*iSize)))
+					//alt:f32 l3 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(lRowBase, uintptr(k+3*vecWidth)*iSize)))
+					l3_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Add(lRowBase, uintptr(k+3*vecWidth)*iSize))) //alt:bf16
+					l3a, l3b := l3_bf16.ToFloat32()                                                                                  //alt:bf16
+					//alt:f16  l3_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Add(lRowBase, uintptr(k+3*vecWidth)*iSize)))
 					//alt:f16  l3a, l3b := l3_f16.ToFloat32()
-					//alt:f64  l3 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Pointer(lRowBase + uintptr(k+3*vecWidth)*iSize)))
-					//alt:f32 r3 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Pointer(rColBase + uintptr(k+3*vecWidth)*iSize)))
-					r3_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(k+3*vecWidth)*iSize))) //alt:bf16
-					r3a, r3b := r3_bf16.ToFloat32()                                                                                       //alt:bf16
-					//alt:f16  r3_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k+3*vecWidth)*iSize)))
+					//alt:f64  l3 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Add(lRowBase, uintptr(k+3*vecWidth)*iSize)))
+					//alt:f32 r3 := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(rColBase, uintptr(k+3*vecWidth)*iSize)))
+					r3_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Add(rColBase, uintptr(k+3*vecWidth)*iSize))) //alt:bf16
+					r3a, r3b := r3_bf16.ToFloat32()                                                                                  //alt:bf16
+					//alt:f16  r3_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Add(rColBase, uintptr(k+3*vecWidth)*iSize)))
 					//alt:f16  r3a, r3b := r3_f16.ToFloat32()
-					//alt:f64  r3 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Pointer(rColBase + uintptr(k+3*vecWidth)*iSize)))
+					//alt:f64  r3 := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Add(rColBase, uintptr(k+3*vecWidth)*iSize)))
 					//alt:f32|f64 acc = l3.MulAdd(r3, acc)
 					acc = l3a.MulAdd(r3a, acc) //alt:bf16
 					acc = l3b.MulAdd(r3b, acc) //alt:bf16
@@ -595,18 +596,18 @@ func avx512SmallBFloat16Transposed( //alt:bf16
 
 				// Remaining full vectors
 				for ; k+vecWidth <= contractingSize; k += vecWidth {
-					//alt:f32 lVal := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Pointer(lRowBase + uintptr(k)*iSize)))
-					l_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Pointer(lRowBase + uintptr(k)*iSize))) //alt:bf16
-					la, lb := l_bf16.ToFloat32()                                                                              //alt:bf16
-					//alt:f16  l_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k)*iSize)))
+					//alt:f32 lVal := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(lRowBase, uintptr(k)*iSize)))
+					l_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Add(lRowBase, uintptr(k)*iSize))) //alt:bf16
+					la, lb := l_bf16.ToFloat32()                                                                         //alt:bf16
+					//alt:f16  l_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Add(lRowBase, uintptr(k)*iSize)))
 					//alt:f16  la, lb := l_f16.ToFloat32()
-					//alt:f64  lVal := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Pointer(lRowBase + uintptr(k)*iSize)))
-					//alt:f32 rVal := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Pointer(rColBase + uintptr(k)*iSize)))
-					r_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(k)*iSize))) //alt:bf16
-					ra, rb := r_bf16.ToFloat32()                                                                              //alt:bf16
-					//alt:f16  r_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k)*iSize)))
+					//alt:f64  lVal := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Add(lRowBase, uintptr(k)*iSize)))
+					//alt:f32 rVal := archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(rColBase, uintptr(k)*iSize)))
+					r_bf16 := bfloat16.LoadBFloat16x32((*[32]bfloat16.BFloat16)(unsafe.Add(rColBase, uintptr(k)*iSize))) //alt:bf16
+					ra, rb := r_bf16.ToFloat32()                                                                         //alt:bf16
+					//alt:f16  r_f16 := float16.LoadFloat16x32((*[32]float16.Float16)(unsafe.Add(rColBase, uintptr(k)*iSize)))
 					//alt:f16  ra, rb := r_f16.ToFloat32()
-					//alt:f64  rVal := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Pointer(rColBase + uintptr(k)*iSize)))
+					//alt:f64  rVal := archsimd.LoadFloat64x8((*[8]float64)(unsafe.Add(rColBase, uintptr(k)*iSize)))
 					//alt:f32|f64 acc = lVal.MulAdd(rVal, acc)
 					acc = la.MulAdd(ra, acc) //alt:bf16
 					acc = lb.MulAdd(rb, acc) //alt:bf16
@@ -619,26 +620,22 @@ func avx512SmallBFloat16Transposed( //alt:bf16
 				//alt:f64  res := avx512ReduceSumFloat64x8(acc)
 				// Scalar tail
 				for ; k < contractingSize; k++ {
-					//alt:f32 lVal := *(*float32)(unsafe.Pointer(lRowBase + uintptr(k)*iSize))
-					lVal := (*(*bfloat16.BFloat16)(unsafe.Pointer(lRowBase + uintptr(k)*iSize))).Float32() //alt:bf16
-					//alt:f16  lVal := (*(*float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k)*iSize))).Float32()
-					//alt:f64  lVal := *(*float64)(unsafe.Pointer(lRowBase + uintptr(k)*iSize))
-					//alt:f32 rVal := *(*float32)(unsafe.Pointer(rColBase + uintptr(k)*iSize))
-					rVal := (*(*bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(k)*iSize))).Float32() //alt:bf16
-					//alt:f16  rVal := (*(*float16.Float16)(unsafe.Pointer(rColBase + uintptr(k)*iSize))).Float32()
-					//alt:f64  rVal := *(*float64)(unsafe.Pointer(rColBase + uintptr(k)*iSize))
+					//alt:f32 lVal := *(*float32)(unsafe.Add(lRowBase, uintptr(k)*iSize))
+					lVal := (*(*bfloat16.BFloat16)(unsafe.Add(lRowBase, uintptr(k)*iSize))).Float32() //alt:bf16
+					//alt:f16  lVal := (*(*float16.Float16)(unsafe.Add(lRowBase, uintptr(k)*iSize))).Float32()
+					//alt:f64  lVal := *(*float64)(unsafe.Add(lRowBase, uintptr(k)*iSize))
+					//alt:f32 rVal := *(*float32)(unsafe.Add(rColBase, uintptr(k)*iSize))
+					rVal := (*(*bfloat16.BFloat16)(unsafe.Add(rColBase, uintptr(k)*iSize))).Float32() //alt:bf16
+					//alt:f16  rVal := (*(*float16.Float16)(unsafe.Add(rColBase, uintptr(k)*iSize))).Float32()
+					//alt:f64  rVal := *(*float64)(unsafe.Add(rColBase, uintptr(k)*iSize))
 					res += lVal * rVal
 				}
 
 				// Write result
-				outputIdx := outputBase + uintptr(row*rhsCrossSize+col)*oSize
-				*(*float32)(unsafe.Pointer(outputIdx)) = res //alt:f32|bf16|f16
-				//alt:f64  *(*float64)(unsafe.Pointer(outputIdx)) = res
+				outputIdx := unsafe.Add(outputBase, uintptr(row*rhsCrossSize+col)*oSize)
+				*(*float32)(outputIdx) = res //alt:f32|bf16|f16
+				//alt:f64  *(*float64)(outputIdx) = res
 			}
 		}
-
-		lhsBase += lhsByteStride
-		rhsBase += rhsByteStride
-		outputBase += outputByteStride
 	}
 }
