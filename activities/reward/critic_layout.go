@@ -28,7 +28,9 @@ type layoutCritic struct {
 }
 
 // Verify draws the completion and scores the picture. A layout that cannot be drawn is a failing
-// verdict with the layout verifier's feedback, and the model is neither loaded nor called.
+// verdict (score 0, the least a sigmoid score comes near) with the layout verifier's feedback,
+// and the model is not called; Partial[verify.AestheticDrawn] counts such layouts, as
+// "aesthetic"'s does.
 func (c *layoutCritic) Verify(ctx context.Context, s verify.Sample) (verify.Verdict, error) {
 	if c.cache.cl == nil || c.cache.newVision == nil {
 		return verify.Verdict{}, errors.New("verify: critic: this worker has no engine to run vision reward models (workers wire one)")
@@ -41,7 +43,7 @@ func (c *layoutCritic) Verify(ctx context.Context, s verify.Sample) (verify.Verd
 	res, err := layoutrender.Render(s.Completion, layoutrender.Options{Canvas: c.p.Canvas, Width: size, Height: size, Tag: c.p.Tag})
 	var le *layoutrender.LayoutError
 	if errors.As(err, &le) {
-		return verify.Verdict{Feedback: le.Feedback}, nil
+		return verify.Verdict{Feedback: le.Feedback, Partial: map[string]float64{verify.AestheticDrawn: 0}}, nil
 	} else if err != nil {
 		return verify.Verdict{}, fmt.Errorf("verify: critic: render: %w", err)
 	}
@@ -57,11 +59,22 @@ func (c *layoutCritic) Verify(ctx context.Context, s verify.Sample) (verify.Verd
 		return verify.Verdict{}, fmt.Errorf("verify: critic %s: reward is NaN", c.p.Checkpoint)
 	}
 	score := 1 / (1 + math.Exp(-float64(r[0])))
-	v := verify.Verdict{Score: score, Pass: score >= c.p.Threshold}
+	v := verify.Verdict{Score: score, Pass: score >= c.p.Threshold, Partial: map[string]float64{verify.AestheticDrawn: 1}}
 	if !v.Pass {
 		v.Feedback = fmt.Sprintf("the learned critic rates this design %.2f, below %.2f", score, c.p.Threshold)
 	}
 	return v, nil
+}
+
+// drawableLayout is "aesthetic"'s drawable check: why layoutrender would refuse the completion
+// (its feedback, as the critic gives it), or nil.
+func drawableLayout(completion, tag string) error {
+	err := layoutrender.Check(completion, tag)
+	var le *layoutrender.LayoutError
+	if errors.As(err, &le) {
+		return errors.New(le.Feedback)
+	}
+	return err
 }
 
 // visionCache keeps vision reward models loaded per checkpoint URI, at most MaxCriticModels (the

@@ -38,11 +38,12 @@ type Activities struct {
 }
 
 // NewActivities returns the activities with the built-in verifiers plus "code" on sb (which may
-// be nil).
+// be nil); their "aesthetic" scores 0 a layout the renderer refuses (drawableLayout).
 func NewActivities(sb *sandbox.Sandbox) *Activities {
 	r := verify.Builtins()
 	_ = r.Register("code", newCodeFactory(sb)) // cannot clash: "code" is not a built-in name
 	_ = r.Register(TaskVerifier, newTaskVerifier)
+	_ = r.Replace("aesthetic", verify.AestheticFactory(drawableLayout)) // a built-in name: cannot fail
 	return &Activities{Sandbox: sb, Ckpt: ckpt.New(ckpt.Options{}), registry: r}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -291,5 +292,37 @@ func TestProgramExtraction(t *testing.T) {
 		if src != c.src || lang != c.lang {
 			t.Errorf("program(%q, %q) = %q, %q", c.completion, c.want, src, lang)
 		}
+	}
+}
+
+// TestAestheticScoresRefusedLayoutsZero: the reward workers' "aesthetic" gives a layout the
+// renderer refuses (a colour it does not know, a role it has no style for) the least score, 0,
+// with the renderer's feedback, as one that is not a layout at all, though its geometry alone is
+// perfect; "aesthetic/drawn" counts the refused ones (its mean is the share drawn).
+func TestAestheticScoresRefusedLayoutsZero(t *testing.T) {
+	a := NewActivities(nil)
+	const column = `{"boxes":[{"id":"a","x":10,"y":10,"w":50,"h":20,"role":"%s","color":"%s"},{"id":"b","x":10,"y":34,"w":40,"h":20}]}`
+	in := rewardapi.ScoreInput{Spec: verify.Spec{Verifiers: []verify.Component{{Name: "aesthetic", Weight: 1}}}, Items: []rewardapi.Item{
+		{ID: "drawn", Completion: fmt.Sprintf(column, "title", "navy")},
+		{ID: "unknown colour", Completion: fmt.Sprintf(column, "title", "chartreuse")},
+		{ID: "unknown role", Completion: fmt.Sprintf(column, "heading", "navy")},
+		{ID: "not a layout", Completion: "a poster with a title"},
+	}}
+	want := []struct {
+		score, drawn float64
+		feedback     string
+	}{{1, 1, ""}, {0, 0, `color: "chartreuse"`}, {0, 0, `role: "heading": allowed values`}, {0, 0, "not valid JSON boxes"}}
+	out, err := a.ScoreItems(context.Background(), in, func(rewardapi.Progress) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		v := out.Verdicts[i]
+		if v.Error != "" || v.Score != w.score || v.Partial["aesthetic/"+verify.AestheticDrawn] != w.drawn || !strings.Contains(v.Feedback, w.feedback) {
+			t.Errorf("%s: %+v, want score %v drawn %v feedback with %q", v.ID, v, w.score, w.drawn, w.feedback)
+		}
+	}
+	if m := out.Metrics; m.Judged != 4 || m.MeanScore != 0.25 || m.PassRate != 0.25 {
+		t.Errorf("metrics %+v: want 4 judged, mean score and pass rate 0.25", m)
 	}
 }

@@ -140,35 +140,49 @@ func Render(completion string, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	vboxes, raw, err := verify.ParseLayout(completion, opts.Tag)
+	boxes, skipped, err := readLayout(completion, opts.Tag)
 	if err != nil {
-		return Result{}, &LayoutError{Feedback: err.Error()}
+		return Result{}, err
 	}
 	img := image.NewRGBA(image.Rect(0, 0, opts.Width, opts.Height))
 	draw.Draw(img, img.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
-	var res Result
-	res.Image = img
-	var boxes []box
-	total := 0
-	for i, vb := range vboxes {
-		b, ok, err := readBox(i, vb, raw[i])
-		if err != nil {
-			return Result{}, err
-		}
-		if total += utf8.RuneCountInString(b.label); total > MaxAllText {
-			return Result{}, &LayoutError{Feedback: fmt.Sprintf("too much text: over %d characters in all boxes", MaxAllText)}
-		}
-		if !ok {
-			res.Skipped = append(res.Skipped, vb.ID)
-			continue
-		}
-		boxes = append(boxes, b)
-	}
 	r := &renderer{img: img, sx: float64(opts.Width) / opts.Canvas.W, sy: float64(opts.Height) / opts.Canvas.H}
 	for _, b := range boxes {
 		r.draw(b)
 	}
-	return res, nil
+	return Result{Image: img, Skipped: skipped}, nil
+}
+
+// Check is nil when Render would draw the completion (read from inside <tag>…</tag> when tag is
+// set), else the *LayoutError Render would return; it reads the layout without drawing it.
+func Check(completion, tag string) error {
+	_, _, err := readLayout(completion, tag)
+	return err
+}
+
+// readLayout parses the completion and checks every box: the boxes to draw, the ids of those
+// whose geometry is invalid, or a *LayoutError.
+func readLayout(completion, tag string) (boxes []box, skipped []string, err error) {
+	vboxes, raw, err := verify.ParseLayout(completion, tag)
+	if err != nil {
+		return nil, nil, &LayoutError{Feedback: err.Error()}
+	}
+	total := 0
+	for i, vb := range vboxes {
+		b, ok, err := readBox(i, vb, raw[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		if total += utf8.RuneCountInString(b.label); total > MaxAllText {
+			return nil, nil, &LayoutError{Feedback: fmt.Sprintf("too much text: over %d characters in all boxes", MaxAllText)}
+		}
+		if !ok {
+			skipped = append(skipped, vb.ID)
+			continue
+		}
+		boxes = append(boxes, b)
+	}
+	return boxes, skipped, nil
 }
 
 // RenderPNG is Render encoded as PNG (best compression, so the bytes depend on nothing but the

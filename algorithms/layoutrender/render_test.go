@@ -156,6 +156,12 @@ func TestBadAttributes(t *testing.T) {
 		if !errors.As(err, &le) || !strings.HasPrefix(le.Feedback, c.want) {
 			t.Errorf("%.50s: %v, want feedback starting %q", c.layout, err, c.want)
 		}
+		if cerr := Check(c.layout, ""); cerr == nil || cerr.Error() != err.Error() { // Check refuses what Render refuses
+			t.Errorf("%.50s: Check %v, Render %v", c.layout, cerr, err)
+		}
+	}
+	if err := Check(`<l>[{"id": "t", "role": "title", "color": "navy", "text": "Hi", "x": 1, "y": 1, "w": 5, "h": 5}, {"id": "u", "w": 0}]</l>`, "l"); err != nil {
+		t.Errorf("Check of a drawable layout (one box skipped): %v", err)
 	}
 	for _, o := range []Options{{}, {Canvas: verify.Size{W: 10, H: -1}}, {Canvas: verify.Size{W: 10, H: 10}, Width: 5000}} {
 		_, err := Render(`[]`, o)

@@ -24,11 +24,30 @@ const DefaultAestheticGrid = 10
 // AestheticPrinciples are the principles "aesthetic" scores, in Verdict.Partial's keys.
 var AestheticPrinciples = []string{"alignment", "overlap"}
 
-type aesthetic struct{ p AestheticParams }
+// AestheticDrawn is the sub-score (Verdict.Partial) of an aesthetic verifier given a drawable
+// check (AestheticFactory): 1 for a layout that can be drawn, 0 for one that cannot, so that its
+// mean counts the layouts a critic would have refused.
+const AestheticDrawn = "drawn"
 
-// NewAesthetic builds "aesthetic".
-func NewAesthetic(params json.RawMessage) (Verifier, error) {
-	a := &aesthetic{}
+type aesthetic struct {
+	p        AestheticParams
+	drawable func(completion, tag string) error
+}
+
+// NewAesthetic builds "aesthetic" on geometry alone (AestheticFactory(nil)).
+func NewAesthetic(params json.RawMessage) (Verifier, error) { return newAesthetic(params, nil) }
+
+// AestheticFactory builds "aesthetic" whose layouts must also be drawable: drawable returns why a
+// layout cannot be drawn (layoutrender.Check, which this package cannot import: the renderer reads
+// layouts with ParseLayout), and such a layout scores 0 with that feedback, as an unreadable one
+// does, instead of a score for geometry nobody will see; Partial[AestheticDrawn] says which. The
+// reward workers register it in place of NewAesthetic.
+func AestheticFactory(drawable func(completion, tag string) error) Factory {
+	return func(params json.RawMessage) (Verifier, error) { return newAesthetic(params, drawable) }
+}
+
+func newAesthetic(params json.RawMessage, drawable func(completion, tag string) error) (Verifier, error) {
+	a := &aesthetic{drawable: drawable}
 	if err := DecodeParams("aesthetic", params, &a.p); err != nil {
 		return nil, err
 	}
@@ -44,14 +63,24 @@ func NewAesthetic(params json.RawMessage) (Verifier, error) {
 	return a, nil
 }
 
-// Verify scores the layout by rule; a layout the layout verifier cannot read scores 0 with its
-// feedback. It passes at a perfect score.
+// Verify scores the layout by rule; a layout the layout verifier cannot read, or (with a drawable
+// check) that cannot be drawn, scores 0 with its feedback. It passes at a perfect score.
 func (a *aesthetic) Verify(_ context.Context, s Sample) (Verdict, error) {
 	boxes, _, err := ParseLayout(s.Completion, a.p.Tag)
+	if err == nil && a.drawable != nil {
+		err = a.drawable(s.Completion, a.p.Tag)
+	}
 	if err != nil {
-		return fail("%s", err.Error()), nil
+		v := fail("%s", err.Error())
+		if a.drawable != nil {
+			v.Partial = map[string]float64{AestheticDrawn: 0}
+		}
+		return v, nil
 	}
 	score, parts := AestheticScore(boxes, a.p.Grid)
+	if a.drawable != nil {
+		parts[AestheticDrawn] = 1
+	}
 	v := Verdict{Score: score, Pass: score == 1, Partial: parts}
 	if !v.Pass {
 		v.Feedback = "the layout breaks design principles"

@@ -3,6 +3,8 @@ package verify
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -57,5 +59,51 @@ func TestAesthetic(t *testing.T) {
 		if _, err := NewAesthetic(json.RawMessage(bad)); err == nil {
 			t.Errorf("params %s accepted", bad)
 		}
+	}
+}
+
+// TestAestheticDrawable: with a drawable check (the reward workers give the renderer's), a layout
+// the check refuses scores 0 with the check's feedback, however good its geometry, and
+// Partial["drawn"] counts it; a drawable layout keeps its rule score. Without a check there is no
+// "drawn" sub-score.
+func TestAestheticDrawable(t *testing.T) {
+	const column = `{"boxes":[{"id":"a","x":10,"y":10,"w":50,"h":20,"color":"%s"},{"id":"b","x":10,"y":34,"w":40,"h":20,"color":"%s"}]}`
+	drawable := func(completion, tag string) error {
+		if strings.Contains(completion, "chartreuse") {
+			return errors.New(`box 0 (id "a"): color: "chartreuse": want a known colour`)
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		name, completion string
+		check            func(string, string) error
+		score, drawn     float64 // drawn -1: no "drawn" sub-score
+		feedback         string
+	}{
+		{"drawable", fmt.Sprintf(column, "red", "blue"), drawable, 1, 1, ""},
+		{"refused by the renderer", fmt.Sprintf(column, "chartreuse", "blue"), drawable, 0, 0, `color: "chartreuse"`},
+		{"unreadable", "a poster", drawable, 0, 0, "JSON"},
+		{"geometry only", fmt.Sprintf(column, "chartreuse", "blue"), nil, 1, -1, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v, err := AestheticFactory(c.check)(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := v.Verify(context.Background(), Sample{Completion: c.completion})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, has := got.Partial[AestheticDrawn]
+			if got.Score != c.score || got.Pass != (c.score == 1) || has != (c.drawn >= 0) || (has && d != c.drawn) {
+				t.Errorf("score %v pass %v partial %v, want score %v drawn %v", got.Score, got.Pass, got.Partial, c.score, c.drawn)
+			}
+			if !strings.Contains(got.Feedback, c.feedback) {
+				t.Errorf("feedback %q, want %q in it", got.Feedback, c.feedback)
+			}
+		})
+	}
+	if _, err := AestheticFactory(drawable)(json.RawMessage(`{"grid":-1}`)); err == nil {
+		t.Error("bad params accepted with a drawable check")
 	}
 }

@@ -56,6 +56,21 @@ func (r *Registry) Register(name string, f Factory) error {
 	return nil
 }
 
+// Replace puts f in place of the factory registered under name (a worker's fuller version of a
+// built-in, whose params are the same: "aesthetic" with the renderer's check).
+func (r *Registry) Replace(name string, f Factory) error {
+	if f == nil {
+		return fmt.Errorf("verify: replace %q: nil factory", name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.f[name]; !ok {
+		return fmt.Errorf("verify: replace %q: not registered", name)
+	}
+	r.f[name] = f
+	return nil
+}
+
 // Names lists the registered names, sorted.
 func (r *Registry) Names() []string {
 	r.mu.RLock()

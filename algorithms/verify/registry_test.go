@@ -144,6 +144,22 @@ func TestRegistry(t *testing.T) {
 	if got.Score != 0.5 || got.Feedback != "half: half" {
 		t.Errorf("custom: %+v", got)
 	}
+	// Replace swaps a registered factory only.
+	zero := Func(func(ctx context.Context, s Sample) (Verdict, error) { return Verdict{Feedback: "zero"}, nil })
+	if err := r.Replace("half", func(json.RawMessage) (Verifier, error) { return zero, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := r.New("half", nil); v == nil {
+		t.Fatal("replaced factory: no verifier")
+	} else if got, _ := v.Verify(context.Background(), Sample{}); got.Feedback != "zero" {
+		t.Errorf("replaced factory: %+v", got)
+	}
+	if err := r.Replace("quarter", func(json.RawMessage) (Verifier, error) { return zero, nil }); err == nil {
+		t.Error("replace of an unregistered name: want error")
+	}
+	if err := r.Replace("half", nil); err == nil {
+		t.Error("replace with nil: want error")
+	}
 	// Out-of-range scores from a custom verifier are clamped.
 	wild := Func(func(ctx context.Context, s Sample) (Verdict, error) { return Verdict{Score: math.NaN()}, nil })
 	_ = r.Register("wild", func(json.RawMessage) (Verifier, error) { return wild, nil })

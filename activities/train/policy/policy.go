@@ -43,6 +43,8 @@ func Register(r train.Registrar, deps *train.Activities) {
 //
 // Idempotent: a version an earlier attempt committed is returned as is (train.Activities.Committed).
 func (a *Activities) PolicyStep(ctx context.Context, in trainapi.PolicyStepInput) (trainapi.PolicyStepOutput, error) {
+	hb := startBeats(ctx)
+	defer hb.stop()
 	next := in.Version + 1
 	if uri, st, ok, err := a.Committed(ctx, in.Store, in.Run, in.Phase, next); err != nil {
 		return trainapi.PolicyStepOutput{}, err
@@ -55,6 +57,7 @@ func (a *Activities) PolicyStep(ctx context.Context, in trainapi.PolicyStepInput
 		return trainapi.PolicyStepOutput{}, err
 	}
 	defer p.src.close()
+	p.hb = hb
 	return p.run(ctx)
 }
 
@@ -77,6 +80,7 @@ type plan struct {
 	stepRollouts []rollout.Rollout
 	stepScores   [][]float64
 	decode       func([]int) string
+	hb           *beats // the step's heartbeats
 	// mismatch is π_old against the behaviour log-probs over the trained tokens, of the rollouts the
 	// stepped version sampled (fresh) and of older ones (stale), measured by prepare on the host
 	// unless the step is on-policy (then its one step measures it in the graph).
@@ -129,8 +133,16 @@ func (a *Activities) plan(ctx context.Context, in trainapi.PolicyStepInput) (*pl
 	}
 	rewardStats(p.metrics, rs, lengths, p.rewards)
 	stalenessStats(p.metrics, rs, lengths, in.Version)
-	if !p.streamed {
-		rs, adv, idx = segmentRows(rs, adv, idx) // an agent's further segments: rows of their own
+	// An agent's further segments are rows of their own, right after their episode's.
+	var refs []rowRef
+	if p.streamed {
+		refs, adv = segmentRefs(rs, adv, idx)
+		idx = make([]int, len(refs))
+		for k := range idx {
+			idx[k] = k
+		}
+	} else {
+		rs, adv, idx = segmentRows(rs, adv, idx)
 	}
 	mb := in.Minibatch
 	if mb <= 0 || mb > len(idx) {
@@ -140,7 +152,7 @@ func (a *Activities) plan(ctx context.Context, in trainapi.PolicyStepInput) (*pl
 		p.chunks = append(p.chunks, idx[lo:min(lo+mb, len(idx))])
 	}
 	if p.streamed {
-		if p.src, err = a.newStreamRows(ctx, in.Shards, adv, p.chunks); err != nil {
+		if p.src, err = a.newStreamRows(ctx, in.Shards, refs, adv, p.chunks); err != nil {
 			return nil, err
 		}
 	} else {
@@ -235,9 +247,9 @@ func (p *plan) run(ctx context.Context) (trainapi.PolicyStepOutput, error) {
 	defer pol.Close()
 	eng := pol.Engine
 	p.metrics["seconds_load"] = time.Since(loadStart).Seconds()
-	// Loading and the pre-update pass come before the first optimizer step's heartbeat; on a loaded
-	// 2-core machine they once took past the 30 s heartbeat timeout, and the attempt was retried.
-	beat := func() { activity.RecordHeartbeat(ctx, trainapi.Progress{}) }
+	// Between these beats, the step's goroutine beats too (beats): loading, the pre-update pass
+	// and one optimizer step over a full batch each once ran past the heartbeat timeout.
+	beat := func() { p.hb.beat(trainapi.Progress{}) }
 	beat()
 	nonFinite := false
 	if len(p.chunks) > 0 {
@@ -250,7 +262,7 @@ func (p *plan) run(ctx context.Context) (trainapi.PolicyStepOutput, error) {
 				return trainapi.PolicyStepOutput{}, err
 			}
 		}
-		if nonFinite, err = p.optimize(ctx, eng, onPolicy); err != nil {
+		if nonFinite, err = p.optimize(eng, onPolicy); err != nil {
 			return trainapi.PolicyStepOutput{}, err
 		}
 	}
@@ -420,7 +432,7 @@ func (p *plan) step(c int, onPolicy bool) (objective.Objective, objective.Batch,
 // to the metrics the objective's metrics averaged over the steps, optimizer_steps, seconds_optimize
 // and train_tokens_per_s (the objective's "tokens" per second of optimization). nonFinite reports a
 // NaN/Inf loss or gradient norm in any step.
-func (p *plan) optimize(ctx context.Context, eng train.Stepper, onPolicy bool) (nonFinite bool, err error) {
+func (p *plan) optimize(eng train.Stepper, onPolicy bool) (nonFinite bool, err error) {
 	start := time.Now()
 	epochs := max(1, p.in.Epochs)
 	var acc train.StepSums
@@ -436,7 +448,7 @@ func (p *plan) optimize(ctx context.Context, eng train.Stepper, onPolicy bool) (
 				return false, fmt.Errorf("%s v%d: %w", p.op, p.in.Version, err)
 			}
 			acc.Add(m)
-			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: acc.Steps, Total: total})
+			p.hb.beat(trainapi.Progress{Step: acc.Steps, Total: total})
 		}
 	}
 	acc.MeansInto(p.metrics)

@@ -24,16 +24,41 @@ func segmentRows(rs []rollout.Rollout, adv []float64, idx []int) ([]rollout.Roll
 		out = append(out, i)
 		for _, s := range rs[i].Segments {
 			out = append(out, len(rs))
-			rs = append(rs, rollout.Rollout{ID: rs[i].ID, Group: rs[i].Group, PromptTokens: s.PromptTokens, Tokens: s.Tokens,
-				LogProbs: s.LogProbs, Policy: s.Policy, PolicyVersion: rs[i].PolicyVersion})
+			rs = append(rs, segmentRow(rs[i], s))
 			adv = append(adv, adv[i])
 		}
 	}
 	return rs, adv, out
 }
 
+// segmentRow is the row of episode r's further segment s: its own prompt and tokens, the episode's
+// group and version.
+func segmentRow(r rollout.Rollout, s rollout.Segment) rollout.Rollout {
+	return rollout.Rollout{ID: r.ID, Group: r.Group, PromptTokens: s.PromptTokens, Tokens: s.Tokens,
+		LogProbs: s.LogProbs, Policy: s.Policy, PolicyVersion: r.PolicyVersion}
+}
+
+// rowRef names a row of a streamed step, which holds no rollout until it trains on it: rollout i
+// (its index across the shards) and seg, 0 for the rollout's own row or k for its k-th further
+// segment.
+type rowRef struct{ i, seg int }
+
+// segmentRefs is segmentRows for a streamed step: the rows of the kept rollouts idx in the same
+// order (so that a minibatch holds the same rows either way), each with its advantage. rs need hold
+// only as many Segments as each rollout has (their contents are read when the row is trained).
+func segmentRefs(rs []rollout.Rollout, adv []float64, idx []int) ([]rowRef, []float64) {
+	refs, radv := make([]rowRef, 0, len(idx)), make([]float64, 0, len(idx))
+	for _, i := range idx {
+		for k := range len(rs[i].Segments) + 1 {
+			refs = append(refs, rowRef{i: i, seg: k})
+			radv = append(radv, adv[i])
+		}
+	}
+	return refs, radv
+}
+
 // noSegments refuses rollouts with further segments in a step that trains one row per rollout
-// (PPO's critic, the streamed minibatches): op prefixes the error, instead says how to train them.
+// (PPO's critic): op prefixes the error, instead says how to train them.
 func noSegments(rs []rollout.Rollout, op, instead string) error {
 	for _, r := range rs {
 		if len(r.Segments) > 0 {

@@ -60,24 +60,30 @@ func (m *memoryRows) close()                                     {}
 // batch.
 type streamRows struct {
 	stream  *shardStream
-	chunks  [][]int
-	adv     []float64
+	chunks  [][]int   // indices of refs
+	refs    []rowRef  // the rows, in order (segmentRefs)
+	adv     []float64 // per row
 	scratch *logProbScratch
 }
 
-func (a *Activities) newStreamRows(ctx context.Context, shards []trainapi.ScoredShard, adv []float64, chunks [][]int) (*streamRows, error) {
+func (a *Activities) newStreamRows(ctx context.Context, shards []trainapi.ScoredShard, refs []rowRef, adv []float64, chunks [][]int) (*streamRows, error) {
 	scratch, err := newLogProbScratch()
 	if err != nil {
 		return nil, err
 	}
-	return &streamRows{stream: &shardStream{ctx: ctx, a: a, shards: shards}, chunks: chunks, adv: adv, scratch: scratch}, nil
+	return &streamRows{stream: &shardStream{ctx: ctx, a: a, shards: shards}, chunks: chunks, refs: refs, adv: adv, scratch: scratch}, nil
 }
 
 func (s *streamRows) rows(c int) (policyRows, error) {
 	if c == 0 {
 		s.stream.reset() // each pass reads the shards from the start
 	}
-	return s.stream.rows(s.chunks[c], s.adv)
+	ch := s.chunks[c]
+	refs, adv := make([]rowRef, len(ch)), make([]float64, len(ch))
+	for k, j := range ch {
+		refs[k], adv[k] = s.refs[j], s.adv[j]
+	}
+	return s.stream.rows(refs, adv)
 }
 
 func (s *streamRows) keep(_ int, p prepared) error { return s.scratch.write(p) }

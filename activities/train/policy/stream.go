@@ -30,12 +30,15 @@ func (a *Activities) scanShards(ctx context.Context, in trainapi.PolicyStepInput
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if err := noSegments(part, fmt.Sprintf("train: streamed policy step %s/%s", in.Run, in.Phase), "set minibatch 0"); err != nil {
-			return nil, nil, nil, err
-		}
 		for _, r := range part {
-			// The versions and mask stay for the staleness histogram (stalenessStats).
-			light = append(light, rollout.Rollout{ID: r.ID, Group: r.Group, Ep: summary(r.Ep), PolicyVersion: r.PolicyVersion, Versions: r.Versions, Policy: r.Policy})
+			// The versions and mask stay for the staleness histogram (stalenessStats); the number
+			// of an agent's further segments for their rows (segmentRefs).
+			var segs []rollout.Segment
+			if len(r.Segments) > 0 {
+				segs = make([]rollout.Segment, len(r.Segments))
+			}
+			light = append(light, rollout.Rollout{ID: r.ID, Group: r.Group, Ep: summary(r.Ep), PolicyVersion: r.PolicyVersion, Versions: r.Versions, Policy: r.Policy,
+				Segments: segs})
 			lengths = append(lengths, len(r.Tokens))
 		}
 		rewards = append(rewards, scores...)
@@ -55,6 +58,10 @@ type shardStream struct {
 	rc     io.ReadCloser
 	sc     *bufio.Scanner
 	pos    int // index (across the shards) of the next line
+	// last is the rollout of line pos-1 once read: an episode's segments are rows after its own,
+	// perhaps in the next minibatch.
+	last    rollout.Rollout
+	hasLast bool
 }
 
 func (s *shardStream) close() {
@@ -64,63 +71,74 @@ func (s *shardStream) close() {
 	}
 }
 
-func (s *shardStream) reset() { s.close(); s.s, s.pos = 0, 0 }
-
-// take returns the rollouts of indices idx (ascending, not before the stream's position).
-func (s *shardStream) take(idx []int) ([]rollout.Rollout, error) {
-	out := make([]rollout.Rollout, 0, len(idx))
-	for _, want := range idx {
-		if want < s.pos {
-			return nil, fmt.Errorf("train: shard stream: row %d after row %d (rows must ascend)", want, s.pos)
-		}
-		for {
-			if s.sc == nil {
-				if s.s >= len(s.shards) {
-					return nil, fmt.Errorf("train: shard stream: row %d past the end of %d shards", want, len(s.shards))
-				}
-				rc, err := s.a.Ckpt.OpenObject(s.ctx, s.shards[s.s].Rollouts)
-				if err != nil {
-					return nil, fmt.Errorf("train: %w", err)
-				}
-				s.rc, s.sc = rc, bufio.NewScanner(rc)
-				s.sc.Buffer(make([]byte, 64<<10), 64<<20)
-			}
-			if !s.sc.Scan() {
-				if err := s.sc.Err(); err != nil {
-					return nil, fmt.Errorf("train: read %s: %w", s.shards[s.s].Rollouts, err)
-				}
-				s.close()
-				s.s++
-				continue
-			}
-			if len(s.sc.Bytes()) == 0 {
-				continue
-			}
-			s.pos++
-			if s.pos-1 == want {
-				var r rollout.Rollout
-				if err := json.Unmarshal(s.sc.Bytes(), &r); err != nil {
-					return nil, train.BadInput(fmt.Errorf("rollout: %s: row %d: %w", s.shards[s.s].Rollouts, want, err))
-				}
-				out = append(out, r)
-				break
-			}
-		}
-	}
-	return out, nil
+func (s *shardStream) reset() {
+	s.close()
+	s.s, s.pos, s.last, s.hasLast = 0, 0, rollout.Rollout{}, false
 }
 
-// rows reads the rollouts idx and builds their objective rows with their advantages.
-func (s *shardStream) rows(idx []int, adv []float64) (policyRows, error) {
-	rs, err := s.take(idx)
-	if err != nil {
-		return policyRows{}, err
+// take returns the rollout of index want (ascending from call to call: the last one read, or one
+// past the stream's position).
+func (s *shardStream) take(want int) (rollout.Rollout, error) {
+	if s.hasLast && want == s.pos-1 {
+		return s.last, nil
 	}
-	local, ladv := make([]int, len(idx)), make([]float64, len(idx))
-	for k, i := range idx {
-		local[k], ladv[k] = k, adv[i]
+	if want < s.pos {
+		return rollout.Rollout{}, fmt.Errorf("train: shard stream: row %d after row %d (rows must ascend)", want, s.pos)
 	}
-	return buildPolicyRows(rs, ladv, local), nil
+	for {
+		if s.sc == nil {
+			if s.s >= len(s.shards) {
+				return rollout.Rollout{}, fmt.Errorf("train: shard stream: row %d past the end of %d shards", want, len(s.shards))
+			}
+			rc, err := s.a.Ckpt.OpenObject(s.ctx, s.shards[s.s].Rollouts)
+			if err != nil {
+				return rollout.Rollout{}, fmt.Errorf("train: %w", err)
+			}
+			s.rc, s.sc = rc, bufio.NewScanner(rc)
+			s.sc.Buffer(make([]byte, 64<<10), 64<<20)
+		}
+		if !s.sc.Scan() {
+			if err := s.sc.Err(); err != nil {
+				return rollout.Rollout{}, fmt.Errorf("train: read %s: %w", s.shards[s.s].Rollouts, err)
+			}
+			s.close()
+			s.s++
+			continue
+		}
+		if len(s.sc.Bytes()) == 0 {
+			continue
+		}
+		s.pos++
+		s.hasLast = false
+		if s.pos-1 == want {
+			var r rollout.Rollout
+			if err := json.Unmarshal(s.sc.Bytes(), &r); err != nil {
+				return rollout.Rollout{}, train.BadInput(fmt.Errorf("rollout: %s: row %d: %w", s.shards[s.s].Rollouts, want, err))
+			}
+			s.last, s.hasLast = r, true
+			return r, nil
+		}
+	}
+}
+
+// rows reads the rows refs (an agent's further segment from its episode's rollout, segmentRow)
+// and builds their objective rows with their advantages adv, one per row.
+func (s *shardStream) rows(refs []rowRef, adv []float64) (policyRows, error) {
+	rs, local := make([]rollout.Rollout, len(refs)), make([]int, len(refs))
+	for k, ref := range refs {
+		r, err := s.take(ref.i)
+		if err != nil {
+			return policyRows{}, err
+		}
+		if ref.seg > 0 {
+			if ref.seg > len(r.Segments) {
+				return policyRows{}, train.BadInput(fmt.Errorf("train: shard stream: rollout %s (row %d) has %d further segments, fewer than its scan counted", r.ID, ref.i, len(r.Segments)))
+			}
+			r = segmentRow(r, r.Segments[ref.seg-1])
+		}
+		rs[k], local[k] = r, k
+	}
+	return buildPolicyRows(rs, adv, local), nil
 }
 
 // logProbScratch keeps minibatches' pre-update log-probs (and values) in a temporary file.
