@@ -12,6 +12,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/schedule"
 )
 
@@ -33,6 +34,29 @@ type ChunkObjective[B any] struct {
 	Step  func(b B, lr float32) (StepResult, error)
 	Write func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error
 	Close func() // releases what open loaded besides eng (a reference engine); may be nil
+}
+
+// RowsObjective is the chunk objective of the loaded model m trained with obj on n in-memory rows,
+// rows of them a step in the seeded per-epoch order (NextRows): batch makes a step's batch of the
+// row indices it is given. Its checkpoint is m with its optimizer state (WriteModel).
+func RowsObjective(m *Loaded, obj objective.Objective, unit string, n, rows int, batch func(idx []int) (objective.Batch, error)) *ChunkObjective[[]int] {
+	return &ChunkObjective[[]int]{Eng: m.Engine, Cfg: m.Config, Unit: unit,
+		Next: func(cur trainapi.Cursor) ([]int, trainapi.Cursor, error) {
+			idx, next := NextRows(n, rows, cur)
+			return idx, next, nil
+		},
+		Step: func(idx []int, lr float32) (StepResult, error) {
+			b, err := batch(idx)
+			if err != nil {
+				return StepResult{}, err
+			}
+			res, err := m.Engine.StepObjective(obj, b, lr)
+			return ObjectiveStep(obj, res, len(idx)), err
+		},
+		Write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
+			return WriteModel(ctx, w, m, st, true)
+		},
+	}
 }
 
 // LR is the learning rate of step (0-based) of a phase of total steps on o's schedule: linear
