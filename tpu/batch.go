@@ -9,28 +9,24 @@ import (
 	"github.com/temperml/temper/algorithms/model"
 )
 
-// Batch is one [batch, seq] batch of host data (see data.TokenBatch, the one batch type the
-// trainer shares; this alias keeps the runtime's signatures short).
-type Batch = data.TokenBatch
-
 // LMBatch builds a next-token batch from sequences: Tokens = s[:n-1], Targets = s[1:], right-padded
 // to the longest sequence. The loss counts the targets at index >= promptLens[i] of sequence i (its
 // completion); promptLens nil counts every target. Sequences need at least two tokens.
-func LMBatch(seqs [][]int, promptLens []int) (Batch, error) {
+func LMBatch(seqs [][]int, promptLens []int) (data.TokenBatch, error) {
 	if len(seqs) == 0 {
-		return Batch{}, fmt.Errorf("tpu: lm batch: no sequences")
+		return data.TokenBatch{}, fmt.Errorf("tpu: lm batch: no sequences")
 	}
 	if promptLens != nil && len(promptLens) != len(seqs) {
-		return Batch{}, fmt.Errorf("tpu: lm batch: %d prompt lengths for %d sequences", len(promptLens), len(seqs))
+		return data.TokenBatch{}, fmt.Errorf("tpu: lm batch: %d prompt lengths for %d sequences", len(promptLens), len(seqs))
 	}
 	seq := 0
 	for i, s := range seqs {
 		if len(s) < 2 {
-			return Batch{}, fmt.Errorf("tpu: lm batch: sequence %d has %d tokens, need >= 2", i, len(s))
+			return data.TokenBatch{}, fmt.Errorf("tpu: lm batch: sequence %d has %d tokens, need >= 2", i, len(s))
 		}
 		seq = max(seq, len(s)-1)
 	}
-	b := Batch{}
+	b := data.TokenBatch{}
 	for i, s := range seqs {
 		tok, tgt := make([]int, seq), make([]int, seq)
 		mask, pos, valid := make([]float32, seq), make([]int, seq), make([]bool, seq)
@@ -62,7 +58,7 @@ type padded struct {
 
 // pad validates b and lays it out in its bucket; padded rows and columns have loss weight 0 and
 // are invalid keys.
-func (r *Runtime) pad(b Batch, needTargets bool) (padded, error) {
+func (r *Runtime) pad(b data.TokenBatch, needTargets bool) (padded, error) {
 	cfg := r.cfg
 	n, seq := b.Dims()
 	if n == 0 || seq == 0 {

@@ -7,6 +7,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // GoMLX graph code reads best unqualified.
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 )
 
@@ -23,7 +24,7 @@ func (l Logits) At(b, t int) []float32 {
 }
 
 // Logits runs the forward pass on b (Targets and LossMask are ignored).
-func (r *Runtime) Logits(b Batch) (Logits, error) {
+func (r *Runtime) Logits(b data.TokenBatch) (Logits, error) {
 	const op = "logits"
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -49,7 +50,7 @@ func (r *Runtime) Logits(b Batch) (Logits, error) {
 
 // usablePadded checks that the runtime can serve op and pads b (with its targets when targets). The
 // caller holds r.mu.
-func (r *Runtime) usablePadded(op string, b Batch, targets bool) (padded, error) {
+func (r *Runtime) usablePadded(op string, b data.TokenBatch, targets bool) (padded, error) {
 	if err := r.usable(op); err != nil {
 		return padded{}, err
 	}
@@ -61,7 +62,7 @@ func (r *Runtime) usablePadded(op string, b Batch, targets bool) (padded, error)
 }
 
 // LogProbs returns log p(Targets[i][t] | Tokens[i][:t+1]) for every position, [batch][seq].
-func (r *Runtime) LogProbs(b Batch) ([][]float32, error) {
+func (r *Runtime) LogProbs(b data.TokenBatch) ([][]float32, error) {
 	const op = "logprobs"
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -117,7 +118,7 @@ func (r *Runtime) evaluate(op string, p padded, graphFn func(in []*Node) []*Node
 }
 
 // EvalLoss computes the masked cross-entropy of b without updating anything (GradNorm is 0).
-func (r *Runtime) EvalLoss(b Batch) (StepMetrics, error) {
+func (r *Runtime) EvalLoss(b data.TokenBatch) (StepMetrics, error) {
 	const op = "eval loss"
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
 )
@@ -31,7 +32,7 @@ func newRuntime(t testing.TB, opts Options) *Runtime {
 }
 
 // randomBatch is an LMBatch of n random sequences of length seq+1 (targets shifted).
-func randomBatch(t testing.TB, vocab, n, seq int, seed uint64) Batch {
+func randomBatch(t testing.TB, vocab, n, seq int, seed uint64) data.TokenBatch {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 9))
 	seqs := make([][]int, n)
@@ -76,7 +77,7 @@ func bitsEqual(a, b map[string][]float32) string {
 	return ""
 }
 
-func trainSteps(t testing.TB, r *Runtime, batches []Batch, lr float32) []StepMetrics {
+func trainSteps(t testing.TB, r *Runtime, batches []data.TokenBatch, lr float32) []StepMetrics {
 	t.Helper()
 	var out []StepMetrics
 	for i, b := range batches {

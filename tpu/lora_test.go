@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
 )
 
-func logits(t testing.TB, r *Runtime, b Batch) []float32 {
+func logits(t testing.TB, r *Runtime, b data.TokenBatch) []float32 {
 	t.Helper()
 	l, err := r.Logits(b)
 	if err != nil {
@@ -51,11 +52,11 @@ func TestLoRATrainsOnlyAdapters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var batches []Batch
+	var batches []data.TokenBatch
 	for i := range 4 {
 		batches = append(batches, randomBatch(t, tinyCfg().Vocab, 4, 12, uint64(10+i)))
 	}
-	ms := trainSteps(t, r, append(append([]Batch(nil), batches...), batches...), 2e-2)
+	ms := trainSteps(t, r, append(append([]data.TokenBatch(nil), batches...), batches...), 2e-2)
 	if !(ms[len(ms)-1].Loss < ms[0].Loss) {
 		t.Fatalf("adapter training did not lower the loss: %v → %v", ms[0].Loss, ms[len(ms)-1].Loss)
 	}
@@ -88,7 +89,7 @@ func TestLoRATrainsOnlyAdapters(t *testing.T) {
 	}
 	// Same seeds, same batches: bit-identical adapters (dropout masks are seeded by the step).
 	r2 := newRuntime(t, loraOpts())
-	trainSteps(t, r2, append(append([]Batch(nil), batches...), batches...), 2e-2)
+	trainSteps(t, r2, append(append([]data.TokenBatch(nil), batches...), batches...), 2e-2)
 	a2, err := r2.ExportAdapters()
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func TestLoRAMergeMatches(t *testing.T) {
 	opts.LoRA.Targets = []string{"q_proj", "v_proj", "mlp.*"}
 	r := newRuntime(t, opts)
 	for i := range 4 {
-		trainSteps(t, r, []Batch{randomBatch(t, tinyCfg().Vocab, 4, 12, uint64(30+i))}, 3e-2)
+		trainSteps(t, r, []data.TokenBatch{randomBatch(t, tinyCfg().Vocab, 4, 12, uint64(30+i))}, 3e-2)
 	}
 	probe := randomBatch(t, tinyCfg().Vocab, 3, 9, 1)
 	want := logits(t, r, probe)
@@ -149,7 +150,7 @@ func TestLoRAMergeMatches(t *testing.T) {
 	}
 	// A plain model now: every weight trains.
 	w := exportWeights(t, r)
-	trainSteps(t, r, []Batch{probe}, 1e-2)
+	trainSteps(t, r, []data.TokenBatch{probe}, 1e-2)
 	changed := 0
 	after := exportWeights(t, r)
 	for k := range w {
@@ -182,7 +183,7 @@ func TestLoRAMergeMatches(t *testing.T) {
 // TestLoRAAdaptersRoundTrip: PEFT-named adapter files (alone, without the base) plus the base
 // weights rebuild the same model, and with the optimizer state training resumes bit-identically.
 func TestLoRAAdaptersRoundTrip(t *testing.T) {
-	var batches []Batch
+	var batches []data.TokenBatch
 	for i := range 5 {
 		batches = append(batches, randomBatch(t, tinyCfg().Vocab, 2, 10, uint64(40+i)))
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 )
 
@@ -46,7 +47,7 @@ func TestMemoryBudget(t *testing.T) {
 		t.Errorf("negative budget: err %v", err)
 	}
 
-	var batches []Batch
+	var batches []data.TokenBatch
 	for i := range 3 {
 		batches = append(batches, randomBatch(t, tinyCfg().Vocab, rows, seq, uint64(20+i)))
 	}

@@ -13,15 +13,10 @@ import (
 	"github.com/temperml/temper/algorithms/objective"
 )
 
-// Objective is a training objective other than next-token cross-entropy (preference losses, policy
-// gradients, reward models): see algorithms/objective. StepObjective differentiates it and applies
-// AdamW exactly as TrainStep does.
-type Objective = objective.Objective
-
 // StepObjective runs one optimizer step of obj on its batch b (host tensors, no padding applied: the
 // caller keeps shapes in a few buckets to bound compilation). It returns "loss", "grad_norm" and the
 // objective's metrics. A non-finite loss or gradient changes nothing (as TrainStep).
-func (r *Runtime) StepObjective(obj Objective, b objective.Batch, lr float32) (map[string]float32, error) {
+func (r *Runtime) StepObjective(obj objective.Objective, b objective.Batch, lr float32) (map[string]float32, error) {
 	op := "step " + obj.Name
 	if !(lr >= 0) || math.IsInf(float64(lr), 0) {
 		return nil, fmt.Errorf("tpu: %s: lr=%g: must be finite and >= 0", op, lr)
@@ -30,11 +25,11 @@ func (r *Runtime) StepObjective(obj Objective, b objective.Batch, lr float32) (m
 }
 
 // EvalObjective computes obj's loss and metrics on its batch b without updating anything.
-func (r *Runtime) EvalObjective(obj Objective, b objective.Batch) (map[string]float32, error) {
+func (r *Runtime) EvalObjective(obj objective.Objective, b objective.Batch) (map[string]float32, error) {
 	return r.runObjective("eval "+obj.Name, obj, b, nil)
 }
 
-func (r *Runtime) runObjective(op string, obj Objective, b objective.Batch, lr *float32) (map[string]float32, error) {
+func (r *Runtime) runObjective(op string, obj objective.Objective, b objective.Batch, lr *float32) (map[string]float32, error) {
 	build := func(in []*Node) (*Node, map[string]*Node) { return obj.Build(r.scope, r.cfg, in) }
 	return r.runLoss(op, "", lossGraph{name: obj.Name, metrics: obj.Metrics, build: build, training: true}, b, lr)
 }

@@ -9,13 +9,14 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
 
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 )
 
 // ceObjective is TrainStep's loss written as an Objective; its batch is a ceBatch.
-var ceObjective = Objective{
+var ceObjective = objective.Objective{
 	Name:    "ce",
 	Metrics: []string{"tokens"},
 	Build: func(scope *gm.Scope, cfg model.Config, in []*Node) (*Node, map[string]*Node) {
@@ -27,10 +28,10 @@ var ceObjective = Objective{
 
 // ceBatch is ceObjective's batch: a token batch whose every target counts and every key is valid,
 // laid out as tokens, targets [b,t] int32, mask [b,t] float32, positions [b,t] int32, valid [b,t] bool.
-type ceBatch Batch
+type ceBatch data.TokenBatch
 
 func (b ceBatch) Tensors() []*tensors.Tensor {
-	n, t := Batch(b).Dims()
+	n, t := data.TokenBatch(b).Dims()
 	i32 := func(x [][]int) *tensors.Tensor {
 		flat := make([]int32, 0, n*t)
 		for _, row := range x {
@@ -54,7 +55,7 @@ func (b ceBatch) Tensors() []*tensors.Tensor {
 
 // policyRows is a token batch as policy-objective rows: every target trained, the given old,
 // behaviour and reference log-probs.
-func policyRows(b Batch, mask, old, behaviour, ref [][]float32) objective.PolicyRows {
+func policyRows(b data.TokenBatch, mask, old, behaviour, ref [][]float32) objective.PolicyRows {
 	n, t := b.Dims()
 	valid := make([][]bool, n)
 	for r := range valid {
@@ -102,7 +103,7 @@ func TestObjectiveMatchesTrainStep(t *testing.T) {
 		t.Fatalf("eval: %v %v", ev, err)
 	}
 	// A scalar-less objective is an error, not a crash.
-	bad := Objective{Name: "bad", Build: func(scope *gm.Scope, cfg model.Config, in []*Node) (*Node, map[string]*Node) {
+	bad := objective.Objective{Name: "bad", Build: func(scope *gm.Scope, cfg model.Config, in []*Node) (*Node, map[string]*Node) {
 		return model.Forward(scope, cfg, in[0], in[3], in[4]), nil
 	}}
 	if _, err := b.StepObjective(bad, ceBatch(batch), 1e-2); err == nil {
@@ -120,7 +121,7 @@ func TestObjectiveBadBatch(t *testing.T) {
 		Last: []int{1, 0}, Completion: [][]float32{{0, 1}, {0}}}
 	for _, c := range []struct {
 		name string
-		obj  Objective
+		obj  objective.Objective
 		b    objective.Batch
 		want string
 	}{

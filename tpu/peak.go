@@ -9,6 +9,8 @@ import (
 
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/temperml/temper/algorithms/stats"
 )
 
 // MatmulShape is one float32 product [M, K] · [K, N] (row-major operands, no transposes).
@@ -170,7 +172,7 @@ func measureShape(ctx context.Context, exec *graph.Exec, s MatmulShape, o Matmul
 			r.GFLOPSPerCPUSecond = s.FLOPs() * float64(r.Calls) / r.CPUSeconds / 1e9
 		}
 	}
-	r.MedianGFLOPS = medianOf(rates)
+	r.MedianGFLOPS = stats.Median(rates)
 	r.MeanGFLOPS = s.FLOPs() * float64(r.Calls) / r.Seconds / 1e9
 	r.BestGFLOPS = slices.Max(rates)
 	return r, nil
@@ -207,14 +209,4 @@ func checkProduct(s MatmulShape, a, b, got []float32) error {
 		}
 	}
 	return nil
-}
-
-func medianOf(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
 
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 )
 
@@ -208,7 +209,7 @@ func (r *Runtime) adamUpdate(loss, lr *Node) *Node {
 
 // TrainStep runs one optimizer step on b with learning rate lr: forward, masked cross-entropy,
 // gradients, clipping and AdamW, as one executable per (batch, seq) bucket.
-func (r *Runtime) TrainStep(b Batch, lr float32) (StepMetrics, error) {
+func (r *Runtime) TrainStep(b data.TokenBatch, lr float32) (StepMetrics, error) {
 	const op = "train step"
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 )
 
@@ -46,7 +47,7 @@ func TestTrainFamilies(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := newRuntime(t, Options{Model: cfg, Seed: 1, Optimizer: AdamW{WeightDecay: 0.01}})
 			b := randomBatch(t, cfg.Vocab, 2, 8, 2)
-			ms := trainSteps(t, r, []Batch{b, b, b, b, b, b, b, b, b, b}, 1e-2)
+			ms := trainSteps(t, r, []data.TokenBatch{b, b, b, b, b, b, b, b, b, b}, 1e-2)
 			if !(ms[9].Loss < ms[0].Loss) || math.IsNaN(float64(ms[9].Loss)) {
 				t.Fatalf("loss %v → %v", ms[0].Loss, ms[9].Loss)
 			}
@@ -56,7 +57,7 @@ func TestTrainFamilies(t *testing.T) {
 
 // TestTrainDeterministic: same seed and batches → bit-identical weights (sequential executor).
 func TestTrainDeterministic(t *testing.T) {
-	var batches []Batch
+	var batches []data.TokenBatch
 	for i := range 4 {
 		batches = append(batches, randomBatch(t, tinyCfg().Vocab, 3, 12, uint64(10+i)))
 	}
@@ -80,7 +81,7 @@ func TestTrainDeterministic(t *testing.T) {
 // TestOptimizerResume: 3 steps, save weights + optimizer, restore into a fresh runtime (other
 // seed), 3 more steps == 6 uninterrupted steps, bit for bit.
 func TestOptimizerResume(t *testing.T) {
-	var batches []Batch
+	var batches []data.TokenBatch
 	for i := range 6 {
 		batches = append(batches, randomBatch(t, tinyCfg().Vocab, 2, 10, uint64(20+i)))
 	}
@@ -299,11 +300,11 @@ func TestTrainStepRejects(t *testing.T) {
 	badMask.LossMask = badMask.LossMask[:1]
 	for _, tc := range []struct {
 		name string
-		b    Batch
+		b    data.TokenBatch
 		lr   float32
 		want string
 	}{
-		{"empty", Batch{}, 1e-3, "empty batch"},
+		{"empty", data.TokenBatch{}, 1e-3, "empty batch"},
 		{"ragged", ragged, 1e-3, "tokens row 1 has 5 entries, want 8"},
 		{"out of vocab", oov, 1e-3, "target 999 at [1,3] outside vocab 37"},
 		{"no targets", noTargets, 1e-3, "no targets"},

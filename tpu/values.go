@@ -6,13 +6,14 @@ import (
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // GoMLX graph code reads best unqualified.
 
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 )
 
 // Values returns the value head's output at every position of b, [batch][seq]: a PPO trainer reads
 // its critic's V(s_t) with it before an iteration's updates (Targets and LossMask are ignored). The
 // model must have a value head (model.Config.ValueHead).
-func (r *Runtime) Values(b Batch) ([][]float32, error) {
+func (r *Runtime) Values(b data.TokenBatch) ([][]float32, error) {
 	const op = "values"
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -17,19 +17,20 @@ import (
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/vision"
+	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
 
 // VisionOptions configures a VisionRuntime: a vision reward model (the SigLIP tower of
 // algorithms/vision with a value head) on the same backends, executor, optimizer and watchdog as
 // a decoder's Runtime.
 type VisionOptions struct {
-	Model     vision.Config `json:"model"`
-	Seed      uint64        `json:"seed"` // initialises the weights (vision.InitReward)
-	Backend   string        `json:"backend"`
-	Executor  string        `json:"executor"`
-	Plugin    string        `json:"plugin"`
-	Optimizer AdamW         `json:"optimizer"`
-	MaxExecs  int           `json:"max_execs"`
+	Model     visioncfg.Config `json:"model"`
+	Seed      uint64           `json:"seed"` // initialises the weights (vision.InitReward)
+	Backend   string           `json:"backend"`
+	Executor  string           `json:"executor"`
+	Plugin    string           `json:"plugin"`
+	Optimizer AdamW            `json:"optimizer"`
+	MaxExecs  int              `json:"max_execs"`
 	// ExecTimeout bounds one execution (Options.ExecTimeout).
 	ExecTimeout time.Duration `json:"exec_timeout"`
 }
@@ -41,7 +42,7 @@ type VisionOptions struct {
 // nothing; same seed and batches give bit-identical weights on the sequential executor).
 type VisionRuntime struct {
 	rt  *Runtime
-	cfg vision.Config
+	cfg visioncfg.Config
 }
 
 // NewVision creates a VisionRuntime with freshly initialised weights.
@@ -86,7 +87,7 @@ func NewVision(o VisionOptions) (vr *VisionRuntime, err error) {
 }
 
 // Config is the tower's configuration.
-func (v *VisionRuntime) Config() vision.Config { return v.cfg }
+func (v *VisionRuntime) Config() visioncfg.Config { return v.cfg }
 
 // Close releases everything (Runtime.Close).
 func (v *VisionRuntime) Close() error { return v.rt.Close() }

@@ -10,16 +10,17 @@ import (
 	"github.com/temperml/temper/algorithms/imageproc"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/vision"
+	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
 
-func tinyVision() vision.Config {
-	return vision.Config{DModel: 16, Layers: 1, Heads: 2, FFN: 32, Channels: 3, ImageSize: 8, PatchSize: 4,
+func tinyVision() visioncfg.Config {
+	return visioncfg.Config{DModel: 16, Layers: 1, Heads: 2, FFN: 32, Channels: 3, ImageSize: 8, PatchSize: 4,
 		Activation: "gelu", NormEps: 1e-6, UseHead: true}
 }
 
 // brightPairs are pairs whose chosen image is brighter than the rejected one (shuffle: the
 // labels swap at random, so nothing is learnable).
-func brightPairs(c vision.Config, rows int, seed uint64, shuffle bool) objective.ImagePairBatch {
+func brightPairs(c visioncfg.Config, rows int, seed uint64, shuffle bool) objective.ImagePairBatch {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	plane := c.Channels * c.ImageSize * c.ImageSize
 	mk := func() objective.Images {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/algorithms/sample"
@@ -196,7 +197,7 @@ func TestLMBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Batch{
+	want := data.TokenBatch{
 		Tokens:    [][]int{{1, 2, 3}, {5, 0, 0}},
 		Targets:   [][]int{{2, 3, 4}, {6, 0, 0}},
 		LossMask:  [][]float32{{0, 1, 1}, {1, 0, 0}},

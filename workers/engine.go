@@ -7,6 +7,7 @@ import (
 
 	"github.com/temperml/temper/activities/rollout/gateway"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/safetensors"
@@ -87,12 +88,12 @@ func (e engine) NewDecoder() (gateway.Decoder, error) {
 // LoRA reports the adapters attached to the runtime (tests tell an adapter engine from a merged one).
 func (e engine) LoRA() (model.LoRA, bool) { return e.rt.LoRA() }
 
-func (e engine) TrainStep(b train.Batch, lr float32) (train.StepMetrics, error) {
+func (e engine) TrainStep(b data.TokenBatch, lr float32) (train.StepMetrics, error) {
 	m, err := e.rt.TrainStep(b, lr)
 	return train.StepMetrics(m), err
 }
 
-func (e engine) EvalLoss(b train.Batch) (train.StepMetrics, error) {
+func (e engine) EvalLoss(b data.TokenBatch) (train.StepMetrics, error) {
 	m, err := e.rt.EvalLoss(b)
 	return train.StepMetrics(m), err
 }
@@ -101,16 +102,16 @@ func (e engine) Generate(prompts [][]int, opts sample.Options) ([]model.Completi
 	return e.rt.Generate(prompts, opts)
 }
 
-func (e engine) LogProbs(b train.Batch) ([][]float32, error) { return e.rt.LogProbs(b) }
+func (e engine) LogProbs(b data.TokenBatch) ([][]float32, error) { return e.rt.LogProbs(b) }
 
 // Logits reads the full next-token logits (a distillation teacher's).
-func (e engine) Logits(b train.Batch) (train.Logits, error) {
+func (e engine) Logits(b data.TokenBatch) (train.Logits, error) {
 	l, err := e.rt.Logits(b)
 	return train.Logits(l), err
 }
 
 // Values reads the value head at every position (PPO's critic).
-func (e engine) Values(b train.Batch) ([][]float32, error) { return e.rt.Values(b) }
+func (e engine) Values(b data.TokenBatch) ([][]float32, error) { return e.rt.Values(b) }
 
 func (e engine) StepObjective(obj objective.Objective, b objective.Batch, lr float32) (map[string]float32, error) {
 	return e.rt.StepObjective(obj, b, lr)

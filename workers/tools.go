@@ -27,7 +27,7 @@ type ToolDispatcher struct {
 
 // Call starts the ToolCall workflow id, or finds the one already running or finished under that ID
 // (a retried episode replays its calls), and waits for its result.
-func (d ToolDispatcher) Call(ctx context.Context, id string, in toolsapi.CallInput) (toolsapi.CallOutput, error) {
+func (d ToolDispatcher) Call(ctx context.Context, id string, in toolsapi.CallInput) (toolsapi.RunOutput, error) {
 	c := d.Client
 	if c == nil {
 		c = activity.GetClient(ctx)
@@ -48,11 +48,11 @@ func (d ToolDispatcher) Call(ctx context.Context, id string, in toolsapi.CallInp
 		run, err = c.GetWorkflow(ctx, id, ""), nil
 	}
 	if err != nil {
-		return toolsapi.CallOutput{}, fmt.Errorf("workers: tool call %s: start: %w", id, err)
+		return toolsapi.RunOutput{}, fmt.Errorf("workers: tool call %s: start: %w", id, err)
 	}
-	var out toolsapi.CallOutput
+	var out toolsapi.RunOutput
 	if err := run.Get(ctx, &out); err != nil {
-		return toolsapi.CallOutput{}, fmt.Errorf("workers: tool call %s: %w", id, err)
+		return toolsapi.RunOutput{}, fmt.Errorf("workers: tool call %s: %w", id, err)
 	}
 	return out, nil
 }

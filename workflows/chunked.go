@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/internal/config"
 )
 
@@ -69,7 +70,7 @@ type LoopState struct {
 	Step           int                `json:"step"`
 	Chunks         int                `json:"chunks"`
 	Checkpoint     string             `json:"checkpoint"`
-	Cursor         trainapi.Cursor    `json:"cursor"`
+	Cursor         data.Cursor        `json:"cursor"`
 	FreshOptimizer bool               `json:"fresh_optimizer"`
 	Setup          PhaseSetup         `json:"setup"`
 	Before         map[string]float64 `json:"before,omitempty"`
@@ -294,7 +295,7 @@ func (r *chunkedRun) reshape(k *chunkedKind) error {
 // eval.before, the driver evaluates it.
 func (r *chunkedRun) begin(k chunkedKind) error {
 	st := &r.st
-	st.Cursor = trainapi.Cursor{Seed: r.seed}
+	st.Cursor = data.Cursor{Seed: r.seed}
 	if k.dataSeed != 0 {
 		st.Cursor.Seed = k.dataSeed
 	}

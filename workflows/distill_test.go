@@ -6,13 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"go.temporal.io/sdk/worker"
-
-	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/distill"
 	"github.com/temperml/temper/activities/train/lm"
-	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -25,12 +21,7 @@ import (
 func TestDistillPhase(t *testing.T) {
 	env := testenv.Get(t)
 	env.Roles(t, workflows.QueueTemper)
-	env.Worker(t, workflows.QueueTrainer, func(r worker.Registry) {
-		deps := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}
-		train.Register(r, deps)
-		lm.Register(r, deps)
-		distill.Register(r, deps)
-	})
+	trainerWorker(t, env, train.Register, lm.Register, distill.Register)
 	data := `{"task":"add2","train_examples":64,"heldout_examples":8}`
 	teacher := `{"model":{"preset":"small"},"data":` + data + `,"batch":{"rows":8,"seq":32},"steps":2,"chunk_steps":2,"eval":{"before":false,"examples":8,"max_new_tokens":4}}`
 	kd := `{"teacher":"teacher","targets":"precomputed","data":` + data + `,"batch":{"rows":8,"seq":24},"loss":{"top_k":8,"temperature":2},

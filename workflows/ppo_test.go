@@ -23,6 +23,21 @@ import (
 	"github.com/temperml/temper/workflows"
 )
 
+// finalState opens the checkpoint at uri and reads its state.json.
+func finalState(t *testing.T, uri string) (*ckpt.Checkpoint, ckpt.State) {
+	t.Helper()
+	ctx := context.Background()
+	ck, err := ckpt.New(ckpt.Options{}).Read(ctx, uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ck.ReadState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ck, st
+}
+
 // ppoPipeline is a tiny sft → ppo pipeline; extra is merged into the ppo config.
 func ppoPipeline(t *testing.T, extra string) workflows.PipelineInput {
 	t.Helper()
@@ -67,14 +82,7 @@ func TestPPOPhase(t *testing.T) {
 				t.Fatalf("no held-out evaluation of the PPO policy: %v", m)
 			}
 			ctx := context.Background()
-			ck, err := ckpt.New(ckpt.Options{}).Read(ctx, ph.Checkpoint)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := ck.ReadState(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ck, st := finalState(t, ph.Checkpoint)
 			for _, k := range []string{"value_loss", "value_clip_frac", "entropy", "clip_frac", "pg_loss", "return_mean"} {
 				if v, ok := st.Scalars[k]; !ok || math.IsNaN(v) || math.IsInf(v, 0) {
 					t.Fatalf("final step: %s = %v (present %v), want finite; scalars %v", k, v, ok, st.Scalars)
@@ -211,15 +219,7 @@ func TestPPOStepRewards(t *testing.T) {
 	if ph.Metrics["iterations"] != 2 {
 		t.Fatalf("ppo phase: %v", ph.Metrics)
 	}
-	ctx := context.Background()
-	ck, err := ckpt.New(ckpt.Options{}).Read(ctx, ph.Checkpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := ck.ReadState(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, st := finalState(t, ph.Checkpoint)
 	m := st.Scalars
 	t.Logf("final step: step_rewards_per_sample %v, step_rewards_cut %v, step_reward_mean %v, step_score_mean %v",
 		m["step_rewards_per_sample"], m["step_rewards_cut"], m["step_reward_mean"], m["step_score_mean"])

@@ -22,16 +22,22 @@ import (
 	"github.com/temperml/temper/workflows"
 )
 
-// prefTrainer starts a trainer worker with the activities the sft and preference phases use (registered
-// here by name, so the test does not depend on what workers.Register lists).
-func prefTrainer(t *testing.T, env *testenv.Env) {
+// trainerWorker starts a trainer worker with the families' activities, registered here by name so
+// that a test does not depend on what workers.Register lists.
+func trainerWorker(t *testing.T, env *testenv.Env, families ...func(train.Registrar, *train.Activities)) {
 	t.Helper()
 	deps := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}
 	env.Worker(t, workflows.QueueTrainer, func(r worker.Registry) {
-		train.Register(r, deps)
-		lm.Register(r, deps)
-		preference.Register(r, deps)
+		for _, register := range families {
+			register(r, deps)
+		}
 	})
+}
+
+// prefTrainer starts a trainer worker with the activities the sft and preference phases use.
+func prefTrainer(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	trainerWorker(t, env, train.Register, lm.Register, preference.Register)
 }
 
 func runPipeline(t *testing.T, env *testenv.Env, in workflows.PipelineInput, timeout time.Duration) (workflows.PipelineOutput, string) {

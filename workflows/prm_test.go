@@ -9,15 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/worker"
-
-	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/lm"
 	"github.com/temperml/temper/activities/train/rewardmodel"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/internal/config"
-	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
@@ -51,15 +47,11 @@ func TestPRMConfig(t *testing.T) {
 	}
 }
 
-// prmTrainer registers the trainer activities of sft → search → prm pipelines.
-func prmTrainer(t *testing.T, env *testenv.Env) {
+// rmTrainer starts a trainer worker with the activities of pretrain or sft → reward, and sft →
+// search → prm pipelines.
+func rmTrainer(t *testing.T, env *testenv.Env) {
 	t.Helper()
-	deps := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}
-	env.Worker(t, workflows.QueueTrainer, func(r worker.Registry) {
-		train.Register(r, deps)
-		lm.Register(r, deps)
-		rewardmodel.Register(r, deps)
-	})
+	trainerWorker(t, env, train.Register, lm.Register, func(r train.Registrar, deps *train.Activities) { rewardmodel.Register(r, deps) })
 }
 
 // TestPRMFromSearch runs sft → search (value rollout) → prm (from_data: the search's step labels) →
@@ -70,7 +62,7 @@ func prmTrainer(t *testing.T, env *testenv.Env) {
 func TestPRMFromSearch(t *testing.T) {
 	env := testenv.Get(t)
 	env.Roles(t, workflows.QueueTemper)
-	prmTrainer(t, env)
+	rmTrainer(t, env)
 	rolloutWorker(t, env)
 	prm := `{"data":{"task":"expr","heldout_share":0.25},"batch":{"rows":8,"max_seq":64,"max_steps":8},"steps":4,"chunk_steps":2,
 		"eval":{"examples":0},"keep_last":1,"heartbeat_timeout":"20s"}`
@@ -155,7 +147,7 @@ func TestPRMAcceptance(t *testing.T) {
 	merge := func(parts ...string) json.RawMessage { return mergeConfigs(t, parts...) }
 	env := testenv.Get(t)
 	env.Roles(t, workflows.QueueTemper)
-	prmTrainer(t, env)
+	rmTrainer(t, env)
 	rolloutWorker(t, env)
 	seeds := os.Getenv("TEMPER_PRM_SEEDS")
 	if seeds == "" {

@@ -6,25 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"go.temporal.io/sdk/worker"
-
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/lm"
-	"github.com/temperml/temper/activities/train/rewardmodel"
-	"github.com/temperml/temper/workers"
 	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
-
-// registerRewardTrainer registers the trainer activities a pretrain → reward pipeline uses
-// (explicitly, so the test does not depend on which role registers what).
-func registerRewardTrainer(r worker.Registry) {
-	deps := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}
-	train.Register(r, deps)
-	lm.Register(r, deps)
-	rewardmodel.Register(r, deps)
-}
 
 // TestRewardPhase runs a tiny pretrain → reward pipeline on the real server: the reward phase adds a
 // value head to the pretrained model, trains a few Bradley–Terry chunks with the LM regularizer
@@ -33,7 +18,7 @@ func registerRewardTrainer(r worker.Registry) {
 func TestRewardPhase(t *testing.T) {
 	env := testenv.Get(t)
 	env.Roles(t, workflows.QueueTemper)
-	env.Worker(t, workflows.QueueTrainer, registerRewardTrainer)
+	rmTrainer(t, env)
 	pre := `{"model":{"preset":"tiny"},"data":{"task":"add2","train_examples":200,"heldout_examples":8},
 		"batch":{"rows":8,"seq":32},"steps":2,"chunk_steps":2,"eval":{"before":false,"examples":8,"max_new_tokens":3}}`
 	rm := `{"data":{"task":"add2","train_pairs":100,"heldout_pairs":40},"batch":{"rows":8,"max_seq":32},"loss":{"lm_coef":0.5},

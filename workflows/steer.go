@@ -423,7 +423,7 @@ func decodeEffective(phase, kind string, raw json.RawMessage, as []Assignment) (
 		if a.Integer {
 			v = int64(a.Value)
 		}
-		if err := setTree(tree, strings.Split(a.Path, "."), v); err != nil {
+		if err := config.SetPath(tree, strings.Split(a.Path, "."), v); err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", phase, a.Key, err)
 		}
 	}
@@ -432,40 +432,6 @@ func decodeEffective(phase, kind string, raw json.RawMessage, as []Assignment) (
 		return nil, err
 	}
 	return DecodePhaseConfig(kind, b, phase)
-}
-
-// setTree sets path in a config tree, making the maps it lacks; lists are indexed by number.
-func setTree(tree any, path []string, v any) error {
-	cur := tree
-	for i, p := range path {
-		last := i == len(path)-1
-		switch c := cur.(type) {
-		case map[string]any:
-			if last {
-				c[p] = v
-				return nil
-			}
-			next, ok := c[p]
-			if !ok || next == nil {
-				next = map[string]any{}
-				c[p] = next
-			}
-			cur = next
-		case []any:
-			idx, err := strconv.Atoi(p)
-			if err != nil || idx < 0 || idx >= len(c) {
-				return fmt.Errorf("no list element %q", p)
-			}
-			if last {
-				c[idx] = v
-				return nil
-			}
-			cur = c[idx]
-		default:
-			return fmt.Errorf("%s is not a map or list", strings.Join(path[:i], "."))
-		}
-	}
-	return nil
 }
 
 // treeValue reads path from a config tree.

@@ -22,7 +22,7 @@ const ToolCallName = toolsapi.CallWorkflowName
 // activity finds the finished call instead of running it again. When every attempt fails, the
 // result says so (Error, Kind "failed") instead of failing the workflow: the episode goes on with
 // that error as the tool message.
-func ToolCall(ctx workflow.Context, in toolsapi.CallInput) (toolsapi.CallOutput, error) {
+func ToolCall(ctx workflow.Context, in toolsapi.CallInput) (toolsapi.RunOutput, error) {
 	timeout, heartbeat, attempts := in.Timeout, in.Heartbeat, in.Attempts
 	if timeout <= 0 {
 		timeout = toolsapi.DefaultTimeout
@@ -38,7 +38,7 @@ func ToolCall(ctx workflow.Context, in toolsapi.CallInput) (toolsapi.CallOutput,
 			MaximumInterval: 10 * time.Second, MaximumAttempts: attempts}})
 	var out toolsapi.RunOutput
 	if err := workflow.ExecuteActivity(actx, toolsapi.RunName, in.RunInput).Get(ctx, &out); err != nil {
-		return toolsapi.CallOutput{Error: in.Tool + ": every attempt failed: " + err.Error(), Kind: "failed", Attempt: attempts}, nil
+		return toolsapi.RunOutput{Error: in.Tool + ": every attempt failed: " + err.Error(), Kind: "failed", Attempt: attempts}, nil
 	}
 	return out, nil
 }

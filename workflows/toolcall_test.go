@@ -29,7 +29,7 @@ func TestToolCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	prefix := fmt.Sprintf("toolcall-%d", time.Now().UnixNano())
-	call := func(id, code string) toolsapi.CallOutput {
+	call := func(id, code string) toolsapi.RunOutput {
 		t.Helper()
 		args, _ := json.Marshal(map[string]string{"code": code})
 		out, err := d.Call(ctx, id, toolsapi.CallInput{RunInput: toolsapi.RunInput{Tool: "python", Args: args}})

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/reward"
@@ -90,9 +89,7 @@ func TestVisionRewardPipeline(t *testing.T) {
 	env := testenv.Get(t)
 	env.Roles(t, workflows.QueueTemper)
 	engine := workers.NewVisionEngine(workers.EngineOptions{})
-	env.Worker(t, workflows.QueueTrainer, func(r worker.Registry) {
-		deps := &train.Activities{Ckpt: ckpt.New(ckpt.Options{}), NewEngine: workers.NewTrainEngine(workers.EngineOptions{})}
-		train.Register(r, deps)
+	trainerWorker(t, env, train.Register, func(r train.Registrar, deps *train.Activities) {
 		rewardmodel.Register(r, deps, rewardmodel.WithVision(engine))
 	})
 	cfg := fmt.Sprintf(`{"model":{"vision":{"preset":"tiny"}},"data":{"train":"file://%s","heldout":"file://%s"},

@@ -62,16 +62,13 @@ const MaxCriticModels = 2
 // Checkpoint (loaded through the CriticOption's engine factory, WithVisionEngine); a layout that
 // cannot be drawn gets the layout verifier's feedback, score 0, and no model call.
 func NewCriticFactory(cl *ckpt.Client, newEngine train.NewEngine, opts ...CriticOption) verify.Factory {
-	cache := &criticCache{cl: cl, newEngine: newEngine, max: MaxCriticModels, models: map[string]*criticModel{}}
+	cache := newCriticCache(cl, newEngine)
 	for _, o := range opts {
 		o(cache)
 	}
 	return func(params json.RawMessage) (verify.Verifier, error) {
-		var p CriticParams
-		if err := verify.DecodeParams(CriticVerifier, params, &p); err != nil {
-			return nil, err
-		}
-		if err := p.validate(); err != nil {
+		p, err := decodeChecked[CriticParams](CriticVerifier, params)
+		if err != nil {
 			return nil, err
 		}
 		if p.Threshold == 0 {
@@ -113,8 +110,8 @@ type critic struct {
 
 // Verify scores one sample. It is safe for concurrent use (the engine serializes executions).
 func (c *critic) Verify(ctx context.Context, s verify.Sample) (verify.Verdict, error) {
-	if c.cache.cl == nil || c.cache.newEngine == nil {
-		return verify.Verdict{}, errors.New("verify: critic: this worker has no engine to run reward models (workers wire one)")
+	if err := c.cache.usable(CriticVerifier); err != nil {
+		return verify.Verdict{}, err
 	}
 	m, err := c.cache.acquire(ctx, c.p.Checkpoint)
 	if err != nil {
@@ -157,6 +154,15 @@ func (c *critic) Verify(ctx context.Context, s verify.Sample) (verify.Verdict, e
 	return v, nil
 }
 
+// decodeChecked decodes and validates the params of the verifier name.
+func decodeChecked[P interface{ validate() error }](name string, params json.RawMessage) (P, error) {
+	var p P
+	if err := verify.DecodeParams(name, params, &p); err != nil {
+		return p, err
+	}
+	return p, p.validate()
+}
+
 // criticCache keeps reward-model engines loaded per checkpoint URI.
 type criticCache struct {
 	cl        *ckpt.Client
@@ -180,6 +186,19 @@ type criticModel struct {
 	refs    int   // guarded by criticCache.mu
 	used    int64 // guarded by criticCache.mu
 	evicted bool  // guarded by criticCache.mu: close when refs drops to 0
+}
+
+// newCriticCache returns an empty cache of up to MaxCriticModels models loaded through newEngine.
+func newCriticCache(cl *ckpt.Client, newEngine train.NewEngine) *criticCache {
+	return &criticCache{cl: cl, newEngine: newEngine, max: MaxCriticModels, models: map[string]*criticModel{}}
+}
+
+// usable says why the verifier name cannot load models on this worker, or nil when it can.
+func (c *criticCache) usable(name string) error {
+	if c.cl == nil || c.newEngine == nil {
+		return fmt.Errorf("verify: %s: this worker has no engine to run reward models (workers wire one)", name)
+	}
+	return nil
 }
 
 // acquire returns the loaded model of uri, loading it on first use (concurrent callers wait for

@@ -18,6 +18,7 @@ import (
 	"github.com/temperml/temper/activities/train/lm"
 	"github.com/temperml/temper/activities/train/rewardmodel"
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective"
@@ -44,18 +45,18 @@ func (e criticEngine) Close() error {
 	e.mu.Unlock()
 	return e.rt.Close()
 }
-func (e criticEngine) TrainStep(b train.Batch, lr float32) (train.StepMetrics, error) {
+func (e criticEngine) TrainStep(b data.TokenBatch, lr float32) (train.StepMetrics, error) {
 	m, err := e.rt.TrainStep(b, lr)
 	return train.StepMetrics(m), err
 }
-func (e criticEngine) EvalLoss(b train.Batch) (train.StepMetrics, error) {
+func (e criticEngine) EvalLoss(b data.TokenBatch) (train.StepMetrics, error) {
 	m, err := e.rt.EvalLoss(b)
 	return train.StepMetrics(m), err
 }
 func (e criticEngine) Generate(p [][]int, o sample.Options) ([]model.Completion, error) {
 	return e.rt.Generate(p, o)
 }
-func (e criticEngine) LogProbs(b train.Batch) ([][]float32, error) {
+func (e criticEngine) LogProbs(b data.TokenBatch) ([][]float32, error) {
 	return e.rt.LogProbs(b)
 }
 func (e criticEngine) StepObjective(obj objective.Objective, b objective.Batch, lr float32) (map[string]float32, error) {

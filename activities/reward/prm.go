@@ -3,7 +3,6 @@ package reward
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -61,13 +60,10 @@ func StepScoreKey(i int) string { return verify.StepScoreKey(i) }
 // reports the step scores in Partial (StepScoreKey), Score = their min or product, Pass = Score >=
 // threshold, and feedback naming the weakest line. Models load and are cached as the critic's.
 func NewPRMFactory(cl *ckpt.Client, newEngine train.NewEngine) verify.Factory {
-	cache := &criticCache{cl: cl, newEngine: newEngine, max: MaxCriticModels, models: map[string]*criticModel{}}
+	cache := newCriticCache(cl, newEngine)
 	return func(params json.RawMessage) (verify.Verifier, error) {
-		var p PRMParams
-		if err := verify.DecodeParams(PRMVerifier, params, &p); err != nil {
-			return nil, err
-		}
-		if err := p.validate(); err != nil {
+		p, err := decodeChecked[PRMParams](PRMVerifier, params)
+		if err != nil {
 			return nil, err
 		}
 		if p.Outcome == "" {
@@ -90,8 +86,8 @@ type prmVerifier struct {
 
 // Verify scores one sample's steps. It is safe for concurrent use (the engine serializes executions).
 func (v *prmVerifier) Verify(ctx context.Context, s verify.Sample) (verify.Verdict, error) {
-	if v.cache.cl == nil || v.cache.newEngine == nil {
-		return verify.Verdict{}, errors.New("verify: prm: this worker has no engine to run reward models (workers wire one)")
+	if err := v.cache.usable(PRMVerifier); err != nil {
+		return verify.Verdict{}, err
 	}
 	steps := tasks.SolutionSteps(s.Completion)
 	if len(steps) == 0 {

@@ -28,9 +28,6 @@ import (
 	"github.com/temperml/temper/internal/serve"
 )
 
-// AgentSpec: see rolloutapi.AgentSpec.
-type AgentSpec = rolloutapi.AgentSpec
-
 // agentDir is where rollout.agent.dir appears inside the sandbox (the agent's working directory).
 const agentDir = "/agent"
 
@@ -73,7 +70,7 @@ type agentRunner struct {
 	sb      *sandbox.Sandbox
 	decs    gateway.Decoders
 	model   *serve.Model
-	spec    AgentSpec
+	spec    rolloutapi.AgentSpec
 	path    string
 	args    []string
 	mounts  []sandbox.Mount
@@ -85,7 +82,7 @@ type agentRunner struct {
 
 // newAgentRunner checks the spec against this worker (its sandbox, the policy engine, the command
 // and directory) and fills in the defaults. A bad spec is a non-retryable error naming the field.
-func (a *Activities) newAgentRunner(ctx context.Context, spec AgentSpec, eng train.Engine, cfg model.Config, version int) (*agentRunner, error) {
+func (a *Activities) newAgentRunner(ctx context.Context, spec rolloutapi.AgentSpec, eng train.Engine, cfg model.Config, version int) (*agentRunner, error) {
 	bad := func(format string, args ...any) error {
 		msg := fmt.Sprintf("rollout: agent: "+format, args...)
 		return temporal.NewNonRetryableApplicationError(msg, "InvalidInput", errors.New(msg))

@@ -122,14 +122,14 @@ type recordingDispatcher struct {
 	ids []string
 }
 
-func (d *recordingDispatcher) Call(_ context.Context, id string, in toolsapi.CallInput) (toolsapi.CallOutput, error) {
+func (d *recordingDispatcher) Call(_ context.Context, id string, in toolsapi.CallInput) (toolsapi.RunOutput, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.ids = append(d.ids, id)
 	if strings.Contains(string(in.Args), "boom") {
-		return toolsapi.CallOutput{Error: "python: exit status 1: boom", Kind: "failed"}, nil
+		return toolsapi.RunOutput{Error: "python: exit status 1: boom", Kind: "failed"}, nil
 	}
-	return toolsapi.CallOutput{Output: "42"}, nil
+	return toolsapi.RunOutput{Output: "42"}, nil
 }
 
 // TestRunEpisodesRemoteTools: python calls go to the dispatcher (the tools queue) under IDs that name

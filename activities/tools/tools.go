@@ -13,6 +13,7 @@ import (
 	"github.com/temperml/temper/activities/reward/sandbox"
 	"github.com/temperml/temper/activities/tools/toolclient"
 	"github.com/temperml/temper/activities/tools/toolsapi"
+	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/algorithms/tools"
 )
 
@@ -52,7 +53,7 @@ const heartbeatEvery = time.Second
 // Run runs one call, heartbeating until it returns.
 func (a *Activities) Run(ctx context.Context, in toolsapi.RunInput) (toolsapi.RunOutput, error) {
 	stop := toolclient.KeepBeating(ctx, heartbeatEvery, func() { activity.RecordHeartbeat(ctx, in.Tool) })
-	res := a.Registry.Call(ctx, tools.Call{Name: in.Tool, Arguments: in.Args})
+	res := a.Registry.Call(ctx, tokenize.ToolCall{Name: in.Tool, Arguments: in.Args})
 	stop()
 	if err := ctx.Err(); err != nil {
 		return toolsapi.RunOutput{}, fmt.Errorf("tools: run %s: %w", in.Tool, err) // cancelled or timed out: retried

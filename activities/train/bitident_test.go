@@ -15,6 +15,7 @@ import (
 	"github.com/temperml/temper/activities/reward"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective"
@@ -46,7 +47,7 @@ func TestBitIdentityFingerprint(t *testing.T) {
 	optim := trainapi.Optim{LR: 3e-3, WarmupSteps: 1, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
 	head := func(phase, from string, steps int) trainapi.ChunkHead {
 		return trainapi.ChunkHead{Store: e.Store, Run: "b", Phase: phase, From: from, Steps: steps, TotalSteps: steps,
-			Cursor: trainapi.Cursor{Seed: 7}, Optim: optim, FreshOptimizer: true}
+			Cursor: data.Cursor{Seed: 7}, Optim: optim, FreshOptimizer: true}
 	}
 	var base, other trainapi.InitOutput
 	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "b", Phase: "init", Model: tiny, Seed: 11}, &base)

@@ -11,7 +11,9 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/schedule"
 )
 
@@ -29,10 +31,33 @@ type ChunkObjective[B any] struct {
 	Eng   Engine
 	Cfg   model.Config
 	Unit  string // names the throughput metrics: unit and unit_per_s
-	Next  func(cur trainapi.Cursor) (B, trainapi.Cursor, error)
+	Next  func(cur data.Cursor) (B, data.Cursor, error)
 	Step  func(b B, lr float32) (StepResult, error)
 	Write func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error
 	Close func() // releases what open loaded besides eng (a reference engine); may be nil
+}
+
+// RowsObjective is the chunk objective of the loaded model m trained with obj on n in-memory rows,
+// rows of them a step in the seeded per-epoch order (NextRows): batch makes a step's batch of the
+// row indices it is given. Its checkpoint is m with its optimizer state (WriteModel).
+func RowsObjective(m *Loaded, obj objective.Objective, unit string, n, rows int, batch func(idx []int) (objective.Batch, error)) *ChunkObjective[[]int] {
+	return &ChunkObjective[[]int]{Eng: m.Engine, Cfg: m.Config, Unit: unit,
+		Next: func(cur data.Cursor) ([]int, data.Cursor, error) {
+			idx, next := NextRows(n, rows, cur)
+			return idx, next, nil
+		},
+		Step: func(idx []int, lr float32) (StepResult, error) {
+			b, err := batch(idx)
+			if err != nil {
+				return StepResult{}, err
+			}
+			res, err := m.Engine.StepObjective(obj, b, lr)
+			return ObjectiveStep(obj, res, len(idx)), err
+		},
+		Write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
+			return WriteModel(ctx, w, m, st, true)
+		},
+	}
 }
 
 // LR is the learning rate of step (0-based) of a phase of total steps on o's schedule: linear
@@ -209,7 +234,7 @@ func committedChunk(uri string, st ckpt.State) trainapi.ChunkOutput {
 	s := st.Scalars
 	out := trainapi.ChunkOutput{
 		Checkpoint: uri, Step: int(st.Step), Resumed: true,
-		Cursor: trainapi.Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
+		Cursor: data.Cursor{Epoch: int(st.Cursor.Epoch), Index: int(st.Cursor.Index), Seed: st.Cursor.Seed},
 		Loss:   s["loss"], LastLoss: s["last_loss"], GradNorm: s["grad_norm"], LR: s["lr"],
 		NonFinite: int(s["non_finite"]), Seconds: s["seconds"], Metrics: map[string]float64{},
 	}

@@ -208,8 +208,8 @@ func ReadLines[T any](ctx context.Context, cl *ckpt.Client, uri string, read fun
 }
 
 // EngineBatch turns a packed batch of Seq+1 tokens per row into the engine's aligned form.
-func EngineBatch(b data.Batch) Batch {
-	var out Batch
+func EngineBatch(b data.Batch) data.TokenBatch {
+	var out data.TokenBatch
 	for r := range b.Tokens {
 		n := len(b.Tokens[r]) - 1
 		tok, tgt := make([]int, n), make([]int, n)

@@ -10,11 +10,6 @@ import (
 	"github.com/temperml/temper/algorithms/sample"
 )
 
-// Batch is one [rows, seq] batch of host data, aligned for next-token training: Targets[r][t] is the
-// token to predict after Tokens[r][t]; LossMask weighs it; Valid marks tokens attention may see. It is
-// the runtime's batch type too (data.TokenBatch), so engines take it without conversion.
-type Batch = data.TokenBatch
-
 // StepMetrics describes one training step or one loss evaluation.
 type StepMetrics struct {
 	Loss     float32
@@ -56,14 +51,14 @@ type Stepper interface {
 
 // LMTrainer is next-token training, the language-model family's step, bucketed and counted in FLOPs.
 type LMTrainer interface {
-	TrainStep(b Batch, lr float32) (StepMetrics, error)
-	EvalLoss(b Batch) (StepMetrics, error)
+	TrainStep(b data.TokenBatch, lr float32) (StepMetrics, error)
+	EvalLoss(b data.TokenBatch) (StepMetrics, error)
 }
 
 // Scorer reads log p(Targets[r][t]) at every position of b ([rows][seq]): old, reference and
 // held-out log-probs.
 type Scorer interface {
-	LogProbs(b Batch) ([][]float32, error)
+	LogProbs(b data.TokenBatch) ([][]float32, error)
 }
 
 // Sampler generates completions: evaluation, rollouts, on-policy distillation.
@@ -105,7 +100,7 @@ type AdapterIO interface {
 // ValueReader reads a model's value head at every position of b, [rows][seq] (Targets and LossMask
 // are ignored): PPO's critic V(s_t) before an iteration's updates, for GAE.
 type ValueReader interface {
-	Values(b Batch) ([][]float32, error)
+	Values(b data.TokenBatch) ([][]float32, error)
 }
 
 // Logits is a model's next-token logits [Batch, Seq, Vocab], flat row-major (tpu.Logits' layout).
@@ -116,7 +111,7 @@ type Logits struct {
 
 // LogitReader reads the full next-token logits of a batch (Targets and LossMask ignored).
 type LogitReader interface {
-	Logits(b Batch) (Logits, error)
+	Logits(b data.TokenBatch) (Logits, error)
 }
 
 // NewEngine builds an Engine; workers supply one backed by tpu.

@@ -1,7 +1,6 @@
 package train
 
 import (
-	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -20,7 +19,7 @@ func ObjectiveStep(obj objective.Objective, m map[string]float32, units int) Ste
 
 // NextRows takes rows example indices from cur in the seeded per-epoch order (data.Order), crossing
 // into the next epoch as needed, and returns the cursor after them.
-func NextRows(n, rows int, cur trainapi.Cursor) ([]int, trainapi.Cursor) {
+func NextRows(n, rows int, cur data.Cursor) ([]int, data.Cursor) {
 	idx := make([]int, rows)
 	order := data.Order(n, cur.Seed, cur.Epoch)
 	for r := range idx {

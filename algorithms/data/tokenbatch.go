@@ -1,7 +1,8 @@
 package data
 
 // TokenBatch is one [rows, seq] batch of host data, the one batch type of the trainer and the
-// accelerator runtime (tpu.Batch and train.Batch are aliases of it): every row has the same length.
+// accelerator runtime: every row has the same length. Targets[r][t] is the token to predict after
+// Tokens[r][t]; LossMask weighs it; Valid marks tokens attention may see.
 type TokenBatch struct {
 	// Tokens are the model inputs.
 	Tokens [][]int `json:"tokens"`

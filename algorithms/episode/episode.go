@@ -8,6 +8,7 @@ import (
 
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/algorithms/tools"
 )
 
@@ -46,7 +47,7 @@ type Config struct {
 // Syntax is a model's convention for tool calls in its own chat template.
 type Syntax interface {
 	// ParseCall finds the first call in a policy turn's text (found false: an answer).
-	ParseCall(text string) (call tools.Call, found bool, err error)
+	ParseCall(text string) (call tokenize.ToolCall, found bool, err error)
 	// CallStop is text that ends a turn at a call besides the stop tokens ("" for none).
 	CallStop() string
 	// ToolText is the text after a turn that called a tool: the tool's turn with result, up to

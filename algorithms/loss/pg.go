@@ -142,21 +142,7 @@ type PolicyInputs struct {
 // when on), value_loss and value_clip_frac (when on), and with BehaviourLogp the mismatch of π_old
 // against it under the completion mask (MismatchMetrics, prefix MismatchPrefix).
 func PolicyLoss(cfg losscfg.PolicyConfig, in PolicyInputs) (*Node, Metrics) {
-	if err := cfg.Validate(); err != nil {
-		panic(err)
-	}
-	need := func(x *Node, name, why string) {
-		if x == nil {
-			exceptions.Panicf("loss: PolicyLoss: %s is nil but %s", name, why)
-		}
-	}
-	need(in.Logp, "Logp", "it is always needed")
-	need(in.Advantages, "Advantages", "they are always needed")
-	need(in.Mask, "Mask", "it is always needed")
-	oldLogp := in.OldLogp
-	if oldLogp == nil {
-		oldLogp = StopGradient(in.Logp)
-	}
+	oldLogp := policyInputs(cfg, in)
 	corr := cfg.EffectiveCorrection()
 	mask := in.Mask // the loss mask: the completion mask less rejected tokens
 	var weight *Node
@@ -225,4 +211,27 @@ func PolicyLoss(cfg losscfg.PolicyConfig, in PolicyInputs) (*Node, Metrics) {
 	m["loss"] = StopGradient(loss)
 	m["pg_loss"] = StopGradient(m["pg_loss"])
 	return loss, m
+}
+
+// policyInputs panics when cfg is invalid or in lacks an input every policy loss needs, and returns
+// π_old's log-probabilities: OldLogp, or StopGradient(Logp) when on-policy.
+func policyInputs(cfg losscfg.PolicyConfig, in PolicyInputs) *Node {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	need(in.Logp, "Logp", "it is always needed")
+	need(in.Advantages, "Advantages", "they are always needed")
+	need(in.Mask, "Mask", "it is always needed")
+	oldLogp := in.OldLogp
+	if oldLogp == nil {
+		oldLogp = StopGradient(in.Logp)
+	}
+	return oldLogp
+}
+
+// need panics naming the PolicyInputs field name, nil although why needs it.
+func need(x *Node, name, why string) {
+	if x == nil {
+		exceptions.Panicf("loss: PolicyLoss: %s is nil but %s", name, why)
+	}
 }

@@ -6,30 +6,16 @@ import (
 	"testing"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
-	"github.com/gomlx/gomlx/support/exceptions"
 
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 )
 
 // legacyPolicyLoss is PolicyLoss as it was before the correction block and CISPO (commit 1f0b9e4),
-// kept verbatim so that TestPolicyLossBitIdenticalToLegacy can hold the existing algorithms and the
-// tis_threshold path to the bit.
+// kept verbatim but for the input checks it shares with PolicyLoss (policyInputs), so that
+// TestPolicyLossBitIdenticalToLegacy can hold the existing algorithms and the tis_threshold path to
+// the bit.
 func legacyPolicyLoss(cfg losscfg.PolicyConfig, in PolicyInputs) (*Node, Metrics) {
-	if err := cfg.Validate(); err != nil {
-		panic(err)
-	}
-	need := func(x *Node, name, why string) {
-		if x == nil {
-			exceptions.Panicf("loss: PolicyLoss: %s is nil but %s", name, why)
-		}
-	}
-	need(in.Logp, "Logp", "it is always needed")
-	need(in.Advantages, "Advantages", "they are always needed")
-	need(in.Mask, "Mask", "it is always needed")
-	oldLogp := in.OldLogp
-	if oldLogp == nil {
-		oldLogp = StopGradient(in.Logp)
-	}
+	oldLogp := policyInputs(cfg, in)
 	agg := func(x *Node) *Node { return Aggregate(x, in.Mask, cfg.Aggregation, cfg.MaxLen) }
 
 	var perToken *Node

@@ -10,9 +10,6 @@ import (
 // model's methods (weights, FLOPs, Hugging Face names) hang on it; convert with model.Config(c).
 type Config modelcfg.Config
 
-// RopeScaling is the optional RoPE frequency rescaling, "llama3" or "linear" (see modelcfg).
-type RopeScaling = modelcfg.RopeScaling
-
 // Family and activation names and the default vocabulary: see modelcfg.
 const (
 	FamilyLlama   = modelcfg.FamilyLlama

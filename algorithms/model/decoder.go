@@ -420,31 +420,8 @@ func (d *Decoder) prefillGraph(tokens, cacheMask, last *Node) []*Node {
 //	in prefillGraph with each slot column still zero
 //	out: logits [b, vocab], updated k ×layers, updated v ×layers
 func (d *Decoder) stepGraph(token, slot, cacheMask *Node, k, v []*Node) []*Node {
-	cfg := d.cfg
-	g := token.Graph()
-	b, s := cacheMask.Shape().Dim(0), cacheMask.Shape().Dim(1)
-	nkv, hd := cfg.KVHeads, cfg.HeadDim
-	slot = ConvertDType(slot, dtypes.Int32)
-	// (row·kv + h, slot[row]) for v; (row·kv + h, j, slot[row]) for the transposed k.
-	rowSlot := Reshape(BroadcastToDims(Reshape(slot, b, 1), b, nkv), b*nkv, 1)
-	slotIdx := Concatenate([]*Node{Iota(g, shapes.Make(dtypes.Int32, b*nkv, 1), 0), rowSlot}, -1)
-	idxShapeK := shapes.Make(dtypes.Int32, b*nkv, hd, 1)
-	slotIdxK := Concatenate([]*Node{Iota(g, idxShapeK, 0), Iota(g, idxShapeK, 1),
-		BroadcastToDims(Reshape(rowSlot, b*nkv, 1, 1), b*nkv, hd, 1)}, -1)
-	kv := &kvState{mode: kvDecode, cacheLen: s, slotIdx: slotIdx, slotIdxK: slotIdxK,
-		k: append([]*Node(nil), k...), v: append([]*Node(nil), v...)}
-	var bias attnBias
-	if cfg.hasFull() {
-		bias.full = biasFromMask(cacheMask)
-	}
-	if cfg.hasSliding() {
-		col := Iota(g, shapes.Make(dtypes.Int32, b, s), 1)
-		at := BroadcastToDims(Reshape(slot, b, 1), b, s)
-		bias.sliding = biasFromMask(LogicalAnd(cacheMask, GreaterThan(AddScalar(col, cfg.SlidingWindow), at)))
-	}
-	h := trunk(d.scope, cfg, token, Reshape(slot, b, 1), bias, kv)
-	logits := Reshape(lmHead(d.scope, cfg, h), b, cfg.Vocab)
-	return append(append([]*Node{logits}, kv.k...), kv.v...)
+	rowSlot := Reshape(ConvertDType(slot, dtypes.Int32), cacheMask.Shape().Dim(0), 1)
+	return decodeStep(d.scope, d.cfg, token, rowSlot, rowSlot, cacheMask, k, v)
 }
 
 // mergeGraph gathers cache rows into a new layout.

@@ -137,17 +137,26 @@ func (gen *Generator) prefillGraph(tokens, positions, cacheMask *Node) []*Node {
 //	(valid columns, the slot included); k, v: cache as in prefillGraph, slot column still zero
 //	out: logits [b, vocab], updated k ×layers, updated v ×layers
 func (gen *Generator) decodeGraph(token, position, slot, cacheMask *Node, k, v []*Node) []*Node {
-	cfg := gen.cfg
+	return decodeStep(gen.scope, gen.cfg, token, position, Reshape(ConvertDType(slot, dtypes.Int32), 1, 1), cacheMask, k, v)
+}
+
+// decodeStep runs one token per row against the cache, writing each row's slot column: the decode
+// step of the Generator (one slot for every row) and of the Decoder (a slot per row).
+//
+//	token, position: [b, 1] int32; slot: [b, 1] int32, or [1, 1] for one column of every row;
+//	cacheMask: [b, s] Bool (valid columns, the slot included); k, v: cache as in prefillGraph, slot
+//	column still zero
+//	out: logits [b, vocab], updated k ×layers, updated v ×layers
+func decodeStep(scope *gm.Scope, cfg Config, token, position, slot, cacheMask *Node, k, v []*Node) []*Node {
 	g := token.Graph()
 	b, s := cacheMask.Shape().Dim(0), cacheMask.Shape().Dim(1)
-	nkv := cfg.KVHeads
-	idxShape := shapes.Make(dtypes.Int32, b*nkv, 1)
-	slotIdx := Concatenate([]*Node{Iota(g, idxShape, 0),
-		BroadcastToDims(Reshape(ConvertDType(slot, dtypes.Int32), 1, 1), b*nkv, 1)}, -1)
-	hd := cfg.HeadDim
+	nkv, hd := cfg.KVHeads, cfg.HeadDim
+	// (row·kv + h, slot[row]) for v; (row·kv + h, j, slot[row]) for the transposed k.
+	rowSlot := Reshape(BroadcastToDims(slot, b, nkv), b*nkv, 1)
+	slotIdx := Concatenate([]*Node{Iota(g, shapes.Make(dtypes.Int32, b*nkv, 1), 0), rowSlot}, -1)
 	idxShapeK := shapes.Make(dtypes.Int32, b*nkv, hd, 1)
 	slotIdxK := Concatenate([]*Node{Iota(g, idxShapeK, 0), Iota(g, idxShapeK, 1),
-		BroadcastToDims(Reshape(ConvertDType(slot, dtypes.Int32), 1, 1, 1), b*nkv, hd, 1)}, -1)
+		BroadcastToDims(Reshape(rowSlot, b*nkv, 1, 1), b*nkv, hd, 1)}, -1)
 	kv := &kvState{mode: kvDecode, cacheLen: s, slotIdx: slotIdx, slotIdxK: slotIdxK,
 		k: append([]*Node(nil), k...), v: append([]*Node(nil), v...)}
 	var bias attnBias
@@ -158,11 +167,11 @@ func (gen *Generator) decodeGraph(token, position, slot, cacheMask *Node, k, v [
 		// The cache keeps every column (local layers mask it rather than keep only their window):
 		// a sliding layer sees the columns c with slot - c < window, the slot itself included.
 		col := Iota(g, shapes.Make(dtypes.Int32, b, s), 1)
-		at := BroadcastToDims(Reshape(ConvertDType(slot, dtypes.Int32), 1, 1), b, s)
+		at := BroadcastToDims(slot, b, s)
 		bias.sliding = biasFromMask(LogicalAnd(cacheMask, GreaterThan(AddScalar(col, cfg.SlidingWindow), at)))
 	}
-	h := trunk(gen.scope, cfg, token, position, bias, kv)
-	logits := Reshape(lmHead(gen.scope, cfg, h), b, cfg.Vocab)
+	h := trunk(scope, cfg, token, position, bias, kv)
+	logits := Reshape(lmHead(scope, cfg, h), b, cfg.Vocab)
 	return append(append([]*Node{logits}, kv.k...), kv.v...)
 }
 

@@ -451,7 +451,7 @@ func setPartialRotary(c *Config, field string, f float64) error {
 type ropeSpec struct {
 	theta    float64
 	hasTheta bool
-	scaling  *RopeScaling
+	scaling  *modelcfg.RopeScaling
 	partial  float64 // partial_rotary_factor inside rope_parameters (transformers 5); 0: absent
 }
 
@@ -482,7 +482,7 @@ func parseRope(field string, raw json.RawMessage) (ropeSpec, error) {
 	if _, err := r.get("partial_rotary_factor", &sp.partial); err != nil {
 		return sp, fmt.Errorf("%s: %w", field, err)
 	}
-	s := RopeScaling{Type: typ}
+	s := modelcfg.RopeScaling{Type: typ}
 	if _, err := r.get("factor", &s.Factor); err != nil {
 		return sp, fmt.Errorf("%s: %w", field, err)
 	}
@@ -502,7 +502,7 @@ func parseRope(field string, raw json.RawMessage) (ropeSpec, error) {
 	}
 	switch typ {
 	case "", "default":
-		if s != (RopeScaling{Type: typ}) {
+		if s != (modelcfg.RopeScaling{Type: typ}) {
 			return sp, fmt.Errorf("field %s: rope_type %q takes no factor, low/high_freq_factor or original_max_position_embeddings", field, typ)
 		}
 	case modelcfg.RopeLinear:

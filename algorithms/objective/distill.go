@@ -11,16 +11,13 @@ import (
 	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 )
 
-// DistillConfig (its defaults and validation) lives in objectivecfg so that workflows can carry it.
-type DistillConfig = objectivecfg.DistillConfig
-
 // Distill is the distillation objective: the student's divergence from a teacher whose distributions
 // arrive in its DistillBatch (the teacher is another model, possibly of another size, run beside the
 // student or precomputed): with top_k 0 its logits over the student's vocabulary, with top_k k its
 // top-k ids and log-probs at τ.
 //
 // The loss is τ²·(masked mean per-token divergence); the metric named cfg.Metric() is that mean.
-func Distill(cfg DistillConfig) Objective {
+func Distill(cfg objectivecfg.DistillConfig) Objective {
 	metric := cfg.Metric()
 	return Objective{
 		Name:    fmt.Sprintf("distill-%s-b%g-t%g-k%d", cfg.Divergence, cfg.Beta, cfg.Temperature, cfg.TopK),

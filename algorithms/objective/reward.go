@@ -12,11 +12,8 @@ import (
 	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 )
 
-// BTConfig (its defaults and validation) lives in objectivecfg so that workflows can carry it without GoMLX.
-type BTConfig = objectivecfg.BTConfig
-
 // DefaultBT returns the documented defaults: no margin, λ = 0.01.
-func DefaultBT() BTConfig { return objectivecfg.DefaultBT() }
+func DefaultBT() objectivecfg.BTConfig { return objectivecfg.DefaultBT() }
 
 // BTMetrics are the metrics BradleyTerry reports, all weighted means over the real pairs except
 // pairs (their count): accuracy is the fraction with r_c > r_r (ties count as wrong), margin the
@@ -29,7 +26,7 @@ var BTMetrics = []string{"accuracy", "margin", "reward_chosen", "reward_rejected
 //	rc, rr: [rows] float32 rewards of the chosen and rejected completions
 //	w:      [rows] float32 pair weights: 1 for a real pair, 0 for a padding row
 //	loss:   scalar Σ w·ℓ / Σ w (0 when Σ w = 0)
-func BTLoss(cfg BTConfig, rc, rr, w *Node) (*Node, map[string]*Node) {
+func BTLoss(cfg objectivecfg.BTConfig, rc, rr, w *Node) (*Node, map[string]*Node) {
 	for _, x := range []*Node{rc, rr, w} {
 		if x.Rank() != 1 || x.Shape().Dim(0) != rc.Shape().Dim(0) {
 			panic(fmt.Sprintf("objective: bradley-terry: rewards and weights must be [rows], got %s %s %s", rc.Shape(), rr.Shape(), w.Shape()))
@@ -107,7 +104,7 @@ func sequenceRewards(scope *gm.Scope, cfg model.Config, hidden, tokens, last, co
 // Its input is a BTBatch: the chosen and rejected completions (Sequences of one [rows, seq] shape;
 // their completion masks mark the generative term's tokens and, with lm_coef, the cross-entropy's
 // targets) and the pair weights.
-func BradleyTerry(cfg BTConfig) Objective {
+func BradleyTerry(cfg objectivecfg.BTConfig) Objective {
 	return Objective{
 		Name:    fmt.Sprintf("bradley-terry[m=%g c=%g lm=%g]", cfg.Margin, cfg.CenterCoef, cfg.LMCoef),
 		Metrics: BTMetrics,

@@ -12,12 +12,13 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/testbackend"
 )
 
 // btRef is the plain-Go float64 reference of BTLoss.
-func btRef(cfg BTConfig, rc, rr, w []float64) (float64, map[string]float64) {
+func btRef(cfg objectivecfg.BTConfig, rc, rr, w []float64) (float64, map[string]float64) {
 	var n, l, acc, margin, mc, mr, bt float64
 	for i := range rc {
 		d := rc[i] - rr[i]
@@ -49,7 +50,7 @@ func vec(x []float64) *tensors.Tensor {
 }
 
 // runBT evaluates BTLoss and its metrics, and the gradients d loss / d rc and d loss / d rr.
-func runBT(t *testing.T, cfg BTConfig, rc, rr, w []float64) (loss float64, metrics map[string]float64, grc, grr []float64) {
+func runBT(t *testing.T, cfg objectivecfg.BTConfig, rc, rr, w []float64) (loss float64, metrics map[string]float64, grc, grr []float64) {
 	t.Helper()
 	outs := MustExecOnceN(testbackend.Sequential(), func(in []*Node) []*Node {
 		l, m := BTLoss(cfg, in[0], in[1], in[2])
@@ -81,30 +82,30 @@ func TestBTLossTable(t *testing.T) {
 	ln2 := math.Log(2)
 	cases := []struct {
 		name       string
-		cfg        BTConfig
+		cfg        objectivecfg.BTConfig
 		rc, rr, w  []float64
 		wantLoss   float64 // hand-computed
 		wantAcc    float64
 		wantMargin float64
 	}{
-		{"tie is log 2 and not accurate", BTConfig{}, []float64{0}, []float64{0}, []float64{1}, ln2, 0, 0},
-		{"equal nonzero rewards", BTConfig{}, []float64{3, -2}, []float64{3, -2}, []float64{1, 1}, ln2, 0, 0},
+		{"tie is log 2 and not accurate", objectivecfg.BTConfig{}, []float64{0}, []float64{0}, []float64{1}, ln2, 0, 0},
+		{"equal nonzero rewards", objectivecfg.BTConfig{}, []float64{3, -2}, []float64{3, -2}, []float64{1, 1}, ln2, 0, 0},
 		// −log σ(2) = log(1 + e^{−2}) = 0.126928011
-		{"chosen ahead by 2", BTConfig{}, []float64{1}, []float64{-1}, []float64{1}, 0.126928011, 1, 2},
+		{"chosen ahead by 2", objectivecfg.BTConfig{}, []float64{1}, []float64{-1}, []float64{1}, 0.126928011, 1, 2},
 		// −log σ(−2) = 2 + log(1 + e^{−2}) = 2.126928011
-		{"rejected ahead by 2", BTConfig{}, []float64{-1}, []float64{1}, []float64{1}, 2.126928011, 0, -2},
+		{"rejected ahead by 2", objectivecfg.BTConfig{}, []float64{-1}, []float64{1}, []float64{1}, 2.126928011, 0, -2},
 		// margin 1 on a lead of 1 is a tie again: log 2
-		{"margin eats the lead", BTConfig{Margin: 1}, []float64{1}, []float64{0}, []float64{1}, ln2, 1, 1},
+		{"margin eats the lead", objectivecfg.BTConfig{Margin: 1}, []float64{1}, []float64{0}, []float64{1}, ln2, 1, 1},
 		// centering: log 2 + 0.5·(1+1)² = 2.693147181
-		{"centering term", BTConfig{CenterCoef: 0.5}, []float64{1}, []float64{1}, []float64{1}, ln2 + 2, 0, 0},
+		{"centering term", objectivecfg.BTConfig{CenterCoef: 0.5}, []float64{1}, []float64{1}, []float64{1}, ln2 + 2, 0, 0},
 		// padding rows (weight 0) are ignored whatever they hold
-		{"padding row ignored", BTConfig{CenterCoef: 0.01}, []float64{0, -100}, []float64{0, 100}, []float64{1, 0}, ln2, 0, 0},
+		{"padding row ignored", objectivecfg.BTConfig{CenterCoef: 0.01}, []float64{0, -100}, []float64{0, 100}, []float64{1, 0}, ln2, 0, 0},
 		// mean of log 2 and −log σ(2)
-		{"mean over pairs", BTConfig{}, []float64{0, 1}, []float64{0, -1}, []float64{1, 1}, (ln2 + 0.126928011) / 2, 0.5, 1},
+		{"mean over pairs", objectivecfg.BTConfig{}, []float64{0, 1}, []float64{0, -1}, []float64{1, 1}, (ln2 + 0.126928011) / 2, 0.5, 1},
 		// saturated: no overflow either way
-		{"huge lead", BTConfig{}, []float64{50}, []float64{-50}, []float64{1}, 0, 1, 100},
-		{"huge deficit", BTConfig{}, []float64{-50}, []float64{50}, []float64{1}, 100, 0, -100},
-		{"no real pairs", BTConfig{}, []float64{1, 2}, []float64{3, 4}, []float64{0, 0}, 0, 0, 0},
+		{"huge lead", objectivecfg.BTConfig{}, []float64{50}, []float64{-50}, []float64{1}, 0, 1, 100},
+		{"huge deficit", objectivecfg.BTConfig{}, []float64{-50}, []float64{50}, []float64{1}, 100, 0, -100},
+		{"no real pairs", objectivecfg.BTConfig{}, []float64{1, 2}, []float64{3, 4}, []float64{0, 0}, 0, 0, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -137,7 +138,7 @@ func TestBTLossTable(t *testing.T) {
 // TestBTGradients: the loss pushes the chosen reward up and the rejected one down; at a tie with
 // two real pairs each gradient is ∓σ(0)/2 = ∓0.25; the centering term adds 2λ(r_c+r_r)/n to both.
 func TestBTGradients(t *testing.T) {
-	_, _, gc, gr := runBT(t, BTConfig{}, []float64{0, 0, 7}, []float64{0, 0, -7}, []float64{1, 1, 0})
+	_, _, gc, gr := runBT(t, objectivecfg.BTConfig{}, []float64{0, 0, 7}, []float64{0, 0, -7}, []float64{1, 1, 0})
 	for i, want := range []float64{-0.25, -0.25, 0} {
 		if math.Abs(gc[i]-want) > 1e-6 || math.Abs(gr[i]+want) > 1e-6 {
 			t.Errorf("row %d: d/dr_c %g d/dr_r %g, want %g %g", i, gc[i], gr[i], want, -want)
@@ -146,7 +147,7 @@ func TestBTGradients(t *testing.T) {
 	// Random pairs: signs always right without centering, and the magnitude is σ(−(Δ−m))/n.
 	rc, rr := []float64{-3, -0.5, 0.2, 1.5, 4}, []float64{2, -0.4, 0.1, -1, 4.5}
 	w := []float64{1, 1, 1, 1, 1}
-	cfg := BTConfig{Margin: 0.3}
+	cfg := objectivecfg.BTConfig{Margin: 0.3}
 	_, _, gc, gr = runBT(t, cfg, rc, rr, w)
 	for i := range rc {
 		want := -1 / (1 + math.Exp(rc[i]-rr[i]-cfg.Margin)) / 5
@@ -154,7 +155,7 @@ func TestBTGradients(t *testing.T) {
 			t.Errorf("row %d: d/dr_c %g d/dr_r %g, want %g %g", i, gc[i], gr[i], want, -want)
 		}
 	}
-	cfg = BTConfig{CenterCoef: 0.1}
+	cfg = objectivecfg.BTConfig{CenterCoef: 0.1}
 	_, _, gc, gr = runBT(t, cfg, []float64{1}, []float64{1}, []float64{1})
 	if want := -0.5 + 2*0.1*2; math.Abs(gc[0]-want) > 1e-6 || math.Abs(gr[0]-(0.5+0.4)) > 1e-6 {
 		t.Errorf("centering: d/dr_c %g d/dr_r %g, want %g %g", gc[0], gr[0], want, 0.9)
@@ -163,13 +164,13 @@ func TestBTGradients(t *testing.T) {
 
 func TestBTConfigValidate(t *testing.T) {
 	for _, c := range []struct {
-		cfg  BTConfig
+		cfg  objectivecfg.BTConfig
 		path string
 	}{
-		{DefaultBT(), ""}, {BTConfig{Margin: 1, CenterCoef: 0}, ""},
-		{BTConfig{Margin: -1}, "margin"}, {BTConfig{Margin: math.NaN()}, "margin"},
-		{BTConfig{CenterCoef: -0.1}, "center_coef"}, {BTConfig{CenterCoef: math.Inf(1)}, "center_coef"},
-		{BTConfig{LMCoef: 0.5}, ""}, {BTConfig{LMCoef: -1}, "lm_coef"},
+		{DefaultBT(), ""}, {objectivecfg.BTConfig{Margin: 1, CenterCoef: 0}, ""},
+		{objectivecfg.BTConfig{Margin: -1}, "margin"}, {objectivecfg.BTConfig{Margin: math.NaN()}, "margin"},
+		{objectivecfg.BTConfig{CenterCoef: -0.1}, "center_coef"}, {objectivecfg.BTConfig{CenterCoef: math.Inf(1)}, "center_coef"},
+		{objectivecfg.BTConfig{LMCoef: 0.5}, ""}, {objectivecfg.BTConfig{LMCoef: -1}, "lm_coef"},
 	} {
 		err := c.cfg.Validate()
 		if (err == nil) != (c.path == "") || (err != nil && !strings.Contains(err.Error(), c.path)) {
@@ -370,7 +371,7 @@ func TestBradleyTerryTrains(t *testing.T) {
 	cfg := rewardTestConfig(t)
 	store := gm.NewStore()
 	_ = model.InitWeights(store.RootScope(), cfg, 1, 0.02)
-	obj := BradleyTerry(BTConfig{LMCoef: 1})
+	obj := BradleyTerry(objectivecfg.BTConfig{LMCoef: 1})
 	args := btInputs(chosen, rejected, 8)[:9]
 	exec, _ := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, x []*Node) *Node {
 		l, _ := obj.Build(scope, cfg, x)

@@ -7,7 +7,9 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
 
+	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 	"github.com/temperml/temper/algorithms/vision"
+	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
 
 // VisionObjective is an objective of a vision reward model (algorithms/vision: the SigLIP tower
@@ -17,7 +19,7 @@ type VisionObjective struct {
 	Name    string
 	Metrics []string
 	// Build receives the batch's tensors (its Tensors order) and returns the loss and metrics.
-	Build func(scope *gm.Scope, cfg vision.Config, in []*Node) (loss *Node, metrics map[string]*Node)
+	Build func(scope *gm.Scope, cfg visioncfg.Config, in []*Node) (loss *Node, metrics map[string]*Node)
 }
 
 var (
@@ -59,11 +61,11 @@ func (b ImagePairBatch) Tensors() []*tensors.Tensor {
 // rewards (vision.Reward) of the chosen and rejected images, run through the tower as one
 // [2·rows, …] batch. Its input is an ImagePairBatch; its metrics are BTMetrics (lm_loss stays 0:
 // the tower has no language model, and cfg.LMCoef must be 0).
-func VisionBradleyTerry(cfg BTConfig) VisionObjective {
+func VisionBradleyTerry(cfg objectivecfg.BTConfig) VisionObjective {
 	return VisionObjective{
 		Name:    fmt.Sprintf("vision-bradley-terry[m=%g c=%g]", cfg.Margin, cfg.CenterCoef),
 		Metrics: BTMetrics,
-		Build: func(scope *gm.Scope, vc vision.Config, in []*Node) (*Node, map[string]*Node) {
+		Build: func(scope *gm.Scope, vc visioncfg.Config, in []*Node) (*Node, map[string]*Node) {
 			if len(in) != 3 {
 				panic(fmt.Sprintf("objective vision-bradley-terry: %d inputs, want 3 (an ImagePairBatch)", len(in)))
 			}

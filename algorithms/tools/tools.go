@@ -98,10 +98,6 @@ func (r *Registry) Get(name string) (Tool, bool) {
 	return t, ok
 }
 
-// Call is one tool call as the policy wrote it (the chat template's type, so that demonstrations
-// and episodes spell calls alike).
-type Call = tokenize.ToolCall
-
 // Result is what a call returns to the policy. Err is set (and Output empty) when the call was
 // refused (unknown tool, arguments against the schema), timed out or failed; the episode goes on
 // either way, with the error as the tool message.
@@ -133,7 +129,7 @@ func (res Result) Message() string {
 // Call checks c's arguments against its tool's schema and runs it under the tool's timeout. A tool
 // that does not return by its deadline is abandoned (its goroutine is left to finish; tools must
 // honour ctx) and the call reports a timeout.
-func (r *Registry) Call(ctx context.Context, c Call) Result {
+func (r *Registry) Call(ctx context.Context, c tokenize.ToolCall) Result {
 	start := time.Now()
 	fail := func(kind ErrKind, format string, a ...any) Result {
 		return Result{Err: fmt.Sprintf(format, a...), Kind: kind, Duration: time.Since(start)}
@@ -199,34 +195,34 @@ const (
 // ParseCall finds the first tool call in text. found is false when text has no OpenTag (a final
 // answer); err describes a call that is there but malformed (no closing tag, not one JSON object
 // with a name and optional arguments object), and is what the policy is told.
-func ParseCall(text string) (c Call, found bool, err error) {
+func ParseCall(text string) (c tokenize.ToolCall, found bool, err error) {
 	i := strings.Index(text, OpenTag)
 	if i < 0 {
-		return Call{}, false, nil
+		return tokenize.ToolCall{}, false, nil
 	}
 	body := text[i+len(OpenTag):]
 	j := strings.Index(body, CloseTag)
 	if j < 0 {
-		return Call{}, true, fmt.Errorf("tool call without %s", CloseTag)
+		return tokenize.ToolCall{}, true, fmt.Errorf("tool call without %s", CloseTag)
 	}
 	dec := json.NewDecoder(strings.NewReader(body[:j]))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return Call{}, true, fmt.Errorf("tool call is not a JSON object {\"name\": ..., \"arguments\": {...}}: %v", err)
+		return tokenize.ToolCall{}, true, fmt.Errorf("tool call is not a JSON object {\"name\": ..., \"arguments\": {...}}: %v", err)
 	}
 	if dec.More() {
-		return Call{}, true, fmt.Errorf("tool call holds more than one JSON value")
+		return tokenize.ToolCall{}, true, fmt.Errorf("tool call holds more than one JSON value")
 	}
 	if c.Name == "" {
-		return Call{}, true, fmt.Errorf("tool call without a name")
+		return tokenize.ToolCall{}, true, fmt.Errorf("tool call without a name")
 	}
 	if a := bytes.TrimSpace(c.Arguments); string(a) == "null" {
 		c.Arguments = nil
 	} else if len(a) > 0 && a[0] != '{' {
-		return Call{}, true, fmt.Errorf("tool call %q: arguments must be a JSON object", c.Name)
+		return tokenize.ToolCall{}, true, fmt.Errorf("tool call %q: arguments must be a JSON object", c.Name)
 	}
 	return c, true, nil
 }
 
 // Format writes c as the policy would (demonstrations for SFT use it).
-func Format(c Call) string { return tokenize.FormatToolCall(c) }
+func Format(c tokenize.ToolCall) string { return tokenize.FormatToolCall(c) }

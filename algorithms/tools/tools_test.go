@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/temperml/temper/algorithms/tasks"
+	"github.com/temperml/temper/algorithms/tokenize"
 )
 
 func TestCalcHandComputed(t *testing.T) {
@@ -96,19 +97,19 @@ func TestCallSchemaErrors(t *testing.T) {
 	r := newTestRegistry(t, Tool{Name: "spy", Schema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`),
 		Run: func(context.Context, json.RawMessage) (string, error) { ran = true; return "ok", nil }})
 	for _, c := range []struct {
-		call Call
+		call tokenize.ToolCall
 		kind ErrKind
 		want string
 	}{
-		{Call{Name: "calc", Arguments: json.RawMessage(`{}`)}, ErrArguments, "calc: arguments does not match the schema: at (root)"},
-		{Call{Name: "calc", Arguments: json.RawMessage(`{"expr": 12}`)}, ErrArguments, "at /expr"},
-		{Call{Name: "calc", Arguments: json.RawMessage(`{"expr": "1+1", "mode": "fast"}`)}, ErrArguments, "mode"},
-		{Call{Name: "spy", Arguments: json.RawMessage(`{"n": "three"}`)}, ErrArguments, "at /n"},
-		{Call{Name: "spy", Arguments: json.RawMessage(`{"n": 1.5}`)}, ErrArguments, "at /n"},
-		{Call{Name: "spy", Arguments: json.RawMessage(`{"n": `)}, ErrArguments, "not JSON"},
-		{Call{Name: "nope"}, ErrUnknownTool, `unknown tool "nope": allowed ["calc" "check" "lookup" "spy"]`},
-		{Call{Name: "calc", Arguments: json.RawMessage(`{"expr": "1/0"}`)}, ErrFailed, "calc: calc: division by zero"},
-		{Call{Name: "lookup", Arguments: json.RawMessage(`{"key": "capital of atlantis"}`)}, ErrFailed, "no entry"},
+		{tokenize.ToolCall{Name: "calc", Arguments: json.RawMessage(`{}`)}, ErrArguments, "calc: arguments does not match the schema: at (root)"},
+		{tokenize.ToolCall{Name: "calc", Arguments: json.RawMessage(`{"expr": 12}`)}, ErrArguments, "at /expr"},
+		{tokenize.ToolCall{Name: "calc", Arguments: json.RawMessage(`{"expr": "1+1", "mode": "fast"}`)}, ErrArguments, "mode"},
+		{tokenize.ToolCall{Name: "spy", Arguments: json.RawMessage(`{"n": "three"}`)}, ErrArguments, "at /n"},
+		{tokenize.ToolCall{Name: "spy", Arguments: json.RawMessage(`{"n": 1.5}`)}, ErrArguments, "at /n"},
+		{tokenize.ToolCall{Name: "spy", Arguments: json.RawMessage(`{"n": `)}, ErrArguments, "not JSON"},
+		{tokenize.ToolCall{Name: "nope"}, ErrUnknownTool, `unknown tool "nope": allowed ["calc" "check" "lookup" "spy"]`},
+		{tokenize.ToolCall{Name: "calc", Arguments: json.RawMessage(`{"expr": "1/0"}`)}, ErrFailed, "calc: calc: division by zero"},
+		{tokenize.ToolCall{Name: "lookup", Arguments: json.RawMessage(`{"key": "capital of atlantis"}`)}, ErrFailed, "no entry"},
 	} {
 		res := r.Call(context.Background(), c.call)
 		if res.Kind != c.kind || !strings.Contains(res.Err, c.want) || res.Output != "" {
@@ -121,7 +122,7 @@ func TestCallSchemaErrors(t *testing.T) {
 	if ran {
 		t.Error("a tool ran on arguments its schema refuses")
 	}
-	if res := r.Call(context.Background(), Call{Name: "spy", Arguments: json.RawMessage(`{"n": 3}`)}); res.Output != "ok" || !ran {
+	if res := r.Call(context.Background(), tokenize.ToolCall{Name: "spy", Arguments: json.RawMessage(`{"n": 3}`)}); res.Output != "ok" || !ran {
 		t.Errorf("valid call: %+v", res)
 	}
 }
@@ -129,13 +130,13 @@ func TestCallSchemaErrors(t *testing.T) {
 func TestBuiltins(t *testing.T) {
 	r := newTestRegistry(t)
 	for _, c := range []struct {
-		call Call
+		call tokenize.ToolCall
 		want string
 	}{
-		{Call{Name: "calc", Arguments: json.RawMessage(`{"expr": "48213 * 9071"}`)}, "437340123"},
-		{Call{Name: "lookup", Arguments: json.RawMessage(`{"key": " capital OF zorbia "}`)}, "Quell"},
-		{Call{Name: "check", Arguments: json.RawMessage(`{"answer": "41"}`)}, "fail: expected a different number"},
-		{Call{Name: "check", Arguments: json.RawMessage(`{"answer": "42"}`)}, "pass"},
+		{tokenize.ToolCall{Name: "calc", Arguments: json.RawMessage(`{"expr": "48213 * 9071"}`)}, "437340123"},
+		{tokenize.ToolCall{Name: "lookup", Arguments: json.RawMessage(`{"key": " capital OF zorbia "}`)}, "Quell"},
+		{tokenize.ToolCall{Name: "check", Arguments: json.RawMessage(`{"answer": "41"}`)}, "fail: expected a different number"},
+		{tokenize.ToolCall{Name: "check", Arguments: json.RawMessage(`{"answer": "42"}`)}, "pass"},
 	} {
 		if res := r.Call(context.Background(), c.call); res.Err != "" || res.Output != c.want {
 			t.Errorf("%s %s = %+v, want %q", c.call.Name, c.call.Arguments, res, c.want)
@@ -161,7 +162,7 @@ func TestCallTimeout(t *testing.T) {
 	)
 	for _, name := range []string{"polite", "stubborn"} {
 		start := time.Now()
-		res := r.Call(context.Background(), Call{Name: name})
+		res := r.Call(context.Background(), tokenize.ToolCall{Name: name})
 		if res.Kind != ErrTimeout || !strings.Contains(res.Err, "timed out after 50ms") {
 			t.Errorf("%s: %+v, want a timeout", name, res)
 		}
@@ -169,12 +170,12 @@ func TestCallTimeout(t *testing.T) {
 			t.Errorf("%s: returned after %s", name, el)
 		}
 	}
-	if res := r.Call(context.Background(), Call{Name: "broken"}); res.Kind != ErrFailed || !strings.Contains(res.Err, "panicked: boom") {
+	if res := r.Call(context.Background(), tokenize.ToolCall{Name: "broken"}); res.Kind != ErrFailed || !strings.Contains(res.Err, "panicked: boom") {
 		t.Errorf("broken: %+v", res)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if res := r.Call(ctx, Call{Name: "polite"}); res.Kind != ErrFailed || !strings.Contains(res.Err, "canceled") {
+	if res := r.Call(ctx, tokenize.ToolCall{Name: "polite"}); res.Kind != ErrFailed || !strings.Contains(res.Err, "canceled") {
 		t.Errorf("cancelled episode: %+v", res)
 	}
 }
@@ -226,12 +227,12 @@ func TestParseCall(t *testing.T) {
 		}
 	}
 	// Format round-trips through ParseCall.
-	in := Call{Name: "lookup", Arguments: json.RawMessage(`{"key":"k"}`)}
+	in := tokenize.ToolCall{Name: "lookup", Arguments: json.RawMessage(`{"key":"k"}`)}
 	out, found, err := ParseCall("x " + Format(in) + " y")
 	if !found || err != nil || out.Name != in.Name || string(out.Arguments) != string(in.Arguments) {
 		t.Errorf("round trip: %+v %v %v", out, found, err)
 	}
-	if _, _, err := ParseCall(Format(Call{Name: "calc"})); err != nil {
+	if _, _, err := ParseCall(Format(tokenize.ToolCall{Name: "calc"})); err != nil {
 		t.Errorf("a call without arguments does not round-trip: %v", err)
 	}
 }
@@ -252,13 +253,13 @@ func TestBuildRemote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := r.Call(context.Background(), Call{Name: "python", Arguments: json.RawMessage(`{"code":"print(6*7)"}`)}); res.Output != "42" {
+	if res := r.Call(context.Background(), tokenize.ToolCall{Name: "python", Arguments: json.RawMessage(`{"code":"print(6*7)"}`)}); res.Output != "42" {
 		t.Fatalf("python = %+v", res)
 	}
-	if res := r.Call(context.Background(), Call{Name: "python", Arguments: json.RawMessage(`{"program":"x"}`)}); res.Kind != ErrArguments {
+	if res := r.Call(context.Background(), tokenize.ToolCall{Name: "python", Arguments: json.RawMessage(`{"program":"x"}`)}); res.Kind != ErrArguments {
 		t.Fatalf("python with a bad argument = %+v", res)
 	}
-	if res := r.Call(context.Background(), Call{Name: "calc", Arguments: json.RawMessage(`{"expr":"2*3"}`)}); res.Output != "6" {
+	if res := r.Call(context.Background(), tokenize.ToolCall{Name: "calc", Arguments: json.RawMessage(`{"expr":"2*3"}`)}); res.Output != "6" {
 		t.Fatalf("calc = %+v", res)
 	}
 	if len(sent) != 1 || sent[0] != `python {"code":"print(6*7)"}` {
@@ -271,7 +272,7 @@ func TestBuildRemote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := local.Call(context.Background(), Call{Name: "python", Arguments: json.RawMessage(`{"code":"1"}`)}); res.Output != "here" {
+	if res := local.Call(context.Background(), tokenize.ToolCall{Name: "python", Arguments: json.RawMessage(`{"code":"1"}`)}); res.Output != "here" {
 		t.Fatalf("local python = %+v", res)
 	}
 }
@@ -283,11 +284,11 @@ func TestStudioTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := r.Call(context.Background(), Call{Name: "video", Arguments: json.RawMessage(`{"seconds": 10, "subject": "a fox running"}`)})
+	res := r.Call(context.Background(), tokenize.ToolCall{Name: "video", Arguments: json.RawMessage(`{"seconds": 10, "subject": "a fox running"}`)})
 	if want := tasks.RouteJob("video", map[string]any{"subject": "a fox running", "seconds": 10}); res.Err != "" || res.Output != want {
 		t.Fatalf("video = %+v, want %q", res, want)
 	}
-	for _, c := range []Call{
+	for _, c := range []tokenize.ToolCall{
 		{Name: "image", Arguments: json.RawMessage(`{"subject": "a cat", "style": "crayon"}`)},
 		{Name: "video", Arguments: json.RawMessage(`{"subject": "a cat", "seconds": 1200}`)},
 		{Name: "audio", Arguments: json.RawMessage(`{"mood": "calm"}`)},

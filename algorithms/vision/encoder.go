@@ -9,18 +9,19 @@ import (
 	gm "github.com/gomlx/gomlx/ml/model"
 
 	"github.com/temperml/temper/algorithms/imageproc"
+	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
 
 // Encoder runs batched inference of a tower whose weights are under scope: one compiled program
 // per batch size (GoMLX caches them).
 type Encoder struct {
-	cfg   Config
+	cfg   visioncfg.Config
 	scope *gm.Scope
 	exec  *gm.Exec
 }
 
 // NewEncoder compiles nothing yet: the first Encode of each batch size does.
-func NewEncoder(backend compute.Backend, scope *gm.Scope, cfg Config) (*Encoder, error) {
+func NewEncoder(backend compute.Backend, scope *gm.Scope, cfg visioncfg.Config) (*Encoder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -32,13 +32,13 @@ func at(pattern string, l int) string { return fmt.Sprintf(pattern, l) }
 //	         last_hidden_state); patch i is row i / grid, column i % grid
 //
 // LoRA adapters attached to scope (AttachLoRA) are applied to the modules they target.
-func Encode(scope *gm.Scope, cfg Config, pixels *Node) (pooled, patches *Node) {
+func Encode(scope *gm.Scope, cfg visioncfg.Config, pixels *Node) (pooled, patches *Node) {
 	patches = Patches(scope, cfg, pixels)
 	return Pool(scope, cfg, patches), patches
 }
 
 // Patches is the tower without the pooling: pixels → [batch, patches, d] (see Encode).
-func Patches(scope *gm.Scope, cfg Config, pixels *Node) *Node {
+func Patches(scope *gm.Scope, cfg visioncfg.Config, pixels *Node) *Node {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
@@ -64,7 +64,7 @@ func Patches(scope *gm.Scope, cfg Config, pixels *Node) *Node {
 
 // Pool reduces per-patch outputs [batch, patches, d] to [batch, d]: the multi-head attention
 // pooling head when cfg.UseHead, else the mean over patches.
-func Pool(scope *gm.Scope, cfg Config, patches *Node) *Node {
+func Pool(scope *gm.Scope, cfg visioncfg.Config, patches *Node) *Node {
 	if !cfg.UseHead {
 		return ReduceMean(patches, 1)
 	}
@@ -74,7 +74,7 @@ func Pool(scope *gm.Scope, cfg Config, patches *Node) *Node {
 // patchEmbed is the strided convolution as a matmul over flattened patches:
 // pixels [batch, C, S, S] → [batch, patches, d]. Pixels past grid·patch_size (when the patch size
 // does not divide the image size) are ignored, as the convolution does.
-func patchEmbed(scope *gm.Scope, cfg Config, pixels *Node) *Node {
+func patchEmbed(scope *gm.Scope, cfg visioncfg.Config, pixels *Node) *Node {
 	g := pixels.Graph()
 	batch, c, p, gr, d := pixels.Shape().Dim(0), cfg.Channels, cfg.PatchSize, cfg.Grid(), cfg.DModel
 	if used := gr * p; used != cfg.ImageSize {
@@ -114,7 +114,7 @@ func linear(scope *gm.Scope, x *Node, wPath, bPath string, in, out int, module s
 }
 
 // selfAttention is SiglipAttention: h [batch, n, d] normalised input → [batch, n, d].
-func selfAttention(scope *gm.Scope, cfg Config, l int, h *Node) *Node {
+func selfAttention(scope *gm.Scope, cfg visioncfg.Config, l int, h *Node) *Node {
 	batch, n, d := h.Shape().Dim(0), h.Shape().Dim(1), cfg.DModel
 	x := Reshape(h, batch*n, d)
 	q := linear(scope, x, at(VarQ, l), at(VarQBias, l), d, d, "q_proj", l)
@@ -127,7 +127,7 @@ func selfAttention(scope *gm.Scope, cfg Config, l int, h *Node) *Node {
 
 // multiHead is softmax(q·kᵀ/√head_dim)·v per head, with no mask (every patch sees every patch):
 // q [batch·nq, d], k, v [batch·nk, d] → [batch·nq, d].
-func multiHead(cfg Config, q, k, v *Node, batch, nq, nk int) *Node {
+func multiHead(cfg visioncfg.Config, q, k, v *Node, batch, nq, nk int) *Node {
 	nh, hd := cfg.Heads, cfg.HeadDim()
 	heads := func(x *Node, n int) *Node {
 		return Reshape(TransposeAllAxes(Reshape(x, batch, n, nh, hd), 0, 2, 1, 3), batch*nh, n, hd)
@@ -142,7 +142,7 @@ func multiHead(cfg Config, q, k, v *Node, batch, nq, nk int) *Node {
 
 // mlp is SiglipMLP: fc1, activation, fc2. h [batch, n, d] → [batch, n, d]. Adapters apply to the
 // encoder layers' MLPs (l >= 0), not the head's (l < 0).
-func mlp(scope *gm.Scope, cfg Config, h *Node, fc1, fc1b, fc2, fc2b string, l int) *Node {
+func mlp(scope *gm.Scope, cfg visioncfg.Config, h *Node, fc1, fc1b, fc2, fc2b string, l int) *Node {
 	dims := h.Shape().Dimensions
 	d, f := cfg.DModel, cfg.FFN
 	x := Reshape(h, h.Shape().Size()/d, d)
@@ -170,7 +170,7 @@ func activate(name string, x *Node) *Node {
 // attentionPool is SiglipMultiheadAttentionPoolingHead: a learned probe attends over the patches
 // (torch's MultiheadAttention with packed q|k|v projections), then a residual MLP on its
 // LayerNorm. patches [batch, n, d] → [batch, d].
-func attentionPool(scope *gm.Scope, cfg Config, patches *Node) *Node {
+func attentionPool(scope *gm.Scope, cfg visioncfg.Config, patches *Node) *Node {
 	g := patches.Graph()
 	batch, n, d := patches.Shape().Dim(0), patches.Shape().Dim(1), cfg.DModel
 	in := param(scope, g, VarHeadIn, d, 3*d)

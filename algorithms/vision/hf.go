@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/temperml/temper/algorithms/safetensors"
+	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
 
 // Prefixes under which checkpoints keep the tower, tried in this order by DetectPrefix:
@@ -18,7 +19,7 @@ var Prefixes = []string{"vision_model.", "vision_tower.vision_model.", "model.vi
 const PrefixVisionModel = "vision_model."
 
 // HFShapes returns the Hugging Face name (with prefix) and shape of every tensor of the tower.
-func HFShapes(cfg Config, prefix string) map[string][]int {
+func HFShapes(cfg visioncfg.Config, prefix string) map[string][]int {
 	out := map[string][]int{}
 	for _, s := range specs(cfg) {
 		out[prefix+s.HF] = s.HFShape
@@ -27,7 +28,7 @@ func HFShapes(cfg Config, prefix string) map[string][]int {
 }
 
 // HFName returns the Hugging Face tensor name (without prefix) of an internal variable.
-func HFName(cfg Config, path string) (string, error) {
+func HFName(cfg visioncfg.Config, path string) (string, error) {
 	for _, s := range specs(cfg) {
 		if s.Path == path {
 			return s.HF, nil
@@ -50,7 +51,7 @@ func transpose2(x []float32, rows, cols int) []float32 {
 // ToHF converts internal weights to Hugging Face tensors named with prefix (PrefixVisionModel for
 // a SiglipVisionModel checkpoint): linear and patch weights transposed to [out, in] (the patch
 // weight reshaped to the convolution's [d, C, p, p]), the probe to [1, 1, d].
-func ToHF(cfg Config, w map[string][]float32, prefix string) (map[string][]float32, error) {
+func ToHF(cfg visioncfg.Config, w map[string][]float32, prefix string) (map[string][]float32, error) {
 	out := map[string][]float32{}
 	for _, s := range specs(cfg) {
 		data, ok := w[s.Path]
@@ -71,7 +72,7 @@ func ToHF(cfg Config, w map[string][]float32, prefix string) (map[string][]float
 // prefix are ignored (a SiglipModel's text tower, a PaliGemma's language model); under it, every
 // tensor of the tower must be present with its shape and no other may be (an unexpected one, such
 // as head.* when the config has no head, means the config does not describe the checkpoint).
-func FromHF(cfg Config, hf map[string][]float32, prefix string) (map[string][]float32, error) {
+func FromHF(cfg visioncfg.Config, hf map[string][]float32, prefix string) (map[string][]float32, error) {
 	return fromHF(cfg, prefix, func(name string) bool { _, ok := hf[name]; return ok },
 		func(name string) ([]float32, []int, error) { return hf[name], nil, nil }, keys(hf))
 }
@@ -87,7 +88,7 @@ func keys[V any](m map[string]V) []string {
 
 // fromHF reads each tensor through get (which may report the stored shape, nil to skip the check
 // beyond the element count).
-func fromHF(cfg Config, prefix string, has func(string) bool, get func(string) ([]float32, []int, error), names []string) (map[string][]float32, error) {
+func fromHF(cfg visioncfg.Config, prefix string, has func(string) bool, get func(string) ([]float32, []int, error), names []string) (map[string][]float32, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -137,7 +138,7 @@ func DetectPrefix(names []string) (string, error) {
 // ReadHF reads the tower's tensors from a safetensors file (the whole file readable at r), in
 // any float dtype the safetensors package widens (F32, F16, BF16, F64), without reading the
 // tensors of other parts of a larger checkpoint. The prefix is detected (DetectPrefix).
-func ReadHF(cfg Config, r io.ReaderAt, size int64) (w map[string][]float32, prefix string, err error) {
+func ReadHF(cfg visioncfg.Config, r io.ReaderAt, size int64) (w map[string][]float32, prefix string, err error) {
 	h, err := safetensors.ReadHeader(io.NewSectionReader(r, 0, size))
 	if err != nil {
 		return nil, "", fmt.Errorf("vision: read hf: %w", err)
@@ -168,7 +169,7 @@ func ReadHF(cfg Config, r io.ReaderAt, size int64) (w map[string][]float32, pref
 
 // WriteHF writes a SiglipVisionModel model.safetensors (F32, names with PrefixVisionModel) of the
 // tower's weights to out.
-func WriteHF(out io.Writer, cfg Config, w map[string][]float32) error {
+func WriteHF(out io.Writer, cfg visioncfg.Config, w map[string][]float32) error {
 	hf, err := ToHF(cfg, w, PrefixVisionModel)
 	if err != nil {
 		return err

@@ -12,20 +12,20 @@ import (
 func TestHFConfig(t *testing.T) {
 	cases := []struct {
 		name, json string
-		want       Config
+		want       visioncfg.Config
 		err        string
 	}{
 		{name: "defaults of a siglip checkpoint", json: `{"model_type": "siglip", "architectures": ["SiglipModel"], "initializer_factor": 1.0,
 			"text_config": {"vocab_size": 32000}, "vision_config": {"model_type": "siglip_vision_model"}, "torch_dtype": "float32"}`,
-			want: Config{DModel: 768, Layers: 12, Heads: 12, FFN: 3072, Channels: 3, ImageSize: 224, PatchSize: 16,
+			want: visioncfg.Config{DModel: 768, Layers: 12, Heads: 12, FFN: 3072, Channels: 3, ImageSize: 224, PatchSize: 16,
 				Activation: visioncfg.ActGELU, NormEps: 1e-6, UseHead: true}},
 		{name: "paligemma-style tower", json: `{"model_type": "siglip_vision_model", "hidden_size": 1152, "intermediate_size": 4304,
 			"num_hidden_layers": 27, "num_attention_heads": 16, "image_size": 224, "patch_size": 14, "vision_use_head": false,
 			"hidden_act": "gelu_new", "dtype": "bfloat16"}`,
-			want: Config{DModel: 1152, Layers: 27, Heads: 16, FFN: 4304, Channels: 3, ImageSize: 224, PatchSize: 14,
+			want: visioncfg.Config{DModel: 1152, Layers: 27, Heads: 16, FFN: 4304, Channels: 3, ImageSize: 224, PatchSize: 14,
 				Activation: visioncfg.ActGELU, NormEps: 1e-6, UseHead: false}},
 		{name: "quick_gelu", json: `{"model_type": "siglip_vision_model", "hidden_act": "quick_gelu", "layer_norm_eps": 1e-5}`,
-			want: Config{DModel: 768, Layers: 12, Heads: 12, FFN: 3072, Channels: 3, ImageSize: 224, PatchSize: 16,
+			want: visioncfg.Config{DModel: 768, Layers: 12, Heads: 12, FFN: 3072, Channels: 3, ImageSize: 224, PatchSize: 16,
 				Activation: visioncfg.ActQuickGELU, NormEps: 1e-5, UseHead: true}},
 		{name: "other model", json: `{"model_type": "clip_vision_model"}`, err: `model_type="clip_vision_model": allowed "siglip_vision_model", "siglip"`},
 		{name: "unknown field", json: `{"model_type": "siglip_vision_model", "num_register_tokens": 4}`, err: `field "num_register_tokens" is not implemented`},

@@ -12,9 +12,6 @@ import (
 	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
 
-// LoRA configures adapters on the encoder layers' linear modules (see visioncfg.LoRA).
-type LoRA = visioncfg.LoRA
-
 const loraParamKey = "temper_vision_lora"
 
 // LoRAModule is one adapted linear module.
@@ -46,7 +43,7 @@ func (m LoRAModule) PEFTNames() (a, b string) {
 }
 
 // LoRAModules lists the modules l adapts, layer by layer in q, k, v, out, fc1, fc2 order.
-func LoRAModules(cfg Config, l LoRA) ([]LoRAModule, error) {
+func LoRAModules(cfg visioncfg.Config, l visioncfg.LoRA) ([]LoRAModule, error) {
 	l = l.WithDefaults()
 	if err := l.Validate(); err != nil {
 		return nil, err
@@ -70,7 +67,7 @@ func LoRAModules(cfg Config, l LoRA) ([]LoRAModule, error) {
 }
 
 // LoRAVariables lists the adapter variables of l.
-func LoRAVariables(cfg Config, l LoRA) ([]model.VarSpec, error) {
+func LoRAVariables(cfg visioncfg.Config, l visioncfg.LoRA) ([]model.VarSpec, error) {
 	ms, err := LoRAModules(cfg, l)
 	if err != nil {
 		return nil, err
@@ -84,14 +81,14 @@ func LoRAVariables(cfg Config, l LoRA) ([]model.VarSpec, error) {
 }
 
 type loraAttachment struct {
-	lora LoRA
+	lora visioncfg.LoRA
 	mods map[string]bool // PathA of each adapted module
 }
 
 // AttachLoRA creates the adapter variables of l under scope — A ~ U(−1/√in, 1/√in) from seed
 // (PEFT's kaiming-uniform bound), B = 0, so the tower computes exactly what it did — and makes
 // every graph built from scope afterwards apply them.
-func AttachLoRA(scope *gm.Scope, cfg Config, l LoRA, seed uint64) error {
+func AttachLoRA(scope *gm.Scope, cfg visioncfg.Config, l visioncfg.LoRA, seed uint64) error {
 	l = l.WithDefaults()
 	ms, err := LoRAModules(cfg, l)
 	if err != nil {
@@ -127,10 +124,10 @@ func attachedLoRA(scope *gm.Scope) *loraAttachment {
 }
 
 // AttachedLoRA returns the adapters attached under scope (after defaults), if any.
-func AttachedLoRA(scope *gm.Scope) (LoRA, bool) {
+func AttachedLoRA(scope *gm.Scope) (visioncfg.LoRA, bool) {
 	at := attachedLoRA(scope)
 	if at == nil {
-		return LoRA{}, false
+		return visioncfg.LoRA{}, false
 	}
 	return at.lora, true
 }
@@ -144,7 +141,7 @@ func DetachLoRA(scope *gm.Scope) error {
 }
 
 // ImportLoRA sets the attached adapters from w (adapter paths → data, every one exactly once).
-func ImportLoRA(scope *gm.Scope, cfg Config, w map[string][]float32) error {
+func ImportLoRA(scope *gm.Scope, cfg visioncfg.Config, w map[string][]float32) error {
 	at := attachedLoRA(scope)
 	if at == nil {
 		return fmt.Errorf("vision: import lora: no adapters attached")
@@ -157,7 +154,7 @@ func ImportLoRA(scope *gm.Scope, cfg Config, w map[string][]float32) error {
 }
 
 // ExportLoRA copies the attached adapters to host memory.
-func ExportLoRA(scope *gm.Scope, cfg Config) (map[string][]float32, error) {
+func ExportLoRA(scope *gm.Scope, cfg visioncfg.Config) (map[string][]float32, error) {
 	at := attachedLoRA(scope)
 	if at == nil {
 		return nil, fmt.Errorf("vision: export lora: no adapters attached")
@@ -187,7 +184,7 @@ func loraMerged(scope *gm.Scope, g *Graph, w *Node, short string, layer, in, out
 }
 
 // MergeLoRA folds adapters into base weights: W + (alpha/rank)·A·B for every adapted module.
-func MergeLoRA(cfg Config, l LoRA, base, adapters map[string][]float32) (map[string][]float32, error) {
+func MergeLoRA(cfg visioncfg.Config, l visioncfg.LoRA, base, adapters map[string][]float32) (map[string][]float32, error) {
 	ms, err := LoRAModules(cfg, l)
 	if err != nil {
 		return nil, err
@@ -219,7 +216,7 @@ func MergeLoRA(cfg Config, l LoRA, base, adapters map[string][]float32) (map[str
 }
 
 // ToPEFT converts adapter weights to PEFT's tensors: lora_A [rank, in], lora_B [out, rank].
-func ToPEFT(cfg Config, l LoRA, w map[string][]float32) (map[string][]float32, error) {
+func ToPEFT(cfg visioncfg.Config, l visioncfg.LoRA, w map[string][]float32) (map[string][]float32, error) {
 	ms, err := LoRAModules(cfg, l)
 	if err != nil {
 		return nil, err

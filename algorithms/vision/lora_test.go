@@ -11,9 +11,10 @@ import (
 	gm "github.com/gomlx/gomlx/ml/model"
 
 	"github.com/temperml/temper/algorithms/testbackend"
+	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
 
-func encodeOnce(t *testing.T, scope *gm.Scope, cfg Config, seed uint64) Output {
+func encodeOnce(t *testing.T, scope *gm.Scope, cfg visioncfg.Config, seed uint64) Output {
 	t.Helper()
 	enc, err := NewEncoder(testbackend.Sequential(), scope, cfg)
 	if err != nil {
@@ -31,7 +32,7 @@ func encodeOnce(t *testing.T, scope *gm.Scope, cfg Config, seed uint64) Output {
 func TestLoRA(t *testing.T) {
 	for _, targets := range [][]string{nil, {"q_proj", "fc2"}} {
 		cfg := smallConfigs()["head"]
-		l := LoRA{Rank: 3, Targets: targets}
+		l := visioncfg.LoRA{Rank: 3, Targets: targets}
 		store := gm.NewStore()
 		scope := store.RootScope()
 		if err := InitWeights(scope, cfg, 21); err != nil {
@@ -118,7 +119,7 @@ func TestLoRA(t *testing.T) {
 			t.Error("still attached")
 		}
 	}
-	if err := AttachLoRA(gm.NewStore().RootScope(), smallConfigs()["head"], LoRA{Targets: []string{"o_proj"}}, 1); err == nil ||
+	if err := AttachLoRA(gm.NewStore().RootScope(), smallConfigs()["head"], visioncfg.LoRA{Targets: []string{"o_proj"}}, 1); err == nil ||
 		!strings.Contains(err.Error(), `"o_proj": allowed ["q_proj" "k_proj" "v_proj" "out_proj" "fc1" "fc2" "all-linear"]`) {
 		t.Errorf("bad target: %v", err)
 	}

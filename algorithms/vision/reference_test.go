@@ -26,7 +26,7 @@ type towerGolden struct {
 	Pooled       []float64 `json:"pooler_output"`
 	PooledShape  []int     `json:"pooler_output_shape"`
 	checkpoint   []byte
-	cfg          Config
+	cfg          visioncfg.Config
 	processorCfg imageproc.Config
 	dir          string
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
+	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
 
 // A reward model on the tower: a value head [d, 1] on the pooled output gives one scalar per
@@ -26,7 +27,7 @@ const (
 )
 
 // RewardVariables lists the tower's variables and the value head's, in a fixed order.
-func RewardVariables(cfg Config) []model.VarSpec {
+func RewardVariables(cfg visioncfg.Config) []model.VarSpec {
 	return append(Variables(cfg), model.VarSpec{Path: VarScore, Shape: []int{cfg.DModel, 1}}, model.VarSpec{Path: VarScoreBias, Shape: []int{1}})
 }
 
@@ -34,7 +35,7 @@ func RewardVariables(cfg Config) []model.VarSpec {
 //
 //	pixels:  [batch, channels, image_size, image_size] float32
 //	rewards: [batch] float32
-func Reward(scope *gm.Scope, cfg Config, pixels *Node) *Node {
+func Reward(scope *gm.Scope, cfg visioncfg.Config, pixels *Node) *Node {
 	pooled, _ := Encode(scope, cfg, pixels)
 	g, d := pixels.Graph(), cfg.DModel
 	r := Add(Dot(pooled, param(scope, g, VarScore, d, 1)).Product(), Reshape(param(scope, g, VarScoreBias, 1), 1, 1))
@@ -43,7 +44,7 @@ func Reward(scope *gm.Scope, cfg Config, pixels *Node) *Node {
 
 // InitReward random-initialises the tower (InitWeights) and the value head, weights ~ N(0, 0.02²)
 // as the decoder's value head (a reward near 0 at the start) and bias 0, deterministically from seed.
-func InitReward(scope *gm.Scope, cfg Config, seed uint64) error {
+func InitReward(scope *gm.Scope, cfg visioncfg.Config, seed uint64) error {
 	if err := InitWeights(scope, cfg, seed); err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func InitReward(scope *gm.Scope, cfg Config, seed uint64) error {
 }
 
 // ImportReward sets the tower's and the head's variables from w (internal paths).
-func ImportReward(scope *gm.Scope, cfg Config, w map[string][]float32) error {
+func ImportReward(scope *gm.Scope, cfg visioncfg.Config, w map[string][]float32) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -65,13 +66,13 @@ func ImportReward(scope *gm.Scope, cfg Config, w map[string][]float32) error {
 }
 
 // ExportReward copies the tower's and the head's variables to host memory.
-func ExportReward(scope *gm.Scope, cfg Config) (map[string][]float32, error) {
+func ExportReward(scope *gm.Scope, cfg visioncfg.Config) (map[string][]float32, error) {
 	return model.GetVariables(scope, "vision: export reward model", RewardVariables(cfg))
 }
 
 // WriteRewardHF writes a reward model's model.safetensors (F32): the tower as WriteHF names it
 // plus score.weight [1, d] and score.bias [1].
-func WriteRewardHF(out io.Writer, cfg Config, w map[string][]float32) error {
+func WriteRewardHF(out io.Writer, cfg visioncfg.Config, w map[string][]float32) error {
 	hf, err := ToHF(cfg, w, PrefixVisionModel)
 	if err != nil {
 		return err
@@ -99,7 +100,7 @@ func WriteRewardHF(out io.Writer, cfg Config, w map[string][]float32) error {
 
 // ReadRewardHF reads a reward model's tensors (the tower under any of Prefixes, the value head
 // as score.weight and score.bias); a checkpoint without the head is an error naming the tensor.
-func ReadRewardHF(cfg Config, r io.ReaderAt, size int64) (map[string][]float32, error) {
+func ReadRewardHF(cfg visioncfg.Config, r io.ReaderAt, size int64) (map[string][]float32, error) {
 	w, _, err := ReadHF(cfg, r, size)
 	if err != nil {
 		return nil, err

@@ -20,17 +20,17 @@ import (
 
 // smallConfigs cover both pooling paths and every activation, with a patch size that does not
 // divide the image (leftover pixels ignored).
-func smallConfigs() map[string]Config {
-	head := Config{DModel: 16, Layers: 2, Heads: 2, FFN: 24, Channels: 3, ImageSize: 12, PatchSize: 4,
+func smallConfigs() map[string]visioncfg.Config {
+	head := visioncfg.Config{DModel: 16, Layers: 2, Heads: 2, FFN: 24, Channels: 3, ImageSize: 12, PatchSize: 4,
 		Activation: visioncfg.ActGELU, NormEps: 1e-6, UseHead: true}
 	mean := head
 	mean.UseHead, mean.Activation, mean.ImageSize = false, visioncfg.ActGELUExact, 14
 	quick := head
 	quick.Activation = visioncfg.ActQuickGELU
-	return map[string]Config{"head": head, "mean": mean, "quick": quick}
+	return map[string]visioncfg.Config{"head": head, "mean": mean, "quick": quick}
 }
 
-func randomPixels(cfg Config, n int, seed uint64) []imageproc.Pixels {
+func randomPixels(cfg visioncfg.Config, n int, seed uint64) []imageproc.Pixels {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	out := make([]imageproc.Pixels, n)
 	for i := range out {
@@ -43,7 +43,7 @@ func randomPixels(cfg Config, n int, seed uint64) []imageproc.Pixels {
 	return out
 }
 
-func batchTensor(cfg Config, px []imageproc.Pixels) *tensors.Tensor {
+func batchTensor(cfg visioncfg.Config, px []imageproc.Pixels) *tensors.Tensor {
 	var flat []float32
 	for _, p := range px {
 		flat = append(flat, p.Values...)
@@ -205,7 +205,7 @@ func TestEncoderErrors(t *testing.T) {
 	if _, err := enc2.Encode(randomPixels(wider, 1, 1)); err == nil || !strings.HasPrefix(err.Error(), "vision: encode: ") {
 		t.Errorf("weights of another config: %v", err)
 	}
-	if _, err := NewEncoder(testbackend.Sequential(), store.RootScope(), Config{}); err == nil {
+	if _, err := NewEncoder(testbackend.Sequential(), store.RootScope(), visioncfg.Config{}); err == nil {
 		t.Error("zero config accepted")
 	}
 }

@@ -12,9 +12,6 @@ import (
 	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
 
-// Config is the tower's configuration (see visioncfg).
-type Config = visioncfg.Config
-
 // Variable paths, relative to the scope the tower is built in. Linear weights are stored [in, out]
 // (x·W), the transpose of Hugging Face's [out, in]; the patch embedding is a linear map of the
 // flattened patch (channel, row, column), which is the convolution's weight [d, C, p, p] read as
@@ -74,7 +71,7 @@ func (t tensorSpec) size() int {
 	return n
 }
 
-func specs(c Config) []tensorSpec {
+func specs(c visioncfg.Config) []tensorSpec {
 	d, f := c.DModel, c.FFN
 	vec := func(path, hf string, n int) tensorSpec {
 		return tensorSpec{Path: path, Shape: []int{n}, HF: hf, HFShape: []int{n}}
@@ -117,7 +114,7 @@ func specs(c Config) []tensorSpec {
 }
 
 // Variables lists every variable of the tower, in a fixed order.
-func Variables(c Config) []model.VarSpec {
+func Variables(c visioncfg.Config) []model.VarSpec {
 	ss := specs(c)
 	out := make([]model.VarSpec, len(ss))
 	for i, s := range ss {
@@ -131,7 +128,7 @@ func Variables(c Config) []model.VarSpec {
 // scales them: linear and patch weights ~ N(0, 1/fan_in) (its lecun normal, untruncated), position
 // embeddings ~ N(0, 1/d), the probe ~ N(0, 1), biases 0, LayerNorm scales 1. Existing variables are
 // overwritten.
-func InitWeights(scope *gm.Scope, cfg Config, seed uint64) error {
+func InitWeights(scope *gm.Scope, cfg visioncfg.Config, seed uint64) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -165,7 +162,7 @@ func InitWeights(scope *gm.Scope, cfg Config, seed uint64) error {
 
 // ImportWeights sets every variable of cfg under scope from w (internal paths → flat row-major
 // float32 data), creating the variables as needed. A missing, extra or mis-sized entry is an error.
-func ImportWeights(scope *gm.Scope, cfg Config, w map[string][]float32) error {
+func ImportWeights(scope *gm.Scope, cfg visioncfg.Config, w map[string][]float32) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -173,6 +170,6 @@ func ImportWeights(scope *gm.Scope, cfg Config, w map[string][]float32) error {
 }
 
 // ExportWeights copies every variable of cfg under scope to host memory.
-func ExportWeights(scope *gm.Scope, cfg Config) (map[string][]float32, error) {
+func ExportWeights(scope *gm.Scope, cfg visioncfg.Config) (map[string][]float32, error) {
 	return model.GetVariables(scope, "vision: export weights", Variables(cfg))
 }

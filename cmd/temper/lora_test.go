@@ -12,6 +12,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
@@ -53,7 +54,7 @@ func TestLoRAMergeCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	var batch tpu.Batch
+	var batch data.TokenBatch
 	seqs := make([][]int, 3)
 	for i := range seqs {
 		for range 11 {

@@ -175,7 +175,7 @@ func TestToolWorkerKilledMidCall(t *testing.T) {
 		}
 	}
 	for _, id := range calls {
-		var out toolsapi.CallOutput
+		var out toolsapi.RunOutput
 		if err := env.Client.GetWorkflow(context.Background(), id, "").Get(context.Background(), &out); err != nil {
 			t.Fatal(err)
 		}

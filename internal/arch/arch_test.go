@@ -76,6 +76,8 @@ var rules = []rule{
 var narrower = []rule{
 	// advantages are host-side arithmetic.
 	{layer: "algorithms/advantage", allow: []string{"std"}, deny: []string{"os", "net"}},
+	// order statistics shared by benchmarks: plain arithmetic.
+	{layer: "algorithms/stats", allow: []string{"std"}, deny: []string{"os", "net"}},
 	// bytes come in (fetching them is an activity's job), so workflows and every role may import it.
 	{layer: "algorithms/imageproc", allow: []string{"std"}, deny: []string{"os", "net", "syscall", "unsafe", "plugin"}},
 	// verifiers judge untrusted text.

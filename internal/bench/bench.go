@@ -8,8 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 
 	"go.temporal.io/sdk/client"
@@ -138,14 +136,4 @@ func meanStdErr(xs []float64) (mean, se float64) {
 		ss += (x - mean) * (x - mean)
 	}
 	return mean, math.Sqrt(ss/(n-1)) / math.Sqrt(n)
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

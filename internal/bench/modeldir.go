@@ -15,6 +15,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/tpu"
@@ -198,8 +199,8 @@ func ModelDir(ctx context.Context, o ModelDirOptions) (*ModelDirReport, error) {
 }
 
 // randomBatch is rows × seq random tokens, every position trained.
-func randomBatch(rng *rand.Rand, rows, seq, vocab int) train.Batch {
-	var b train.Batch
+func randomBatch(rng *rand.Rand, rows, seq, vocab int) data.TokenBatch {
+	var b data.TokenBatch
 	for range rows {
 		tok, tgt := make([]int, seq), make([]int, seq)
 		mask, pos, valid := make([]float32, seq), make([]int, seq), make([]bool, seq)

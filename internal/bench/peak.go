@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/stats"
 	"github.com/temperml/temper/internal/usage"
 	"github.com/temperml/temper/scripts/peer"
 	"github.com/temperml/temper/tpu"
@@ -283,7 +284,7 @@ func measureStream(ctx context.Context, size int64, threads int, d time.Duration
 			r.Seconds += sec
 			rates = append(rates, bytes/sec/1e9)
 		}
-		r.MedianGBps, r.BestGBps = median(rates), slices.Max(rates)
+		r.MedianGBps, r.BestGBps = stats.Median(rates), slices.Max(rates)
 		out = append(out, r)
 	}
 	return out, nil

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
+	"github.com/temperml/temper/algorithms/stats"
 	"github.com/temperml/temper/internal/usage"
 	"github.com/temperml/temper/workflows"
 )
@@ -130,7 +131,7 @@ func (st *stack) measureRollouts(ctx context.Context, o RolloutOptions, n int, i
 	if len(spans) < 2 {
 		return fmt.Errorf("bench rl --rollout-workers: %d iterations with generation found in %s.grpo", len(spans), id)
 	}
-	med := median(spans[1:])
+	med := stats.Median(spans[1:])
 	if *first == 0 {
 		*first = med
 	}

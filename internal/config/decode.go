@@ -62,6 +62,59 @@ func normalize(v any) any {
 	return v
 }
 
+// SetPath sets path in a tree of decoded maps and lists to v, making the maps it lacks. A path
+// element indexes a map by key and a list by number, or by the "name" field of its elements; an
+// error names the path up to the element it could not follow.
+func SetPath(tree any, path []string, v any) error {
+	cur := tree
+	for i, p := range path {
+		last := i == len(path)-1
+		switch c := cur.(type) {
+		case map[string]any:
+			if last {
+				c[p] = v
+				return nil
+			}
+			next, ok := c[p]
+			if !ok || next == nil {
+				next = map[string]any{}
+				c[p] = next
+			}
+			cur = next
+		case []any:
+			idx := listIndex(c, p)
+			if idx < 0 {
+				return fmt.Errorf("%s: no list element %q", strings.Join(path[:i], "."), p)
+			}
+			if last {
+				c[idx] = v
+				return nil
+			}
+			cur = c[idx]
+		default:
+			return fmt.Errorf("%s is not a map or list", strings.Join(path[:i], "."))
+		}
+	}
+	return nil
+}
+
+// listIndex is the index of list element p (a number, or an element's "name"), or -1.
+func listIndex(list []any, p string) int {
+	idx, err := strconv.Atoi(p)
+	if err != nil {
+		idx = -1
+		for j, el := range list {
+			if m, ok := el.(map[string]any); ok && fmt.Sprint(m["name"]) == p {
+				return j
+			}
+		}
+	}
+	if idx < 0 || idx >= len(list) {
+		return -1
+	}
+	return idx
+}
+
 // Set applies one `key.path=value` override to a tree. Path elements index maps by key and lists by
 // number, or by the "name" field of their elements (`phases.sft.config.steps=10`). The value is parsed as
 // a YAML scalar, so numbers and booleans keep their types.
@@ -78,44 +131,8 @@ func Set(tree any, assignment string) (any, error) {
 	if tree == nil {
 		tree = map[string]any{}
 	}
-	parts := strings.Split(key, ".")
-	cur := tree
-	for i, p := range parts {
-		last := i == len(parts)-1
-		switch c := cur.(type) {
-		case map[string]any:
-			if last {
-				c[p] = val
-				return tree, nil
-			}
-			next, ok := c[p]
-			if !ok || next == nil {
-				next = map[string]any{}
-				c[p] = next
-			}
-			cur = next
-		case []any:
-			idx, err := strconv.Atoi(p)
-			if err != nil {
-				idx = -1
-				for j, el := range c {
-					if m, ok := el.(map[string]any); ok && fmt.Sprint(m["name"]) == p {
-						idx = j
-						break
-					}
-				}
-			}
-			if idx < 0 || idx >= len(c) {
-				return tree, fmt.Errorf("set %q: %s: no list element %q", assignment, strings.Join(parts[:i], "."), p)
-			}
-			if last {
-				c[idx] = val
-				return tree, nil
-			}
-			cur = c[idx]
-		default:
-			return tree, fmt.Errorf("set %q: %s is not a map or list", assignment, strings.Join(parts[:i], "."))
-		}
+	if err := SetPath(tree, strings.Split(key, "."), val); err != nil {
+		return tree, fmt.Errorf("set %q: %w", assignment, err)
 	}
 	return tree, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/sample"
+	"github.com/temperml/temper/algorithms/stats"
 	"github.com/temperml/temper/algorithms/tokenize"
 )
 
@@ -261,21 +262,12 @@ func benchPreset(ctx context.Context, o BenchOptions, preset string, rt BenchRun
 		}
 		row.InProcessTokS = float64(row.InProcessTokens) / row.InProcessSeconds
 		row.ServeTokS = float64(row.ServeTokens) / row.ServeSeconds
-		row.Ratio, row.CPURatio = median(ratios), median(cpuRatios)
+		row.Ratio, row.CPURatio = stats.Median(ratios), stats.Median(cpuRatios)
 		o.Progress(fmt.Sprintf("%-5s %2d clients: serve %.0f tok/s, in-process %.0f tok/s (×%.2f; per CPU second ×%.2f), ttft client 0 %.0f ms",
 			preset, n, row.ServeTokS, row.InProcessTokS, row.Ratio, row.CPURatio, 1000*row.TTFTClient0))
 		rows = append(rows, row)
 	}
 	return rows, nil
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // cpuSeconds is the process's user + system CPU time.

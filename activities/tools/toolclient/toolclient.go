@@ -18,7 +18,7 @@ import (
 // the one already started or finished under that id) and returns its result. workers implement it
 // over a Temporal client.
 type Dispatcher interface {
-	Call(ctx context.Context, id string, in toolsapi.CallInput) (toolsapi.CallOutput, error)
+	Call(ctx context.Context, id string, in toolsapi.CallInput) (toolsapi.RunOutput, error)
 }
 
 // CallID names one call for its ToolCall workflow: place (the caller's run, phase, iteration,

@@ -27,6 +27,8 @@ type RunInput struct {
 
 // RunOutput is the call's result, as the policy reads it: Output, or Error with its Kind (a program
 // that fails is a result, not a failed activity). Attempt is the activity attempt that produced it.
+// It is the ToolCall workflow's result too: when every attempt failed (workers killed, timeouts),
+// Error says so with Kind "failed", so that the episode goes on.
 type RunOutput struct {
 	Output  string `json:"output,omitempty"`
 	Error   string `json:"error,omitempty"`
@@ -52,7 +54,3 @@ const (
 	DefaultHeartbeat = 5 * time.Second
 	DefaultAttempts  = 4
 )
-
-// CallOutput is the workflow's result: the call's result, or, when every attempt failed (workers
-// killed, timeouts), Error says so with Kind "failed", so that the episode goes on.
-type CallOutput = RunOutput

@@ -15,6 +15,7 @@ import (
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/objective"
+	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/algorithms/tokenize"
@@ -61,8 +62,8 @@ func (b rows) set(r int, ids []int, counted func(t int) bool) {
 }
 
 // batch is the engine batch of b (Targets and LossMask are not read by Logits).
-func (b rows) batch() train.Batch {
-	return train.Batch{Tokens: b.tok, Targets: b.tok, Positions: b.pos, Valid: b.valid, LossMask: b.mask}
+func (b rows) batch() data.TokenBatch {
+	return data.TokenBatch{Tokens: b.tok, Targets: b.tok, Positions: b.pos, Valid: b.valid, LossMask: b.mask}
 }
 
 // counted returns the number of positions that count.
@@ -227,7 +228,7 @@ func (a *Activities) loadTeacher(ctx context.Context, uri string) (train.LogitRe
 // student's samples).
 type step struct {
 	idx []int
-	at  trainapi.Cursor
+	at  data.Cursor
 }
 
 // DistillChunk trains in.Steps distillation steps of the student in.From (train.RunChunk does the
@@ -298,7 +299,7 @@ func (a *Activities) DistillChunk(ctx context.Context, in trainapi.DistillChunkI
 			}
 		}
 		return &train.ChunkObjective[step]{Eng: eng, Cfg: cfg, Unit: "tokens", Close: closeT,
-			Next: func(cur trainapi.Cursor) (step, trainapi.Cursor, error) {
+			Next: func(cur data.Cursor) (step, data.Cursor, error) {
 				idx, next := train.NextRows(len(enc), R, cur)
 				return step{idx: idx, at: cur}, next, nil
 			},
@@ -352,7 +353,7 @@ func (a *Activities) DistillChunk(ctx context.Context, in trainapi.DistillChunkI
 // onPolicyRows replaces rows 0..n-1 of b with the student's samples for the prompts of s.idx[:n]:
 // prompt then sampled tokens (EOS kept), truncated to seq; the sampled tokens count. Seeds derive
 // from the batch's cursor and row, so a retry samples the same tokens.
-func onPolicyRows(eng train.Sampler, b rows, s step, prompts [][]int, cfg objective.DistillConfig, n, seq int) error {
+func onPolicyRows(eng train.Sampler, b rows, s step, prompts [][]int, cfg objectivecfg.DistillConfig, n, seq int) error {
 	ps := make([][]int, n)
 	seeds := make([]uint64, n)
 	base := sample.SplitMix64(s.at.Seed ^ sample.SplitMix64(uint64(s.at.Epoch)<<32|uint64(s.at.Index)))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective/objectivecfg"
@@ -37,7 +38,7 @@ func newDistillEnv(t *testing.T) distillEnv {
 func (d distillEnv) chunk(phase string, steps int, loss objectivecfg.DistillConfig, teacher, targets string) (trainapi.ChunkOutput, error) {
 	in := trainapi.DistillChunkInput{
 		ChunkHead: trainapi.ChunkHead{Store: d.Store, Run: "r", Phase: phase, From: d.student, Steps: steps, TotalSteps: steps,
-			Cursor: trainapi.Cursor{Seed: 1}, Optim: trainapi.Optim{LR: 3e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}, FreshOptimizer: true},
+			Cursor: data.Cursor{Seed: 1}, Optim: trainapi.Optim{LR: 3e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}, FreshOptimizer: true},
 		Data:  trainapi.DataSpec{Task: "add2", TrainExamples: 40, HeldoutExamples: 4},
 		Batch: trainapi.BatchSpec{Rows: 4, Seq: 24},
 		Loss:  loss, Teacher: teacher, Targets: targets,

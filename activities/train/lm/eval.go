@@ -168,18 +168,18 @@ func (a *Activities) evaluate(ctx context.Context, in trainapi.EvalInput) (train
 }
 
 // lossBatch puts one example per row, right-padded, with the loss on its trained tokens.
-func lossBatch(enc data.Encoder, exs []tasks.Example, pad int) (train.Batch, error) {
+func lossBatch(enc data.Encoder, exs []tasks.Example, pad int) (data.TokenBatch, error) {
 	var seqs []data.Encoded
 	longest := 2
 	for _, ex := range exs {
 		e, err := enc.Encode(ex)
 		if err != nil {
-			return train.Batch{}, fmt.Errorf("train: encode %s: %w", ex.ID, err)
+			return data.TokenBatch{}, fmt.Errorf("train: encode %s: %w", ex.ID, err)
 		}
 		seqs = append(seqs, e)
 		longest = max(longest, len(e.IDs))
 	}
-	var b train.Batch
+	var b data.TokenBatch
 	n := longest - 1
 	for _, e := range seqs {
 		tok, tgt := make([]int, n), make([]int, n)

@@ -80,7 +80,7 @@ func (a *Activities) Chunk(ctx context.Context, in trainapi.ChunkInput) (trainap
 		eng, cfg := m.Engine, m.Config
 		packer := &data.Packer{Data: encoded, Rows: in.Batch.Rows, Seq: in.Batch.Seq + 1, PAD: train.PadID(enc)}
 		return &train.ChunkObjective[data.Batch]{Eng: eng, Cfg: cfg, Unit: "tokens",
-			Next: func(cur trainapi.Cursor) (data.Batch, trainapi.Cursor, error) {
+			Next: func(cur data.Cursor) (data.Batch, data.Cursor, error) {
 				b, next, err := packer.Next(cur)
 				if err != nil {
 					return b, next, train.BadInput(err)

@@ -16,15 +16,16 @@ import (
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/lm"
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/tpu"
 	"github.com/temperml/temper/workers/traintest"
 )
 
-func loraBatch(vocab, rows, seq int, seed uint64) train.Batch {
+func loraBatch(vocab, rows, seq int, seed uint64) data.TokenBatch {
 	rng := rand.New(rand.NewPCG(seed, 5))
-	var b train.Batch
+	var b data.TokenBatch
 	for range rows {
 		tok, tgt, pos := make([]int, seq), make([]int, seq), make([]int, seq)
 		mask, valid := make([]float32, seq), make([]bool, seq)
@@ -37,7 +38,7 @@ func loraBatch(vocab, rows, seq int, seed uint64) train.Batch {
 	return b
 }
 
-func loraLogProbs(t *testing.T, e train.Engine, b train.Batch) []float32 {
+func loraLogProbs(t *testing.T, e train.Engine, b data.TokenBatch) []float32 {
 	t.Helper()
 	lp, err := e.LogProbs(b)
 	if err != nil {
@@ -71,11 +72,11 @@ func TestLoRACheckpoints(t *testing.T) {
 	base := init.Checkpoint
 	optim := trainapi.Optim{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
 	lora := &model.LoRA{Rank: 4, Alpha: 8, Dropout: 0.1, Seed: 3, Targets: []string{"attn.*", "down_proj"}}
-	var batches []train.Batch
+	var batches []data.TokenBatch
 	for i := range 6 {
 		batches = append(batches, loraBatch(cfg.Vocab, 3, 10, uint64(i)))
 	}
-	steps := func(e train.Engine, bs []train.Batch) {
+	steps := func(e train.Engine, bs []data.TokenBatch) {
 		t.Helper()
 		for _, b := range bs {
 			if _, err := e.TrainStep(b, 1e-2); err != nil {

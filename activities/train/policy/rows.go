@@ -1,7 +1,7 @@
 package policy
 
 import (
-	"github.com/temperml/temper/activities/train"
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/tokenize"
@@ -47,10 +47,10 @@ func (p policyRows) policyBatch(old, ref [][]float32, window int) objective.Poli
 }
 
 // batch is the rows as an engine batch, for the log-probs and values of their targets.
-func (p policyRows) batch() train.Batch {
+func (p policyRows) batch() data.TokenBatch {
 	lm := make([][]float32, len(p.mask))
 	copy(lm, p.mask)
-	return train.Batch{Tokens: p.tokens, Targets: p.targets, LossMask: lm, Positions: p.positions, Valid: p.valid}
+	return data.TokenBatch{Tokens: p.tokens, Targets: p.targets, LossMask: lm, Positions: p.positions, Valid: p.valid}
 }
 
 // buildPolicyRows lays out the rollouts idx of rs, with their advantages adv[i], as rows of one

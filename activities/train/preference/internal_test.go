@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/tasks"
 )
@@ -12,7 +11,7 @@ import (
 // TestNextRowsAndScatter checks the data order across epochs and the reference layout helpers.
 func TestNextRowsAndScatter(t *testing.T) {
 	seen := map[int]int{}
-	cur := trainapi.Cursor{Seed: 9}
+	cur := data.Cursor{Seed: 9}
 	for i := 0; i < 5; i++ {
 		var idx []int
 		idx, cur = train.NextRows(10, 4, cur)

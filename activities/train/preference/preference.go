@@ -9,7 +9,6 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
@@ -61,33 +60,18 @@ func (a *Activities) PrefChunk(ctx context.Context, in trainapi.PrefChunkInput) 
 		if err != nil {
 			return nil, err
 		}
-		eng, cfg := pol.Engine, pol.Config
 		var refEng train.Engine
 		if in.Loss.UsesReference() && in.RefData == "" {
 			ref, err := a.Load(ctx, in.Reference, train.LoadOptions{})
 			if err != nil {
-				eng.Close()
+				pol.Engine.Close()
 				return nil, err
 			}
 			refEng = ref.Engine
 		}
-		c := &train.ChunkObjective[[]int]{Eng: eng, Cfg: cfg, Unit: "rows",
-			Next: func(cur trainapi.Cursor) ([]int, trainapi.Cursor, error) {
-				idx, next := train.NextRows(len(items), in.Batch.Rows, cur)
-				return idx, next, nil
-			},
-			Step: func(idx []int, lr float32) (train.StepResult, error) {
-				b, err := prefBatch(in.Loss, items, enc, idx, in.Batch.Seq, refEng)
-				if err != nil {
-					return train.StepResult{}, err
-				}
-				m, err := eng.StepObjective(obj, b, lr)
-				return train.ObjectiveStep(obj, m, len(idx)), err
-			},
-			Write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
-				return train.WriteModel(ctx, w, pol, st, true)
-			},
-		}
+		c := train.RowsObjective(pol, obj, "rows", len(items), in.Batch.Rows, func(idx []int) (objective.Batch, error) {
+			return prefBatch(in.Loss, items, enc, idx, in.Batch.Seq, refEng)
+		})
 		if refEng != nil {
 			c.Close = func() { refEng.Close() }
 		}

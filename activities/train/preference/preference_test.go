@@ -14,6 +14,7 @@ import (
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
@@ -42,7 +43,7 @@ func prefTestOptim() trainapi.Optim {
 	return trainapi.Optim{LR: 3e-3, WarmupSteps: 1, MinLRRatio: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
 }
 
-func chunk(e *traintest.Env, phase, from string, step, steps, total int, cur trainapi.Cursor, kind, refData, reference string) trainapi.ChunkOutput {
+func chunk(e *traintest.Env, phase, from string, step, steps, total int, cur data.Cursor, kind, refData, reference string) trainapi.ChunkOutput {
 	e.T.Helper()
 	var out trainapi.ChunkOutput
 	e.Must(trainapi.PrefChunkName, trainapi.PrefChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: phase, From: from, Step: step, Steps: steps, TotalSteps: total, Cursor: cur, Optim: prefTestOptim(), FreshOptimizer: step == 0},
@@ -78,7 +79,7 @@ func TestPrefChunkResumesBitIdentical(t *testing.T) {
 			case trainapi.RefOnTheFly:
 				reference = from
 			}
-			cur := trainapi.Cursor{Seed: 5}
+			cur := data.Cursor{Seed: 5}
 			whole := chunk(e, c.kind+"-a", from, 0, 4, 4, cur, c.kind, refData, reference)
 			h1 := chunk(e, c.kind+"-b", from, 0, 2, 4, cur, c.kind, refData, reference)
 			h2 := chunk(e, c.kind+"-b", h1.Checkpoint, 2, 2, 4, h1.Cursor, c.kind, refData, reference)
@@ -114,8 +115,8 @@ func TestPrefReferencePathsAgree(t *testing.T) {
 		var ro trainapi.RefLogProbsOutput
 		e.Must(trainapi.RefLogProbsName, trainapi.RefLogProbsInput{Store: e.Store, Run: "r", Phase: kind + "-pre", Reference: from, Data: prefTestData(),
 			Kind: kind, Seq: 16, Seed: 5}, &ro)
-		pre := chunk(e, kind+"-pre", from, 0, 1, 2, trainapi.Cursor{Seed: 5}, kind, ro.RefData, "")
-		fly := chunk(e, kind+"-fly", from, 0, 1, 2, trainapi.Cursor{Seed: 5}, kind, "", from)
+		pre := chunk(e, kind+"-pre", from, 0, 1, 2, data.Cursor{Seed: 5}, kind, ro.RefData, "")
+		fly := chunk(e, kind+"-fly", from, 0, 1, 2, data.Cursor{Seed: 5}, kind, "", from)
 		if math.Abs(pre.Loss-fly.Loss) > 1e-5 || math.Abs(pre.Metrics["rewards/chosen"]-fly.Metrics["rewards/chosen"]) > 1e-5 {
 			t.Errorf("%s: precomputed loss %v (chosen %v), on the fly %v (chosen %v)", kind, pre.Loss, pre.Metrics["rewards/chosen"],
 				fly.Loss, fly.Metrics["rewards/chosen"])
@@ -147,7 +148,7 @@ func TestPrefEvaluate(t *testing.T) {
 	if m["heldout_pairs"] != 16 || m["heldout_pref_accuracy"] < 0 || m["heldout_pref_accuracy"] > 1 {
 		t.Fatalf("metrics %v", m)
 	}
-	out := chunk(e, "dpo", from, 0, 6, 6, trainapi.Cursor{Seed: 5}, losscfg.PrefDPO, "", from)
+	out := chunk(e, "dpo", from, 0, 6, 6, data.Cursor{Seed: 5}, losscfg.PrefDPO, "", from)
 	after := eval(out.Checkpoint)
 	t.Logf("before %v\nafter %v", m, after)
 	if !(after["heldout_reward_margin"] > 0) || !(after["heldout_kl_sampled"] != 0) {
@@ -231,7 +232,7 @@ func TestPrefDataErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		var out trainapi.ChunkOutput
-		err := e.Run(trainapi.PrefChunkName, trainapi.PrefChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "bad-" + c.name, From: from, Steps: 1, TotalSteps: 1, Cursor: trainapi.Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
+		err := e.Run(trainapi.PrefChunkName, trainapi.PrefChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "bad-" + c.name, From: from, Steps: 1, TotalSteps: 1, Cursor: data.Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
 			Data: trainapi.PrefDataSpec{Train: write(c.name, c.body)}, Reference: from, Batch: trainapi.BatchSpec{Rows: 2, Seq: c.seq}, Loss: losscfg.DefaultPreference(c.kind)}, &out)
 		var app *temporal.ApplicationError
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &app) || !app.NonRetryable() {
@@ -240,6 +241,6 @@ func TestPrefDataErrors(t *testing.T) {
 	}
 	// kto accepts unpaired lines (and pairs, which it splits).
 	var out trainapi.ChunkOutput
-	e.Must(trainapi.PrefChunkName, trainapi.PrefChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "kto-file", From: from, Steps: 1, TotalSteps: 1, Cursor: trainapi.Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
+	e.Must(trainapi.PrefChunkName, trainapi.PrefChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "kto-file", From: from, Steps: 1, TotalSteps: 1, Cursor: data.Cursor{Seed: 1}, Optim: prefTestOptim(), FreshOptimizer: true},
 		Data: trainapi.PrefDataSpec{Train: write("kto.jsonl", good+`{"prompt":"1+2=","completion":"3","label":true}`+"\n")}, Reference: from, Batch: trainapi.BatchSpec{Rows: 2, Seq: 16}, Loss: losscfg.DefaultPreference(losscfg.PrefKTO)}, &out)
 }

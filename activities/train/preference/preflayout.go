@@ -71,8 +71,8 @@ func longest(seqs []data.Encoded) int {
 }
 
 // batch is the side as an engine batch for LogProbs: Targets[r][t] = tokens[r][t+1].
-func (s prefSide) batch() train.Batch {
-	b := train.Batch{Tokens: s.tokens, LossMask: s.mask, Positions: s.positions, Valid: s.valid}
+func (s prefSide) batch() data.TokenBatch {
+	b := data.TokenBatch{Tokens: s.tokens, LossMask: s.mask, Positions: s.positions, Valid: s.valid}
 	for _, row := range s.tokens {
 		tgt := make([]int, len(row))
 		copy(tgt, row[1:])

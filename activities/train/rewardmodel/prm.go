@@ -19,22 +19,15 @@ import (
 // stepData returns the train and held-out step-labelled solutions of spec; seed is used when
 // spec.Seed is 0. Training lines without a held-out file are split by prompt (HeldoutShare).
 func stepData(ctx context.Context, cl *ckpt.Client, spec trainapi.PRMData, seed uint64) (trainEx, heldout []tasks.StepExample, err error) {
-	if err := spec.Validate(); err != nil {
-		return nil, nil, train.BadInput(err)
-	}
-	if spec.Seed != 0 {
-		seed = spec.Seed
-	}
-	if spec.Task != "" {
-		t, err := tasks.Lookup(spec.Task)
-		if err != nil {
-			return nil, nil, train.BadInput(err)
-		}
-		if trainEx, heldout, err = tasks.StepSplit(t, spec.TrainExamples, spec.HeldoutExamples, seed); err != nil {
-			return nil, nil, train.BadInput(err)
-		}
-		return trainEx, heldout, nil
-	}
+	return splitData(spec, spec.Task, spec.Seed, seed, func(t tasks.Task, seed uint64) ([]tasks.StepExample, []tasks.StepExample, error) {
+		return tasks.StepSplit(t, spec.TrainExamples, spec.HeldoutExamples, seed)
+	}, func() ([]tasks.StepExample, []tasks.StepExample, error) {
+		return stepFiles(ctx, cl, spec)
+	})
+}
+
+// stepFiles returns the train and held-out step-labelled solutions of spec's files.
+func stepFiles(ctx context.Context, cl *ckpt.Client, spec trainapi.PRMData) (trainEx, heldout []tasks.StepExample, err error) {
 	all, err := train.ReadLines(ctx, cl, spec.Train, tasks.ReadStepAll)
 	if err != nil {
 		return nil, nil, err
@@ -129,25 +122,14 @@ func (a *Activities) PRMChunk(ctx context.Context, in trainapi.PRMChunkInput) (t
 		if err != nil {
 			return nil, err
 		}
-		eng, cfg := m.Engine, m.Config
 		obj := objective.PRM(classWeights(in.Loss, rows))
-		return &train.ChunkObjective[[]int]{Eng: eng, Cfg: cfg, Unit: "solutions",
-			Next: func(cur trainapi.Cursor) ([]int, trainapi.Cursor, error) {
-				idx, next := train.NextRows(len(rows), in.Batch.Rows, cur)
-				return idx, next, nil
-			},
-			Step: func(idx []int, lr float32) (train.StepResult, error) {
-				batch := make([]train.StepRow, len(idx))
-				for r, i := range idx {
-					batch[r] = rows[i]
-				}
-				m, err := eng.StepObjective(obj, train.StepBatch(batch, in.Batch.Rows, in.Batch.MaxSteps, in.Batch.MaxSeq), lr)
-				return train.ObjectiveStep(obj, m, len(idx)), err
-			},
-			Write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
-				return train.WriteModel(ctx, w, m, st, true)
-			},
-		}, nil
+		return train.RowsObjective(m, obj, "solutions", len(rows), in.Batch.Rows, func(idx []int) (objective.Batch, error) {
+			batch := make([]train.StepRow, len(idx))
+			for r, i := range idx {
+				batch[r] = rows[i]
+			}
+			return train.StepBatch(batch, in.Batch.Rows, in.Batch.MaxSteps, in.Batch.MaxSeq), nil
+		}), nil
 	})
 }
 

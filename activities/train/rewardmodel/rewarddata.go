@@ -15,30 +15,42 @@ import (
 // rewardPairs returns the train and held-out preference pairs of spec; seed is used when spec.Seed
 // is 0.
 func rewardPairs(ctx context.Context, cl *ckpt.Client, spec trainapi.RewardData, seed uint64) (trainEx, heldout []tasks.PrefExample, err error) {
+	return splitData(spec, spec.Task, spec.Seed, seed, func(t tasks.Task, seed uint64) ([]tasks.PrefExample, []tasks.PrefExample, error) {
+		return tasks.PrefSplit(t, spec.TrainPairs, spec.HeldoutPairs, seed)
+	}, func() ([]tasks.PrefExample, []tasks.PrefExample, error) {
+		if trainEx, err = readPairsJSONL(ctx, cl, spec.Train); err != nil {
+			return nil, nil, err
+		}
+		if spec.Heldout != "" {
+			if heldout, err = readPairsJSONL(ctx, cl, spec.Heldout); err != nil {
+				return nil, nil, err
+			}
+		}
+		return trainEx, heldout, nil
+	})
+}
+
+// splitData is the train and held-out examples of a data spec (spec validates it; task and its
+// seed are its fields): a built-in task's, split with the spec's seed or else seed (fromTask), or
+// those of its files (fromFiles). A spec or task that does not validate is a non-retryable error.
+func splitData[E any](spec interface{ Validate() error }, task string, specSeed, seed uint64,
+	fromTask func(t tasks.Task, seed uint64) ([]E, []E, error), fromFiles func() ([]E, []E, error)) ([]E, []E, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, nil, train.BadInput(err)
 	}
-	if spec.Seed != 0 {
-		seed = spec.Seed
+	if specSeed != 0 {
+		seed = specSeed
 	}
-	if spec.Task != "" {
-		t, err := tasks.Lookup(spec.Task)
-		if err != nil {
-			return nil, nil, train.BadInput(err)
-		}
-		trainEx, heldout, err = tasks.PrefSplit(t, spec.TrainPairs, spec.HeldoutPairs, seed)
-		if err != nil {
-			return nil, nil, train.BadInput(err)
-		}
-		return trainEx, heldout, nil
+	if task == "" {
+		return fromFiles()
 	}
-	if trainEx, err = readPairsJSONL(ctx, cl, spec.Train); err != nil {
-		return nil, nil, err
+	t, err := tasks.Lookup(task)
+	if err != nil {
+		return nil, nil, train.BadInput(err)
 	}
-	if spec.Heldout != "" {
-		if heldout, err = readPairsJSONL(ctx, cl, spec.Heldout); err != nil {
-			return nil, nil, err
-		}
+	trainEx, heldout, err := fromTask(t, seed)
+	if err != nil {
+		return nil, nil, train.BadInput(err)
 	}
 	return trainEx, heldout, nil
 }

@@ -112,21 +112,9 @@ func (a *Activities) RewardChunk(ctx context.Context, in trainapi.RewardChunkInp
 		if err != nil {
 			return nil, err
 		}
-		eng, cfg := m.Engine, m.Config
-		obj := objective.BradleyTerry(in.Loss)
-		return &train.ChunkObjective[[]int]{Eng: eng, Cfg: cfg, Unit: "pairs",
-			Next: func(cur trainapi.Cursor) ([]int, trainapi.Cursor, error) {
-				idx, next := train.NextRows(len(enc), in.Batch.Rows, cur)
-				return idx, next, nil
-			},
-			Step: func(idx []int, lr float32) (train.StepResult, error) {
-				m, err := eng.StepObjective(obj, pairBatch(enc, idx, in.Batch.Rows, in.Batch.MaxSeq), lr)
-				return train.ObjectiveStep(obj, m, len(idx)), err
-			},
-			Write: func(ctx context.Context, w *ckpt.Writer, st ckpt.State) error {
-				return train.WriteModel(ctx, w, m, st, true)
-			},
-		}, nil
+		return train.RowsObjective(m, objective.BradleyTerry(in.Loss), "pairs", len(enc), in.Batch.Rows, func(idx []int) (objective.Batch, error) {
+			return pairBatch(enc, idx, in.Batch.Rows, in.Batch.MaxSeq), nil
+		}), nil
 	})
 }
 

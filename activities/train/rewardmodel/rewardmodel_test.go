@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/objective"
@@ -91,15 +92,15 @@ func TestRewardInit(t *testing.T) {
 	if lpKeep.NewHead || traintest.SHA(t, lpKeep.Checkpoint, trainapi.ModelFile) != traintest.SHA(t, lp.Checkpoint, trainapi.ModelFile) {
 		t.Fatalf("a reward model with the generative term lost it: %+v", lpKeep)
 	}
-	data := trainapi.RewardData{Task: "add2", TrainPairs: 64, HeldoutPairs: 16}
+	spec := trainapi.RewardData{Task: "add2", TrainPairs: 64, HeldoutPairs: 16}
 	var lc trainapi.ChunkOutput
-	e.Must(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "lp", From: lp.Checkpoint, Steps: 2, TotalSteps: 2, Cursor: trainapi.Cursor{Seed: 1}, Optim: trainapi.Optim{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8}, FreshOptimizer: true},
-		Data: data, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT()}, &lc)
+	e.Must(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "lp", From: lp.Checkpoint, Steps: 2, TotalSteps: 2, Cursor: data.Cursor{Seed: 1}, Optim: trainapi.Optim{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8}, FreshOptimizer: true},
+		Data: spec, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT()}, &lc)
 	if a := traintest.WeightsOf(t, lc.Checkpoint)["score.logprob_weight"]; len(a) != 1 || a[0] == 1 || !(lc.Loss > 0) {
 		t.Fatalf("after 2 steps: α %v, loss %g (α must be trained)", a, lc.Loss)
 	}
 	var lev trainapi.RewardEvalOutput
-	e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: lc.Checkpoint, Data: data, Loss: objective.DefaultBT(), Seed: 1}, &lev)
+	e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: lc.Checkpoint, Data: spec, Loss: objective.DefaultBT(), Seed: 1}, &lev)
 	if m := lev.Metrics; m["heldout_pairs"] != 16 || !(m["heldout_bt_loss"] > 0) {
 		t.Fatalf("evaluating a reward model with the generative term: %v", m)
 	}
@@ -117,15 +118,15 @@ func TestRewardChunkAndEvaluate(t *testing.T) {
 	e := traintest.New(t)
 	var init trainapi.RewardInitOutput
 	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 1}, &init)
-	data := trainapi.RewardData{Task: "add2", TrainPairs: 200, HeldoutPairs: 70}
+	spec := trainapi.RewardData{Task: "add2", TrainPairs: 200, HeldoutPairs: 70}
 	optim := trainapi.Optim{LR: 3e-3, WarmupSteps: 2, MinLRRatio: 0.1, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}
-	chunk := func(phase, from string, step int, cur trainapi.Cursor, fresh bool) trainapi.ChunkOutput {
+	chunk := func(phase, from string, step int, cur data.Cursor, fresh bool) trainapi.ChunkOutput {
 		var out trainapi.ChunkOutput
 		e.Must(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: phase, From: from, Step: step, Steps: 3, TotalSteps: 6, Cursor: cur, Optim: optim, FreshOptimizer: fresh},
-			Data: data, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT()}, &out)
+			Data: spec, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT()}, &out)
 		return out
 	}
-	c1 := chunk("rm", init.Checkpoint, 0, trainapi.Cursor{Seed: 5}, true)
+	c1 := chunk("rm", init.Checkpoint, 0, data.Cursor{Seed: 5}, true)
 	c2 := chunk("rm", c1.Checkpoint, 3, c1.Cursor, false)
 	if c1.Step != 3 || c2.Step != 6 || c2.Metrics["pairs"] != 24 || c2.Cursor.Index != 48 || c1.Resumed || !(c2.Loss > 0) || c2.NonFinite != 0 {
 		t.Fatalf("chunks: %+v / %+v", c1, c2)
@@ -144,7 +145,7 @@ func TestRewardChunkAndEvaluate(t *testing.T) {
 		t.Fatal("a recomputed chunk differs from the committed one")
 	}
 	var ev trainapi.RewardEvalOutput
-	e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: c2.Checkpoint, Data: data,
+	e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: c2.Checkpoint, Data: spec,
 		Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT(), Seed: 5}, &ev)
 	m := ev.Metrics
 	t.Logf("held-out metrics after 6 steps: %v", m)
@@ -162,7 +163,7 @@ func TestRewardChunkAndEvaluate(t *testing.T) {
 	}
 	// Bad batch config is non-retryable and names the field.
 	err := e.Run(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "bad", From: init.Checkpoint, Steps: 1, TotalSteps: 1, Optim: optim},
-		Data: data, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 4}, Loss: objective.DefaultBT()}, &trainapi.ChunkOutput{})
+		Data: spec, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 4}, Loss: objective.DefaultBT()}, &trainapi.ChunkOutput{})
 	if err == nil || !traintest.IsInvalidInput(err) || !strings.Contains(err.Error(), "max_seq") {
 		t.Fatalf("too short max_seq: %v", err)
 	}
@@ -234,7 +235,7 @@ func TestRewardModelAcceptance(t *testing.T) {
 	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: run, Phase: "pretrain", Model: modelcfg.Config(cfg), Seed: seed}, &base)
 	lm := func(phase, from string, steps, chunk int, ds trainapi.DataSpec, bs trainapi.BatchSpec, o trainapi.Optim) trainapi.ChunkOutput {
 		var c trainapi.ChunkOutput
-		c.Checkpoint, c.Cursor = from, trainapi.Cursor{Seed: seed}
+		c.Checkpoint, c.Cursor = from, data.Cursor{Seed: seed}
 		for step := 0; step < steps; step += chunk {
 			e.Must(trainapi.ChunkName, trainapi.ChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: run, Phase: phase, From: c.Checkpoint, Step: step, Steps: min(chunk, steps-step), TotalSteps: steps, Cursor: c.Cursor, Optim: o, FreshOptimizer: step == 0},
 				Data: ds, Batch: bs}, &c)
@@ -256,7 +257,7 @@ func TestRewardModelAcceptance(t *testing.T) {
 	}
 	// 2. The reward model.
 	rmStart := time.Now()
-	data := trainapi.RewardData{Task: "add2", TrainPairs: trainPairs, HeldoutPairs: heldout}
+	spec := trainapi.RewardData{Task: "add2", TrainPairs: trainPairs, HeldoutPairs: heldout}
 	add2, _ := tasks.Lookup("add2")
 	preTrain, _ := tasks.Split(add2, 8000, heldout, seed)
 	_, rmHeldout, err := tasks.PrefSplit(add2, trainPairs, heldout, seed)
@@ -280,19 +281,19 @@ func TestRewardModelAcceptance(t *testing.T) {
 	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: run, Phase: phase, From: from, Seed: seed, LogProb: logProb}, &init)
 	eval := func(uri string) map[string]float64 {
 		var ev trainapi.RewardEvalOutput
-		e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: uri, Data: data, Batch: batch, Loss: lossCfg, Seed: seed}, &ev)
+		e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: uri, Data: spec, Batch: batch, Loss: lossCfg, Seed: seed}, &ev)
 		return ev.Metrics
 	}
 	before := eval(init.Checkpoint)
 	rmOptim := optim(lr, 20)
 	rmOptim.WeightDecay = wd
 	var rc trainapi.ChunkOutput
-	rc.Checkpoint, rc.Cursor = init.Checkpoint, trainapi.Cursor{Seed: seed}
+	rc.Checkpoint, rc.Cursor = init.Checkpoint, data.Cursor{Seed: seed}
 	var after map[string]float64
 	const chunkSteps = 250
 	for step := 0; step < steps; step += chunkSteps {
 		e.Must(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: run, Phase: phase, From: rc.Checkpoint, Step: step, Steps: min(chunkSteps, steps-step), TotalSteps: steps, Cursor: rc.Cursor, Optim: rmOptim, FreshOptimizer: step == 0},
-			Data: data, Batch: batch, Loss: lossCfg}, &rc)
+			Data: spec, Batch: batch, Loss: lossCfg}, &rc)
 		after = eval(rc.Checkpoint)
 		t.Logf("reward step %d: train loss %.4f acc %.3f lm %.3f | held-out acc %.3f bt_loss %.4f units %.3f carry %.3f (%.0fs)", rc.Step, rc.Loss, rc.Metrics["accuracy"], rc.Metrics["lm_loss"],
 			after["heldout_pair_accuracy"], after["heldout_bt_loss"], after["heldout_pair_accuracy_units"], after["heldout_pair_accuracy_carry"],

@@ -282,7 +282,7 @@ func (a *Activities) visionChunk(ctx context.Context, in trainapi.RewardChunkInp
 		}
 		obj := objective.VisionBradleyTerry(in.Loss)
 		return &train.ChunkObjective[[]int]{Eng: closeOnly{close: m.Engine.Close}, Unit: "pairs",
-			Next: func(cur trainapi.Cursor) ([]int, trainapi.Cursor, error) {
+			Next: func(cur data.Cursor) ([]int, data.Cursor, error) {
 				idx, next := train.NextRows(len(pairs), in.Batch.Rows, cur)
 				return idx, next, nil
 			},

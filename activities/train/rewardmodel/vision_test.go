@@ -13,6 +13,7 @@ import (
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/imageproc"
 	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/vision/visioncfg"
@@ -118,7 +119,7 @@ func TestVisionRewardChunks(t *testing.T) {
 	if err := design.WritePairs(filepath.Join(dir, "heldout.jsonl"), design.Pairs(10, 2, 0), 32, true); err != nil {
 		t.Fatal(err)
 	}
-	data := trainapi.RewardData{Train: "file://" + filepath.Join(dir, "train.jsonl"), Heldout: "file://" + filepath.Join(dir, "heldout.jsonl")}
+	spec := trainapi.RewardData{Train: "file://" + filepath.Join(dir, "train.jsonl"), Heldout: "file://" + filepath.Join(dir, "heldout.jsonl")}
 	var init trainapi.RewardInitOutput
 	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "r", Phase: "rm", Seed: 1, Vision: tinyVision(t)}, &init)
 	if !init.NewHead {
@@ -126,13 +127,13 @@ func TestVisionRewardChunks(t *testing.T) {
 	}
 	batch := trainapi.RewardBatch{Rows: 8, MaxSeq: 64}
 	loss := objective.DefaultBT()
-	chunk := func(phase, from string, step int, cur trainapi.Cursor, fresh bool) trainapi.ChunkOutput {
+	chunk := func(phase, from string, step int, cur data.Cursor, fresh bool) trainapi.ChunkOutput {
 		var out trainapi.ChunkOutput
 		e.Must(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: phase, From: from, Step: step, Steps: 2, TotalSteps: 4, Cursor: cur, Optim: visionOptim, FreshOptimizer: fresh},
-			Data: data, Batch: batch, Loss: loss}, &out)
+			Data: spec, Batch: batch, Loss: loss}, &out)
 		return out
 	}
-	c1 := chunk("rm", init.Checkpoint, 0, trainapi.Cursor{Seed: 3}, true)
+	c1 := chunk("rm", init.Checkpoint, 0, data.Cursor{Seed: 3}, true)
 	c2 := chunk("rm", c1.Checkpoint, 2, c1.Cursor, false)
 	if c2.Step != 4 || c2.Metrics["pairs"] != 16 || c1.Resumed || !(c2.Loss > 0) || c2.NonFinite != 0 {
 		t.Fatalf("chunks %+v / %+v", c1, c2)
@@ -152,7 +153,7 @@ func TestVisionRewardChunks(t *testing.T) {
 		t.Fatalf("%d cached images under %s, want one per distinct training image: %v", len(cached), phaseDir, err)
 	}
 	var ev trainapi.RewardEvalOutput
-	e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: c2.Checkpoint, Data: data, Batch: batch, Loss: loss}, &ev)
+	e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: c2.Checkpoint, Data: spec, Batch: batch, Loss: loss}, &ev)
 	m := ev.Metrics
 	if m["heldout_pairs"] != 10 || !(m["heldout_pair_accuracy"] >= 0 && m["heldout_pair_accuracy"] <= 1) || !(m["heldout_bt_loss"] > 0) {
 		t.Fatalf("metrics %v", m)
@@ -161,7 +162,7 @@ func TestVisionRewardChunks(t *testing.T) {
 	bad := loss
 	bad.LMCoef = 1
 	err = e.Run(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "bad", From: init.Checkpoint, Steps: 1, TotalSteps: 1, Optim: visionOptim},
-		Data: data, Batch: batch, Loss: bad}, &trainapi.ChunkOutput{})
+		Data: spec, Batch: batch, Loss: bad}, &trainapi.ChunkOutput{})
 	if err == nil || !traintest.IsInvalidInput(err) || !strings.Contains(err.Error(), "lm_coef") {
 		t.Fatalf("lm_coef with a vision model: %v", err)
 	}

@@ -1,5 +1,7 @@
 package trainapi
 
+import "github.com/temperml/temper/algorithms/data"
+
 // ChunkHead is what every chunk input shares: the phase's checkpoint to start from, the slice of the
 // phase's steps (and so of its LR schedule) the chunk trains, and the data position.
 type ChunkHead struct {
@@ -8,11 +10,11 @@ type ChunkHead struct {
 	Phase string `json:"phase"`
 	From  string `json:"from"`
 	// Step is the phase's step count at From; the chunk commits step Step+Steps.
-	Step       int    `json:"step"`
-	Steps      int    `json:"steps"`
-	TotalSteps int    `json:"total_steps"`
-	Cursor     Cursor `json:"cursor"`
-	Optim      Optim  `json:"optim"`
+	Step       int         `json:"step"`
+	Steps      int         `json:"steps"`
+	TotalSteps int         `json:"total_steps"`
+	Cursor     data.Cursor `json:"cursor"`
+	Optim      Optim       `json:"optim"`
 	// FreshOptimizer ignores From's optimizer state (a phase starting from another phase's model).
 	FreshOptimizer bool `json:"fresh_optimizer"`
 	// InjectNaNAt (testing) treats the phase's step N (1-based) as the engine treats a non-finite
@@ -24,15 +26,15 @@ type ChunkHead struct {
 // and what happened on the way. Every value is finite, so Temporal's JSON converter can carry it:
 // means are over the chunk's finite steps (0 when there were none) and NonFinite counts the others.
 type ChunkOutput struct {
-	Checkpoint string  `json:"checkpoint"`
-	Step       int     `json:"step"`
-	Cursor     Cursor  `json:"cursor"`
-	Loss       float64 `json:"loss"`      // mean over the chunk's finite steps
-	LastLoss   float64 `json:"last_loss"` // the final step's (0 when it was not finite)
-	GradNorm   float64 `json:"grad_norm"` // mean over the finite steps
-	LR         float64 `json:"lr"`        // of the last step
-	NonFinite  int     `json:"non_finite"`
-	Seconds    float64 `json:"seconds"` // engine time of the chunk's steps
+	Checkpoint string      `json:"checkpoint"`
+	Step       int         `json:"step"`
+	Cursor     data.Cursor `json:"cursor"`
+	Loss       float64     `json:"loss"`      // mean over the chunk's finite steps
+	LastLoss   float64     `json:"last_loss"` // the final step's (0 when it was not finite)
+	GradNorm   float64     `json:"grad_norm"` // mean over the finite steps
+	LR         float64     `json:"lr"`        // of the last step
+	NonFinite  int         `json:"non_finite"`
+	Seconds    float64     `json:"seconds"` // engine time of the chunk's steps
 	// Metrics are the chunk means of the objective's own metrics (rewards/margin, accuracy, ...)
 	// and its throughput (tokens and tokens_per_s, pairs and pairs_per_s, rows and rows_per_s).
 	Metrics map[string]float64 `json:"metrics,omitempty"`

@@ -5,7 +5,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/tasks"
@@ -87,9 +86,6 @@ func (o Optim) Validate() error {
 	}
 	return nil
 }
-
-// Cursor is the data position carried between chunks.
-type Cursor = data.Cursor
 
 // InitInput asks for a fresh, seeded model committed as step 0 of a phase.
 type InitInput struct {
