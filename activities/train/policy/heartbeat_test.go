@@ -30,7 +30,7 @@ func (s slowSteps) StepObjective(obj objective.Objective, b objective.Batch, lr 
 
 // TestPolicyStepHeartbeatsThroughSlowWork: a full-batch policy step (minibatch 0), scheduled by a
 // workflow with a heartbeat timeout, whose one optimizer step takes twice that timeout, keeps
-// heartbeating while it works (beats' goroutine) and completes on its first attempt; without those
+// heartbeating while it works (train.Beats' goroutine) and completes on its first attempt; without those
 // heartbeats Temporal times the attempt out.
 func TestPolicyStepHeartbeatsThroughSlowWork(t *testing.T) {
 	const timeout = 3 * time.Second // the SDK sends a batch's heartbeats every 0.8 timeout

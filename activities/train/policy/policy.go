@@ -43,8 +43,8 @@ func Register(r train.Registrar, deps *train.Activities) {
 //
 // Idempotent: a version an earlier attempt committed is returned as is (train.Activities.Committed).
 func (a *Activities) PolicyStep(ctx context.Context, in trainapi.PolicyStepInput) (trainapi.PolicyStepOutput, error) {
-	hb := startBeats(ctx)
-	defer hb.stop()
+	hb := train.StartBeats(ctx)
+	defer hb.Stop()
 	next := in.Version + 1
 	if uri, st, ok, err := a.Committed(ctx, in.Store, in.Run, in.Phase, next); err != nil {
 		return trainapi.PolicyStepOutput{}, err
@@ -80,7 +80,7 @@ type plan struct {
 	stepRollouts []rollout.Rollout
 	stepScores   [][]float64
 	decode       func([]int) string
-	hb           *beats // the step's heartbeats
+	hb           *train.Beats // the step's heartbeats
 	// mismatch is π_old against the behaviour log-probs over the trained tokens, of the rollouts the
 	// stepped version sampled (fresh) and of older ones (stale), measured by prepare on the host
 	// unless the step is on-policy (then its one step measures it in the graph).
@@ -247,9 +247,9 @@ func (p *plan) run(ctx context.Context) (trainapi.PolicyStepOutput, error) {
 	defer pol.Close()
 	eng := pol.Engine
 	p.metrics["seconds_load"] = time.Since(loadStart).Seconds()
-	// Between these beats, the step's goroutine beats too (beats): loading, the pre-update pass
+	// Between these beats, the step's goroutine beats too (train.Beats): loading, the pre-update pass
 	// and one optimizer step over a full batch each once ran past the heartbeat timeout.
-	beat := func() { p.hb.beat(trainapi.Progress{}) }
+	beat := func() { p.hb.Beat(trainapi.Progress{}) }
 	beat()
 	nonFinite := false
 	if len(p.chunks) > 0 {
@@ -448,7 +448,7 @@ func (p *plan) optimize(eng train.Stepper, onPolicy bool) (nonFinite bool, err e
 				return false, fmt.Errorf("%s v%d: %w", p.op, p.in.Version, err)
 			}
 			acc.Add(m)
-			p.hb.beat(trainapi.Progress{Step: acc.Steps, Total: total})
+			p.hb.Beat(trainapi.Progress{Step: acc.Steps, Total: total})
 		}
 	}
 	acc.MeansInto(p.metrics)

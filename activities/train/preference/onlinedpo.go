@@ -118,13 +118,19 @@ type dpoStep struct {
 	batches []pairBatch
 	refs    [][2][][]float32 // per minibatch: the reference's log-probs of chosen and rejected
 	metrics map[string]float64
+	hb      *train.Beats // the step's heartbeats
 }
 
 // run reads the reference log-probs, optimizes and commits. The reference is loaded and closed
 // before the policy, so that the two are never held together; while the reference is the policy
 // (the phase's first version), the policy itself scores the pairs before its first update.
 func (s *dpoStep) run(ctx context.Context) (trainapi.PolicyStepOutput, error) {
-	beat := func() { activity.RecordHeartbeat(ctx, trainapi.Progress{}) }
+	// Between these beats, a goroutine beats too (train.Beats): one optimizer step over a large
+	// minibatch, or a reference pass, can outlast the heartbeat timeout on a loaded machine.
+	hb := train.StartBeats(ctx)
+	defer hb.Stop()
+	s.hb = hb
+	beat := func() { hb.Beat(trainapi.Progress{}) }
 	loadStart := time.Now()
 	ownRef := s.in.Reference == "" || s.in.Reference == s.in.Policy
 	if !ownRef && len(s.batches) > 0 {
@@ -198,7 +204,7 @@ func (s *dpoStep) optimize(ctx context.Context, eng train.Stepper) (nonFinite bo
 				return false, fmt.Errorf("%s v%d: %w", s.op, s.in.Version, err)
 			}
 			acc.Add(m)
-			activity.RecordHeartbeat(ctx, trainapi.Progress{Step: acc.Steps, Total: total})
+			s.hb.Beat(trainapi.Progress{Step: acc.Steps, Total: total})
 		}
 	}
 	acc.MeansInto(s.metrics)

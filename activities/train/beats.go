@@ -1,4 +1,4 @@
-package policy
+package train
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 	"github.com/temperml/temper/activities/train/trainapi"
 )
 
-// beats heartbeats a policy step's latest progress: at each of its steps, and from a goroutine
+// Beats heartbeats a policy step's latest progress: at each of its steps, and from a goroutine
 // every period between them, because one part of a step can outlast the heartbeat timeout: the
 // full-batch step (minibatch 0) reads π_old of every rollout in one pass and takes one optimizer
 // step over all of them, and on a loaded machine either ran past a 10 s timeout and the attempt
-// was retried.
-type beats struct {
+// was retried. The policy step and the online DPO step use it.
+type Beats struct {
 	ctx  context.Context
 	on   bool // an activity's context (a direct call has no heartbeats to send)
 	mu   sync.Mutex
@@ -24,17 +24,20 @@ type beats struct {
 	stop func()
 }
 
-// startBeats starts the periodic heartbeat; the caller stops it.
-func startBeats(ctx context.Context) *beats {
-	b := &beats{ctx: ctx, on: activity.IsActivity(ctx), stop: func() {}}
+// StartBeats starts the periodic heartbeat; the caller calls Stop.
+func StartBeats(ctx context.Context) *Beats {
+	b := &Beats{ctx: ctx, on: activity.IsActivity(ctx), stop: func() {}}
 	if b.on {
 		b.stop = toolclient.KeepBeating(ctx, beatPeriod(activity.GetInfo(ctx).HeartbeatTimeout), b.again)
 	}
 	return b
 }
 
-// beat records progress p and sends it.
-func (b *beats) beat(p trainapi.Progress) {
+// Stop ends the periodic heartbeat (its goroutine has returned when Stop does).
+func (b *Beats) Stop() { b.stop() }
+
+// Beat records progress p and sends it.
+func (b *Beats) Beat(p trainapi.Progress) {
 	b.mu.Lock()
 	b.last = p
 	b.mu.Unlock()
@@ -44,7 +47,7 @@ func (b *beats) beat(p trainapi.Progress) {
 }
 
 // again sends the last progress again (the SDK throttles what reaches the server).
-func (b *beats) again() {
+func (b *Beats) again() {
 	b.mu.Lock()
 	p := b.last
 	b.mu.Unlock()
