@@ -139,7 +139,10 @@ func TestPRMFromSearch(t *testing.T) {
 // TEMPER_PRM_STORE (a store URI that outlives the test, so a later run can start from its base);
 // TEMPER_PRM_VALUED_BUDGET (the PRM-valued search's budget_tokens; default half the compared one);
 // TEMPER_PRM_WARM (JSON merged into acceptPRMWarm: a prm phase on the task's synthetic step labels
-// before, and as the start of, the one on the search's labels).
+// before, and as the start of, the one on the search's labels); TEMPER_PRM_INIT (JSON merged into
+// acceptPRMInit: an sft phase from the base that the PRM and its warm phase start from, the searches'
+// policy staying the base; or a checkpoint URI to start them from); TEMPER_PRM_VALUED (JSON merged
+// into the PRM-valued search's config only, e.g. its expand).
 func TestPRMAcceptance(t *testing.T) {
 	if os.Getenv("TEMPER_PRM_ACCEPT") == "" {
 		t.Skip("acceptance experiment: set TEMPER_PRM_ACCEPT=1 (scripts/prm-vs-rollout.sh)")
@@ -183,18 +186,28 @@ func TestPRMAcceptance(t *testing.T) {
 		}
 		fresh := func(k int64) string { return fmt.Sprintf(`{"data":{"seed":%d}}`, k+seed) }
 		prmFrom := from
+		switch init := os.Getenv("TEMPER_PRM_INIT"); {
+		case strings.HasPrefix(init, "{"):
+			// The PRM (and its warm phase) start from the base trained further as a language model
+			// on the task's reference solutions; the searches keep the base as their policy.
+			prmFrom = "init"
+			phases = append(phases, workflows.PhaseSpec{Name: "init", Kind: "sft", From: from, Config: merge(acceptPRMInit, fresh(4000), init)})
+		case init != "":
+			prmFrom = init // a checkpoint URI
+		}
+		initFrom := prmFrom
 		if warm := os.Getenv("TEMPER_PRM_WARM"); warm != "" {
 			// A prm phase on the task's synthetic labels first (reference solutions and slipped
 			// steps), the search-label prm phase from it.
 			prmFrom = "warm"
-			phases = append(phases, workflows.PhaseSpec{Name: "warm", Kind: "prm", From: from, Config: merge(acceptPRMWarm, fresh(3000), warm)})
+			phases = append(phases, workflows.PhaseSpec{Name: "warm", Kind: "prm", From: initFrom, Config: merge(acceptPRMWarm, fresh(3000), warm)})
 		}
 		phases = append(phases, []workflows.PhaseSpec{
 			{Name: "labels", Kind: "search", From: from, Config: merge(acceptPRMLabels, fresh(1000), os.Getenv("TEMPER_PRM_LABELS"))},
 			{Name: "prm", Kind: "prm", From: prmFrom, FromData: "labels", Config: merge(acceptPRMTrain, os.Getenv("TEMPER_PRM_TRAIN"))},
 			{Name: "rollout", Kind: "search", From: from, Config: merge(string(cmp), fresh(2000))},
 			{Name: "valued", Kind: "search", From: from, Config: merge(string(cmp), fresh(2000),
-				fmt.Sprintf(`{"prm":"prm","search":{"value":"prm","budget_tokens":%d}}`, valuedBudget))},
+				fmt.Sprintf(`{"prm":"prm","search":{"value":"prm","budget_tokens":%d}}`, valuedBudget), os.Getenv("TEMPER_PRM_VALUED"))},
 		}...)
 		started := time.Now()
 		store := os.Getenv("TEMPER_PRM_STORE")
@@ -206,8 +219,14 @@ func TestPRMAcceptance(t *testing.T) {
 		for _, p := range out.Phases {
 			r[p.Name] = p
 		}
-		if b, ok := r["base"]; ok {
-			t.Logf("seed %d: base %s held-out exact match %.1f%%", seed, b.Checkpoint, 100*b.Metrics["heldout_exact_match"])
+		for _, name := range []string{"base", "init"} {
+			if b, ok := r[name]; ok {
+				t.Logf("seed %d: %s %s held-out exact match %.1f%%", seed, name, b.Checkpoint, 100*b.Metrics["heldout_exact_match"])
+			}
+		}
+		t.Logf("seed %d: prm checkpoint %s", seed, r["prm"].Checkpoint)
+		if w, ok := r["warm"]; ok {
+			t.Logf("seed %d: warm %s synthetic held-out step accuracy %.3f, balanced %.3f", seed, w.Checkpoint, w.Metrics["heldout_step_accuracy"], w.Metrics["heldout_balanced_accuracy"])
 		}
 		l, p := r["labels"].Metrics, r["prm"].Metrics
 		t.Logf("seed %d: labels: %.0f step-labelled solutions from %.0f prompts (solved %.1f%%)", seed, l["data_step_solutions"], l["search_prompts"], 100*l["search_solved_rate"])
@@ -215,6 +234,24 @@ func TestPRMAcceptance(t *testing.T) {
 			seed, p["heldout_step_accuracy"], p["heldout_step_accuracy_before"], p["heldout_balanced_accuracy"], p["heldout_balanced_accuracy_before"],
 			p["heldout_step_accuracy_correct"], p["heldout_step_accuracy_wrong"], p["heldout_steps"], p["heldout_solutions"], p["heldout_positive"],
 			p["heldout_solution_accuracy"], p["train_step_accuracy"])
+		if d := r["labels"].Data; d != nil && d.Steps != "" {
+			// The labels' noise: how many steps the task's per-line checker labels otherwise.
+			task, _ := tasks.Lookup("expr")
+			var differ, total, right int
+			for _, ex := range readStoreLines(t, d.Steps, tasks.ReadStepAll) {
+				want := tasks.LabelSteps(task.(tasks.Stepwise), tasks.Example{Prompt: ex.Prompt, Answer: ex.Answer}, strings.Join(ex.Steps, "\n"))
+				for i, l := range ex.Labels {
+					total++
+					if l {
+						right++
+					}
+					if i >= len(want.Labels) || want.Labels[i] != l {
+						differ++
+					}
+				}
+			}
+			t.Logf("seed %d: labels: %d steps, %d labelled right, %d labelled otherwise by CheckStep", seed, total, right, differ)
+		}
 		ro, va := r["rollout"].Metrics, r["valued"].Metrics
 		for _, side := range []string{"rollout", "valued"} {
 			g := r[side].Metrics
@@ -248,6 +285,10 @@ const (
 		"optimizer":{"lr":0.001,"warmup_steps":20},"eval":{"examples":0},"keep_last":1,"heartbeat_timeout":"2m"}`
 	acceptPRMWarm = `{"data":{"task":"expr","train_examples":2000,"heldout_examples":200},"batch":{"rows":32,"max_seq":64,"max_steps":8},"steps":600,"chunk_steps":300,
 		"optimizer":{"lr":0.001,"warmup_steps":20},"eval":{"examples":0},"keep_last":1,"heartbeat_timeout":"2m"}`
+	// acceptPRMInit (TEMPER_PRM_INIT) trains the base further as a language model, the search
+	// acceptance base's data and optimizer, for the PRM to start from.
+	acceptPRMInit = `{"data":{"task":"expr","train_examples":4000,"heldout_examples":200},"batch":{"rows":32,"seq":48},"steps":1000,"chunk_steps":500,
+		"optimizer":{"lr":0.003,"warmup_steps":50,"min_lr_ratio":1},"eval":{"examples":100,"max_new_tokens":40,"before":false,"every_chunks":2},"keep_last":1,"heartbeat_timeout":"2m"}`
 	acceptPRMSearch = `{"data":{"task":"expr","train_examples":120,"heldout_examples":1},"prompts":120,"batch_prompts":40,
 		"search":{"expand":4,"simulations":1000,"budget_tokens":400,"max_new_tokens":40,"step_check":false},"heartbeat_timeout":"2m"}`
 )
