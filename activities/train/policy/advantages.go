@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"fmt"
+
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/advantage"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
@@ -75,11 +77,19 @@ func keptRows(rs []rollout.Rollout, rewards []float64, dynamic bool) (idx []int,
 // return_mean, value_before_mean (V_old), explained_variance (1 − Var(R − V_old)/Var(R), the critic's
 // fit; ≤ 0 means no better than a constant) and, when a reference was read, kl_ref (token-mean of
 // log π_old − log π_ref).
-func ppoAdvantages(rows []policyRows, old, ref, vals [][][]float32, chunks [][]int, rewards []float64, steps [][]advantage.StepReward, pc trainapi.PPOConfig) (adv, ret [][][]float32, m map[string]float64, err error) {
+//
+// episode maps a row (the index in chunks) to its sample (rewards' and steps' index); nil: row i is
+// sample i. An agent's episode of several segments (calls that did not extend one context) is
+// several consecutive rows, trained each under its own prompt; GAE runs over their counted tokens as
+// one trajectory, in the order the model wrote them: the sequence reward sits on the last segment's
+// last counted token, and a segment's last token bootstraps from the critic's value of the next
+// segment's first one (δ = r + γ·V_next − V, as between any two counted tokens apart from a masked
+// gap), so that every segment is credited with the episode's outcome. The segments share their
+// episode's group and version; each row's V comes from the critic under that row's own context.
+func ppoAdvantages(rows []policyRows, old, ref, vals [][][]float32, chunks [][]int, episode []int, rewards []float64, steps [][]advantage.StepReward, pc trainapi.PPOConfig) (adv, ret [][][]float32, m map[string]float64, err error) {
 	var mask [][]bool
 	var kl, values [][]float64
-	var rw []float64
-	var rowSteps [][]advantage.StepReward // steps of the rows, in row order
+	var rowEp []int // the sample of every row, in row order
 	for c, ch := range chunks {
 		for k, i := range ch {
 			seq := rows[c].seq
@@ -89,24 +99,64 @@ func ppoAdvantages(rows []policyRows, old, ref, vals [][][]float32, chunks [][]i
 				krow[t] = float64(old[c][k][t] - ref[c][k][t])
 				vrow[t] = float64(vals[c][k][t])
 			}
-			mask, kl, values, rw = append(mask, mrow), append(kl, krow), append(values, vrow), append(rw, rewards[i])
-			if steps != nil {
-				rowSteps = append(rowSteps, steps[i])
+			mask, kl, values = append(mask, mrow), append(kl, krow), append(values, vrow)
+			if episode != nil {
+				i = episode[i]
 			}
+			rowEp = append(rowEp, i)
 		}
 	}
-	tr, err := advantage.TokenRewards(rw, mask, kl, pc.KLCoef)
+	// One trajectory per sample: its consecutive rows concatenated (a sample's own row first, so
+	// step rewards keep their positions in it).
+	var tMask [][]bool
+	var tKL, tValues [][]float64
+	var rw []float64
+	var tSteps [][]advantage.StepReward
+	var spans [][2]int // each trajectory's rows
+	seen := map[int]bool{}
+	for j := 0; j < len(rowEp); {
+		e, end := rowEp[j], j+1
+		for end < len(rowEp) && rowEp[end] == e {
+			end++
+		}
+		if e < 0 || seen[e] {
+			return nil, nil, nil, fmt.Errorf("ppo: row %d: sample %d's rows are not consecutive", j, e)
+		}
+		seen[e] = true
+		spans = append(spans, [2]int{j, end})
+		var mr []bool
+		var kr, vr []float64
+		for r := j; r < end; r++ {
+			mr, kr, vr = append(mr, mask[r]...), append(kr, kl[r]...), append(vr, values[r]...)
+		}
+		tMask, tKL, tValues, rw = append(tMask, mr), append(tKL, kr), append(tValues, vr), append(rw, rewards[e])
+		if steps != nil {
+			tSteps = append(tSteps, steps[e])
+		}
+		j = end
+	}
+	tr, err := advantage.TokenRewards(rw, tMask, tKL, pc.KLCoef)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if steps != nil {
-		if err := advantage.AddStepRewards(tr, mask, rowSteps); err != nil {
+		if err := advantage.AddStepRewards(tr, tMask, tSteps); err != nil {
 			return nil, nil, nil, err
 		}
 	}
-	a, r, err := advantage.GAE(tr, values, mask, advantage.GAEConfig{Gamma: pc.Gamma, Lambda: pc.Lambda, Whiten: true})
+	ta, trt, err := advantage.GAE(tr, tValues, tMask, advantage.GAEConfig{Gamma: pc.Gamma, Lambda: pc.Lambda, Whiten: true})
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	// Back to rows: each trajectory's rows in order.
+	a, r := make([][]float64, 0, len(mask)), make([][]float64, 0, len(mask))
+	for k, sp := range spans {
+		off := 0
+		for j := sp[0]; j < sp[1]; j++ {
+			n := len(mask[j])
+			a, r = append(a, ta[k][off:off+n]), append(r, trt[k][off:off+n])
+			off += n
+		}
 	}
 	var cnt, rSum, vSum, klSum, rSq, eSum, eSq float64
 	adv, ret = make([][][]float32, len(chunks)), make([][][]float32, len(chunks))

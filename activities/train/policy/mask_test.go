@@ -85,7 +85,7 @@ func TestEpisodeMaskGradient(t *testing.T) {
 					}
 				}
 				chunks := [][]int{{0, 1}}
-				a, ret, _, err := ppoAdvantages([]policyRows{rows}, [][][]float32{old}, [][][]float32{old}, [][][]float32{vals}, chunks, rewards, nil, trainapi.DefaultPPOConfig())
+				a, ret, _, err := ppoAdvantages([]policyRows{rows}, [][][]float32{old}, [][][]float32{old}, [][][]float32{vals}, chunks, nil, rewards, nil, trainapi.DefaultPPOConfig())
 				if err != nil {
 					t.Fatal(err)
 				}

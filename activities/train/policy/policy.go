@@ -80,7 +80,10 @@ type plan struct {
 	stepRollouts []rollout.Rollout
 	stepScores   [][]float64
 	decode       func([]int) string
-	hb           *train.Beats // the step's heartbeats
+	// With GAE, the rollout (file order) of every row: an agent's further segments are rows after
+	// their episode's own (segmentRows), and GAE runs over an episode's rows as one trajectory.
+	episode []int
+	hb      *train.Beats // the step's heartbeats
 	// mismatch is π_old against the behaviour log-probs over the trained tokens, of the rollouts the
 	// stepped version sampled (fresh) and of older ones (stale), measured by prepare on the host
 	// unless the step is on-policy (then its one step measures it in the graph).
@@ -115,11 +118,6 @@ func (a *Activities) plan(ctx context.Context, in trainapi.PolicyStepInput) (*pl
 		return nil, err
 	}
 	p.metrics["seconds_read"] = time.Since(readStart).Seconds()
-	if p.gae != nil {
-		if err := noSegments(rs, p.op, "use a GRPO-family phase for agents that rewrite their history"); err != nil {
-			return nil, err
-		}
-	}
 	if activity.IsActivity(ctx) { // how long the step waited for a trainer to take it
 		info := activity.GetInfo(ctx)
 		p.metrics["seconds_queued"] = info.StartedTime.Sub(info.ScheduledTime).Seconds()
@@ -142,7 +140,11 @@ func (a *Activities) plan(ctx context.Context, in trainapi.PolicyStepInput) (*pl
 			idx[k] = k
 		}
 	} else {
+		n := len(rs)
 		rs, adv, idx = segmentRows(rs, adv, idx)
+		if p.gae != nil {
+			p.episode = rowEpisodes(idx, n)
+		}
 	}
 	mb := in.Minibatch
 	if mb <= 0 || mb > len(idx) {
@@ -384,7 +386,7 @@ func (p *plan) gaeAdvantages() error {
 			return train.BadInput(fmt.Errorf("%s: %w", p.op, err))
 		}
 	}
-	adv, ret, m, err := ppoAdvantages(rows, old, ref, values, p.chunks, p.rewards, steps, *p.gae)
+	adv, ret, m, err := ppoAdvantages(rows, old, ref, values, p.chunks, p.episode, p.rewards, steps, *p.gae)
 	if err != nil {
 		return train.BadInput(fmt.Errorf("%s: %w", p.op, err))
 	}

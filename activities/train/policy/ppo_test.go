@@ -156,6 +156,54 @@ func TestPPOStepLearnsToyTask(t *testing.T) {
 	}
 }
 
+// TestPPOStepTrainsAgentSegments: a PPO step over agent episodes whose calls did not extend one
+// context (rollout.Segments) trains every further segment as a row of its own, the critic's too
+// (its GAE joins an episode's rows, TestPPOAdvantagesOverSegments), even where a minibatch ends
+// between an episode's rows; it once refused them with a non-retryable error after validation had
+// accepted the phase.
+func TestPPOStepTrainsAgentSegments(t *testing.T) {
+	e := traintest.New(t)
+	var init trainapi.InitOutput
+	e.Must(trainapi.InitName, trainapi.InitInput{Store: e.Store, Run: "ppo-seg", Phase: "sft", Model: modelcfg.Config(traintest.TinyModel(t)), Seed: 11}, &init)
+	dir := t.TempDir()
+	const n = 16
+	uri, rewards, _ := ppoToyRollouts(t, init.Checkpoint, dir, 0, n)
+	rs, err := train.ReadRollouts(context.Background(), ckpt.New(ckpt.Options{}), uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs := 0
+	for i := range rs {
+		if i%4 == 2 && len(rs[i].Tokens) > 0 { // one further segment under another prompt
+			r := rs[i]
+			pt := make([]bool, len(r.Tokens))
+			for k := range pt {
+				pt[k] = k != 1 // a tool's token in the segment: not trained
+			}
+			rs[i].Segments = []rollout.Segment{{PromptTokens: []int{tokenize.ByteBOS, 'r', '='}, Tokens: r.Tokens, LogProbs: r.LogProbs, Policy: pt}}
+			segs++
+		}
+	}
+	if segs < 2 {
+		t.Fatalf("%d episodes with segments: the case needs a minibatch that ends between an episode's rows", segs)
+	}
+	in := trainapi.PolicyStepInput{Store: e.Store, Run: "ppo-seg", Phase: "ppo", Policy: init.Checkpoint, Reference: init.Checkpoint,
+		Rollouts: writeRollouts(t, dir, "agent", rs), Rewards: rewards, Loss: losscfg.DefaultPolicyConfig(losscfg.AlgoPPO), LR: 3e-3,
+		Epochs: 1, Minibatch: 8, FreshOptimizer: true, Optim: trainapi.Optim{LR: 3e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1},
+		PPO: &trainapi.PPOConfig{Gamma: 1, Lambda: 0.95, Seed: 5}}
+	var out trainapi.PolicyStepOutput
+	e.Must(trainapi.PolicyStepName, in, &out)
+	rows := n + segs
+	if want := float64((rows + 7) / 8); out.NonFinite || out.Metrics["optimizer_steps"] != want {
+		t.Fatalf("%d rows (%d segments): %v optimizer steps, want %v (non-finite %v)", rows, segs, out.Metrics["optimizer_steps"], want, out.NonFinite)
+	}
+	for _, name := range []string{"value_loss", "pg_loss", "return_mean", "explained_variance"} {
+		if v, ok := out.Metrics[name]; !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Fatalf("metric %s = %v (present %v): want a finite value", name, v, ok)
+		}
+	}
+}
+
 // TestPPOConfigValidate: every bad knob is named.
 func TestPPOConfigValidate(t *testing.T) {
 	for _, c := range []struct {

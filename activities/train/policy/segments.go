@@ -1,9 +1,6 @@
 package policy
 
 import (
-	"fmt"
-
-	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/algorithms/rollout"
 )
 
@@ -57,14 +54,23 @@ func segmentRefs(rs []rollout.Rollout, adv []float64, idx []int) ([]rowRef, []fl
 	return refs, radv
 }
 
-// noSegments refuses rollouts with further segments in a step that trains one row per rollout
-// (PPO's critic): op prefixes the error, instead says how to train them.
-func noSegments(rs []rollout.Rollout, op, instead string) error {
-	for _, r := range rs {
-		if len(r.Segments) > 0 {
-			return train.BadInput(fmt.Errorf("%s: rollout %s is an agent's episode of %d segments (its calls did not extend one context); this step trains one row per rollout: %s",
-				op, r.ID, len(r.Segments)+1, instead))
-		}
+// rowEpisodes maps every row of idx, as segmentRows laid them out from n rollouts, to its rollout:
+// a rollout's own row is itself, a further segment's row (n or more) the rollout it follows.
+func rowEpisodes(idx []int, n int) []int {
+	ep := make([]int, n, len(idx)+n)
+	for i := range n {
+		ep[i] = i
 	}
-	return nil
+	cur := -1
+	for _, r := range idx {
+		if r < n {
+			cur = r
+			continue
+		}
+		for len(ep) <= r {
+			ep = append(ep, -1)
+		}
+		ep[r] = cur
+	}
+	return ep
 }

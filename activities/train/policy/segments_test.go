@@ -2,7 +2,6 @@ package policy
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/temperml/temper/algorithms/rollout"
@@ -10,8 +9,7 @@ import (
 
 // TestSegmentRows: an agent's further segment becomes a row of its own right after its episode's
 // row, with the episode's group and advantage; its row's loss mask and behaviour log-probs cover its
-// policy tokens only, under its own prompt. Rollouts without segments are left as they are, and
-// steps that train one row per rollout refuse segments by name.
+// policy tokens only, under its own prompt. Rollouts without segments are left as they are.
 func TestSegmentRows(t *testing.T) {
 	ep := rollout.Rollout{ID: "ep", Group: 0, PromptTokens: []int{1, 2}, Tokens: []int{3, 4}, Policy: []bool{true, true}, LogProbs: []float32{-.1, -.2},
 		Segments: []rollout.Segment{{PromptTokens: []int{1, 9}, Tokens: []int{5, 6, 7}, Policy: []bool{true, false, true}, LogProbs: []float32{-.3, 0, -.4}}}}
@@ -58,11 +56,25 @@ func TestSegmentRows(t *testing.T) {
 			}
 		})
 	}
-	err := noSegments([]rollout.Rollout{plain, ep}, "train: ppo step r/p", "use a GRPO-family phase")
-	if err == nil || !strings.Contains(err.Error(), "rollout ep") || !strings.Contains(err.Error(), "2 segments") {
-		t.Fatalf("ppo over segments: %v", err)
-	}
-	if err := noSegments([]rollout.Rollout{plain}, "train: ppo step r/p", ""); err != nil {
-		t.Fatal(err)
+}
+
+// TestRowEpisodes: every row segmentRows lays out maps to its rollout, a further segment's row to
+// the episode it follows (what PPO's GAE joins into one trajectory).
+func TestRowEpisodes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		idx  []int
+		n    int
+		want []int
+	}{
+		{"no segments", []int{0, 1, 2}, 3, []int{0, 1, 2}},
+		{"segments after their episodes", []int{0, 1, 3, 4, 2, 5}, 3, []int{0, 1, 2, 1, 1, 2}},
+		{"a dropped rollout keeps its own index", []int{1, 2, 3}, 3, []int{0, 1, 2, 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := rowEpisodes(c.idx, c.n); !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("rowEpisodes(%v, %d) = %v, want %v", c.idx, c.n, got, c.want)
+			}
+		})
 	}
 }
