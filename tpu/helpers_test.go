@@ -9,12 +9,13 @@ import (
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 )
 
 // tinyCfg is a small llama-style model that compiles and trains in well under a second.
 func tinyCfg() model.Config {
-	return model.Config{Family: model.FamilyLlama, Vocab: 37, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2,
-		HeadDim: 8, FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: model.ActSiLU,
+	return model.Config{Family: modelcfg.FamilyLlama, Vocab: 37, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2,
+		HeadDim: 8, FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: modelcfg.ActSiLU,
 		TiedEmbeddings: true}
 }
 
@@ -123,4 +124,33 @@ func sameArchitecture(a, b model.Config) bool {
 		a.LayerTypes, b.LayerTypes = nil, nil // nil and empty mean the same
 	}
 	return reflect.DeepEqual(a, b) // follows RopeScaling's pointer and compares LayerTypes
+}
+
+// familyCfgs are tinyCfg with each family's features: gemma's (1+w) norms, GELU and scaled
+// embeddings; qwen2's biases and untied head; a value head.
+func familyCfgs() (gemma, qwen, critic model.Config) {
+	gemma, qwen, critic = tinyCfg(), tinyCfg(), tinyCfg()
+	gemma.Family, gemma.Activation, gemma.ScaleEmbeddings, gemma.NormPlusOne = modelcfg.FamilyGemma, modelcfg.ActGELU, true, true
+	qwen.Family, qwen.QKVBias, qwen.TiedEmbeddings = modelcfg.FamilyQwen2, true, false
+	critic.ValueHead = true
+	return gemma, qwen, critic
+}
+
+// sameLogits fails t unless runtimes a (saved) and b (loaded) give logits within tol of each other
+// on batch.
+func sameLogits(t *testing.T, a, b *Runtime, batch data.TokenBatch, tol float32) {
+	t.Helper()
+	la, err := a.Logits(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.Logits(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range la.Data {
+		if d := float32(math.Abs(float64(la.Data[i] - lb.Data[i]))); d > tol {
+			t.Fatalf("logit %d: %v saved vs %v loaded", i, la.Data[i], lb.Data[i])
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	gm "github.com/gomlx/gomlx/ml/model"
 
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 )
 
 // memoryEstimator is what a compiled executable of the Go backend (Temper's compute fork) says
@@ -38,7 +39,7 @@ func (r *Runtime) compile(graphFn func(in []*Node) []*Node, in []shapes.Shape, e
 		return e, plan, err
 	}
 	cfg := r.cfg.Clone()
-	cfg.Remat = model.RematLayer
+	cfg.Remat = modelcfg.RematLayer
 	e2, plan2, err := r.compileWith(cfg, graphFn, in, true)
 	if err != nil {
 		e.Finalize()
@@ -60,7 +61,7 @@ func (r *Runtime) compileWith(cfg model.Config, graphFn func(in []*Node) []*Node
 	defer func() { r.cfg = saved }()
 	plan := MemoryPlan{Remat: cfg.Remat, EstimateBytes: -1}
 	if plan.Remat == "" {
-		plan.Remat = model.RematNone
+		plan.Remat = modelcfg.RematNone
 	}
 	e, err := gm.NewExec(r.backend, r.store, func(_ *gm.Scope, nodes []*Node) []*Node { return graphFn(nodes) })
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/algorithms/data"
-	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 )
 
 // TestMemoryBudget: a training step whose estimated memory exceeds Options.MemoryBudget is built
@@ -19,20 +19,20 @@ func TestMemoryBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if unbounded.Remat != model.RematNone || unbounded.EstimateBytes <= 0 {
+	if unbounded.Remat != modelcfg.RematNone || unbounded.EstimateBytes <= 0 {
 		t.Fatalf("no budget: plan %+v, want remat none and an estimate", unbounded)
 	}
 	explicit := tinyCfg()
-	explicit.Remat = model.RematNone
+	explicit.Remat = modelcfg.RematNone
 	for _, tc := range []struct {
 		name   string
 		opts   Options
 		remat  string
 		higher bool // estimate no lower than without a budget
 	}{
-		{"under budget", Options{Seed: 7, MemoryBudget: unbounded.EstimateBytes}, model.RematNone, true},
-		{"over budget", Options{Seed: 7, MemoryBudget: unbounded.EstimateBytes - 1}, model.RematLayer, false},
-		{"remat set by the model", Options{Seed: 7, Model: explicit, MemoryBudget: 1}, model.RematNone, true},
+		{"under budget", Options{Seed: 7, MemoryBudget: unbounded.EstimateBytes}, modelcfg.RematNone, true},
+		{"over budget", Options{Seed: 7, MemoryBudget: unbounded.EstimateBytes - 1}, modelcfg.RematLayer, false},
+		{"remat set by the model", Options{Seed: 7, Model: explicit, MemoryBudget: 1}, modelcfg.RematNone, true},
 	} {
 		r := newRuntime(t, tc.opts)
 		plan, err := r.TrainStepMemory(rows, seq)

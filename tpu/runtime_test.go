@@ -419,20 +419,7 @@ func TestModelDirRoundTrip(t *testing.T) {
 	if !sameArchitecture(a.Config(), b.Config()) {
 		t.Fatalf("config %+v → %+v", a.Config(), b.Config())
 	}
-	batch := randomBatch(t, a.Config().Vocab, 2, 12, 2)
-	la, err := a.Logits(batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb, err := b.Logits(batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range la.Data {
-		if la.Data[i] != lb.Data[i] {
-			t.Fatalf("logit %d: %v saved vs %v loaded", i, la.Data[i], lb.Data[i])
-		}
-	}
+	sameLogits(t, a, b, randomBatch(t, a.Config().Vocab, 2, 12, 2), 0)
 	other := tinyCfg()
 	other.DModel = 48
 	c := newRuntime(t, Options{Model: other})

@@ -37,12 +37,7 @@ func TestTrainLearns(t *testing.T) {
 // TestTrainFamilies: every family feature trains (gemma's (1+w) norms and scaled embeddings,
 // qwen2's biases and untied head, an unused value head that gets zero gradients).
 func TestTrainFamilies(t *testing.T) {
-	gemma := tinyCfg()
-	gemma.Family, gemma.Activation, gemma.ScaleEmbeddings, gemma.NormPlusOne = model.FamilyGemma, model.ActGELU, true, true
-	qwen := tinyCfg()
-	qwen.Family, qwen.QKVBias, qwen.TiedEmbeddings = model.FamilyQwen2, true, false
-	critic := tinyCfg()
-	critic.ValueHead = true
+	gemma, qwen, critic := familyCfgs()
 	for name, cfg := range map[string]model.Config{"gemma": gemma, "qwen2": qwen, "value head": critic} {
 		t.Run(name, func(t *testing.T) {
 			r := newRuntime(t, Options{Model: cfg, Seed: 1, Optimizer: AdamW{WeightDecay: 0.01}})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/temperml/temper/algorithms/imageproc"
 	"github.com/temperml/temper/algorithms/objective"
+	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 	"github.com/temperml/temper/algorithms/vision"
 	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
@@ -55,7 +56,7 @@ func newVision(t *testing.T, seed uint64) *VisionRuntime {
 // lower the loss; on shuffled labels they do not (the test can fail); weights and optimizer state
 // survive a save/load bit for bit; a wrongly sized image is an error, not a panic.
 func TestVisionRuntimeTrains(t *testing.T) {
-	obj := objective.VisionBradleyTerry(objective.DefaultBT())
+	obj := objective.VisionBradleyTerry(objectivecfg.DefaultBT())
 	for _, tc := range []struct {
 		name    string
 		shuffle bool

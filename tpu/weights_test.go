@@ -16,12 +16,7 @@ import (
 // TestWeightsRoundTrip: save → load into a runtime with other weights → identical logits, for
 // each family's features (fused/tied/biased/value head).
 func TestWeightsRoundTrip(t *testing.T) {
-	gemma := tinyCfg()
-	gemma.Family, gemma.Activation, gemma.ScaleEmbeddings, gemma.NormPlusOne = model.FamilyGemma, model.ActGELU, true, true
-	qwen := tinyCfg()
-	qwen.Family, qwen.QKVBias, qwen.TiedEmbeddings = model.FamilyQwen2, true, false
-	critic := tinyCfg()
-	critic.ValueHead = true
+	gemma, qwen, critic := familyCfgs()
 	for _, tc := range []struct {
 		name  string
 		cfg   model.Config
@@ -60,20 +55,7 @@ func TestWeightsRoundTrip(t *testing.T) {
 			if err := b.LoadWeights(&buf); err != nil {
 				t.Fatal(err)
 			}
-			batch := randomBatch(t, tc.cfg.Vocab, 2, 9, 3)
-			la, err := a.Logits(batch)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lb, err := b.Logits(batch)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range la.Data {
-				if d := float32(math.Abs(float64(la.Data[i] - lb.Data[i]))); d > tc.tol {
-					t.Fatalf("logit %d: %v saved vs %v loaded", i, la.Data[i], lb.Data[i])
-				}
-			}
+			sameLogits(t, a, b, randomBatch(t, tc.cfg.Vocab, 2, 9, 3), tc.tol)
 		})
 	}
 }

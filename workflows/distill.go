@@ -82,13 +82,7 @@ func (c *DistillConfig) Validate() error {
 			return &config.FieldError{Path: "loss.lambda", Msg: "the student's own samples need the teacher on the fly: set targets on_the_fly, or lambda 0"}
 		}
 	}
-	if err := c.ChunkSpec.Validate(); err != nil {
-		return err
-	}
-	if err := c.Eval.validateVerifiers(); err != nil {
-		return err
-	}
-	if err := c.Eval.EvalCadence.Validate(); err != nil {
+	if err := firstError(c.ChunkSpec.Validate, c.Eval.validateVerifiers, c.Eval.EvalCadence.Validate); err != nil {
 		return err
 	}
 	if c.Eval.PassK < 1 {

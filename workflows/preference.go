@@ -57,13 +57,7 @@ func (c *PrefConfig) Validate() error {
 	if c.Reference != trainapi.RefPrecomputed && c.Reference != trainapi.RefOnTheFly {
 		return &config.FieldError{Path: "reference", Msg: fmt.Sprintf("%q: allowed values: %s, %s", c.Reference, trainapi.RefPrecomputed, trainapi.RefOnTheFly)}
 	}
-	if err := c.Data.Validate(); err != nil {
-		return err
-	}
-	if err := c.ChunkSpec.Validate(); err != nil {
-		return err
-	}
-	if err := c.Batch.Validate(); err != nil {
+	if err := firstError(c.Data.Validate, c.ChunkSpec.Validate, c.Batch.Validate); err != nil {
 		return err
 	}
 	switch {

@@ -121,10 +121,7 @@ func (c *RewardModelConfig) Validate() error {
 			return &config.FieldError{Path: "loss.lm_coef", Msg: "a vision reward model has no language model; set 0"}
 		}
 	}
-	if err := c.Data.Validate(); err != nil {
-		return err
-	}
-	if err := c.Batch.Validate(); err != nil {
+	if err := firstError(c.Data.Validate, c.Batch.Validate); err != nil {
 		return err
 	}
 	if err := c.Loss.Validate(); err != nil {

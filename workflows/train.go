@@ -86,6 +86,16 @@ func (e EvalSpec) validateTools() error {
 	return nil
 }
 
+// firstError runs the checks in order and returns the first one's error (nil when all pass).
+func firstError(checks ...func() error) error {
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkLookup names a lookup among tools when the data's task has no corpus for it to read.
 func checkLookup(path string, names []string, data trainapi.DataSpec) error {
 	i := slices.Index(names, "lookup")
@@ -140,25 +150,9 @@ func (c *TrainConfig) Validate() error {
 	if _, err := c.Model.Resolve(); err != nil {
 		return err
 	}
-	if err := c.Data.Validate(); err != nil {
-		return err
-	}
-	if err := c.Eval.validateTools(); err != nil {
-		return err
-	}
-	if err := c.Eval.validateVerifiers(); err != nil {
-		return err
-	}
-	if err := checkLookup("eval.tools", c.Eval.Tools, c.Data); err != nil {
-		return err
-	}
-	if err := c.ChunkSpec.Validate(); err != nil {
-		return err
-	}
-	if err := c.Batch.Validate(); err != nil {
-		return err
-	}
-	if err := c.Eval.EvalCadence.Validate(); err != nil {
+	if err := firstError(c.Data.Validate, c.Eval.validateTools, c.Eval.validateVerifiers,
+		func() error { return checkLookup("eval.tools", c.Eval.Tools, c.Data) },
+		c.ChunkSpec.Validate, c.Batch.Validate, c.Eval.EvalCadence.Validate); err != nil {
 		return err
 	}
 	if c.LoRA != nil {

@@ -177,11 +177,7 @@ func TestSaveListLatestVerifyExport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var steps []int64
-		for _, r := range refs {
-			steps = append(steps, r.Step)
-		}
-		if !slices.Equal(steps, []int64{10, 20, 30}) {
+		if steps := stepsOf(refs); !slices.Equal(steps, []int64{10, 20, 30}) {
 			t.Fatalf("List steps = %v", steps)
 		}
 		all, err := b.client.List(ctx, b.root, "", "")
@@ -375,22 +371,16 @@ func TestRetentionKeepsLastAndBest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []int64
-		for _, r := range deleted {
-			got = append(got, r.Step)
-		}
-		if !slices.Equal(got, []int64{1, 3, 4}) {
+		if got := stepsOf(deleted); !slices.Equal(got, []int64{1, 3, 4}) {
 			t.Fatalf("deleted %v, want [1 3 4]", got)
 		}
 		left, _ := b.client.List(ctx, b.root, "r", "sft")
-		var steps []int64
 		for _, r := range left {
-			steps = append(steps, r.Step)
 			if r.Best != (r.Step == 2) {
 				t.Errorf("step %d Best = %v", r.Step, r.Best)
 			}
 		}
-		if !slices.Equal(steps, []int64{2, 5, 6}) {
+		if steps := stepsOf(left); !slices.Equal(steps, []int64{2, 5, 6}) {
 			t.Fatalf("left %v, want [2 5 6]", steps)
 		}
 		for _, step := range []int64{1, 3, 4} {
@@ -608,4 +598,13 @@ func stateEqual(a, b State) bool {
 	ja, _ := a.MarshalJSON()
 	jb, _ := b.MarshalJSON()
 	return bytes.Equal(ja, jb)
+}
+
+// stepsOf lists the refs' steps in order.
+func stepsOf(refs []Ref) []int64 {
+	var steps []int64
+	for _, r := range refs {
+		steps = append(steps, r.Step)
+	}
+	return steps
 }

@@ -186,23 +186,13 @@ func TestRunEpisodesRemoteTools(t *testing.T) {
 // the key its prompt asks about and copies the value answers exactly; a missing key is an error.
 func TestRunEpisodesLookup(t *testing.T) {
 	task, _ := tasks.Lookup("facts")
-	exs := tasks.Generate(task, 2, 3, 0)
-	enc := train.Encoder()
-	rs, prompts := chatRollouts(t, exs)
-	policy := scriptedPolicy(func(ctx string) string {
-		if res, ok := lastToolResult(ctx); ok {
-			return res
-		}
+	exs, rs := scriptedEpisodes(t, task, []string{"lookup"}, 80, func(exs []tasks.Example, ctx string) string {
 		key := "no such key"
 		if strings.Contains(ctx, exs[0].Prompt) {
 			key = strings.TrimSuffix(strings.TrimPrefix(exs[0].Prompt, "What is the "), "?")
 		}
 		return `<tool>{"name":"lookup","arguments":{"key":"` + key + `"}}</tool>`
 	})
-	in := rolloutapi.GenerateInput{Run: "r", Phase: "p", Tools: []string{"lookup"}, MaxTurns: 2, MaxNewTokens: 80}
-	if _, _, err := runEpisodes(context.Background(), policy, 0, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, nil, func(int) {}); err != nil {
-		t.Fatal(err)
-	}
 	if pass, _ := task.Check(exs[0], rs[0].Completion); !pass || rs[0].Ep.ToolErrors != 0 {
 		t.Fatalf("looked-up answer %q for %q (answer %q): %+v", rs[0].Completion, exs[0].Prompt, exs[0].Answer, rs[0].Ep)
 	}
@@ -215,13 +205,7 @@ func TestRunEpisodesLookup(t *testing.T) {
 // request's values and copies the job reference passes; one that calls the wrong engine does not.
 func TestRunEpisodesRoute(t *testing.T) {
 	task, _ := tasks.Lookup("route")
-	exs := tasks.Generate(task, 2, 3, 0)
-	enc := train.Encoder()
-	rs, prompts := chatRollouts(t, exs)
-	policy := scriptedPolicy(func(ctx string) string {
-		if res, ok := lastToolResult(ctx); ok {
-			return res
-		}
+	exs, rs := scriptedEpisodes(t, task, task.(tasks.Agentic).Tools(), 120, func(exs []tasks.Example, ctx string) string {
 		for k, ex := range exs {
 			if strings.Contains(ctx, ex.Prompt) {
 				call := task.(tasks.Agentic).Demonstration(ex).Messages[1].ToolCalls[0]
@@ -233,14 +217,29 @@ func TestRunEpisodesRoute(t *testing.T) {
 		}
 		return "?"
 	})
-	in := rolloutapi.GenerateInput{Run: "r", Phase: "p", Tools: task.(tasks.Agentic).Tools(), MaxTurns: 2, MaxNewTokens: 120}
-	if _, _, err := runEpisodes(context.Background(), policy, 0, enc, in, rs, prompts, []uint64{1, 2}, []int{2}, nil, func(int) {}); err != nil {
-		t.Fatal(err)
-	}
 	if pass, fb := task.Check(exs[0], rs[0].Completion); !pass {
 		t.Fatalf("right engine: %q: %s (%s)", rs[0].Completion, fb, rs[0].Ep.Transcript)
 	}
 	if pass, _ := task.Check(exs[1], rs[1].Completion); pass {
 		t.Fatalf("wrong engine passed: %s", rs[1].Ep.Transcript)
 	}
+}
+
+// scriptedEpisodes runs two-turn episodes (seeds 1, 2) with the given tools on two examples of
+// task: after a tool result the policy copies it, otherwise it says reply(exs, context).
+func scriptedEpisodes(t *testing.T, task tasks.Task, tools []string, maxNew int, reply func(exs []tasks.Example, ctx string) string) ([]tasks.Example, []rollout.Rollout) {
+	t.Helper()
+	exs := tasks.Generate(task, 2, 3, 0)
+	rs, prompts := chatRollouts(t, exs)
+	policy := scriptedPolicy(func(ctx string) string {
+		if res, ok := lastToolResult(ctx); ok {
+			return res
+		}
+		return reply(exs, ctx)
+	})
+	in := rolloutapi.GenerateInput{Run: "r", Phase: "p", Tools: tools, MaxTurns: 2, MaxNewTokens: maxNew}
+	if _, _, err := runEpisodes(context.Background(), policy, 0, train.Encoder(), in, rs, prompts, []uint64{1, 2}, []int{2}, nil, func(int) {}); err != nil {
+		t.Fatal(err)
+	}
+	return exs, rs
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
-	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/sample"
@@ -92,7 +91,7 @@ func TestBitIdentityFingerprint(t *testing.T) {
 	var rinit trainapi.RewardInitOutput
 	e.Must(trainapi.RewardInitName, trainapi.RewardInitInput{Store: e.Store, Run: "b", Phase: "rm", From: sft.Checkpoint, Seed: 9, LogProb: true}, &rinit)
 	f.ckpt("rm-init", rinit.Checkpoint)
-	bt := objective.DefaultBT()
+	bt := objectivecfg.DefaultBT()
 	bt.LMCoef = 0.1
 	rdata := trainapi.RewardData{Task: "add2", TrainPairs: 32, HeldoutPairs: 8}
 	var rm trainapi.ChunkOutput

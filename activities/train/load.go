@@ -143,7 +143,7 @@ func (s *source) isAdapters() bool {
 	if s.ck == nil {
 		return false
 	}
-	_, ok := s.ck.Manifest.File(AdapterConfigFile)
+	_, ok := s.ck.Manifest.File(hf.AdapterConfigFile)
 	return ok
 }
 
@@ -343,16 +343,16 @@ func (ld Loader) loadOptimizer(ctx context.Context, src *source, out *Loaded) er
 
 // loadAdapters loads an adapter checkpoint: base + adapters to train on (o.LoRA), or merged.
 func (ld Loader) loadAdapters(ctx context.Context, src *source, o LoadOptions) (*Loaded, error) {
-	raw, err := readFile(src.files, AdapterConfigFile)
+	raw, err := readFile(src.files, hf.AdapterConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("train: load %s: %w", src.uri, err)
 	}
 	l, base, err := hf.ReadAdapterConfig(raw)
 	if err != nil {
-		return nil, BadInput(fmt.Errorf("train: %s%s: %w", src.uri, AdapterConfigFile, err))
+		return nil, BadInput(fmt.Errorf("train: %s%s: %w", src.uri, hf.AdapterConfigFile, err))
 	}
 	if base == "" {
-		return nil, BadInput(fmt.Errorf("train: %s%s: base_model_name_or_path is empty", src.uri, AdapterConfigFile))
+		return nil, BadInput(fmt.Errorf("train: %s%s: base_model_name_or_path is empty", src.uri, hf.AdapterConfigFile))
 	}
 	bsrc, err := ld.open(ctx, base)
 	if err != nil {
@@ -376,7 +376,7 @@ func (ld Loader) loadAdapters(ctx context.Context, src *source, o LoadOptions) (
 		return nil, err
 	}
 	if _, err := l.Modules(out.Config); err != nil {
-		return nil, BadInput(fmt.Errorf("train: %s%s: %w", src.uri, AdapterConfigFile, err))
+		return nil, BadInput(fmt.Errorf("train: %s%s: %w", src.uri, hf.AdapterConfigFile, err))
 	}
 	if o.Want == WantConfig {
 		out.URI, out.Checkpoint, out.Merged = src.uri, src.ck, true
@@ -386,7 +386,7 @@ func (ld Loader) loadAdapters(ctx context.Context, src *source, o LoadOptions) (
 		return out, nil
 	}
 	var adapters map[string][]float32
-	if err := loadFile(ctx, src.ck, AdapterFile, func(r io.Reader) error {
+	if err := loadFile(ctx, src.ck, hf.AdapterWeightsFile, func(r io.Reader) error {
 		adapters, err = hf.ReadAdapters(r, out.Config, l)
 		return err
 	}); err != nil {
@@ -439,7 +439,7 @@ func (ld Loader) continueAdapters(ctx context.Context, src, bsrc *source, l mode
 	if o.Want != WantEngine {
 		return out, nil
 	}
-	if err := loadFile(ctx, src.ck, AdapterFile, out.Adapters.io.LoadAdapters); err != nil {
+	if err := loadFile(ctx, src.ck, hf.AdapterWeightsFile, out.Adapters.io.LoadAdapters); err != nil {
 		out.Close()
 		return nil, fail(src.uri, err)
 	}
@@ -554,10 +554,10 @@ func writeAdapters(ctx context.Context, w *ckpt.Writer, m *Loaded, st ckpt.State
 	if err != nil {
 		return err
 	}
-	if err := w.Add(ctx, AdapterConfigFile, bytes.NewReader(js)); err != nil {
+	if err := w.Add(ctx, hf.AdapterConfigFile, bytes.NewReader(js)); err != nil {
 		return err
 	}
-	if err := Stream(ctx, w, AdapterFile, ae.SaveAdapters); err != nil {
+	if err := Stream(ctx, w, hf.AdapterWeightsFile, ae.SaveAdapters); err != nil {
 		return err
 	}
 	if err := Stream(ctx, w, trainapi.OptimizerFile, m.Engine.SaveOptimizer); err != nil {

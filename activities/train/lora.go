@@ -23,12 +23,6 @@ import (
 // it must be another phase's committed checkpoint (never the LoRA phase's own step 0, which its
 // Retain would delete); `temper lora merge` turns adapters into a standalone model directory.
 
-// Files of a LoRA checkpoint.
-const (
-	AdapterFile       = hf.AdapterWeightsFile
-	AdapterConfigFile = hf.AdapterConfigFile
-)
-
 // Adapters says an engine trains LoRA adapters on top of the plain checkpoint Base. An engine built
 // with EngineOptions.LoRA trains only the adapters; its Caps().Adapters saves/loads them alone (PEFT
 // adapter_model.safetensors), asked for once when it is loaded and kept here for the commit, while
@@ -51,6 +45,6 @@ func adapterIO(eng Engine, what string) (AdapterIO, error) {
 
 // IsAdapterCheckpoint reports whether ck holds LoRA adapters rather than full weights.
 func IsAdapterCheckpoint(ck *ckpt.Checkpoint) bool {
-	_, ok := ck.Manifest.File(AdapterConfigFile)
+	_, ok := ck.Manifest.File(hf.AdapterConfigFile)
 	return ok
 }

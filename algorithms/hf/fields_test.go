@@ -10,6 +10,7 @@ import (
 	gm "github.com/gomlx/gomlx/ml/model"
 
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 )
 
 func TestConfigFields(t *testing.T) {
@@ -72,11 +73,11 @@ func TestLikes(t *testing.T) {
 		params float64 // billions, as the model cards give them
 		family string
 	}{
-		{"gemma3-1b", 0.9999, model.FamilyGemma3},
-		{"qwen3-0.6b", 0.596, model.FamilyQwen3},
-		{"llama3.2-1b", 1.236, model.FamilyLlama},
-		{"qwen2.5-0.5b", 0.494, model.FamilyQwen2},
-		{"mistral-7b", 7.242, model.FamilyMistral},
+		{"gemma3-1b", 0.9999, modelcfg.FamilyGemma3},
+		{"qwen3-0.6b", 0.596, modelcfg.FamilyQwen3},
+		{"llama3.2-1b", 1.236, modelcfg.FamilyLlama},
+		{"qwen2.5-0.5b", 0.494, modelcfg.FamilyQwen2},
+		{"mistral-7b", 7.242, modelcfg.FamilyMistral},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := LookupLike(tc.name)

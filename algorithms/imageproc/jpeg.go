@@ -53,6 +53,7 @@ func ycbcrToRGB(m *image.YCbCr) *RGB {
 	return out
 }
 
+// clamp255 clamps v to [0, 255].
 func clamp255(v int32) uint8 {
 	switch {
 	case v < 0:

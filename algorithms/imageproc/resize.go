@@ -149,16 +149,7 @@ func precompute(inSize int, in0, in1 float32, outSize int, f resampleFilter) coe
 }
 
 // clip8 is Pillow's clip8: the fixed-point sum's integer part, clamped to [0, 255].
-func clip8(in int32) uint8 {
-	v := in >> precisionBits
-	switch {
-	case v < 0:
-		return 0
-	case v > 255:
-		return 255
-	}
-	return uint8(v)
-}
+func clip8(in int32) uint8 { return clamp255(in >> precisionBits) }
 
 // Resize resamples src to w×h with one of Pillow's convolution filters (Bicubic, Bilinear,
 // Lanczos, Box, Hamming), as Pillow's Image.resize((w, h), resample) does on an RGB image.

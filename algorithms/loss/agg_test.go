@@ -13,6 +13,24 @@ import (
 )
 
 // pgExec is run1 for inputs of rank 1 ([]float32) or 2 ([][]float32); outputs are flattened float32.
+// surrogateExec runs a per-token surrogate on (logp, old, adv, mask) and returns its loss, the
+// gradient with respect to logp of the loss aggregated by agg, then its metrics, with their names
+// (sorted).
+func surrogateExec(t *testing.T, agg losscfg.AggMode, surrogate func(logp, old, adv, mask *Node) (*Node, map[string]*Node),
+	logp, old, adv, mask any) (out [][]float32, keys []string) {
+	t.Helper()
+	out = pgExec(t, func(in []*Node) []*Node {
+		l, m := surrogate(in[0], in[1], in[2], in[3])
+		keys = pgSortedKeys(m)
+		res := []*Node{l, Gradient(Aggregate(l, in[3], agg, 0), in[0])[0]}
+		for _, k := range keys {
+			res = append(res, m[k])
+		}
+		return res
+	}, logp, old, adv, mask)
+	return out, keys
+}
+
 func pgExec(t *testing.T, fn func(in []*Node) []*Node, inputs ...any) [][]float32 {
 	t.Helper()
 	args := make([]any, len(inputs))

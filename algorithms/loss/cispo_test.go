@@ -64,15 +64,8 @@ func TestCISPOSurrogateMatchesReference(t *testing.T) {
 		a := pgTokenAdv(adv, 3, 4)
 		for _, e := range [][2]float64{{1, 3}, {0.2, 0.28}, {0.05, 0.1}, {1, 0}} {
 			name := fmt.Sprintf("adv%T/eps%v", adv, e)
-			var keys []string
-			out := pgExec(t, func(in []*Node) []*Node {
-				l, m := CISPOSurrogate(in[0], in[1], in[2], in[3], e[0], e[1])
-				keys = pgSortedKeys(m)
-				res := []*Node{l, Gradient(Aggregate(l, in[3], losscfg.AggTokenMean, 0), in[0])[0]}
-				for _, k := range keys {
-					res = append(res, m[k])
-				}
-				return res
+			out, keys := surrogateExec(t, losscfg.AggTokenMean, func(logp, old, adv, mask *Node) (*Node, map[string]*Node) {
+				return CISPOSurrogate(logp, old, adv, mask, e[0], e[1])
 			}, pgLogp, pgOld, adv, pgMask)
 			n := 9.0 // counted tokens
 			wantLoss := pgMap(3, 4, func(i, t int) float64 { l, _ := cispoRef(logp[i][t], old[i][t], a[i][t], e[0], e[1]); return l })

@@ -85,6 +85,14 @@ func TestDPOAllPaddingBatch(t *testing.T) {
 // log((1−ε)/ε), where cDPO's optimum lies (as on the large-margins case), so there only the finite
 // difference is checked.
 func TestDPOGradients(t *testing.T) {
+	checkSmoothedGrads(t, func(in []*Node, eps float64) (*Node, Metrics) { return DPO(pairInputs(in), 0.5, eps) },
+		func(pc prefCase, eps float64) float64 { l, _ := refDPO(pc, 0.5, eps); return l })
+}
+
+// checkSmoothedGrads runs checkPairGrads on every case with label smoothing ε = 0 (the chosen
+// side's gradient negative, the rejected side's positive) and ε = 0.1 (finite differences only).
+func checkSmoothedGrads(t *testing.T, loss func(in []*Node, eps float64) (*Node, Metrics), ref func(pc prefCase, eps float64) float64) {
+	t.Helper()
 	for _, pc := range prefCases {
 		for _, eps := range []float64{0, 0.1} {
 			sign := 1.0
@@ -92,8 +100,8 @@ func TestDPOGradients(t *testing.T) {
 				sign = 0
 			}
 			t.Run(fmt.Sprintf("%s/ε=%g", pc.name, eps), func(t *testing.T) {
-				checkPairGrads(t, pc, func(in []*Node) (*Node, Metrics) { return DPO(pairInputs(in), 0.5, eps) },
-					func(pc prefCase) float64 { l, _ := refDPO(pc, 0.5, eps); return l }, -sign, sign)
+				checkPairGrads(t, pc, func(in []*Node) (*Node, Metrics) { return loss(in, eps) },
+					func(pc prefCase) float64 { return ref(pc, eps) }, -sign, sign)
 			})
 		}
 	}

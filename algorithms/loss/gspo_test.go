@@ -72,15 +72,8 @@ func TestGSPOMatchesReference(t *testing.T) {
 		a := pgTokenAdv(adv, 3, 4)
 		for _, e := range [][2]float64{{3e-4, 4e-4}, {1e-3, 1e-3}, {0.2, 0.2}} {
 			name := fmt.Sprintf("%v/eps%v", adv, e)
-			var keys []string
-			out := pgExec(t, func(in []*Node) []*Node {
-				l, m := GSPOSurrogate(in[0], in[1], in[2], in[3], e[0], e[1])
-				keys = pgSortedKeys(m)
-				res := []*Node{l, Gradient(Aggregate(l, in[3], losscfg.AggSeqMeanTokenMean, 0), in[0])[0]}
-				for _, k := range keys {
-					res = append(res, m[k])
-				}
-				return res
+			out, keys := surrogateExec(t, losscfg.AggSeqMeanTokenMean, func(logp, old, adv, mask *Node) (*Node, map[string]*Node) {
+				return GSPOSurrogate(logp, old, adv, mask, e[0], e[1])
 			}, logp32, old32, adv, pgMask)
 			wantLoss := pgMap(3, 4, func(i, t int) float64 { return pgRefClipLoss(s[i], a[i][t], e[0], e[1], 0) })
 			pgCheckMatrix(t, name+"/loss", out[0], wantLoss)

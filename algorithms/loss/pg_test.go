@@ -199,15 +199,8 @@ func TestClippedSurrogateMatchesReference(t *testing.T) {
 		a := pgTokenAdv(adv, 3, 4)
 		for _, e := range [][3]float64{{0.2, 0.2, 0}, {0.2, 0.28, 0}, {0.1, 0.1, 1.5}, {0.3, 0.5, 3}} {
 			name := fmt.Sprintf("adv%T/eps%v", adv, e)
-			var keys []string
-			out := pgExec(t, func(in []*Node) []*Node {
-				l, m := ClippedSurrogate(in[0], in[1], in[2], in[3], e[0], e[1], e[2])
-				keys = pgSortedKeys(m)
-				res := []*Node{l, Gradient(Aggregate(l, in[3], losscfg.AggTokenMean, 0), in[0])[0]}
-				for _, k := range keys {
-					res = append(res, m[k])
-				}
-				return res
+			out, keys := surrogateExec(t, losscfg.AggTokenMean, func(logp, old, adv, mask *Node) (*Node, map[string]*Node) {
+				return ClippedSurrogate(logp, old, adv, mask, e[0], e[1], e[2])
 			}, pgLogp, pgOld, adv, pgMask)
 			ratio := pgMap(3, 4, func(i, t int) float64 { return math.Exp(pgRefClip(logp[i][t]-old[i][t], -20, 20)) })
 			wantLoss := pgMap(3, 4, func(i, t int) float64 { return pgRefClipLoss(ratio[i][t], a[i][t], e[0], e[1], e[2]) })

@@ -4,6 +4,7 @@ import (
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // GoMLX graph code reads best unqualified.
 	"github.com/gomlx/gomlx/support/exceptions"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 )
 
 // goBackend is the name (compute.Backend.String) of GoMLX's pure-Go backend, the one whose fork
@@ -16,16 +17,16 @@ const goBackend = "go"
 func blockedAttention(cfg Config, g *Graph, seq int) bool {
 	onGo := g.Backend().String() == goBackend
 	switch cfg.Attention {
-	case AttentionPlain:
+	case modelcfg.AttentionPlain:
 		return false
-	case AttentionBlocked:
+	case modelcfg.AttentionBlocked:
 		if !onGo {
 			exceptions.Panicf("model: attention=%q needs the %q backend (Temper's compute fork), not %q; use %q or %q",
-				AttentionBlocked, goBackend, g.Backend().String(), AttentionAuto, AttentionPlain)
+				modelcfg.AttentionBlocked, goBackend, g.Backend().String(), modelcfg.AttentionAuto, modelcfg.AttentionPlain)
 		}
 		return true
 	}
-	return onGo && seq >= BlockedAttentionMinSeq
+	return onGo && seq >= modelcfg.BlockedAttentionMinSeq
 }
 
 // blockedAttentionValues is softmax(q·kᵀ + mask)·v by the fork's blocked (flash-style) kernel:

@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
 
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/testbackend"
 )
@@ -181,7 +182,7 @@ func TestBlockedAttentionMatchesPlain(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/right=%v", name, right), func(t *testing.T) {
 				rows := raggedRows(cfg.Vocab)
 				plain, blocked := cfg.Clone(), cfg.Clone()
-				plain.Attention, blocked.Attention = AttentionPlain, AttentionBlocked
+				plain.Attention, blocked.Attention = modelcfg.AttentionPlain, modelcfg.AttentionBlocked
 				p := runStep(t, plain, blockedWeights[name], rows, 150, right, nil)
 				b := runStep(t, blocked, blockedWeights[name], rows, 150, right, nil)
 				if d := relDiff(b.logits, p.logits); d > 1e-5 {
@@ -212,7 +213,7 @@ func TestBlockedPrefillMatchesPlain(t *testing.T) {
 	for _, name := range []string{"llama", "gemma2", "mistral-window70"} {
 		t.Run(name, func(t *testing.T) {
 			var runs [2][]Completion
-			for i, mode := range []string{AttentionPlain, AttentionBlocked} {
+			for i, mode := range []string{modelcfg.AttentionPlain, modelcfg.AttentionBlocked} {
 				cfg := cases[name].Clone()
 				cfg.Attention = mode
 				store := newStore(t, cfg, blockedWeights[name])
@@ -248,8 +249,8 @@ func TestAttentionChoice(t *testing.T) {
 		seq  int
 		want bool
 	}{
-		{"", BlockedAttentionMinSeq - 1, false}, {"", BlockedAttentionMinSeq, true}, {AttentionAuto, 512, false},
-		{AttentionAuto, 4096, true}, {AttentionPlain, 16384, false}, {AttentionBlocked, 8, true},
+		{"", modelcfg.BlockedAttentionMinSeq - 1, false}, {"", modelcfg.BlockedAttentionMinSeq, true}, {modelcfg.AttentionAuto, 512, false},
+		{modelcfg.AttentionAuto, 4096, true}, {modelcfg.AttentionPlain, 16384, false}, {modelcfg.AttentionBlocked, 8, true},
 	} {
 		cfg := tinyConfigs()["llama"]
 		cfg.Attention = tc.mode

@@ -10,32 +10,6 @@ import (
 // model's methods (weights, FLOPs, Hugging Face names) hang on it; convert with model.Config(c).
 type Config modelcfg.Config
 
-// Family and activation names and the default vocabulary: see modelcfg.
-const (
-	FamilyLlama   = modelcfg.FamilyLlama
-	FamilyGemma   = modelcfg.FamilyGemma
-	FamilyQwen2   = modelcfg.FamilyQwen2
-	FamilyGemma2  = modelcfg.FamilyGemma2
-	FamilyGemma3  = modelcfg.FamilyGemma3
-	FamilyQwen3   = modelcfg.FamilyQwen3
-	FamilyMistral = modelcfg.FamilyMistral
-	FamilyPhi3    = modelcfg.FamilyPhi3
-	LayerFull     = modelcfg.LayerFull
-	LayerSliding  = modelcfg.LayerSliding
-	ActSiLU       = modelcfg.ActSiLU
-	ActGELU       = modelcfg.ActGELU
-	ActGELUExact  = modelcfg.ActGELUExact
-	DefaultVocab  = modelcfg.DefaultVocab
-
-	AttentionAuto          = modelcfg.AttentionAuto
-	AttentionPlain         = modelcfg.AttentionPlain
-	AttentionBlocked       = modelcfg.AttentionBlocked
-	RematNone              = modelcfg.RematNone
-	RematLayer             = modelcfg.RematLayer
-	RematAttention         = modelcfg.RematAttention
-	BlockedAttentionMinSeq = modelcfg.BlockedAttentionMinSeq
-)
-
 // Validate checks every field and names the first bad one with its allowed values.
 func (c Config) Validate() error { return modelcfg.Config(c).Validate() }
 

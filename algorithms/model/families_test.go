@@ -13,6 +13,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/testbackend"
@@ -407,7 +408,7 @@ func TestFamiliesLoRA(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fused := cfg.Family == FamilyPhi3
+			fused := cfg.Family == modelcfg.FamilyPhi3
 			_, hasFused := shapes["base_model.model.model.layers.0.self_attn.qkv_proj.lora_A.weight"]
 			_, hasQ := shapes["base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"]
 			if hasFused != fused || hasQ == fused {

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"math"
 
 	"github.com/gomlx/compute"
@@ -244,10 +245,10 @@ func trunk(scope *gm.Scope, cfg Config, tokens, positions *Node, bias attnBias, 
 	remat := rematOf(cfg, kv)
 	for l := range cfg.Layers {
 		cos, sin := rope(l)
-		x = remat.start(RematLayer, x)
+		x = remat.start(modelcfg.RematLayer, x)
 		h := rmsNorm(x, param(scope, g, layerPath(VarAttnNorm, l), d), cfg)
-		h = remat.start(RematAttention, h)
-		a := remat.end(RematAttention, attention(scope, cfg, l, h, cos, sin, bias, kv, remat))
+		h = remat.start(modelcfg.RematAttention, h)
+		a := remat.end(modelcfg.RematAttention, attention(scope, cfg, l, h, cos, sin, bias, kv, remat))
 		if cfg.PostNorms {
 			a = rmsNorm(a, param(scope, g, layerPath(VarAttnPostNorm, l), d), cfg)
 		}
@@ -259,7 +260,7 @@ func trunk(scope *gm.Scope, cfg Config, tokens, positions *Node, bias attnBias, 
 		}
 		x = Add(x, m)
 	}
-	x = remat.end(RematLayer, x)
+	x = remat.end(modelcfg.RematLayer, x)
 	return rmsNorm(x, param(scope, g, VarFinalNorm, d), cfg)
 }
 
@@ -449,13 +450,13 @@ func mlp(scope *gm.Scope, cfg Config, l int, h *Node) *Node {
 
 func activate(name string, x *Node) *Node {
 	switch name {
-	case ActSiLU:
+	case modelcfg.ActSiLU:
 		return Mul(x, Sigmoid(x))
-	case ActGELU:
+	case modelcfg.ActGELU:
 		// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
 		inner := MulScalar(Add(x, MulScalar(Mul(x, Square(x)), 0.044715)), math.Sqrt(2/math.Pi))
 		return Mul(MulScalar(x, 0.5), OnePlus(Tanh(inner)))
-	case ActGELUExact:
+	case modelcfg.ActGELUExact:
 		return Mul(MulScalar(x, 0.5), OnePlus(Erf(MulScalar(x, 1/math.Sqrt2))))
 	}
 	exceptions.Panicf("model: unknown activation %q", name)

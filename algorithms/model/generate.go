@@ -261,6 +261,26 @@ func (gen *Generator) plan(prompts [][]int, opts sample.Options) (plan, error) {
 	return pl, nil
 }
 
+// lockedPlan plans the call and, when the plan is good, takes the generator's lock (the compiled
+// graphs are not safe for concurrent calls); the caller defers gen.mu.Unlock().
+func (gen *Generator) lockedPlan(prompts [][]int, opts sample.Options) (plan, error) {
+	pl, err := gen.plan(prompts, opts)
+	if err == nil {
+		gen.mu.Lock()
+	}
+	return pl, err
+}
+
+// row returns row i's prompt and its left padding to promptLen; rows past the real prompts are
+// dummies ([0]) that fill the batch bucket.
+func (pl plan) row(prompts [][]int, i int) (prompt []int, pad int) {
+	prompt = []int{0}
+	if i < pl.n {
+		prompt = prompts[i]
+	}
+	return prompt, pl.promptLen - len(prompt)
+}
+
 // rowState tracks one request while generating.
 type rowState struct {
 	sampler *sample.Sampler
@@ -286,22 +306,29 @@ func newRows(pl plan, opts sample.Options, prompts [][]int) []*rowState {
 // vocabulary (a twentieth of a small model's decode step) no longer waits for one core.
 func consume(rows []*rowState, logits []float32, vocab int, opts sample.Options) bool {
 	const perWorker = 16
-	workers := min(runtime.GOMAXPROCS(0), len(rows)/perWorker)
-	if workers <= 1 {
-		return consumeRows(rows, 0, len(rows), logits, vocab, opts)
-	}
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(rows)/perWorker))
 	lives := make([]bool, workers)
+	SplitRows(len(rows), workers, func(w, lo, hi int) { lives[w] = consumeRows(rows, lo, hi, logits, vocab, opts) })
+	return slices.Contains(lives, true)
+}
+
+// SplitRows calls f(w, lo, hi) for w < workers on consecutive ranges [lo, hi) that cover rows 0..n,
+// each on its own goroutine, and waits for them; with workers <= 1 it calls f(0, 0, n) here.
+func SplitRows(n, workers int, f func(w, lo, hi int)) {
+	if workers <= 1 {
+		f(0, 0, n)
+		return
+	}
 	var wg sync.WaitGroup
-	per := (len(rows) + workers - 1) / workers
+	per := (n + workers - 1) / workers
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lives[w] = consumeRows(rows, w*per, min(len(rows), (w+1)*per), logits, vocab, opts)
+			f(w, w*per, min(n, (w+1)*per))
 		}()
 	}
 	wg.Wait()
-	return slices.Contains(lives, true)
 }
 
 // consumeRows is consume for rows [lo, hi).
@@ -352,13 +379,11 @@ func recoverTo(op string, err *error) {
 // their output is frozen.
 func (gen *Generator) Generate(prompts [][]int, opts sample.Options) (out []Completion, err error) {
 	defer recoverTo("generate", &err)
-	pl, err := gen.plan(prompts, opts)
+	pl, err := gen.lockedPlan(prompts, opts)
 	if err != nil {
 		return nil, err
 	}
-	gen.mu.Lock()
 	defer gen.mu.Unlock()
-	cfg := gen.cfg
 	b, p := pl.batch, pl.promptLen
 	// The cache starts just long enough for the prompt and the first new token, and grows by
 	// cacheStep columns as tokens fill it, so that decode attends over the filled part only.
@@ -367,11 +392,7 @@ func (gen *Generator) Generate(prompts [][]int, opts sample.Options) (out []Comp
 	pos := make([]int32, b*p)
 	starts := make([]int, b) // first real prompt column of each row (left padding before it)
 	for i := range b {
-		prompt := []int{0} // dummy rows fill the batch bucket
-		if i < pl.n {
-			prompt = prompts[i]
-		}
-		pad := p - len(prompt)
+		prompt, pad := pl.row(prompts, i)
 		starts[i] = pad
 		for j, t := range prompt {
 			tok[i*p+pad+j] = int32(t)
@@ -398,7 +419,7 @@ func (gen *Generator) Generate(prompts [][]int, opts sample.Options) (out []Comp
 	pos1 := make([]int32, b)
 	for step := 0; ; step++ {
 		logits := tensors.MustCopyFlatData[float32](outs[0])
-		if !consume(rows, logits, cfg.Vocab, opts) {
+		if !consume(rows, logits, gen.cfg.Vocab, opts) {
 			break
 		}
 		slot := p + step
@@ -459,29 +480,23 @@ func donateAll(ts []*tensors.Tensor, backend compute.Backend) ([]any, error) {
 // forward over a fixed [batch, cache] buffer (one compiled graph). Slow; for tests and checks.
 func (gen *Generator) GenerateUncached(prompts [][]int, opts sample.Options) (out []Completion, err error) {
 	defer recoverTo("generate uncached", &err)
-	pl, err := gen.plan(prompts, opts)
+	pl, err := gen.lockedPlan(prompts, opts)
 	if err != nil {
 		return nil, err
 	}
-	gen.mu.Lock()
 	defer gen.mu.Unlock()
-	cfg := gen.cfg
-	b, p, s := pl.batch, pl.promptLen, pl.cacheLen
+	vocab, b, p, s := gen.cfg.Vocab, pl.batch, pl.promptLen, pl.cacheLen
 	tok := make([]int32, b*s)
 	pos := make([]int32, b*s)
 	mask := make([]bool, b*s)
 	for i := range b {
-		prompt := []int{0}
-		if i < pl.n {
-			prompt = prompts[i]
-		}
-		pad := p - len(prompt)
+		prompt, pad := pl.row(prompts, i)
 		for j, t := range prompt {
 			tok[i*s+pad+j], pos[i*s+pad+j], mask[i*s+pad+j] = int32(t), int32(j), true
 		}
 	}
 	rows := newRows(pl, opts, prompts)
-	last := make([]float32, b*cfg.Vocab)
+	last := make([]float32, b*vocab)
 	for step := 0; ; step++ {
 		res, err := gen.full.Call(tensors.FromFlatDataAndDimensions(tok, b, s),
 			tensors.FromFlatDataAndDimensions(pos, b, s), tensors.FromFlatDataAndDimensions(mask, b, s))
@@ -492,9 +507,9 @@ func (gen *Generator) GenerateUncached(prompts [][]int, opts sample.Options) (ou
 		res[0].FinalizeAll()
 		col := p - 1 + step
 		for i := range b {
-			copy(last[i*cfg.Vocab:(i+1)*cfg.Vocab], all[(i*s+col)*cfg.Vocab:(i*s+col+1)*cfg.Vocab])
+			copy(last[i*vocab:(i+1)*vocab], all[(i*s+col)*vocab:(i*s+col+1)*vocab])
 		}
-		if !consume(rows, last, cfg.Vocab, opts) {
+		if !consume(rows, last, vocab, opts) {
 			break
 		}
 		for i := range pl.n {

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"regexp"
 	"strconv"
 )
@@ -91,7 +92,7 @@ func (c Config) hfParts(path string) ([]hfPart, error) {
 			return []hfPart{{name: p + "self_attn.o_proj.bias", hi: c.DModel}}, nil
 		}
 	case VarQKV:
-		if c.Family == FamilyPhi3 {
+		if c.Family == modelcfg.FamilyPhi3 {
 			return []hfPart{{p + "self_attn.qkv_proj.weight", 0, nh + 2*nkv, true}}, nil
 		}
 		return []hfPart{
@@ -108,7 +109,7 @@ func (c Config) hfParts(path string) ([]hfPart, error) {
 	case VarAttnOut:
 		return []hfPart{{name: p + "self_attn.o_proj.weight", hi: c.DModel, transpose: true}}, nil
 	case VarGateUp:
-		if c.Family == FamilyPhi3 {
+		if c.Family == modelcfg.FamilyPhi3 {
 			return []hfPart{{p + "mlp.gate_up_proj.weight", 0, 2 * f, true}}, nil
 		}
 		return []hfPart{

@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
 
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/testbackend"
 )
 
@@ -221,7 +222,7 @@ func TestConfigValidateAndPresets(t *testing.T) {
 	sizes := map[string][2]int64{"tiny": {50_000, 150_000}, "small": {700_000, 1_500_000}, "base": {7_000_000, 13_000_000}}
 	for name, r := range sizes {
 		c, _ := Preset(name)
-		if c.Vocab != DefaultVocab {
+		if c.Vocab != modelcfg.DefaultVocab {
 			t.Errorf("%s vocab %d", name, c.Vocab)
 		}
 		if n := c.ParamCount(); n < r[0] || n > r[1] {
@@ -321,7 +322,7 @@ func TestValueHeadAndHidden(t *testing.T) {
 func TestFLOPs(t *testing.T) {
 	c, _ := Preset("tiny")                                    // d=64, 2 layers, 4 heads × 16, 2 kv heads, ffn 128, vocab 264, tied
 	matmul := int64(2 * (64*(4+2*2)*16 + 4*16*64 + 3*64*128)) // per-layer qkv + out + mlp, 2 layers
-	matmul += DefaultVocab * 64                               // output head (tied: the embedding)
+	matmul += modelcfg.DefaultVocab * 64                      // output head (tied: the embedding)
 	if got := c.ForwardFLOPsPerToken(0); got != float64(2*matmul) {
 		t.Errorf("forward FLOPs at ctx 0 = %v, want %v", got, 2*matmul)
 	}

@@ -35,25 +35,25 @@ var hfCommonFields = []string{"vocab_size", "hidden_size", "intermediate_size", 
 	"attn_implementation", "_attn_implementation"}
 
 var hfFamilies = map[string]hfFamily{
-	FamilyLlama: {arch: "LlamaForCausalLM", theta: 10000, eps: 1e-6, act: "silu", actKey: "hidden_act",
+	modelcfg.FamilyLlama: {arch: "LlamaForCausalLM", theta: 10000, eps: 1e-6, act: "silu", actKey: "hidden_act",
 		fields: []string{"attention_bias", "mlp_bias"}},
-	FamilyGemma: {arch: "GemmaForCausalLM", tied: true, theta: 10000, eps: 1e-6, act: "gelu_pytorch_tanh",
+	modelcfg.FamilyGemma: {arch: "GemmaForCausalLM", tied: true, theta: 10000, eps: 1e-6, act: "gelu_pytorch_tanh",
 		actKey: "hidden_activation", gemma: true, fields: []string{"attention_bias", "hidden_act"}},
-	FamilyQwen2: {arch: "Qwen2ForCausalLM", theta: 10000, eps: 1e-6, act: "silu", actKey: "hidden_act",
+	modelcfg.FamilyQwen2: {arch: "Qwen2ForCausalLM", theta: 10000, eps: 1e-6, act: "silu", actKey: "hidden_act",
 		fields: []string{"use_sliding_window", "sliding_window", "max_window_layers", "layer_types"}},
-	FamilyQwen3: {arch: "Qwen3ForCausalLM", theta: 10000, eps: 1e-6, act: "silu", actKey: "hidden_act",
+	modelcfg.FamilyQwen3: {arch: "Qwen3ForCausalLM", theta: 10000, eps: 1e-6, act: "silu", actKey: "hidden_act",
 		kvDefault: 8, headDim: 128,
 		fields: []string{"attention_bias", "use_sliding_window", "sliding_window", "max_window_layers", "layer_types"}},
-	FamilyMistral: {arch: "MistralForCausalLM", theta: 10000, eps: 1e-6, act: "silu", actKey: "hidden_act",
+	modelcfg.FamilyMistral: {arch: "MistralForCausalLM", theta: 10000, eps: 1e-6, act: "silu", actKey: "hidden_act",
 		kvDefault: 8, window: 4096, fields: []string{"sliding_window", "layer_types"}},
-	FamilyPhi3: {arch: "Phi3ForCausalLM", theta: 10000, eps: 1e-5, act: "silu", actKey: "hidden_act",
+	modelcfg.FamilyPhi3: {arch: "Phi3ForCausalLM", theta: 10000, eps: 1e-5, act: "silu", actKey: "hidden_act",
 		fields: []string{"sliding_window", "partial_rotary_factor", "resid_pdrop", "embd_pdrop",
 			"original_max_position_embeddings", "layer_types"}},
-	FamilyGemma2: {arch: "Gemma2ForCausalLM", tied: true, theta: 10000, eps: 1e-6, act: "gelu_pytorch_tanh",
+	modelcfg.FamilyGemma2: {arch: "Gemma2ForCausalLM", tied: true, theta: 10000, eps: 1e-6, act: "gelu_pytorch_tanh",
 		actKey: "hidden_activation", kvDefault: 4, headDim: 256, window: 4096, gemma: true,
 		fields: []string{"attention_bias", "hidden_act", "query_pre_attn_scalar", "sliding_window", "layer_types",
 			"attn_logit_softcapping", "final_logit_softcapping", "use_bidirectional_attention"}},
-	FamilyGemma3: {arch: "Gemma3ForCausalLM", tied: true, theta: 1_000_000, eps: 1e-6, act: "gelu_pytorch_tanh",
+	modelcfg.FamilyGemma3: {arch: "Gemma3ForCausalLM", tied: true, theta: 1_000_000, eps: 1e-6, act: "gelu_pytorch_tanh",
 		actKey: "hidden_activation", kvDefault: 4, headDim: 256, window: 4096, gemma: true,
 		fields: []string{"attention_bias", "hidden_act", "query_pre_attn_scalar", "sliding_window", "layer_types",
 			"sliding_window_pattern", "_sliding_window_pattern", "rope_local_base_freq", "attn_logit_softcapping",
@@ -210,7 +210,7 @@ func (r *hfReader) config() (Config, error) {
 
 func (r *hfReader) activation(c *Config, fam hfFamily) error {
 	act := fam.act
-	if c.Family == FamilyGemma {
+	if c.Family == modelcfg.FamilyGemma {
 		// transformers' Gemma (1) reads hidden_activation and uses the tanh GELU when it is unset,
 		// whatever hidden_act says.
 		r.used["hidden_act"] = true
@@ -220,11 +220,11 @@ func (r *hfReader) activation(c *Config, fam hfFamily) error {
 	}
 	switch act {
 	case "silu", "swish":
-		c.Activation = ActSiLU
+		c.Activation = modelcfg.ActSiLU
 	case "gelu_pytorch_tanh", "gelu_new", "gelu_fast":
-		c.Activation = ActGELU
+		c.Activation = modelcfg.ActGELU
 	case "gelu":
-		c.Activation = ActGELUExact
+		c.Activation = modelcfg.ActGELUExact
 	default:
 		return fmt.Errorf("field %s=%q: allowed silu, swish, gelu, gelu_pytorch_tanh, gelu_new, gelu_fast", fam.actKey, act)
 	}
@@ -261,7 +261,7 @@ func (r *hfReader) attnImplementation() error {
 // biases maps attention_bias (q, k, v and o biases in Llama, Gemma 1/2/3 and Qwen3) and Qwen2's
 // fixed q/k/v biases.
 func (r *hfReader) biases(c *Config) error {
-	if c.Family == FamilyQwen2 {
+	if c.Family == modelcfg.FamilyQwen2 {
 		c.QKVBias = true
 		return nil
 	}
@@ -272,7 +272,7 @@ func (r *hfReader) biases(c *Config) error {
 		}
 	}
 	c.QKVBias, c.AttnOutBias = attn, attn
-	if c.Family == FamilyLlama {
+	if c.Family == modelcfg.FamilyLlama {
 		if _, err := r.get("mlp_bias", &mlpBias); err != nil {
 			return err
 		}
@@ -289,22 +289,22 @@ func (r *hfReader) familyFeatures(c *Config, fam hfFamily) error {
 	types := func(sliding func(l int) bool) []string {
 		t := make([]string, c.Layers)
 		for l := range t {
-			t[l] = LayerFull
+			t[l] = modelcfg.LayerFull
 			if sliding(l) {
-				t[l] = LayerSliding
+				t[l] = modelcfg.LayerSliding
 			}
 		}
 		return t
 	}
-	c.PostNorms = c.Family == FamilyGemma2 || c.Family == FamilyGemma3
-	c.QKNorm = c.Family == FamilyQwen3 || c.Family == FamilyGemma3
+	c.PostNorms = c.Family == modelcfg.FamilyGemma2 || c.Family == modelcfg.FamilyGemma3
+	c.QKNorm = c.Family == modelcfg.FamilyQwen3 || c.Family == modelcfg.FamilyGemma3
 	window := fam.window
 	var explicit []string
 	if _, err := r.get("layer_types", &explicit); err != nil {
 		return err
 	}
 	switch c.Family {
-	case FamilyQwen2, FamilyQwen3:
+	case modelcfg.FamilyQwen2, modelcfg.FamilyQwen3:
 		var use bool
 		if _, err := r.get("use_sliding_window", &use); err != nil {
 			return err
@@ -314,7 +314,7 @@ func (r *hfReader) familyFeatures(c *Config, fam hfFamily) error {
 		}
 		r.used["sliding_window"], r.used["max_window_layers"] = true, true // unused unless use_sliding_window
 		return checkLayerTypes(explicit, types(func(int) bool { return false }))
-	case FamilyMistral, FamilyPhi3:
+	case modelcfg.FamilyMistral, modelcfg.FamilyPhi3:
 		if err := r.window(&window); err != nil {
 			return err
 		}
@@ -325,7 +325,7 @@ func (r *hfReader) familyFeatures(c *Config, fam hfFamily) error {
 		if err := checkLayerTypes(explicit, types(func(int) bool { return window > 0 })); err != nil {
 			return err
 		}
-		if c.Family == FamilyPhi3 {
+		if c.Family == modelcfg.FamilyPhi3 {
 			r.used["original_max_position_embeddings"] = true // read only by longrope, which is refused
 			f := 1.0
 			if _, err := r.get("partial_rotary_factor", &f); err != nil {
@@ -336,7 +336,7 @@ func (r *hfReader) familyFeatures(c *Config, fam hfFamily) error {
 			}
 		}
 		return nil
-	case FamilyGemma2, FamilyGemma3:
+	case modelcfg.FamilyGemma2, modelcfg.FamilyGemma3:
 		var bidi bool
 		if _, err := r.get("use_bidirectional_attention", &bidi); err != nil {
 			return err
@@ -358,7 +358,7 @@ func (r *hfReader) familyFeatures(c *Config, fam hfFamily) error {
 			c.QueryScale = scalar
 		}
 		attnCap, finalCap := 0.0, 0.0
-		if c.Family == FamilyGemma2 {
+		if c.Family == modelcfg.FamilyGemma2 {
 			attnCap, finalCap = 50, 30
 		}
 		// An explicit null turns a cap off; a missing field takes the default.
@@ -373,12 +373,12 @@ func (r *hfReader) familyFeatures(c *Config, fam hfFamily) error {
 				return err
 			}
 		}
-		if c.Family == FamilyGemma3 && attnCap != 0 {
+		if c.Family == modelcfg.FamilyGemma3 && attnCap != 0 {
 			return fmt.Errorf("field attn_logit_softcapping=%g: transformers' Gemma 3 does not apply it (allowed null)", attnCap)
 		}
 		c.AttnSoftcap, c.FinalSoftcap = attnCap, finalCap
 		derived := types(func(l int) bool { return l%2 == 0 }) // Gemma 2: (l+1) % 2 != 0
-		if c.Family == FamilyGemma3 {
+		if c.Family == modelcfg.FamilyGemma3 {
 			pattern := 6
 			for _, f := range []string{"sliding_window_pattern", "_sliding_window_pattern"} {
 				if _, err := r.integer(f, &pattern); err != nil {
@@ -397,15 +397,15 @@ func (r *hfReader) familyFeatures(c *Config, fam hfFamily) error {
 			}
 			lt = explicit
 		}
-		if slices.Contains(lt, LayerSliding) {
+		if slices.Contains(lt, modelcfg.LayerSliding) {
 			if window <= 0 {
 				return fmt.Errorf("field sliding_window=%d: must be > 0 with sliding layers", window)
 			}
 			c.SlidingWindow, c.LayerTypes = window, slices.Clone(lt)
 		}
 		for i, t := range lt {
-			if t != LayerFull && t != LayerSliding {
-				return fmt.Errorf("field layer_types[%d]=%q: allowed %q", i, t, []string{LayerFull, LayerSliding})
+			if t != modelcfg.LayerFull && t != modelcfg.LayerSliding {
+				return fmt.Errorf("field layer_types[%d]=%q: allowed %q", i, t, []string{modelcfg.LayerFull, modelcfg.LayerSliding})
 			}
 		}
 		return nil
@@ -542,7 +542,7 @@ func (r *hfReader) rope(c *Config) error {
 	}
 	r.used["rope_scaling"] = true
 	localTheta, hasLocal := 10000.0, false
-	if c.Family == FamilyGemma3 {
+	if c.Family == modelcfg.FamilyGemma3 {
 		if hasLocal, err = r.get("rope_local_base_freq", &localTheta); err != nil {
 			return err
 		}
@@ -558,34 +558,34 @@ func (r *hfReader) rope(c *Config) error {
 	if r.has("rope_parameters") {
 		var perKind map[string]json.RawMessage
 		_ = json.Unmarshal(r.raw["rope_parameters"], &perKind)
-		_, hasFullKey := perKind[LayerFull]
-		_, hasSlidingKey := perKind[LayerSliding]
+		_, hasFullKey := perKind[modelcfg.LayerFull]
+		_, hasSlidingKey := perKind[modelcfg.LayerSliding]
 		var newGlobal ropeSpec
 		if hasFullKey || hasSlidingKey {
-			if c.Family != FamilyGemma3 {
+			if c.Family != modelcfg.FamilyGemma3 {
 				return fmt.Errorf("field rope_parameters: per-layer-kind RoPE is implemented for gemma3_text only")
 			}
 			for k := range perKind {
-				if k != LayerFull && k != LayerSliding {
-					return fmt.Errorf("field rope_parameters.%s: allowed keys %q", k, []string{LayerFull, LayerSliding})
+				if k != modelcfg.LayerFull && k != modelcfg.LayerSliding {
+					return fmt.Errorf("field rope_parameters.%s: allowed keys %q", k, []string{modelcfg.LayerFull, modelcfg.LayerSliding})
 				}
 			}
-			if raw, ok := perKind[LayerFull]; ok && string(raw) != "null" {
-				if newGlobal, err = parseRope("rope_parameters."+LayerFull, raw); err != nil {
+			if raw, ok := perKind[modelcfg.LayerFull]; ok && string(raw) != "null" {
+				if newGlobal, err = parseRope("rope_parameters."+modelcfg.LayerFull, raw); err != nil {
 					return err
 				}
 			}
-			if raw, ok := perKind[LayerSliding]; ok && string(raw) != "null" {
-				local, err := parseRope("rope_parameters."+LayerSliding, raw)
+			if raw, ok := perKind[modelcfg.LayerSliding]; ok && string(raw) != "null" {
+				local, err := parseRope("rope_parameters."+modelcfg.LayerSliding, raw)
 				if err != nil {
 					return err
 				}
 				if local.scaling != nil || local.partial != 0 {
-					return fmt.Errorf("field rope_parameters.%s: only default RoPE is implemented for sliding layers", LayerSliding)
+					return fmt.Errorf("field rope_parameters.%s: only default RoPE is implemented for sliding layers", modelcfg.LayerSliding)
 				}
 				if local.hasTheta {
 					if hasLocal && local.theta != localTheta {
-						return fmt.Errorf("field rope_parameters.%s.rope_theta=%g disagrees with rope_local_base_freq=%g", LayerSliding, local.theta, localTheta)
+						return fmt.Errorf("field rope_parameters.%s.rope_theta=%g disagrees with rope_local_base_freq=%g", modelcfg.LayerSliding, local.theta, localTheta)
 					}
 					localTheta = local.theta
 				}
@@ -596,7 +596,7 @@ func (r *hfReader) rope(c *Config) error {
 			}
 		}
 		if newGlobal.partial != 0 {
-			if c.Family != FamilyPhi3 {
+			if c.Family != modelcfg.FamilyPhi3 {
 				return fmt.Errorf("field rope_parameters.partial_rotary_factor: implemented for phi3 only")
 			}
 			if err := setPartialRotary(c, "rope_parameters.partial_rotary_factor", newGlobal.partial); err != nil {
@@ -612,7 +612,7 @@ func (r *hfReader) rope(c *Config) error {
 		global = newGlobal
 	}
 	c.RopeTheta, c.RopeScaling = global.theta, global.scaling
-	if c.Family == FamilyGemma3 && c.hasSliding() {
+	if c.Family == modelcfg.FamilyGemma3 && c.hasSliding() {
 		c.RopeLocalTheta = localTheta
 	}
 	return nil
@@ -690,7 +690,7 @@ func (c Config) ToHFConfig() ([]byte, error) {
 		return nil, err
 	}
 	fam := hfFamilies[c.Family]
-	act := map[string]string{ActSiLU: "silu", ActGELU: "gelu_pytorch_tanh", ActGELUExact: "gelu"}[c.Activation]
+	act := map[string]string{modelcfg.ActSiLU: "silu", modelcfg.ActGELU: "gelu_pytorch_tanh", modelcfg.ActGELUExact: "gelu"}[c.Activation]
 	kv, hd, theta, eps, tied := c.KVHeads, c.HeadDim, c.RopeTheta, c.NormEps, c.TiedEmbeddings
 	h := hfConfigOut{Architectures: []string{fam.arch}, ModelType: c.Family, VocabSize: c.Vocab,
 		HiddenSize: c.DModel, IntermediateSize: c.FFN, NumLayers: c.Layers, NumHeads: c.Heads, NumKVHeads: &kv,
@@ -702,19 +702,19 @@ func (c Config) ToHFConfig() ([]byte, error) {
 	}
 	f, bias := false, c.QKVBias
 	switch c.Family {
-	case FamilyLlama:
+	case modelcfg.FamilyLlama:
 		h.AttentionBias, h.MLPBias = &bias, &f
-	case FamilyQwen2:
+	case modelcfg.FamilyQwen2:
 		h.UseSlidingWindow = &f
-	case FamilyQwen3:
+	case modelcfg.FamilyQwen3:
 		h.AttentionBias, h.UseSlidingWindow = &bias, &f
-	case FamilyMistral, FamilyPhi3:
+	case modelcfg.FamilyMistral, modelcfg.FamilyPhi3:
 		h.SlidingWindow = jsonNumberOrNull(c.SlidingWindow)
 		if c.RotaryDim > 0 {
 			p := float64(c.RotaryDim) / float64(c.HeadDim)
 			h.PartialRotary = &p
 		}
-	case FamilyGemma2, FamilyGemma3:
+	case modelcfg.FamilyGemma2, modelcfg.FamilyGemma3:
 		h.AttentionBias = &bias
 		qs := c.QueryScale
 		if qs == 0 {
@@ -730,7 +730,7 @@ func (c Config) ToHFConfig() ([]byte, error) {
 		if len(h.LayerTypes) == 0 {
 			h.LayerTypes = make([]string, c.Layers)
 			for i := range h.LayerTypes {
-				h.LayerTypes[i] = LayerFull
+				h.LayerTypes[i] = modelcfg.LayerFull
 			}
 		}
 		h.AttnSoftcap, h.FinalSoftcap = jsonNumberOrNull(c.AttnSoftcap), jsonNumberOrNull(c.FinalSoftcap)
@@ -738,7 +738,7 @@ func (c Config) ToHFConfig() ([]byte, error) {
 			lt := c.RopeLocalTheta
 			h.RopeLocalBaseFreq = &lt
 		}
-	case FamilyGemma:
+	case modelcfg.FamilyGemma:
 		if bias {
 			h.AttentionBias = &bias
 		}

@@ -20,17 +20,6 @@ import (
 // same struct as a defined type, so the graph and PEFT methods below hang on it.
 type LoRA modelcfg.LoRA
 
-// LoRA module short names, in the order modules are listed within a layer.
-const (
-	LoRAQ    = modelcfg.LoRAQ
-	LoRAK    = modelcfg.LoRAK
-	LoRAV    = modelcfg.LoRAV
-	LoRAO    = modelcfg.LoRAO
-	LoRAGate = modelcfg.LoRAGate
-	LoRAUp   = modelcfg.LoRAUp
-	LoRADown = modelcfg.LoRADown
-)
-
 var (
 	loraShortNames = modelcfg.LoRAShortNames()
 	loraGroups     = modelcfg.LoRAGroups()
@@ -240,12 +229,18 @@ func AttachedLoRA(scope *gm.Scope) (LoRA, bool) {
 }
 
 func attachedLoRA(scope *gm.Scope) *loraAttachment {
-	v, ok := scope.GetParam(loraParamKey)
+	return ScopeParam[loraAttachment](scope, loraParamKey)
+}
+
+// ScopeParam returns scope's parameter key as a *T, or nil when it is unset or holds another type
+// (how a model package finds what it attached to a scope, e.g. its LoRA adapters).
+func ScopeParam[T any](scope *gm.Scope, key string) *T {
+	v, ok := scope.GetParam(key)
 	if !ok || v == nil {
 		return nil
 	}
-	at, _ := v.(*loraAttachment)
-	return at
+	p, _ := v.(*T)
+	return p
 }
 
 // DetachLoRA stops graphs built from scope from applying adapters and deletes the adapter
@@ -515,8 +510,8 @@ func (l LoRA) ToPEFT(cfg Config, w map[string][]float32) (map[string][]float32, 
 			return nil, nil, fmt.Errorf("model: lora to peft: adapters of %s missing or not of shape [%d,%d]/[%d,%d]", m.Name, m.In, r, r, m.Out())
 		}
 		na, nb := m.PEFTNames()
-		data[na], shp[na] = transpose(a, m.In, r), []int{r, m.In}
-		data[nb], shp[nb] = transpose(b, r, m.Out()), []int{m.Out(), r}
+		data[na], shp[na] = TransposeFlat(a, m.In, r), []int{r, m.In}
+		data[nb], shp[nb] = TransposeFlat(b, r, m.Out()), []int{m.Out(), r}
 	}
 	return data, shp, nil
 }
@@ -557,8 +552,8 @@ func (l LoRA) FromPEFT(cfg Config, peft map[string][]float32) (map[string][]floa
 		case !okB || len(b) != m.Out()*r:
 			return nil, fmt.Errorf("model: lora from peft: tensor %q missing or not of shape [%d %d]", nb, m.Out(), r)
 		}
-		out[m.PathA()] = transpose(a, r, m.In)
-		out[m.PathB()] = transpose(b, m.Out(), r)
+		out[m.PathA()] = TransposeFlat(a, r, m.In)
+		out[m.PathB()] = TransposeFlat(b, m.Out(), r)
 		seen += 2
 	}
 	if seen != len(peft) {
@@ -576,8 +571,8 @@ func (l LoRA) FromPEFT(cfg Config, peft map[string][]float32) (map[string][]floa
 	return out, nil
 }
 
-// transpose returns the [cols, rows] transpose of a row-major [rows, cols] matrix.
-func transpose(x []float32, rows, cols int) []float32 {
+// TransposeFlat returns the [cols, rows] transpose of a row-major [rows, cols] matrix.
+func TransposeFlat(x []float32, rows, cols int) []float32 {
 	t := make([]float32, len(x))
 	for i := range rows {
 		for j := range cols {

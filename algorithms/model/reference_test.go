@@ -7,28 +7,26 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
-	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
 
-	"github.com/temperml/temper/algorithms/testbackend"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 )
 
 // tinyConfigs are small configs exercising every family feature.
 func tinyConfigs() map[string]Config {
 	base := Config{Vocab: 37, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, FFN: 48, MaxSeq: 128,
-		RopeTheta: 10000, NormEps: 1e-5, Activation: ActSiLU}
+		RopeTheta: 10000, NormEps: 1e-5, Activation: modelcfg.ActSiLU}
 	llama := base
-	llama.Family = FamilyLlama
+	llama.Family = modelcfg.FamilyLlama
 	llama.TiedEmbeddings = false
 	gemma := base
-	gemma.Family = FamilyGemma
+	gemma.Family = modelcfg.FamilyGemma
 	gemma.KVHeads = 1
-	gemma.Activation = ActGELU
+	gemma.Activation = modelcfg.ActGELU
 	gemma.TiedEmbeddings, gemma.ScaleEmbeddings, gemma.NormPlusOne = true, true, true
 	gemma.NormEps = 1e-6
 	qwen := base
-	qwen.Family = FamilyQwen2
+	qwen.Family = modelcfg.FamilyQwen2
 	qwen.TiedEmbeddings, qwen.QKVBias = true, true
 	qwen.RopeTheta = 1e6
 	qwen.HeadDim = 16
@@ -118,9 +116,9 @@ func (r refModel) rope(x []float64, pos int) {
 
 func (r refModel) act(x float64) float64 {
 	switch r.cfg.Activation {
-	case ActSiLU:
+	case modelcfg.ActSiLU:
 		return x / (1 + math.Exp(-x))
-	case ActGELU:
+	case modelcfg.ActGELU:
 		return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
 	default:
 		return 0.5 * x * (1 + math.Erf(x/math.Sqrt2))
@@ -279,19 +277,10 @@ func leftPadded(rows [][]int, seq int) (tok, pos [][]int32, mask [][]bool) {
 	return
 }
 
+// runForward runs Forward (an inference graph) on store's root scope.
 func runForward(t testing.TB, cfg Config, store *gm.Store, tok, pos [][]int32, mask [][]bool) []float32 {
 	t.Helper()
-	exec, err := gm.NewExec(testbackend.Sequential(), store, func(scope *gm.Scope, tk, ps, mk *Node) *Node {
-		return Forward(scope, cfg, tk, ps, mk)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Call(tok, pos, mask)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tensors.MustCopyFlatData[float32](out[0])
+	return loraForward(t, cfg, store, tok, pos, mask, -1)
 }
 
 func TestForwardMatchesReference(t *testing.T) {

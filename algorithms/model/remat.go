@@ -2,6 +2,7 @@ package model
 
 import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // GoMLX graph code reads best unqualified.
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 )
 
 // rematMode is the activation checkpointing of one trunk (Config.Remat), built on GoMLX's
@@ -16,7 +17,7 @@ type rematMode string
 // rematOf is cfg's remat for a trunk: none for the KV-cached graphs (they have no backward pass).
 func rematOf(cfg Config, kv *kvState) rematMode {
 	if kv != nil || cfg.Remat == "" {
-		return RematNone
+		return modelcfg.RematNone
 	}
 	return rematMode(cfg.Remat)
 }
@@ -45,7 +46,7 @@ func (r rematMode) end(k string, x *Node) *Node {
 // a node once as the input of its consumers' gradients (the output projection's) and once more
 // for its own gradient.
 func (r rematMode) keep(x *Node) *Node {
-	if r == RematNone {
+	if r == modelcfg.RematNone {
 		return x
 	}
 	return x.StopCheckpoint()

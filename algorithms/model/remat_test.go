@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"testing"
 )
 
@@ -15,14 +16,14 @@ func TestRematBitIdentical(t *testing.T) {
 	cases := blockedCases(t)
 	lora := &LoRA{Rank: 4, Dropout: 0.1, Seed: 7}
 	for _, name := range []string{"llama", "gemma2"} {
-		for _, attention := range []string{AttentionPlain, AttentionBlocked} {
+		for _, attention := range []string{modelcfg.AttentionPlain, modelcfg.AttentionBlocked} {
 			for _, adapters := range []*LoRA{nil, lora} {
 				t.Run(fmt.Sprintf("%s/%s/lora=%v", name, attention, adapters != nil), func(t *testing.T) {
 					cfg := cases[name].Clone()
 					cfg.Attention = attention
 					rows := raggedRows(cfg.Vocab)
 					base := runStep(t, cfg, blockedWeights[name], rows, 150, true, adapters)
-					for _, remat := range []string{RematLayer, RematAttention} {
+					for _, remat := range []string{modelcfg.RematLayer, modelcfg.RematAttention} {
 						c := cfg.Clone()
 						c.Remat = remat
 						got := runStep(t, c, blockedWeights[name], rows, 150, true, adapters)

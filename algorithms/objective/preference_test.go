@@ -12,11 +12,12 @@ import (
 	"github.com/temperml/temper/algorithms/loss"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/testbackend"
 )
 
-var toyCfg = model.Config{Family: model.FamilyLlama, Vocab: 37, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8,
-	FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: model.ActSiLU}
+var toyCfg = model.Config{Family: modelcfg.FamilyLlama, Vocab: 37, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8,
+	FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: modelcfg.ActSiLU}
 
 // side is one side of a toy batch laid out as the objective wants it, with its reference log-probs.
 type side struct {
@@ -110,6 +111,27 @@ func TestPreferenceObjectiveMatchesLoss(t *testing.T) {
 			rs := layout(prompts, rejected, c.seqR, 0.07)
 			var args []*tensors.Tensor
 			var graphFn func(scope *gm.Scope, in []*Node) []*Node
+			// vsRef: the objective's loss and metrics, then the reference's loss and metrics (the
+			// objective's value where the reference has no such metric), then the reference's extras.
+			vsRef := func(ref func(scope *gm.Scope, in []*Node) (*Node, map[string]*Node, []*Node)) func(*gm.Scope, []*Node) []*Node {
+				return func(scope *gm.Scope, in []*Node) []*Node {
+					l, m := obj.Build(scope, toyCfg, in)
+					outs := []*Node{l}
+					for _, name := range obj.Metrics {
+						outs = append(outs, m[name])
+					}
+					rl, rm, extra := ref(scope, in)
+					outs = append(outs, rl)
+					for _, name := range obj.Metrics {
+						if v, ok := rm[name]; ok {
+							outs = append(outs, v)
+						} else {
+							outs = append(outs, m[name]) // the extras: compared below by value
+						}
+					}
+					return append(outs, extra...)
+				}
+			}
 			if c.cfg.Kind == losscfg.PrefKTO {
 				// Rows: the chosen completions (desirable) then the rejected ones (undesirable); the KL
 				// rows pair each prompt with the next row's completion.
@@ -120,50 +142,24 @@ func TestPreferenceObjectiveMatchesLoss(t *testing.T) {
 				kl := layout(ps, klc, c.seqC, 0.05)
 				des := []float32{1, 1, 1, 1, 0, 0, 0, 0}
 				args = KTOBatch{Rows: main.PrefSide, Ref: main.ref, Desirable: des, KL: kl.PrefSide, KLRef: kl.ref}.Tensors()
-				graphFn = func(scope *gm.Scope, in []*Node) []*Node {
+				graphFn = vsRef(func(scope *gm.Scope, in []*Node) (*Node, map[string]*Node, []*Node) {
 					b := ktoIn(in)
-					l, m := obj.Build(scope, toyCfg, in)
-					outs := []*Node{l}
-					for _, name := range obj.Metrics {
-						outs = append(outs, m[name])
-					}
 					lp, mk, rf := nextTokenRef(scope, b.rows, b.ref)
 					klp, klm, klr := nextTokenRef(scope, b.kl, b.klRef)
 					rl, rm := loss.KTOLoss(c.cfg, loss.KTOBatch{LogProbs: lp, RefLogProbs: rf, Mask: mk, Desirable: b.desirable,
 						KLLogProbs: klp, KLRefLogProbs: klr, KLMask: klm})
-					outs = append(outs, rl)
-					for _, name := range obj.Metrics {
-						if v, ok := rm[name]; ok {
-							outs = append(outs, v)
-						} else {
-							outs = append(outs, m[name]) // the extras: compared below by value
-						}
-					}
-					return outs
-				}
+					return rl, rm, nil
+				})
 			} else {
 				args = PrefBatch{Chosen: cs.PrefSide, Rejected: rs.PrefSide, RefChosen: cs.ref, RefRejected: rs.ref}.Tensors()
-				graphFn = func(scope *gm.Scope, in []*Node) []*Node {
+				graphFn = vsRef(func(scope *gm.Scope, in []*Node) (*Node, map[string]*Node, []*Node) {
 					b := prefIn(c.cfg.Kind, in)
-					l, m := obj.Build(scope, toyCfg, in)
-					outs := []*Node{l}
-					for _, name := range obj.Metrics {
-						outs = append(outs, m[name])
-					}
 					lc, mc, rc := nextTokenRef(scope, b.chosen, b.refChosen)
 					lr, mr, rr := nextTokenRef(scope, b.rejected, b.refRejected)
 					rl, rm := loss.PairLoss(c.cfg, loss.PrefPair{Chosen: lc, ChosenMask: mc, Rejected: lr, RejectedMask: mr, RefChosen: rc, RefRejected: rr})
-					outs = append(outs, rl)
-					for _, name := range obj.Metrics {
-						if v, ok := rm[name]; ok {
-							outs = append(outs, v)
-						} else {
-							outs = append(outs, m[name])
-						}
-					}
 					// Per-sequence sums for the extras, in plain Go below.
-					return append(outs, loss.SeqSum(lc, mc), loss.SeqSum(lr, mr))
-				}
+					return rl, rm, []*Node{loss.SeqSum(lc, mc), loss.SeqSum(lr, mr)}
+				})
 			}
 			anyArgs := make([]any, len(args))
 			for i, a := range args {

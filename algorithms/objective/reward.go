@@ -12,9 +12,6 @@ import (
 	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 )
 
-// DefaultBT returns the documented defaults: no margin, λ = 0.01.
-func DefaultBT() objectivecfg.BTConfig { return objectivecfg.DefaultBT() }
-
 // BTMetrics are the metrics BradleyTerry reports, all weighted means over the real pairs except
 // pairs (their count): accuracy is the fraction with r_c > r_r (ties count as wrong), margin the
 // mean r_c − r_r, bt_loss the mean −log σ(r_c − r_r − m) without the centering term, lm_loss the

@@ -167,7 +167,7 @@ func TestBTConfigValidate(t *testing.T) {
 		cfg  objectivecfg.BTConfig
 		path string
 	}{
-		{DefaultBT(), ""}, {objectivecfg.BTConfig{Margin: 1, CenterCoef: 0}, ""},
+		{objectivecfg.DefaultBT(), ""}, {objectivecfg.BTConfig{Margin: 1, CenterCoef: 0}, ""},
 		{objectivecfg.BTConfig{Margin: -1}, "margin"}, {objectivecfg.BTConfig{Margin: math.NaN()}, "margin"},
 		{objectivecfg.BTConfig{CenterCoef: -0.1}, "center_coef"}, {objectivecfg.BTConfig{CenterCoef: math.Inf(1)}, "center_coef"},
 		{objectivecfg.BTConfig{LMCoef: 0.5}, ""}, {objectivecfg.BTConfig{LMCoef: -1}, "lm_coef"},
@@ -322,7 +322,7 @@ func TestBradleyTerryTrains(t *testing.T) {
 		if err := model.InitWeights(store.RootScope(), cfg, 1, 0.02); err != nil {
 			t.Fatal(err)
 		}
-		bt := DefaultBT()
+		bt := objectivecfg.DefaultBT()
 		bt.LMCoef = lm
 		obj := BradleyTerry(bt)
 		opt := optimizer.Adam().LearningRate(3e-3).Done()

@@ -2,6 +2,7 @@ package sample
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -100,7 +101,7 @@ func TestSeeds(t *testing.T) {
 		return out
 	}
 	a, b, c := draw(1), draw(1), draw(2)
-	if !equal(a, b) || equal(a, c) {
+	if !slices.Equal(a, b) || slices.Equal(a, c) {
 		t.Fatalf("seed 1: %v / %v, seed 2: %v", a, b, c)
 	}
 	if o.SeedFor(0) == o.SeedFor(1) {
@@ -110,18 +111,6 @@ func TestSeeds(t *testing.T) {
 	if o.SeedFor(1) != 6 {
 		t.Error("explicit seed ignored")
 	}
-}
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestValidate(t *testing.T) {

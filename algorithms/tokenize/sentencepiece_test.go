@@ -129,7 +129,9 @@ func TestTinySPFixture(t *testing.T) {
 	}
 }
 
-func TestSentencePiece(t *testing.T) {
+// tinySP loads the committed testdata/tiny_sp.model.
+func tinySP(t *testing.T) *SentencePiece {
+	t.Helper()
 	f, err := os.Open("testdata/tiny_sp.model")
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +141,11 @@ func TestSentencePiece(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sp
+}
+
+func TestSentencePiece(t *testing.T) {
+	sp := tinySP(t)
 	var tok Tokenizer = sp
 	tests := []struct {
 		in   string
@@ -222,15 +229,7 @@ func TestLoadSentencePieceRejects(t *testing.T) {
 // space and byte-fallback pieces of one character sharing its span (HF's conventions, as the
 // gemma3 goldens show them for the tokenizer.json form of the same model family).
 func TestSentencePieceOffsets(t *testing.T) {
-	f, err := os.Open("testdata/tiny_sp.model")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sp, err := LoadSentencePiece(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := tinySP(t)
 	tests := []struct {
 		in   string
 		ids  []int

@@ -7,13 +7,26 @@ import (
 	"testing"
 )
 
+// verifyCase is one completion for a built-in verifier with its params and reference (JSON).
+type verifyCase struct {
+	verifier, params, reference, completion string
+}
+
+// run builds the verifier (a bad name or params fails t) and verifies the completion.
+func (c verifyCase) run(t *testing.T) (Verdict, error) {
+	t.Helper()
+	v, err := Builtins().New(c.verifier, json.RawMessage(c.params))
+	if err != nil {
+		t.Fatalf("%s %s: %v", c.verifier, c.params, err)
+	}
+	return v.Verify(context.Background(), Sample{Completion: c.completion, Reference: json.RawMessage(c.reference)})
+}
+
 // TestLooksRightButWrong gives every verifier completions built to look right while being
 // wrong (a hedge, a near miss, a second answer, a reused number, a nested or renamed tag…).
 // None may pass.
 func TestLooksRightButWrong(t *testing.T) {
-	cases := []struct {
-		verifier, params, reference, completion string
-	}{
+	cases := []verifyCase{
 		// math
 		{"math", `{}`, `{"answer": "3"}`, `<answer>3</answer><answer>4</answer>`},
 		{"math", `{}`, `{"answer": "3"}`, `\boxed{3} or \boxed{4}`},
@@ -114,13 +127,8 @@ func TestLooksRightButWrong(t *testing.T) {
 		{"contains", `{}`, `{"answer": "12"}`, `The total is 3.12.`},
 		{"contains", `{}`, `{"answer": "cat"}`, `a concatenation`},
 	}
-	r := Builtins()
 	for _, c := range cases {
-		v, err := r.New(c.verifier, json.RawMessage(c.params))
-		if err != nil {
-			t.Fatalf("%s %s: %v", c.verifier, c.params, err)
-		}
-		got, err := v.Verify(context.Background(), Sample{Completion: c.completion, Reference: json.RawMessage(c.reference)})
+		got, err := c.run(t)
 		if err != nil {
 			t.Errorf("%s: %q: error %v", c.verifier, c.completion, err)
 			continue
@@ -134,9 +142,7 @@ func TestLooksRightButWrong(t *testing.T) {
 // TestHardeningKeepsRightAnswers: the checks added against look-alikes still pass the right
 // answers next to them.
 func TestHardeningKeepsRightAnswers(t *testing.T) {
-	cases := []struct {
-		verifier, params, reference, completion string
-	}{
+	cases := []verifyCase{
 		{"format", `{"tags": ["think", "answer"], "ordered": true}`, ``, `<think>x</think><answer>4</answer>`},
 		{"format", `{"sections": ["## Plan"]}`, ``, "## Plan: steps\nmore"},
 		{"format", `{"sections": ["## Plan"]}`, ``, "  ## Plan\nsteps"},
@@ -149,13 +155,8 @@ func TestHardeningKeepsRightAnswers(t *testing.T) {
 		{"sudoku", `{}`, `{"givens": "1.3..4.22.4..3.1"}`, "1324\n3412\n2143\n4231\nfixed:\n1234\n3412\n2143\n4321"},
 		{"countdown", `{}`, `{"numbers": [25, 4, 8, 3], "target": 24}`, `<answer>25-4+3</answer>`},
 	}
-	r := Builtins()
 	for _, c := range cases {
-		v, err := r.New(c.verifier, json.RawMessage(c.params))
-		if err != nil {
-			t.Fatalf("%s %s: %v", c.verifier, c.params, err)
-		}
-		got, err := v.Verify(context.Background(), Sample{Completion: c.completion, Reference: json.RawMessage(c.reference)})
+		got, err := c.run(t)
 		if err != nil || !got.Pass {
 			t.Errorf("%s %s: right answer %q failed: %+v %v", c.verifier, c.params, c.completion, got, err)
 		}

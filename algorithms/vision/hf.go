@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/algorithms/vision/visioncfg"
 )
@@ -37,17 +38,6 @@ func HFName(cfg visioncfg.Config, path string) (string, error) {
 	return "", fmt.Errorf("vision: hf name: variable %q not in this config", path)
 }
 
-// transpose2 turns a row-major [rows, cols] matrix into [cols, rows].
-func transpose2(x []float32, rows, cols int) []float32 {
-	out := make([]float32, len(x))
-	for r := range rows {
-		for c := range cols {
-			out[c*rows+r] = x[r*cols+c]
-		}
-	}
-	return out
-}
-
 // ToHF converts internal weights to Hugging Face tensors named with prefix (PrefixVisionModel for
 // a SiglipVisionModel checkpoint): linear and patch weights transposed to [out, in] (the patch
 // weight reshaped to the convolution's [d, C, p, p]), the probe to [1, 1, d].
@@ -59,7 +49,7 @@ func ToHF(cfg visioncfg.Config, w map[string][]float32, prefix string) (map[stri
 			return nil, fmt.Errorf("vision: to hf: variable %q missing or not of shape %v", s.Path, s.Shape)
 		}
 		if s.Transpose {
-			data = transpose2(data, s.Shape[0], s.Shape[1])
+			data = model.TransposeFlat(data, s.Shape[0], s.Shape[1])
 		} else {
 			data = slices.Clone(data)
 		}
@@ -116,7 +106,7 @@ func fromHF(cfg visioncfg.Config, prefix string, has func(string) bool, get func
 			return nil, fmt.Errorf("vision: from hf: tensor %q has shape %v, want %v", name, got, s.HFShape)
 		}
 		if s.Transpose {
-			data = transpose2(data, s.Shape[1], s.Shape[0])
+			data = model.TransposeFlat(data, s.Shape[1], s.Shape[0])
 		} else {
 			data = slices.Clone(data)
 		}

@@ -115,12 +115,7 @@ func AttachLoRA(scope *gm.Scope, cfg visioncfg.Config, l visioncfg.LoRA, seed ui
 }
 
 func attachedLoRA(scope *gm.Scope) *loraAttachment {
-	v, ok := scope.GetParam(loraParamKey)
-	if !ok || v == nil {
-		return nil
-	}
-	at, _ := v.(*loraAttachment)
-	return at
+	return model.ScopeParam[loraAttachment](scope, loraParamKey)
 }
 
 // AttachedLoRA returns the adapters attached under scope (after defaults), if any.
@@ -229,7 +224,7 @@ func ToPEFT(cfg visioncfg.Config, l visioncfg.LoRA, w map[string][]float32) (map
 			return nil, fmt.Errorf("vision: to peft: %s: adapters missing or mis-sized", m.Name())
 		}
 		na, nb := m.PEFTNames()
-		out[na], out[nb] = transpose2(a, m.In, r), transpose2(b, r, m.Out)
+		out[na], out[nb] = model.TransposeFlat(a, m.In, r), model.TransposeFlat(b, r, m.Out)
 	}
 	return out, nil
 }

@@ -137,8 +137,10 @@ func TestGradientsFlow(t *testing.T) {
 	}
 }
 
-// TestBatchIndependence: an image's outputs do not depend on the other images of its batch.
-func TestBatchIndependence(t *testing.T) {
+// headEncoder is an encoder of the "head" test config on weights initialized with seed 5, with its
+// config and weight store.
+func headEncoder(t *testing.T) (visioncfg.Config, *gm.Store, *Encoder) {
+	t.Helper()
 	cfg := smallConfigs()["head"]
 	store := gm.NewStore()
 	if err := InitWeights(store.RootScope(), cfg, 5); err != nil {
@@ -148,6 +150,12 @@ func TestBatchIndependence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg, store, enc
+}
+
+// TestBatchIndependence: an image's outputs do not depend on the other images of its batch.
+func TestBatchIndependence(t *testing.T) {
+	cfg, _, enc := headEncoder(t)
 	px := randomPixels(cfg, 3, 11)
 	all, err := enc.Encode(px)
 	if err != nil {
@@ -173,15 +181,7 @@ func TestBatchIndependence(t *testing.T) {
 
 // TestEncoderErrors: host entry points return errors, never panic.
 func TestEncoderErrors(t *testing.T) {
-	cfg := smallConfigs()["head"]
-	store := gm.NewStore()
-	if err := InitWeights(store.RootScope(), cfg, 5); err != nil {
-		t.Fatal(err)
-	}
-	enc, err := NewEncoder(testbackend.Sequential(), store.RootScope(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, store, enc := headEncoder(t)
 	if _, err := enc.Encode(nil); err == nil || !strings.Contains(err.Error(), "no images") {
 		t.Errorf("empty batch: %v", err)
 	}

@@ -55,6 +55,20 @@ func agentGRPOConfigIn(dir, script string, iterations, heldout int, extra, rest 
 	%s,"heartbeat_timeout":"10s"}`, heldout, iterations, script, d, extra, rest)
 }
 
+// agentStack skips under -short outside CI (why says what the test does) and where there is no
+// sandbox, starts every role on the embedded stack, and returns it, a fresh store directory and a
+// run-id prefix unique to this run.
+func agentStack(t *testing.T, why, prefix string) (env *testenv.Env, dir, ids string) {
+	t.Helper()
+	if testing.Short() && os.Getenv("CI") == "" {
+		t.Skip(why + "; runs in CI and without -short")
+	}
+	agentSandbox(t)
+	env = testenv.Get(t)
+	env.Roles(t)
+	return env, t.TempDir(), fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+}
+
 // agentSandbox skips a test where the agent cannot run: it needs the isolated code sandbox with python.
 func agentSandbox(t *testing.T) {
 	t.Helper()
@@ -86,15 +100,8 @@ var toolGap = regexp.MustCompile(`^\n<\|tool\|>\n[^\n]*\n<\|assistant\|>\n$`)
 // those tokens only (the gaps are the tool messages, log-prob 0), and the run reports its agent
 // metrics (no failure, no dropped group).
 func TestAgentGRPOPipeline(t *testing.T) {
-	if testing.Short() && os.Getenv("CI") == "" {
-		t.Skip("trains a base model and runs agents; runs in CI and without -short")
-	}
-	agentSandbox(t)
-	env := testenv.Get(t)
-	env.Roles(t)
-	dir := t.TempDir()
+	env, dir, ids := agentStack(t, "trains a base model and runs agents", "agent-grpo")
 	store := "file://" + dir
-	ids := fmt.Sprintf("agent-grpo-%d", time.Now().UnixNano())
 	start := time.Now()
 	base := waitRun(t, mustStart(t, env.Client, ids+"-base", agentBasePipeline(store)))
 	t.Logf("base in %.1fs: %v", time.Since(start).Seconds(), base.Phases[0].Metrics)
@@ -234,15 +241,8 @@ const retryDropSFTConfig = `{"model":{"preset":"tiny"},"data":{"task":"bigmul","
 // group, and the phase's metrics count both: agent_groups_dropped, and agent_failures = one per
 // retried episode plus two per episode that failed past its retry.
 func TestAgentRetryDropPipeline(t *testing.T) {
-	if testing.Short() && os.Getenv("CI") == "" {
-		t.Skip("runs agents on the embedded stack; runs in CI and without -short")
-	}
-	agentSandbox(t)
-	env := testenv.Get(t)
-	env.Roles(t)
-	dir := t.TempDir()
+	env, dir, ids := agentStack(t, "runs agents on the embedded stack", "agent-retry")
 	store := "file://" + dir
-	ids := fmt.Sprintf("agent-retry-%d", time.Now().UnixNano())
 	base := waitRun(t, mustStart(t, env.Client, ids+"-base", workflows.PipelineInput{Name: "agent-retry-base", Store: store, Seed: 3,
 		Phases: []workflows.PhaseSpec{{Name: "sft", Kind: "sft", Config: json.RawMessage(retryDropSFTConfig)}}}))
 	// Episode ids are it<iteration>-<group>-<sample>.

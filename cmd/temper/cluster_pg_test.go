@@ -176,11 +176,7 @@ poll:
 	if fileHash(t, from, trainapi.ModelFile) == fileHash(t, a, trainapi.ModelFile) {
 		t.Fatalf("GRPO did not change the weights (reward_mean %v): the comparison would prove nothing", one.Phases[0].Metrics["reward_mean"])
 	}
-	for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
-		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
-			t.Errorf("%s: one worker %s, two workers with a kill %s", name, ha, hb)
-		}
-	}
+	sameState(t, a, b, "between one worker and two workers with a kill")
 }
 
 // killedShard returns the ID of the rollout.Generate whose first attempt process pid had started and

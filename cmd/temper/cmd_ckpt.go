@@ -89,7 +89,7 @@ func writeModelDir(ctx context.Context, cl *ckpt.Client, uri, dir string, opt hf
 		return err
 	}
 	if mustMerge && !m.Merged {
-		return fmt.Errorf("lora merge %s: not a LoRA checkpoint (no %s)", uri, train.AdapterConfigFile)
+		return fmt.Errorf("lora merge %s: not a LoRA checkpoint (no %s)", uri, hf.AdapterConfigFile)
 	}
 	return train.WriteDir(tpu.DirSink(dir), m, opt)
 }

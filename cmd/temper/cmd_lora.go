@@ -50,16 +50,16 @@ func exportAdapters(ctx context.Context, cl *ckpt.Client, uri, dir string) error
 		return err
 	}
 	if !train.IsAdapterCheckpoint(ck) {
-		return fmt.Errorf("lora export %s: not a LoRA checkpoint (no %s)", uri, train.AdapterConfigFile)
+		return fmt.Errorf("lora export %s: not a LoRA checkpoint (no %s)", uri, hf.AdapterConfigFile)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("lora export: %w", err)
 	}
-	for _, name := range []string{train.AdapterConfigFile, train.AdapterFile} {
+	for _, name := range []string{hf.AdapterConfigFile, hf.AdapterWeightsFile} {
 		if err := ck.ExportFile(ctx, name, dir); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "exported %s, %s of %s to %s\n", train.AdapterConfigFile, train.AdapterFile, uri, dir)
+	fmt.Fprintf(stdout, "exported %s, %s of %s to %s\n", hf.AdapterConfigFile, hf.AdapterWeightsFile, uri, dir)
 	return nil
 }

@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"github.com/temperml/temper/activities/ckpt"
-	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/tpu"
 )
@@ -26,8 +26,8 @@ func TestLoRAMergeCommand(t *testing.T) {
 	ctx := context.Background()
 	cl := ckpt.New(ckpt.Options{})
 	store := "file://" + t.TempDir()
-	cfg := model.Config{Family: model.FamilyLlama, Vocab: 40, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2,
-		HeadDim: 8, FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: model.ActSiLU, TiedEmbeddings: true}
+	cfg := model.Config{Family: modelcfg.FamilyLlama, Vocab: 40, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2,
+		HeadDim: 8, FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: modelcfg.ActSiLU, TiedEmbeddings: true}
 	rt, err := tpu.New(tpu.Options{Model: cfg, Seed: 1, LoRA: &model.LoRA{Rank: 4, Targets: []string{"q_proj", "mlp.*"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -74,10 +74,10 @@ func TestLoRAMergeCommand(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := w.Add(ctx, train.AdapterConfigFile, strings.NewReader(string(js))); err != nil {
+		if err := w.Add(ctx, hf.AdapterConfigFile, strings.NewReader(string(js))); err != nil {
 			return err
 		}
-		f, err := w.Create(ctx, train.AdapterFile)
+		f, err := w.Create(ctx, hf.AdapterWeightsFile)
 		if err != nil {
 			return err
 		}
@@ -133,7 +133,7 @@ func TestLoRAMergeCommand(t *testing.T) {
 	if out, err := cli(t, "lora", "export", adRef.URI, pdir); err != nil {
 		t.Fatalf("lora export: %v\n%s", err, out)
 	}
-	js, err := os.ReadFile(filepath.Join(pdir, train.AdapterConfigFile))
+	js, err := os.ReadFile(filepath.Join(pdir, hf.AdapterConfigFile))
 	if err != nil {
 		t.Fatal(err)
 	}

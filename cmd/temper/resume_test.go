@@ -136,12 +136,7 @@ func TestSFTExactResumeAfterSIGKILL(t *testing.T) {
 	if a == b {
 		t.Fatalf("both runs wrote the same checkpoint %s", a)
 	}
-	for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
-		ha, hb := fileHash(t, a, name), fileHash(t, b, name)
-		if ha != hb {
-			t.Errorf("%s differs after kills: %s vs %s", name, ha, hb)
-		}
-	}
+	sameState(t, a, b, "after kills")
 	t.Logf("final checkpoints %s and %s match", a, b)
 }
 
@@ -164,6 +159,17 @@ func waitRun(t *testing.T, r client.WorkflowRun) workflows.PipelineOutput {
 		t.Fatalf("run %s: %v", r.GetID(), err)
 	}
 	return out
+}
+
+// sameState fails t unless checkpoints a and b hold byte-identical weights and optimizer state;
+// what says when they were compared ("after kills").
+func sameState(t *testing.T, a, b, what string) {
+	t.Helper()
+	for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
+		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
+			t.Errorf("%s differs %s: %s vs %s", name, what, ha, hb)
+		}
+	}
 }
 
 func fileHash(t *testing.T, uri, name string) string {

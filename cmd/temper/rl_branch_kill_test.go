@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"go.temporal.io/sdk/client"
 
@@ -19,14 +17,10 @@ import (
 // policy step inside the branch, both must end with one back-track, in the branch's directory, on
 // byte-identical weights and optimizer state.
 func TestRLBranchExactResumeAfterSIGKILL(t *testing.T) {
-	env, dir := killTestEnv(t, workflows.QueueTemper, workflows.QueueReward, workflows.QueueRollout)
-	store := "file://" + dir
-	trainer := startWorker(t, env, workflows.QueueTrainer, dir, "trainer")
+	env, store, trainer, ids, from := rlKillBase(t, "rl-branch-kill")
 	run := func(id string, in workflows.PipelineInput) client.WorkflowRun {
 		return mustStart(t, env.Client, id, in)
 	}
-	ids := fmt.Sprintf("rl-branch-kill-%d", time.Now().UnixNano())
-	from := waitRun(t, run(ids+"-base", rlSFTPipeline(store))).Phases[0].Checkpoint
 	branched := func(name string) workflows.PipelineInput {
 		in := rlGRPOPipeline(store, from)
 		in.Name = name
@@ -51,9 +45,5 @@ func TestRLBranchExactResumeAfterSIGKILL(t *testing.T) {
 	if fileHash(t, from, trainapi.ModelFile) == fileHash(t, a, trainapi.ModelFile) {
 		t.Fatal("the branch did not change the weights: the comparison would prove nothing")
 	}
-	for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
-		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
-			t.Errorf("%s differs after the kill in the branch: %s vs %s", name, ha, hb)
-		}
-	}
+	sameState(t, a, b, "after the kill in the branch")
 }

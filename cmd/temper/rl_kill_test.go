@@ -19,6 +19,7 @@ import (
 
 	"github.com/temperml/temper/activities/rollout/rolloutapi"
 	"github.com/temperml/temper/activities/train/trainapi"
+	"github.com/temperml/temper/workers/testenv"
 	"github.com/temperml/temper/workflows"
 )
 
@@ -100,6 +101,19 @@ func TestAgenticRLExactResumeAfterSIGKILL(t *testing.T) {
 			t.Fatalf("no episode of the first iteration called a tool (%d summaries)", n)
 		}
 	})
+}
+
+// rlKillBase starts the workflow, reward and rollout roles in this process and the trainer as a
+// subprocess (to be killed), runs the GRPO tests' SFT base, and returns the stack, the store, the
+// trainer, a run-id prefix unique to this run and the base's checkpoint.
+func rlKillBase(t *testing.T, prefix string) (env *testenv.Env, store string, trainer *workerProcess, ids, from string) {
+	t.Helper()
+	env, dir := killTestEnv(t, workflows.QueueTemper, workflows.QueueReward, workflows.QueueRollout)
+	store = "file://" + dir
+	trainer = startWorker(t, env, workflows.QueueTrainer, dir, "trainer")
+	ids = fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	from = waitRun(t, mustStart(t, env.Client, ids+"-base", rlSFTPipeline(store))).Phases[0].Checkpoint
+	return env, store, trainer, ids, from
 }
 
 // rlExactResume runs base, then the GRPO phase grpoCfg from its checkpoint twice (undisturbed, and
@@ -187,11 +201,7 @@ func rlExactResume(t *testing.T, basePipeline func(store string) workflows.Pipel
 	if m := clean.Phases[0].Metrics; m["reward_mean"] <= 0 || fileHash(t, from, trainapi.ModelFile) == fileHash(t, a, trainapi.ModelFile) {
 		t.Fatalf("GRPO did not change the weights (reward_mean %v): the comparison would prove nothing", m["reward_mean"])
 	}
-	for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
-		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
-			t.Errorf("%s differs after kills: %s vs %s", name, ha, hb)
-		}
-	}
+	sameState(t, a, b, "after kills")
 	t.Logf("final checkpoints %s and %s match (retries %v)", a, b, retried)
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -18,12 +17,7 @@ import (
 // second the trainer worker is killed by SIGKILL during a policy step after the change and
 // restarted. Both end on byte-identical weights and optimizer state, which differ from the start.
 func TestSteerExactAfterSIGKILL(t *testing.T) {
-	env, dir := killTestEnv(t, workflows.QueueTemper, workflows.QueueReward, workflows.QueueRollout)
-	store := "file://" + dir
-	trainer := startWorker(t, env, workflows.QueueTrainer, dir, "trainer")
-	ids := fmt.Sprintf("steer-kill-%d", time.Now().UnixNano())
-	base := waitRun(t, mustStart(t, env.Client, ids+"-base", rlSFTPipeline(store)))
-	from := base.Phases[0].Checkpoint
+	env, store, trainer, ids, from := rlKillBase(t, "steer-kill")
 	const k = 3
 	change := workflows.SteerRequest{Set: []string{"optimizer.lr=3e-5", "loss.kl_beta=0.02"}, At: k}
 	steered := func(id string) client.WorkflowRun {
@@ -50,9 +44,5 @@ func TestSteerExactAfterSIGKILL(t *testing.T) {
 	if fileHash(t, from, trainapi.ModelFile) == fileHash(t, a, trainapi.ModelFile) {
 		t.Fatal("GRPO did not change the weights: the comparison would prove nothing")
 	}
-	for _, name := range []string{trainapi.ModelFile, trainapi.OptimizerFile} {
-		if ha, hb := fileHash(t, a, name), fileHash(t, b, name); ha != hb {
-			t.Errorf("%s differs after the kill: %s vs %s", name, ha, hb)
-		}
-	}
+	sameState(t, a, b, "after the kill")
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/temperml/temper/algorithms/hf"
-	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/model/modelcfg"
 )
 
 func (r *Report) Text(w io.Writer) {
@@ -112,7 +112,7 @@ func dtypeCounts(m map[string]int) string {
 func layerPattern(types []string) string {
 	var b strings.Builder
 	for _, t := range types {
-		if t == model.LayerSliding {
+		if t == modelcfg.LayerSliding {
 			b.WriteByte('S')
 		} else {
 			b.WriteByte('F')

@@ -468,20 +468,7 @@ func (s *Scheduler) consume(rows []*row, logits []float32) {
 	// Rows are independent (own sampler each): with many rows over a large vocabulary the host's
 	// softmax work is split over the cores; the tokens are those of one loop.
 	workers := min(runtime.GOMAXPROCS(0), len(rows)*vocab/(1<<16))
-	if workers <= 1 {
-		pick(0, len(rows))
-	} else {
-		var wg sync.WaitGroup
-		per := (len(rows) + workers - 1) / workers
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				pick(w*per, min(len(rows), (w+1)*per))
-			}()
-		}
-		wg.Wait()
-	}
+	model.SplitRows(len(rows), workers, func(_, lo, hi int) { pick(lo, hi) })
 	for i, r := range rows {
 		if r.done {
 			continue

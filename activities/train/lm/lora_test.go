@@ -17,6 +17,7 @@ import (
 	"github.com/temperml/temper/activities/train/lm"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
+	"github.com/temperml/temper/algorithms/hf"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
 	"github.com/temperml/temper/tpu"
@@ -62,8 +63,8 @@ func TestLoRACheckpoints(t *testing.T) {
 	ctx := context.Background()
 	cl := ckpt.New(ckpt.Options{})
 	store := "file://" + t.TempDir()
-	cfg := model.Config{Family: model.FamilyLlama, Vocab: 40, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2,
-		HeadDim: 8, FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: model.ActSiLU, TiedEmbeddings: true}
+	cfg := model.Config{Family: modelcfg.FamilyLlama, Vocab: 40, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2,
+		HeadDim: 8, FFN: 48, MaxSeq: 64, RopeTheta: 10000, NormEps: 1e-5, Activation: modelcfg.ActSiLU, TiedEmbeddings: true}
 	a := &lm.Activities{Activities: &train.Activities{Ckpt: cl, NewEngine: traintest.NewEngine}}
 	init, err := a.Init(ctx, trainapi.InitInput{Store: store, Run: "r", Phase: "pretrain", Model: modelcfg.Config(cfg), Seed: 1})
 	if err != nil {
@@ -121,7 +122,7 @@ func TestLoRACheckpoints(t *testing.T) {
 	for _, f := range ck.Manifest.Files {
 		names = append(names, f.Name)
 	}
-	if want := []string{train.AdapterConfigFile, train.AdapterFile, trainapi.OptimizerFile, "state.json"}; !slices.Equal(names, want) {
+	if want := []string{hf.AdapterConfigFile, hf.AdapterWeightsFile, trainapi.OptimizerFile, "state.json"}; !slices.Equal(names, want) {
 		t.Fatalf("LoRA checkpoint files %q, want %q (the base is referenced, not copied)", names, want)
 	}
 	atStep3 := loraLogProbs(t, full, probe)

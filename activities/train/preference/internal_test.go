@@ -1,6 +1,7 @@
 package preference
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/temperml/temper/activities/train"
@@ -31,33 +32,21 @@ func TestNextRowsAndScatter(t *testing.T) {
 	e1, _ := enc.Encode(tasks.Example{Prompt: "1+2=", Completion: "3"})
 	side := layoutSide([]data.Encoded{e1}, 8)
 	// [BOS 1 + 2 = 3 EOS PAD]: the counted targets are "3" (after "=") and EOS.
-	if want := []float32{0, 0, 0, 0, 1, 1, 0, 0}; !equalF32(side.mask[0], want) {
+	if want := []float32{0, 0, 0, 0, 1, 1, 0, 0}; !slices.Equal(side.mask[0], want) {
 		t.Fatalf("mask %v, want %v", side.mask[0], want)
 	}
 	full, err := side.scatter([][]float32{{-1, -2}})
-	if err != nil || !equalF32(full[0], []float32{0, 0, 0, 0, -1, -2, 0, 0}) {
+	if err != nil || !slices.Equal(full[0], []float32{0, 0, 0, 0, -1, -2, 0, 0}) {
 		t.Fatalf("scatter: %v %v", full, err)
 	}
 	if _, err := side.scatter([][]float32{{-1}}); err == nil {
 		t.Fatal("scatter of too few values: want an error")
 	}
-	if got := side.counted(full); !equalF32(got[0], []float32{-1, -2}) {
+	if got := side.counted(full); !slices.Equal(got[0], []float32{-1, -2}) {
 		t.Fatalf("counted %v", got)
 	}
 	b := side.batch()
 	if b.Targets[0][3] != b.Tokens[0][4] || b.Targets[0][7] != 256 {
 		t.Fatalf("targets %v for tokens %v", b.Targets[0], b.Tokens[0])
 	}
-}
-
-func equalF32(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

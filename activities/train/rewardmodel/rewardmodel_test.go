@@ -14,7 +14,7 @@ import (
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/model"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
-	"github.com/temperml/temper/algorithms/objective"
+	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 	"github.com/temperml/temper/algorithms/tasks"
 	"github.com/temperml/temper/workers/traintest"
 )
@@ -95,12 +95,12 @@ func TestRewardInit(t *testing.T) {
 	spec := trainapi.RewardData{Task: "add2", TrainPairs: 64, HeldoutPairs: 16}
 	var lc trainapi.ChunkOutput
 	e.Must(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "lp", From: lp.Checkpoint, Steps: 2, TotalSteps: 2, Cursor: data.Cursor{Seed: 1}, Optim: trainapi.Optim{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8}, FreshOptimizer: true},
-		Data: spec, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT()}, &lc)
+		Data: spec, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objectivecfg.DefaultBT()}, &lc)
 	if a := traintest.WeightsOf(t, lc.Checkpoint)["score.logprob_weight"]; len(a) != 1 || a[0] == 1 || !(lc.Loss > 0) {
 		t.Fatalf("after 2 steps: α %v, loss %g (α must be trained)", a, lc.Loss)
 	}
 	var lev trainapi.RewardEvalOutput
-	e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: lc.Checkpoint, Data: spec, Loss: objective.DefaultBT(), Seed: 1}, &lev)
+	e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: lc.Checkpoint, Data: spec, Loss: objectivecfg.DefaultBT(), Seed: 1}, &lev)
 	if m := lev.Metrics; m["heldout_pairs"] != 16 || !(m["heldout_bt_loss"] > 0) {
 		t.Fatalf("evaluating a reward model with the generative term: %v", m)
 	}
@@ -123,7 +123,7 @@ func TestRewardChunkAndEvaluate(t *testing.T) {
 	chunk := func(phase, from string, step int, cur data.Cursor, fresh bool) trainapi.ChunkOutput {
 		var out trainapi.ChunkOutput
 		e.Must(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: phase, From: from, Step: step, Steps: 3, TotalSteps: 6, Cursor: cur, Optim: optim, FreshOptimizer: fresh},
-			Data: spec, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT()}, &out)
+			Data: spec, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objectivecfg.DefaultBT()}, &out)
 		return out
 	}
 	c1 := chunk("rm", init.Checkpoint, 0, data.Cursor{Seed: 5}, true)
@@ -146,7 +146,7 @@ func TestRewardChunkAndEvaluate(t *testing.T) {
 	}
 	var ev trainapi.RewardEvalOutput
 	e.Must(trainapi.RewardEvaluateName, trainapi.RewardEvalInput{Store: e.Store, Checkpoint: c2.Checkpoint, Data: spec,
-		Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objective.DefaultBT(), Seed: 5}, &ev)
+		Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 32}, Loss: objectivecfg.DefaultBT(), Seed: 5}, &ev)
 	m := ev.Metrics
 	t.Logf("held-out metrics after 6 steps: %v", m)
 	if m["heldout_pairs"] != 70 || !(m["heldout_pair_accuracy"] >= 0 && m["heldout_pair_accuracy"] <= 1) || !(m["heldout_bt_loss"] > 0) {
@@ -163,7 +163,7 @@ func TestRewardChunkAndEvaluate(t *testing.T) {
 	}
 	// Bad batch config is non-retryable and names the field.
 	err := e.Run(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: "bad", From: init.Checkpoint, Steps: 1, TotalSteps: 1, Optim: optim},
-		Data: spec, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 4}, Loss: objective.DefaultBT()}, &trainapi.ChunkOutput{})
+		Data: spec, Batch: trainapi.RewardBatch{Rows: 8, MaxSeq: 4}, Loss: objectivecfg.DefaultBT()}, &trainapi.ChunkOutput{})
 	if err == nil || !traintest.IsInvalidInput(err) || !strings.Contains(err.Error(), "max_seq") {
 		t.Fatalf("too short max_seq: %v", err)
 	}
@@ -274,7 +274,7 @@ func TestRewardModelAcceptance(t *testing.T) {
 		}
 	}
 	batch := trainapi.RewardBatch{Rows: 32, MaxSeq: 32}
-	lossCfg := objective.DefaultBT()
+	lossCfg := objectivecfg.DefaultBT()
 	lossCfg.LMCoef = lmCoef
 	phase := fmt.Sprintf("reward-sft%d-lr%g-s%d-n%d-wd%g-lm%g-lp%v", sftSteps, lr, steps, trainPairs, wd, lmCoef, logProb)
 	var init trainapi.RewardInitOutput

@@ -15,7 +15,7 @@ import (
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/imageproc"
-	"github.com/temperml/temper/algorithms/objective"
+	"github.com/temperml/temper/algorithms/objective/objectivecfg"
 	"github.com/temperml/temper/algorithms/vision/visioncfg"
 	"github.com/temperml/temper/scripts/design"
 	"github.com/temperml/temper/workers/traintest"
@@ -126,7 +126,7 @@ func TestVisionRewardChunks(t *testing.T) {
 		t.Fatalf("init %+v", init)
 	}
 	batch := trainapi.RewardBatch{Rows: 8, MaxSeq: 64}
-	loss := objective.DefaultBT()
+	loss := objectivecfg.DefaultBT()
 	chunk := func(phase, from string, step int, cur data.Cursor, fresh bool) trainapi.ChunkOutput {
 		var out trainapi.ChunkOutput
 		e.Must(trainapi.RewardChunkName, trainapi.RewardChunkInput{ChunkHead: trainapi.ChunkHead{Store: e.Store, Run: "r", Phase: phase, From: from, Step: step, Steps: 2, TotalSteps: 4, Cursor: cur, Optim: visionOptim, FreshOptimizer: fresh},
