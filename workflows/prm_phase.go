@@ -23,6 +23,8 @@ type PRMConfig struct {
 	Data  trainapi.PRMData  `json:"data"`
 	Batch trainapi.PRMBatch `json:"batch"`
 	Loss  trainapi.PRMLoss  `json:"loss"`
+	// LogProbReward off keeps the value head alone (and the RewardInit input of phases before it).
+	LogProbReward bool `json:"logprob_reward" help:"a new value head also scores with the LM: a step's logit = value at its newline + α·Σ log π(the step's own tokens), α learned from 1 (model.Config.RewardLogProb, as the reward phase's); false: the value head alone"`
 	ChunkSpec
 	Eval PRMEval `json:"eval"`
 }
@@ -71,8 +73,8 @@ func init() {
 // labels (most of their steps are wrong).
 const versionPRMBalance = "prm-balance"
 
-// PRM runs a prm phase (runChunked): RewardInit (the `from` checkpoint with a value head, no
-// generative term), PRMChunk's steps, PRMEvaluate's held-out balanced accuracy (the score, step
+// PRM runs a prm phase (runChunked): RewardInit (the `from` checkpoint with a value head, with the
+// generative term when logprob_reward is set), PRMChunk's steps, PRMEvaluate's held-out balanced accuracy (the score, step
 // accuracy where only one label is held out; ties go to the lower held-out cross-entropy). A
 // from_data phase's step labels are the training data.
 func PRM(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
@@ -91,7 +93,7 @@ func PRM(ctx workflow.Context, in PhaseInput) (PhaseOutput, error) {
 		spec: cfg.ChunkSpec, cadence: cfg.Eval.EvalCadence, dataSeed: cfg.Data.Seed,
 		start: func(r *chunkedRun) (string, bool, error) {
 			mc, _ := cfg.Model.Resolve() // validated
-			return rewardInit(r, in, trainapi.RewardInitInput{Store: in.Store, Run: in.RunID, Phase: in.Phase, From: in.From, Model: mc, Seed: r.seed})
+			return rewardInit(r, in, trainapi.RewardInitInput{Store: in.Store, Run: in.RunID, Phase: in.Phase, From: in.From, Model: mc, Seed: r.seed, LogProb: cfg.LogProbReward})
 		},
 		chunk: func(r *chunkedRun, head trainapi.ChunkHead) (string, any) {
 			return trainapi.PRMChunkName, trainapi.PRMChunkInput{ChunkHead: head, Data: cfg.Data, Batch: cfg.Batch, Loss: cfg.Loss}

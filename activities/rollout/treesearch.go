@@ -235,11 +235,8 @@ func (e *engineEnv) ValueSteps(reqs []search.Request) ([]float64, []int, error) 
 	rows := make([]train.StepRow, len(reqs))
 	costs := make([]int, len(reqs))
 	for i, r := range reqs {
-		ids := append(append([]int(nil), e.prompts[r.Tree]...), r.Path...)
-		if len(ids) > e.prmSeq {
-			ids = ids[len(ids)-e.prmSeq:] // the end is what is scored; a longer path keeps its last tokens
-		}
-		rows[i], costs[i] = train.StepRow{IDs: ids, Ends: []int{len(ids) - 1}}, len(ids)
+		rows[i] = train.PathStepRow(e.prompts[r.Tree], r.Path, e.newline, e.prmSeq)
+		costs[i] = len(rows[i].IDs)
 	}
 	scores, err := train.ScoreSteps(e.prm, rows, prmRows, 1, e.prmSeq, nil)
 	if err != nil {

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/temperml/temper/algorithms/data"
 	"github.com/temperml/temper/algorithms/objective"
@@ -11,10 +12,13 @@ import (
 
 // StepRow is one solution as a process reward model reads it: the tokens (the prompt's ids, then
 // every step followed by its newline), the position of each step's newline, and the steps' labels.
+// Start is the first step's first token (the prompt's length; a search path's last step: where that
+// step begins): the generative term of a PRM (objective.StepLogProbs) counts tokens from there.
 type StepRow struct {
 	IDs    []int
 	Ends   []int
 	Labels []bool
+	Start  int
 }
 
 // StepSequence encodes a prompt and its steps as a process reward model reads them (prompt ids as
@@ -29,6 +33,35 @@ func StepSequence(enc data.Encoder, prompt string, steps []string) (ids, ends []
 		ends = append(ends, len(ids)-1)
 	}
 	return ids, ends, nil
+}
+
+// PathStepRow is a search node's path as the PRM scores its last step: prompt and path (the steps'
+// tokens, each line step ending with newline), the one step ending at the last token and starting
+// after the newline before it (or at the path's start), so its score equals that step's in the whole
+// solution (StepRows). A row over maxSeq tokens keeps its last maxSeq (the end is what is scored).
+func PathStepRow(prompt, path, newline []int, maxSeq int) StepRow {
+	ids := append(append([]int(nil), prompt...), path...)
+	start := len(prompt) + lastStepStart(path, newline)
+	if len(ids) > maxSeq {
+		cut := len(ids) - maxSeq
+		ids, start = ids[cut:], max(start-cut, 0)
+	}
+	return StepRow{IDs: ids, Ends: []int{len(ids) - 1}, Start: start}
+}
+
+// lastStepStart is where path's last step begins: after the last newline before its final token
+// (the step's own newline), or 0 for a path of one step.
+func lastStepStart(path, newline []int) int {
+	n := len(newline)
+	if n == 0 {
+		return 0
+	}
+	for i := len(path) - 1 - n; i >= 0; i-- {
+		if slices.Equal(path[i:i+n], newline) {
+			return i + n
+		}
+	}
+	return 0
 }
 
 // StepRows encodes step-labelled solutions, keeping the first maxSteps steps that end within maxSeq
@@ -52,22 +85,29 @@ func StepRows(exs []tasks.StepExample, maxSeq, maxSteps int) ([]StepRow, error) 
 		if labels != nil { // unlabelled (the prm verifier's rows) stays nil: nil[:n] panics
 			labels = labels[:n]
 		}
-		out[i] = StepRow{IDs: ids[:ends[n-1]+1], Ends: ends[:n], Labels: labels}
+		start := ends[0] + 1 - len(enc.Tok.Encode(ex.Steps[0]+"\n"))
+		out[i] = StepRow{IDs: ids[:ends[n-1]+1], Ends: ends[:n], Labels: labels, Start: start}
 	}
 	return out, nil
 }
 
 // StepBatch is objective.PRM's (and PRMScores') batch of rows, padded to nRows rows and steps
-// steps (padding has weight 0) and to the next power of two of the longest row, at most maxSeq.
+// steps (padding has weight 0) and to the next power of two of the longest row, at most maxSeq. The
+// completion mask is 1 from each row's Start on (the tokens the generative term counts).
 func StepBatch(rows []StepRow, nRows, steps, maxSeq int) objective.StepBatch {
 	longest := 1
 	seqs := make([][]int, len(rows))
+	steps1 := make([][]bool, len(rows))
 	for r, row := range rows {
 		longest = max(longest, len(row.IDs))
 		seqs[r] = row.IDs
+		steps1[r] = make([]bool, len(row.IDs))
+		for t := max(row.Start, 0); t < len(row.IDs); t++ {
+			steps1[r][t] = true
+		}
 	}
 	seq := PadSeq(longest, maxSeq)
-	b := objective.StepBatch{Seq: SequenceInputs(seqs, nil, nRows, seq), Ends: make([][]int, nRows), Labels: Zeros(nRows, steps), Weight: Zeros(nRows, steps)}
+	b := objective.StepBatch{Seq: SequenceInputs(seqs, steps1, nRows, seq), Ends: make([][]int, nRows), Labels: Zeros(nRows, steps), Weight: Zeros(nRows, steps)}
 	for r := range nRows {
 		b.Ends[r] = make([]int, steps)
 		if r >= len(rows) {

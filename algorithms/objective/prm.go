@@ -3,6 +3,8 @@ package objective
 import (
 	"fmt"
 
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
@@ -61,6 +63,55 @@ func StepLogits(values, ends *Node) *Node {
 	}
 	pick := OneHot(ends, values.Shape().Dim(1), values.DType()) // [rows, steps, seq]
 	return ReduceSum(Mul(pick, InsertAxes(values, 1)), 2)
+}
+
+// StepLogProbs sums each step's own token log-probabilities: step s covers the positions after
+// step s−1's end up to its own end (step 0: from the row's start), counting only positions where
+// completion is non-zero (the steps' tokens, not the prompt).
+//
+//	logp:       [rows, seq-1] float32, logp[r][t] = log π(tokens[r][t+1] | tokens[r][≤t])
+//	completion: [rows, seq] float32, 1 on the steps' tokens (StepBatch: from the first step's first token)
+//	ends:       [rows, steps] int32 positions, increasing along a row (padding steps: 0)
+//	sums:       [rows, steps] float32, Σ_{ends[s-1] < t ≤ ends[s]} completion[t]·log π(tokens[t] | tokens[<t])
+//
+// A step's sum reads tokens up to its own end only, so the causal property of StepLogits holds.
+func StepLogProbs(logp, completion, ends *Node) *Node {
+	rows, seq, steps := completion.Shape().Dim(0), completion.Shape().Dim(1), ends.Shape().Dim(1)
+	if logp.Rank() != 2 || logp.Shape().Dim(0) != rows || logp.Shape().Dim(1) != seq-1 || ends.Rank() != 2 || ends.Shape().Dim(0) != rows {
+		panic(fmt.Sprintf("objective: step log-probs: logp %s, completion %s, ends %s, want [rows, seq-1], [rows, seq], [rows, steps]", logp.Shape(), completion.Shape(), ends.Shape()))
+	}
+	g := logp.Graph()
+	// tok[r][t]: token t's own log-prob (0 at t = 0, which nothing predicts), on the steps' tokens only.
+	tok := Concatenate([]*Node{Zeros(g, shapes.Make(logp.DType(), rows, 1)), logp}, 1)
+	tok = Mul(tok, loss.AsWeights(completion, tok))
+	ends = ConvertDType(ends, dtypes.Int32)
+	before := Neg(Ones(g, shapes.Make(dtypes.Int32, rows, 1))) // step 0 starts after position −1
+	if steps > 1 {
+		before = Concatenate([]*Node{before, Slice(ends, AxisRange(), AxisRange(0, steps-1))}, 1)
+	}
+	pos := BroadcastToDims(Iota(g, shapes.Make(dtypes.Int32, 1, 1, seq), 2), rows, steps, seq)
+	lo := BroadcastToDims(InsertAxes(before, -1), rows, steps, seq)
+	hi := BroadcastToDims(InsertAxes(ends, -1), rows, steps, seq)
+	in := ConvertDType(And(GreaterThan(pos, lo), LessOrEqual(pos, hi)), tok.DType()) // [rows, steps, seq]
+	return ReduceSum(Mul(in, InsertAxes(tok, 1)), 2)
+}
+
+// stepScores are a StepBatch's step logits: the value head at each step's end (StepLogits) and,
+// when the model has the generative term (model.Config.RewardLogProb, as a reward model's
+// SequenceRewards), α times the log-likelihood of the step's own tokens (StepLogProbs):
+//
+//	z[r][s] = value(h[ends[r][s]]) [+ α·Σ_{t in step s} log π(tokens[t] | tokens[<t])]
+//
+// Whether "12+35=47" is a right step depends on digits the LM head already predicts; the value
+// head alone has to recompute them. Both terms read the row only up to the step's end.
+func stepScores(scope *gm.Scope, mc model.Config, b stepNodes) *Node {
+	hidden := model.Hidden(scope, mc, b.seq.tokens, b.seq.positions, rewardBool(b.seq.valid))
+	z := StepLogits(model.ValueHead(scope, mc, hidden), b.ends)
+	if !mc.RewardLogProb || b.seq.tokens.Shape().Dim(1) < 2 {
+		return z
+	}
+	lp := StepLogProbs(model.NextTokenLogProbs(model.LMHead(scope, mc, hidden), b.seq.tokens), b.seq.completion, b.ends)
+	return Add(z, Mul(lp, Reshape(model.RewardLogProbWeight(scope, hidden.Graph()))))
 }
 
 // ClassWeights weigh each step's cross-entropy by its label: Correct on steps labelled correct,
@@ -130,9 +181,9 @@ func StepBCE(logits, labels, w *Node, cw ClassWeights) (*Node, map[string]*Node)
 
 // PRM is the process-reward-model objective: the value head read at every step's end (StepLogits)
 // trained with StepBCE against the step labels, each class weighted by cw. Its input is a
-// StepBatch; the model needs a value head. The generative term of a Bradley–Terry reward model
-// (Config.RewardLogProb) is not used: a step's score is the value head alone, so it reads at any
-// position the same way.
+// StepBatch; the model needs a value head. A model with the generative term (Config.RewardLogProb)
+// adds α·Σ log π of each step's own tokens to its logit (stepScores); without it a step's score is
+// the value head alone.
 func PRM(cw ClassWeights) Objective {
 	name := "prm-bce"
 	if !cw.plain() {
@@ -147,8 +198,7 @@ func PRM(cw ClassWeights) Objective {
 			if !mc.ValueHead {
 				panic("objective prm: the model has no value_head")
 			}
-			values := model.Values(scope, mc, b.seq.tokens, b.seq.positions, rewardBool(b.seq.valid))
-			return StepBCE(StepLogits(values, b.ends), b.labels, b.weight, cw)
+			return StepBCE(stepScores(scope, mc, b), b.labels, b.weight, cw)
 		},
 	}
 }
@@ -178,8 +228,7 @@ func PRMScores(rows, steps int) Objective {
 			if d := b.ends.Shape(); d.Dim(0) != rows || d.Dim(1) != steps {
 				panic(fmt.Sprintf("objective prm-scores: ends %s, want [%d, %d]", d, rows, steps))
 			}
-			values := model.Values(scope, mc, b.seq.tokens, b.seq.positions, rewardBool(b.seq.valid))
-			logits := StepLogits(values, b.ends)
+			logits := stepScores(scope, mc, b)
 			l, _ := StepBCE(logits, b.labels, b.weight, ClassWeights{})
 			p := Sigmoid(logits)
 			out := make(map[string]*Node, len(names))

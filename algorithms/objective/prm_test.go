@@ -195,3 +195,77 @@ func TestBalancedWeights(t *testing.T) {
 		}
 	}
 }
+
+// stepLogProbsRef is the plain-Go reference of StepLogProbs: token t's log-prob is logp[t−1]; step
+// s sums the tokens after step s−1's end up to its own end where completion is 1.
+func stepLogProbsRef(logp, completion [][]float64, ends [][]int) [][]float64 {
+	out := make([][]float64, len(ends))
+	for r := range ends {
+		out[r] = make([]float64, len(ends[r]))
+		lo := 0
+		for s, e := range ends[r] {
+			for t := max(lo, 1); t <= e; t++ {
+				out[r][s] += completion[r][t] * logp[r][t-1]
+			}
+			lo = max(lo, e+1)
+		}
+	}
+	return out
+}
+
+// TestStepLogProbsMatchesReference: each step's summed log-probs on hand-computed cases whose
+// log-probs are distinct powers of two, so a shift by one token, a step taking its neighbour's
+// tokens or the prompt's, or a padding step counting anything, changes the sums.
+func TestStepLogProbsMatchesReference(t *testing.T) {
+	cases := []struct {
+		name       string
+		logp       [][]float64 // [rows][seq-1]
+		completion [][]float64 // [rows][seq]
+		ends       [][]int
+		want       [][]float64
+	}{
+		{
+			// prompt at 0-1, step 0 at 2-3, step 1 at 4-5: token t's log-prob is logp[t-1].
+			name: "two steps after a prompt", logp: [][]float64{{-1, -2, -4, -8, -16}},
+			completion: [][]float64{{0, 0, 1, 1, 1, 1}}, ends: [][]int{{3, 5}},
+			want: [][]float64{{-2 - 4, -8 - 16}},
+		},
+		{
+			// row 0: one real step and a padding step (end 0) that must sum nothing; row 1: a one-token
+			// prompt, then steps of one and three tokens, followed by padding the steps do not reach.
+			name:       "padding steps and a short row",
+			logp:       [][]float64{{-1, -2, -4, -8, -16}, {-32, -64, -128, -256, -512}},
+			completion: [][]float64{{0, 0, 0, 1, 1, 0}, {0, 1, 1, 1, 1, 0}}, ends: [][]int{{4, 0}, {1, 4}},
+			want: [][]float64{{-4 - 8, 0}, {-32, -64 - 128 - 256}},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ref := stepLogProbsRef(c.logp, c.completion, c.ends)
+			for r := range c.want {
+				for s := range c.want[r] {
+					if ref[r][s] != c.want[r][s] {
+						t.Fatalf("reference [%d][%d] = %g, hand-computed %g", r, s, ref[r][s], c.want[r][s])
+					}
+				}
+			}
+			flat := []int32{}
+			for r := range c.ends {
+				for _, e := range c.ends[r] {
+					flat = append(flat, int32(e))
+				}
+			}
+			out := MustExecOnce(testbackend.Sequential(), func(logp, completion, ends *Node) *Node {
+				return StepLogProbs(logp, completion, ends)
+			}, mat32(c.logp), mat32(c.completion), tensors.FromFlatDataAndDimensions(flat, len(c.ends), len(c.ends[0])))
+			got := tensors.MustCopyFlatData[float32](out)
+			for r := range c.want {
+				for s := range c.want[r] {
+					if g := float64(got[r*len(c.want[r])+s]); math.Abs(g-c.want[r][s]) > 1e-4 {
+						t.Errorf("step [%d][%d] = %g, want %g", r, s, g, c.want[r][s])
+					}
+				}
+			}
+		})
+	}
+}
