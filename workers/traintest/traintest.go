@@ -5,17 +5,20 @@ package traintest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/temperml/temper/activities/ckpt"
 	"github.com/temperml/temper/activities/train"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/model"
+	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/safetensors"
 	"github.com/temperml/temper/workers"
 )
@@ -60,6 +63,50 @@ func (e *Env) Must(name string, in, out any) {
 	if err := e.Run(name, in, out); err != nil {
 		e.T.Fatalf("%s: %v", name, err)
 	}
+}
+
+// SlowSteps is an engine whose optimizer steps take at least D: one step over a large batch on a
+// loaded machine.
+type SlowSteps struct {
+	train.Engine
+	D time.Duration
+}
+
+func (s SlowSteps) StepObjective(obj objective.Objective, b objective.Batch, lr float32) (map[string]float32, error) {
+	time.Sleep(s.D)
+	return s.Engine.StepObjective(obj, b, lr)
+}
+
+// RunSlowOnce runs the trainer activity registered as name once (no retries) from a test workflow
+// whose activity options set heartbeat as the heartbeat timeout, on e's engines made SlowSteps of
+// slow, and decodes its result into out: Temporal times the attempt out when the activity stops
+// heartbeating for longer than heartbeat (an activity environment alone has no heartbeat timeout).
+func (e *Env) RunSlowOnce(name string, heartbeat, slow time.Duration, in, out any) error {
+	e.T.Helper()
+	deps := *e.Deps
+	deps.NewEngine = func(o train.EngineOptions) (train.Engine, error) {
+		eng, err := e.Deps.NewEngine(o)
+		return SlowSteps{eng, slow}, err
+	}
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(10 * time.Minute)
+	workers.RegisterTrainer(env, &deps)
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in json.RawMessage) (json.RawMessage, error) {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, HeartbeatTimeout: heartbeat,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
+		var out json.RawMessage
+		err := workflow.ExecuteActivity(ctx, name, in).Get(ctx, &out)
+		return out, err
+	}, workflow.RegisterOptions{Name: "once"})
+	env.ExecuteWorkflow("once", in)
+	if !env.IsWorkflowCompleted() {
+		return errors.New("traintest: the workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		return err
+	}
+	return env.GetWorkflowResult(out)
 }
 
 // TinyModel is the "tiny" preset with 64-token sequences.

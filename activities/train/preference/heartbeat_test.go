@@ -9,32 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
-
-	"github.com/temperml/temper/activities/train"
-	"github.com/temperml/temper/activities/train/preference"
 	"github.com/temperml/temper/activities/train/trainapi"
 	"github.com/temperml/temper/algorithms/loss/losscfg"
 	"github.com/temperml/temper/algorithms/model/modelcfg"
-	"github.com/temperml/temper/algorithms/objective"
 	"github.com/temperml/temper/algorithms/rollout"
 	"github.com/temperml/temper/algorithms/tokenize"
 	"github.com/temperml/temper/workers/traintest"
 )
-
-// slowSteps is an engine whose optimizer steps take at least d: a large minibatch of pairs on a
-// loaded machine.
-type slowSteps struct {
-	train.Engine
-	d time.Duration
-}
-
-func (s slowSteps) StepObjective(obj objective.Objective, b objective.Batch, lr float32) (map[string]float32, error) {
-	time.Sleep(s.d)
-	return s.Engine.StepObjective(obj, b, lr)
-}
 
 // TestOnlineDPOStepHeartbeatsThroughSlowWork: an online DPO step of one minibatch, scheduled by a
 // workflow with a heartbeat timeout, whose one optimizer step takes twice that timeout, keeps
@@ -52,36 +33,12 @@ func TestOnlineDPOStepHeartbeatsThroughSlowWork(t *testing.T) {
 		{ID: "b1", Group: 1, PromptTokens: []int{tokenize.ByteBOS, 'r', '='}, Tokens: []int{'5'}, LogProbs: []float32{-1}},
 	}, []float64{1, 0, 0, 1})
 
-	deps := *e.Deps
-	deps.NewEngine = func(o train.EngineOptions) (train.Engine, error) {
-		eng, err := traintest.NewEngine(o)
-		return slowSteps{eng, 2 * timeout}, err
-	}
-	var ts testsuite.WorkflowTestSuite
-	env := ts.NewTestWorkflowEnvironment()
-	env.SetTestTimeout(10 * time.Minute)
-	preference.Register(env, &deps)
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in trainapi.OnlineDPOStepInput) (trainapi.PolicyStepOutput, error) {
-		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, HeartbeatTimeout: timeout,
-			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
-		var out trainapi.PolicyStepOutput
-		err := workflow.ExecuteActivity(ctx, trainapi.OnlineDPOStepName, in).Get(ctx, &out)
-		return out, err
-	}, workflow.RegisterOptions{Name: "onlineDPOStepOnce"})
-
 	in := trainapi.OnlineDPOStepInput{Store: e.Store, Run: "hb", Phase: "odpo", Policy: pol.Checkpoint, Reference: pol.Checkpoint,
 		Shards: []trainapi.ScoredShard{shard}, Loss: losscfg.DefaultPreference(losscfg.PrefDPO), FreshOptimizer: true,
 		Optim: trainapi.Optim{LR: 1e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, ClipNorm: 1}}
-	env.ExecuteWorkflow("onlineDPOStepOnce", in)
-	if !env.IsWorkflowCompleted() {
-		t.Fatal("the workflow did not complete")
-	}
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatalf("online DPO step with a %v heartbeat timeout: %v", timeout, err)
-	}
 	var out trainapi.PolicyStepOutput
-	if err := env.GetWorkflowResult(&out); err != nil {
-		t.Fatal(err)
+	if err := e.RunSlowOnce(trainapi.OnlineDPOStepName, timeout, 2*timeout, in, &out); err != nil {
+		t.Fatalf("online DPO step with a %v heartbeat timeout: %v", timeout, err)
 	}
 	if out.Metrics["pairs_formed"] != 2 || out.Metrics["optimizer_steps"] != 1 || out.Metrics["seconds_optimize"] < (2*timeout).Seconds() {
 		t.Fatalf("want one optimizer step over 2 pairs of at least %v (longer than the heartbeat timeout): %v", 2*timeout, out.Metrics)
