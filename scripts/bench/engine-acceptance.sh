@@ -5,7 +5,7 @@
 # peer's fastest), and base training MFU against `temper bench peak` (when the binary has it).
 #
 #   scripts/bench/engine-acceptance.sh            # builds bin/temper if missing; ~15-25 min on 2 cores
-#   REPEATS=3 STEPS=5 BIN=bin/temper OUT=/tmp/acc scripts/bench/engine-acceptance.sh
+#   REPEATS=3 STEPS=5 SETTINGS=1 BIN=bin/temper OUT=/tmp/acc scripts/bench/engine-acceptance.sh
 #
 # Needs the peer installed (sudo scripts/peer/install.sh). Prints the ISA, the load before and
 # after (a load average above ~0.5 before the start means the numbers are not a quiet window),
@@ -30,7 +30,7 @@ cpus=$(nproc)
 echo "commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (dirty)'); ISA: $(grep -o 'avx512f\|avx2' /proc/cpuinfo | sort -u | tr '\n' ' '); $cpus CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# 1. The machine's attainable peak (issue 39 item 1; another engineer's command).
+# 1. The machine's attainable peak on its own (issue 39 item 1), for the record.
 if "$BIN" bench peak --json >"$OUT/peak.json" 2>"$OUT/peak.err"; then
 	cat "$OUT/peak.json"
 else
@@ -38,11 +38,17 @@ else
 	: >"$OUT/peak.json"
 fi
 
-# 2. Temper alone at base (GFLOP/s for MFU), then against the peer on each thread setting.
-"$BIN" bench model --presets base --steps "$STEPS" --gen-prompts -1 --json >"$OUT/model-base.json"
+# 2. Temper alone at base, REPEATS times: each run measures the peak in its own process just before
+# training (bench model's peak_gflops), so its MFU is a ratio from one window; the summary takes the
+# median run (one run on a noisy machine moved 34% -> 46% between two minutes). Then against the
+# peer on each thread setting (SETTINGS=1: only the first, the peer's fastest here).
+for r in $(seq "$REPEATS"); do
+	"$BIN" bench model --presets base --steps "$STEPS" --gen-prompts -1 --json >"$OUT/model-base-$r.json"
+done
 settings=("--peer-torch-threads 1 --peer-blas-threads $cpus"
 	"--peer-torch-threads $cpus --peer-blas-threads $cpus"
 	"--peer-torch-threads $cpus --peer-blas-threads 1")
+settings=("${settings[@]:0:${SETTINGS:-3}}")
 i=0
 for s in "${settings[@]}"; do
 	i=$((i + 1))
@@ -76,37 +82,21 @@ for p, (tr, gr) in sorted(rows.items()):
     good = tr >= 1.3 and gr >= 1.5
     ok &= good
     print(f"SUMMARY {p}: train {tr:.2f}x (>= 1.3), cached generation {gr:.2f}x (>= 1.5) against the peer's fastest setting: {'PASS' if good else 'FAIL'}")
-# MFU of base training against the measured peak.
-peak = None
-try:
-    def find(o):
-        if isinstance(o, dict):
-            for k, v in o.items():
-                if isinstance(v, (int, float)) and re.search(r"gflop", k, re.I) and v > 0:
-                    return float(v)
-                r = find(v)
-                if r:
-                    return r
-        if isinstance(o, list):
-            for v in o:
-                r = find(v)
-                if r:
-                    return r
-        return None
-    pj = json.load(open(os.path.join(out, "peak.json")))
-    # bench peak's attainable figure; the first "gflop" key found would be one shape's median
-    # (the 1024³ shape's, listed first), not the peak.
-    peak = pj.get("peak_gflops") or find(pj)
-except Exception:
-    pass
-base = json.load(open(os.path.join(out, "model-base.json")))
-gflops = [r.get("train_gflops") for r in base.get("rows", []) if r.get("preset") == "base"]
-gflops = gflops[0] if gflops else None
-if peak and gflops:
-    mfu = gflops / peak
+# MFU of base training: each run's GFLOP/s against the peak that run measured; the median run.
+mfus = []
+for f in sorted(glob.glob(os.path.join(out, "model-base-*.json"))):
+    base = json.load(open(f))
+    peak = base.get("peak_gflops")
+    for r in base.get("rows", []):
+        if r.get("preset") == "base" and peak and r.get("train_gflops"):
+            mfus.append(r["train_gflops"] / peak)
+            print(f"{os.path.basename(f)}: base train {r['train_gflops']:.1f} GFLOP/s of a measured peak {peak:.1f} = {100*mfus[-1]:.1f}%")
+if mfus:
+    mfus.sort()
+    mfu = mfus[len(mfus) // 2] if len(mfus) % 2 else (mfus[len(mfus) // 2 - 1] + mfus[len(mfus) // 2]) / 2
     ok &= mfu >= 0.4
-    print(f"SUMMARY base MFU: {gflops:.1f} GFLOP/s of a measured peak {peak:.1f} = {100*mfu:.0f}% (>= 40%): {'PASS' if mfu >= 0.4 else 'FAIL'}")
+    print(f"SUMMARY base MFU: median of {len(mfus)} runs {100*mfu:.1f}% (runs {', '.join(f'{100*m:.1f}%' for m in mfus)}; >= 40%): {'PASS' if mfu >= 0.4 else 'FAIL'}")
 else:
-    print(f"SUMMARY base MFU: train {gflops} GFLOP/s; no measured peak (bench peak missing): not judged")
+    print("SUMMARY base MFU: no run reported train_gflops and peak_gflops: not judged")
 print("ALL PASS" if ok else "NOT ALL PASS", f"(files in {out})")
 EOF
