@@ -269,6 +269,11 @@ func TestFusedRMSNormMatchesUnfused(t *testing.T) {
 				r := must(fn.Add(p[0], h))
 				return []compute.Value{r, norm(fn, r, p[1], false, false, false).y}
 			}},
+			{"rmsnorm-weight-shared", 1, func(fn compute.Function, p []compute.Value) []compute.Value {
+				// The reshaped weight also an output: the norm is fused, the Reshape kept.
+				ps := norm(fn, p[0], p[1], false, false, false)
+				return []compute.Value{ps.y, ps.wr}
+			}},
 		}
 		if rank > 1 || d > 1 {
 			cases = append(cases, patternCase{"rmsnorm-no-reshape", 1, func(fn compute.Function, p []compute.Value) []compute.Value {

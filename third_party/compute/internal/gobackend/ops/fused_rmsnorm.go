@@ -69,8 +69,8 @@ func (fuseRMSNormPass) Apply(b *gobackend.Builder) (bool, error) {
 // matchRMSNorm matches root = Mul(Div(x, Sqrt(Add(Mul(ReduceSum(Mul(x, x), last), c), ε))), w)
 // (either operand order of each Mul but the squares' and of the Add; the mean's Mul may be a Div by
 // c; a Reshape may sit before or after the mean's Mul or Div), x float32 [..., D], the divisor
-// [..., 1], w [1, ..., 1, D], c and ε single elements, and every node between x and root used only
-// there. It returns the fused node's inputs (x, w, c, ε), its Data and the inner nodes, or nils.
+// [..., 1], w [1, ..., 1, D] (taken before its Reshape when it has one of its own), c and ε
+// single elements, and every node between x and root used only there. It returns the fused node's inputs (x, w, c, ε), its Data and the inner nodes, or nils.
 func matchRMSNorm(g *fusionGraph, root *gobackend.Node) ([]*gobackend.Node, *rmsNormData, []*gobackend.Node) {
 	if root.OpType != compute.OpTypeMul || len(root.Inputs) != 2 || !plainFloat32(root) || root.Shape.Rank() < 1 ||
 		root.IsNodeSelectOutput || len(root.CapturedInputs) > 0 {
@@ -130,6 +130,13 @@ func matchRMSNorm(g *fusionGraph, root *gobackend.Node) ([]*gobackend.Node, *rms
 					continue
 				}
 				inner = append(inner, sum, sq)
+				if w.OpType == compute.OpTypeReshape && len(w.Inputs) == 1 && g.private(w, 1) && plainFloat32(w.Inputs[0]) {
+					// The weight's own Reshape to [1, ..., 1, D]: the kernel reads its D elements
+					// flat, so it takes them unreshaped (a Reshape of a buffer the executor does not
+					// own, a parameter's, copies it).
+					inner = append(inner, w)
+					w = w.Inputs[0]
+				}
 				return []*gobackend.Node{x, w, c, eps}, &rmsNormData{divMean: mean.OpType == compute.OpTypeDiv}, inner
 			}
 		}
