@@ -215,3 +215,33 @@ func processCPUTime(t *testing.T) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestDecodeFusesGLUAndRMSNorm: cached generation's graphs hold the engine's fused gated MLP and
+// RMS norm (the fork's compilation passes match the op chains model's splitLinear, activate and
+// rmsNorm build; a change there that breaks the match would otherwise only show as lost speed).
+func TestDecodeFusesGLUAndRMSNorm(t *testing.T) {
+	r := newRuntime(t, Options{Seed: 1, InitStd: 0.3, Executor: ExecutorSequential})
+	prompts := [][]int{{1, 2, 3}, {4, 5}, {6}, {7, 8, 9, 10}}
+	opts := sample.Options{MaxNewTokens: 3}
+	if _, err := r.Generate(prompts, opts); err != nil { // compile outside the profile
+		t.Fatal(err)
+	}
+	gobackend.StartOpProfile()
+	_, err := r.Generate(prompts, opts)
+	stats := gobackend.StopOpProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, s := range stats {
+		count[s.Op] += s.Count
+	}
+	for op, env := range map[string]string{"FusedGLU": "GOMLX_FUSE_GLU", "FusedRMSNorm": "GOMLX_FUSE_RMSNORM"} {
+		if on, err := strconv.ParseBool(os.Getenv(env)); err == nil && !on {
+			continue // switched off
+		}
+		if count[op] == 0 {
+			t.Errorf("no %s op in cached generation (ops run: %v)", op, count)
+		}
+	}
+}

@@ -161,6 +161,12 @@ const (
 	// internal to the go backend, made by its compilation pass, never by a builder).
 	OpTypeFusedElementwise
 
+	// OpTypeFusedGLU is a gated MLP's (a·σ(a))·b over the two halves of one tensor's last axis, and
+	// OpTypeFusedRMSNorm an RMS normalisation over the last axis times a weight (Temper fork: both
+	// internal to the go backend, made by its compilation passes, never by a builder).
+	OpTypeFusedGLU
+	OpTypeFusedRMSNorm
+
 	// OpTypeLast should always be kept the last, it is used as a counter/marker for OpType.
 	OpTypeLast
 )
