@@ -170,3 +170,71 @@ func scaleVector(x []float32, c float32) int {
 	}
 	return n
 }
+
+// dotVector adds the products of the whole vectors into lanes (Temper fork: decodeattn.go).
+func dotVector(x, y []float32, lanes *[8]float32) int {
+	n := whole(x)
+	if !vecAVX2 || n == 0 {
+		return 0
+	}
+	defer archsimd.ClearAVXUpperBits()
+	acc := archsimd.LoadFloat32x8(lanes)
+	for i := 0; i < n; i += 8 {
+		acc = acc.Add(ld(x, i).Mul(ld(y, i)))
+	}
+	acc.Store(lanes)
+	return n
+}
+
+// axpyVector sets x[i] += a·y[i] over the whole vectors (Temper fork: decodeattn.go).
+func axpyVector(x []float32, a float32, y []float32) int {
+	n := whole(x)
+	if !vecAVX2 || n == 0 {
+		return 0
+	}
+	defer archsimd.ClearAVXUpperBits()
+	av := bc(a)
+	for i := 0; i < n; i += 8 {
+		st(ld(x, i).Add(ld(y, i).Mul(av)), x, i)
+	}
+	return n
+}
+
+// rowScoresVector is rowScores for a head_dim of whole vectors, in one call (Temper fork:
+// decodeattn.go). Each score is vecDot's: eight lanes of rounded products, then the same tree.
+func rowScoresVector(sc, q, keys []float32, vis []int32) bool {
+	d := len(q)
+	if !vecAVX2 || d == 0 || d%8 != 0 {
+		return false
+	}
+	defer archsimd.ClearAVXUpperBits()
+	var tmp [8]float32
+	for t, j := range vis {
+		k := keys[int(j)*d : int(j)*d+d]
+		acc := bc(0)
+		for i := 0; i < d; i += 8 {
+			acc = acc.Add(ld(q, i).Mul(ld(k, i)))
+		}
+		acc.Store(&tmp)
+		sc[t] = ((tmp[0] + tmp[4]) + (tmp[1] + tmp[5])) + ((tmp[2] + tmp[6]) + (tmp[3] + tmp[7]))
+	}
+	return true
+}
+
+// rowAccumulateVector is rowAccumulate for a head_dim of whole vectors, in one call (Temper fork:
+// decodeattn.go).
+func rowAccumulateVector(o, p, values []float32, vis []int32) bool {
+	d := len(o)
+	if !vecAVX2 || d == 0 || d%8 != 0 {
+		return false
+	}
+	defer archsimd.ClearAVXUpperBits()
+	for t, j := range vis {
+		v := values[int(j)*d : int(j)*d+d]
+		pv := bc(p[t])
+		for i := 0; i < d; i += 8 {
+			st(ld(o, i).Add(ld(v, i).Mul(pv)), o, i)
+		}
+	}
+	return true
+}
