@@ -120,7 +120,7 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 				return
 			}
 			if sc == nil {
-				sc, idx = make([]float32, s), make([]int32, s)
+				sc, idx = make([]float32, decodeGroup*s), make([]int32, s)
 			}
 			bi := item / hk
 			vis := idx[:0]
@@ -131,38 +131,55 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 			}
 			kHead, vHead := k[item*s*d:(item+1)*s*d], v[item*s*d:(item+1)*s*d]
 			r0 := item * rows // = (bi·heads + kh·grp)·nq: the item's first query row
-			for r := r0; r < r0+rows; r++ {
-				decodeRow(data, o[r*d:(r+1)*d], &lse[r], q[r*d:(r+1)*d], kHead, vHead, vis, sc[:len(vis)])
+			for r := r0; r < r0+rows; r += decodeGroup {
+				nr := min(decodeGroup, r0+rows-r)
+				decodeRows(data, o[r*d:(r+nr)*d], lse[r:r+nr], q[r*d:(r+nr)*d], kHead, vHead, vis, sc[:nr*len(vis)])
 			}
 		}
 	})
 	return []*gobackend.Buffer{out, lseBuf}, nil
 }
 
-// decodeRow computes one query row's output o [d] and log-sum-exp from its query qr [d], the keys
-// and values of its kv head [keys, d], the visible key columns vis and scratch sc [len(vis)].
-func decodeRow(data *flashAttnData, o []float32, lse *float32, qr, kHead, vHead []float32, vis []int32, sc []float32) {
+// decodeGroup is how many query rows of a kv head go through the keys and values together
+// (groupScores, groupAccumulate): each key and value row is then read once per group instead of
+// once per query row (the base preset's decode has three query heads per kv head).
+const decodeGroup = 3
+
+// decodeRows computes the outputs o [nr, d] and log-sum-exps lse [nr] of nr query rows q [nr, d]
+// from the keys and values of their kv head [keys, d], the visible key columns vis and scratch sc
+// [nr·len(vis)].
+func decodeRows(data *flashAttnData, o, lse, q, kHead, vHead []float32, vis []int32, sc []float32) {
 	clear(o)
-	if len(vis) == 0 {
-		*lse = negInf
+	nr, n := len(lse), len(vis)
+	if n == 0 {
+		for r := range lse {
+			lse[r] = negInf
+		}
 		return
 	}
-	rowScores(sc, qr, kHead, vis)
-	if data.scale != 1 {
-		vecScale(sc, data.scale)
-	}
-	if c := data.softcap; c > 0 {
-		for y, x := range sc { // the same float32 operations as cap·tanh(x/cap) in the graph
-			sc[y] = float32(math.Tanh(float64(x/c))) * c
+	groupScores(sc, q, nr, kHead, vis)
+	sums := [decodeGroup]float32{}
+	for r := range nr {
+		row := sc[r*n : (r+1)*n]
+		if data.scale != 1 {
+			vecScale(row, data.scale)
 		}
+		if c := data.softcap; c > 0 {
+			for y, x := range row { // the same float32 operations as cap·tanh(x/cap) in the graph
+				row[y] = float32(math.Tanh(float64(x/c))) * c
+			}
+		}
+		mx := vecMax(row)
+		vecSubScalar(row, mx)
+		fastmath.Exp32Slice(row, row)
+		sums[r] = vecSum(row)
+		lse[r] = mx + float32(math.Log(float64(sums[r])))
 	}
-	mx := vecMax(sc)
-	vecSubScalar(sc, mx)
-	fastmath.Exp32Slice(sc, sc)
-	sum := vecSum(sc)
-	rowAccumulate(o, sc, vHead, vis)
-	vecDiv(o, sum)
-	*lse = mx + float32(math.Log(float64(sum)))
+	groupAccumulate(o, sc, nr, vHead, vis)
+	d := len(o) / nr
+	for r := range nr {
+		vecDiv(o[r*d:(r+1)*d], sums[r])
+	}
 }
 
 // decodeAttentionVJPError is the answer to a VJP of decode attention: decoding is not differentiated.

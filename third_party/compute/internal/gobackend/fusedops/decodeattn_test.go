@@ -86,7 +86,30 @@ func decodeInputs(c decodeCase, seed uint64) (q, k, v []float32, mask []bool) {
 }
 
 // decodeRun builds and runs the decode attention: outputs out and lse (flat).
-func decodeRun(t *testing.T, backend compute.Backend, c decodeCase, q, k, v []float32, mask []bool) [][]float32 {
+func decodeRun(t testing.TB, backend compute.Backend, c decodeCase, q, k, v []float32, mask []bool) [][]float32 {
+	t.Helper()
+	run := decodeCompile(t, backend, c, q, k, v, mask)
+	outs, err := run()
+	if err != nil {
+		t.Fatalf("%s: %+v", c.name, err)
+	}
+	res := make([][]float32, len(outs))
+	for i, o := range outs {
+		s, err := o.Shape()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res[i] = make([]float32, s.Size())
+		if err := o.ToFlatData(res[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return res
+}
+
+// decodeCompile builds the decode attention of c and returns a function that runs it on the given
+// inputs (kept on the backend, not donated).
+func decodeCompile(t testing.TB, backend compute.Backend, c decodeCase, q, k, v []float32, mask []bool) func() ([]compute.Buffer, error) {
 	t.Helper()
 	qs := shapes.Make(dtypes.Float32, c.b, c.h, c.nq, c.d)
 	ks := shapes.Make(dtypes.Float32, c.b, c.hk, c.s, c.d)
@@ -121,16 +144,7 @@ func decodeRun(t *testing.T, backend compute.Backend, c decodeCase, q, k, v []fl
 		must(err)
 		in = append(in, buf)
 	}
-	outs, err := exec.Execute(in, nil, 0)
-	must(err)
-	res := make([][]float32, len(outs))
-	for i, o := range outs {
-		s, err := o.Shape()
-		must(err)
-		res[i] = make([]float32, s.Size())
-		must(o.ToFlatData(res[i]))
-	}
-	return res
+	return func() ([]compute.Buffer, error) { return exec.Execute(in, nil, 0) }
 }
 
 // decodeReference is decode attention in float64: zeros and -Inf for a row with no visible key.
@@ -256,11 +270,12 @@ func TestDecodeAttentionBitStable(t *testing.T) {
 	}
 }
 
-// TestDecodeRowVectorMatchesScalar: the AVX2 row loops (rowScoresVector, rowAccumulateVector) give
-// the scalar loops' bits (vecDot, vecAxpy), so a machine without AVX2 decodes the same.
+// TestDecodeRowVectorMatchesScalar: the AVX2 loops of the decode attention (rowScoresVector,
+// rowAccumulateVector, and the three-row groupScoresVector, groupAccumulateVector) give the scalar
+// loops' bits (vecDot, vecAxpy in key order), so a machine without AVX2 decodes the same; on key
+// counts that leave remainders (of 2, 4) and head dims with and without a last lone vector.
 func TestDecodeRowVectorMatchesScalar(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	const s, d = 23, 64
 	fill := func(n int) []float32 {
 		x := make([]float32, n)
 		for i := range x {
@@ -268,27 +283,34 @@ func TestDecodeRowVectorMatchesScalar(t *testing.T) {
 		}
 		return x
 	}
-	q, keys, vals, p := fill(d), fill(s*d), fill(s*d), fill(s)
-	vis := []int32{0, 2, 3, 7, 11, 12, 20, 22}
-	sc := make([]float32, len(vis))
-	rowScores(sc, q, keys, vis)
-	o := make([]float32, d)
-	rowAccumulate(o, p, vals, vis)
-	for t2, j := range vis {
-		want := vecDotScalar(q, keys[int(j)*d:int(j)*d+d])
-		if math.Float32bits(sc[t2]) != math.Float32bits(want) {
-			t.Fatalf("score %d: %g, scalar %g", t2, sc[t2], want)
-		}
-	}
-	want := make([]float32, d)
-	for t2, j := range vis {
-		for i := range want {
-			want[i] += float32(p[t2] * vals[int(j)*d+i])
-		}
-	}
-	for i := range o {
-		if math.Float32bits(o[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("accumulated element %d: %g, scalar %g", i, o[i], want[i])
+	const s = 23
+	for _, d := range []int{64, 24, 8, 12} {
+		for _, nr := range []int{1, 2, 3} {
+			for _, vis := range [][]int32{{0, 2, 3, 7, 11, 12, 20, 22}, {1, 4, 5, 6, 9, 10, 13, 15, 17, 18, 21}, {5}} {
+				n := len(vis)
+				q, keys, vals, p := fill(nr*d), fill(s*d), fill(s*d), fill(nr*n)
+				sc := make([]float32, nr*n)
+				o := make([]float32, nr*d)
+				groupScores(sc, q, nr, keys, vis)
+				groupAccumulate(o, p, nr, vals, vis)
+				for r := range nr {
+					for t2, j := range vis {
+						want := vecDotScalar(q[r*d:(r+1)*d], keys[int(j)*d:int(j)*d+d])
+						if got := sc[r*n+t2]; math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("d=%d rows=%d keys=%d: score (%d, %d): %g, scalar %g", d, nr, n, r, t2, got, want)
+						}
+					}
+					for i := range d {
+						var want float32
+						for t2, j := range vis {
+							want += float32(p[r*n+t2] * vals[int(j)*d+i])
+						}
+						if got := o[r*d+i]; math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("d=%d rows=%d keys=%d: output (%d, %d): %g, scalar %g", d, nr, n, r, i, got, want)
+						}
+					}
+				}
+			}
 		}
 	}
 }
@@ -362,4 +384,36 @@ func TestDecodeAttentionRefuses(t *testing.T) {
 			t.Fatalf("VJP: got %v, want ErrNotImplemented", err)
 		}
 	})
+}
+
+// BenchmarkDecodeAttention: one layer's decode attention at the base preset's decode shapes (64
+// rows, 6 heads, 2 KV heads, head_dim 64), per cache length.
+//
+//	GOEXPERIMENT=simd go test ./internal/gobackend/fusedops/ -run '^$' -bench DecodeAttention
+func BenchmarkDecodeAttention(b *testing.B) {
+	backend, err := gobackend.New("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer backend.Finalize()
+	for _, s := range []int{32, 64, 96} {
+		c := decodeCase{b: 64, h: 6, hk: 2, nq: 1, s: s, d: 64, mask: "all", flatKV: true}
+		q, k, v, mask := decodeInputs(c, 1)
+		b.Run(fmt.Sprintf("cache%d", s), func(b *testing.B) {
+			run := decodeCompile(b, backend, c, q, k, v, mask)
+			for range b.N {
+				outs, err := run()
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, o := range outs {
+					if err := o.Finalize(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			// Scores and weighted values: 2·s·d multiply-adds per query row.
+			b.ReportMetric(float64(b.N)*4*float64(s*c.d*c.b*c.h)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
 }

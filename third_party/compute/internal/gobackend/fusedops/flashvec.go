@@ -156,3 +156,28 @@ func rowAccumulate(o, p, values []float32, vis []int32) {
 		vecAxpy(o, p[t], values[int(j)*d:int(j)*d+d])
 	}
 }
+
+// groupScores sets sc[r·n + t] = vecDot(query row r, key row vis[t]) for the nr query rows q
+// [nr, d] (n = len(vis)); each key row is read once for all of them where the machine allows
+// (Temper fork: decodeattn.go).
+func groupScores(sc, q []float32, nr int, keys []float32, vis []int32) {
+	if groupScoresVector(sc, q, nr, keys, vis) {
+		return
+	}
+	d, n := len(q)/nr, len(vis)
+	for r := range nr {
+		rowScores(sc[r*n:(r+1)*n], q[r*d:(r+1)*d], keys, vis)
+	}
+}
+
+// groupAccumulate adds p[r·n + t]·(value row vis[t]) into row r of o [nr, d] for t in increasing
+// order, as rowAccumulate does row by row (Temper fork: decodeattn.go).
+func groupAccumulate(o, p []float32, nr int, values []float32, vis []int32) {
+	if groupAccumulateVector(o, p, nr, values, vis) {
+		return
+	}
+	d, n := len(o)/nr, len(vis)
+	for r := range nr {
+		rowAccumulate(o[r*d:(r+1)*d], p[r*n:(r+1)*n], values, vis)
+	}
+}
