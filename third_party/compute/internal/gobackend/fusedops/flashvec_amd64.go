@@ -7,6 +7,7 @@ package fusedops
 
 import (
 	"simd/archsimd"
+	"unsafe"
 
 	"github.com/gomlx/compute/support/envutil"
 )
@@ -200,44 +201,72 @@ func axpyVector(x []float32, a float32, y []float32) int {
 	return n
 }
 
-// rowScoresVector is rowScores for a head_dim of whole vectors, in one call (Temper fork:
-// decodeattn.go). Each score is vecDot's: eight lanes of rounded products, then the same tree.
-// Four keys go at once (four independent chains of adds instead of one that waits on each add),
-// and their trees as three vector steps (sums of halves, then two horizontal pair sums) that add
-// the same pairs in the same order. (Eight keys at once need more registers than the compiler
-// keeps them in: slower.)
+// The decode attention's loops (Temper fork: decodeattn.go). They address the rows of keys and
+// values with unsafe.Add from the slices' data pointers, after checking once that every visible
+// row lies inside: per-load bounds checks and slice headers took most of the registers and
+// instructions of the loops. Each score is vecDot's (eight lanes of rounded products, then the
+// same tree) and each output element vecAxpy's chain in key order, so the bits are the scalar
+// loops'.
+
+// rowsInside reports whether rows vis of a [rows, d] matrix x are inside x.
+func rowsInside(x []float32, d int, vis []int32) bool {
+	for _, j := range vis {
+		if j < 0 || (int(j)+1)*d > len(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// ldp loads eight floats at p + off bytes.
+func ldp(p unsafe.Pointer, off uintptr) v8 {
+	return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, off)))
+}
+
+// stp stores eight floats at p + off bytes.
+func stp(v v8, p unsafe.Pointer, off uintptr) { v.Store((*[8]float32)(unsafe.Add(p, off))) }
+
+// tree4 is the tree of vecDot for four lane accumulators: [s0, s1, s0, s1 | s2, s3, s2, s3]. The
+// halves of a0 and a2, then of a1 and a3, are added ([lanes 0..3 + lanes 4..7 of a0 | of a2]),
+// then ((0+1)+(2+3)) per accumulator by two horizontal pair sums: the same pairs in the same order.
+func tree4(a0, a1, a2, a3 v8) v8 {
+	h02 := a0.Select128FromPair(0, 2, a2).Add(a0.Select128FromPair(1, 3, a2))
+	h13 := a1.Select128FromPair(0, 2, a3).Add(a1.Select128FromPair(1, 3, a3))
+	p := h02.AddPairsGrouped(h13)
+	return p.AddPairsGrouped(p)
+}
+
+// rowScoresVector is rowScores for a head_dim of whole vectors: four keys at a time (four
+// independent chains of adds instead of one that waits on each add).
 func rowScoresVector(sc, q, keys []float32, vis []int32) bool {
 	d := len(q)
-	if !vecAVX2 || d == 0 || d%8 != 0 {
+	if !vecAVX2 || d == 0 || d%8 != 0 || len(sc) < len(vis) || !rowsInside(keys, d, vis) {
 		return false
 	}
 	defer archsimd.ClearAVXUpperBits()
+	kb, qp := unsafe.Pointer(unsafe.SliceData(keys)), unsafe.Pointer(unsafe.SliceData(q))
+	db := uintptr(d) * 4
 	var tmp [8]float32
 	t := 0
 	for ; t+4 <= len(vis); t += 4 {
-		k0, k1 := keys[int(vis[t])*d:][:d], keys[int(vis[t+1])*d:][:d]
-		k2, k3 := keys[int(vis[t+2])*d:][:d], keys[int(vis[t+3])*d:][:d]
+		k0, k1 := unsafe.Add(kb, uintptr(vis[t])*db), unsafe.Add(kb, uintptr(vis[t+1])*db)
+		k2, k3 := unsafe.Add(kb, uintptr(vis[t+2])*db), unsafe.Add(kb, uintptr(vis[t+3])*db)
 		a0, a1, a2, a3 := bc(0), bc(0), bc(0), bc(0)
-		for i := 0; i < d; i += 8 {
-			qi := ld(q, i)
-			a0 = a0.Add(qi.Mul(ld(k0, i)))
-			a1 = a1.Add(qi.Mul(ld(k1, i)))
-			a2 = a2.Add(qi.Mul(ld(k2, i)))
-			a3 = a3.Add(qi.Mul(ld(k3, i)))
+		for off := uintptr(0); off < db; off += 32 {
+			y := ldp(qp, off)
+			a0 = a0.Add(y.Mul(ldp(k0, off)))
+			a1 = a1.Add(y.Mul(ldp(k1, off)))
+			a2 = a2.Add(y.Mul(ldp(k2, off)))
+			a3 = a3.Add(y.Mul(ldp(k3, off)))
 		}
-		// [lanes 0..3 + lanes 4..7 of a0 | of a2], the same of a1 | a3; then ((0+1)+(2+3)) per key:
-		// r = [s0, s1, s0, s1 | s2, s3, s2, s3].
-		h02 := a0.Select128FromPair(0, 2, a2).Add(a0.Select128FromPair(1, 3, a2))
-		h13 := a1.Select128FromPair(0, 2, a3).Add(a1.Select128FromPair(1, 3, a3))
-		p := h02.AddPairsGrouped(h13)
-		p.AddPairsGrouped(p).Store(&tmp)
+		tree4(a0, a1, a2, a3).Store(&tmp)
 		sc[t], sc[t+1], sc[t+2], sc[t+3] = tmp[0], tmp[1], tmp[4], tmp[5]
 	}
 	for ; t < len(vis); t++ {
-		k := keys[int(vis[t])*d:][:d]
+		k := unsafe.Add(kb, uintptr(vis[t])*db)
 		acc := bc(0)
-		for i := 0; i < d; i += 8 {
-			acc = acc.Add(ld(q, i).Mul(ld(k, i)))
+		for off := uintptr(0); off < db; off += 32 {
+			acc = acc.Add(ldp(qp, off).Mul(ldp(k, off)))
 		}
 		acc.Store(&tmp)
 		sc[t] = ((tmp[0] + tmp[4]) + (tmp[1] + tmp[5])) + ((tmp[2] + tmp[6]) + (tmp[3] + tmp[7]))
@@ -245,113 +274,108 @@ func rowScoresVector(sc, q, keys []float32, vis []int32) bool {
 	return true
 }
 
-// rowAccumulateVector is rowAccumulate for a head_dim of whole vectors, in one call (Temper fork:
-// decodeattn.go). 32 columns of o at a time stay in registers over all the keys (four
-// accumulators) instead of a load and a store per key. (64 columns need more registers than the
-// compiler keeps them in: slower.)
+// rowAccumulateVector is rowAccumulate for a head_dim of whole vectors: 32 columns of o at a time
+// stay in registers over all the keys (four chains of adds) instead of a load and a store per key.
+// (64 columns need more registers than the compiler keeps them in: slower.)
 func rowAccumulateVector(o, p, values []float32, vis []int32) bool {
 	d := len(o)
-	if !vecAVX2 || d == 0 || d%8 != 0 {
+	if !vecAVX2 || d == 0 || d%8 != 0 || len(p) < len(vis) || !rowsInside(values, d, vis) {
 		return false
 	}
 	defer archsimd.ClearAVXUpperBits()
-	i := 0
-	for ; i+32 <= d; i += 32 {
-		oc := (*[32]float32)(o[i : i+32])
-		a0, a1, a2, a3 := ld32(oc, 0), ld32(oc, 1), ld32(oc, 2), ld32(oc, 3)
+	vb, op := unsafe.Pointer(unsafe.SliceData(values)), unsafe.Pointer(unsafe.SliceData(o))
+	db := uintptr(d) * 4
+	i := uintptr(0)
+	for ; i+128 <= db; i += 128 {
+		a0, a1, a2, a3 := ldp(op, i), ldp(op, i+32), ldp(op, i+64), ldp(op, i+96)
 		for t, j := range vis {
-			v := (*[32]float32)(values[int(j)*d+i : int(j)*d+i+32])
-			pv := bc(p[t])
-			a0 = a0.Add(ld32(v, 0).Mul(pv))
-			a1 = a1.Add(ld32(v, 1).Mul(pv))
-			a2 = a2.Add(ld32(v, 2).Mul(pv))
-			a3 = a3.Add(ld32(v, 3).Mul(pv))
+			v := unsafe.Add(vb, uintptr(j)*db+i)
+			w := bc(p[t])
+			a0 = a0.Add(ldp(v, 0).Mul(w))
+			a1 = a1.Add(ldp(v, 32).Mul(w))
+			a2 = a2.Add(ldp(v, 64).Mul(w))
+			a3 = a3.Add(ldp(v, 96).Mul(w))
 		}
-		a0.Store((*[8]float32)(oc[0:8]))
-		a1.Store((*[8]float32)(oc[8:16]))
-		a2.Store((*[8]float32)(oc[16:24]))
-		a3.Store((*[8]float32)(oc[24:32]))
+		stp(a0, op, i)
+		stp(a1, op, i+32)
+		stp(a2, op, i+64)
+		stp(a3, op, i+96)
 	}
-	for ; i < d; i += 8 {
-		a := ld(o, i)
+	for ; i < db; i += 32 {
+		a := ldp(op, i)
 		for t, j := range vis {
-			a = a.Add(ld(values, int(j)*d+i).Mul(bc(p[t])))
+			a = a.Add(ldp(vb, uintptr(j)*db+i).Mul(bc(p[t])))
 		}
-		st(a, o, i)
+		stp(a, op, i)
 	}
 	return true
 }
 
-// ld32 loads vector i of a 32-float array.
-func ld32(x *[32]float32, i int) v8 {
-	return archsimd.LoadFloat32x8((*[8]float32)(x[i*8 : i*8+8]))
-}
-
-// groupScoresVector is groupScores for three query rows and a head_dim of whole vectors (Temper
-// fork: decodeattn.go): two keys at a time against the three rows, six independent chains of adds,
-// each key row loaded once; the trees as in rowScoresVector. Other row counts: false.
+// groupScoresVector is groupScores for three query rows and a head_dim of whole vectors: two
+// keys at a time against the three rows (six independent chains of adds), each key row loaded
+// once for the three. Other row counts: false.
 func groupScoresVector(sc, q []float32, nr int, keys []float32, vis []int32) bool {
 	d := len(q) / max(nr, 1)
-	if !vecAVX2 || nr != 3 || d == 0 || d%8 != 0 {
+	n := len(vis)
+	if !vecAVX2 || nr != 3 || d == 0 || d%8 != 0 || len(q) != 3*d || len(sc) < 3*n || !rowsInside(keys, d, vis) {
 		return false
 	}
 	defer archsimd.ClearAVXUpperBits()
-	n := len(vis)
-	q0, q1, q2 := q[:d], q[d:2*d], q[2*d:3*d]
+	kb := unsafe.Pointer(unsafe.SliceData(keys))
+	q0 := unsafe.Pointer(unsafe.SliceData(q))
+	db := uintptr(d) * 4
+	q1, q2 := unsafe.Add(q0, db), unsafe.Add(q0, 2*db)
 	s0, s1, s2 := sc[:n], sc[n:2*n], sc[2*n:3*n]
 	var tmp [8]float32
 	t := 0
 	for ; t+2 <= n; t += 2 {
-		k0, k1 := keys[int(vis[t])*d:][:d], keys[int(vis[t+1])*d:][:d]
+		k0, k1 := unsafe.Add(kb, uintptr(vis[t])*db), unsafe.Add(kb, uintptr(vis[t+1])*db)
 		a00, a01, a10, a11, a20, a21 := bc(0), bc(0), bc(0), bc(0), bc(0), bc(0)
-		for i := 0; i < d; i += 8 {
-			x0, x1 := ld(k0, i), ld(k1, i)
-			y := ld(q0, i)
+		for off := uintptr(0); off < db; off += 32 {
+			x0, x1 := ldp(k0, off), ldp(k1, off)
+			y := ldp(q0, off)
 			a00, a01 = a00.Add(y.Mul(x0)), a01.Add(y.Mul(x1))
-			y = ld(q1, i)
+			y = ldp(q1, off)
 			a10, a11 = a10.Add(y.Mul(x0)), a11.Add(y.Mul(x1))
-			y = ld(q2, i)
+			y = ldp(q2, off)
 			a20, a21 = a20.Add(y.Mul(x0)), a21.Add(y.Mul(x1))
 		}
-		// As in rowScoresVector: r = [s(a00), s(a01), …, … | s(a10), s(a11), …, …].
-		h0 := a00.Select128FromPair(0, 2, a10).Add(a00.Select128FromPair(1, 3, a10))
-		h1 := a01.Select128FromPair(0, 2, a11).Add(a01.Select128FromPair(1, 3, a11))
-		p := h0.AddPairsGrouped(h1)
-		p.AddPairsGrouped(p).Store(&tmp)
+		// [s(a00), s(a01), …, … | s(a10), s(a11), …, …], then a20, a21 with themselves.
+		tree4(a00, a01, a10, a11).Store(&tmp)
 		s0[t], s0[t+1], s1[t], s1[t+1] = tmp[0], tmp[1], tmp[4], tmp[5]
-		h2 := a20.Select128FromPair(0, 2, a21).Add(a20.Select128FromPair(1, 3, a21))
-		p = h2.AddPairsGrouped(h2)
-		p.AddPairsGrouped(p).Store(&tmp)
-		s2[t], s2[t+1] = tmp[0], tmp[4]
+		tree4(a20, a21, a20, a21).Store(&tmp)
+		s2[t], s2[t+1] = tmp[0], tmp[1]
 	}
 	if t < n {
-		rowScoresVector(s0[t:], q0, keys, vis[t:])
-		rowScoresVector(s1[t:], q1, keys, vis[t:])
-		rowScoresVector(s2[t:], q2, keys, vis[t:])
+		rowScoresVector(s0[t:], q[:d], keys, vis[t:])
+		rowScoresVector(s1[t:], q[d:2*d], keys, vis[t:])
+		rowScoresVector(s2[t:], q[2*d:], keys, vis[t:])
 	}
 	return true
 }
 
-// groupAccumulateVector is groupAccumulate for three query rows and a head_dim of whole vectors
-// (Temper fork: decodeattn.go): 16 columns of the three rows at a time stay in registers over all
-// the keys (six chains of adds), each value row's 16 columns loaded once for the three. Other row
-// counts: false.
+// groupAccumulateVector is groupAccumulate for three query rows and a head_dim of whole vectors:
+// 16 columns of the three rows at a time stay in registers over all the keys (six chains of adds),
+// each value row's 16 columns loaded once for the three. Other row counts: false.
 func groupAccumulateVector(o, p []float32, nr int, values []float32, vis []int32) bool {
 	d := len(o) / max(nr, 1)
-	if !vecAVX2 || nr != 3 || d == 0 || d%8 != 0 {
+	n := len(vis)
+	if !vecAVX2 || nr != 3 || d == 0 || d%8 != 0 || len(o) != 3*d || len(p) < 3*n || !rowsInside(values, d, vis) {
 		return false
 	}
 	defer archsimd.ClearAVXUpperBits()
-	n := len(vis)
-	o0, o1, o2 := o[:d], o[d:2*d], o[2*d:3*d]
+	vb := unsafe.Pointer(unsafe.SliceData(values))
+	o0 := unsafe.Pointer(unsafe.SliceData(o))
+	db := uintptr(d) * 4
+	o1, o2 := unsafe.Add(o0, db), unsafe.Add(o0, 2*db)
 	p0, p1, p2 := p[:n], p[n:2*n], p[2*n:3*n]
-	i := 0
-	for ; i+16 <= d; i += 16 {
-		a00, a01, a10, a11, a20, a21 := ld(o0, i), ld(o0, i+8), ld(o1, i), ld(o1, i+8), ld(o2, i), ld(o2, i+8)
+	i := uintptr(0)
+	for ; i+64 <= db; i += 64 {
+		a00, a01, a10, a11 := ldp(o0, i), ldp(o0, i+32), ldp(o1, i), ldp(o1, i+32)
+		a20, a21 := ldp(o2, i), ldp(o2, i+32)
 		for t, j := range vis {
-			v := (*[16]float32)(values[int(j)*d+i : int(j)*d+i+16])
-			x0 := archsimd.LoadFloat32x8((*[8]float32)(v[0:8]))
-			x1 := archsimd.LoadFloat32x8((*[8]float32)(v[8:16]))
+			v := unsafe.Add(vb, uintptr(j)*db+i)
+			x0, x1 := ldp(v, 0), ldp(v, 32)
 			w := bc(p0[t])
 			a00, a01 = a00.Add(x0.Mul(w)), a01.Add(x1.Mul(w))
 			w = bc(p1[t])
@@ -359,22 +383,22 @@ func groupAccumulateVector(o, p []float32, nr int, values []float32, vis []int32
 			w = bc(p2[t])
 			a20, a21 = a20.Add(x0.Mul(w)), a21.Add(x1.Mul(w))
 		}
-		st(a00, o0, i)
-		st(a01, o0, i+8)
-		st(a10, o1, i)
-		st(a11, o1, i+8)
-		st(a20, o2, i)
-		st(a21, o2, i+8)
+		stp(a00, o0, i)
+		stp(a01, o0, i+32)
+		stp(a10, o1, i)
+		stp(a11, o1, i+32)
+		stp(a20, o2, i)
+		stp(a21, o2, i+32)
 	}
-	if i < d { // the last 8 columns
-		a0, a1, a2 := ld(o0, i), ld(o1, i), ld(o2, i)
+	if i < db { // the last 8 columns
+		a0, a1, a2 := ldp(o0, i), ldp(o1, i), ldp(o2, i)
 		for t, j := range vis {
-			x := ld(values, int(j)*d+i)
+			x := ldp(vb, uintptr(j)*db+i)
 			a0, a1, a2 = a0.Add(x.Mul(bc(p0[t]))), a1.Add(x.Mul(bc(p1[t]))), a2.Add(x.Mul(bc(p2[t])))
 		}
-		st(a0, o0, i)
-		st(a1, o1, i)
-		st(a2, o2, i)
+		stp(a0, o0, i)
+		stp(a1, o1, i)
+		stp(a2, o2, i)
 	}
 	return true
 }
