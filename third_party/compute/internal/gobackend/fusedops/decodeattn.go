@@ -142,7 +142,8 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 
 // decodeGroup is how many query rows of a kv head go through the keys and values together
 // (groupScores, groupAccumulate): each key and value row is then read once per group instead of
-// once per query row (the base preset's decode has three query heads per kv head).
+// once per query row (the base preset's decode has three query heads per kv head, the small
+// preset's two).
 const decodeGroup = 3
 
 // decodeRows computes the outputs o [nr, d] and log-sum-exps lse [nr] of nr query rows q [nr, d]

@@ -386,8 +386,9 @@ func TestDecodeAttentionRefuses(t *testing.T) {
 	})
 }
 
-// BenchmarkDecodeAttention: one layer's decode attention at the base preset's decode shapes (64
-// rows, 6 heads, 2 KV heads, head_dim 64), per cache length.
+// BenchmarkDecodeAttention: one layer's decode attention at the decode shapes of the base preset
+// (64 rows, 6 heads, 2 KV heads, head_dim 64) and the small one (4 heads, head_dim 32), per cache
+// length.
 //
 //	GOEXPERIMENT=simd go test ./internal/gobackend/fusedops/ -run '^$' -bench DecodeAttention
 func BenchmarkDecodeAttention(b *testing.B) {
@@ -396,10 +397,15 @@ func BenchmarkDecodeAttention(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer backend.Finalize()
-	for _, s := range []int{32, 64, 96} {
-		c := decodeCase{b: 64, h: 6, hk: 2, nq: 1, s: s, d: 64, mask: "all", flatKV: true}
+	for _, c := range []decodeCase{
+		{name: "base/cache32", b: 64, h: 6, hk: 2, nq: 1, s: 32, d: 64, mask: "all", flatKV: true},
+		{name: "base/cache64", b: 64, h: 6, hk: 2, nq: 1, s: 64, d: 64, mask: "all", flatKV: true},
+		{name: "base/cache96", b: 64, h: 6, hk: 2, nq: 1, s: 96, d: 64, mask: "all", flatKV: true},
+		{name: "small/cache64", b: 64, h: 4, hk: 2, nq: 1, s: 64, d: 32, mask: "all", flatKV: true},
+	} {
+		s := c.s
 		q, k, v, mask := decodeInputs(c, 1)
-		b.Run(fmt.Sprintf("cache%d", s), func(b *testing.B) {
+		b.Run(c.name, func(b *testing.B) {
 			run := decodeCompile(b, backend, c, q, k, v, mask)
 			for range b.N {
 				outs, err := run()

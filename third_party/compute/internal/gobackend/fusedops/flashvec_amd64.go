@@ -311,14 +311,17 @@ func rowAccumulateVector(o, p, values []float32, vis []int32) bool {
 	return true
 }
 
-// groupScoresVector is groupScores for three query rows and a head_dim of whole vectors: two
-// keys at a time against the three rows (six independent chains of adds), each key row loaded
-// once for the three. Other row counts: false.
+// groupScoresVector is groupScores for two or three query rows and a head_dim of whole vectors:
+// two keys at a time against the rows (four or six independent chains of adds), each key row
+// loaded once for them. Other row counts: false.
 func groupScoresVector(sc, q []float32, nr int, keys []float32, vis []int32) bool {
 	d := len(q) / max(nr, 1)
 	n := len(vis)
-	if !vecAVX2 || nr != 3 || d == 0 || d%8 != 0 || len(q) != 3*d || len(sc) < 3*n || !rowsInside(keys, d, vis) {
+	if !vecAVX2 || (nr != 2 && nr != 3) || d == 0 || d%8 != 0 || len(q) != nr*d || len(sc) < nr*n || !rowsInside(keys, d, vis) {
 		return false
+	}
+	if nr == 2 {
+		return pairScoresVector(sc, q, keys, vis)
 	}
 	defer archsimd.ClearAVXUpperBits()
 	kb := unsafe.Pointer(unsafe.SliceData(keys))
@@ -354,14 +357,17 @@ func groupScoresVector(sc, q []float32, nr int, keys []float32, vis []int32) boo
 	return true
 }
 
-// groupAccumulateVector is groupAccumulate for three query rows and a head_dim of whole vectors:
-// 16 columns of the three rows at a time stay in registers over all the keys (six chains of adds),
-// each value row's 16 columns loaded once for the three. Other row counts: false.
+// groupAccumulateVector is groupAccumulate for two or three query rows and a head_dim of whole
+// vectors: 16 columns of the rows at a time stay in registers over all the keys (four or six
+// chains of adds), each value row's 16 columns loaded once for them. Other row counts: false.
 func groupAccumulateVector(o, p []float32, nr int, values []float32, vis []int32) bool {
 	d := len(o) / max(nr, 1)
 	n := len(vis)
-	if !vecAVX2 || nr != 3 || d == 0 || d%8 != 0 || len(o) != 3*d || len(p) < 3*n || !rowsInside(values, d, vis) {
+	if !vecAVX2 || (nr != 2 && nr != 3) || d == 0 || d%8 != 0 || len(o) != nr*d || len(p) < nr*n || !rowsInside(values, d, vis) {
 		return false
+	}
+	if nr == 2 {
+		return pairAccumulateVector(o, p, values, vis)
 	}
 	defer archsimd.ClearAVXUpperBits()
 	vb := unsafe.Pointer(unsafe.SliceData(values))
@@ -399,6 +405,75 @@ func groupAccumulateVector(o, p []float32, nr int, values []float32, vis []int32
 		stp(a0, o0, i)
 		stp(a1, o1, i)
 		stp(a2, o2, i)
+	}
+	return true
+}
+
+// pairScoresVector is groupScoresVector for two rows (checked by the caller): two keys at a time,
+// four chains of adds, one tree4 for the four scores.
+func pairScoresVector(sc, q, keys []float32, vis []int32) bool {
+	defer archsimd.ClearAVXUpperBits()
+	d, n := len(q)/2, len(vis)
+	kb := unsafe.Pointer(unsafe.SliceData(keys))
+	q0 := unsafe.Pointer(unsafe.SliceData(q))
+	db := uintptr(d) * 4
+	q1 := unsafe.Add(q0, db)
+	s0, s1 := sc[:n], sc[n:2*n]
+	var tmp [8]float32
+	t := 0
+	for ; t+2 <= n; t += 2 {
+		k0, k1 := unsafe.Add(kb, uintptr(vis[t])*db), unsafe.Add(kb, uintptr(vis[t+1])*db)
+		a00, a01, a10, a11 := bc(0), bc(0), bc(0), bc(0)
+		for off := uintptr(0); off < db; off += 32 {
+			x0, x1 := ldp(k0, off), ldp(k1, off)
+			y := ldp(q0, off)
+			a00, a01 = a00.Add(y.Mul(x0)), a01.Add(y.Mul(x1))
+			y = ldp(q1, off)
+			a10, a11 = a10.Add(y.Mul(x0)), a11.Add(y.Mul(x1))
+		}
+		tree4(a00, a01, a10, a11).Store(&tmp)
+		s0[t], s0[t+1], s1[t], s1[t+1] = tmp[0], tmp[1], tmp[4], tmp[5]
+	}
+	if t < n {
+		rowScoresVector(s0[t:], q[:d], keys, vis[t:])
+		rowScoresVector(s1[t:], q[d:], keys, vis[t:])
+	}
+	return true
+}
+
+// pairAccumulateVector is groupAccumulateVector for two rows (checked by the caller).
+func pairAccumulateVector(o, p, values []float32, vis []int32) bool {
+	defer archsimd.ClearAVXUpperBits()
+	d, n := len(o)/2, len(vis)
+	vb := unsafe.Pointer(unsafe.SliceData(values))
+	o0 := unsafe.Pointer(unsafe.SliceData(o))
+	db := uintptr(d) * 4
+	o1 := unsafe.Add(o0, db)
+	p0, p1 := p[:n], p[n:2*n]
+	i := uintptr(0)
+	for ; i+64 <= db; i += 64 {
+		a00, a01, a10, a11 := ldp(o0, i), ldp(o0, i+32), ldp(o1, i), ldp(o1, i+32)
+		for t, j := range vis {
+			v := unsafe.Add(vb, uintptr(j)*db+i)
+			x0, x1 := ldp(v, 0), ldp(v, 32)
+			w := bc(p0[t])
+			a00, a01 = a00.Add(x0.Mul(w)), a01.Add(x1.Mul(w))
+			w = bc(p1[t])
+			a10, a11 = a10.Add(x0.Mul(w)), a11.Add(x1.Mul(w))
+		}
+		stp(a00, o0, i)
+		stp(a01, o0, i+32)
+		stp(a10, o1, i)
+		stp(a11, o1, i+32)
+	}
+	if i < db { // the last 8 columns
+		a0, a1 := ldp(o0, i), ldp(o1, i)
+		for t, j := range vis {
+			x := ldp(vb, uintptr(j)*db+i)
+			a0, a1 = a0.Add(x.Mul(bc(p0[t]))), a1.Add(x.Mul(bc(p1[t])))
+		}
+		stp(a0, o0, i)
+		stp(a1, o1, i)
 	}
 	return true
 }
