@@ -57,3 +57,35 @@ func blockedAttentionValues(cfg Config, l int, q, kk, vv, valid *Node) *Node {
 		Reshape(kk, batch, nkv, seq, hd), Reshape(vv, batch, nkv, seq, hd), compute.AttentionAxesLayoutBHSD, opts)
 	return Reshape(out, batch*nkv, nh/nkv*seq, hd)
 }
+
+// decodeFused reports whether cached decoding attends with the fork's fused decode kernel
+// (decodeAttentionValues): on the Go backend unless Config.Attention is "plain", which keeps the
+// plain graph (scores matmul, bias, softmax, values matmul) everywhere, as a reference and for
+// A/B runs. Other backends do not have the kernel.
+func decodeFused(cfg Config, g *Graph) bool {
+	return g.Backend().String() == goBackend && cfg.Attention != modelcfg.AttentionPlain
+}
+
+// decodeAttentionValues is softmax(q·kᵀ + mask)·v of cached decoding by the fork's fused decode
+// kernel (a FusedScaledDotProductAttention with KeyMask and without Causal): each query row
+// attends over the cache columns keys marks visible for its batch row, in one pass per (batch
+// row, kv head), without the scores, bias and probabilities as tensors. Its sums run in another
+// order than the plain path's matmuls: the two agree to float32 rounding, not bit for bit.
+//
+//	q: [batch·kv, grp·seq, hd], already scaled; kk, vv: the cache [batch·kv, cache, hd] (passed
+//	as they are: a Reshape of a buffer that is also a graph output is a copy on the Go backend);
+//	keys: [batch, cache] Bool
+//	out: [batch·kv, grp·seq, hd]
+func decodeAttentionValues(cfg Config, q, kk, vv, keys *Node) *Node {
+	batch := keys.Shape().Dim(0)
+	nh, nkv, hd := cfg.Heads, cfg.KVHeads, cfg.HeadDim
+	seq := q.Shape().Dim(1) / (nh / nkv)
+	opts := &compute.ScaledDotProductAttentionConfig{
+		Scale:   1, // q is scaled as in the plain path
+		KeyMask: InternalBackendOutputs(keys)[0],
+		Softcap: cfg.AttnSoftcap,
+	}
+	// Heads grouped by KV head (head = kv·grp + j): [batch·kv, grp·seq, hd] is [batch, heads, seq, hd].
+	out, _ := BackendFusedScaledDotProductAttention(Reshape(q, batch, nh, seq, hd), kk, vv, compute.AttentionAxesLayoutBHSD, opts)
+	return Reshape(out, batch*nkv, nh/nkv*seq, hd)
+}

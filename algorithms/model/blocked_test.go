@@ -270,3 +270,72 @@ func TestAttentionChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedDecodeMatchesPlain: cached generation whose decode steps attend with the fork's fused
+// decode kernel (Attention "auto" on the Go backend) continues every reference family (GQA,
+// soft-caps, sliding layers with windows the rows outgrow while decoding) with the plain graph's
+// greedy tokens, log-probs within 1e-5; its decode graph has one kernel node per layer, the plain
+// one none.
+func TestFusedDecodeMatchesPlain(t *testing.T) {
+	for name, base := range blockedCases(t) {
+		t.Run(name, func(t *testing.T) {
+			var runs [2][]Completion
+			for i, mode := range []string{modelcfg.AttentionPlain, modelcfg.AttentionAuto} {
+				cfg := base.Clone()
+				cfg.Attention = mode
+				gen, err := NewGenerator(testbackend.Sequential(), newStore(t, cfg, blockedWeights[name]).RootScope(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if runs[i], err = gen.Generate(raggedRows(cfg.Vocab), sample.Options{MaxNewTokens: 8}); err != nil {
+					t.Fatal(err)
+				}
+				const b, s = 4, 64
+				in := []shapes.Shape{shapes.Make(dtypes.Int32, b, 1), shapes.Make(dtypes.Int32, b, 1),
+					shapes.Make(dtypes.Int32), shapes.Make(dtypes.Bool, b, s)}
+				for range 2 * cfg.Layers {
+					in = append(in, shapes.Make(dtypes.Float32, b*cfg.KVHeads, s, cfg.HeadDim))
+				}
+				g, err := gen.decode.Compile(in...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kernels := 0
+				for _, n := range g.Nodes() {
+					if n.Type() == NodeTypeFusedScaledDotProductAttention {
+						kernels++
+					}
+				}
+				if want := map[bool]int{true: 0, false: cfg.Layers}[mode == modelcfg.AttentionPlain]; kernels != want {
+					t.Errorf("attention=%q: %d fused attention nodes in the decode graph, want %d", mode, kernels, want)
+				}
+			}
+			worst := 0.0
+			for r := range runs[0] {
+				p, f := runs[0][r], runs[1][r]
+				if fmt.Sprint(p.Tokens) != fmt.Sprint(f.Tokens) {
+					t.Fatalf("row %d: fused decode generated %v, plain %v", r, f.Tokens, p.Tokens)
+				}
+				worst = max(worst, relDiff(f.LogProbs, p.LogProbs))
+			}
+			if worst > 1e-5 {
+				t.Errorf("log-probs differ by %.3g > 1e-5", worst)
+			}
+			t.Logf("same tokens; log-probs differ by %.2g", worst)
+		})
+	}
+}
+
+// TestDecodeFusedChoice: cached decoding takes the fused kernel on the Go backend unless attention
+// is "plain".
+func TestDecodeFusedChoice(t *testing.T) {
+	g := NewGraph(testbackend.Sequential(), "choice")
+	defer g.Finalize()
+	for mode, want := range map[string]bool{"": true, modelcfg.AttentionAuto: true, modelcfg.AttentionBlocked: true, modelcfg.AttentionPlain: false} {
+		cfg := tinyConfigs()["llama"]
+		cfg.Attention = mode
+		if got := decodeFused(cfg, g); got != want {
+			t.Errorf("attention=%q: fused decode %v, want %v", mode, got, want)
+		}
+	}
+}

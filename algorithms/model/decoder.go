@@ -31,7 +31,7 @@ type Decoder struct {
 
 	lanes    []*decRow         // by lane; nil: free
 	byID     map[int]int       // row id → lane
-	cache    []*tensors.Tensor // k ×layers ([lanes·kv, hd, cols]), v ×layers ([lanes·kv, cols, hd]); nil when empty
+	cache    []*tensors.Tensor // k ×layers, v ×layers ([lanes·kv, cols, hd]); nil when empty
 	cols     int               // cache columns
 	nextID   int
 	logitBuf []float32
@@ -60,7 +60,7 @@ func NewDecoder(backend compute.Backend, scope *gm.Scope, cfg Config) (*Decoder,
 			return d.stepGraph(in[0], in[1], in[2], in[3:3+cfg.Layers], in[3+cfg.Layers:])
 		}},
 		execOf{&d.merge, func(_ *gm.Scope, in []*Node) []*Node { return mergeGraph(in[0], in[1], in[2:], cfg.Layers) }},
-		execOf{&d.grow, func(_ *gm.Scope, in []*Node) []*Node { return growGraph(in, cfg.Layers) }})
+		execOf{&d.grow, func(_ *gm.Scope, in []*Node) []*Node { return growGraph(in) }})
 	if err != nil {
 		return nil, err
 	}
@@ -383,7 +383,7 @@ func (d *Decoder) Close() {
 //
 //	tokens: [n, p] int32, row i's prompt at columns 0..len_i-1; cacheMask: [n, s] Bool, true at the
 //	prompt's columns (s sets the cache length); last: [n] int32, len_i - 1
-//	out: logits [n, vocab], k[l] ×layers ([n·kv, hd, s]), v[l] ×layers ([n·kv, s, hd]), zero at
+//	out: logits [n, vocab], k[l] ×layers, v[l] ×layers ([n·kv, s, hd]), zero at
 //	every column ≥ len_i (decode adds a row's next key into its zero slot)
 func (d *Decoder) prefillGraph(tokens, cacheMask, last *Node) []*Node {
 	cfg := d.cfg
@@ -400,15 +400,14 @@ func (d *Decoder) prefillGraph(tokens, cacheMask, last *Node) []*Node {
 	// Padding columns hold the padding tokens' keys and values: zero them.
 	nkv, hd := cfg.KVHeads, cfg.HeadDim
 	rows := Reshape(BroadcastToDims(Reshape(cacheMask, n, 1, s), n, nkv, s), n*nkv, s)
-	keepK := BroadcastToDims(Reshape(rows, n*nkv, 1, s), n*nkv, hd, s)
-	keepV := BroadcastToDims(Reshape(rows, n*nkv, s, 1), n*nkv, s, hd)
+	keep := BroadcastToDims(Reshape(rows, n*nkv, s, 1), n*nkv, s, hd)
 	zero := ScalarZero(g, dtypes.Float32)
 	out := []*Node{logits}
 	for l := range cfg.Layers {
-		out = append(out, Where(keepK, kv.k[l], zero))
+		out = append(out, Where(keep, kv.k[l], zero))
 	}
 	for l := range cfg.Layers {
-		out = append(out, Where(keepV, kv.v[l], zero))
+		out = append(out, Where(keep, kv.v[l], zero))
 	}
 	return out
 }
@@ -429,30 +428,24 @@ func (d *Decoder) stepGraph(token, slot, cacheMask *Node, k, v []*Node) []*Node 
 //	idx: [b'·kv, 1] int32 rows of concat(old, fresh) on the batch·kv axis; probe: [s'] (its length
 //	is the new column count); caches: old k ×layers, old v ×layers, then optionally fresh k, v
 //	(already s' columns)
-//	out: k ×layers ([b'·kv, hd, s']), v ×layers ([b'·kv, s', hd])
+//	out: k ×layers, v ×layers ([b'·kv, s', hd])
 func mergeGraph(idx, probe *Node, caches []*Node, layers int) []*Node {
 	s2 := probe.Shape().Dim(0)
 	zero := ScalarZero(idx.Graph(), dtypes.Float32)
-	fit := func(t *Node, axis int) *Node {
-		s := t.Shape().Dim(axis)
+	fit := func(t *Node) *Node { // k and v: [b·kv, s, hd]
+		s := t.Shape().Dim(1)
 		switch {
 		case s < s2:
-			pads := make([]compute.PadAxis, 3)
-			pads[axis].End = s2 - s
-			return Pad(t, zero, pads...)
+			return Pad(t, zero, compute.PadAxis{}, compute.PadAxis{End: s2 - s}, compute.PadAxis{})
 		case s > s2:
-			return SliceAxis(t, axis, AxisRange(0, s2))
+			return SliceAxis(t, 1, AxisRange(0, s2))
 		}
 		return t
 	}
 	fresh := len(caches) > 2*layers
 	out := make([]*Node, 2*layers)
 	for i := range out {
-		axis := 2 // k: [b·kv, hd, s]
-		if i >= layers {
-			axis = 1 // v: [b·kv, s, hd]
-		}
-		t := fit(caches[i], axis)
+		t := fit(caches[i])
 		if fresh {
 			t = Concatenate([]*Node{t, caches[2*layers+i]}, 0)
 		}

@@ -62,14 +62,24 @@ func Hidden(scope *gm.Scope, cfg Config, tokens, positions, mask *Node) *Node {
 // maskedScore elsewhere) of the two layer kinds: full for full-attention layers, sliding for
 // sliding-window ones; each is nil when no layer of the config needs it. With blocked attention
 // there are no biases: valid, the [batch, seq] Bool of the real tokens, goes to the kernel, which
-// builds each block's mask itself.
-type attnBias struct{ full, sliding, valid *Node }
+// builds each block's mask itself. Decoding with the fused decode kernel (decodeFused) has no
+// biases either: fullKeys and slidingKeys, [batch, cache] Bool of the cache columns each layer
+// kind sees, go to the kernel.
+type attnBias struct{ full, sliding, valid, fullKeys, slidingKeys *Node }
 
 func (b attnBias) layer(cfg Config, l int) *Node {
 	if cfg.Sliding(l) {
 		return b.sliding
 	}
 	return b.full
+}
+
+// keys is layer l's decode key mask [batch, cache] Bool, or nil when decoding builds biases.
+func (b attnBias) keys(cfg Config, l int) *Node {
+	if cfg.Sliding(l) {
+		return b.slidingKeys
+	}
+	return b.fullKeys
 }
 
 // hasFull and hasSliding report whether some layer is of that kind.
@@ -196,15 +206,17 @@ const (
 
 // kvState carries the cache through the layers.
 //
-//	k[l]:       [batch·kv_heads, head_dim, cache] (keys transposed: decode scores are a plain matmul)
-//	v[l]:       [batch·kv_heads, cache, head_dim]
-//	slotIdxK:   [batch·kv_heads, head_dim, 3] int32 (row, h, slot) scatter indices into k (decode only)
-//	slotIdx:    [batch·kv_heads, 2] int32 (row, slot) scatter indices into v (decode only)
+//	k[l], v[l]: [batch·kv_heads, cache, head_dim]
+//	slotIdx:    [batch·kv_heads, 2] int32 (row, slot) scatter indices into k and v (decode only)
+//
+// Keys and values share the layout: a decode step writes one row of head_dim floats of each per
+// (batch row, kv head), and the fused decode kernel reads both row by row. (Keys used to be kept
+// transposed, [batch·kv, head_dim, cache], so that the plain path's scores were a plain matmul;
+// the write of a key column was then head_dim scattered scalars per row.)
 type kvState struct {
 	mode     kvMode
 	cacheLen int
 	slotIdx  *Node
-	slotIdxK *Node
 	k, v     []*Node
 }
 
@@ -375,19 +387,19 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin *Node, bias attnB
 		case kvPrefill:
 			pad := compute.PadAxis{End: kv.cacheLen - seq}
 			zero := ScalarZero(g, dtypes.Float32)
-			kv.k[l] = Pad(TransposeAllAxes(kk, 0, 2, 1), zero, compute.PadAxis{}, compute.PadAxis{}, pad)
+			kv.k[l] = Pad(kk, zero, compute.PadAxis{}, pad, compute.PadAxis{})
 			kv.v[l] = Pad(vv, zero, compute.PadAxis{}, pad, compute.PadAxis{})
 		case kvDecode:
 			// seq == 1: add this step's key/value into the (still zero) slot column. With the cache
 			// buffers donated, the Go backend scatters in place: O(batch·kv·hd), not O(cache).
-			kt := ScatterSum(kv.k[l], kv.slotIdxK, Reshape(k, batch*nkv, hd), true, true)
+			kk = ScatterSum(kv.k[l], kv.slotIdx, Reshape(k, batch*nkv, hd), true, true)
 			vv = ScatterSum(kv.v[l], kv.slotIdx, Reshape(v, batch*nkv, hd), true, true)
-			kv.k[l], kv.v[l] = kt, vv
+			kv.k[l], kv.v[l] = kk, vv
 			keys = kv.cacheLen
-			// Keys cached as [batch·kv, hd, cache]: one decode query against every cached key is then
-			// a plain matmul vectorised over the cache, instead of a short dot product (and a
-			// horizontal sum) per key.
-			scores := DotGeneral(q, []int{2}, []int{0}, kt, []int{1}, []int{0}) // [batch·kv, grp, cache]
+			if m := bias.keys(cfg, l); m != nil { // the fork's fused decode kernel (decodeFused)
+				return attentionProject(scope, cfg, l, decodeAttentionValues(cfg, q, kk, vv, m), batch, seq)
+			}
+			scores := DotGeneral(q, []int{2}, []int{0}, kk, []int{2}, []int{0}) // [batch·kv, grp, cache]
 			return attentionOut(scope, cfg, l, scores, vv, bias.layer(cfg, l), batch, seq, keys)
 		}
 	}

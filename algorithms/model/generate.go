@@ -58,7 +58,7 @@ func NewGenerator(backend compute.Backend, scope *gm.Scope, cfg Config) (*Genera
 		execOf{&gen.decode, func(_ *gm.Scope, in []*Node) []*Node {
 			return gen.decodeGraph(in[0], in[1], in[2], in[3], in[4:4+cfg.Layers], in[4+cfg.Layers:])
 		}},
-		execOf{&gen.grow, func(_ *gm.Scope, in []*Node) []*Node { return growGraph(in, cfg.Layers) }})
+		execOf{&gen.grow, func(_ *gm.Scope, in []*Node) []*Node { return growGraph(in) }})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ var ErrTooLong = errors.New("longer than the model's context")
 //
 //	tokens, positions: [b, p] int32 (left-padded); cacheMask: [b, s] Bool whose first p columns are
 //	the prompt mask (s only sets the cache length)
-//	out: logits [b, vocab], k[l] ×layers ([b·kv, hd, s]), v[l] ×layers ([b·kv, s, hd]), zero beyond p
+//	out: logits [b, vocab], k[l] ×layers ([b·kv, s, hd]), v[l] ×layers ([b·kv, s, hd]), zero beyond p
 func (gen *Generator) prefillGraph(tokens, positions, cacheMask *Node) []*Node {
 	cfg := gen.cfg
 	b, p, s := tokens.Shape().Dim(0), tokens.Shape().Dim(1), cacheMask.Shape().Dim(1)
@@ -150,25 +150,32 @@ func (gen *Generator) decodeGraph(token, position, slot, cacheMask *Node, k, v [
 func decodeStep(scope *gm.Scope, cfg Config, token, position, slot, cacheMask *Node, k, v []*Node) []*Node {
 	g := token.Graph()
 	b, s := cacheMask.Shape().Dim(0), cacheMask.Shape().Dim(1)
-	nkv, hd := cfg.KVHeads, cfg.HeadDim
-	// (row·kv + h, slot[row]) for v; (row·kv + h, j, slot[row]) for the transposed k.
+	nkv := cfg.KVHeads
+	// (row·kv + h, slot[row]): the cache row of k and v to write.
 	rowSlot := Reshape(BroadcastToDims(slot, b, nkv), b*nkv, 1)
 	slotIdx := Concatenate([]*Node{Iota(g, shapes.Make(dtypes.Int32, b*nkv, 1), 0), rowSlot}, -1)
-	idxShapeK := shapes.Make(dtypes.Int32, b*nkv, hd, 1)
-	slotIdxK := Concatenate([]*Node{Iota(g, idxShapeK, 0), Iota(g, idxShapeK, 1),
-		BroadcastToDims(Reshape(rowSlot, b*nkv, 1, 1), b*nkv, hd, 1)}, -1)
-	kv := &kvState{mode: kvDecode, cacheLen: s, slotIdx: slotIdx, slotIdxK: slotIdxK,
+	kv := &kvState{mode: kvDecode, cacheLen: s, slotIdx: slotIdx,
 		k: append([]*Node(nil), k...), v: append([]*Node(nil), v...)}
+	fused := decodeFused(cfg, g)
 	var bias attnBias
 	if cfg.hasFull() {
-		bias.full = biasFromMask(cacheMask)
+		if fused {
+			bias.fullKeys = cacheMask
+		} else {
+			bias.full = biasFromMask(cacheMask)
+		}
 	}
 	if cfg.hasSliding() {
 		// The cache keeps every column (local layers mask it rather than keep only their window):
 		// a sliding layer sees the columns c with slot - c < window, the slot itself included.
 		col := Iota(g, shapes.Make(dtypes.Int32, b, s), 1)
 		at := BroadcastToDims(slot, b, s)
-		bias.sliding = biasFromMask(LogicalAnd(cacheMask, GreaterThan(AddScalar(col, cfg.SlidingWindow), at)))
+		window := LogicalAnd(cacheMask, GreaterThan(AddScalar(col, cfg.SlidingWindow), at))
+		if fused {
+			bias.slidingKeys = window
+		} else {
+			bias.sliding = biasFromMask(window)
+		}
 	}
 	h := trunk(scope, cfg, token, position, bias, kv)
 	logits := Reshape(lmHead(scope, cfg, h), b, cfg.Vocab)
@@ -177,17 +184,13 @@ func decodeStep(scope *gm.Scope, cfg Config, token, position, slot, cacheMask *N
 
 // growGraph pads every cache tensor by cacheStep zero columns on its cache axis.
 //
-//	in: k[l] ×layers ([b·kv, hd, s]), v[l] ×layers ([b·kv, s, hd]) → the same with s + cacheStep
-func growGraph(in []*Node, layers int) []*Node {
+//	in: k[l] ×layers, v[l] ×layers ([b·kv, s, hd]) → the same with s + cacheStep
+func growGraph(in []*Node) []*Node {
 	out := make([]*Node, len(in))
 	zero := ScalarZero(in[0].Graph(), dtypes.Float32)
 	more := compute.PadAxis{End: cacheStep}
 	for i, t := range in {
-		if i < layers {
-			out[i] = Pad(t, zero, compute.PadAxis{}, compute.PadAxis{}, more)
-		} else {
-			out[i] = Pad(t, zero, compute.PadAxis{}, more, compute.PadAxis{})
-		}
+		out[i] = Pad(t, zero, compute.PadAxis{}, more, compute.PadAxis{})
 	}
 	return out
 }

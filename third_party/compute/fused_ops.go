@@ -282,6 +282,12 @@ type ScaledDotProductAttentionConfig struct {
 	// needs Causal and seqLen == kvLen, and a query always sees its own key, masked or not, so
 	// that a padded query's row stays finite: key j is visible from query i when j <= i and
 	// (KeyMask[b, j] or j == i).
+	//
+	// Without Causal, KeyMask selects the decode attention (KV-cached decoding): a few query rows
+	// attend over a cache of kvLen keys (key and value [batch, kvHeads, kvLen, d], or
+	// [batch·kvHeads, kvLen, d] on the Go backend), and key j is visible from every query row of
+	// batch row b exactly when KeyMask[b, j]; a row with no visible key outputs zeros. No Window
+	// (fold it into KeyMask), no VJP.
 	KeyMask Value
 	// Window (with KeyMask), when > 0, also requires i - j < Window (a sliding-window layer).
 	Window int

@@ -138,6 +138,8 @@ type Config struct {
 	// Attention: "auto" (or empty) computes [seq × seq] scores below BlockedAttentionMinSeq tokens
 	// and blocked (flash-style) attention from there on, on the Go backend; "plain" always the
 	// former; "blocked" always the latter (Go backend only). The two agree to float32 rounding.
+	// Cached decoding on the Go backend attends with the fork's fused decode kernel unless it is
+	// "plain" (model.decodeFused), which keeps the plain graph there too.
 	Attention string `json:"attention,omitempty"`
 	// Remat recomputes activations in the backward pass instead of keeping them from the forward:
 	// "none" keeps everything; "layer" keeps each decoder block's input and recomputes the block;

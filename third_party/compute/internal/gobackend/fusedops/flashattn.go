@@ -52,6 +52,7 @@ type flashAttnData struct {
 	window         int
 	softcap        float32
 	bq, bk         int
+	decode         bool // Temper fork: KV-cached decoding (decodeattn.go), no VJP
 }
 
 func (d *flashAttnData) EqualNodeData(other gobackend.NodeDataComparable) bool {
@@ -71,6 +72,9 @@ func flashAttention(f *gobackend.Function, query, key, value compute.Value, layo
 		}
 		return nil, nil, errors.Wrapf(compute.ErrNotImplemented, "%s without KeyMask in the go backend", op)
 	}
+	if !options.Causal { // Temper fork: KeyMask without Causal is KV-cached decoding
+		return decodeAttention(f, query, key, value, layout, options)
+	}
 	inputs, data, err := flashParams(f, op, query, key, value, layout, options)
 	if err != nil {
 		return nil, nil, err
@@ -89,6 +93,9 @@ func flashAttentionVJP(f *gobackend.Function, query, key, value compute.Value, l
 	const op = "FusedScaledDotProductAttentionVJP"
 	if options == nil || options.KeyMask == nil || len(statesForVJP) != 1 {
 		return nil, nil, nil, errors.Wrapf(compute.ErrNotImplemented, "%s without KeyMask in the go backend", op)
+	}
+	if !options.Causal { // Temper fork: decode attention (decodeattn.go)
+		return nil, nil, nil, decodeAttentionVJPError(op)
 	}
 	inputs, data, err := flashParams(f, op, query, key, value, layout, options)
 	if err != nil {
@@ -356,6 +363,9 @@ func (fd *flashDims) transposeHead(dst, src []float32) {
 // execFlashAttention runs the forward: outputs and the log-sum-exp per query row.
 func execFlashAttention(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobackend.Buffer, _ []bool) ([]*gobackend.Buffer, error) {
 	data := node.Data.(*flashAttnData)
+	if data.decode { // Temper fork: decodeattn.go
+		return execDecodeAttention(backend, node, inputs)
+	}
 	q, k, v := inputs[0].Flat.([]float32), inputs[1].Flat.([]float32), inputs[2].Flat.([]float32)
 	fd := newFlashDims(data, inputs[0].RawShape, inputs[3].Flat.([]bool))
 	out, err := backend.GetBuffer(node.MultiOutputsShapes[0])

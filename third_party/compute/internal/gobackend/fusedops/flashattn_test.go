@@ -288,8 +288,9 @@ func TestFlashAttentionRefusesBadRequests(t *testing.T) {
 		edit   func(o *compute.ScaledDotProductAttentionConfig, extra compute.Value)
 		want   string
 	}{
-		{"not causal", shapes.Make(dtypes.Bool, 1, 6), qs, compute.AttentionAxesLayoutBHSD,
-			func(o *compute.ScaledDotProductAttentionConfig, _ compute.Value) { o.Causal = false }, "needs Causal"},
+		// Temper fork: KeyMask without Causal is the decode attention (decodeattn.go), which takes no Window.
+		{"not causal with a window", shapes.Make(dtypes.Bool, 1, 6), qs, compute.AttentionAxesLayoutBHSD,
+			func(o *compute.ScaledDotProductAttentionConfig, _ compute.Value) { o.Causal, o.Window = false, 3 }, "takes none"},
 		{"with a mask", shapes.Make(dtypes.Bool, 1, 6), qs, compute.AttentionAxesLayoutBHSD,
 			func(o *compute.ScaledDotProductAttentionConfig, x compute.Value) { o.Mask = x }, "cannot be combined"},
 		{"negative window", shapes.Make(dtypes.Bool, 1, 6), qs, compute.AttentionAxesLayoutBHSD,

@@ -104,3 +104,80 @@ func vecScale(x []float32, c float32) {
 		x[i] *= c
 	}
 }
+
+// vecDot is Σ x[i]·y[i] (each product rounded before its add), in vecSum's order: lane j of eight
+// adds the products j, j+8, …; then the lanes in a fixed tree, then the tail in order. Temper fork:
+// the decode attention's scores (decodeattn.go).
+func vecDot(x, y []float32) float32 {
+	y = y[:len(x)]
+	var lanes [8]float32
+	i := dotVector(x, y, &lanes)
+	for ; i+8 <= len(x); i += 8 {
+		for j := range 8 {
+			lanes[j] += float32(x[i+j] * y[i+j])
+		}
+	}
+	s := ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]))
+	for ; i < len(x); i++ {
+		s += float32(x[i] * y[i])
+	}
+	return s
+}
+
+// vecAxpy sets x[i] += a·y[i] (rounded after the product). Temper fork: the decode attention's
+// weighted sum of values (decodeattn.go).
+func vecAxpy(x []float32, a float32, y []float32) {
+	y = y[:len(x)]
+	for i := axpyVector(x, a, y); i < len(x); i++ {
+		x[i] += float32(a * y[i])
+	}
+}
+
+// rowScores sets sc[t] = vecDot(q, key row vis[t]) for the keys [keys, len(q)] (Temper fork: the
+// decode attention's scores, decodeattn.go; one call per query row, not per key).
+func rowScores(sc, q, keys []float32, vis []int32) {
+	d := len(q)
+	if rowScoresVector(sc, q, keys, vis) {
+		return
+	}
+	for t, j := range vis {
+		sc[t] = vecDot(q, keys[int(j)*d:int(j)*d+d])
+	}
+}
+
+// rowAccumulate adds p[t]·(value row vis[t]) into o for t in increasing order, each as vecAxpy
+// (Temper fork: the decode attention's weighted sum of values, decodeattn.go).
+func rowAccumulate(o, p, values []float32, vis []int32) {
+	d := len(o)
+	if rowAccumulateVector(o, p, values, vis) {
+		return
+	}
+	for t, j := range vis {
+		vecAxpy(o, p[t], values[int(j)*d:int(j)*d+d])
+	}
+}
+
+// groupScores sets sc[r·n + t] = vecDot(query row r, key row vis[t]) for the nr query rows q
+// [nr, d] (n = len(vis)); each key row is read once for all of them where the machine allows
+// (Temper fork: decodeattn.go).
+func groupScores(sc, q []float32, nr int, keys []float32, vis []int32) {
+	if groupScoresVector(sc, q, nr, keys, vis) {
+		return
+	}
+	d, n := len(q)/nr, len(vis)
+	for r := range nr {
+		rowScores(sc[r*n:(r+1)*n], q[r*d:(r+1)*d], keys, vis)
+	}
+}
+
+// groupAccumulate adds p[r·n + t]·(value row vis[t]) into row r of o [nr, d] for t in increasing
+// order, as rowAccumulate does row by row (Temper fork: decodeattn.go).
+func groupAccumulate(o, p []float32, nr int, values []float32, vis []int32) {
+	if groupAccumulateVector(o, p, nr, values, vis) {
+		return
+	}
+	d, n := len(o)/nr, len(vis)
+	for r := range nr {
+		rowAccumulate(o[r*d:(r+1)*d], p[r*n:(r+1)*n], values, vis)
+	}
+}
