@@ -218,7 +218,8 @@ func processCPUTime(t *testing.T) time.Duration {
 
 // TestDecodeFusesGLUAndRMSNorm: cached generation's graphs hold the engine's fused gated MLP and
 // RMS norm (the fork's compilation passes match the op chains model's splitLinear, activate and
-// rmsNorm build; a change there that breaks the match would otherwise only show as lost speed).
+// rmsNorm build; a change there that breaks the match would otherwise only show as lost speed),
+// and the decode attention writes the new key and value rows itself (no ScatterSum into the caches).
 func TestDecodeFusesGLUAndRMSNorm(t *testing.T) {
 	r := newRuntime(t, Options{Seed: 1, InitStd: 0.3, Executor: ExecutorSequential})
 	prompts := [][]int{{1, 2, 3}, {4, 5}, {6}, {7, 8, 9, 10}}
@@ -243,5 +244,8 @@ func TestDecodeFusesGLUAndRMSNorm(t *testing.T) {
 		if count[op] == 0 {
 			t.Errorf("no %s op in cached generation (ops run: %v)", op, count)
 		}
+	}
+	if count["FusedScaledDotProductAttention"] == 0 || count["ScatterSum"] != 0 {
+		t.Errorf("cached generation: want the fused decode attention writing the caches and no ScatterSum (ops run: %v)", count)
 	}
 }

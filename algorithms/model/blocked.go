@@ -77,6 +77,33 @@ func decodeFused(cfg Config, g *Graph) bool {
 //	keys: [batch, cache] Bool
 //	out: [batch·kv, grp·seq, hd]
 func decodeAttentionValues(cfg Config, q, kk, vv, keys *Node) *Node {
+	out, _ := decodeAttentionCall(cfg, q, kk, vv, keys, nil)
+	return out
+}
+
+// decodeAttentionWrite is decodeAttentionValues on the caches with this step's rows written into
+// them by the same kernel (its NewKey, NewValue and NewSlot): each row added into its slot as the
+// plain path's ScatterSum does (the same bits), then the attention over the updated caches, whose
+// rows are still in the processor's cache when it reads them. The updated caches come back as
+// the node's trailing outputs; with the cache buffers donated the kernel writes them in place.
+//
+//	q: as decodeAttentionValues; kc, vc: the caches [batch·kv, cache, hd], slot column still zero;
+//	knew, vnew: [batch·kv, hd]; slot: [batch] int32, or a scalar for every row; keys: [batch,
+//	cache] Bool (the slot column included)
+//	out: [batch·kv, grp·seq, hd]; kk, vv: the updated caches
+func decodeAttentionWrite(cfg Config, q, kc, vc, knew, vnew, slot, keys *Node) (out, kk, vv *Node) {
+	o, states := decodeAttentionCall(cfg, q, kc, vc, keys, func(o *compute.ScaledDotProductAttentionConfig) {
+		o.NewKey, o.NewValue, o.NewSlot = InternalBackendOutputs(knew)[0], InternalBackendOutputs(vnew)[0], InternalBackendOutputs(slot)[0]
+	})
+	if len(states) != 3 { // log-sum-exp, key cache, value cache
+		exceptions.Panicf("model: decode attention with cache writes returned %d trailing outputs, want 3", len(states))
+	}
+	return o, states[1], states[2]
+}
+
+// decodeAttentionCall builds the fused decode attention node (edit sets the cache writes) and
+// returns its output as [batch·kv, grp·seq, hd] and its trailing outputs.
+func decodeAttentionCall(cfg Config, q, kk, vv, keys *Node, edit func(*compute.ScaledDotProductAttentionConfig)) (*Node, []*Node) {
 	batch := keys.Shape().Dim(0)
 	nh, nkv, hd := cfg.Heads, cfg.KVHeads, cfg.HeadDim
 	seq := q.Shape().Dim(1) / (nh / nkv)
@@ -85,7 +112,10 @@ func decodeAttentionValues(cfg Config, q, kk, vv, keys *Node) *Node {
 		KeyMask: InternalBackendOutputs(keys)[0],
 		Softcap: cfg.AttnSoftcap,
 	}
+	if edit != nil {
+		edit(opts)
+	}
 	// Heads grouped by KV head (head = kv·grp + j): [batch·kv, grp·seq, hd] is [batch, heads, seq, hd].
-	out, _ := BackendFusedScaledDotProductAttention(Reshape(q, batch, nh, seq, hd), kk, vv, compute.AttentionAxesLayoutBHSD, opts)
-	return Reshape(out, batch*nkv, nh/nkv*seq, hd)
+	out, states := BackendFusedScaledDotProductAttention(Reshape(q, batch, nh, seq, hd), kk, vv, compute.AttentionAxesLayoutBHSD, opts)
+	return Reshape(out, batch*nkv, nh/nkv*seq, hd), states
 }

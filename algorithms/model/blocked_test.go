@@ -274,8 +274,8 @@ func TestAttentionChoice(t *testing.T) {
 // TestFusedDecodeMatchesPlain: cached generation whose decode steps attend with the fork's fused
 // decode kernel (Attention "auto" on the Go backend) continues every reference family (GQA,
 // soft-caps, sliding layers with windows the rows outgrow while decoding) with the plain graph's
-// greedy tokens, log-probs within 1e-5; its decode graph has one kernel node per layer, the plain
-// one none.
+// greedy tokens, log-probs within 1e-5; its decode graph has one kernel node per layer (which
+// also writes the cache rows), the plain one none and two ScatterSums per layer instead.
 func TestFusedDecodeMatchesPlain(t *testing.T) {
 	for name, base := range blockedCases(t) {
 		t.Run(name, func(t *testing.T) {
@@ -300,14 +300,21 @@ func TestFusedDecodeMatchesPlain(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				kernels := 0
+				kernels, scatters := 0, 0
 				for _, n := range g.Nodes() {
-					if n.Type() == NodeTypeFusedScaledDotProductAttention {
+					switch n.Type() {
+					case NodeTypeFusedScaledDotProductAttention:
 						kernels++
+					case NodeTypeScatterSum:
+						scatters++
 					}
 				}
 				if want := map[bool]int{true: 0, false: cfg.Layers}[mode == modelcfg.AttentionPlain]; kernels != want {
 					t.Errorf("attention=%q: %d fused attention nodes in the decode graph, want %d", mode, kernels, want)
+				}
+				// The kernel writes the new key and value rows itself; the plain graph scatters them.
+				if want := map[bool]int{true: 2 * cfg.Layers, false: 0}[mode == modelcfg.AttentionPlain]; scatters != want {
+					t.Errorf("attention=%q: %d ScatterSum nodes in the decode graph, want %d", mode, scatters, want)
 				}
 			}
 			worst := 0.0

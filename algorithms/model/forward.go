@@ -207,7 +207,10 @@ const (
 // kvState carries the cache through the layers.
 //
 //	k[l], v[l]: [batch·kv_heads, cache, head_dim]
-//	slotIdx:    [batch·kv_heads, 2] int32 (row, slot) scatter indices into k and v (decode only)
+//	slotIdx:    [batch·kv_heads, 2] int32 (row, slot) scatter indices into k and v (decode, plain
+//	            path only)
+//	slot:       [batch] int32 cache column each row writes, or a scalar for every row (decode,
+//	            fused path only: the fork's decode kernel writes the rows itself)
 //
 // Keys and values share the layout: a decode step writes one row of head_dim floats of each per
 // (batch row, kv head), and the fused decode kernel reads both row by row. (Keys used to be kept
@@ -217,6 +220,7 @@ type kvState struct {
 	mode     kvMode
 	cacheLen int
 	slotIdx  *Node
+	slot     *Node
 	k, v     []*Node
 }
 
@@ -391,14 +395,18 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin *Node, bias attnB
 			kv.v[l] = Pad(vv, zero, compute.PadAxis{}, pad, compute.PadAxis{})
 		case kvDecode:
 			// seq == 1: add this step's key/value into the (still zero) slot column. With the cache
-			// buffers donated, the Go backend scatters in place: O(batch·kv·hd), not O(cache).
+			// buffers donated, the Go backend writes in place: O(batch·kv·hd), not O(cache).
+			keys = kv.cacheLen
+			if m := bias.keys(cfg, l); m != nil { // the fork's fused decode kernel (decodeFused)
+				// The kernel writes the rows (ScatterSum's bits) and attends, one node.
+				var out *Node
+				out, kv.k[l], kv.v[l] = decodeAttentionWrite(cfg, q, kv.k[l], kv.v[l],
+					Reshape(k, batch*nkv, hd), Reshape(v, batch*nkv, hd), kv.slot, m)
+				return attentionProject(scope, cfg, l, out, batch, seq)
+			}
 			kk = ScatterSum(kv.k[l], kv.slotIdx, Reshape(k, batch*nkv, hd), true, true)
 			vv = ScatterSum(kv.v[l], kv.slotIdx, Reshape(v, batch*nkv, hd), true, true)
 			kv.k[l], kv.v[l] = kk, vv
-			keys = kv.cacheLen
-			if m := bias.keys(cfg, l); m != nil { // the fork's fused decode kernel (decodeFused)
-				return attentionProject(scope, cfg, l, decodeAttentionValues(cfg, q, kk, vv, m), batch, seq)
-			}
 			scores := DotGeneral(q, []int{2}, []int{0}, kk, []int{2}, []int{0}) // [batch·kv, grp, cache]
 			return attentionOut(scope, cfg, l, scores, vv, bias.layer(cfg, l), batch, seq, keys)
 		}

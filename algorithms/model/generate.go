@@ -151,12 +151,17 @@ func decodeStep(scope *gm.Scope, cfg Config, token, position, slot, cacheMask *N
 	g := token.Graph()
 	b, s := cacheMask.Shape().Dim(0), cacheMask.Shape().Dim(1)
 	nkv := cfg.KVHeads
-	// (row·kv + h, slot[row]): the cache row of k and v to write.
-	rowSlot := Reshape(BroadcastToDims(slot, b, nkv), b*nkv, 1)
-	slotIdx := Concatenate([]*Node{Iota(g, shapes.Make(dtypes.Int32, b*nkv, 1), 0), rowSlot}, -1)
-	kv := &kvState{mode: kvDecode, cacheLen: s, slotIdx: slotIdx,
-		k: append([]*Node(nil), k...), v: append([]*Node(nil), v...)}
+	kv := &kvState{mode: kvDecode, cacheLen: s, k: append([]*Node(nil), k...), v: append([]*Node(nil), v...)}
 	fused := decodeFused(cfg, g)
+	switch {
+	case fused && slot.Shape().Dim(0) == b: // the fused kernel writes column slot[row] of each row
+		kv.slot = Reshape(slot, b)
+	case fused:
+		kv.slot = Reshape(slot)
+	default: // (row·kv + h, slot[row]): the cache row of k and v to write.
+		rowSlot := Reshape(BroadcastToDims(slot, b, nkv), b*nkv, 1)
+		kv.slotIdx = Concatenate([]*Node{Iota(g, shapes.Make(dtypes.Int32, b*nkv, 1), 0), rowSlot}, -1)
+	}
 	var bias attnBias
 	if cfg.hasFull() {
 		if fused {

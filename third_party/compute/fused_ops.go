@@ -294,6 +294,15 @@ type ScaledDotProductAttentionConfig struct {
 	// Softcap (with KeyMask), when > 0, caps the scaled scores as Softcap·tanh(s/Softcap) before
 	// masking (Gemma 2).
 	Softcap float64
+	// Temper fork: NewKey, NewValue and NewSlot (all three or none; decode attention only) write a
+	// decoding step's key and value rows into the caches as part of the attention: key and value
+	// are then the caches ([batch·kvHeads, kvLen, d] or [batch, kvHeads, kvLen, d]), NewKey and
+	// NewValue the new rows ([batch·kvHeads, d], or [batch, kvHeads, 1, d]), NewSlot the cache
+	// column each batch row writes (Int32 [batch], or a scalar for every row). Each row is added
+	// into its slot (as ScatterSum does; the slot is zero, so the row is written) before the
+	// attention reads the caches, and the updated key and value caches are the third and fourth
+	// outputs (after the log-sum-exp), in the cache buffers themselves when they are donated.
+	NewKey, NewValue, NewSlot Value
 }
 
 // ActivationType specifies the activation function for fused operations.

@@ -32,6 +32,15 @@ import (
 // is computed by one work item in a fixed order, so the bits do not depend on the number of
 // workers. A query row with no visible key gets zeros and a log-sum-exp of -Inf. No VJP: decoding
 // is not differentiated.
+//
+// With NewKey, NewValue and NewSlot the node also writes the step's rows into the caches (key and
+// value): inputs query, key, value, KeyMask, new key [b·hk, d], new value, slot (Int32 [b] or
+// scalar); outputs also the updated key and value caches. The work item of (b, kv head) adds its
+// new key and value row into column slot[b] of its head (ScatterSum's combine: cache += row, so
+// the same bits as the ScatterSum it replaces) and then attends over that head, so the written
+// rows are read while still in cache. A cache whose buffer the executor owns (donated, or an
+// intermediate at its last use) is updated in place and returned as the output; otherwise it is
+// copied first.
 
 // decodeAttention builds the decode node (flashAttention sends it requests with KeyMask and
 // without Causal).
@@ -48,7 +57,15 @@ func decodeAttention(f *gobackend.Function, query, key, value compute.Value, lay
 	case !(options.Softcap >= 0) || math.IsInf(options.Softcap, 0):
 		return nil, nil, errors.Errorf("%s: Softcap=%g: must be finite and >= 0 (0: none)", op, options.Softcap)
 	}
-	inputs, err := f.VerifyAndCastValues(op, query, key, value, options.KeyMask)
+	write := options.NewKey != nil || options.NewValue != nil || options.NewSlot != nil
+	if write && (options.NewKey == nil || options.NewValue == nil || options.NewSlot == nil) {
+		return nil, nil, errors.Errorf("%s: NewKey, NewValue and NewSlot come together (cache writes of decode attention)", op)
+	}
+	values := []compute.Value{query, key, value, options.KeyMask}
+	if write {
+		values = append(values, options.NewKey, options.NewValue, options.NewSlot)
+	}
+	inputs, err := f.VerifyAndCastValues(op, values...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -78,33 +95,104 @@ func decodeAttention(f *gobackend.Function, query, key, value compute.Value, lay
 	if m.DType != dtypes.Bool || m.Rank() != 2 || m.Dimensions[0] != batch || m.Dimensions[1] != keys {
 		return nil, nil, errors.Errorf("%s: KeyMask %s: want Bool [%d, %d]", op, m, batch, keys)
 	}
+	if write {
+		nk, nv, sl := inputs[4].Shape, inputs[5].Shape, inputs[6].Shape
+		rowsOK := func(s shapes.Shape) bool {
+			return s.DType == dtypes.Float32 && (s.Equal(shapes.Make(dtypes.Float32, batch*kvHeads, dim)) ||
+				s.Equal(shapes.Make(dtypes.Float32, batch, kvHeads, 1, dim)))
+		}
+		if !rowsOK(nk) || !rowsOK(nv) {
+			return nil, nil, errors.Errorf("%s: NewKey %s and NewValue %s: want Float32 [%d, %d] or [%d, %d, 1, %d]", op, nk, nv, batch*kvHeads, dim, batch, kvHeads, dim)
+		}
+		if sl.DType != dtypes.Int32 || !(sl.Rank() == 0 || (sl.Rank() == 1 && sl.Dimensions[0] == batch)) {
+			return nil, nil, errors.Errorf("%s: NewSlot %s: want Int32 [%d] or a scalar", op, sl, batch)
+		}
+	}
 	scale := options.Scale
 	if scale == 0 {
 		scale = 1 / math.Sqrt(float64(dim))
 	}
-	data := &flashAttnData{heads: heads, kvHeads: kvHeads, scale: float32(scale), softcap: float32(options.Softcap), decode: true}
+	data := &flashAttnData{heads: heads, kvHeads: kvHeads, scale: float32(scale), softcap: float32(options.Softcap), decode: true, write: write}
 	lse := shapes.Make(dtypes.Float32, batch, heads, q.Dimensions[2])
-	node := f.NewMultiOutputsNode(compute.OpTypeFusedScaledDotProductAttention, []shapes.Shape{q.Clone(), lse}, inputs...)
+	outs := []shapes.Shape{q.Clone(), lse}
+	if write {
+		outs = append(outs, k.Clone(), v.Clone())
+	}
+	node := f.NewMultiOutputsNode(compute.OpTypeFusedScaledDotProductAttention, outs, inputs...)
 	node.Data = data
-	return node.MultiOutputsNodes[0], []compute.Value{node.MultiOutputsNodes[1]}, nil
+	states := make([]compute.Value, 0, len(outs)-1)
+	for _, o := range node.MultiOutputsNodes[1:] {
+		states = append(states, o)
+	}
+	return node.MultiOutputsNodes[0], states, nil
 }
 
-// execDecodeAttention runs a decode node: outputs and the log-sum-exp per query row.
-func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobackend.Buffer) ([]*gobackend.Buffer, error) {
+// decodeCache returns the buffer a decode node writes cache input i (1: key, 2: value) into: the
+// input itself when the executor owns it (marked consumed), else a copy.
+func decodeCache(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobackend.Buffer, inputsOwned []bool, i int) (*gobackend.Buffer, error) {
+	if inputsOwned[i] {
+		buf := inputs[i]
+		inputs[i] = nil
+		buf.RawShape = node.MultiOutputsShapes[i+1]
+		return buf, nil
+	}
+	buf, err := backend.CloneBuffer(inputs[i])
+	if err != nil {
+		return nil, err
+	}
+	buf.RawShape = node.MultiOutputsShapes[i+1]
+	return buf, nil
+}
+
+// execDecodeAttention runs a decode node: outputs and the log-sum-exp per query row (and, when it
+// writes, the updated key and value caches).
+func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobackend.Buffer, inputsOwned []bool) ([]*gobackend.Buffer, error) {
 	data := node.Data.(*flashAttnData)
 	qs, ks := inputs[0].RawShape, inputs[1].RawShape
 	b, nq, d := qs.Dimensions[0], qs.Dimensions[2], qs.Dimensions[3]
 	hk, s := data.kvHeads, ks.Dimensions[ks.Rank()-2]
 	grp := data.heads / hk
-	q, k, v := inputs[0].Flat.([]float32), inputs[1].Flat.([]float32), inputs[2].Flat.([]float32)
+	q := inputs[0].Flat.([]float32)
 	mask := inputs[3].Flat.([]bool)
+	var newK, newV []float32
+	var slots []int32
+	if data.write {
+		newK, newV, slots = inputs[4].Flat.([]float32), inputs[5].Flat.([]float32), inputs[6].Flat.([]int32)
+		for _, sl := range slots {
+			if sl < 0 || int(sl) >= s {
+				return nil, errors.Errorf("decode attention: cache slot %d out of range [0, %d)", sl, s)
+			}
+		}
+	}
+	var kBuf, vBuf *gobackend.Buffer
+	if data.write {
+		var err error
+		if kBuf, err = decodeCache(backend, node, inputs, inputsOwned, 1); err != nil {
+			return nil, err
+		}
+		if vBuf, err = decodeCache(backend, node, inputs, inputsOwned, 2); err != nil {
+			backend.PutBuffer(kBuf)
+			return nil, err
+		}
+	} else {
+		kBuf, vBuf = inputs[1], inputs[2]
+	}
+	k, v := kBuf.Flat.([]float32), vBuf.Flat.([]float32)
+	putCaches := func() {
+		if data.write {
+			backend.PutBuffer(kBuf)
+			backend.PutBuffer(vBuf)
+		}
+	}
 	out, err := backend.GetBuffer(node.MultiOutputsShapes[0])
 	if err != nil {
+		putCaches()
 		return nil, err
 	}
 	lseBuf, err := backend.GetBuffer(node.MultiOutputsShapes[1])
 	if err != nil {
 		backend.PutBuffer(out)
+		putCaches()
 		return nil, err
 	}
 	o, lse := out.Flat.([]float32), lseBuf.Flat.([]float32)
@@ -130,6 +218,14 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 				}
 			}
 			kHead, vHead := k[item*s*d:(item+1)*s*d], v[item*s*d:(item+1)*s*d]
+			if slots != nil { // the cache writes: ScatterSum's combine, cache += row
+				sl := int(slots[0])
+				if len(slots) > 1 {
+					sl = int(slots[bi])
+				}
+				addRow(kHead[sl*d:(sl+1)*d], newK[item*d:(item+1)*d])
+				addRow(vHead[sl*d:(sl+1)*d], newV[item*d:(item+1)*d])
+			}
 			r0 := item * rows // = (bi·heads + kh·grp)·nq: the item's first query row
 			for r := r0; r < r0+rows; r += decodeGroup {
 				nr := min(decodeGroup, r0+rows-r)
@@ -137,7 +233,17 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 			}
 		}
 	})
+	if data.write {
+		return []*gobackend.Buffer{out, lseBuf, kBuf, vBuf}, nil
+	}
 	return []*gobackend.Buffer{out, lseBuf}, nil
+}
+
+// addRow adds row into dst element by element (ScatterSum's float32 combine).
+func addRow(dst, row []float32) {
+	for i, x := range row {
+		dst[i] += x
+	}
 }
 
 // decodeGroup is how many query rows of a kv head go through the keys and values together

@@ -53,6 +53,7 @@ type flashAttnData struct {
 	softcap        float32
 	bq, bk         int
 	decode         bool // Temper fork: KV-cached decoding (decodeattn.go), no VJP
+	write          bool // Temper fork: decode attention that writes the new K/V rows (NewKey…)
 }
 
 func (d *flashAttnData) EqualNodeData(other gobackend.NodeDataComparable) bool {
@@ -66,6 +67,10 @@ func (d *flashAttnData) EqualNodeData(other gobackend.NodeDataComparable) bool {
 func flashAttention(f *gobackend.Function, query, key, value compute.Value, layout compute.AttentionAxesLayout,
 	options *compute.ScaledDotProductAttentionConfig) (compute.Value, []compute.Value, error) {
 	const op = "FusedScaledDotProductAttention"
+	if options != nil && (options.NewKey != nil || options.NewValue != nil || options.NewSlot != nil) &&
+		(options.KeyMask == nil || options.Causal) { // Temper fork: decodeattn.go
+		return nil, nil, errors.Errorf("%s: NewKey, NewValue and NewSlot (cache writes) need the decode attention: KeyMask without Causal", op)
+	}
 	if options == nil || options.KeyMask == nil {
 		if gobackend.HasNodeExecutor(compute.OpTypeFusedScaledDotProductAttention) {
 			return FusedScaledDotProductAttention(f, query, key, value, layout, options)
@@ -129,6 +134,8 @@ func flashParams(f *gobackend.Function, op string, query, key, value compute.Val
 		return nil, nil, errors.Errorf("%s: KeyMask (blocked attention) cannot be combined with Mask, Bias, QuerySeqLen or KeyValueSeqLen", op)
 	case !options.Causal:
 		return nil, nil, errors.Errorf("%s: KeyMask (blocked attention) needs Causal", op)
+	case options.NewKey != nil || options.NewValue != nil || options.NewSlot != nil: // Temper fork
+		return nil, nil, errors.Errorf("%s: NewKey, NewValue and NewSlot (cache writes) need the decode attention: KeyMask without Causal", op)
 	case options.Window < 0:
 		return nil, nil, errors.Errorf("%s: Window=%d: must be >= 0 (0: none)", op, options.Window)
 	case !(options.Softcap >= 0) || math.IsInf(options.Softcap, 0):
@@ -361,10 +368,10 @@ func (fd *flashDims) transposeHead(dst, src []float32) {
 }
 
 // execFlashAttention runs the forward: outputs and the log-sum-exp per query row.
-func execFlashAttention(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobackend.Buffer, _ []bool) ([]*gobackend.Buffer, error) {
+func execFlashAttention(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobackend.Buffer, inputsOwned []bool) ([]*gobackend.Buffer, error) {
 	data := node.Data.(*flashAttnData)
 	if data.decode { // Temper fork: decodeattn.go
-		return execDecodeAttention(backend, node, inputs)
+		return execDecodeAttention(backend, node, inputs, inputsOwned)
 	}
 	q, k, v := inputs[0].Flat.([]float32), inputs[1].Flat.([]float32), inputs[2].Flat.([]float32)
 	fd := newFlashDims(data, inputs[0].RawShape, inputs[3].Flat.([]bool))
