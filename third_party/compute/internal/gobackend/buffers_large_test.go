@@ -33,6 +33,8 @@ func TestLargeFreeList(t *testing.T) {
 		t.Fatalf("reused buffer not set up: len %d, in use %v", len(again.Flat.([]float32)), again.InUse)
 	}
 
+	defer func(saved int) { largeFreeMax = saved }(largeFreeMax)
+	largeFreeMax = 256 << 20 // the eviction below allocates twice the budget
 	var l largeFreeList
 	if l.put(&Buffer{RawBytes: make([]byte, largeBufferMin-1)}) {
 		t.Fatal("kept a small buffer")

@@ -23,10 +23,15 @@ import (
 // node, which runs the ops chunk by chunk (fusedChunk elements, so the intermediates stay in L1)
 // with the very kernels the ops run alone: every element gets the same bits as unfused.
 
-// FuseElementwise is true when GOMLX_FUSE_ELEMENTWISE=true; off by default: on whole training
-// steps (base preset) the fused step measured more elementwise CPU and 3–5× the GC CPU of the
-// unfused one (alternating runs of tpu's TestTrainStepOpProfile, loaded machine), though each
-// fused tree alone is faster (BenchmarkFusedElementwise). It never changes results.
+// FuseElementwise is true when GOMLX_FUSE_ELEMENTWISE=true; off by default. It never changes
+// results. It first measured slower on whole training steps because the backend's free list then
+// kept 256 MiB, less than a base-preset step's intermediates: each step allocated ~350 MiB afresh,
+// which made every elementwise op several times dearer (a [2048, 1024] Mul 2–7 ms instead of 0.7)
+// and hid what fusing saved. With the 1 GiB list it wins on training (eight alternating pairs of
+// BenchmarkTrainStep/.../sequential: base 708 → 613 ms, median pair ratio 0.86; small 152 → 136 ms,
+// 0.91; tpu's TestTrainStepOpProfile, base: elementwise CPU per step 0.205 → 0.159 s) but not on
+// cached generation (six pairs: base 1.01, small 1.02 and, with 64Ki as the smallest tree, 1.05:
+// the decode graphs' trees cost more fused, not yet understood), so it stays off.
 var FuseElementwise = envutil.MustReadBool("GOMLX_FUSE_ELEMENTWISE", false)
 
 const (
@@ -247,7 +252,16 @@ func fusable(node *gobackend.Node) bool {
 	return false
 }
 
-var fusedScratch = sync.Pool{New: func() any { return new([]float32) }}
+// fusedScratchBuf is a range's scratch: a chunk per step, and the steps' current chunks.
+type fusedScratchBuf struct {
+	buf  []float32
+	vals [][]float32
+}
+
+var fusedScratch = sync.Pool{New: func() any { return new([]float32) }} // the GLU and RMS norm kernels' scratch
+
+// fusedElementwiseScratch holds execFusedElementwise's fusedScratchBufs.
+var fusedElementwiseScratch = sync.Pool{New: func() any { return new(fusedScratchBuf) }}
 
 // execFusedElementwise runs a fused tree over its output in chunks, split across the backend's
 // workers for large tensors like the other elementwise ops. The output reuses an input the
@@ -280,15 +294,18 @@ func execFusedElementwise(backend *gobackend.Backend, node *gobackend.Node, inpu
 	}
 	out := output.Flat.([]float32)
 	run := func(lo, hi int) {
-		scratch := fusedScratch.Get().(*[]float32)
-		defer fusedScratch.Put(scratch)
-		if need := len(prog.steps) * fusedChunk; len(*scratch) < need {
-			*scratch = make([]float32, need)
+		scratch := fusedElementwiseScratch.Get().(*fusedScratchBuf)
+		defer fusedElementwiseScratch.Put(scratch)
+		if need := len(prog.steps) * fusedChunk; len(scratch.buf) < need {
+			scratch.buf = make([]float32, need)
 		}
-		vals := make([][]float32, len(prog.steps))
+		if len(scratch.vals) < len(prog.steps) {
+			scratch.vals = make([][]float32, len(prog.steps))
+		}
 		for c := lo; c < hi; c += fusedChunk {
-			runFusedChunk(prog, flats, out, *scratch, vals, c, min(c+fusedChunk, hi))
+			runFusedChunk(prog, flats, out, scratch.buf, scratch.vals, c, min(c+fusedChunk, hi))
 		}
+		clear(scratch.vals) // the pool keeps no reference to the output
 	}
 	n := len(out)
 	if n < parallelMinElements || !workerspool.ParallelOps {
