@@ -59,63 +59,44 @@ func blockedAttentionValues(cfg Config, l int, q, kk, vv, valid *Node) *Node {
 }
 
 // decodeFused reports whether cached decoding attends with the fork's fused decode kernel
-// (decodeAttentionValues): on the Go backend unless Config.Attention is "plain", which keeps the
+// (decodeAttentionWrite): on the Go backend unless Config.Attention is "plain", which keeps the
 // plain graph (scores matmul, bias, softmax, values matmul) everywhere, as a reference and for
 // A/B runs. Other backends do not have the kernel.
 func decodeFused(cfg Config, g *Graph) bool {
 	return g.Backend().String() == goBackend && cfg.Attention != modelcfg.AttentionPlain
 }
 
-// decodeAttentionValues is softmax(q·kᵀ + mask)·v of cached decoding by the fork's fused decode
-// kernel (a FusedScaledDotProductAttention with KeyMask and without Causal): each query row
-// attends over the cache columns keys marks visible for its batch row, in one pass per (batch
-// row, kv head), without the scores, bias and probabilities as tensors. Its sums run in another
-// order than the plain path's matmuls: the two agree to float32 rounding, not bit for bit.
+// decodeAttentionWrite is one cached decoding step's attention by the fork's fused decode kernel
+// (a FusedScaledDotProductAttention with KeyMask and without Causal, its NewKey, NewValue and
+// NewSlot set): it adds this step's rows into their slot of the caches as the plain path's
+// ScatterSum does (the same bits), then each query row attends over the cache columns keys marks
+// visible for its batch row, in one pass per (batch row, kv head), without the scores, bias and
+// probabilities as tensors and while the written rows are still in the processor's cache. Its sums
+// run in another order than the plain path's matmuls: the two agree to float32 rounding, not bit
+// for bit. The updated caches come back as the node's trailing outputs; with the cache buffers
+// donated the kernel writes them in place.
 //
-//	q: [batch·kv, grp·seq, hd], already scaled; kk, vv: the cache [batch·kv, cache, hd] (passed
-//	as they are: a Reshape of a buffer that is also a graph output is a copy on the Go backend);
-//	keys: [batch, cache] Bool
-//	out: [batch·kv, grp·seq, hd]
-func decodeAttentionValues(cfg Config, q, kk, vv, keys *Node) *Node {
-	out, _ := decodeAttentionCall(cfg, q, kk, vv, keys, nil)
-	return out
-}
-
-// decodeAttentionWrite is decodeAttentionValues on the caches with this step's rows written into
-// them by the same kernel (its NewKey, NewValue and NewSlot): each row added into its slot as the
-// plain path's ScatterSum does (the same bits), then the attention over the updated caches, whose
-// rows are still in the processor's cache when it reads them. The updated caches come back as
-// the node's trailing outputs; with the cache buffers donated the kernel writes them in place.
-//
-//	q: as decodeAttentionValues; kc, vc: the caches [batch·kv, cache, hd], slot column still zero;
-//	knew, vnew: [batch·kv, hd]; slot: [batch] int32, or a scalar for every row; keys: [batch,
-//	cache] Bool (the slot column included)
+//	q: [batch·kv, grp·seq, hd], already scaled; kc, vc: the caches [batch·kv, cache, hd], slot
+//	column still zero (passed as they are: a Reshape of a buffer that is also a graph output is a
+//	copy on the Go backend); knew, vnew: [batch·kv, hd]; slot: [batch] int32, or a scalar for every
+//	row; keys: [batch, cache] Bool (the slot column included)
 //	out: [batch·kv, grp·seq, hd]; kk, vv: the updated caches
 func decodeAttentionWrite(cfg Config, q, kc, vc, knew, vnew, slot, keys *Node) (out, kk, vv *Node) {
-	o, states := decodeAttentionCall(cfg, q, kc, vc, keys, func(o *compute.ScaledDotProductAttentionConfig) {
-		o.NewKey, o.NewValue, o.NewSlot = InternalBackendOutputs(knew)[0], InternalBackendOutputs(vnew)[0], InternalBackendOutputs(slot)[0]
-	})
-	if len(states) != 3 { // log-sum-exp, key cache, value cache
-		exceptions.Panicf("model: decode attention with cache writes returned %d trailing outputs, want 3", len(states))
-	}
-	return o, states[1], states[2]
-}
-
-// decodeAttentionCall builds the fused decode attention node (edit sets the cache writes) and
-// returns its output as [batch·kv, grp·seq, hd] and its trailing outputs.
-func decodeAttentionCall(cfg Config, q, kk, vv, keys *Node, edit func(*compute.ScaledDotProductAttentionConfig)) (*Node, []*Node) {
 	batch := keys.Shape().Dim(0)
 	nh, nkv, hd := cfg.Heads, cfg.KVHeads, cfg.HeadDim
 	seq := q.Shape().Dim(1) / (nh / nkv)
 	opts := &compute.ScaledDotProductAttentionConfig{
-		Scale:   1, // q is scaled as in the plain path
-		KeyMask: InternalBackendOutputs(keys)[0],
-		Softcap: cfg.AttnSoftcap,
-	}
-	if edit != nil {
-		edit(opts)
+		Scale:    1, // q is scaled as in the plain path
+		KeyMask:  InternalBackendOutputs(keys)[0],
+		Softcap:  cfg.AttnSoftcap,
+		NewKey:   InternalBackendOutputs(knew)[0],
+		NewValue: InternalBackendOutputs(vnew)[0],
+		NewSlot:  InternalBackendOutputs(slot)[0],
 	}
 	// Heads grouped by KV head (head = kv·grp + j): [batch·kv, grp·seq, hd] is [batch, heads, seq, hd].
-	out, states := BackendFusedScaledDotProductAttention(Reshape(q, batch, nh, seq, hd), kk, vv, compute.AttentionAxesLayoutBHSD, opts)
-	return Reshape(out, batch*nkv, nh/nkv*seq, hd), states
+	o, states := BackendFusedScaledDotProductAttention(Reshape(q, batch, nh, seq, hd), kc, vc, compute.AttentionAxesLayoutBHSD, opts)
+	if len(states) != 3 { // log-sum-exp, key cache, value cache
+		exceptions.Panicf("model: decode attention with cache writes returned %d trailing outputs, want 3", len(states))
+	}
+	return Reshape(o, batch*nkv, nh/nkv*seq, hd), states[1], states[2]
 }
