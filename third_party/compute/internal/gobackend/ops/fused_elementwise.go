@@ -120,46 +120,14 @@ func (fuseElementwisePass) Apply(b *gobackend.Builder) (bool, error) {
 	if !FuseElementwise {
 		return false, nil
 	}
-	pinned := map[*gobackend.Node]bool{} // values a closure captures: they keep their own node
-	for _, f := range b.Functions {
-		for _, p := range f.CapturedParentNodes {
-			pinned[p] = true
-		}
-	}
-	if b.MainFn != nil {
-		fuseFunction(b.MainFn, pinned)
-	}
-	for _, f := range b.Functions {
-		if f != b.MainFn {
-			fuseFunction(f, pinned)
-		}
-	}
+	forEachFusionFunction(b, fuseFunction) // fused_glu.go: consumers, outputs and captured values
 	return false, nil
 }
 
 // fuseFunction fuses the trees of one function, visiting candidate roots from the last node back
 // so each tree is as large as it can be.
-func fuseFunction(f *gobackend.Function, pinned map[*gobackend.Node]bool) {
-	n := len(f.Nodes)
-	consumers := make([]int, n) // distinct nodes using each node
-	for _, node := range f.Nodes {
-		for i, in := range node.Inputs {
-			if in.Function != f || in.Index >= n || f.Nodes[in.Index] != in || seenBefore(node.Inputs, i) {
-				continue
-			}
-			consumers[in.Index]++
-		}
-		for _, captures := range node.CapturedInputs {
-			for _, c := range captures {
-				pinned[c] = true
-			}
-		}
-	}
-	outputs := map[*gobackend.Node]bool{}
-	for _, o := range f.Outputs {
-		outputs[o] = true
-	}
-	absorbed := make([]bool, n)
+func fuseFunction(g *fusionGraph) {
+	f, n, consumers, outputs, pinned, absorbed := g.f, len(g.f.Nodes), g.consumers, g.outputs, g.pinned, g.absorbed
 	for idx := n - 1; idx >= 0; idx-- {
 		root := f.Nodes[idx]
 		if absorbed[idx] || pinned[root] || !fusable(root) {
