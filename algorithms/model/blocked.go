@@ -67,36 +67,46 @@ func decodeFused(cfg Config, g *Graph) bool {
 }
 
 // decodeAttentionWrite is one cached decoding step's attention by the fork's fused decode kernel
-// (a FusedScaledDotProductAttention with KeyMask and without Causal, its NewKey, NewValue and
-// NewSlot set): it adds this step's rows into their slot of the caches as the plain path's
-// ScatterSum does (the same bits), then each query row attends over the cache columns keys marks
-// visible for its batch row, in one pass per (batch row, kv head), without the scores, bias and
-// probabilities as tensors and while the written rows are still in the processor's cache. Its sums
-// run in another order than the plain path's matmuls: the two agree to float32 rounding, not bit
-// for bit. The updated caches come back as the node's trailing outputs; with the cache buffers
-// donated the kernel writes them in place.
+// (a FusedScaledDotProductAttention with KeyMask and without Causal, its NewKey, NewValue, NewSlot
+// and RopeCos, RopeSin set): it rotates the query rows and this step's key rows (RoPE) and scales
+// the queries exactly as the plain path's applyRope and MulScalar do (the same bits), adds the key
+// and value rows into their slot of the caches as the plain path's ScatterSum does (the same bits),
+// then each query row attends over the cache columns keys marks visible for its batch row, in one
+// pass per (batch row, kv head), without the scores, bias and probabilities as tensors and while
+// the written rows are still in the processor's cache. Its sums run in another order than the
+// plain path's matmuls: the two agree to float32 rounding, not bit for bit. The updated caches
+// come back as the node's trailing outputs; with the cache buffers donated the kernel writes them
+// in place.
 //
-//	q: [batch·kv, grp·seq, hd], already scaled; kc, vc: the caches [batch·kv, cache, hd], slot
-//	column still zero (passed as they are: a Reshape of a buffer that is also a graph output is a
-//	copy on the Go backend); knew, vnew: [batch·kv, hd]; slot: [batch] int32, or a scalar for every
-//	row; keys: [batch, cache] Bool (the slot column included)
-//	out: [batch·kv, grp·seq, hd]; kk, vv: the updated caches
-func decodeAttentionWrite(cfg Config, q, kc, vc, knew, vnew, slot, keys *Node) (out, kk, vv *Node) {
+//	q: [batch, 1, heads, hd], not yet rotated nor scaled; kc, vc: the caches [batch·kv, cache, hd],
+//	slot column still zero (passed as they are: a Reshape of a buffer that is also a graph output
+//	is a copy on the Go backend); knew (not yet rotated), vnew: [batch·kv, hd]; slot: [batch]
+//	int32, or a scalar for every row; keys: [batch, cache] Bool (the slot column included);
+//	cos, sin: ropeTables' [batch, 1, 1, hd]; qscale: the queries' factor after RoPE
+//	out: [batch·kv, grp, hd]; kk, vv: the updated caches
+func decodeAttentionWrite(cfg Config, q, kc, vc, knew, vnew, slot, keys, cos, sin *Node, qscale float64) (out, kk, vv *Node) {
 	batch := keys.Shape().Dim(0)
 	nh, nkv, hd := cfg.Heads, cfg.KVHeads, cfg.HeadDim
-	seq := q.Shape().Dim(1) / (nh / nkv)
-	opts := &compute.ScaledDotProductAttentionConfig{
-		Scale:    1, // q is scaled as in the plain path
-		KeyMask:  InternalBackendOutputs(keys)[0],
-		Softcap:  cfg.AttnSoftcap,
-		NewKey:   InternalBackendOutputs(knew)[0],
-		NewValue: InternalBackendOutputs(vnew)[0],
-		NewSlot:  InternalBackendOutputs(slot)[0],
+	if q.Rank() != 4 || q.Shape().Dim(0) != batch || q.Shape().Dim(1) != 1 || q.Shape().Dim(2) != nh || q.Shape().Dim(3) != hd {
+		exceptions.Panicf("model: decode attention: q %s, want [%d, 1, %d, %d]", q.Shape(), batch, nh, hd)
 	}
-	// Heads grouped by KV head (head = kv·grp + j): [batch·kv, grp·seq, hd] is [batch, heads, seq, hd].
-	o, states := BackendFusedScaledDotProductAttention(Reshape(q, batch, nh, seq, hd), kc, vc, compute.AttentionAxesLayoutBHSD, opts)
+	opts := &compute.ScaledDotProductAttentionConfig{
+		Scale:      1, // the queries are scaled after RoPE (QueryScale), as in the plain path
+		KeyMask:    InternalBackendOutputs(keys)[0],
+		Softcap:    cfg.AttnSoftcap,
+		NewKey:     InternalBackendOutputs(knew)[0],
+		NewValue:   InternalBackendOutputs(vnew)[0],
+		NewSlot:    InternalBackendOutputs(slot)[0],
+		RopeCos:    InternalBackendOutputs(cos)[0],
+		RopeSin:    InternalBackendOutputs(sin)[0],
+		RopeRotary: cfg.rotaryDim(),
+		// MulScalar's constant: the float32 of the float64 factor.
+		QueryScale: float64(float32(qscale)),
+	}
+	// Heads grouped by KV head (head = kv·grp + j): [batch, 1, heads, hd] is [batch, heads, 1, hd].
+	o, states := BackendFusedScaledDotProductAttention(Reshape(q, batch, nh, 1, hd), kc, vc, compute.AttentionAxesLayoutBHSD, opts)
 	if len(states) != 3 { // log-sum-exp, key cache, value cache
 		exceptions.Panicf("model: decode attention with cache writes returned %d trailing outputs, want 3", len(states))
 	}
-	return Reshape(o, batch*nkv, nh/nkv*seq, hd), states[1], states[2]
+	return Reshape(o, batch*nkv, nh/nkv, hd), states[1], states[2]
 }

@@ -374,6 +374,16 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin *Node, bias attnB
 		scaleDim = cfg.QueryScale
 	}
 	rd := cfg.rotaryDim()
+	if kv != nil && kv.mode == kvDecode {
+		if m := bias.keys(cfg, l); m != nil { // the fork's fused decode kernel (decodeFused)
+			// One node: RoPE of q and of the new key row, the cache writes (ScatterSum's bits) and
+			// the attention, with the same bits as the graph's rope, scale and ScatterSum.
+			var out *Node
+			out, kv.k[l], kv.v[l] = decodeAttentionWrite(cfg, q, kv.k[l], kv.v[l],
+				Reshape(k, batch*nkv, hd), Reshape(v, batch*nkv, hd), kv.slot, m, cos, sin, 1/math.Sqrt(scaleDim))
+			return attentionProject(scope, cfg, l, out, batch, seq)
+		}
+	}
 	q = MulScalar(applyRope(q, cos, sin, rd), 1/math.Sqrt(scaleDim))
 	k = applyRope(k, cos, sin, rd)
 
@@ -396,14 +406,7 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin *Node, bias attnB
 		case kvDecode:
 			// seq == 1: add this step's key/value into the (still zero) slot column. With the cache
 			// buffers donated, the Go backend writes in place: O(batch·kv·hd), not O(cache).
-			keys = kv.cacheLen
-			if m := bias.keys(cfg, l); m != nil { // the fork's fused decode kernel (decodeFused)
-				// The kernel writes the rows (ScatterSum's bits) and attends, one node.
-				var out *Node
-				out, kv.k[l], kv.v[l] = decodeAttentionWrite(cfg, q, kv.k[l], kv.v[l],
-					Reshape(k, batch*nkv, hd), Reshape(v, batch*nkv, hd), kv.slot, m)
-				return attentionProject(scope, cfg, l, out, batch, seq)
-			}
+			keys = kv.cacheLen // (the fused decode kernel's steps returned above)
 			kk = ScatterSum(kv.k[l], kv.slotIdx, Reshape(k, batch*nkv, hd), true, true)
 			vv = ScatterSum(kv.v[l], kv.slotIdx, Reshape(v, batch*nkv, hd), true, true)
 			kv.k[l], kv.v[l] = kk, vv

@@ -303,6 +303,17 @@ type ScaledDotProductAttentionConfig struct {
 	// attention reads the caches, and the updated key and value caches are the third and fourth
 	// outputs (after the log-sum-exp), in the cache buffers themselves when they are donated.
 	NewKey, NewValue, NewSlot Value
+	// Temper fork: RopeCos and RopeSin (both or neither; decode attention with cache writes only,
+	// Float32 [batch, d] or [batch, 1, 1, d]) apply rotary position embeddings inside the decode
+	// attention, to the query rows and to NewKey, as a graph computing x·cos + rotate_half(x)·sin
+	// would (each product rounded, then the add; rotate_half(x) = [-x2, x1] over the first
+	// RopeRotary features, 0 meaning all d, the rest passed with the tables' cos 1 and sin 0), then
+	// QueryScale (when not 0) multiplies the rotated query rows (rounded, as a graph's MulScalar):
+	// the same bits as those ops in the graph, without their nodes, slices and copies per layer
+	// and step. Scale still applies to the scores (use 1 when QueryScale scales the queries).
+	RopeCos, RopeSin Value
+	RopeRotary       int
+	QueryScale       float64
 }
 
 // ActivationType specifies the activation function for fused operations.

@@ -61,9 +61,23 @@ func decodeAttention(f *gobackend.Function, query, key, value compute.Value, lay
 	if write && (options.NewKey == nil || options.NewValue == nil || options.NewSlot == nil) {
 		return nil, nil, errors.Errorf("%s: NewKey, NewValue and NewSlot come together (cache writes of decode attention)", op)
 	}
+	rope := options.RopeCos != nil || options.RopeSin != nil
+	switch {
+	case rope && (options.RopeCos == nil || options.RopeSin == nil):
+		return nil, nil, errors.Errorf("%s: RopeCos and RopeSin come together (rotary embeddings in decode attention)", op)
+	case rope && !write:
+		return nil, nil, errors.Errorf("%s: RopeCos and RopeSin need the cache writes (NewKey, NewValue, NewSlot): the new key row is what they rotate", op)
+	case !rope && (options.RopeRotary != 0 || options.QueryScale != 0):
+		return nil, nil, errors.Errorf("%s: RopeRotary=%d, QueryScale=%g without RopeCos and RopeSin", op, options.RopeRotary, options.QueryScale)
+	case !(options.QueryScale >= 0) || math.IsInf(options.QueryScale, 0):
+		return nil, nil, errors.Errorf("%s: QueryScale=%g: must be finite and >= 0 (0: none)", op, options.QueryScale)
+	}
 	values := []compute.Value{query, key, value, options.KeyMask}
 	if write {
 		values = append(values, options.NewKey, options.NewValue, options.NewSlot)
+	}
+	if rope {
+		values = append(values, options.RopeCos, options.RopeSin)
 	}
 	inputs, err := f.VerifyAndCastValues(op, values...)
 	if err != nil {
@@ -108,11 +122,29 @@ func decodeAttention(f *gobackend.Function, query, key, value compute.Value, lay
 			return nil, nil, errors.Errorf("%s: NewSlot %s: want Int32 [%d] or a scalar", op, sl, batch)
 		}
 	}
+	rotary := dim
+	if rope {
+		tableOK := func(s shapes.Shape) bool {
+			return s.Equal(shapes.Make(dtypes.Float32, batch, dim)) || s.Equal(shapes.Make(dtypes.Float32, batch, 1, 1, dim))
+		}
+		if c, s := inputs[7].Shape, inputs[8].Shape; !tableOK(c) || !tableOK(s) {
+			return nil, nil, errors.Errorf("%s: RopeCos %s and RopeSin %s: want Float32 [%d, %d] or [%d, 1, 1, %d]", op, c, s, batch, dim, batch, dim)
+		}
+		if r := options.RopeRotary; r != 0 {
+			if r < 0 || r > dim || r%2 != 0 {
+				return nil, nil, errors.Errorf("%s: RopeRotary=%d: want an even number in [2, head_dim %d], or 0 for all", op, r, dim)
+			}
+			rotary = r
+		}
+	}
 	scale := options.Scale
 	if scale == 0 {
 		scale = 1 / math.Sqrt(float64(dim))
 	}
 	data := &flashAttnData{heads: heads, kvHeads: kvHeads, scale: float32(scale), softcap: float32(options.Softcap), decode: true, write: write}
+	if rope {
+		data.rope, data.rotary, data.qscale = true, rotary, float32(options.QueryScale)
+	}
 	lse := shapes.Make(dtypes.Float32, batch, heads, q.Dimensions[2])
 	outs := []shapes.Shape{q.Clone(), lse}
 	if write {
@@ -164,6 +196,10 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 			}
 		}
 	}
+	var cos, sin []float32
+	if data.rope {
+		cos, sin = inputs[7].Flat.([]float32), inputs[8].Flat.([]float32)
+	}
 	var kBuf, vBuf *gobackend.Buffer
 	if data.write {
 		var err error
@@ -200,7 +236,7 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 	n := b * hk
 	var next atomic.Int64
 	backend.Workers.Saturate(func() {
-		var sc []float32
+		var sc, qr, kr []float32
 		var idx []int32
 		for {
 			item := int(next.Add(1) - 1)
@@ -209,6 +245,9 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 			}
 			if sc == nil {
 				sc, idx = make([]float32, decodeGroup*s), make([]int32, s)
+				if data.rope {
+					qr, kr = make([]float32, rows*d), make([]float32, d)
+				}
 			}
 			bi := item / hk
 			vis := idx[:0]
@@ -223,13 +262,28 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 				if len(slots) > 1 {
 					sl = int(slots[bi])
 				}
-				addRow(kHead[sl*d:(sl+1)*d], newK[item*d:(item+1)*d])
+				nk := newK[item*d : (item+1)*d]
+				if data.rope {
+					ropeRow(kr, nk, cos[bi*d:(bi+1)*d], sin[bi*d:(bi+1)*d], data.rotary)
+					nk = kr
+				}
+				addRow(kHead[sl*d:(sl+1)*d], nk)
 				addRow(vHead[sl*d:(sl+1)*d], newV[item*d:(item+1)*d])
 			}
 			r0 := item * rows // = (bi·heads + kh·grp)·nq: the item's first query row
-			for r := r0; r < r0+rows; r += decodeGroup {
-				nr := min(decodeGroup, r0+rows-r)
-				decodeRows(data, o[r*d:(r+nr)*d], lse[r:r+nr], q[r*d:(r+nr)*d], kHead, vHead, vis, sc[:nr*len(vis)])
+			qi := q[r0*d : (r0+rows)*d]
+			if data.rope { // every query row of batch row bi has bi's position
+				for r := range rows {
+					ropeRow(qr[r*d:(r+1)*d], qi[r*d:(r+1)*d], cos[bi*d:(bi+1)*d], sin[bi*d:(bi+1)*d], data.rotary)
+				}
+				if data.qscale != 0 {
+					vecScale(qr, data.qscale)
+				}
+				qi = qr
+			}
+			for r := 0; r < rows; r += decodeGroup {
+				nr := min(decodeGroup, rows-r)
+				decodeRows(data, o[(r0+r)*d:(r0+r+nr)*d], lse[r0+r:r0+r+nr], qi[r*d:(r+nr)*d], kHead, vHead, vis, sc[:nr*len(vis)])
 			}
 		}
 	})
@@ -237,6 +291,22 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 		return []*gobackend.Buffer{out, lseBuf, kBuf, vBuf}, nil
 	}
 	return []*gobackend.Buffer{out, lseBuf}, nil
+}
+
+// ropeRow sets dst = x·cos + rotate_half(x)·sin for one row of d features, rotate_half(x) =
+// [-x2, x1] over the first rotary features (zero past them), each product rounded before the add:
+// the bits of the graph's Add(Mul(x, cos), Mul(rotate_half(x), sin)) (Temper fork: RopeCos).
+func ropeRow(dst, x, cos, sin []float32, rotary int) {
+	half := rotary / 2
+	d := len(x)
+	dst, cos, sin = dst[:d], cos[:d], sin[:d]
+	for i := range half {
+		dst[i] = float32(x[i]*cos[i]) + float32(-x[i+half]*sin[i])
+		dst[i+half] = float32(x[i+half]*cos[i+half]) + float32(x[i]*sin[i+half])
+	}
+	for i := rotary; i < d; i++ {
+		dst[i] = float32(x[i]*cos[i]) + float32(0*sin[i])
+	}
 }
 
 // addRow adds row into dst element by element (ScatterSum's float32 combine).

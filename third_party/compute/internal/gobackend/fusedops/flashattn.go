@@ -52,8 +52,11 @@ type flashAttnData struct {
 	window         int
 	softcap        float32
 	bq, bk         int
-	decode         bool // Temper fork: KV-cached decoding (decodeattn.go), no VJP
-	write          bool // Temper fork: decode attention that writes the new K/V rows (NewKey…)
+	decode         bool    // Temper fork: KV-cached decoding (decodeattn.go), no VJP
+	write          bool    // Temper fork: decode attention that writes the new K/V rows (NewKey…)
+	rope           bool    // Temper fork: decode attention that rotates q and NewKey (RopeCos…)
+	rotary         int     // Temper fork: rotated features with rope (the first rotary of d)
+	qscale         float32 // Temper fork: with rope, the rotated query rows' factor (0: none)
 }
 
 func (d *flashAttnData) EqualNodeData(other gobackend.NodeDataComparable) bool {
@@ -67,9 +70,10 @@ func (d *flashAttnData) EqualNodeData(other gobackend.NodeDataComparable) bool {
 func flashAttention(f *gobackend.Function, query, key, value compute.Value, layout compute.AttentionAxesLayout,
 	options *compute.ScaledDotProductAttentionConfig) (compute.Value, []compute.Value, error) {
 	const op = "FusedScaledDotProductAttention"
-	if options != nil && (options.NewKey != nil || options.NewValue != nil || options.NewSlot != nil) &&
+	if options != nil && (options.NewKey != nil || options.NewValue != nil || options.NewSlot != nil ||
+		options.RopeCos != nil || options.RopeSin != nil) &&
 		(options.KeyMask == nil || options.Causal) { // Temper fork: decodeattn.go
-		return nil, nil, errors.Errorf("%s: NewKey, NewValue and NewSlot (cache writes) need the decode attention: KeyMask without Causal", op)
+		return nil, nil, errors.Errorf("%s: NewKey, NewValue and NewSlot (cache writes) and RopeCos, RopeSin need the decode attention: KeyMask without Causal", op)
 	}
 	if options == nil || options.KeyMask == nil {
 		if gobackend.HasNodeExecutor(compute.OpTypeFusedScaledDotProductAttention) {
@@ -134,8 +138,8 @@ func flashParams(f *gobackend.Function, op string, query, key, value compute.Val
 		return nil, nil, errors.Errorf("%s: KeyMask (blocked attention) cannot be combined with Mask, Bias, QuerySeqLen or KeyValueSeqLen", op)
 	case !options.Causal:
 		return nil, nil, errors.Errorf("%s: KeyMask (blocked attention) needs Causal", op)
-	case options.NewKey != nil || options.NewValue != nil || options.NewSlot != nil: // Temper fork
-		return nil, nil, errors.Errorf("%s: NewKey, NewValue and NewSlot (cache writes) need the decode attention: KeyMask without Causal", op)
+	case options.NewKey != nil || options.NewValue != nil || options.NewSlot != nil || options.RopeCos != nil || options.RopeSin != nil: // Temper fork
+		return nil, nil, errors.Errorf("%s: NewKey, NewValue and NewSlot (cache writes) and RopeCos, RopeSin need the decode attention: KeyMask without Causal", op)
 	case options.Window < 0:
 		return nil, nil, errors.Errorf("%s: Window=%d: must be >= 0 (0: none)", op, options.Window)
 	case !(options.Softcap >= 0) || math.IsInf(options.Softcap, 0):
