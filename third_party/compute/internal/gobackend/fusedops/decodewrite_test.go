@@ -210,7 +210,8 @@ func TestDecodeWriteMatchesScatterSum(t *testing.T) {
 }
 
 // TestDecodeWriteRefuses: the cache writes need all three operands, the decode mode, and rows and
-// slots of the right shapes; a slot outside the cache fails at execution.
+// slots of the right shapes; RoPE needs both tables of the right shape, the cache writes, an even
+// rotary width within head_dim and a query scale >= 0; a slot outside the cache fails at execution.
 func TestDecodeWriteRefuses(t *testing.T) {
 	backend, err := gobackend.New("")
 	if err != nil {
@@ -244,6 +245,47 @@ func TestDecodeWriteRefuses(t *testing.T) {
 			r, _ := fn.Parameter("r", tc.rows, nil)
 			s, _ := fn.Parameter("s", tc.slot, nil)
 			o := &compute.ScaledDotProductAttentionConfig{KeyMask: m, NewKey: r, NewValue: r, NewSlot: s}
+			if tc.edit != nil {
+				tc.edit(o)
+			}
+			_, _, err := fn.FusedScaledDotProductAttention(q, k, k, compute.AttentionAxesLayoutBHSD, o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	// Temper fork: RoPE in the decode attention (RopeCos, RopeSin, RopeRotary, QueryScale).
+	table := shapes.Make(dtypes.Float32, 2, 8)
+	for _, tc := range []struct {
+		name  string
+		table shapes.Shape
+		edit  func(o *compute.ScaledDotProductAttentionConfig)
+		want  string
+	}{
+		{"cos without sin", table, func(o *compute.ScaledDotProductAttentionConfig) { o.RopeSin = nil }, "come together"},
+		{"rope without writes", table, func(o *compute.ScaledDotProductAttentionConfig) {
+			o.NewKey, o.NewValue, o.NewSlot = nil, nil, nil
+		}, "need the cache writes"},
+		{"rope with causal", table, func(o *compute.ScaledDotProductAttentionConfig) { o.Causal = true }, "need the decode attention"},
+		{"table shape", shapes.Make(dtypes.Float32, 2, 4), nil, "RopeCos"},
+		{"table dtype", shapes.Make(dtypes.Float64, 2, 8), nil, "RopeCos"},
+		{"odd rotary", table, func(o *compute.ScaledDotProductAttentionConfig) { o.RopeRotary = 3 }, "RopeRotary=3"},
+		{"rotary past head_dim", table, func(o *compute.ScaledDotProductAttentionConfig) { o.RopeRotary = 10 }, "RopeRotary=10"},
+		{"negative query scale", table, func(o *compute.ScaledDotProductAttentionConfig) { o.QueryScale = -1 }, "QueryScale=-1"},
+		{"query scale without tables", table, func(o *compute.ScaledDotProductAttentionConfig) {
+			o.RopeCos, o.RopeSin = nil, nil
+			o.QueryScale = 0.5
+		}, "without RopeCos"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fn := backend.Builder("bad").Main()
+			q, _ := fn.Parameter("q", qs, nil)
+			k, _ := fn.Parameter("k", ks, nil)
+			m, _ := fn.Parameter("m", ms, nil)
+			r, _ := fn.Parameter("r", rows, nil)
+			s, _ := fn.Parameter("s", slot, nil)
+			c, _ := fn.Parameter("c", tc.table, nil)
+			o := &compute.ScaledDotProductAttentionConfig{KeyMask: m, NewKey: r, NewValue: r, NewSlot: s, RopeCos: c, RopeSin: c}
 			if tc.edit != nil {
 				tc.edit(o)
 			}
