@@ -15,6 +15,12 @@ package matmul
 //go:noescape
 func smallRegTile8x32Asm(l *float32, ldl int, r *float32, ldr int, o *float32, ldo int, k int)
 
+// smallRegTile8x32PfAsm is smallRegTile8x32Asm that also prefetches the cache lines of columns
+// 32…63 of each of its k rows of r (the next column strip), which must lie inside r. Same bits.
+//
+//go:noescape
+func smallRegTile8x32PfAsm(l *float32, ldl int, r *float32, ldr int, o *float32, ldo int, k int)
+
 // smallRegTile8x32 computes output rows 0–7 (of o, row stride N), columns j…j+31: l holds the eight
 // lhs rows (K each). Each element is the same fused multiply-add chain as smallRegTile4x32's.
 func smallRegTile8x32(l, r, o []float32, j, N, K int) {
@@ -28,6 +34,19 @@ func smallRegTile8x32(l, r, o []float32, j, N, K int) {
 	_ = r[(K-1)*N+j+31]
 	_ = o[7*N+j+31]
 	smallRegTile8x32Asm(&l[0], K, &r[j], N, &o[j], N, K)
+}
+
+// smallRegTile8x32Next is smallRegTile8x32 that also prefetches the next strip's columns j+32…j+63
+// of r's K rows when they exist (Temper fork: smallRegColumns calls it for a strip's last row tile).
+func smallRegTile8x32Next(l, r, o []float32, j, N, K int) {
+	if K == 0 || j+64 > N {
+		smallRegTile8x32(l, r, o, j, N, K)
+		return
+	}
+	_ = l[8*K-1]
+	_ = r[(K-1)*N+j+63]
+	_ = o[7*N+j+31]
+	smallRegTile8x32PfAsm(&l[0], K, &r[j], N, &o[j], N, K)
 }
 
 // largeTile4x32Asm is the packing kernel's 4 × 32 micro-tile in assembly (see avx512LargeKernelFloat32

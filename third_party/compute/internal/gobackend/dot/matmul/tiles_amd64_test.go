@@ -56,3 +56,33 @@ func BenchmarkRegTiles(b *testing.B) {
 		}
 	}
 }
+
+// TestSmallRegTileNextMatchesTile: the tile that also prefetches the next strip
+// (smallRegTile8x32Next, Temper fork) writes the same bits as smallRegTile8x32, for a strip with a
+// next one and for the last strip (no prefetch past the row), and leaves every other element alone.
+func TestSmallRegTileNextMatchesTile(t *testing.T) {
+	if !archsimd.X86.AVX512() {
+		t.Skip("no AVX-512")
+	}
+	for _, s := range []struct{ N, K, j int }{{64, 5, 0}, {64, 5, 32}, {2048, 384, 992}, {2048, 384, 2016}, {96, 1, 64}} {
+		l := make([]float32, 8*s.K)
+		r := make([]float32, s.K*s.N)
+		for i := range l {
+			l[i] = float32(i%11)/11 - 0.4
+		}
+		for i := range r {
+			r[i] = float32(i%13)/13 - 0.3
+		}
+		want, got := make([]float32, 8*s.N), make([]float32, 8*s.N)
+		for i := range want {
+			want[i], got[i] = -7, -7
+		}
+		smallRegTile8x32(l, r, want, s.j, s.N, s.K)
+		smallRegTile8x32Next(l, r, got, s.j, s.N, s.K)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("N %d K %d j %d: element %d = %g, the tile without prefetch gives %g", s.N, s.K, s.j, i, got[i], want[i])
+			}
+		}
+	}
+}
