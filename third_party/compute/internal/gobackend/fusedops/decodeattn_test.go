@@ -271,7 +271,8 @@ func TestDecodeAttentionBitStable(t *testing.T) {
 }
 
 // TestDecodeRowVectorMatchesScalar: the AVX2 loops of the decode attention (rowScoresVector,
-// rowAccumulateVector, and the three-row groupScoresVector, groupAccumulateVector) give the scalar
+// rowAccumulateVector, the three-row groupScoresVector, groupAccumulateVector, and at head_dim 32
+// and 64 the AVX-512 groupAccumulate512) give the scalar
 // loops' bits (vecDot, vecAxpy in key order), so a machine without AVX2 decodes the same; on key
 // counts that leave remainders (of 2, 4) and head dims with and without a last lone vector.
 func TestDecodeRowVectorMatchesScalar(t *testing.T) {
@@ -284,7 +285,7 @@ func TestDecodeRowVectorMatchesScalar(t *testing.T) {
 		return x
 	}
 	const s = 23
-	for _, d := range []int{64, 24, 8, 12} {
+	for _, d := range []int{64, 32, 24, 8, 12} {
 		for _, nr := range []int{1, 2, 3} {
 			for _, vis := range [][]int32{{0, 2, 3, 7, 11, 12, 20, 22}, {1, 4, 5, 6, 9, 10, 13, 15, 17, 18, 21}, {5}} {
 				n := len(vis)

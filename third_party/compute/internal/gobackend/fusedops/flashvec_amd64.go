@@ -366,6 +366,9 @@ func groupAccumulateVector(o, p []float32, nr int, values []float32, vis []int32
 	if !vecAVX2 || (nr != 2 && nr != 3) || d == 0 || d%8 != 0 || len(o) != nr*d || len(p) < nr*n || !rowsInside(values, d, vis) {
 		return false
 	}
+	if groupAccumulate512(o, p, nr, values, vis) { // Temper fork: one sequential pass (flashvec512_amd64.go)
+		return true
+	}
 	if nr == 2 {
 		return pairAccumulateVector(o, p, values, vis)
 	}
@@ -476,4 +479,20 @@ func pairAccumulateVector(o, p, values []float32, vis []int32) bool {
 		stp(a1, o1, i)
 	}
 	return true
+}
+
+// ropeVector does ropeRow's rotated pairs (i, i+half) for i < a multiple of eight below half and
+// returns how many it did (Temper fork: decodeattn.go).
+func ropeVector(dst, x, cos, sin []float32, half int) int {
+	n := half &^ 7
+	if !vecAVX2 || n == 0 {
+		return 0
+	}
+	defer archsimd.ClearAVXUpperBits()
+	for i := 0; i < n; i += 8 {
+		x1, x2 := ld(x, i), ld(x, i+half)
+		st(x1.Mul(ld(cos, i)).Sub(x2.Mul(ld(sin, i))), dst, i)
+		st(x2.Mul(ld(cos, i+half)).Add(x1.Mul(ld(sin, i+half))), dst, i+half)
+	}
+	return n
 }

@@ -24,3 +24,8 @@ func groupScoresVector(sc, q []float32, nr int, keys []float32, vis []int32) boo
 func groupAccumulateVector(o, p []float32, nr int, values []float32, vis []int32) bool {
 	return false
 }
+
+// prefetchRows does nothing without the amd64 prefetch instructions (Temper fork: decodeattn.go).
+func prefetchRows(x []float32, d, lo, hi int) {}
+
+func ropeVector(dst, x, cos, sin []float32, half int) int { return 0 }
