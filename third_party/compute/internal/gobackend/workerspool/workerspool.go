@@ -19,6 +19,8 @@ type Pool struct {
 
 	// extraParallelism is temporarily increased when a worked goes to sleep.
 	extraParallelism atomic.Int32
+
+	spin spinHelpers // Temper fork: Saturate's persistent helpers (spin.go)
 }
 
 // New return a new Pool of workers with the default parallelism (2 * runtime.GOMAXPROCS()).
@@ -26,6 +28,7 @@ func New() *Pool {
 	w := &Pool{}
 	w.maxParallelism = 2 * runtime.GOMAXPROCS(0)
 	w.cond = sync.Cond{L: &w.mu}
+	w.spin.spin, w.spin.idleExit = spinDuration, helperIdleExit // Temper fork
 	return w
 }
 
@@ -139,21 +142,34 @@ func (w *Pool) StartIfAvailable(task func()) bool {
 }
 
 // Saturate runs the given task on as many workers as available, the calling goroutine being one of
-// them (Temper fork): it starts the others, runs task itself, and returns when all have finished.
+// them (Temper fork): it offers the task to the pool's helpers, runs task itself, and returns when
+// every helper that joined has finished.
 //
 // Each task is expected to keep doing work until there nothing else to be done (they share a work
-// queue). The caller working instead of waiting saves a goroutine hand-off per call, and its share
-// starts at once where a sleeping thread takes tens of microseconds to wake: the difference matters
-// for the many small products of a decode step.
+// queue), so the caller alone can finish a job, and a helper joins only while the caller has not
+// finished its own share. At most min(maxParallelism, GOMAXPROCS) run one job (caller included):
+// more CPU-bound tasks than processors only queue. The helpers are persistent goroutines that,
+// after a job, keep checking for the next one for a short while (spinHelpers, GOMLX_SPIN_US)
+// before they park: a decode step runs a parallel op every few tens of microseconds, and a parked
+// thread takes tens of microseconds to wake (a new goroutine per call, as before this fork, paid
+// that on every op). With GOMLX_SPIN_US=0 each job starts goroutines as before.
 func (w *Pool) Saturate(task func()) {
 	if w.maxParallelism == 0 {
 		task()
 		return
 	}
-
 	limit := w.maxParallelism
-	if limit < 0 {
+	if limit < 0 || limit > runtime.GOMAXPROCS(0) {
 		limit = runtime.GOMAXPROCS(0)
+	}
+	if limit <= 1 {
+		task()
+		return
+	}
+	if w.spin.spin > 0 {
+		w.spin.saturate(task, limit-1)
+		simdstate.ClearUpper()
+		return
 	}
 
 	var wg sync.WaitGroup
