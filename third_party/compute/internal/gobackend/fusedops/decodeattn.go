@@ -5,7 +5,9 @@ package fusedops
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -200,23 +202,27 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 	n := b * hk
 	var next atomic.Int64
 	backend.Workers.Saturate(func() {
-		var sc []float32
-		var idx []int32
-		for {
-			item := int(next.Add(1) - 1)
-			if item >= n {
-				return
+		// Each worker claims its next item before it computes the current one and prefetches
+		// that item's visible key and value rows meanwhile: in a generation graph the caches of a
+		// layer come from far cache or memory, and the loop would otherwise wait on every row.
+		// Which worker computes an item changes no bits.
+		cur := int(next.Add(1) - 1)
+		if cur >= n {
+			return
+		}
+		w := getDecodeScratch(s)
+		defer decodeScratchPool.Put(w)
+		buf := 0
+		vis := visibleColumns(w.idx[buf][:0], mask[cur/hk*s:(cur/hk+1)*s])
+		for cur < n {
+			nxt := int(next.Add(1) - 1)
+			var nvis []int32
+			if nxt < n {
+				nvis = visibleColumns(w.idx[1-buf][:0], mask[nxt/hk*s:(nxt/hk+1)*s])
+				prefetchVisible(k[nxt*s*d:(nxt+1)*s*d], d, nvis)
+				prefetchVisible(v[nxt*s*d:(nxt+1)*s*d], d, nvis)
 			}
-			if sc == nil {
-				sc, idx = make([]float32, decodeGroup*s), make([]int32, s)
-			}
-			bi := item / hk
-			vis := idx[:0]
-			for j, ok := range mask[bi*s : (bi+1)*s] {
-				if ok {
-					vis = append(vis, int32(j))
-				}
-			}
+			item, bi := cur, cur/hk
 			kHead, vHead := k[item*s*d:(item+1)*s*d], v[item*s*d:(item+1)*s*d]
 			if slots != nil { // the cache writes: ScatterSum's combine, cache += row
 				sl := int(slots[0])
@@ -229,14 +235,66 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 			r0 := item * rows // = (bi·heads + kh·grp)·nq: the item's first query row
 			for r := r0; r < r0+rows; r += decodeGroup {
 				nr := min(decodeGroup, r0+rows-r)
-				decodeRows(data, o[r*d:(r+nr)*d], lse[r:r+nr], q[r*d:(r+nr)*d], kHead, vHead, vis, sc[:nr*len(vis)])
+				decodeRows(data, o[r*d:(r+nr)*d], lse[r:r+nr], q[r*d:(r+nr)*d], kHead, vHead, vis, w.sc[:nr*len(vis)])
 			}
+			cur, vis, buf = nxt, nvis, 1-buf
 		}
 	})
 	if data.write {
 		return []*gobackend.Buffer{out, lseBuf, kBuf, vBuf}, nil
 	}
 	return []*gobackend.Buffer{out, lseBuf}, nil
+}
+
+// decodeScratch is a worker's scratch of execDecodeAttention: scores of a group of query rows and
+// the visible columns of the current and the next item.
+type decodeScratch struct {
+	sc  []float32
+	idx [2][]int32
+}
+
+// decodeScratchPool keeps the scratch between calls (a decode step calls the node once per layer).
+var decodeScratchPool sync.Pool
+
+// getDecodeScratch returns scratch for a cache of s columns.
+func getDecodeScratch(s int) *decodeScratch {
+	w, _ := decodeScratchPool.Get().(*decodeScratch)
+	if w == nil {
+		w = &decodeScratch{}
+	}
+	if cap(w.sc) < decodeGroup*s {
+		w.sc = make([]float32, decodeGroup*s)
+	}
+	w.sc = w.sc[:cap(w.sc)]
+	for i := range w.idx {
+		if cap(w.idx[i]) < s {
+			w.idx[i] = make([]int32, 0, s)
+		}
+	}
+	return w
+}
+
+// visibleColumns appends the indices of the true entries of maskRow to vis.
+func visibleColumns(vis []int32, maskRow []bool) []int32 {
+	for j, ok := range maskRow {
+		if ok {
+			vis = append(vis, int32(j))
+		}
+	}
+	return vis
+}
+
+// prefetchVisible prefetches the rows of head [keys, d] from the first to the last visible column
+// (in a decode step the visible columns are the prompt and the steps so far: one span).
+func prefetchVisible(head []float32, d int, vis []int32) {
+	if len(vis) == 0 {
+		return
+	}
+	lo, hi := int(vis[0])*d, (int(vis[len(vis)-1])+1)*d
+	if lo < 0 || hi > len(head) {
+		return
+	}
+	prefetchRange(unsafe.Pointer(&head[lo]), uintptr(hi-lo)*4)
 }
 
 // addRow adds row into dst element by element (ScatterSum's float32 combine).
