@@ -271,7 +271,7 @@ func TestDecodeAttentionBitStable(t *testing.T) {
 }
 
 // TestDecodeRowVectorMatchesScalar: the AVX2 loops of the decode attention (rowScoresVector,
-// rowAccumulateVector, and the three-row groupScoresVector, groupAccumulateVector) give the scalar
+// rowAccumulateVector, groupScoresVector with its blocks of eight keys, groupAccumulateVector) give the scalar
 // loops' bits (vecDot, vecAxpy in key order), so a machine without AVX2 decodes the same; on key
 // counts that leave remainders (of 2, 4) and head dims with and without a last lone vector.
 func TestDecodeRowVectorMatchesScalar(t *testing.T) {
@@ -286,7 +286,7 @@ func TestDecodeRowVectorMatchesScalar(t *testing.T) {
 	const s = 23
 	for _, d := range []int{64, 24, 8, 12} {
 		for _, nr := range []int{1, 2, 3} {
-			for _, vis := range [][]int32{{0, 2, 3, 7, 11, 12, 20, 22}, {1, 4, 5, 6, 9, 10, 13, 15, 17, 18, 21}, {5}} {
+			for _, vis := range [][]int32{{0, 2, 3, 7, 11, 12, 20, 22}, {1, 4, 5, 6, 9, 10, 13, 15, 17, 18, 21}, {5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19}} {
 				n := len(vis)
 				q, keys, vals, p := fill(nr*d), fill(s*d), fill(s*d), fill(nr*n)
 				sc := make([]float32, nr*n)
@@ -420,6 +420,39 @@ func BenchmarkDecodeAttention(b *testing.B) {
 			}
 			// Scores and weighted values: 2·s·d multiply-adds per query row.
 			b.ReportMetric(float64(b.N)*4*float64(s*c.d*c.b*c.h)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkDecodeRows: one work item's compute (decodeRows) with its data in L1, at the decode
+// shapes of the base preset (three query rows, head_dim 64) and the small one (two, head_dim 32),
+// 48 visible keys.
+//
+//	GOEXPERIMENT=simd go test ./internal/gobackend/fusedops/ -run '^$' -bench DecodeRows -cpu 1
+func BenchmarkDecodeRows(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct {
+		name     string
+		nr, d, s int
+	}{{"base", 3, 64, 64}, {"small", 2, 32, 64}} {
+		fill := func(n int) []float32 {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = rng.Float32()*2 - 1
+			}
+			return x
+		}
+		q, k, v := fill(c.nr*c.d), fill(c.s*c.d), fill(c.s*c.d)
+		vis := make([]int32, 48)
+		for i := range vis {
+			vis[i] = int32(i)
+		}
+		o, lse, sc := make([]float32, c.nr*c.d), make([]float32, c.nr), make([]float32, c.nr*len(vis))
+		data := &flashAttnData{scale: 0.125}
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				decodeRows(data, o, lse, q, k, v, vis, sc)
+			}
 		})
 	}
 }
