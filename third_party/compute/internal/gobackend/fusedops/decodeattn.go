@@ -326,15 +326,18 @@ func decodeRows(data *flashAttnData, o, lse, q, kHead, vHead []float32, vis []in
 	sums := [decodeGroup]float32{}
 	for r := range nr {
 		row := sc[r*n : (r+1)*n]
-		if data.scale != 1 {
-			vecScale(row, data.scale)
-		}
+		var mx float32
 		if c := data.softcap; c > 0 {
+			if data.scale != 1 {
+				vecScale(row, data.scale)
+			}
 			for y, x := range row { // the same float32 operations as cap·tanh(x/cap) in the graph
 				row[y] = float32(math.Tanh(float64(x/c))) * c
 			}
+			mx = vecMax(row)
+		} else { // scale and maximum in one pass (a scale of 1 leaves every x as it is)
+			mx = vecScaleMax(row, data.scale)
 		}
-		mx := vecMax(row)
 		vecSubScalar(row, mx)
 		fastmath.Exp32Slice(row, row)
 		sums[r] = vecSum(row)

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -454,5 +455,47 @@ func BenchmarkDecodeRows(b *testing.B) {
 				decodeRows(data, o, lse, q, k, v, vis, sc)
 			}
 		})
+	}
+}
+
+// TestVecScaleMax: the one-pass scale and maximum of the decode attention gives vecScale's
+// elements and vecMax's maximum, with and without its vector loop; prefetchRange, a hint, leaves
+// memory as it was on ragged lengths and offsets.
+func TestVecScaleMax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for n := range 40 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = rng.Float32()*20 - 10
+		}
+		want := append([]float32(nil), x...)
+		for i := range want {
+			want[i] *= 0.3
+		}
+		wantMax := negInf
+		for _, v := range want {
+			wantMax = max(wantMax, v)
+		}
+		got := append([]float32(nil), x...)
+		if m := vecScaleMax(got, 0.3); m != wantMax {
+			t.Fatalf("n=%d: max %g, want %g", n, m, wantMax)
+		}
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n=%d: element %d: %g, want %g", n, i, got[i], want[i])
+			}
+		}
+		if n > 0 {
+			before := append([]float32(nil), x...)
+			for off := range min(n, 5) {
+				prefetchRange(unsafe.Pointer(&x[off]), uintptr(n-off)*4)
+			}
+			prefetchRange(unsafe.Pointer(&x[0]), 0)
+			for i := range x {
+				if x[i] != before[i] {
+					t.Fatalf("prefetchRange changed element %d", i)
+				}
+			}
+		}
 	}
 }

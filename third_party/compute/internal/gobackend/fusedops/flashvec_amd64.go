@@ -172,6 +172,30 @@ func scaleVector(x []float32, c float32) int {
 	return n
 }
 
+// scaleMaxVector scales the whole vectors by c and takes their maximum into m, as scaleVector
+// then maxVector do (Temper fork: decodeattn.go).
+func scaleMaxVector(x []float32, c float32, m *float32) int {
+	n := whole(x)
+	if !vecAVX2 || n == 0 {
+		return 0
+	}
+	defer archsimd.ClearAVXUpperBits()
+	cv, acc := bc(c), bc(*m)
+	for i := 0; i < n; i += 8 {
+		y := ld(x, i).Mul(cv)
+		st(y, x, i)
+		acc = acc.Max(y)
+	}
+	var tmp [8]float32
+	acc.Store(&tmp)
+	for _, v := range tmp {
+		if v > *m {
+			*m = v
+		}
+	}
+	return n
+}
+
 // dotVector adds the products of the whole vectors into lanes (Temper fork: decodeattn.go).
 func dotVector(x, y []float32, lanes *[8]float32) int {
 	n := whole(x)

@@ -15,6 +15,7 @@ func divVector(x []float32, c float32) int                                      
 func dScoresVector(p, dp []float32, c float32) int                                { return 0 }
 func dScoresColsVector(p, dp, dl []float32) int                                   { return 0 }
 func oneMinusSquareVector(g, t []float32) int                                     { return 0 }
+func scaleMaxVector(x []float32, c float32, m *float32) int                       { return 0 }
 func scaleVector(x []float32, c float32) int                                      { return 0 }
 func dotVector(x, y []float32, lanes *[8]float32) int                             { return 0 }
 func axpyVector(x []float32, a float32, y []float32) int                          { return 0 }
