@@ -499,3 +499,41 @@ func TestVecScaleMax(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeAttentionCold: as BenchmarkDecodeAttention, but each op takes the next of twelve
+// layers' inputs in turn (48 MB of base-preset caches at cache64), so the caches come from far
+// cache or memory as in a generation graph instead of staying in L2.
+//
+//	GOEXPERIMENT=simd go test ./internal/gobackend/fusedops/ -run '^$' -bench DecodeAttentionCold
+func BenchmarkDecodeAttentionCold(b *testing.B) {
+	backend, err := gobackend.New("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer backend.Finalize()
+	for _, c := range []decodeCase{
+		{name: "base/cache64", b: 64, h: 6, hk: 2, nq: 1, s: 64, d: 64, mask: "all", flatKV: true},
+		{name: "small/cache64", b: 64, h: 4, hk: 2, nq: 1, s: 64, d: 32, mask: "all", flatKV: true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			const layers = 12
+			var runs []func() ([]compute.Buffer, error)
+			for l := range layers {
+				q, k, v, mask := decodeInputs(c, uint64(l+1))
+				runs = append(runs, decodeCompile(b, backend, c, q, k, v, mask))
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				outs, err := runs[i%layers]()
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, o := range outs {
+					if err := o.Finalize(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
