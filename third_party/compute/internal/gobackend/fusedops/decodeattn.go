@@ -274,14 +274,17 @@ func getDecodeScratch(s int) *decodeScratch {
 	return w
 }
 
-// visibleColumns appends the indices of the true entries of maskRow to vis.
+// visibleColumns returns the indices of the true entries of maskRow, in vis's memory (capacity at
+// least len(maskRow)). Without a branch per column: every index is stored and the count moves on
+// by the bool's byte (0 or 1), since the prompt's and the padding's columns alternate unpredictably.
 func visibleColumns(vis []int32, maskRow []bool) []int32 {
+	vis = vis[:len(maskRow)]
+	c := 0
 	for j, ok := range maskRow {
-		if ok {
-			vis = append(vis, int32(j))
-		}
+		vis[c] = int32(j)
+		c += int(*(*uint8)(unsafe.Pointer(&ok)))
 	}
-	return vis
+	return vis[:c]
 }
 
 // prefetchVisible prefetches the rows of head [keys, d] from the first to the last visible column
