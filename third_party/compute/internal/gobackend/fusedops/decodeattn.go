@@ -32,7 +32,9 @@ import (
 // against the visible keys only (dot products of d floats), scale, soft-cap, max, e^(x − max), sum,
 // then Σ e_j·v_j over the same keys in increasing order, divided by the sum. Each output element
 // is computed by one work item in a fixed order, so the bits do not depend on the number of
-// workers. A query row with no visible key gets zeros and a log-sum-exp of -Inf. No VJP: decoding
+// workers. Each worker claims its next item before computing the current one and prefetches that
+// item's visible key and value rows meanwhile (prefetchRange): the caches of a generation graph
+// come from far cache or memory. A query row with no visible key gets zeros and a log-sum-exp of -Inf. No VJP: decoding
 // is not differentiated.
 //
 // With NewKey, NewValue and NewSlot the node also writes the step's rows into the caches (key and
