@@ -5,14 +5,15 @@ package fusedops
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/internal/fastmath"
 	"github.com/gomlx/compute/internal/gobackend"
 	"github.com/gomlx/compute/shapes"
-	"github.com/gomlx/compute/support/envutil"
 	"github.com/pkg/errors"
 )
 
@@ -31,7 +32,9 @@ import (
 // against the visible keys only (dot products of d floats), scale, soft-cap, max, e^(x − max), sum,
 // then Σ e_j·v_j over the same keys in increasing order, divided by the sum. Each output element
 // is computed by one work item in a fixed order, so the bits do not depend on the number of
-// workers. A query row with no visible key gets zeros and a log-sum-exp of -Inf. No VJP: decoding
+// workers. Each worker claims its next item before computing the current one and prefetches that
+// item's visible key and value rows meanwhile (prefetchRange): the caches of a generation graph
+// come from far cache or memory. A query row with no visible key gets zeros and a log-sum-exp of -Inf. No VJP: decoding
 // is not differentiated.
 //
 // With NewKey, NewValue and NewSlot the node also writes the step's rows into the caches (key and
@@ -235,50 +238,29 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 	o, lse := out.Flat.([]float32), lseBuf.Flat.([]float32)
 	rows := grp * nq // query rows of one kv head: heads kh·grp … kh·grp+grp-1, nq rows each
 	n := b * hk
-	// The visible columns' span of each batch row, for prefetching the next item's rows.
-	span := make([][2]int32, b)
-	for bi := range b {
-		lo, hi := int32(s), int32(0)
-		for j, ok := range mask[bi*s : (bi+1)*s] {
-			if ok {
-				lo, hi = min(lo, int32(j)), int32(j)+1
-			}
-		}
-		span[bi] = [2]int32{lo, hi}
-	}
-	ahead := 1
-	if backend.Workers != nil {
-		ahead = max(1, backend.Workers.AdjustedMaxParallelism())
-	}
 	var next atomic.Int64
 	backend.Workers.Saturate(func() {
-		var sc, qr, kr []float32
-		var idx []int32
-		for {
-			item := int(next.Add(1) - 1)
-			if item >= n {
-				return
+		// Each worker claims its next item before it computes the current one and prefetches
+		// that item's visible key and value rows meanwhile: in a generation graph the caches of a
+		// layer come from far cache or memory, and the loop would otherwise wait on every row.
+		// Which worker computes an item changes no bits.
+		cur := int(next.Add(1) - 1)
+		if cur >= n {
+			return
+		}
+		w := getDecodeScratch(s, rows*d, data.rope)
+		defer decodeScratchPool.Put(w)
+		buf := 0
+		vis := visibleColumns(w.idx[buf][:0], mask[cur/hk*s:(cur/hk+1)*s])
+		for cur < n {
+			nxt := int(next.Add(1) - 1)
+			var nvis []int32
+			if nxt < n {
+				nvis = visibleColumns(w.idx[1-buf][:0], mask[nxt/hk*s:(nxt/hk+1)*s])
+				prefetchVisible(k[nxt*s*d:(nxt+1)*s*d], d, nvis)
+				prefetchVisible(v[nxt*s*d:(nxt+1)*s*d], d, nvis)
 			}
-			if sc == nil {
-				sc, idx = make([]float32, decodeGroup*s), make([]int32, s)
-				if data.rope {
-					qr, kr = make([]float32, rows*d), make([]float32, d)
-				}
-			}
-			if decodePrefetch { // the item this worker takes next, while this one computes
-				if a := item + ahead; a < n {
-					sp := span[a/hk]
-					prefetchRows(k[a*s*d:(a+1)*s*d], d, int(sp[0]), int(sp[1]))
-					prefetchRows(v[a*s*d:(a+1)*s*d], d, int(sp[0]), int(sp[1]))
-				}
-			}
-			bi := item / hk
-			vis := idx[:0]
-			for j, ok := range mask[bi*s : (bi+1)*s] {
-				if ok {
-					vis = append(vis, int32(j))
-				}
-			}
+			item, bi := cur, cur/hk
 			kHead, vHead := k[item*s*d:(item+1)*s*d], v[item*s*d:(item+1)*s*d]
 			if slots != nil { // the cache writes: ScatterSum's combine, cache += row
 				sl := int(slots[0])
@@ -287,8 +269,8 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 				}
 				nk := newK[item*d : (item+1)*d]
 				if data.rope {
-					ropeRow(kr, nk, cos[bi*d:(bi+1)*d], sin[bi*d:(bi+1)*d], data.rotary)
-					nk = kr
+					ropeRow(w.kr, nk, cos[bi*d:(bi+1)*d], sin[bi*d:(bi+1)*d], data.rotary)
+					nk = w.kr
 				}
 				addRow(kHead[sl*d:(sl+1)*d], nk)
 				addRow(vHead[sl*d:(sl+1)*d], newV[item*d:(item+1)*d])
@@ -297,17 +279,18 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 			qi := q[r0*d : (r0+rows)*d]
 			if data.rope { // every query row of batch row bi has bi's position
 				for r := range rows {
-					ropeRow(qr[r*d:(r+1)*d], qi[r*d:(r+1)*d], cos[bi*d:(bi+1)*d], sin[bi*d:(bi+1)*d], data.rotary)
+					ropeRow(w.qr[r*d:(r+1)*d], qi[r*d:(r+1)*d], cos[bi*d:(bi+1)*d], sin[bi*d:(bi+1)*d], data.rotary)
 				}
 				if data.qscale != 0 {
-					vecScale(qr, data.qscale)
+					vecScale(w.qr[:rows*d], data.qscale)
 				}
-				qi = qr
+				qi = w.qr[:rows*d]
 			}
 			for r := 0; r < rows; r += decodeGroup {
 				nr := min(decodeGroup, rows-r)
-				decodeRows(data, o[(r0+r)*d:(r0+r+nr)*d], lse[r0+r:r0+r+nr], qi[r*d:(r+nr)*d], kHead, vHead, vis, sc[:nr*len(vis)])
+				decodeRows(data, o[(r0+r)*d:(r0+r+nr)*d], lse[r0+r:r0+r+nr], qi[r*d:(r+nr)*d], kHead, vHead, vis, w.sc[:nr*len(vis)])
 			}
+			cur, vis, buf = nxt, nvis, 1-buf
 		}
 	})
 	if data.write {
@@ -334,13 +317,64 @@ func ropeRow(dst, x, cos, sin []float32, rotary int) {
 	}
 }
 
-// decodePrefetch: each work item prefetches the visible key and value rows of the item as many
-// items further on as there are workers (the one its worker most likely takes next: workers take items in turn from a shared
-// counter) so that they arrive while it computes; GOMLX_DECODE_PREFETCH=false turns it off (A/B).
-// In a decode step the caches come from memory: the weights of every layer pass through the
-// caches in between. Measured (avx512f, scripts/bench/ab.sh 5, Generate/small): 0.941 of the time
-// without it; Generate/base 1.020 (no change within the noise).
-var decodePrefetch = envutil.MustReadBool("GOMLX_DECODE_PREFETCH", true)
+// decodeScratch is a worker's scratch of execDecodeAttention: scores of a group of query rows and
+// the visible columns of the current and the next item.
+type decodeScratch struct {
+	sc     []float32
+	idx    [2][]int32
+	qr, kr []float32 // the rotated query rows and new key row (RopeCos)
+}
+
+// decodeScratchPool keeps the scratch between calls (a decode step calls the node once per layer).
+var decodeScratchPool sync.Pool
+
+// getDecodeScratch returns scratch for a cache of s columns (with rope, also for a work item's
+// qLen rotated query floats and its rotated key row).
+func getDecodeScratch(s, qLen int, rope bool) *decodeScratch {
+	w, _ := decodeScratchPool.Get().(*decodeScratch)
+	if w == nil {
+		w = &decodeScratch{}
+	}
+	if cap(w.sc) < decodeGroup*s {
+		w.sc = make([]float32, decodeGroup*s)
+	}
+	w.sc = w.sc[:cap(w.sc)]
+	for i := range w.idx {
+		if cap(w.idx[i]) < s {
+			w.idx[i] = make([]int32, 0, s)
+		}
+	}
+	if rope && len(w.qr) < qLen {
+		w.qr, w.kr = make([]float32, qLen), make([]float32, qLen)
+	}
+	return w
+}
+
+// visibleColumns returns the indices of the true entries of maskRow, in vis's memory (capacity at
+// least len(maskRow)). Without a branch per column: every index is stored and the count moves on
+// by the bool's byte (0 or 1), since the prompt's and the padding's columns alternate unpredictably.
+func visibleColumns(vis []int32, maskRow []bool) []int32 {
+	vis = vis[:len(maskRow)]
+	c := 0
+	for j, ok := range maskRow {
+		vis[c] = int32(j)
+		c += int(*(*uint8)(unsafe.Pointer(&ok)))
+	}
+	return vis[:c]
+}
+
+// prefetchVisible prefetches the rows of head [keys, d] from the first to the last visible column
+// (in a decode step the visible columns are the prompt and the steps so far: one span).
+func prefetchVisible(head []float32, d int, vis []int32) {
+	if len(vis) == 0 {
+		return
+	}
+	lo, hi := int(vis[0])*d, (int(vis[len(vis)-1])+1)*d
+	if lo < 0 || hi > len(head) {
+		return
+	}
+	prefetchRange(unsafe.Pointer(&head[lo]), uintptr(hi-lo)*4)
+}
 
 // addRow adds row into dst element by element (ScatterSum's float32 combine).
 func addRow(dst, row []float32) {
@@ -371,15 +405,18 @@ func decodeRows(data *flashAttnData, o, lse, q, kHead, vHead []float32, vis []in
 	sums := [decodeGroup]float32{}
 	for r := range nr {
 		row := sc[r*n : (r+1)*n]
-		if data.scale != 1 {
-			vecScale(row, data.scale)
-		}
+		var mx float32
 		if c := data.softcap; c > 0 {
+			if data.scale != 1 {
+				vecScale(row, data.scale)
+			}
 			for y, x := range row { // the same float32 operations as cap·tanh(x/cap) in the graph
 				row[y] = float32(math.Tanh(float64(x/c))) * c
 			}
+			mx = vecMax(row)
+		} else { // scale and maximum in one pass (a scale of 1 leaves every x as it is)
+			mx = vecScaleMax(row, data.scale)
 		}
-		mx := vecMax(row)
 		vecSubScalar(row, mx)
 		fastmath.Exp32Slice(row, row)
 		sums[r] = vecSum(row)

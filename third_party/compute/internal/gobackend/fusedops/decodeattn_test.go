@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -271,8 +272,8 @@ func TestDecodeAttentionBitStable(t *testing.T) {
 }
 
 // TestDecodeRowVectorMatchesScalar: the AVX2 loops of the decode attention (rowScoresVector,
-// rowAccumulateVector, the three-row groupScoresVector, groupAccumulateVector, and at head_dim 32
-// and 64 the AVX-512 groupAccumulate512) give the scalar
+// rowAccumulateVector, groupScoresVector with its blocks of eight keys, groupAccumulateVector, and
+// at head_dim 32 and 64 the AVX-512 groupAccumulate512) give the scalar
 // loops' bits (vecDot, vecAxpy in key order), so a machine without AVX2 decodes the same; on key
 // counts that leave remainders (of 2, 4) and head dims with and without a last lone vector.
 func TestDecodeRowVectorMatchesScalar(t *testing.T) {
@@ -287,7 +288,7 @@ func TestDecodeRowVectorMatchesScalar(t *testing.T) {
 	const s = 23
 	for _, d := range []int{64, 32, 24, 8, 12} {
 		for _, nr := range []int{1, 2, 3} {
-			for _, vis := range [][]int32{{0, 2, 3, 7, 11, 12, 20, 22}, {1, 4, 5, 6, 9, 10, 13, 15, 17, 18, 21}, {5}} {
+			for _, vis := range [][]int32{{0, 2, 3, 7, 11, 12, 20, 22}, {1, 4, 5, 6, 9, 10, 13, 15, 17, 18, 21}, {5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19}} {
 				n := len(vis)
 				q, keys, vals, p := fill(nr*d), fill(s*d), fill(s*d), fill(nr*n)
 				sc := make([]float32, nr*n)
@@ -421,6 +422,119 @@ func BenchmarkDecodeAttention(b *testing.B) {
 			}
 			// Scores and weighted values: 2·s·d multiply-adds per query row.
 			b.ReportMetric(float64(b.N)*4*float64(s*c.d*c.b*c.h)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkDecodeRows: one work item's compute (decodeRows) with its data in L1, at the decode
+// shapes of the base preset (three query rows, head_dim 64) and the small one (two, head_dim 32),
+// 48 visible keys.
+//
+//	GOEXPERIMENT=simd go test ./internal/gobackend/fusedops/ -run '^$' -bench DecodeRows -cpu 1
+func BenchmarkDecodeRows(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct {
+		name     string
+		nr, d, s int
+	}{{"base", 3, 64, 64}, {"small", 2, 32, 64}} {
+		fill := func(n int) []float32 {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = rng.Float32()*2 - 1
+			}
+			return x
+		}
+		q, k, v := fill(c.nr*c.d), fill(c.s*c.d), fill(c.s*c.d)
+		vis := make([]int32, 48)
+		for i := range vis {
+			vis[i] = int32(i)
+		}
+		o, lse, sc := make([]float32, c.nr*c.d), make([]float32, c.nr), make([]float32, c.nr*len(vis))
+		data := &flashAttnData{scale: 0.125}
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				decodeRows(data, o, lse, q, k, v, vis, sc)
+			}
+		})
+	}
+}
+
+// TestVecScaleMax: the one-pass scale and maximum of the decode attention gives vecScale's
+// elements and vecMax's maximum, with and without its vector loop; prefetchRange, a hint, leaves
+// memory as it was on ragged lengths and offsets.
+func TestVecScaleMax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for n := range 40 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = rng.Float32()*20 - 10
+		}
+		want := append([]float32(nil), x...)
+		for i := range want {
+			want[i] *= 0.3
+		}
+		wantMax := negInf
+		for _, v := range want {
+			wantMax = max(wantMax, v)
+		}
+		got := append([]float32(nil), x...)
+		if m := vecScaleMax(got, 0.3); m != wantMax {
+			t.Fatalf("n=%d: max %g, want %g", n, m, wantMax)
+		}
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n=%d: element %d: %g, want %g", n, i, got[i], want[i])
+			}
+		}
+		if n > 0 {
+			before := append([]float32(nil), x...)
+			for off := range min(n, 5) {
+				prefetchRange(unsafe.Pointer(&x[off]), uintptr(n-off)*4)
+			}
+			prefetchRange(unsafe.Pointer(&x[0]), 0)
+			for i := range x {
+				if x[i] != before[i] {
+					t.Fatalf("prefetchRange changed element %d", i)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkDecodeAttentionCold: as BenchmarkDecodeAttention, but each op takes the next of twelve
+// layers' inputs in turn (48 MB of base-preset caches at cache64), so the caches come from far
+// cache or memory as in a generation graph instead of staying in L2.
+//
+//	GOEXPERIMENT=simd go test ./internal/gobackend/fusedops/ -run '^$' -bench DecodeAttentionCold
+func BenchmarkDecodeAttentionCold(b *testing.B) {
+	backend, err := gobackend.New("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer backend.Finalize()
+	for _, c := range []decodeCase{
+		{name: "base/cache64", b: 64, h: 6, hk: 2, nq: 1, s: 64, d: 64, mask: "all", flatKV: true},
+		{name: "small/cache64", b: 64, h: 4, hk: 2, nq: 1, s: 64, d: 32, mask: "all", flatKV: true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			const layers = 12
+			var runs []func() ([]compute.Buffer, error)
+			for l := range layers {
+				q, k, v, mask := decodeInputs(c, uint64(l+1))
+				runs = append(runs, decodeCompile(b, backend, c, q, k, v, mask))
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				outs, err := runs[i%layers]()
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, o := range outs {
+					if err := o.Finalize(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
 		})
 	}
 }

@@ -98,6 +98,20 @@ func vecOneMinusSquare(g, t []float32) {
 	}
 }
 
+// vecScaleMax sets x[i] *= c and returns vecMax(x) of the result, in one pass (Temper fork: the
+// decode attention's scores, decodeattn.go).
+func vecScaleMax(x []float32, c float32) float32 {
+	m := negInf
+	i := scaleMaxVector(x, c, &m)
+	for ; i < len(x); i++ {
+		x[i] *= c
+		if x[i] > m {
+			m = x[i]
+		}
+	}
+	return m
+}
+
 // vecScale sets x[i] *= c.
 func vecScale(x []float32, c float32) {
 	for i := scaleVector(x, c); i < len(x); i++ {

@@ -15,6 +15,7 @@ func divVector(x []float32, c float32) int                                      
 func dScoresVector(p, dp []float32, c float32) int                                { return 0 }
 func dScoresColsVector(p, dp, dl []float32) int                                   { return 0 }
 func oneMinusSquareVector(g, t []float32) int                                     { return 0 }
+func scaleMaxVector(x []float32, c float32, m *float32) int                       { return 0 }
 func scaleVector(x []float32, c float32) int                                      { return 0 }
 func dotVector(x, y []float32, lanes *[8]float32) int                             { return 0 }
 func axpyVector(x []float32, a float32, y []float32) int                          { return 0 }
@@ -24,8 +25,5 @@ func groupScoresVector(sc, q []float32, nr int, keys []float32, vis []int32) boo
 func groupAccumulateVector(o, p []float32, nr int, values []float32, vis []int32) bool {
 	return false
 }
-
-// prefetchRows does nothing without the amd64 prefetch instructions (Temper fork: decodeattn.go).
-func prefetchRows(x []float32, d, lo, hi int) {}
 
 func ropeVector(dst, x, cos, sin []float32, half int) int { return 0 }
