@@ -269,8 +269,8 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 				}
 				nk := newK[item*d : (item+1)*d]
 				if data.rope {
-					ropeRow(w.kr, nk, cos[bi*d:(bi+1)*d], sin[bi*d:(bi+1)*d], data.rotary)
-					nk = w.kr
+					ropeRow(w.kr[:d], nk, cos[bi*d:(bi+1)*d], sin[bi*d:(bi+1)*d], data.rotary)
+					nk = w.kr[:d]
 				}
 				addRow(kHead[sl*d:(sl+1)*d], nk)
 				addRow(vHead[sl*d:(sl+1)*d], newV[item*d:(item+1)*d])
