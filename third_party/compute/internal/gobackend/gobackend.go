@@ -196,6 +196,9 @@ func notImplementedError(opType compute.OpType) error {
 // Finalize releases all the associated resources immediately, and makes the backend invalid.
 func (b *Backend) Finalize() {
 	b.isFinalized = true
+	if b.Workers != nil {
+		b.Workers.Stop() // Temper fork: ends Saturate's persistent helpers
+	}
 	b.bufferPools.Clear()
 	b.largeFree.clear()
 }

@@ -20,7 +20,7 @@ type Pool struct {
 	// extraParallelism is temporarily increased when a worked goes to sleep.
 	extraParallelism atomic.Int32
 
-	spin spinHelpers // Temper fork: Saturate's persistent helpers (spin.go)
+	spinFields // Temper fork: Saturate's persistent helpers (spin.go)
 }
 
 // New return a new Pool of workers with the default parallelism (2 * runtime.GOMAXPROCS()).
@@ -28,7 +28,7 @@ func New() *Pool {
 	w := &Pool{}
 	w.maxParallelism = 2 * runtime.GOMAXPROCS(0)
 	w.cond = sync.Cond{L: &w.mu}
-	w.spin.spin, w.spin.idleExit = spinDuration, helperIdleExit // Temper fork
+	w.spin = DefaultSpin // Temper fork
 	return w
 }
 
@@ -142,34 +142,88 @@ func (w *Pool) StartIfAvailable(task func()) bool {
 }
 
 // Saturate runs the given task on as many workers as available, the calling goroutine being one of
-// them (Temper fork): it offers the task to the pool's helpers, runs task itself, and returns when
-// every helper that joined has finished.
+// them (Temper fork): it starts the others, runs task itself, and returns when all have finished.
 //
 // Each task is expected to keep doing work until there nothing else to be done (they share a work
-// queue), so the caller alone can finish a job, and a helper joins only while the caller has not
-// finished its own share. At most min(maxParallelism, GOMAXPROCS) run one job (caller included):
-// more CPU-bound tasks than processors only queue. The helpers are persistent goroutines that,
-// after a job, keep checking for the next one for a short while (spinHelpers, GOMLX_SPIN_US)
-// before they park: a decode step runs a parallel op every few tens of microseconds, and a parked
-// thread takes tens of microseconds to wake (a new goroutine per call, as before this fork, paid
-// that on every op). With GOMLX_SPIN_US=0 each job starts goroutines as before.
+// queue). The caller working instead of waiting saves a goroutine hand-off per call, and its share
+// starts at once where a sleeping thread takes tens of microseconds to wake: the difference matters
+// for the many small products of a decode step.
+//
+// Temper fork: with a spin duration (DefaultSpin, SetSpin; GOMLX_SPIN_US) the other workers are the
+// pool's persistent helpers, at most GOMAXPROCS-1 per call (min(maxParallelism, GOMAXPROCS)
+// participants with the caller), and a helper that comes late finds the job closed: the caller
+// alone must be able to finish the work (a work queue), and tasks must not wait for each other. A
+// task may call Saturate (nested calls take free helpers or run alone). Without a spin duration
+// (or after Stop) it starts a goroutine per helper as upstream did.
 func (w *Pool) Saturate(task func()) {
 	if w.maxParallelism == 0 {
 		task()
 		return
 	}
-	limit := w.maxParallelism
-	if limit < 0 || limit > runtime.GOMAXPROCS(0) {
-		limit = runtime.GOMAXPROCS(0)
-	}
-	if limit <= 1 {
-		task()
+	if w.spin > 0 {
+		w.saturateSpin(task)
 		return
 	}
-	if w.spin.spin > 0 {
-		w.spin.saturate(task, limit-1)
+	w.saturateGo(task)
+}
+
+// saturateSpin is Saturate with the persistent helpers (Temper fork).
+func (w *Pool) saturateSpin(task func()) {
+	procs := runtime.GOMAXPROCS(0)
+	helpers := procs - 1
+	bounded := w.maxParallelism > 0
+	if bounded {
+		helpers = min(w.maxParallelism, procs) - 1
+		w.mu.Lock()
+		w.numRunning++ // the caller's own slot
+		helpers = max(0, min(helpers, w.maxParallelism+int(w.extraParallelism.Load())-w.numRunning))
+		w.numRunning += helpers // released when the job is done, joined or not
+		w.mu.Unlock()
+		defer func() {
+			w.mu.Lock()
+			w.numRunning -= 1 + helpers
+			w.cond.Broadcast()
+			w.mu.Unlock()
+		}()
+	}
+	var s *spinner
+	if helpers > 0 {
+		s = w.getSpinner(helpers)
+	}
+	if s == nil {
+		if helpers > 0 { // stopped
+			w.saturateGoN(task, helpers)
+			return
+		}
+		task()
 		simdstate.ClearUpper()
 		return
+	}
+	s.saturateSpin(task, helpers)
+}
+
+// saturateGoN runs task on the caller and n new goroutines, whose slots the caller already took.
+func (w *Pool) saturateGoN(task func(), n int) {
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for range n {
+		go func() {
+			defer wg.Done()
+			task()
+			simdstate.ClearUpper()
+		}()
+	}
+	task()
+	simdstate.ClearUpper()
+	wg.Wait()
+}
+
+// saturateGo is upstream's Saturate (with the caller as one of the workers): a new goroutine per
+// helper, up to maxParallelism participants.
+func (w *Pool) saturateGo(task func()) {
+	limit := w.maxParallelism
+	if limit < 0 {
+		limit = runtime.GOMAXPROCS(0)
 	}
 
 	var wg sync.WaitGroup
