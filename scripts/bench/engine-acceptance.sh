@@ -22,6 +22,8 @@ PRESETS=${PRESETS:-small,base} # (tiny for a smoke test of the script)
 OUT=${OUT:-$(mktemp -d /tmp/engine-acceptance.XXXXXX)}
 PY=/usr/bin/python3
 mkdir -p "$OUT"
+# A reused OUT must not lend an earlier run's files to the summary (it reads every model-base-*.json).
+rm -f "$OUT"/model-base-*.json "$OUT"/peer-*.json "$OUT"/peak.json
 if [ ! -x "$BIN" ]; then
 	echo "building $BIN (minutes)..." >&2
 	go build -o "$BIN" ./cmd/temper
