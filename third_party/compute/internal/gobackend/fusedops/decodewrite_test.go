@@ -272,6 +272,10 @@ func TestDecodeWriteRefuses(t *testing.T) {
 		{"odd rotary", table, func(o *compute.ScaledDotProductAttentionConfig) { o.RopeRotary = 3 }, "RopeRotary=3"},
 		{"rotary past head_dim", table, func(o *compute.ScaledDotProductAttentionConfig) { o.RopeRotary = 10 }, "RopeRotary=10"},
 		{"negative query scale", table, func(o *compute.ScaledDotProductAttentionConfig) { o.QueryScale = -1 }, "QueryScale=-1"},
+		{"query scale in the blocked attention", table, func(o *compute.ScaledDotProductAttentionConfig) {
+			o.NewKey, o.NewValue, o.NewSlot, o.RopeCos, o.RopeSin = nil, nil, nil, nil, nil
+			o.Causal, o.QueryScale = true, 0.5
+		}, "need the decode attention"},
 		{"query scale without tables", table, func(o *compute.ScaledDotProductAttentionConfig) {
 			o.RopeCos, o.RopeSin = nil, nil
 			o.QueryScale = 0.5

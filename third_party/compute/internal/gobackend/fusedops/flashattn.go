@@ -63,6 +63,16 @@ func (d *flashAttnData) EqualNodeData(other gobackend.NodeDataComparable) bool {
 	return *d == *(other.(*flashAttnData))
 }
 
+// decodeOnlyFields are the config fields only the decode attention implements (Temper fork): a
+// request setting any of them elsewhere is refused, naming them, rather than computed without them.
+const decodeOnlyFields = "NewKey, NewValue, NewSlot (cache writes) and RopeCos, RopeSin, RopeRotary, QueryScale (RoPE)"
+
+// decodeOnly reports whether options set one of decodeOnlyFields.
+func decodeOnly(o *compute.ScaledDotProductAttentionConfig) bool {
+	return o.NewKey != nil || o.NewValue != nil || o.NewSlot != nil || o.RopeCos != nil || o.RopeSin != nil ||
+		o.RopeRotary != 0 || o.QueryScale != 0
+}
+
 // flashAttention builds the forward node: outputs [batch, heads, seq, head_dim] and the
 // log-sum-exp of every query row [batch, heads, seq] (the state of the VJP). A request without a
 // KeyMask goes to the upstream builder where its executor is set (its own tests; production
@@ -70,10 +80,8 @@ func (d *flashAttnData) EqualNodeData(other gobackend.NodeDataComparable) bool {
 func flashAttention(f *gobackend.Function, query, key, value compute.Value, layout compute.AttentionAxesLayout,
 	options *compute.ScaledDotProductAttentionConfig) (compute.Value, []compute.Value, error) {
 	const op = "FusedScaledDotProductAttention"
-	if options != nil && (options.NewKey != nil || options.NewValue != nil || options.NewSlot != nil ||
-		options.RopeCos != nil || options.RopeSin != nil) &&
-		(options.KeyMask == nil || options.Causal) { // Temper fork: decodeattn.go
-		return nil, nil, errors.Errorf("%s: NewKey, NewValue and NewSlot (cache writes) and RopeCos, RopeSin need the decode attention: KeyMask without Causal", op)
+	if options != nil && decodeOnly(options) && (options.KeyMask == nil || options.Causal) { // Temper fork: decodeattn.go
+		return nil, nil, errors.Errorf("%s: %s need the decode attention: KeyMask without Causal", op, decodeOnlyFields)
 	}
 	if options == nil || options.KeyMask == nil {
 		if gobackend.HasNodeExecutor(compute.OpTypeFusedScaledDotProductAttention) {
@@ -138,8 +146,8 @@ func flashParams(f *gobackend.Function, op string, query, key, value compute.Val
 		return nil, nil, errors.Errorf("%s: KeyMask (blocked attention) cannot be combined with Mask, Bias, QuerySeqLen or KeyValueSeqLen", op)
 	case !options.Causal:
 		return nil, nil, errors.Errorf("%s: KeyMask (blocked attention) needs Causal", op)
-	case options.NewKey != nil || options.NewValue != nil || options.NewSlot != nil || options.RopeCos != nil || options.RopeSin != nil: // Temper fork
-		return nil, nil, errors.Errorf("%s: NewKey, NewValue and NewSlot (cache writes) and RopeCos, RopeSin need the decode attention: KeyMask without Causal", op)
+	case decodeOnly(options): // Temper fork
+		return nil, nil, errors.Errorf("%s: %s need the decode attention: KeyMask without Causal", op, decodeOnlyFields)
 	case options.Window < 0:
 		return nil, nil, errors.Errorf("%s: Window=%d: must be >= 0 (0: none)", op, options.Window)
 	case !(options.Softcap >= 0) || math.IsInf(options.Softcap, 0):
