@@ -195,6 +195,10 @@ func smallRegTail(li, r, out []float32, j0, n, K, stride int) {
 // (decode: one) split by column ranges of whole 32-column strips, so every worker reads only its
 // share of rhs. Each output element is computed exactly as by avx512SmallRegFloat32.
 func avx512SmallRegByColumns(backend *gobackend.Backend, lhs, rhs []float32, batchSize, M, N, K int, output []float32, workers int) {
+	if batchSize == 1 && decodeByStrips { // Temper fork: avx512_strips_amd64.go
+		avx512DecodeByStrips(backend, lhs, rhs, M, N, K, output, workers)
+		return
+	}
 	regByColumns(backend, lhs, rhs, batchSize, M, N, K, output, workers, 32, smallRegColumns)
 }
 

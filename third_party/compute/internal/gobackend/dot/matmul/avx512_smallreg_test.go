@@ -91,7 +91,9 @@ func BenchmarkAVX512SmallReg(b *testing.B) {
 }
 
 // TestAVX512SmallRegByColumns: the product split by column ranges across workers gives the bits of
-// the single-worker kernel, on widths that do and do not divide into whole strips.
+// the single-worker kernel, on widths that do and do not divide into whole strips (one batch item:
+// the strips taken from both ends of each worker's range, with their spread prefetches, Temper
+// fork; rows past the eight-row tiles; fewer k than row tiles; more ranges than workers arrive).
 func TestAVX512SmallRegByColumns(t *testing.T) {
 	if !archsimd.X86.AVX512() {
 		t.Skip("no AVX-512")
@@ -103,7 +105,7 @@ func TestAVX512SmallRegByColumns(t *testing.T) {
 	backend := bk.(*gobackend.Backend)
 	defer backend.Finalize()
 	rng := rand.New(rand.NewPCG(31, 32))
-	for _, s := range []struct{ B, M, N, K int }{{1, 64, 256, 48}, {1, 7, 100, 33}, {2, 5, 70, 9}, {1, 64, 2048, 40}} {
+	for _, s := range []struct{ B, M, N, K int }{{1, 64, 256, 48}, {1, 7, 100, 33}, {2, 5, 70, 9}, {1, 64, 2048, 40}, {1, 64, 2048, 384}, {1, 13, 96, 7}, {1, 64, 80, 3}, {1, 9, 64, 1}, {1, 16, 65, 5}, {1, 72, 640, 20}} {
 		lhs := make([]float32, s.B*s.M*s.K)
 		rhs := make([]float32, s.B*s.K*s.N)
 		for i := range lhs {

@@ -201,6 +201,114 @@ pfstore:
 	VZEROUPPER
 	RET
 
+// func smallRegTile8x32PrAsm(l *float32, ldl int, r *float32, ldr int, o *float32, ldo int, k int, pf *float32, pk int)
+//
+// smallRegTile8x32Asm that also prefetches, during its first pk values of k, the two cache lines at
+// pf + i·ldr for i < pk (pk ≤ k): a range of rows of another column strip, so that the row tiles
+// of one strip share the prefetch of the next strip's rows between them (Temper fork: see
+// smallRegStrip).
+TEXT ·smallRegTile8x32PrAsm(SB), NOSPLIT, $0-72
+	MOVQ l+0(FP), SI
+	MOVQ ldl+8(FP), R8
+	MOVQ r+16(FP), BX
+	MOVQ ldr+24(FP), R10
+	MOVQ o+32(FP), DI
+	MOVQ ldo+40(FP), R11
+	MOVQ k+48(FP), CX
+	MOVQ pf+56(FP), R12
+	MOVQ pk+64(FP), R13
+	SHLQ $2, R8
+	SHLQ $2, R10
+	SHLQ $2, R11
+	LEAQ (R8)(R8*2), R9
+	LEAQ (SI)(R8*4), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	TESTQ CX, CX
+	JEQ prstore
+
+prloop:
+	TESTQ R13, R13
+	JEQ prnopf
+	PREFETCHT0 (R12)
+	PREFETCHT0 64(R12)
+	ADDQ R10, R12
+	DECQ R13
+
+prnopf:
+	VMOVUPS (BX), Z16
+	VMOVUPS 64(BX), Z17
+	VBROADCASTSS (SI), Z18
+	VBROADCASTSS (SI)(R8*1), Z19
+	VBROADCASTSS (SI)(R8*2), Z20
+	VBROADCASTSS (SI)(R9*1), Z21
+	VFMADD231PS Z16, Z18, Z0
+	VFMADD231PS Z17, Z18, Z1
+	VFMADD231PS Z16, Z19, Z2
+	VFMADD231PS Z17, Z19, Z3
+	VFMADD231PS Z16, Z20, Z4
+	VFMADD231PS Z17, Z20, Z5
+	VFMADD231PS Z16, Z21, Z6
+	VFMADD231PS Z17, Z21, Z7
+	VBROADCASTSS (DX), Z22
+	VBROADCASTSS (DX)(R8*1), Z23
+	VBROADCASTSS (DX)(R8*2), Z24
+	VBROADCASTSS (DX)(R9*1), Z25
+	VFMADD231PS Z16, Z22, Z8
+	VFMADD231PS Z17, Z22, Z9
+	VFMADD231PS Z16, Z23, Z10
+	VFMADD231PS Z17, Z23, Z11
+	VFMADD231PS Z16, Z24, Z12
+	VFMADD231PS Z17, Z24, Z13
+	VFMADD231PS Z16, Z25, Z14
+	VFMADD231PS Z17, Z25, Z15
+	ADDQ $4, SI
+	ADDQ $4, DX
+	ADDQ R10, BX
+	DECQ CX
+	JNE prloop
+
+prstore:
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ R11, DI
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, 64(DI)
+	ADDQ R11, DI
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z5, 64(DI)
+	ADDQ R11, DI
+	VMOVUPS Z6, (DI)
+	VMOVUPS Z7, 64(DI)
+	ADDQ R11, DI
+	VMOVUPS Z8, (DI)
+	VMOVUPS Z9, 64(DI)
+	ADDQ R11, DI
+	VMOVUPS Z10, (DI)
+	VMOVUPS Z11, 64(DI)
+	ADDQ R11, DI
+	VMOVUPS Z12, (DI)
+	VMOVUPS Z13, 64(DI)
+	ADDQ R11, DI
+	VMOVUPS Z14, (DI)
+	VMOVUPS Z15, 64(DI)
+	VZEROUPPER
+	RET
+
 // func largeTile4x32Asm(lhs *float32, rhs *float32, o *float32, ldo int, k int)
 //
 // The packing kernel's micro-tile: lhs is packed k-major with 4 rows per k (lhs[4k'+i]), rhs k-major
