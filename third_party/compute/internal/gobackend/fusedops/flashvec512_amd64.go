@@ -130,3 +130,61 @@ func groupAccumulate512(o, p []float32, nr int, values []float32, vis []int32) b
 	}
 	return true
 }
+
+// The decode attention's scores with AVX-512 (decodescores512_amd64.s): eight keys at a time
+// against all two or three query rows of the group, two keys per zmm accumulator, every key row
+// read once for the rows. Each score is vecDot's eight lanes of rounded products (a VMULPS then a
+// VADDPS per chunk, no fused multiply-add) and vecDot's tree, so the bits are the scalar loop's.
+// sc[r·ldsc + t] for t < n (a multiple of 8); the caller checks that every row vis[t] of keys lies
+// inside keys and that sc and q are large enough.
+
+//go:noescape
+func scores3x64Asm(sc *float32, ldsc int, q *float32, keys *float32, vis *int32, n int)
+
+//go:noescape
+func scores2x64Asm(sc *float32, ldsc int, q *float32, keys *float32, vis *int32, n int)
+
+//go:noescape
+func scores3x32Asm(sc *float32, ldsc int, q *float32, keys *float32, vis *int32, n int)
+
+//go:noescape
+func scores2x32Asm(sc *float32, ldsc int, q *float32, keys *float32, vis *int32, n int)
+
+// groupScores512 is groupScoresVector for two or three query rows of head_dim 32 or 64 on
+// AVX-512; false when it does not apply. The caller (groupScoresVector) has checked that q is
+// [nr, d], that sc holds nr·len(vis) scores and that every visible key row lies inside keys. The
+// last keys (fewer than eight) go through the same kernel as a block of eight whose missing keys
+// repeat the last one, into scratch.
+func groupScores512(sc, q []float32, nr int, keys []float32, vis []int32) bool {
+	d, n := len(q)/max(nr, 1), len(vis)
+	if !vecAVX512 || (nr != 2 && nr != 3) || (d != 32 && d != 64) || len(q) != nr*d || len(sc) < nr*n || n == 0 {
+		return false
+	}
+	kernel := scores2x32Asm
+	switch {
+	case nr == 3 && d == 64:
+		kernel = scores3x64Asm
+	case nr == 2 && d == 64:
+		kernel = scores2x64Asm
+	case nr == 3:
+		kernel = scores3x32Asm
+	}
+	kp, qp := unsafe.SliceData(keys), unsafe.SliceData(q)
+	m := n &^ 7
+	if m > 0 {
+		kernel(unsafe.SliceData(sc), n, qp, kp, unsafe.SliceData(vis), m)
+	}
+	if m < n {
+		var tv [8]int32
+		var ts [3 * 8]float32
+		last := copy(tv[:], vis[m:])
+		for i := last; i < 8; i++ {
+			tv[i] = vis[n-1]
+		}
+		kernel(&ts[0], 8, qp, kp, &tv[0], 8)
+		for r := range nr {
+			copy(sc[r*n+m:(r+1)*n], ts[r*8:r*8+last])
+		}
+	}
+	return true
+}

@@ -356,6 +356,9 @@ func groupScoresVector(sc, q []float32, nr int, keys []float32, vis []int32) boo
 	if !vecAVX2 || nr < 1 || nr > 3 || d == 0 || d%8 != 0 || len(q) != nr*d || len(sc) < nr*n || !rowsInside(keys, d, vis) {
 		return false
 	}
+	if groupScores512(sc, q, nr, keys, vis) { // Temper fork: AVX-512, eight keys at a time (flashvec512_amd64.go)
+		return true
+	}
 	if d <= 32 {
 		return blockScoresVector(sc, q, nr, keys, vis)
 	}
