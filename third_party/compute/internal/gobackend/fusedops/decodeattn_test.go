@@ -315,8 +315,8 @@ func TestDecodeRowVectorMatchesScalar(t *testing.T) {
 			}
 		}
 	}
-	// The AVX-512 scores (groupScores512: blocks of eight keys, the last ones padded) at every key
-	// count from 1 to 100, visible columns consecutive, with gaps and out of order, some products
+	// The AVX-512 scores (groupScores512: blocks of eight keys, the last ones padded) and weighted
+	// sums (groupAccumulate512) at every key count from 1 to 100, visible columns consecutive, with gaps and out of order, some products
 	// exactly zero (signed zeros in the lanes).
 	const cols = 220
 	for _, d := range []int{64, 32} {
@@ -354,6 +354,23 @@ func TestDecodeRowVectorMatchesScalar(t *testing.T) {
 					for i := nr * n; i < len(sc); i++ {
 						if sc[i] != 0 {
 							t.Fatalf("d=%d rows=%d keys=%d: wrote past the scores (%d)", d, nr, n, i)
+						}
+					}
+					// The weighted sum of the same rows (groupAccumulate512 at these shapes), onto
+					// a nonzero output.
+					p := fill(nr * n)
+					o0 := fill(nr * d)
+					o := append([]float32(nil), o0...)
+					groupAccumulate(o, p, nr, keys, vis)
+					for r := range nr {
+						for i := range d {
+							want := o0[r*d+i]
+							for t2, j := range vis {
+								want += float32(p[r*n+t2] * keys[int(j)*d+i])
+							}
+							if got := o[r*d+i]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("d=%d rows=%d keys=%d pattern %d: output (%d, %d): %g, scalar %g", d, nr, n, pattern, r, i, got, want)
+							}
 						}
 					}
 				}
