@@ -24,11 +24,12 @@ import (
 var vecAVX512 = vecAVX2 && archsimd.X86.AVX512() && envutil.MustReadBool(envutil.SIMD_AVX512_Env, true)
 
 // groupAccumulate512 is groupAccumulateVector for head_dim 32 or 64 and two or three query rows on
-// AVX-512 (decodeaccum512_amd64.s); false when it does not apply.
+// AVX-512 (decodeaccum512_amd64.s); false when it does not apply. The caller
+// (groupAccumulateVector) has checked that every visible value row lies inside values.
 func groupAccumulate512(o, p []float32, nr int, values []float32, vis []int32) bool {
 	d := len(o) / max(nr, 1)
 	n := len(vis)
-	if !vecAVX512 || (nr != 2 && nr != 3) || (d != 32 && d != 64) || len(o) != nr*d || len(p) < nr*n || !rowsInside(values, d, vis) {
+	if !vecAVX512 || (nr != 2 && nr != 3) || (d != 32 && d != 64) || len(o) != nr*d || len(p) < nr*n {
 		return false
 	}
 	if n == 0 {
