@@ -35,16 +35,17 @@ func groupAccumulate512(o, p []float32, nr int, values []float32, vis []int32) b
 	if n == 0 {
 		return true
 	}
-	kernel := accum2x32Asm
-	switch {
+	op, pp, vp, ip := unsafe.SliceData(o), unsafe.SliceData(p), unsafe.SliceData(values), unsafe.SliceData(vis)
+	switch { // direct calls: see scores512
 	case nr == 3 && d == 64:
-		kernel = accum3x64Asm
+		accum3x64Asm(op, pp, n, vp, ip, n)
 	case nr == 2 && d == 64:
-		kernel = accum2x64Asm
+		accum2x64Asm(op, pp, n, vp, ip, n)
 	case nr == 3:
-		kernel = accum3x32Asm
+		accum3x32Asm(op, pp, n, vp, ip, n)
+	default:
+		accum2x32Asm(op, pp, n, vp, ip, n)
 	}
-	kernel(unsafe.SliceData(o), unsafe.SliceData(p), n, unsafe.SliceData(values), unsafe.SliceData(vis), n)
 	return true
 }
 
@@ -93,19 +94,10 @@ func groupScores512(sc, q []float32, nr int, keys []float32, vis []int32) bool {
 	if !vecAVX512 || (nr != 2 && nr != 3) || (d != 32 && d != 64) || len(q) != nr*d || len(sc) < nr*n || n == 0 {
 		return false
 	}
-	kernel := scores2x32Asm
-	switch {
-	case nr == 3 && d == 64:
-		kernel = scores3x64Asm
-	case nr == 2 && d == 64:
-		kernel = scores2x64Asm
-	case nr == 3:
-		kernel = scores3x32Asm
-	}
 	kp, qp := unsafe.SliceData(keys), unsafe.SliceData(q)
 	m := n &^ 7
 	if m > 0 {
-		kernel(unsafe.SliceData(sc), n, qp, kp, unsafe.SliceData(vis), m)
+		scores512(nr, d, unsafe.SliceData(sc), n, qp, kp, unsafe.SliceData(vis), m)
 	}
 	if m < n {
 		var tv [8]int32
@@ -114,10 +106,25 @@ func groupScores512(sc, q []float32, nr int, keys []float32, vis []int32) bool {
 		for i := last; i < 8; i++ {
 			tv[i] = vis[n-1]
 		}
-		kernel(&ts[0], 8, qp, kp, &tv[0], 8)
+		scores512(nr, d, &ts[0], 8, qp, kp, &tv[0], 8)
 		for r := range nr {
 			copy(sc[r*n+m:(r+1)*n], ts[r*8:r*8+last])
 		}
 	}
 	return true
+}
+
+// scores512 calls the kernel of nr rows and head_dim d directly (through a func value the
+// compiler would not see //go:noescape, and the tail's scratch would go to the heap).
+func scores512(nr, d int, sc *float32, ldsc int, q, keys *float32, vis *int32, n int) {
+	switch {
+	case nr == 3 && d == 64:
+		scores3x64Asm(sc, ldsc, q, keys, vis, n)
+	case nr == 2 && d == 64:
+		scores2x64Asm(sc, ldsc, q, keys, vis, n)
+	case nr == 3:
+		scores3x32Asm(sc, ldsc, q, keys, vis, n)
+	default:
+		scores2x32Asm(sc, ldsc, q, keys, vis, n)
+	}
 }

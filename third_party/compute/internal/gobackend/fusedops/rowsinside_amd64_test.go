@@ -37,3 +37,24 @@ func TestRowsInside(t *testing.T) {
 		t.Fatal("last whole row")
 	}
 }
+
+// TestDecodeScoresNoAlloc: the AVX-512 scores' tail (fewer than eight keys, through scratch on the
+// stack) allocates nothing; through a func value the kernels' //go:noescape was lost and every
+// call with a tail allocated its scratch.
+func TestDecodeScoresNoAlloc(t *testing.T) {
+	for _, c := range []struct{ nr, d int }{{3, 64}, {2, 32}} {
+		q, keys := make([]float32, c.nr*c.d), make([]float32, 50*c.d)
+		vis := make([]int32, 41)
+		for i := range vis {
+			vis[i] = int32(i)
+		}
+		sc := make([]float32, c.nr*len(vis))
+		o, p := make([]float32, c.nr*c.d), make([]float32, c.nr*len(vis))
+		if n := testing.AllocsPerRun(20, func() {
+			groupScores(sc, q, c.nr, keys, vis)
+			groupAccumulate(o, p, c.nr, keys, vis)
+		}); n != 0 {
+			t.Fatalf("rows %d, head_dim %d: %g allocations per call", c.nr, c.d, n)
+		}
+	}
+}
