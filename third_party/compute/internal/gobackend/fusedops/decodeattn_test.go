@@ -315,6 +315,68 @@ func TestDecodeRowVectorMatchesScalar(t *testing.T) {
 			}
 		}
 	}
+	// The AVX-512 scores (groupScores512: blocks of eight keys, the last ones padded) and weighted
+	// sums (groupAccumulate512) at every key count from 1 to 100, visible columns consecutive, with gaps and out of order, some products
+	// exactly zero (signed zeros in the lanes).
+	const cols = 220
+	for _, d := range []int{64, 32} {
+		for _, nr := range []int{2, 3} {
+			q, keys := fill(nr*d), fill(cols*d)
+			for i := 0; i < len(keys); i += 7 {
+				keys[i] = 0
+			}
+			for i := 0; i < len(q); i += 11 {
+				q[i] = float32(math.Copysign(0, float64(q[i])))
+			}
+			for n := 1; n <= 100; n++ {
+				for pattern := range 3 {
+					vis := make([]int32, n)
+					for i := range vis {
+						switch pattern {
+						case 0:
+							vis[i] = int32(i)
+						case 1:
+							vis[i] = int32(2*i + i%3)
+						default:
+							vis[i] = int32(cols - 1 - rng.IntN(cols))
+						}
+					}
+					sc := make([]float32, nr*n+5)
+					groupScores(sc[:nr*n], q, nr, keys, vis)
+					for r := range nr {
+						for t2, j := range vis {
+							want := vecDotScalar(q[r*d:(r+1)*d], keys[int(j)*d:int(j)*d+d])
+							if got := sc[r*n+t2]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("d=%d rows=%d keys=%d pattern %d: score (%d, %d): %g, scalar %g", d, nr, n, pattern, r, t2, got, want)
+							}
+						}
+					}
+					for i := nr * n; i < len(sc); i++ {
+						if sc[i] != 0 {
+							t.Fatalf("d=%d rows=%d keys=%d: wrote past the scores (%d)", d, nr, n, i)
+						}
+					}
+					// The weighted sum of the same rows (groupAccumulate512 at these shapes), onto
+					// a nonzero output.
+					p := fill(nr * n)
+					o0 := fill(nr * d)
+					o := append([]float32(nil), o0...)
+					groupAccumulate(o, p, nr, keys, vis)
+					for r := range nr {
+						for i := range d {
+							want := o0[r*d+i]
+							for t2, j := range vis {
+								want += float32(p[r*n+t2] * keys[int(j)*d+i])
+							}
+							if got := o[r*d+i]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("d=%d rows=%d keys=%d pattern %d: output (%d, %d): %g, scalar %g", d, nr, n, pattern, r, i, got, want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
 }
 
 // vecDotScalar is vecDot without its vector loop.
