@@ -358,7 +358,8 @@ func tree8(a0, a1, a2, a3, a4, a5, a6, a7 v8) v8 {
 }
 
 // groupScoresVector is groupScores for one to three query rows and a head_dim of whole vectors.
-// A head_dim of up to 32: blockScoresVector. Else two keys at a time against the rows (four or
+// Two or three rows of head_dim 32 or 64 on AVX-512: groupScores512 (assembly, eight keys at a
+// time). A head_dim of up to 32: blockScoresVector. Else two keys at a time against the rows (four or
 // six independent chains of adds), each key row loaded once for them. Other row counts: false.
 func groupScoresVector(sc, q []float32, nr int, keys []float32, vis []int32) bool {
 	d := len(q) / max(nr, 1)
