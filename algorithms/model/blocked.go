@@ -85,28 +85,54 @@ func decodeFused(cfg Config, g *Graph) bool {
 //	cos, sin: ropeTables' [batch, 1, 1, hd]; qscale: the queries' factor after RoPE
 //	out: [batch·kv, grp, hd]; kk, vv: the updated caches
 func decodeAttentionWrite(cfg Config, q, kc, vc, knew, vnew, slot, keys, cos, sin *Node, qscale float64) (out, kk, vv *Node) {
+	return decodeAttentionCall(cfg, q, nil, kc, vc, knew, vnew, slot, keys, cos, sin, qscale)
+}
+
+// decodeAttentionPacked is decodeAttentionWrite with the query, new key and new value rows read
+// in place from the step's fused QKV projection (the fork's PackedQKV): no Slices of it.
+//
+//	qkv: [batch, (heads + 2·kv)·hd] (splitLinear's product before its cuts at heads·hd and
+//	(heads + kv)·hd); kc, vc, slot, keys, cos, sin, qscale as decodeAttentionWrite's
+//	out: [batch, heads, 1, hd]; kk, vv: the updated caches
+func decodeAttentionPacked(cfg Config, qkv, kc, vc, slot, keys, cos, sin *Node, qscale float64) (out, kk, vv *Node) {
+	return decodeAttentionCall(cfg, nil, qkv, kc, vc, nil, nil, slot, keys, cos, sin, qscale)
+}
+
+// decodeAttentionCall is decodeAttentionWrite (q, knew, vnew) or decodeAttentionPacked (qkv).
+func decodeAttentionCall(cfg Config, q, qkv, kc, vc, knew, vnew, slot, keys, cos, sin *Node, qscale float64) (out, kk, vv *Node) {
 	batch := keys.Shape().Dim(0)
 	nh, nkv, hd := cfg.Heads, cfg.KVHeads, cfg.HeadDim
-	if q.Rank() != 4 || q.Shape().Dim(0) != batch || q.Shape().Dim(1) != 1 || q.Shape().Dim(2) != nh || q.Shape().Dim(3) != hd {
+	packed := qkv != nil
+	switch {
+	case packed && (qkv.Rank() != 2 || qkv.Shape().Dim(0) != batch || qkv.Shape().Dim(1) != (nh+2*nkv)*hd):
+		exceptions.Panicf("model: decode attention: qkv %s, want [%d, %d]", qkv.Shape(), batch, (nh+2*nkv)*hd)
+	case !packed && (q.Rank() != 4 || q.Shape().Dim(0) != batch || q.Shape().Dim(1) != 1 || q.Shape().Dim(2) != nh || q.Shape().Dim(3) != hd):
 		exceptions.Panicf("model: decode attention: q %s, want [%d, 1, %d, %d]", q.Shape(), batch, nh, hd)
 	}
 	opts := &compute.ScaledDotProductAttentionConfig{
 		Scale:      1, // the queries are scaled after RoPE (QueryScale), as in the plain path
 		KeyMask:    InternalBackendOutputs(keys)[0],
 		Softcap:    cfg.AttnSoftcap,
-		NewKey:     InternalBackendOutputs(knew)[0],
-		NewValue:   InternalBackendOutputs(vnew)[0],
 		NewSlot:    InternalBackendOutputs(slot)[0],
+		PackedQKV:  packed,
 		RopeCos:    InternalBackendOutputs(cos)[0],
 		RopeSin:    InternalBackendOutputs(sin)[0],
 		RopeRotary: cfg.rotaryDim(),
 		// MulScalar's constant: the float32 of the float64 factor.
 		QueryScale: float64(float32(qscale)),
 	}
-	// Heads grouped by KV head (head = kv·grp + j): [batch, 1, heads, hd] is [batch, heads, 1, hd].
-	o, states := BackendFusedScaledDotProductAttention(Reshape(q, batch, nh, 1, hd), kc, vc, compute.AttentionAxesLayoutBHSD, opts)
+	query := qkv
+	if !packed {
+		opts.NewKey, opts.NewValue = InternalBackendOutputs(knew)[0], InternalBackendOutputs(vnew)[0]
+		// Heads grouped by KV head (head = kv·grp + j): [batch, 1, heads, hd] is [batch, heads, 1, hd].
+		query = Reshape(q, batch, nh, 1, hd)
+	}
+	o, states := BackendFusedScaledDotProductAttention(query, kc, vc, compute.AttentionAxesLayoutBHSD, opts)
 	if len(states) != 3 { // log-sum-exp, key cache, value cache
 		exceptions.Panicf("model: decode attention with cache writes returned %d trailing outputs, want 3", len(states))
+	}
+	if packed {
+		return o, states[1], states[2]
 	}
 	return Reshape(o, batch*nkv, nh/nkv, hd), states[1], states[2]
 }

@@ -16,7 +16,8 @@ import (
 // (RopeCos, RopeSin, QueryScale) gives the same bits — outputs and both updated caches — as the
 // same node fed by the graph's applyRope and MulScalar (what decoding ran before the rotation moved
 // into the kernel), for full and partial rotary dimensions, GQA groups of 1–3, a soft-cap, and
-// ragged positions and key masks.
+// ragged positions and key masks; and so does the node reading q and the new rows in place from
+// the fused projection's output (decodeAttentionPacked, PackedQKV).
 func TestDecodeRopeInKernelMatches(t *testing.T) {
 	cases := []struct {
 		name                 string
@@ -62,14 +63,20 @@ func TestDecodeRopeInKernelMatches(t *testing.T) {
 					clear(vc[((b*c.kv+r)*cache+int(slots[b]))*c.hd:][:c.hd])
 				}
 			}
-			run := func(inKernel bool) [][]float32 {
+			const graphRope, inKernel, packed = 0, 1, 2
+			run := func(mode int) [][]float32 {
 				outs := MustExecOnceN(testbackend.Sequential(), func(in []*Node) []*Node {
 					qn := Reshape(in[0], batch, 1, c.heads, c.hd)
 					knew, vnew := Reshape(in[1], batch*c.kv, c.hd), Reshape(in[2], batch*c.kv, c.hd)
 					kcn, vcn := Reshape(in[3], batch*c.kv, cache, c.hd), Reshape(in[4], batch*c.kv, cache, c.hd)
 					cos, sin := ropeTables(cfg, Reshape(in[5], batch, 1), false)
 					slot, keys := in[6], Reshape(in[7], batch, cache)
-					if inKernel {
+					if mode == packed {
+						qkv := Concatenate([]*Node{Reshape(in[0], batch, c.heads*c.hd), Reshape(in[1], batch, c.kv*c.hd), Reshape(in[2], batch, c.kv*c.hd)}, -1)
+						o, kk, vv := decodeAttentionPacked(cfg, qkv, kcn, vcn, slot, keys, cos, sin, 1/math.Sqrt(scaleDim))
+						return []*Node{Reshape(o, batch*c.kv, c.heads/c.kv, c.hd), kk, vv}
+					}
+					if mode == inKernel {
 						o, kk, vv := decodeAttentionWrite(cfg, qn, kcn, vcn, knew, vnew, slot, keys, cos, sin, 1/math.Sqrt(scaleDim))
 						return []*Node{o, kk, vv}
 					}
@@ -89,11 +96,14 @@ func TestDecodeRopeInKernelMatches(t *testing.T) {
 				}
 				return res
 			}
-			got, want := run(true), run(false)
-			for i, name := range []string{"output", "key cache", "value cache"} {
-				for j := range want[i] {
-					if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
-						t.Fatalf("%s[%d] = %g (rope in the kernel), %g with the graph's rope: want the same bits", name, j, got[i][j], want[i][j])
+			want := run(graphRope)
+			for _, mode := range []int{inKernel, packed} {
+				got := run(mode)
+				for i, name := range []string{"output", "key cache", "value cache"} {
+					for j := range want[i] {
+						if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
+							t.Fatalf("%s[%d] = %g (rope in the kernel, packed %v), %g with the graph's rope: want the same bits", name, j, got[i][j], mode == packed, want[i][j])
+						}
 					}
 				}
 			}

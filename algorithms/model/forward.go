@@ -361,17 +361,30 @@ func attention(scope *gm.Scope, cfg Config, l int, h, cos, sin *Node, bias attnB
 	if cfg.QKVBias {
 		qkvBias = param(scope, g, layerPath(VarQKVBias, l), width)
 	}
-	parts := splitLinear(scope, VarQKV, l, x, param(scope, g, layerPath(VarQKV, l), d, width), qkvBias, nh*hd, (nh+nkv)*hd)
+	scaleDim := float64(hd)
+	if cfg.QueryScale > 0 {
+		scaleDim = cfg.QueryScale
+	}
+	w := param(scope, g, layerPath(VarQKV, l), d, width)
+	if kv != nil && kv.mode == kvDecode && !cfg.QKNorm && x.Shape().Dim(0) < d {
+		if m := bias.keys(cfg, l); m != nil { // the fork's fused decode kernel (decodeFused)
+			// One node reads the fused projection's q, k and v columns in place (PackedQKV): RoPE of
+			// q and of the new key row, the cache writes (ScatterSum's bits) and the attention, with
+			// the same bits as slicing the product (splitLinear with fewer rows than d), then the
+			// graph's rope, scale and ScatterSum.
+			var out *Node
+			out, kv.k[l], kv.v[l] = decodeAttentionPacked(cfg, fusedLinear(scope, VarQKV, l, x, w, qkvBias), kv.k[l], kv.v[l],
+				kv.slot, m, cos, sin, 1/math.Sqrt(scaleDim))
+			return projectAttention(scope, cfg, l, Reshape(out, batch*seq, nh*hd), batch, seq)
+		}
+	}
+	parts := splitLinear(scope, VarQKV, l, x, w, qkvBias, nh*hd, (nh+nkv)*hd)
 	q := Reshape(parts[0], batch, seq, nh, hd)
 	k := Reshape(parts[1], batch, seq, nkv, hd)
 	v := Reshape(parts[2], batch, seq, nkv, hd)
 	if cfg.QKNorm {
 		q = rmsNorm(q, param(scope, g, layerPath(VarQNorm, l), hd), cfg)
 		k = rmsNorm(k, param(scope, g, layerPath(VarKNorm, l), hd), cfg)
-	}
-	scaleDim := float64(hd)
-	if cfg.QueryScale > 0 {
-		scaleDim = cfg.QueryScale
 	}
 	rd := cfg.rotaryDim()
 	if kv != nil && kv.mode == kvDecode {
@@ -446,11 +459,16 @@ func attentionOut(scope *gm.Scope, cfg Config, l int, scores, vv, attnBias *Node
 //
 //	out: [batch·kv, grp·seq, hd] (heads grouped by KV head) → [batch, seq, d]
 func attentionProject(scope *gm.Scope, cfg Config, l int, out *Node, batch, seq int) *Node {
-	g := out.Graph()
-	d, nh, nkv, hd := cfg.DModel, cfg.Heads, cfg.KVHeads, cfg.HeadDim
+	nh, nkv, hd := cfg.Heads, cfg.KVHeads, cfg.HeadDim
 	grp := nh / nkv
 	out = permute(Reshape(out, batch, nkv, grp, seq, hd), 0, 3, 1, 2, 4)
-	out = Reshape(out, batch*seq, nh*hd)
+	return projectAttention(scope, cfg, l, Reshape(out, batch*seq, nh*hd), batch, seq)
+}
+
+// projectAttention is attentionProject's output projection: out [batch·seq, heads·hd] → [batch, seq, d].
+func projectAttention(scope *gm.Scope, cfg Config, l int, out *Node, batch, seq int) *Node {
+	g := out.Graph()
+	d, nh, hd := cfg.DModel, cfg.Heads, cfg.HeadDim
 	out = linear(scope, VarAttnOut, l, out, param(scope, g, layerPath(VarAttnOut, l), nh*hd, d))
 	if cfg.AttnOutBias {
 		out = Add(out, Reshape(param(scope, g, layerPath(VarAttnOutBias, l), d), 1, d))
@@ -506,13 +524,7 @@ func splitLinear(scope *gm.Scope, kind string, l int, x, w, bias *Node, cuts ...
 	if x.Shape().Dim(0) < w.Shape().Dim(0) {
 		// Fewer rows than the weight has (decoding): slicing the product copies less than
 		// slicing the weight would, every step.
-		y := Dot(x, w).Product()
-		if delta != nil {
-			y = Add(y, delta)
-		}
-		if bias != nil {
-			y = Add(y, Reshape(bias, 1, width))
-		}
+		y := fusedProduct(x, w, nil, delta, bias) // w is the merged weight already
 		for i := range parts {
 			parts[i] = SliceAxis(y, 1, AxisRange(bounds[i], bounds[i+1]))
 		}
@@ -529,6 +541,28 @@ func splitLinear(scope *gm.Scope, kind string, l int, x, w, bias *Node, cuts ...
 		}
 	}
 	return parts
+}
+
+// fusedLinear is splitLinear's product before its slices, for fewer rows than w has inputs
+// (decoding): x [n, in], w [in, width], bias [width] or nil → [n, width], adapters included.
+func fusedLinear(scope *gm.Scope, kind string, l int, x, w, bias *Node) *Node {
+	merged, delta := loraTerm(scope, kind, l, x, w)
+	return fusedProduct(x, w, merged, delta, bias)
+}
+
+// fusedProduct is x·w (w replaced by merged when an adapter is merged into it) + delta + bias.
+func fusedProduct(x, w, merged, delta, bias *Node) *Node {
+	if merged != nil {
+		w = merged
+	}
+	y := Dot(x, w).Product()
+	if delta != nil {
+		y = Add(y, delta)
+	}
+	if bias != nil {
+		y = Add(y, Reshape(bias, 1, w.Shape().Dim(1)))
+	}
+	return y
 }
 
 // permute is TransposeAllAxes, or a Reshape when the permutation only moves axes of size 1 (decode's

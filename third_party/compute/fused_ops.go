@@ -314,6 +314,12 @@ type ScaledDotProductAttentionConfig struct {
 	RopeCos, RopeSin Value
 	RopeRotary       int
 	QueryScale       float64
+	// Temper fork: PackedQKV (decode attention with cache writes only; NewKey and NewValue nil):
+	// query is a decoding step's fused projection output, Float32 [batch, (heads + 2·kvHeads)·d]:
+	// each batch row holds its heads' query rows (grouped by kv head as in the unpacked query),
+	// then its kv heads' new key rows, then their new value rows. The kernel reads the three parts
+	// in place (the same bits as slicing them out first), and the output is [batch, heads, 1, d].
+	PackedQKV bool
 }
 
 // ActivationType specifies the activation function for fused operations.

@@ -61,8 +61,12 @@ func decodeAttention(f *gobackend.Function, query, key, value compute.Value, lay
 	case !(options.Softcap >= 0) || math.IsInf(options.Softcap, 0):
 		return nil, nil, errors.Errorf("%s: Softcap=%g: must be finite and >= 0 (0: none)", op, options.Softcap)
 	}
+	packed := options.PackedQKV
 	write := options.NewKey != nil || options.NewValue != nil || options.NewSlot != nil
-	if write && (options.NewKey == nil || options.NewValue == nil || options.NewSlot == nil) {
+	switch {
+	case packed && (options.NewKey != nil || options.NewValue != nil || options.NewSlot == nil):
+		return nil, nil, errors.Errorf("%s: PackedQKV takes NewSlot and no NewKey or NewValue (the query input holds the new key and value rows)", op)
+	case !packed && write && (options.NewKey == nil || options.NewValue == nil || options.NewSlot == nil):
 		return nil, nil, errors.Errorf("%s: NewKey, NewValue and NewSlot come together (cache writes of decode attention)", op)
 	}
 	rope := options.RopeCos != nil || options.RopeSin != nil
@@ -77,9 +81,13 @@ func decodeAttention(f *gobackend.Function, query, key, value compute.Value, lay
 		return nil, nil, errors.Errorf("%s: QueryScale=%g: must be finite and >= 0 (0: none)", op, options.QueryScale)
 	}
 	values := []compute.Value{query, key, value, options.KeyMask}
-	if write {
+	switch {
+	case packed:
+		values = append(values, options.NewSlot)
+	case write:
 		values = append(values, options.NewKey, options.NewValue, options.NewSlot)
 	}
+	slotAt, ropeAt := len(values)-1, len(values) // input indices of NewSlot and RopeCos
 	if rope {
 		values = append(values, options.RopeCos, options.RopeSin)
 	}
@@ -93,10 +101,17 @@ func decodeAttention(f *gobackend.Function, query, key, value compute.Value, lay
 			return nil, nil, errors.Wrapf(compute.ErrNotImplemented, "%s: decode attention of dtype %s (float32 only)", op, s.DType)
 		}
 	}
-	if q.Rank() != 4 || !k.Equal(v) || (k.Rank() != 4 && k.Rank() != 3) {
+	if packed && (q.Rank() != 2 || !k.Equal(v) || (k.Rank() != 4 && k.Rank() != 3)) {
+		return nil, nil, errors.Errorf("%s: decode attention with PackedQKV: query %s must be [batch, (heads + 2·kv_heads)·head_dim], key %s and value %s alike, [batch, kv_heads, keys, head_dim] or [batch·kv_heads, keys, head_dim]", op, q, k, v)
+	}
+	if !packed && (q.Rank() != 4 || !k.Equal(v) || (k.Rank() != 4 && k.Rank() != 3)) {
 		return nil, nil, errors.Errorf("%s: decode attention: query %s must be [batch, heads, q, head_dim], key %s and value %s alike, [batch, kv_heads, keys, head_dim] or [batch·kv_heads, keys, head_dim]", op, q, k, v)
 	}
-	batch, heads, dim := q.Dimensions[0], q.Dimensions[1], q.Dimensions[3]
+	batch, dim := q.Dimensions[0], k.Dimensions[k.Rank()-1]
+	heads, nq := 0, 1
+	if !packed {
+		heads, nq, dim = q.Dimensions[1], q.Dimensions[2], q.Dimensions[3]
+	}
 	var kvHeads int
 	if k.Rank() == 4 {
 		kvHeads = k.Dimensions[1]
@@ -107,14 +122,17 @@ func decodeAttention(f *gobackend.Function, query, key, value compute.Value, lay
 		kvHeads = k.Dimensions[0] / batch
 	}
 	keys := k.Dimensions[k.Rank()-2]
-	if kvHeads <= 0 || heads%kvHeads != 0 || k.Dimensions[k.Rank()-1] != dim {
+	if packed && kvHeads > 0 && dim > 0 && q.Dimensions[1]%dim == 0 {
+		heads = q.Dimensions[1]/dim - 2*kvHeads
+	}
+	if kvHeads <= 0 || heads <= 0 || heads%kvHeads != 0 || k.Dimensions[k.Rank()-1] != dim {
 		return nil, nil, errors.Errorf("%s: decode attention: key %s does not fit query %s (same batch and head_dim; kv heads dividing heads)", op, k, q)
 	}
 	if m.DType != dtypes.Bool || m.Rank() != 2 || m.Dimensions[0] != batch || m.Dimensions[1] != keys {
 		return nil, nil, errors.Errorf("%s: KeyMask %s: want Bool [%d, %d]", op, m, batch, keys)
 	}
-	if write {
-		nk, nv, sl := inputs[4].Shape, inputs[5].Shape, inputs[6].Shape
+	if write && !packed {
+		nk, nv := inputs[4].Shape, inputs[5].Shape
 		rowsOK := func(s shapes.Shape) bool {
 			return s.DType == dtypes.Float32 && (s.Equal(shapes.Make(dtypes.Float32, batch*kvHeads, dim)) ||
 				s.Equal(shapes.Make(dtypes.Float32, batch, kvHeads, 1, dim)))
@@ -122,7 +140,9 @@ func decodeAttention(f *gobackend.Function, query, key, value compute.Value, lay
 		if !rowsOK(nk) || !rowsOK(nv) {
 			return nil, nil, errors.Errorf("%s: NewKey %s and NewValue %s: want Float32 [%d, %d] or [%d, %d, 1, %d]", op, nk, nv, batch*kvHeads, dim, batch, kvHeads, dim)
 		}
-		if sl.DType != dtypes.Int32 || !(sl.Rank() == 0 || (sl.Rank() == 1 && sl.Dimensions[0] == batch)) {
+	}
+	if write {
+		if sl := inputs[slotAt].Shape; sl.DType != dtypes.Int32 || !(sl.Rank() == 0 || (sl.Rank() == 1 && sl.Dimensions[0] == batch)) {
 			return nil, nil, errors.Errorf("%s: NewSlot %s: want Int32 [%d] or a scalar", op, sl, batch)
 		}
 	}
@@ -131,7 +151,7 @@ func decodeAttention(f *gobackend.Function, query, key, value compute.Value, lay
 		tableOK := func(s shapes.Shape) bool {
 			return s.Equal(shapes.Make(dtypes.Float32, batch, dim)) || s.Equal(shapes.Make(dtypes.Float32, batch, 1, 1, dim))
 		}
-		if c, s := inputs[7].Shape, inputs[8].Shape; !tableOK(c) || !tableOK(s) {
+		if c, s := inputs[ropeAt].Shape, inputs[ropeAt+1].Shape; !tableOK(c) || !tableOK(s) {
 			return nil, nil, errors.Errorf("%s: RopeCos %s and RopeSin %s: want Float32 [%d, %d] or [%d, 1, 1, %d]", op, c, s, batch, dim, batch, dim)
 		}
 		if r := options.RopeRotary; r != 0 {
@@ -145,12 +165,12 @@ func decodeAttention(f *gobackend.Function, query, key, value compute.Value, lay
 	if scale == 0 {
 		scale = 1 / math.Sqrt(float64(dim))
 	}
-	data := &flashAttnData{heads: heads, kvHeads: kvHeads, scale: float32(scale), softcap: float32(options.Softcap), decode: true, write: write}
+	data := &flashAttnData{heads: heads, kvHeads: kvHeads, scale: float32(scale), softcap: float32(options.Softcap), decode: true, write: write, packed: packed}
 	if rope {
 		data.rope, data.rotary, data.qscale = true, rotary, float32(options.QueryScale)
 	}
-	lse := shapes.Make(dtypes.Float32, batch, heads, q.Dimensions[2])
-	outs := []shapes.Shape{q.Clone(), lse}
+	lse := shapes.Make(dtypes.Float32, batch, heads, nq)
+	outs := []shapes.Shape{shapes.Make(dtypes.Float32, batch, heads, nq, dim), lse}
 	if write {
 		outs = append(outs, k.Clone(), v.Clone())
 	}
@@ -184,16 +204,32 @@ func decodeCache(backend *gobackend.Backend, node *gobackend.Node, inputs []*gob
 // writes, the updated key and value caches).
 func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobackend.Buffer, inputsOwned []bool) ([]*gobackend.Buffer, error) {
 	data := node.Data.(*flashAttnData)
-	qs, ks := inputs[0].RawShape, inputs[1].RawShape
-	b, nq, d := qs.Dimensions[0], qs.Dimensions[2], qs.Dimensions[3]
+	outShape, ks := node.MultiOutputsShapes[0], inputs[1].RawShape
+	b, nq, d := outShape.Dimensions[0], outShape.Dimensions[2], outShape.Dimensions[3]
 	hk, s := data.kvHeads, ks.Dimensions[ks.Rank()-2]
 	grp := data.heads / hk
 	q := inputs[0].Flat.([]float32)
 	mask := inputs[3].Flat.([]bool)
+	// The offsets of a work item's query rows and new key and value rows (PackedQKV: all three in
+	// the query input, one row of (heads + 2·kv)·d floats per batch row).
+	qAt := func(item int) int { return item * grp * nq * d }
+	kAt := func(item int) int { return item * d }
+	vAt := kAt
+	slotAt, ropeAt := 6, 7
 	var newK, newV []float32
 	var slots []int32
+	switch {
+	case data.packed:
+		w := (data.heads + 2*hk) * d
+		qAt = func(item int) int { return item/hk*w + item%hk*grp*d }
+		kAt = func(item int) int { return item/hk*w + (data.heads+item%hk)*d }
+		vAt = func(item int) int { return item/hk*w + (data.heads+hk+item%hk)*d }
+		newK, newV, slotAt, ropeAt = q, q, 4, 5
+	case data.write:
+		newK, newV = inputs[4].Flat.([]float32), inputs[5].Flat.([]float32)
+	}
 	if data.write {
-		newK, newV, slots = inputs[4].Flat.([]float32), inputs[5].Flat.([]float32), inputs[6].Flat.([]int32)
+		slots = inputs[slotAt].Flat.([]int32)
 		for _, sl := range slots {
 			if sl < 0 || int(sl) >= s {
 				return nil, errors.Errorf("decode attention: cache slot %d out of range [0, %d)", sl, s)
@@ -202,7 +238,7 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 	}
 	var cos, sin []float32
 	if data.rope {
-		cos, sin = inputs[7].Flat.([]float32), inputs[8].Flat.([]float32)
+		cos, sin = inputs[ropeAt].Flat.([]float32), inputs[ropeAt+1].Flat.([]float32)
 	}
 	var kBuf, vBuf *gobackend.Buffer
 	if data.write {
@@ -267,16 +303,16 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 				if len(slots) > 1 {
 					sl = int(slots[bi])
 				}
-				nk := newK[item*d : (item+1)*d]
+				nk := newK[kAt(item) : kAt(item)+d]
 				if data.rope {
 					ropeRow(w.kr[:d], nk, cos[bi*d:(bi+1)*d], sin[bi*d:(bi+1)*d], data.rotary)
 					nk = w.kr[:d]
 				}
 				addRow(kHead[sl*d:(sl+1)*d], nk)
-				addRow(vHead[sl*d:(sl+1)*d], newV[item*d:(item+1)*d])
+				addRow(vHead[sl*d:(sl+1)*d], newV[vAt(item):vAt(item)+d])
 			}
 			r0 := item * rows // = (bi·heads + kh·grp)·nq: the item's first query row
-			qi := q[r0*d : (r0+rows)*d]
+			qi := q[qAt(item) : qAt(item)+rows*d]
 			if data.rope { // every query row of batch row bi has bi's position
 				for r := range rows {
 					ropeRow(w.qr[r*d:(r+1)*d], qi[r*d:(r+1)*d], cos[bi*d:(bi+1)*d], sin[bi*d:(bi+1)*d], data.rotary)

@@ -57,6 +57,7 @@ type flashAttnData struct {
 	rope           bool    // Temper fork: decode attention that rotates q and NewKey (RopeCos…)
 	rotary         int     // Temper fork: rotated features with rope (the first rotary of d)
 	qscale         float32 // Temper fork: with rope, the rotated query rows' factor (0: none)
+	packed         bool    // Temper fork: decode attention whose query input holds q, k and v rows (PackedQKV)
 }
 
 func (d *flashAttnData) EqualNodeData(other gobackend.NodeDataComparable) bool {
@@ -65,12 +66,12 @@ func (d *flashAttnData) EqualNodeData(other gobackend.NodeDataComparable) bool {
 
 // decodeOnlyFields are the config fields only the decode attention implements (Temper fork): a
 // request setting any of them elsewhere is refused, naming them, rather than computed without them.
-const decodeOnlyFields = "NewKey, NewValue, NewSlot (cache writes) and RopeCos, RopeSin, RopeRotary, QueryScale (RoPE)"
+const decodeOnlyFields = "NewKey, NewValue, NewSlot (cache writes), PackedQKV and RopeCos, RopeSin, RopeRotary, QueryScale (RoPE)"
 
 // decodeOnly reports whether options set one of decodeOnlyFields.
 func decodeOnly(o *compute.ScaledDotProductAttentionConfig) bool {
 	return o.NewKey != nil || o.NewValue != nil || o.NewSlot != nil || o.RopeCos != nil || o.RopeSin != nil ||
-		o.RopeRotary != 0 || o.QueryScale != 0
+		o.RopeRotary != 0 || o.QueryScale != 0 || o.PackedQKV
 }
 
 // flashAttention builds the forward node: outputs [batch, heads, seq, head_dim] and the
