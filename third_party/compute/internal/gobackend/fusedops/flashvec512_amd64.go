@@ -195,21 +195,25 @@ func decodeSoftmax512(sc []float32, nr, n int, scale float32, scaleMax bool, mx,
 	one, bias := archsimd.BroadcastFloat32x16(1), archsimd.BroadcastInt32x16(127)
 	lowest, highest, zeroAt := archsimd.BroadcastFloat32x16(-87), archsimd.BroadcastFloat32x16(88), archsimd.BroadcastFloat32x16(-104)
 	const all = 1<<16 - 1
+	chunks := (n + 15) / 16
+	var tail [16]float32 // the last n − n16 scores of a row, then copies of its max (e^0)
 	for r := range nr {
 		row := unsafe.Add(base, uintptr(r)*rowBytes)
 		mv := archsimd.BroadcastFloat32x16(mx[r])
+		if n16 < n {
+			mv.Store(&tail)
+			copy(tail[:], sc[r*n+n16:(r+1)*n])
+		}
 		acc := bc(0)
-		for i := 0; i < n; i += 16 {
-			var x archsimd.Float32x16
-			if i < n16 {
-				x = archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(row, uintptr(i)*4))).Sub(mv)
-			} else { // the last n − i < 16: the other lanes 0 (e^0, neither stored nor added)
-				valid := archsimd.Mask32x16FromBits(uint16(all >> (16 - (n - i))))
-				x = archsimd.LoadFloat32x16SlicePart(sc[r*n+i : (r+1)*n]).Sub(mv).Masked(valid)
+		for c := range chunks {
+			p := &tail
+			if c*16 < n16 {
+				p = (*[16]float32)(unsafe.Add(row, uintptr(c)*64))
 			}
+			x := archsimd.LoadFloat32x16(p).Sub(mv)
+			inRange := x.GreaterEqual(lowest).ToBits() & x.LessEqual(highest).ToBits()
 			var e archsimd.Float32x16
-			inRange := x.GreaterEqual(lowest).And(x.LessEqual(highest))
-			if inRange.Or(x.Less(zeroAt)).ToBits() != all {
+			if inRange|x.Less(zeroAt).ToBits() != all {
 				// A subnormal, overflowing or NaN input: this vector element by element.
 				var tmp [16]float32
 				x.Store(&tmp)
@@ -221,23 +225,21 @@ func decodeSoftmax512(sc []float32, nr, n int, scale float32, scaleMax bool, mx,
 				x = x.Max(lowest) // lanes below e^-104 compute a finite value that Masked zeroes
 				z := x.Mul(log2e).Add(half).FloorScaled(0)
 				g := x.Sub(z.Mul(hi)).Sub(z.Mul(lo))
-				p := p7.Mul(g).Add(p6).Mul(g).Add(p5).Mul(g).Add(p4).Mul(g).Add(p3).Mul(g).Add(p2).Mul(g.Mul(g)).Add(g).Add(one)
+				q := p7.Mul(g).Add(p6).Mul(g).Add(p5).Mul(g).Add(p4).Mul(g).Add(p3).Mul(g).Add(p2).Mul(g.Mul(g)).Add(g).Add(one)
 				scale := z.ConvertToInt32().Add(bias).ShiftAllLeft(23).AsFloat32x16()
-				e = scale.Mul(p).Masked(inRange)
+				e = scale.Mul(q).Masked(archsimd.Mask32x16FromBits(inRange))
 			}
-			if i < n16 {
-				e.Store((*[16]float32)(unsafe.Add(row, uintptr(i)*4)))
-			} else {
-				e.StoreSlicePart(sc[r*n+i : (r+1)*n])
-			}
-			if i+8 <= n {
+			e.Store(p)
+			if p != &tail {
+				acc = acc.Add(e.GetLo()).Add(e.GetHi())
+			} else if n-n16 >= 8 {
 				acc = acc.Add(e.GetLo())
-				if i+16 <= n {
-					acc = acc.Add(e.GetHi())
-				}
 			}
 		}
 		acc.Store(&lanes[r])
+		if n16 < n {
+			copy(sc[r*n+n16:(r+1)*n], tail[:])
+		}
 	}
 	archsimd.ClearAVXUpperBits()
 	for r := range nr {
