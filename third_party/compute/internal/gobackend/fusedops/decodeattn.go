@@ -430,8 +430,8 @@ func decodeRows(data *flashAttnData, o, lse, q, kHead, vHead []float32, vis []in
 			sums[r] = vecSum(row)
 		}
 	}
-	for r := range nr {
-		lse[r] = mx[r] + float32(math.Log(float64(sums[r])))
+	for r := range nr { // Log32: float32(math.Log(float64(x))) bit for bit, cheaper on [1, 2^25)
+		lse[r] = mx[r] + fastmath.Log32(sums[r])
 	}
 	groupAccumulate(o, sc, nr, vHead, vis)
 	if !decodeDivVector(o, nr, &sums) {
