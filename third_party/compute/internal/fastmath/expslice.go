@@ -48,6 +48,20 @@ const (
 	expP2    = float32(5.0000001201e-1)
 )
 
+// The constants of ExpPoly32, for vector loops outside this package that compute it lane by lane
+// (Temper fork: the decode attention's softmax, fusedops/flashvec512_amd64.go).
+const (
+	ExpLog2E = expLog2E
+	ExpLn2Hi = expLn2Hi
+	ExpLn2Lo = expLn2Lo
+	ExpP7    = expP7
+	ExpP6    = expP6
+	ExpP5    = expP5
+	ExpP4    = expP4
+	ExpP3    = expP3
+	ExpP2    = expP2
+)
+
 // ExpPoly32 is Cephes' expf for x in [-87, 88], in float32 arithmetic throughout (relative error
 // below 2e-7): n = floor(x·log2e + 1/2), g = x − n·ln2 (split), e^g by a degree-7 polynomial,
 // scaled by 2^n through the exponent bits.

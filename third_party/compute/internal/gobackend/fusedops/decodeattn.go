@@ -438,30 +438,43 @@ func decodeRows(data *flashAttnData, o, lse, q, kHead, vHead []float32, vis []in
 		return
 	}
 	groupScores(sc, q, nr, kHead, vis)
-	sums := [decodeGroup]float32{}
-	for r := range nr {
-		row := sc[r*n : (r+1)*n]
-		var mx float32
-		if c := data.softcap; c > 0 {
+	sc = sc[:nr*n]
+	var mx, sums [decodeGroup]float32
+	c := data.softcap
+	if c > 0 {
+		for r := range nr {
+			row := sc[r*n : (r+1)*n]
 			if data.scale != 1 {
 				vecScale(row, data.scale)
 			}
 			for y, x := range row { // the same float32 operations as cap·tanh(x/cap) in the graph
 				row[y] = float32(math.Tanh(float64(x/c))) * c
 			}
-			mx = vecMax(row)
-		} else { // scale and maximum in one pass (a scale of 1 leaves every x as it is)
-			mx = vecScaleMax(row, data.scale)
+			mx[r] = vecMax(row)
 		}
-		vecSubScalar(row, mx)
-		fastmath.Exp32Slice(row, row)
-		sums[r] = vecSum(row)
-		lse[r] = mx + float32(math.Log(float64(sums[r])))
+	}
+	// Scale and maximum in one pass (a scale of 1 leaves every x as it is), then e^(x − max) and
+	// the sum: all the rows in one call where the machine allows (decodeSoftmaxVector), else row by row.
+	if !decodeSoftmaxVector(sc, nr, n, data.scale, c <= 0, &mx, &sums) {
+		for r := range nr {
+			row := sc[r*n : (r+1)*n]
+			if c <= 0 {
+				mx[r] = vecScaleMax(row, data.scale)
+			}
+			vecSubScalar(row, mx[r])
+			fastmath.Exp32Slice(row, row)
+			sums[r] = vecSum(row)
+		}
+	}
+	for r := range nr { // Log32: float32(math.Log(float64(x))) bit for bit, cheaper on [1, 2^25)
+		lse[r] = mx[r] + fastmath.Log32(sums[r])
 	}
 	groupAccumulate(o, sc, nr, vHead, vis)
-	d := len(o) / nr
-	for r := range nr {
-		vecDiv(o[r*d:(r+1)*d], sums[r])
+	if !decodeDivVector(o, nr, &sums) {
+		d := len(o) / nr
+		for r := range nr {
+			vecDiv(o[r*d:(r+1)*d], sums[r])
+		}
 	}
 }
 

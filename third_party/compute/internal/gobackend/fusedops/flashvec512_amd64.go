@@ -9,6 +9,7 @@ import (
 	"simd/archsimd"
 	"unsafe"
 
+	"github.com/gomlx/compute/internal/fastmath"
 	"github.com/gomlx/compute/support/envutil"
 )
 
@@ -127,4 +128,149 @@ func scores512(nr, d int, sc *float32, ldsc int, q, keys *float32, vis *int32, n
 	default:
 		scores2x32Asm(sc, ldsc, q, keys, vis, n)
 	}
+}
+
+// decodeSoftmax512 is decodeSoftmaxVector on AVX-512: the softmax of decodeRows for the nr rows
+// sc [nr, n] (n > 0) together, in fewer passes than vecScaleMax, vecSubScalar, Exp32Slice and
+// vecSum row by row, with the same float32 operations in the same order, so the same bits:
+//
+//   - with scaleMax: scale and maximum as vecScaleMax (eight lanes of VMAXPS in its order, the
+//     lanes then the tail by the same scalar compares) into mx; else mx holds the maxima;
+//   - e^(x − max) as vecSubScalar then Exp32Slice (ExpPoly32 lane by lane, Exp32Exact for a
+//     vector with an input outside [-87, 88] other than below −104), 16 at a time, the last
+//     (fewer than 16) by a masked vector, stored over the scores;
+//   - the sum as vecSum: eight running lanes over the whole vectors of eight (the low then the
+//     high half of each 16), the same tree, then the tail in order, into sums.
+//
+// The vector passes run for all the rows, then the scalar reductions (after clearing the upper
+// vector bits: Go's scalar float code is non-VEX SSE, which waits on dirty upper halves).
+func decodeSoftmax512(sc []float32, nr, n int, scale float32, scaleMax bool, mx, sums *[decodeGroup]float32) bool {
+	if !vecAVX512 || nr < 1 || nr > decodeGroup || n <= 0 || len(sc) < nr*n {
+		return false
+	}
+	sc = sc[:nr*n]
+	base := unsafe.Pointer(unsafe.SliceData(sc))
+	n8, n16 := n&^7, n&^15
+	rowBytes := uintptr(n) * 4
+	var lanes [decodeGroup][8]float32
+	if scaleMax {
+		if n8 > 0 {
+			cv := bc(scale)
+			for r := range nr {
+				row := unsafe.Add(base, uintptr(r)*rowBytes)
+				acc := bc(negInf)
+				for off := uintptr(0); off < uintptr(n8)*4; off += 32 {
+					y := ldp(row, off).Mul(cv)
+					stp(y, row, off)
+					acc = acc.Max(y)
+				}
+				acc.Store(&lanes[r])
+			}
+			archsimd.ClearAVXUpperBits()
+		}
+		for r := range nr {
+			m := negInf
+			if n8 > 0 {
+				for _, v := range lanes[r] {
+					if v > m {
+						m = v
+					}
+				}
+			}
+			row := sc[r*n : (r+1)*n]
+			for i := n8; i < len(row); i++ {
+				row[i] *= scale
+				if row[i] > m {
+					m = row[i]
+				}
+			}
+			mx[r] = m
+		}
+	}
+	log2e, half := archsimd.BroadcastFloat32x16(fastmath.ExpLog2E), archsimd.BroadcastFloat32x16(0.5)
+	hi, lo := archsimd.BroadcastFloat32x16(fastmath.ExpLn2Hi), archsimd.BroadcastFloat32x16(fastmath.ExpLn2Lo)
+	p7, p6 := archsimd.BroadcastFloat32x16(fastmath.ExpP7), archsimd.BroadcastFloat32x16(fastmath.ExpP6)
+	p5, p4 := archsimd.BroadcastFloat32x16(fastmath.ExpP5), archsimd.BroadcastFloat32x16(fastmath.ExpP4)
+	p3, p2 := archsimd.BroadcastFloat32x16(fastmath.ExpP3), archsimd.BroadcastFloat32x16(fastmath.ExpP2)
+	one, bias := archsimd.BroadcastFloat32x16(1), archsimd.BroadcastInt32x16(127)
+	lowest, highest, zeroAt := archsimd.BroadcastFloat32x16(-87), archsimd.BroadcastFloat32x16(88), archsimd.BroadcastFloat32x16(-104)
+	const all = 1<<16 - 1
+	chunks := (n + 15) / 16
+	var tail [16]float32 // the last n − n16 scores of a row, then copies of its max (e^0)
+	for r := range nr {
+		row := unsafe.Add(base, uintptr(r)*rowBytes)
+		mv := archsimd.BroadcastFloat32x16(mx[r])
+		if n16 < n {
+			mv.Store(&tail)
+			copy(tail[:], sc[r*n+n16:(r+1)*n])
+		}
+		acc := bc(0)
+		for c := range chunks {
+			p := &tail
+			if c*16 < n16 {
+				p = (*[16]float32)(unsafe.Add(row, uintptr(c)*64))
+			}
+			x := archsimd.LoadFloat32x16(p).Sub(mv)
+			inRange := x.GreaterEqual(lowest).ToBits() & x.LessEqual(highest).ToBits()
+			var e archsimd.Float32x16
+			if inRange|x.Less(zeroAt).ToBits() != all {
+				// A subnormal, overflowing or NaN input: this vector element by element.
+				var tmp [16]float32
+				x.Store(&tmp)
+				for j, v := range tmp {
+					tmp[j] = fastmath.Exp32Exact(v)
+				}
+				e = archsimd.LoadFloat32x16(&tmp)
+			} else {
+				x = x.Max(lowest) // lanes below e^-104 compute a finite value that Masked zeroes
+				z := x.Mul(log2e).Add(half).FloorScaled(0)
+				g := x.Sub(z.Mul(hi)).Sub(z.Mul(lo))
+				q := p7.Mul(g).Add(p6).Mul(g).Add(p5).Mul(g).Add(p4).Mul(g).Add(p3).Mul(g).Add(p2).Mul(g.Mul(g)).Add(g).Add(one)
+				scale := z.ConvertToInt32().Add(bias).ShiftAllLeft(23).AsFloat32x16()
+				e = scale.Mul(q).Masked(archsimd.Mask32x16FromBits(inRange))
+			}
+			e.Store(p)
+			if p != &tail {
+				acc = acc.Add(e.GetLo()).Add(e.GetHi())
+			} else if n-n16 >= 8 {
+				acc = acc.Add(e.GetLo())
+			}
+		}
+		acc.Store(&lanes[r])
+		if n16 < n {
+			copy(sc[r*n+n16:(r+1)*n], tail[:])
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	for r := range nr {
+		l := &lanes[r]
+		s := ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]))
+		row := sc[r*n : (r+1)*n]
+		for i := n8; i < len(row); i++ {
+			s += row[i]
+		}
+		sums[r] = s
+	}
+	return true
+}
+
+// decodeDiv512 is decodeDivVector on AVX-512: row r of o [nr, d] divided by sums[r], 16 at a
+// time (each element x/c as vecDiv's, so the same bits).
+func decodeDiv512(o []float32, nr int, sums *[decodeGroup]float32) bool {
+	d := len(o) / max(nr, 1)
+	if !vecAVX512 || nr < 1 || nr > decodeGroup || d%16 != 0 || len(o) != nr*d {
+		return false
+	}
+	op := unsafe.Pointer(unsafe.SliceData(o))
+	db := uintptr(d) * 4
+	for r := range nr {
+		c := archsimd.BroadcastFloat32x16(sums[r])
+		row := unsafe.Add(op, uintptr(r)*db)
+		for off := uintptr(0); off < db; off += 64 {
+			p := (*[16]float32)(unsafe.Add(row, off))
+			archsimd.LoadFloat32x16(p).Div(c).Store(p)
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	return true
 }

@@ -595,3 +595,15 @@ func ropeVector(dst, x, cos, sin []float32, half int) int {
 	}
 	return n
 }
+
+// decodeSoftmaxVector is decodeRows' softmax of the rows sc [nr, n] (Temper fork: AVX-512 only,
+// decodeSoftmax512; false elsewhere).
+func decodeSoftmaxVector(sc []float32, nr, n int, scale float32, scaleMax bool, mx, sums *[decodeGroup]float32) bool {
+	return decodeSoftmax512(sc, nr, n, scale, scaleMax, mx, sums)
+}
+
+// decodeDivVector is decodeRows' final division of the rows of o by their sums (Temper fork:
+// AVX-512 only, decodeDiv512; false elsewhere).
+func decodeDivVector(o []float32, nr int, sums *[decodeGroup]float32) bool {
+	return decodeDiv512(o, nr, sums)
+}

@@ -27,3 +27,8 @@ func groupAccumulateVector(o, p []float32, nr int, values []float32, vis []int32
 }
 
 func ropeVector(dst, x, cos, sin []float32, half int) int { return 0 }
+
+func decodeSoftmaxVector(sc []float32, nr, n int, scale float32, scaleMax bool, mx, sums *[decodeGroup]float32) bool {
+	return false
+}
+func decodeDivVector(o []float32, nr int, sums *[decodeGroup]float32) bool { return false }
