@@ -45,6 +45,11 @@ type FunctionExecutable struct {
 
 	// ExecutionBuffersPool allows reuse of execution buffers.
 	ExecutionBuffersPool sync.Pool
+
+	// Temper fork: prewake[i] is whether executing Schedule[i] should first wake the backend's
+	// parked worker helpers (prewake.go); computed once, on the first sequential execution.
+	prewakeOnce sync.Once
+	prewake     []bool
 }
 
 // newFunctionExecutable creates a FunctionExecutable for the given function.
@@ -295,7 +300,8 @@ func (fe *FunctionExecutable) executeSequentially(backend *Backend, execBuf *fun
 		execBuf.opInputsOwned = nil
 	}()
 
-	for _, nodeIdx := range fe.Schedule {
+	fe.prewakeOnce.Do(fe.planPrewake)
+	for pos, nodeIdx := range fe.Schedule {
 		if execBuf.results[nodeIdx] != nil {
 			// Already computed (parameter)
 			continue
@@ -303,6 +309,9 @@ func (fe *FunctionExecutable) executeSequentially(backend *Backend, execBuf *fun
 		if fe.NumUses[nodeIdx] == 0 {
 			// Not used by any output: this effectively performs a dead code elimination (DCE).
 			continue
+		}
+		if fe.prewake[pos] && backend.Workers != nil { // Temper fork: prewake.go
+			backend.Workers.Prewake()
 		}
 
 		node := fe.Function.Nodes[nodeIdx]

@@ -239,3 +239,21 @@ type spinFields struct {
 	spinnerPtr  atomic.Pointer[spinner]
 	spinStopped bool // guarded by spinMu
 }
+
+// Prewake wakes the pool's parked persistent helpers without work, so that they spin (for
+// DefaultSpin) and join the next Saturate at once instead of after a wake-up (Temper fork: the
+// executor calls it a few nodes before an op that splits its work). Only a hint: without
+// persistent helpers, or with all of them spinning, it does nothing.
+func (w *Pool) Prewake() {
+	s := w.spinnerPtr.Load()
+	if s == nil {
+		return
+	}
+	for n := int(s.started.Load()) - int(s.spinning.Load()); n > 0; n-- {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+			return // enough tokens wait already
+		}
+	}
+}

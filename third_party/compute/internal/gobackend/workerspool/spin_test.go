@@ -243,3 +243,44 @@ func BenchmarkSaturateDecodeLike(b *testing.B) {
 		})
 	}
 }
+
+// TestPrewake: Prewake sets parked helpers spinning again (they then join the next Saturate), and
+// is a no-op without persistent helpers or after Stop.
+func TestPrewake(t *testing.T) {
+	withProcs(t, 3)
+	pool := New()
+	pool.SetMaxParallelism(-1)
+	pool.SetSpin(2 * time.Millisecond)
+	pool.Prewake() // no helpers started yet: nothing to wake
+	done := make([]atomic.Int32, 20)
+	queue(t, pool, done, false)
+	s := pool.spinnerPtr.Load()
+	if s == nil {
+		t.Fatal("no persistent helpers after a Saturate")
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s (%d of %d helpers spinning)", what, s.spinning.Load(), s.started.Load())
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	waitFor("the helpers to park", func() bool { return s.spinning.Load() == 0 })
+	pool.Prewake()
+	waitFor("a woken helper to spin", func() bool { return s.spinning.Load() > 0 })
+	done = make([]atomic.Int32, 20)
+	queue(t, pool, done, false)
+	for i := range done {
+		if done[i].Load() != 1 {
+			t.Errorf("item %d done %d times", i, done[i].Load())
+		}
+	}
+	pool.Stop()
+	pool.Prewake() // stopped: nothing to wake, no panic
+	noSpin := New()
+	noSpin.SetSpin(0)
+	noSpin.Prewake()
+}

@@ -1,0 +1,46 @@
+// Copyright 2023-2026 The GoMLX Authors. SPDX-License-Identifier: Apache-2.0
+// Temper fork: see third_party/README.md.
+
+package gobackend
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/gomlx/compute"
+)
+
+// TestPlanPrewake: the executor wakes the workers' helpers at the (up to three) executed nodes
+// before a DotGeneral or fused attention, not at the parallel ops themselves, and skips
+// parameters, constants and unused nodes when counting.
+func TestPlanPrewake(t *testing.T) {
+	P, C, D := compute.OpTypeParameter, compute.OpTypeConstant, compute.OpTypeDotGeneral
+	A, N, E := compute.OpTypeFusedScaledDotProductAttention, compute.OpTypeNeg, compute.OpTypeExp
+	for _, tc := range []struct {
+		name   string
+		ops    []compute.OpType
+		unused []int
+		want   []bool
+	}{
+		{"three before", []compute.OpType{P, N, E, N, N, D}, nil, []bool{false, false, true, true, true, false}},
+		{"parameters and constants not counted", []compute.OpType{N, P, C, E, D}, nil, []bool{true, false, false, true, false}},
+		{"unused node not counted", []compute.OpType{N, E, N, E, A}, []int{2}, []bool{true, true, false, true, false}},
+		{"parallel ops back to back", []compute.OpType{D, A, N, D}, nil, []bool{false, false, true, false}},
+		{"none", []compute.OpType{P, N, E, N}, nil, []bool{false, false, false, false}},
+	} {
+		fe := &FunctionExecutable{Function: &Function{}}
+		for i, op := range tc.ops {
+			fe.Function.Nodes = append(fe.Function.Nodes, &Node{OpType: op})
+			fe.Schedule = append(fe.Schedule, i)
+			uses := 1
+			if slices.Contains(tc.unused, i) {
+				uses = 0
+			}
+			fe.NumUses = append(fe.NumUses, uses)
+		}
+		fe.planPrewake()
+		if !slices.Equal(fe.prewake, tc.want) {
+			t.Errorf("%s: prewake %v, want %v", tc.name, fe.prewake, tc.want)
+		}
+	}
+}
