@@ -9,8 +9,9 @@ import "github.com/gomlx/compute"
 // backend's workers the sequential executor wakes their parked helpers.
 const prewakeAhead = 3
 
-// planPrewake marks the schedule positions a few executed nodes before each op that usually runs
-// on all workers (DotGeneral, the fused attention), when the node there is not such an op itself:
+// planPrewake marks the schedule position prewakeAhead executed nodes before each op that usually
+// runs on all workers (DotGeneral, the fused attention), or the first node after the previous such
+// op when they are closer:
 // executing it first wakes the pool's parked helpers (workerspool Pool.Prewake), so that they are
 // spinning when the op publishes its work. A helper parks after DefaultSpin without work, and
 // waking it takes tens of microseconds on a VM: a decoding step's first projection found it parked
@@ -30,11 +31,19 @@ func (fe *FunctionExecutable) planPrewake() {
 		op := fe.Function.Nodes[idx].OpType
 		return fe.NumUses[idx] > 0 && op != compute.OpTypeParameter && op != compute.OpTypeConstant
 	}
+	// Only the first of the (up to prewakeAhead) nodes before a parallel op wakes: a woken helper
+	// counts as spinning only once it runs, so waking again from the next nodes would queue tokens
+	// that each keep a helper spinning another DefaultSpin later.
+	marked := false // the previous executed node was marked
 	for pos, idx := range fe.Schedule {
-		if !executed(idx) || parallel(idx) {
+		if !executed(idx) {
 			continue
 		}
-		seen := 0
+		if parallel(idx) {
+			marked = false
+			continue
+		}
+		seen, wake := 0, false
 		for next := pos + 1; next < len(fe.Schedule) && seen < prewakeAhead; next++ {
 			j := fe.Schedule[next]
 			if !executed(j) {
@@ -42,9 +51,11 @@ func (fe *FunctionExecutable) planPrewake() {
 			}
 			seen++
 			if parallel(j) {
-				fe.prewake[pos] = true
+				wake = true
 				break
 			}
 		}
+		fe.prewake[pos] = wake && !marked
+		marked = wake
 	}
 }

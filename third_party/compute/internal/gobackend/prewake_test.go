@@ -10,9 +10,9 @@ import (
 	"github.com/gomlx/compute"
 )
 
-// TestPlanPrewake: the executor wakes the workers' helpers at the (up to three) executed nodes
-// before a DotGeneral or fused attention, not at the parallel ops themselves, and skips
-// parameters, constants and unused nodes when counting.
+// TestPlanPrewake: the executor wakes the workers' helpers once before each DotGeneral or fused
+// attention, at the first of the (up to three) executed nodes before it, never at the parallel ops
+// themselves, skipping parameters, constants and unused nodes when counting.
 func TestPlanPrewake(t *testing.T) {
 	P, C, D := compute.OpTypeParameter, compute.OpTypeConstant, compute.OpTypeDotGeneral
 	A, N, E := compute.OpTypeFusedScaledDotProductAttention, compute.OpTypeNeg, compute.OpTypeExp
@@ -22,10 +22,11 @@ func TestPlanPrewake(t *testing.T) {
 		unused []int
 		want   []bool
 	}{
-		{"three before", []compute.OpType{P, N, E, N, N, D}, nil, []bool{false, false, true, true, true, false}},
-		{"parameters and constants not counted", []compute.OpType{N, P, C, E, D}, nil, []bool{true, false, false, true, false}},
-		{"unused node not counted", []compute.OpType{N, E, N, E, A}, []int{2}, []bool{true, true, false, true, false}},
+		{"three before", []compute.OpType{P, N, E, N, N, D}, nil, []bool{false, false, true, false, false, false}},
+		{"parameters and constants not counted", []compute.OpType{N, P, C, E, D}, nil, []bool{true, false, false, false, false}},
+		{"unused node not counted", []compute.OpType{N, E, N, E, A}, []int{2}, []bool{true, false, false, false, false}},
 		{"parallel ops back to back", []compute.OpType{D, A, N, D}, nil, []bool{false, false, true, false}},
+		{"again after a parallel op", []compute.OpType{N, D, N, N, N, N, A}, nil, []bool{true, false, false, true, false, false, false}},
 		{"none", []compute.OpType{P, N, E, N}, nil, []bool{false, false, false, false}},
 	} {
 		fe := &FunctionExecutable{Function: &Function{}}

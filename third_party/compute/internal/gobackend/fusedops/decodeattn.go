@@ -165,7 +165,8 @@ func decodeAttention(f *gobackend.Function, query, key, value compute.Value, lay
 	if scale == 0 {
 		scale = 1 / math.Sqrt(float64(dim))
 	}
-	data := &flashAttnData{heads: heads, kvHeads: kvHeads, scale: float32(scale), softcap: float32(options.Softcap), decode: true, write: write, packed: packed}
+	data := &flashAttnData{heads: heads, kvHeads: kvHeads, scale: float32(scale), softcap: float32(options.Softcap), decode: true, write: write, packed: packed,
+		slotAt: slotAt, ropeAt: ropeAt}
 	if rope {
 		data.rope, data.rotary, data.qscale = true, rotary, float32(options.QueryScale)
 	}
@@ -215,7 +216,7 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 	qAt := func(item int) int { return item * grp * nq * d }
 	kAt := func(item int) int { return item * d }
 	vAt := kAt
-	slotAt, ropeAt := 6, 7
+	slotAt, ropeAt := data.slotAt, data.ropeAt // where the builder put NewSlot and RopeCos
 	var newK, newV []float32
 	var slots []int32
 	switch {
@@ -224,7 +225,7 @@ func execDecodeAttention(backend *gobackend.Backend, node *gobackend.Node, input
 		qAt = func(item int) int { return item/hk*w + item%hk*grp*d }
 		kAt = func(item int) int { return item/hk*w + (data.heads+item%hk)*d }
 		vAt = func(item int) int { return item/hk*w + (data.heads+hk+item%hk)*d }
-		newK, newV, slotAt, ropeAt = q, q, 4, 5
+		newK, newV = q, q
 	case data.write:
 		newK, newV = inputs[4].Flat.([]float32), inputs[5].Flat.([]float32)
 	}

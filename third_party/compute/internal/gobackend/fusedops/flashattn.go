@@ -58,6 +58,7 @@ type flashAttnData struct {
 	rotary         int     // Temper fork: rotated features with rope (the first rotary of d)
 	qscale         float32 // Temper fork: with rope, the rotated query rows' factor (0: none)
 	packed         bool    // Temper fork: decode attention whose query input holds q, k and v rows (PackedQKV)
+	slotAt, ropeAt int     // Temper fork: decode attention's input indices of NewSlot and RopeCos (RopeSin follows)
 }
 
 func (d *flashAttnData) EqualNodeData(other gobackend.NodeDataComparable) bool {

@@ -93,7 +93,8 @@ func BenchmarkAVX512SmallReg(b *testing.B) {
 // TestAVX512SmallRegByColumns: the product split by column ranges across workers gives the bits of
 // the single-worker kernel, on widths that do and do not divide into whole strips (one batch item:
 // the strips taken from both ends of each worker's range, with their spread prefetches, Temper
-// fork; rows past the eight-row tiles; fewer k than row tiles; more ranges than workers arrive).
+// fork; rows past the eight-row tiles; fewer k than row tiles; more ranges than workers arrive, down
+// to the caller alone).
 func TestAVX512SmallRegByColumns(t *testing.T) {
 	if !archsimd.X86.AVX512() {
 		t.Skip("no AVX-512")
@@ -104,6 +105,14 @@ func TestAVX512SmallRegByColumns(t *testing.T) {
 	}
 	backend := bk.(*gobackend.Backend)
 	defer backend.Finalize()
+	// A pool of one: only the caller arrives, so it takes its own range and every other range from
+	// the back (the path of workers that join late), whatever the machine's core count.
+	sk, err := gobackend.New("parallelism=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	single := sk.(*gobackend.Backend)
+	defer single.Finalize()
 	rng := rand.New(rand.NewPCG(31, 32))
 	for _, s := range []struct{ B, M, N, K int }{{1, 64, 256, 48}, {1, 7, 100, 33}, {2, 5, 70, 9}, {1, 64, 2048, 40}, {1, 64, 2048, 384}, {1, 13, 96, 7}, {1, 64, 80, 3}, {1, 9, 64, 1}, {1, 16, 65, 5}, {1, 72, 640, 20}} {
 		lhs := make([]float32, s.B*s.M*s.K)
@@ -116,12 +125,14 @@ func TestAVX512SmallRegByColumns(t *testing.T) {
 		}
 		want := make([]float32, s.B*s.M*s.N)
 		avx512SmallRegFloat32(lhs, rhs, 0, s.B, s.M, s.N, s.K, want)
-		for _, workers := range []int{2, 3, 5} {
-			got := make([]float32, len(want))
-			avx512SmallRegByColumns(backend, lhs, rhs, s.B, s.M, s.N, s.K, got, workers)
-			for i := range want {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("%+v, %d workers: [%d] = %g, one worker %g", s, workers, i, got[i], want[i])
+		for _, be := range []*gobackend.Backend{backend, single} {
+			for _, workers := range []int{2, 3, 5} {
+				got := make([]float32, len(want))
+				avx512SmallRegByColumns(be, lhs, rhs, s.B, s.M, s.N, s.K, got, workers)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%+v, %d workers (pool of %d): [%d] = %g, one worker %g", s, workers, be.Workers.AdjustedMaxParallelism(), i, got[i], want[i])
+					}
 				}
 			}
 		}

@@ -6,6 +6,7 @@
 package matmul
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"simd/archsimd"
@@ -102,19 +103,20 @@ func (s *stripRange) back() (int, int) {
 // the 32-column strips are cut into one contiguous range per worker; each worker computes its own
 // range front to back, prefetching each next strip while it computes the current one
 // (smallRegStrip), then takes strips from the back of the others' ranges until none is left. So
-// every worker streams through contiguous weights, the load evens out to one strip whatever time a
-// worker joins, and no strip but each range's first is computed cold. (Items of eight strips taken
+// every worker streams through contiguous weights and the load evens out to one strip whatever time
+// a worker joins; the strips computed cold are each range's first and the first one a worker takes
+// from the back of another range (later ones there are prefetched backwards). (Items of eight strips taken
 // in turn by the workers, as regByColumns does, left each item's first strip cold and the last
 // item's worker alone.) The columns past the last whole strip are one more item. Every element is
 // computed by the same tile as in avx512SmallRegFloat32: same bits.
 func avx512DecodeByStrips(backend *gobackend.Backend, lhs, rhs []float32, M, N, K int, output []float32, workers int) {
 	S := N / 32
-	ranges := make([]stripRange, workers)
+	st := getStripState(workers)
+	defer stripStates.Put(st)
+	ranges, arrivals, tail := st.ranges, &st.arrivals, &st.tail // tail: the columns past the whole strips, taken once
 	for w := range workers {
 		ranges[w].set(w*S/workers, (w+1)*S/workers)
 	}
-	var arrivals atomic.Int64
-	var tail atomic.Bool // the columns past the whole strips, taken once
 	l, r, o := lhs[:M*K], rhs[:K*N], output[:M*N]
 	backend.Workers.Saturate(func() {
 		defer archsimd.ClearAVXUpperBits()
@@ -154,3 +156,28 @@ func avx512DecodeByStrips(backend *gobackend.Backend, lhs, rhs []float32, M, N, 
 
 // decodeByStrips is false when GOMLX_DECODE_STRIPS=false (the previous split, for measurements).
 var decodeByStrips = envutil.MustReadBool("GOMLX_DECODE_STRIPS", true)
+
+// stripState is avx512DecodeByStrips' shared state for one product, pooled (a decode step runs a
+// few hundred products).
+type stripState struct {
+	ranges   []stripRange
+	arrivals atomic.Int64
+	tail     atomic.Bool
+}
+
+var stripStates sync.Pool
+
+// getStripState returns a reset state with one range per worker.
+func getStripState(workers int) *stripState {
+	st, _ := stripStates.Get().(*stripState)
+	if st == nil {
+		st = &stripState{}
+	}
+	if cap(st.ranges) < workers {
+		st.ranges = make([]stripRange, workers)
+	}
+	st.ranges = st.ranges[:workers]
+	st.arrivals.Store(0)
+	st.tail.Store(false)
+	return st
+}
