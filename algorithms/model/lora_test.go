@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gm "github.com/gomlx/gomlx/ml/model"
 
+	"github.com/temperml/temper/algorithms/sample"
 	"github.com/temperml/temper/algorithms/testbackend"
 )
 
@@ -392,5 +393,66 @@ func TestLoRACostModel(t *testing.T) {
 		if got := loraMergedCheaper(tc.n, tc.in, tc.width, tc.k, tc.r, tc.training); got != tc.wantMerged {
 			t.Errorf("%s: merged=%v, want %v", tc.name, got, tc.wantMerged)
 		}
+	}
+}
+
+// TestLoRACachedDecodeMatchesMerged: cached generation with adapters attached — whose decode step
+// reads q, k and v in place from the adapted fused projection (decodeAttentionPacked through
+// fusedLinear) — generates what the merged weights generate, in both adapter formulations, with
+// log-probs within 1e-5; and the adapters change what is generated (else the test proves nothing).
+func TestLoRACachedDecodeMatchesMerged(t *testing.T) {
+	for name, cfg := range tinyConfigs() {
+		t.Run(name, func(t *testing.T) {
+			l := LoRA{Rank: 3, Alpha: 5, Targets: []string{"all-linear"}}
+			w := randomWeights(cfg, 7, 0.15)
+			ad := randomAdapters(t, cfg, l, 11, 0.3)
+			generate := func(store *gm.Store) []Completion {
+				t.Helper()
+				gen, err := NewGenerator(testbackend.Sequential(), store.RootScope(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := gen.Generate(loraRows, sample.Options{MaxNewTokens: 8})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			merged, err := MergeLoRA(cfg, l, w, ad)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := generate(newStore(t, cfg, merged))
+			base := generate(newStore(t, cfg, w))
+			changed := false
+			for r := range want {
+				changed = changed || !slices.Equal(want[r].Tokens, base[r].Tokens)
+			}
+			if !changed {
+				t.Fatal("the adapters change no generated token: the test proves nothing")
+			}
+			for _, mode := range []string{loraExplicit, loraMerged} {
+				withMode(t, mode)
+				store := newStore(t, cfg, w)
+				if err := AttachLoRA(store.RootScope(), cfg, l); err != nil {
+					t.Fatal(err)
+				}
+				if err := ImportLoRA(store.RootScope(), cfg, ad); err != nil {
+					t.Fatal(err)
+				}
+				got := generate(store)
+				worst := 0.0
+				for r := range want {
+					if !slices.Equal(got[r].Tokens, want[r].Tokens) {
+						t.Fatalf("%s: row %d: adapters generated %v, merged weights %v", mode, r, got[r].Tokens, want[r].Tokens)
+					}
+					worst = max(worst, relDiff(got[r].LogProbs, want[r].LogProbs))
+				}
+				if worst > 1e-5 {
+					t.Fatalf("%s: log-probs differ from the merged weights' by %.3g > 1e-5", mode, worst)
+				}
+				t.Logf("%s: same tokens as the merged weights; log-probs differ by %.2g", mode, worst)
+			}
+		})
 	}
 }
