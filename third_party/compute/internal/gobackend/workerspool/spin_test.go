@@ -250,7 +250,9 @@ func TestPrewake(t *testing.T) {
 	withProcs(t, 3)
 	pool := New()
 	pool.SetMaxParallelism(-1)
-	pool.SetSpin(2 * time.Millisecond)
+	// A long spin, so that a loaded machine descheduling this goroutine for a while cannot make it
+	// miss the woken helpers' spinning window.
+	pool.SetSpin(300 * time.Millisecond)
 	pool.Prewake() // no helpers started yet: nothing to wake
 	done := make([]atomic.Int32, 20)
 	queue(t, pool, done, false)
@@ -268,6 +270,7 @@ func TestPrewake(t *testing.T) {
 			time.Sleep(100 * time.Microsecond)
 		}
 	}
+	waitFor("the helpers to spin after the job", func() bool { return s.spinning.Load() > 0 })
 	waitFor("the helpers to park", func() bool { return s.spinning.Load() == 0 })
 	pool.Prewake()
 	waitFor("a woken helper to spin", func() bool { return s.spinning.Load() > 0 })
