@@ -2,10 +2,9 @@
 # output, byte for byte):
 #   python3 scripts/asm/decodescores512.py > third_party/compute/internal/gobackend/fusedops/decodescores512_amd64.s
 # then `make fork-diff`. The kernels' bits are checked by TestDecodeRowVectorMatchesScalar (fusedops).
-# MASKED=1 emits the variant that loads the second key's chunk with a masked load instead of
-# VINSERTF32X8: measured, same bits, not faster, not kept (the committed file is the default output).
-import sys, os
-MASKED = os.environ.get('MASKED') == '1'
+# (Variants measured and not kept — masked loads instead of VINSERTF32X8, blends in the tree, the query
+# doubled into a stack buffer, rows 0 and 1 in one register — are described in third_party/README.md.)
+import sys
 out = []
 w = out.append
 w("""// Copyright 2023-2026 The GoMLX Authors. SPDX-License-Identifier: Apache-2.0
@@ -66,11 +65,6 @@ DATA scores512IdxB<>+56(SB)/4, $0
 DATA scores512IdxB<>+60(SB)/4, $0
 GLOBL scores512IdxB<>(SB), RODATA|NOPTR, $64
 """)
-if os.environ.get('BLEND') == '1':
-    for nm, vals in [("C", [0, 4, 2, 6, 8, 12, 10, 14]), ("D", [1, 5, 3, 7, 9, 13, 11, 15])]:
-        for i in range(16):
-            w("DATA scores512Idx%s<>+%d(SB)/4, $%d" % (nm, 4 * i, vals[i] if i < 8 else 0))
-        w("GLOBL scores512Idx%s<>(SB), RODATA|NOPTR, $64" % nm)
 
 def func(nr, d):
     db = d * 4
@@ -81,11 +75,7 @@ def func(nr, d):
     w("//")
     w("// sc[r·ldsc + t] = vecDot(q row r, key row vis[t]) for the %d query rows q [%d, %d] and t < n, n a" % (nr, nr, d))
     w("// multiple of 8; key row j at keys + j·%d floats (every vis[t] checked by the caller)." % d)
-    QD = os.environ.get('QDUP') == '1'
-    if QD:
-        w("TEXT ·%s(SB), $%d-48" % (name, nr * (d // 8) * 64))
-    else:
-        w("TEXT ·%s(SB), NOSPLIT, $0-48" % name)
+    w("TEXT ·%s(SB), NOSPLIT, $0-48" % name)
     w("\tMOVQ sc+0(FP), DI")
     w("\tMOVQ ldsc+8(FP), DX")
     w("\tMOVQ q+16(FP), AX")
@@ -94,18 +84,6 @@ def func(nr, d):
     w("\tMOVQ n+40(FP), CX")
     w("\tSHLQ $2, DX")
     w("\tSHRQ $3, CX")
-    if QD:
-        w("\tJEQ done")
-        for r in range(nr):
-            for c in range(d // 8):
-                w("\tVBROADCASTF32X8 %d(AX), Z12" % (r * db + 32 * c))
-                w("\tVMOVUPS Z12, %d(SP)" % ((r * (d // 8) + c) * 64))
-    if os.environ.get('BLEND') == '1':
-        w("\tMOVL $0xf0f0, R8")
-        w("\tKMOVW R8, K1")
-    if MASKED:
-        w("\tMOVL $0xff00, R8")
-        w("\tKMOVW R8, K1")
     w("\tJEQ done")
     w("")
     w("block:")
@@ -121,17 +99,9 @@ def func(nr, d):
         w("\t// chunk %d" % c)
         for p in range(4):
             w("\tVMOVUPS %d(BX)(%s*1), Y%d" % (off, regs[p], 16 + p))
-            if os.environ.get('NOINS') == '1':
-                w("\tVMOVUPS %d(BX)(%s*1), Y%d" % (off, regs[p + 4], 24 + p))
-            elif MASKED:
-                w("\tVMOVUPS %d(BX)(%s*1), K1, Z%d" % (off - 32, regs[p + 4], 16 + p))
-            else:
-                w("\tVINSERTF32X8 $1, %d(BX)(%s*1), Z%d, Z%d" % (off, regs[p + 4], 16 + p, 16 + p))
+            w("\tVINSERTF32X8 $1, %d(BX)(%s*1), Z%d, Z%d" % (off, regs[p + 4], 16 + p, 16 + p))
         for r in range(nr):
-            if QD:
-                w("\tVMOVUPS %d(SP), Z%d" % ((r * (d // 8) + c) * 64, 12 + r))
-            else:
-                w("\tVBROADCASTF32X8 %d(AX), Z%d" % (off + r * db, 12 + r))
+            w("\tVBROADCASTF32X8 %d(AX), Z%d" % (off + r * db, 12 + r))
         for r in range(nr):
             for p in range(4):
                 w("\tVMULPS Z%d, Z%d, Z%d" % (16 + p, 12 + r, 20 + 4 * r + p))
@@ -139,29 +109,12 @@ def func(nr, d):
             for p in range(4):
                 w("\tVADDPS Z%d, Z%d, Z%d" % (20 + 4 * r + p, 4 * r + p, 4 * r + p))
     w("")
-    if os.environ.get('NORED') == '1':
-        for a in range(4 * nr):
-            w("\tVMOVUPS Y%d, %d(DI)" % (a, 0))
-        w("\tADDQ $32, SI")
-        w("\tADDQ $32, DI")
-        w("\tDECQ CX")
-        w("\tJNE block")
-        w("done:")
-        w("\tVZEROUPPER")
-        w("\tRET")
-        return
     w("\t// Rows 0 and 1: [row 0 key p | row 0 key p+4 | row 1 key p | row 1 key p+4] of lanes l + l+4")
     w("\t// (Z16+p), then the pairs of two such (Z24: p = 0, 1; Z26: p = 2, 3), then the pairs of")
     w("\t// those: [row 0 keys 0..7 | row 1 keys 0..7].")
-    BL = os.environ.get('BLEND') == '1'
     for p in range(4):
-        if BL:
-            w("\tVBLENDMPS Z%d, Z%d, K1, Z%d" % (4 + p, p, 16 + p))
-            w("\tVBLENDMPS Z%d, Z%d, K1, Z%d" % (p, 4 + p, 20 + p))
-            w("\tVSHUFF32X4 $0xB1, Z%d, Z%d, Z%d" % (20 + p, 20 + p, 20 + p))
-        else:
-            w("\tVSHUFF32X4 $0x88, Z%d, Z%d, Z%d" % (4 + p, p, 16 + p))
-            w("\tVSHUFF32X4 $0xDD, Z%d, Z%d, Z%d" % (4 + p, p, 20 + p))
+        w("\tVSHUFF32X4 $0x88, Z%d, Z%d, Z%d" % (4 + p, p, 16 + p))
+        w("\tVSHUFF32X4 $0xDD, Z%d, Z%d, Z%d" % (4 + p, p, 20 + p))
         w("\tVADDPS Z%d, Z%d, Z%d" % (20 + p, 16 + p, 16 + p))
     w("\tVSHUFPS $0x88, Z17, Z16, Z24")
     w("\tVSHUFPS $0xDD, Z17, Z16, Z25")
@@ -172,30 +125,9 @@ def func(nr, d):
     w("\tVSHUFPS $0x88, Z26, Z24, Z28")
     w("\tVSHUFPS $0xDD, Z26, Z24, Z29")
     w("\tVADDPS Z29, Z28, Z28")
-    if BL:
-        w("\tVMOVUPS X28, (DI)")
-        w("\tVEXTRACTF32X4 $2, Z28, 16(DI)")
-        w("\tVEXTRACTF32X4 $1, Z28, (DI)(DX*1)")
-        w("\tVEXTRACTF32X4 $3, Z28, 16(DI)(DX*1)")
-    else:
-        w("\tVMOVUPS Y28, (DI)")
-        w("\tVEXTRACTF32X8 $1, Z28, (DI)(DX*1)")
-    if nr == 3 and BL:
-        for (a, b, z, t) in [(8, 9, 12, 13), (10, 11, 14, 15)]:
-            w("\tVBLENDMPS Z%d, Z%d, K1, Z%d" % (b, a, z))
-            w("\tVBLENDMPS Z%d, Z%d, K1, Z%d" % (a, b, t))
-            w("\tVSHUFF32X4 $0xB1, Z%d, Z%d, Z%d" % (t, t, t))
-            w("\tVADDPS Z%d, Z%d, Z%d" % (t, z, z))
-        w("\tVSHUFPS $0x88, Z14, Z12, Z15")
-        w("\tVSHUFPS $0xDD, Z14, Z12, Z30")
-        w("\tVADDPS Z30, Z15, Z15")
-        w("\tVMOVDQU32 scores512IdxC<>(SB), Z30")
-        w("\tVMOVDQU32 scores512IdxD<>(SB), Z31")
-        w("\tVPERMPS Z15, Z30, Z30")
-        w("\tVPERMPS Z15, Z31, Z31")
-        w("\tVADDPS Z31, Z30, Z30")
-        w("\tVMOVUPS Y30, (DI)(DX*2)")
-    elif nr == 3:
+    w("\tVMOVUPS Y28, (DI)")
+    w("\tVEXTRACTF32X8 $1, Z28, (DI)(DX*1)")
+    if nr == 3:
         w("\t// Row 2: [keys 0, 4, 1, 5] (Z12) and [keys 2, 6, 3, 7] (Z14) of lanes l + l+4, their pairs")
         w("\t// (Z15), then each score's two pair sums gathered by VPERMPS and added.")
         w("\tVSHUFF32X4 $0x88, Z9, Z8, Z12")
@@ -223,115 +155,6 @@ def func(nr, d):
     w("\tRET")
 
 
-def funcC(nr, d):
-    db = d * 4
-    shift = {32: 7, 64: 8}[d]
-    nch = d // 8
-    name = "scores%dx%dAsm" % (nr, d)
-    w("")
-    w("// func %s(sc *float32, ldsc int, q *float32, keys *float32, vis *int32, n int)" % name)
-    w("//")
-    w("// sc[r·ldsc + t] = vecDot(q row r, key row vis[t]) for the %d query rows q [%d, %d] and t < n, n a" % (nr, nr, d))
-    w("// multiple of 8; key row j at keys + j·%d floats (every vis[t] checked by the caller)." % d)
-    w("TEXT ·%s(SB), NOSPLIT, $%d-48" % (name, 64 * nch))
-    w("\tMOVQ sc+0(FP), DI")
-    w("\tMOVQ ldsc+8(FP), DX")
-    w("\tMOVQ q+16(FP), AX")
-    w("\tMOVQ keys+24(FP), BX")
-    w("\tMOVQ vis+32(FP), SI")
-    w("\tMOVQ n+40(FP), CX")
-    w("\tSHLQ $2, DX")
-    w("\tSHRQ $3, CX")
-    w("\tJEQ done")
-    w("\tMOVL $0xf0f0, R8")
-    w("\tKMOVW R8, K1")
-    w("\tMOVL $0xff00, R8")
-    w("\tKMOVW R8, K2")
-    w("\t// [row 0 chunk c | row 1 chunk c] at 64c(SP)")
-    for c in range(nch):
-        w("\tVMOVUPS %d(AX), Y12" % (32 * c))
-        w("\tVINSERTF32X8 $1, %d(AX), Z12, Z12" % (db + 32 * c))
-        w("\tVMOVUPS Z12, %d(SP)" % (64 * c))
-    w("")
-    w("block:")
-    regs = ["R8", "R9", "R10", "R11", "R12", "R13", "R14", "R15"]
-    for i, r in enumerate(regs):
-        w("\tMOVLQSX %d(SI), %s" % (4 * i, r))
-    for r in regs:
-        w("\tSHLQ $%d, %s" % (shift, r))
-    nacc = 8 + (4 if nr == 3 else 0)
-    for a in range(nacc):
-        w("\tVPXORD Z%d, Z%d, Z%d" % (a, a, a))
-    temps = [14, 15, 28, 29, 30, 31]
-    ti = 0
-    for c in range(nch):
-        off = 32 * c
-        w("\t// chunk %d" % c)
-        w("\tVMOVUPS %d(SP), Z12" % (64 * c))
-        if nr == 3:
-            w("\tVBROADCASTF32X8 %d(AX), Z13" % (2 * db + off))
-        for k in range(8):
-            w("\tVBROADCASTF32X8 %d(BX)(%s*1), Z%d" % (off, regs[k], 16 + k))
-        for k in range(8):
-            t = temps[ti % len(temps)]; ti += 1
-            w("\tVMULPS Z%d, Z12, Z%d" % (16 + k, t))
-            w("\tVADDPS Z%d, Z%d, Z%d" % (t, k, k))
-        if nr == 3:
-            for p in range(4):
-                w("\tVBLENDMPS Z%d, Z%d, K2, Z%d" % (20 + p, 16 + p, 24 + p))
-            for p in range(4):
-                t = temps[ti % len(temps)]; ti += 1
-                w("\tVMULPS Z%d, Z13, Z%d" % (24 + p, t))
-                w("\tVADDPS Z%d, Z%d, Z%d" % (t, 8 + p, 8 + p))
-    w("")
-    w("\t// Rows 0 and 1: accumulator k is [row 0 key k | row 1 key k]. Blends and a swap of 128-bit")
-    w("\t// halves add lanes l and l+4: [row 0 key p | row 0 key p+4 | row 1 key p | row 1 key p+4]")
-    w("\t// (Z16+p), then the pairs of two such (Z24: p = 0, 1; Z26: p = 2, 3), then the pairs of")
-    w("\t// those: [row 0 keys 0..7 | row 1 keys 0..7].")
-    for p in range(4):
-        w("\tVBLENDMPS Z%d, Z%d, K1, Z%d" % (4 + p, p, 16 + p))
-        w("\tVBLENDMPS Z%d, Z%d, K1, Z%d" % (p, 4 + p, 20 + p))
-        w("\tVSHUFF32X4 $0xB1, Z%d, Z%d, Z%d" % (20 + p, 20 + p, 20 + p))
-        w("\tVADDPS Z%d, Z%d, Z%d" % (20 + p, 16 + p, 16 + p))
-    w("\tVSHUFPS $0x88, Z17, Z16, Z24")
-    w("\tVSHUFPS $0xDD, Z17, Z16, Z25")
-    w("\tVADDPS Z25, Z24, Z24")
-    w("\tVSHUFPS $0x88, Z19, Z18, Z26")
-    w("\tVSHUFPS $0xDD, Z19, Z18, Z27")
-    w("\tVADDPS Z27, Z26, Z26")
-    w("\tVSHUFPS $0x88, Z26, Z24, Z28")
-    w("\tVSHUFPS $0xDD, Z26, Z24, Z29")
-    w("\tVADDPS Z29, Z28, Z28")
-    w("\tVMOVUPS Y28, (DI)")
-    w("\tVEXTRACTF32X8 $1, Z28, (DI)(DX*1)")
-    if nr == 3:
-        w("\t// Row 2: accumulator p is [key p | key p+4]: [keys 0, 4, 1, 5] (Z12) and [keys 2, 6, 3, 7]")
-        w("\t// (Z14) of lanes l + l+4, their pairs (Z15), then each score's two pair sums gathered by")
-        w("\t// VPERMPS and added.")
-        w("\tVSHUFF32X4 $0x88, Z9, Z8, Z12")
-        w("\tVSHUFF32X4 $0xDD, Z9, Z8, Z13")
-        w("\tVADDPS Z13, Z12, Z12")
-        w("\tVSHUFF32X4 $0x88, Z11, Z10, Z14")
-        w("\tVSHUFF32X4 $0xDD, Z11, Z10, Z15")
-        w("\tVADDPS Z15, Z14, Z14")
-        w("\tVSHUFPS $0x88, Z14, Z12, Z15")
-        w("\tVSHUFPS $0xDD, Z14, Z12, Z30")
-        w("\tVADDPS Z30, Z15, Z15")
-        w("\tVMOVDQU32 scores512IdxA<>(SB), Z30")
-        w("\tVMOVDQU32 scores512IdxB<>(SB), Z31")
-        w("\tVPERMPS Z15, Z30, Z30")
-        w("\tVPERMPS Z15, Z31, Z31")
-        w("\tVADDPS Z31, Z30, Z30")
-        w("\tVMOVUPS Y30, (DI)(DX*2)")
-    w("\tADDQ $32, SI")
-    w("\tADDQ $32, DI")
-    w("\tDECQ CX")
-    w("\tJNE block")
-    w("")
-    w("done:")
-    w("\tVZEROUPPER")
-    w("\tRET")
-
 for nr, d in [(3, 64), (2, 64), (3, 32), (2, 32)]:
-    (funcC if os.environ.get('DESIGN') == 'C' else func)(nr, d)
+    func(nr, d)
 sys.stdout.write("\n".join(out) + "\n")

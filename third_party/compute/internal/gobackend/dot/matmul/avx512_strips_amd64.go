@@ -121,35 +121,25 @@ func avx512DecodeByStrips(backend *gobackend.Backend, lhs, rhs []float32, M, N, 
 	backend.Workers.Saturate(func() {
 		defer archsimd.ClearAVXUpperBits()
 		me := int(arrivals.Add(1) - 1)
-		if me < workers {
-			for {
-				s, next := ranges[me].front()
-				if s < 0 {
-					break
-				}
+		// drain computes the strips take hands out until none is left, each prefetching the one
+		// take reports next.
+		drain := func(take func() (s, next int)) {
+			for s, next := take(); s >= 0; s, next = take() {
 				nj := -1
 				if next >= 0 {
 					nj = 32 * next
 				}
 				smallRegStrip(l, r, o, M, N, K, 32*s, nj)
 			}
+		}
+		if me < workers {
+			drain(ranges[me].front)
 		}
 		if 32*S < N && tail.CompareAndSwap(false, true) {
 			smallRegColumns(l, r, o, M, N, K, 32*S, N)
 		}
 		for k := 1; k <= workers; k++ {
-			victim := &ranges[(me+k)%workers]
-			for {
-				s, next := victim.back()
-				if s < 0 {
-					break
-				}
-				nj := -1
-				if next >= 0 {
-					nj = 32 * next
-				}
-				smallRegStrip(l, r, o, M, N, K, 32*s, nj)
-			}
+			drain(ranges[(me+k)%workers].back)
 		}
 	})
 }
