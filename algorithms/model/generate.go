@@ -426,8 +426,11 @@ func (gen *Generator) Generate(prompts [][]int, opts sample.Options) (out []Comp
 	step1 := make([]int32, b)
 	pos1 := make([]int32, b)
 	for step := 0; ; step++ {
-		logits := tensors.MustCopyFlatData[float32](outs[0])
-		if !consume(rows, logits, gen.cfg.Vocab, opts) {
+		// The logits are read in place (no copy per step: a fresh 67 KB slice per step of the
+		// base preset cost ~14 ms per 64×64 call, 2.6%); nothing keeps them past consume.
+		live := false
+		tensors.MustConstFlatData(outs[0], func(logits []float32) { live = consume(rows, logits, gen.cfg.Vocab, opts) })
+		if !live {
 			break
 		}
 		slot := p + step
