@@ -14,5 +14,6 @@
 // is not the model (temperature ≠ 1, truncation, penalty) they correct the trainer–engine numerics
 // and the staleness, not the sampler's reshaping, exactly as vLLM's default raw log-probs do.
 //
-// Plain Go, standard library only.
+// Plain Go, standard library only (LogProb's exponentials in simd/archsimd lanes where the build
+// has GOEXPERIMENT=simd on amd64, to the same bits as the scalar formula).
 package sample

@@ -301,7 +301,21 @@ func Greedy(logits []float32) int {
 }
 
 // LogProb returns log softmax(logits)[tok] at temperature 1 (computed in float64).
+//
+// The result is recorded with every generated token and compared bit for bit across runs, so every
+// implementation returns exactly logProbScalar's bits: the vector path (logprob_amd64.go, where the
+// build and the CPU allow it) repeats math.Exp's own float64 operations lane by lane and sums in
+// index order; anything it does not cover exactly falls back to logProbScalar.
 func LogProb(logits []float32, tok int) float64 {
+	if lp, ok := logProbVector(logits, tok); ok {
+		return lp
+	}
+	return logProbScalar(logits, tok)
+}
+
+// logProbScalar is LogProb's defining formula: the max folded with math.Max, then z summed in index
+// order with math.Exp.
+func logProbScalar(logits []float32, tok int) float64 {
 	mx := math.Inf(-1)
 	for _, l := range logits {
 		mx = math.Max(mx, float64(l))
