@@ -50,6 +50,7 @@ type FunctionExecutable struct {
 	// parked worker helpers (prewake.go); computed once, on the first sequential execution.
 	prewakeOnce sync.Once
 	prewake     []bool
+	wakeAtStart bool
 }
 
 // newFunctionExecutable creates a FunctionExecutable for the given function.
@@ -301,6 +302,9 @@ func (fe *FunctionExecutable) executeSequentially(backend *Backend, execBuf *fun
 	}()
 
 	fe.prewakeOnce.Do(fe.planPrewake)
+	if fe.wakeAtStart && prewakeAtStart && backend.Workers != nil { // Temper fork: prewake.go
+		backend.Workers.Prewake()
+	}
 	for pos, nodeIdx := range fe.Schedule {
 		if execBuf.results[nodeIdx] != nil {
 			// Already computed (parameter)

@@ -3,7 +3,14 @@
 
 package gobackend
 
-import "github.com/gomlx/compute"
+import (
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/support/envutil"
+)
+
+// prewakeAtStart is false when GOMLX_PREWAKE_START=false (for measurements): then only the nodes
+// planPrewake marks wake the helpers.
+var prewakeAtStart = envutil.MustReadBool("GOMLX_PREWAKE_START", true)
 
 // prewakeAhead is how many executed nodes ahead of an op that splits its work across the
 // backend's workers the sequential executor wakes their parked helpers.
@@ -18,6 +25,12 @@ const prewakeAhead = 3
 // after the step's serial sampling ops and ran without it for that long (measured: it joined 26 µs
 // late on average, against 3–6 µs for the other products). Waking is only a hint: which thread
 // computes what does not change results.
+//
+// wakeAtStart is whether an execution wakes the helpers as it starts: whether the function has an
+// executed parallel op at all. The nodes before a call's first such op are not enough warning when
+// the caller ran serially for long between calls (a decoding loop samples on the host for ~0.3 ms
+// per step, the helpers park after 50 µs): the first projection of 1 step in 6 found the helper
+// parked and ran >50 µs alone (base preset, 6 layers); woken at the start, 1 in 60.
 func (fe *FunctionExecutable) planPrewake() {
 	fe.prewake = make([]bool, len(fe.Schedule))
 	parallel := func(idx int) bool {
@@ -40,6 +53,7 @@ func (fe *FunctionExecutable) planPrewake() {
 			continue
 		}
 		if parallel(idx) {
+			fe.wakeAtStart = true
 			marked = false
 			continue
 		}

@@ -12,7 +12,8 @@ import (
 
 // TestPlanPrewake: the executor wakes the workers' helpers once before each DotGeneral or fused
 // attention, at the first of the (up to three) executed nodes before it, never at the parallel ops
-// themselves, skipping parameters, constants and unused nodes when counting.
+// themselves, skipping parameters, constants and unused nodes when counting; and as each execution
+// starts when the function has an executed parallel op.
 func TestPlanPrewake(t *testing.T) {
 	P, C, D := compute.OpTypeParameter, compute.OpTypeConstant, compute.OpTypeDotGeneral
 	A, N, E := compute.OpTypeFusedScaledDotProductAttention, compute.OpTypeNeg, compute.OpTypeExp
@@ -21,13 +22,15 @@ func TestPlanPrewake(t *testing.T) {
 		ops    []compute.OpType
 		unused []int
 		want   []bool
+		start  bool // wakeAtStart
 	}{
-		{"three before", []compute.OpType{P, N, E, N, N, D}, nil, []bool{false, false, true, false, false, false}},
-		{"parameters and constants not counted", []compute.OpType{N, P, C, E, D}, nil, []bool{true, false, false, false, false}},
-		{"unused node not counted", []compute.OpType{N, E, N, E, A}, []int{2}, []bool{true, false, false, false, false}},
-		{"parallel ops back to back", []compute.OpType{D, A, N, D}, nil, []bool{false, false, true, false}},
-		{"again after a parallel op", []compute.OpType{N, D, N, N, N, N, A}, nil, []bool{true, false, false, true, false, false, false}},
-		{"none", []compute.OpType{P, N, E, N}, nil, []bool{false, false, false, false}},
+		{"three before", []compute.OpType{P, N, E, N, N, D}, nil, []bool{false, false, true, false, false, false}, true},
+		{"parameters and constants not counted", []compute.OpType{N, P, C, E, D}, nil, []bool{true, false, false, false, false}, true},
+		{"unused node not counted", []compute.OpType{N, E, N, E, A}, []int{2}, []bool{true, false, false, false, false}, true},
+		{"parallel ops back to back", []compute.OpType{D, A, N, D}, nil, []bool{false, false, true, false}, true},
+		{"again after a parallel op", []compute.OpType{N, D, N, N, N, N, A}, nil, []bool{true, false, false, true, false, false, false}, true},
+		{"none", []compute.OpType{P, N, E, N}, nil, []bool{false, false, false, false}, false},
+		{"parallel op unused", []compute.OpType{P, N, D, N}, []int{2}, []bool{false, false, false, false}, false},
 	} {
 		fe := &FunctionExecutable{Function: &Function{}}
 		for i, op := range tc.ops {
@@ -42,6 +45,9 @@ func TestPlanPrewake(t *testing.T) {
 		fe.planPrewake()
 		if !slices.Equal(fe.prewake, tc.want) {
 			t.Errorf("%s: prewake %v, want %v", tc.name, fe.prewake, tc.want)
+		}
+		if fe.wakeAtStart != tc.start {
+			t.Errorf("%s: wakeAtStart %v, want %v", tc.name, fe.wakeAtStart, tc.start)
 		}
 	}
 }

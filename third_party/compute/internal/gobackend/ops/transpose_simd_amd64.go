@@ -7,21 +7,15 @@ package ops
 
 import (
 	"simd/archsimd"
-	"unsafe"
 
+	"github.com/gomlx/compute/internal/transpose32"
 	"github.com/gomlx/compute/support/envutil"
 )
 
-// transpose8x8x32AVX2 is the 8×8 block of 4-byte elements in assembly (transpose_amd64.s): eight
-// row loads, 24 register shuffles and eight row stores where the scalar block moves 64 elements one
-// by one. Callers check bounds: src holds 8 rows of 8 at srcStride bytes, dst 8 rows of 8 at
-// dstStride bytes.
-//
-//go:noescape
-func transpose8x8x32AVX2(src unsafe.Pointer, srcStride uintptr, dst unsafe.Pointer, dstStride uintptr)
-
+// The 8×8 block of 4-byte elements in assembly (transpose32.Block8x8AVX2) where the scalar block
+// moves 64 elements one by one.
 func init() {
 	if archsimd.X86.AVX2() && envutil.MustReadBool(envutil.SIMD_AVX2_Env, true) {
-		block8x8x32 = transpose8x8x32AVX2
+		block8x8x32 = transpose32.Block8x8AVX2
 	}
 }

@@ -5,12 +5,12 @@
 
 #include "textflag.h"
 
-// func transpose8x8x32AVX2(src unsafe.Pointer, srcStride uintptr, dst unsafe.Pointer, dstStride uintptr)
+// func Block8x8AVX2(src unsafe.Pointer, srcStride uintptr, dst unsafe.Pointer, dstStride uintptr)
 //
 // dst row r (8 four-byte elements at dst + r·dstStride) = element r of source rows 0…7 (8 elements
 // each at src + c·srcStride); strides in bytes. Moves bits only (unpck/shuf/perm2f128), so any
 // 4-byte type transposes exactly.
-TEXT ·transpose8x8x32AVX2(SB), NOSPLIT, $0-32
+TEXT ·Block8x8AVX2(SB), NOSPLIT, $0-32
 	MOVQ src+0(FP), SI
 	MOVQ srcStride+8(FP), AX
 	MOVQ dst+16(FP), DI
