@@ -302,7 +302,7 @@ func (fe *FunctionExecutable) executeSequentially(backend *Backend, execBuf *fun
 	}()
 
 	fe.prewakeOnce.Do(fe.planPrewake)
-	if fe.wakeAtStart && prewakeAtStart && backend.Workers != nil { // Temper fork: prewake.go
+	if fe.wakeAtStart && backend.Workers != nil { // Temper fork: prewake.go
 		backend.Workers.Prewake()
 	}
 	for pos, nodeIdx := range fe.Schedule {

@@ -27,12 +27,19 @@ const prewakeAhead = 3
 // computes what does not change results.
 //
 // wakeAtStart is whether an execution wakes the helpers as it starts: whether the function has an
-// executed parallel op at all. The nodes before a call's first such op are not enough warning when
-// the caller ran serially for long between calls (a decoding loop samples on the host for ~0.3 ms
-// per step, the helpers park after 50 µs): the first projection of 1 step in 6 found the helper
-// parked and ran >50 µs alone (base preset, 6 layers); woken at the start, 1 in 60.
-func (fe *FunctionExecutable) planPrewake() {
+// executed parallel op at all (unless GOMLX_PREWAKE_START=false). The nodes before a call's first
+// such op are not enough warning when the caller ran serially for long between calls (a decoding
+// loop samples on the host for ~0.3 ms per step, the helpers park after 50 µs): the first
+// projection of 1 step in 6 found the helper parked and ran >50 µs alone (base preset, 6 layers);
+// woken at the start, 1 in 60. Then no node before that first op is marked: its wake would find
+// the helper woken but not yet spinning and queue a second token, which keeps it spinning another
+// DefaultSpin when it next parks (review finding).
+func (fe *FunctionExecutable) planPrewake() { fe.planPrewakeWith(prewakeAtStart) }
+
+// planPrewakeWith is planPrewake with the start wake on or off.
+func (fe *FunctionExecutable) planPrewakeWith(atStart bool) {
 	fe.prewake = make([]bool, len(fe.Schedule))
+	fe.wakeAtStart = false
 	parallel := func(idx int) bool {
 		switch fe.Function.Nodes[idx].OpType {
 		case compute.OpTypeDotGeneral, compute.OpTypeFusedScaledDotProductAttention:
@@ -47,14 +54,19 @@ func (fe *FunctionExecutable) planPrewake() {
 	// Only the first of the (up to prewakeAhead) nodes before a parallel op wakes: a woken helper
 	// counts as spinning only once it runs, so waking again from the next nodes would queue tokens
 	// that each keep a helper spinning another DefaultSpin later.
-	marked := false // the previous executed node was marked
+	marked := false        // the previous executed node was marked
+	beforeFirst := atStart // no parallel op executed yet, and the start wakes the helpers
 	for pos, idx := range fe.Schedule {
 		if !executed(idx) {
 			continue
 		}
 		if parallel(idx) {
-			fe.wakeAtStart = true
+			fe.wakeAtStart = atStart
+			beforeFirst = false
 			marked = false
+			continue
+		}
+		if beforeFirst {
 			continue
 		}
 		seen, wake := 0, false

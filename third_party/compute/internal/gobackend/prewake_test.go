@@ -12,25 +12,30 @@ import (
 
 // TestPlanPrewake: the executor wakes the workers' helpers once before each DotGeneral or fused
 // attention, at the first of the (up to three) executed nodes before it, never at the parallel ops
-// themselves, skipping parameters, constants and unused nodes when counting; and as each execution
-// starts when the function has an executed parallel op.
+// themselves, skipping parameters, constants and unused nodes when counting. With the start wake
+// (the default), an execution of a function with an executed parallel op wakes them as it starts,
+// and no node before the first such op wakes them again (a second token would keep a helper
+// spinning later).
 func TestPlanPrewake(t *testing.T) {
 	P, C, D := compute.OpTypeParameter, compute.OpTypeConstant, compute.OpTypeDotGeneral
 	A, N, E := compute.OpTypeFusedScaledDotProductAttention, compute.OpTypeNeg, compute.OpTypeExp
+	F, T := false, true
 	for _, tc := range []struct {
-		name   string
-		ops    []compute.OpType
-		unused []int
-		want   []bool
-		start  bool // wakeAtStart
+		name      string
+		ops       []compute.OpType
+		unused    []int
+		noStart   []bool // marks without the start wake
+		withStart []bool // marks with it
+		parallel  bool   // an executed parallel op: wakeAtStart with the start wake
 	}{
-		{"three before", []compute.OpType{P, N, E, N, N, D}, nil, []bool{false, false, true, false, false, false}, true},
-		{"parameters and constants not counted", []compute.OpType{N, P, C, E, D}, nil, []bool{true, false, false, false, false}, true},
-		{"unused node not counted", []compute.OpType{N, E, N, E, A}, []int{2}, []bool{true, false, false, false, false}, true},
-		{"parallel ops back to back", []compute.OpType{D, A, N, D}, nil, []bool{false, false, true, false}, true},
-		{"again after a parallel op", []compute.OpType{N, D, N, N, N, N, A}, nil, []bool{true, false, false, true, false, false, false}, true},
-		{"none", []compute.OpType{P, N, E, N}, nil, []bool{false, false, false, false}, false},
-		{"parallel op unused", []compute.OpType{P, N, D, N}, []int{2}, []bool{false, false, false, false}, false},
+		{"three before", []compute.OpType{P, N, E, N, N, D}, nil, []bool{F, F, T, F, F, F}, []bool{F, F, F, F, F, F}, true},
+		{"parameters and constants not counted", []compute.OpType{N, P, C, E, D}, nil, []bool{T, F, F, F, F}, []bool{F, F, F, F, F}, true},
+		{"unused node not counted", []compute.OpType{N, E, N, E, A}, []int{2}, []bool{T, F, F, F, F}, []bool{F, F, F, F, F}, true},
+		{"parallel ops back to back", []compute.OpType{D, A, N, D}, nil, []bool{F, F, T, F}, []bool{F, F, T, F}, true},
+		{"again after a parallel op", []compute.OpType{N, D, N, N, N, N, A}, nil, []bool{T, F, F, T, F, F, F}, []bool{F, F, F, T, F, F, F}, true},
+		{"first parallel op far", []compute.OpType{N, N, N, N, N, D, N, A}, nil, []bool{F, F, T, F, F, F, T, F}, []bool{F, F, F, F, F, F, T, F}, true},
+		{"none", []compute.OpType{P, N, E, N}, nil, []bool{F, F, F, F}, []bool{F, F, F, F}, false},
+		{"parallel op unused", []compute.OpType{P, N, D, N}, []int{2}, []bool{F, F, F, F}, []bool{F, F, F, F}, false},
 	} {
 		fe := &FunctionExecutable{Function: &Function{}}
 		for i, op := range tc.ops {
@@ -42,12 +47,18 @@ func TestPlanPrewake(t *testing.T) {
 			}
 			fe.NumUses = append(fe.NumUses, uses)
 		}
-		fe.planPrewake()
-		if !slices.Equal(fe.prewake, tc.want) {
-			t.Errorf("%s: prewake %v, want %v", tc.name, fe.prewake, tc.want)
-		}
-		if fe.wakeAtStart != tc.start {
-			t.Errorf("%s: wakeAtStart %v, want %v", tc.name, fe.wakeAtStart, tc.start)
+		for _, atStart := range []bool{false, true} {
+			fe.planPrewakeWith(atStart)
+			want := tc.noStart
+			if atStart {
+				want = tc.withStart
+			}
+			if !slices.Equal(fe.prewake, want) {
+				t.Errorf("%s (start wake %v): prewake %v, want %v", tc.name, atStart, fe.prewake, want)
+			}
+			if wantStart := atStart && tc.parallel; fe.wakeAtStart != wantStart {
+				t.Errorf("%s (start wake %v): wakeAtStart %v, want %v", tc.name, atStart, fe.wakeAtStart, wantStart)
+			}
 		}
 	}
 }

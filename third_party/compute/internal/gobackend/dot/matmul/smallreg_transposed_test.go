@@ -65,6 +65,9 @@ func TestSmallTransposedViaRegisters(t *testing.T) {
 // TestTransposeBlocked: every element lands at its transposed place, on shapes with and without
 // whole 8×8 blocks and ragged edges on either side.
 func TestTransposeBlocked(t *testing.T) {
+	if !archsimd.X86.AVX2() {
+		t.Skip("no AVX2: transposeBlocked runs on the AVX2 and AVX-512 routers only")
+	}
 	for _, s := range [][2]int{{1, 1}, {1, 9}, {9, 1}, {7, 7}, {8, 8}, {8, 16}, {16, 8}, {9, 17}, {17, 9}, {23, 40}, {264, 384}, {384, 264}, {65, 1031}} {
 		rows, cols := s[0], s[1]
 		src := make([]float32, rows*cols)
