@@ -69,15 +69,17 @@ const (
 	expZeroAt = -746
 )
 
-// expProbes are expVectorAgrees's arguments: ordinary ones, and ones (found with the test's scalar
-// transcriptions of the two branches) where archExp's fused and unfused branches give different
-// bits (TestExpProbesTellTheBranches), over the range LogProb's arguments live in.
+// expProbes are expVectorAgrees's arguments: ones (found with the test's scalar transcriptions of
+// the two branches) where archExp's fused and unfused branches give different bits
+// (TestExpProbesTellTheBranches), over the range LogProb's arguments live in, then ordinary ones;
+// 24 of them, so that every probe goes through vector lanes at either width (none in the scalar
+// tail, which would compare math.Exp with itself).
 var expProbes = [...]float64{
-	0, -0.5, -1, -7.25, -100, -708.25,
 	-39.342098236083984, -36.564300537109375, -33.56719970703125, -31.66659927368164,
 	-28.157800674438477, -25.964799880981445, -23.333200454711914, -21.798099517822266,
 	-702.3432006835938, -677.5947265625, -638.7042236328125, -605.4705200195312,
 	-575.065185546875, -546.0740966796875, -515.6688232421875, -454.1510925292969,
+	0, -0.5, -1, -2.5, -7.25, -100, -350, -708.25,
 }
 
 // expVectorAgrees reports whether expVector reproduces math.Exp on expProbes.
